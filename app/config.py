@@ -1,0 +1,62 @@
+"""Settings from ``CHRONICLE_*`` environment variables and an optional TOML file.
+
+Precedence: explicit arguments > environment > the TOML file > defaults. The TOML file is
+``$CHRONICLE_CONFIG`` if set, else ``config.toml`` in the user config directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+APP_NAME = "chronicle"
+
+
+def default_config_file() -> Path:
+    explicit = os.environ.get("CHRONICLE_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+class Settings(BaseSettings):
+    """Everything Chronicle can be configured with. Field ``x`` is ``CHRONICLE_X`` in the env."""
+
+    model_config = SettingsConfigDict(env_prefix="CHRONICLE_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL URL; unset means an embedded PostgreSQL in data_dir",
+    )
+    data_dir: Path = Field(default_factory=default_data_dir)
+    max_event_bytes: int = Field(default=1024 * 1024, gt=0, description="per event payload")
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=10, ge=1)
+    poll_interval: float = Field(
+        default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_file())
+        return (init_settings, env_settings, toml)

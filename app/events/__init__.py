@@ -1,0 +1,63 @@
+"""The event protocol: envelope, one model per kind, canonical JSON and hashing. No I/O."""
+
+from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
+from app.events.base import Action, Event, Observation, Source
+from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
+from app.events.conversation import AgentState, Message
+from app.events.ids import new_event_id
+from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
+from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
+from app.events.observations import (
+    ErrorObservation,
+    FileEditOutput,
+    FileReadOutput,
+    FileWriteOutput,
+    McpResult,
+    RunOutput,
+)
+from app.events.registry import (
+    EVENT_TYPES,
+    OBSERVATION_KINDS,
+    InvalidEventError,
+    event_from_stored,
+    parse_event,
+)
+
+__all__ = [
+    "EVENT_TYPES",
+    "OBSERVATION_KINDS",
+    "Action",
+    "AgentState",
+    "CanonicalJsonError",
+    "ErrorObservation",
+    "Event",
+    "FileEdit",
+    "FileEditOutput",
+    "FileRead",
+    "FileReadOutput",
+    "FileWrite",
+    "FileWriteOutput",
+    "Finish",
+    "InvalidEventError",
+    "LlmCall",
+    "LlmResponse",
+    "LlmUsage",
+    "McpCall",
+    "McpResult",
+    "Message",
+    "Observation",
+    "Run",
+    "RunOutput",
+    "RuntimeStatus",
+    "SessionClosed",
+    "SessionCreated",
+    "Source",
+    "Think",
+    "ToolCall",
+    "canonical_json",
+    "chain_hash",
+    "event_from_stored",
+    "hashed_document",
+    "new_event_id",
+    "parse_event",
+]

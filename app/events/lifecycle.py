@@ -1,0 +1,37 @@
+"""Session and sandbox lifecycle events."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from app.events.base import Event, Source
+
+
+class SessionCreated(Event):
+    """First event of a session: its configuration, without secrets."""
+
+    kind: Literal["session.created"] = "session.created"
+    source: Source = "system"
+    title: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    replay_of: UUID | None = None
+
+
+class SessionClosed(Event):
+    kind: Literal["session.closed"] = "session.closed"
+    source: Source = "system"
+    reason: str = ""
+
+
+class RuntimeStatus(Event):
+    """The sandbox is starting, ready (with its image digest) or failed."""
+
+    kind: Literal["runtime.starting", "runtime.ready", "runtime.failed"]
+    source: Source = "environment"
+    runtime: str = ""
+    sandbox_id: str = ""
+    image_digest: str | None = None
+    message: str = ""

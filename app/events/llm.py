@@ -1,0 +1,49 @@
+"""The record of one model call (see DESIGN.md, "Model calls are events")."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.events.base import Event, Source
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str
+
+
+class LlmResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class LlmUsage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+class LlmCall(Event):
+    """One model call: what was asked (by content hash), what came back, and what it cost."""
+
+    kind: Literal["llm.call"] = "llm.call"
+    source: Source = "agent"
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    fingerprint: str
+    prompt: list[str] = Field(default_factory=list, description="content hashes of messages")
+    response: LlmResponse = Field(default_factory=LlmResponse)
+    usage: LlmUsage = Field(default_factory=LlmUsage)
+    cost_usd: float | None = None
+    latency_ms: float = 0.0
+    attempts: int = Field(default=1, ge=1)

@@ -1,0 +1,50 @@
+"""Observations: the environment's answers, each with ``cause`` = the action's seq."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from app.events.base import Observation
+
+
+class RunOutput(Observation):
+    kind: Literal["run.output"] = "run.output"
+    output: str = ""
+    exit_code: int | None = None
+    timed_out: bool = False
+    truncated: bool = False
+
+
+class FileReadOutput(Observation):
+    kind: Literal["file.read.output"] = "file.read.output"
+    path: str
+    content: str
+
+
+class FileWriteOutput(Observation):
+    kind: Literal["file.write.output"] = "file.write.output"
+    path: str
+    diff: str = ""
+
+
+class FileEditOutput(Observation):
+    kind: Literal["file.edit.output"] = "file.edit.output"
+    path: str
+    diff: str = ""
+    content: str = ""
+
+
+class McpResult(Observation):
+    kind: Literal["mcp.result"] = "mcp.result"
+    content: list[dict[str, Any]] = Field(default_factory=list)
+    is_error: bool = False
+
+
+class ErrorObservation(Observation):
+    """An action could not be carried out (or was interrupted); the agent sees ``message``."""
+
+    kind: Literal["error"] = "error"
+    message: str
+    error_type: str = ""

@@ -1,0 +1,122 @@
+"""The discriminated union over ``kind``: turning untrusted dicts and stored rows into events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Union, get_args
+
+from pydantic import Field, TypeAdapter, ValidationError
+
+from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
+from app.events.base import Event, Observation
+from app.events.conversation import AgentState, Message
+from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
+from app.events.llm import LlmCall
+from app.events.observations import (
+    ErrorObservation,
+    FileEditOutput,
+    FileReadOutput,
+    FileWriteOutput,
+    McpResult,
+    RunOutput,
+)
+
+EVENT_CLASSES: tuple[type[Event], ...] = (
+    Message,
+    Run,
+    RunOutput,
+    FileRead,
+    FileReadOutput,
+    FileWrite,
+    FileWriteOutput,
+    FileEdit,
+    FileEditOutput,
+    Think,
+    Finish,
+    ErrorObservation,
+    McpCall,
+    McpResult,
+    LlmCall,
+    AgentState,
+    SessionCreated,
+    SessionClosed,
+    RuntimeStatus,
+)
+
+
+def _kinds_of(cls: type[Event]) -> tuple[str, ...]:
+    return get_args(cls.model_fields["kind"].annotation)
+
+
+#: kind -> class; one class may serve several kinds (``RuntimeStatus``).
+EVENT_TYPES: dict[str, type[Event]] = {
+    kind: cls for cls in EVENT_CLASSES for kind in _kinds_of(cls)
+}
+
+#: Kinds that answer an action; at most one per action (a unique index in the database).
+OBSERVATION_KINDS: frozenset[str] = frozenset(
+    kind for kind, cls in EVENT_TYPES.items() if issubclass(cls, Observation)
+)
+
+AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
+_adapter: TypeAdapter[Event] = TypeAdapter(AnyEvent)
+
+
+class InvalidEventError(ValueError):
+    """An event was refused: unknown kind or a payload that does not match its schema."""
+
+    def __init__(self, message: str, *, kind: str | None = None, field: str | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.field = field
+
+
+def _describe(kind: str, exc: ValidationError) -> InvalidEventError:
+    first = exc.errors()[0]
+    loc = [str(part) for part in first["loc"] if part != kind]
+    field = ".".join(loc) or None
+    where = f" field {field!r}" if field else ""
+    return InvalidEventError(
+        f"invalid {kind!r} event:{where} {first['msg']}", kind=kind, field=field
+    )
+
+
+def parse_event(data: Mapping[str, Any] | Event) -> Event:
+    """Validate an event given as a model or as a dict with a ``kind`` key."""
+    if isinstance(data, Event):
+        return data
+    kind = data.get("kind") if isinstance(data, Mapping) else None
+    if not isinstance(kind, str):
+        raise InvalidEventError("an event needs a 'kind' string", field="kind")
+    if kind not in EVENT_TYPES:
+        raise InvalidEventError(
+            f"unknown event kind {kind!r}; known kinds: {', '.join(sorted(EVENT_TYPES))}",
+            kind=kind,
+            field="kind",
+        )
+    try:
+        return _adapter.validate_python(dict(data))
+    except ValidationError as exc:
+        raise _describe(kind, exc) from None
+
+
+def event_from_stored(
+    *,
+    kind: str,
+    source: str,
+    cause: int | None,
+    event_id: Any,
+    payload: dict[str, Any],
+    schema_version: int,
+) -> Event:
+    """Rebuild the typed event from a stored row, upcasting old payload versions."""
+    cls = EVENT_TYPES.get(kind)
+    if cls is None:
+        raise InvalidEventError(f"unknown event kind {kind!r} in the log", kind=kind)
+    current = cls.upcast(schema_version, payload)
+    try:
+        return cls.model_validate(
+            {**current, "kind": kind, "source": source, "cause": cause, "event_id": event_id}
+        )
+    except ValidationError as exc:
+        raise _describe(kind, exc) from None

@@ -1,0 +1,25 @@
+"""PostgreSQL event store: append, read, subscribe, checkpoints, chain verification."""
+
+from app.store.errors import (
+    ConcurrencyError,
+    DatabaseUnavailableError,
+    DuplicateEventError,
+    EventTooLargeError,
+    InvalidEventError,
+    StoreError,
+)
+from app.store.event_store import EventStore
+from app.store.records import Position, RecordedEvent, VerifyReport
+
+__all__ = [
+    "ConcurrencyError",
+    "DatabaseUnavailableError",
+    "DuplicateEventError",
+    "EventStore",
+    "EventTooLargeError",
+    "InvalidEventError",
+    "Position",
+    "RecordedEvent",
+    "StoreError",
+    "VerifyReport",
+]

@@ -1,0 +1,121 @@
+"""Append: validate and encode a batch in Python, record it with one call to chronicle_append().
+
+The database function (see migrations) does the parts that must be serialised per session:
+the lock, the expected-seq check, seq numbering, the hash chain and the notification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, NamedTuple
+from uuid import UUID
+
+import asyncpg
+
+from app.events import Event, InvalidEventError, parse_event
+from app.events.canonical import CanonicalJsonError, canonicalise
+from app.store.errors import (
+    ConcurrencyError,
+    DuplicateEventError,
+    EventTooLargeError,
+)
+from app.store.records import RecordedEvent
+
+APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8)"
+
+EventLike = Event | Mapping[str, Any]
+
+
+class EncodedBatch(NamedTuple):
+    """Column arrays for chronicle_append(), plus the normalised payloads for the result."""
+
+    event_ids: list[UUID]
+    kinds: list[str]
+    sources: list[str]
+    causes: list[int | None]
+    payload_texts: list[str]
+    versions: list[int]
+    payloads: list[dict[str, Any]]
+
+
+def encode_batch(events: Iterable[EventLike], max_event_bytes: int) -> EncodedBatch:
+    """Validate every event and serialise its payload; refuse the whole batch on any error."""
+    batch = EncodedBatch([], [], [], [], [], [], [])
+    for index, item in enumerate(events):
+        event = parse_event(item)
+        try:
+            payload, text = canonicalise(event.payload())
+        except CanonicalJsonError as exc:
+            raise InvalidEventError(
+                f"event {index} ({event.kind}): {exc}", kind=event.kind
+            ) from None
+        if len(text) * 4 > max_event_bytes and len(text.encode()) > max_event_bytes:
+            raise EventTooLargeError(
+                f"event {index} ({event.kind}) is {len(text.encode()):,} bytes, over the "
+                f"limit of {max_event_bytes:,} (CHRONICLE_MAX_EVENT_BYTES); nothing was "
+                "written",
+                kind=event.kind,
+            )
+        batch.event_ids.append(event.event_id)
+        batch.kinds.append(event.kind)
+        batch.sources.append(event.source)
+        batch.causes.append(event.cause)
+        batch.payload_texts.append(text)
+        batch.versions.append(type(event).schema_version)
+        batch.payloads.append(payload)
+    return batch
+
+
+def recorded_from_result(
+    session_id: UUID, batch: EncodedBatch, rows: Sequence[asyncpg.Record]
+) -> list[RecordedEvent]:
+    """Pair what was sent with what the database assigned (seq, position, tx, time, hash)."""
+    return [
+        RecordedEvent.model_construct(
+            global_position=row["global_position"],
+            session_id=session_id,
+            seq=row["seq"],
+            event_id=batch.event_ids[i],
+            tx=row["tx"],
+            kind=batch.kinds[i],
+            source=batch.sources[i],
+            cause=batch.causes[i],
+            payload=batch.payloads[i],
+            schema_version=batch.versions[i],
+            created_at=row["created_at"],
+            hash=row["hash"],
+        )
+        for i, row in enumerate(sorted(rows, key=lambda r: r["seq"]))
+    ]
+
+
+def translate_error(
+    exc: asyncpg.PostgresError, session_id: UUID, expected_seq: int | None
+) -> Exception:
+    """Turn the database's refusal into the store's error with a message a user can act on."""
+    state = exc.sqlstate
+    if state == "CR001":
+        return ConcurrencyError(session_id, expected_seq or 0, int(exc.detail or 0))
+    if state == "CR003":
+        return DuplicateEventError(exc.message)
+    constraint = getattr(exc, "constraint_name", None)
+    if state == "23505" and constraint == "events_one_observation_per_action":
+        return DuplicateEventError(
+            f"an action in session {session_id} already has its observation ({exc.detail})"
+        )
+    if state == "23505" and constraint == "events_event_id":
+        return DuplicateEventError(
+            "an event_id of this batch is already recorded, but the batch's first event is "
+            f"not: a batch must be re-sent whole ({exc.detail})"
+        )
+    if state == "23503" and constraint == "events_cause_exists":
+        return InvalidEventError(
+            f"cause does not name an event of session {session_id} ({exc.detail})",
+            field="cause",
+        )
+    if state == "23514":
+        return InvalidEventError(
+            f"an event breaks the table's rules ({exc.message}); cause must be an earlier seq",
+            field="cause",
+        )
+    return exc

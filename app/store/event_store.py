@@ -1,0 +1,294 @@
+"""The public event store: append, read, subscribe, verify, checkpoints.
+
+Usage::
+
+    async with await EventStore.open(dsn) as store:
+        recorded = await store.append(session_id, [Message(content="hi")], expected_seq=0)
+        async for event in store.subscribe(session_id): ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import Any, Self, TypeVar
+from uuid import UUID
+
+import asyncpg
+
+from app.config import Settings
+from app.events.canonical import chain_hash, hashed_document
+from app.store import subscriptions
+from app.store.append import (
+    APPEND_SQL,
+    EventLike,
+    encode_batch,
+    recorded_from_result,
+    translate_error,
+)
+from app.store.errors import DatabaseUnavailableError, StoreError
+from app.store.notifier import Notifier
+from app.store.records import Position, RecordedEvent, VerifyReport
+from app.store.transient import TRANSIENT_ERRORS
+from app.store.urls import asyncpg_dsn, redact
+
+T = TypeVar("T")
+
+COLUMNS = (
+    "global_position, session_id, seq, event_id, tx, kind, source, cause, payload, "
+    "schema_version, created_at, hash"
+)
+READ_SESSION_SQL = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+)
+READ_BY_IDS_SQL = (
+    f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND event_id = ANY($2::uuid[]) "
+    "ORDER BY seq"
+)
+# Only rows of transactions older than every running one: nothing can commit behind them.
+READ_ALL_SQL = f"""
+SELECT {COLUMNS} FROM events
+WHERE (tx, global_position) > ($1::xid8, $2::bigint)
+  AND tx < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY tx, global_position
+LIMIT $3
+"""
+SAVE_CHECKPOINT_SQL = """
+INSERT INTO checkpoints (name, tx, global_position, updated_at) VALUES ($1, $2, $3, now())
+ON CONFLICT (name) DO UPDATE
+SET tx = excluded.tx, global_position = excluded.global_position, updated_at = now()
+"""
+RETRY_DELAYS = (0.05, 0.2, 0.5, 1.0)
+
+
+def _record(row: asyncpg.Record) -> RecordedEvent:
+    return RecordedEvent.model_construct(**dict(row.items()))
+
+
+async def _init_connection(connection: asyncpg.Connection) -> None:
+    await connection.set_type_codec(
+        "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+    )
+
+
+class EventStore:
+    """Owns a connection pool and one listening connection. Open with ``EventStore.open``."""
+
+    def __init__(self, pool: asyncpg.Pool, notifier: Notifier, settings: Settings) -> None:
+        self.pool = pool
+        self.notifier = notifier
+        self.settings = settings
+
+    @classmethod
+    async def open(cls, dsn: str, *, settings: Settings | None = None) -> Self:
+        settings = settings or Settings()
+        url = asyncpg_dsn(dsn)
+        try:
+            pool = await asyncpg.create_pool(
+                url,
+                min_size=settings.pool_min_size,
+                max_size=settings.pool_max_size,
+                init=_init_connection,
+            )
+        except (*TRANSIENT_ERRORS, asyncpg.InvalidCatalogNameError) as exc:
+            raise DatabaseUnavailableError(
+                f"cannot connect to PostgreSQL at {redact(url)}: {exc}. Is it running? "
+                "Without CHRONICLE_DATABASE_URL, `chronicle db up` starts the embedded one."
+            ) from None
+        try:
+            if await pool.fetchval("SELECT to_regclass('events')") is None:
+                raise StoreError(
+                    f"the database at {redact(url)} has no Chronicle schema; "
+                    "run `chronicle db migrate`"
+                )
+            notifier = Notifier(lambda: asyncpg.connect(url), keepalive=settings.poll_interval)
+            await notifier.start()
+        except BaseException:
+            await pool.close()
+            raise
+        return cls(pool, notifier, settings)
+
+    async def close(self) -> None:
+        await self.notifier.close()
+        await self.pool.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _retrying(self, operation: Callable[[], Awaitable[T]]) -> T:
+        """Run an idempotent operation, retrying briefly through a lost connection."""
+        for delay in RETRY_DELAYS:
+            try:
+                return await operation()
+            except TRANSIENT_ERRORS:
+                await asyncio.sleep(delay)
+        try:
+            return await operation()
+        except TRANSIENT_ERRORS as exc:
+            raise DatabaseUnavailableError(f"PostgreSQL is unavailable: {exc}") from exc
+
+    # -- writing ---------------------------------------------------------------------------
+
+    async def append(
+        self,
+        session_id: UUID,
+        events: Iterable[EventLike],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[RecordedEvent]:
+        """Record ``events`` atomically at the end of the session's stream.
+
+        ``expected_seq`` is the last seq the writer saw (0 for a new session; None skips the
+        check); a mismatch raises ``ConcurrencyError`` with ``actual_seq``. Re-sending a batch
+        (same event_ids) returns the recorded events and writes nothing, which also makes a
+        retry after a lost connection safe.
+        """
+        batch = encode_batch(events, self.settings.max_event_bytes)
+        if not batch.event_ids:
+            return []
+        args = (
+            session_id,
+            expected_seq,
+            batch.event_ids,
+            batch.kinds,
+            batch.sources,
+            batch.causes,
+            batch.payload_texts,
+            batch.versions,
+        )
+        try:
+            rows = await self._retrying(lambda: self.pool.fetch(APPEND_SQL, *args))
+        except asyncpg.PostgresError as exc:
+            raise translate_error(exc, session_id, expected_seq) from None
+        if rows and rows[0]["replayed"]:
+            return await self._retrying(
+                lambda: self._fetch(READ_BY_IDS_SQL, session_id, batch.event_ids)
+            )
+        recorded = recorded_from_result(session_id, batch, rows)
+        self.notifier.announce(str(session_id), recorded[-1].seq)
+        return recorded
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _fetch(self, sql: str, *args: Any) -> list[RecordedEvent]:
+        rows = await self.pool.fetch(sql, *args)
+        return [_record(row) for row in rows]
+
+    async def read(
+        self, session_id: UUID, after_seq: int = 0, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """The session's events with ``seq > after_seq``, in order."""
+        return await self._retrying(
+            lambda: self._fetch(READ_SESSION_SQL, session_id, after_seq, limit)
+        )
+
+    async def read_all(
+        self, after: Position | None = None, limit: int = 1000
+    ) -> list[RecordedEvent]:
+        """Events of all sessions after ``after`` in commit-safe ``(tx, global_position)`` order."""
+        position = after or Position.origin()
+        return await self._retrying(
+            lambda: self._fetch(READ_ALL_SQL, position.tx, position.global_position, limit)
+        )
+
+    async def last_seq(self, session_id: UUID) -> int:
+        """The session's last seq (0 if it has no events)."""
+        value = await self._retrying(
+            lambda: self.pool.fetchval("SELECT last_seq FROM sessions WHERE id = $1", session_id)
+        )
+        return int(value or 0)
+
+    def subscribe(self, session_id: UUID, after_seq: int = 0) -> AsyncIterator[RecordedEvent]:
+        """Live tail of one session: every event after ``after_seq`` once, in order, forever."""
+        return subscriptions.subscribe_session(self, session_id, after_seq)
+
+    def subscribe_all(
+        self,
+        name: str | None = None,
+        *,
+        start: Position | None = None,
+        auto_checkpoint: bool = True,
+    ) -> AsyncIterator[RecordedEvent]:
+        """Live tail of every session; with ``name``, resumes from a durable checkpoint."""
+        return subscriptions.subscribe_all(self, name, start, auto_checkpoint)
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    async def load_checkpoint(self, name: str) -> Position | None:
+        row = await self._retrying(
+            lambda: self.pool.fetchrow(
+                "SELECT tx, global_position FROM checkpoints WHERE name = $1", name
+            )
+        )
+        return Position(row["tx"], row["global_position"]) if row else None
+
+    async def save_checkpoint(
+        self, name: str, position: Position, connection: asyncpg.Connection | None = None
+    ) -> None:
+        """Save a consumer's position; pass its ``connection`` to save inside its transaction."""
+        if connection is not None:
+            await connection.execute(SAVE_CHECKPOINT_SQL, name, *position)
+            return
+        await self._retrying(lambda: self.pool.execute(SAVE_CHECKPOINT_SQL, name, *position))
+
+    # -- integrity -------------------------------------------------------------------------
+
+    async def verify(self, session_id: UUID, page_size: int = 5000) -> VerifyReport:
+        """Recompute the session's hash chain; name the first seq where it breaks."""
+        previous = b""
+        expected_seq = 0
+        while True:
+            page = await self.read(session_id, after_seq=expected_seq, limit=page_size)
+            for event in page:
+                expected_seq += 1
+                if event.seq != expected_seq:
+                    return self._bad(session_id, expected_seq, f"seq {expected_seq} is missing")
+                document = hashed_document(
+                    session_id=str(event.session_id),
+                    seq=event.seq,
+                    event_id=str(event.event_id),
+                    kind=event.kind,
+                    source=event.source,
+                    cause=event.cause,
+                    payload=event.payload,
+                    schema_version=event.schema_version,
+                    created_at=event.created_at,
+                )
+                previous = chain_hash(previous, document)
+                if previous != event.hash:
+                    return self._bad(
+                        session_id, event.seq, f"event {event.seq} does not match its hash"
+                    )
+            if len(page) < page_size:
+                break
+        head = await self._retrying(
+            lambda: self.pool.fetchrow(
+                "SELECT last_seq, last_hash FROM sessions WHERE id = $1", session_id
+            )
+        )
+        if head is not None and (head["last_seq"], head["last_hash"]) != (expected_seq, previous):
+            return self._bad(
+                session_id,
+                expected_seq + 1 if head["last_seq"] > expected_seq else expected_seq,
+                f"the session head says seq {head['last_seq']} but the log ends at "
+                f"{expected_seq} (events removed?)",
+                checked=expected_seq,
+            )
+        return VerifyReport(session_id=session_id, ok=True, checked=expected_seq)
+
+    @staticmethod
+    def _bad(
+        session_id: UUID, seq: int, reason: str, checked: int | None = None
+    ) -> VerifyReport:
+        return VerifyReport(
+            session_id=session_id,
+            ok=False,
+            checked=checked if checked is not None else seq - 1,
+            first_bad_seq=seq,
+            reason=reason,
+        )
+

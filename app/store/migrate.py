@@ -1,0 +1,58 @@
+"""Schema migrations through alembic, callable from the CLI and the tests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from app.store.urls import asyncpg_dsn
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def alembic_config(url: str) -> Config:
+    config = Config(str(PROJECT_ROOT / "alembic.ini"))
+    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    # ConfigParser interpolates '%': escape it so URL-encoded passwords survive.
+    config.set_main_option("sqlalchemy.url", asyncpg_dsn(url).replace("%", "%%"))
+    return config
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def current_revision(url: str) -> str | None:
+    """The schema revision the database is at, or None for an empty database."""
+    from sqlalchemy import create_engine, pool
+
+    from alembic.runtime.migration import MigrationContext
+    from app.store.urls import sqlalchemy_url
+
+    engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)
+    try:
+        with engine.connect() as connection:
+            context = MigrationContext.configure(
+                connection, opts={"version_table": "chronicle_schema_version"}
+            )
+            return context.get_current_revision()
+    finally:
+        engine.dispose()
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head()
+
+
+async def upgrade_async(url: str, revision: str = "head") -> None:
+    """``upgrade`` off the event loop (alembic is synchronous)."""
+    await asyncio.to_thread(upgrade, url, revision)

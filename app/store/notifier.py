@@ -1,0 +1,183 @@
+"""One listening connection per process, fanned out to in-process subscribers.
+
+A notification is only a doorbell: it says "session S reached seq N" and carries no data.
+Subscribers catch up by reading the table after every ring, after every reconnect (when
+notifications may have been lost) and on a slow poll, so a lost ring delays but never loses
+an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+import asyncpg
+
+from app.store.transient import TRANSIENT_ERRORS
+
+CHANNEL = "chronicle_events"
+
+log = logging.getLogger(__name__)
+
+
+class Wakeup:
+    """A subscriber's doorbell: remembers the highest seq announced and whether to re-read."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.latest_seq = 0
+        self.must_read = True
+
+    def ring(self, seq: int | None = None) -> None:
+        if seq is None:
+            self.must_read = True
+        elif seq > self.latest_seq:
+            self.latest_seq = seq
+        self._event.set()
+
+    def clear(self) -> None:
+        self._event.clear()
+        self.must_read = False
+
+    async def wait(self, timeout: float) -> bool:
+        """Wait for a ring; False when the timeout passed first (time for a fallback poll)."""
+        try:
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
+            return True
+        except TimeoutError:
+            return False
+
+
+class Notifier:
+    """Owns the LISTEN connection; reconnects forever with backoff until closed."""
+
+    def __init__(
+        self,
+        connect: Callable[[], Awaitable[asyncpg.Connection]],
+        *,
+        keepalive: float = 5.0,
+    ) -> None:
+        self._connect = connect
+        self._keepalive = keepalive
+        self._sessions: dict[str, set[Wakeup]] = {}
+        self._all: set[Wakeup] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._connection: asyncpg.Connection | None = None
+        self.connected = asyncio.Event()
+        #: How many times the listening connection was (re)established; 1 after start.
+        self.connections_made = 0
+
+    async def start(self) -> None:
+        """Connect once (errors reach the caller), then supervise in the background."""
+        first = await self._listen(await self._connect())
+        self._task = asyncio.create_task(self._supervise(first), name="chronicle-notifier")
+
+    @property
+    def backend_pid(self) -> int | None:
+        """PostgreSQL pid of the listening connection (tests terminate it on purpose)."""
+        return self._connection.get_server_pid() if self._connection else None
+
+    def watch(self, session_id: str | None) -> Wakeup:
+        """A doorbell for one session, or for every session when ``session_id`` is None."""
+        wakeup = Wakeup()
+        if session_id is None:
+            self._all.add(wakeup)
+        else:
+            self._sessions.setdefault(session_id, set()).add(wakeup)
+        return wakeup
+
+    def unwatch(self, session_id: str | None, wakeup: Wakeup) -> None:
+        if session_id is None:
+            self._all.discard(wakeup)
+            return
+        watchers = self._sessions.get(session_id)
+        if watchers is not None:
+            watchers.discard(wakeup)
+            if not watchers:
+                del self._sessions[session_id]
+
+    def announce(self, session_id: str, last_seq: int) -> None:
+        """Ring the watchers of a session (also used for this process's own appends)."""
+        for wakeup in self._sessions.get(session_id, ()):
+            wakeup.ring(last_seq)
+        for wakeup in self._all:
+            wakeup.ring(None)
+
+    def _ring_everyone(self) -> None:
+        for watchers in self._sessions.values():
+            for wakeup in watchers:
+                wakeup.ring(None)
+        for wakeup in self._all:
+            wakeup.ring(None)
+
+    def _on_notification(
+        self, _conn: object, _pid: int, _channel: str, payload: str
+    ) -> None:
+        session_id, _, seq = payload.rpartition(":")
+        try:
+            self.announce(session_id, int(seq))
+        except ValueError:
+            log.warning("ignoring malformed notification %r", payload)
+
+    async def _listen(self, connection: asyncpg.Connection) -> asyncio.Event:
+        lost = asyncio.Event()
+        connection.add_termination_listener(lambda _c: lost.set())
+        await connection.add_listener(CHANNEL, self._on_notification)
+        self._connection = connection
+        self.connections_made += 1
+        self.connected.set()
+        # Anything announced while we were not listening is found by a catch-up read.
+        self._ring_everyone()
+        return lost
+
+    async def _supervise(self, lost: asyncio.Event) -> None:
+        backoff = 0.05
+        while True:
+            await self._wait_until_lost(lost)
+            self.connected.clear()
+            self._ring_everyone()
+            await self._drop_connection()
+            while True:
+                try:
+                    lost = await self._listen(await self._connect())
+                    backoff = 0.05
+                    log.info("listening connection re-established")
+                    break
+                except TRANSIENT_ERRORS as exc:
+                    log.warning("listening connection unavailable (%s); retrying", exc)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 2.0)
+
+    async def _wait_until_lost(self, lost: asyncio.Event) -> None:
+        """Return when the connection is gone; a silent one is found by a periodic ping."""
+        while not lost.is_set():
+            try:
+                async with asyncio.timeout(self._keepalive):
+                    await lost.wait()
+            except TimeoutError:
+                try:
+                    assert self._connection is not None
+                    async with asyncio.timeout(self._keepalive):
+                        await self._connection.execute("SELECT 1")
+                except (*TRANSIENT_ERRORS, AssertionError):
+                    return
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.is_closed():
+            connection.terminate()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.is_closed():
+            with contextlib.suppress(*TRANSIENT_ERRORS):
+                await asyncio.wait_for(connection.close(), 2)
+        self._ring_everyone()

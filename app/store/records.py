@@ -1,0 +1,89 @@
+"""What the store hands back: recorded events, global cursor positions, verification reports."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import total_ordering
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.events import Event, event_from_stored
+
+
+@total_ordering
+class Position(NamedTuple):
+    """A place in the global log: ``(tx, global_position)``, compared as a pair.
+
+    ``global_position`` alone is not a safe cursor: a transaction that took a smaller
+    position can commit after a larger one is already visible.
+    """
+
+    tx: int
+    global_position: int
+
+    @classmethod
+    def origin(cls) -> Position:
+        return cls(0, 0)
+
+
+class RecordedEvent(BaseModel):
+    """One row of the events table."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    global_position: int
+    session_id: UUID
+    seq: int
+    event_id: UUID
+    tx: int
+    kind: str
+    source: str
+    cause: int | None
+    payload: dict[str, Any]
+    schema_version: int
+    created_at: datetime
+    hash: bytes
+
+    @property
+    def position(self) -> Position:
+        return Position(self.tx, self.global_position)
+
+    def event(self) -> Event:
+        """The typed event (``Message``, ``Run``, ...), upcast to the current schema."""
+        return event_from_stored(
+            kind=self.kind,
+            source=self.source,
+            cause=self.cause,
+            event_id=self.event_id,
+            payload=self.payload,
+            schema_version=self.schema_version,
+        )
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The table's columns as JSON-ready values (hash as hex)."""
+        return {
+            "global_position": self.global_position,
+            "session_id": str(self.session_id),
+            "seq": self.seq,
+            "event_id": str(self.event_id),
+            "tx": self.tx,
+            "kind": self.kind,
+            "source": self.source,
+            "cause": self.cause,
+            "payload": self.payload,
+            "schema_version": self.schema_version,
+            "created_at": self.created_at.isoformat(),
+            "hash": self.hash.hex(),
+        }
+
+
+class VerifyReport(BaseModel):
+    """Result of checking one session's hash chain."""
+
+    session_id: UUID
+    ok: bool
+    checked: int
+    first_bad_seq: int | None = None
+    reason: str = ""

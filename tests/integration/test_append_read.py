@@ -1,0 +1,204 @@
+"""Appending and reading one session: seqs, atomic batches, idempotency, refusals."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from app.events import FileEdit, Message, Run, RunOutput
+from app.store import (
+    ConcurrencyError,
+    DuplicateEventError,
+    EventStore,
+    EventTooLargeError,
+    InvalidEventError,
+)
+
+
+async def test_append_assigns_gapless_seqs_and_reads_back(store: EventStore) -> None:
+    session = uuid.uuid4()
+    first = await store.append(session, [Message(content="hi", source="user")], expected_seq=0)
+    rest = await store.append(
+        session,
+        [Run(command="ls", cause=None), Message(content="done", source="agent")],
+        expected_seq=1,
+    )
+    assert [e.seq for e in first + rest] == [1, 2, 3]
+    events = await store.read(session)
+    assert [(e.seq, e.kind, e.source) for e in events] == [
+        (1, "message", "user"),
+        (2, "run", "agent"),
+        (3, "message", "agent"),
+    ]
+    assert events[0].payload == {"content": "hi"}
+    assert events[0].event() == Message(
+        content="hi", source="user", event_id=events[0].event_id
+    )
+    assert [e.hash for e in events] == [e.hash for e in first + rest]
+    assert await store.read(session, after_seq=1, limit=1) == [events[1]]
+    assert await store.last_seq(session) == 3
+
+
+async def test_sessions_row_created_with_first_event(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="a")])
+    await store.append(session, [Message(content="b")])
+    row = await store.pool.fetchrow("SELECT last_seq, created_at FROM sessions WHERE id=$1", session)
+    assert row["last_seq"] == 2
+
+
+async def test_expected_seq_mismatch_raises_with_actual(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="a"), Message(content="b")], expected_seq=0)
+    with pytest.raises(ConcurrencyError) as raised:
+        await store.append(session, [Message(content="c")], expected_seq=1)
+    assert raised.value.actual_seq == 2
+    assert "expected 1" in str(raised.value)
+    assert len(await store.read(session)) == 2
+
+
+async def test_resending_a_batch_returns_recorded_events(store: EventStore) -> None:
+    session = uuid.uuid4()
+    batch = [Message(content="one"), Message(content="two")]
+    recorded = await store.append(session, batch, expected_seq=0)
+    again = await store.append(session, batch, expected_seq=0)
+    assert [(e.seq, e.event_id, e.hash) for e in again] == [
+        (e.seq, e.event_id, e.hash) for e in recorded
+    ]
+    assert await store.last_seq(session) == 2
+    count = await store.pool.fetchval("SELECT count(*) FROM events")
+    assert count == 2
+
+
+async def test_partial_resend_is_refused_and_writes_nothing(store: EventStore) -> None:
+    session = uuid.uuid4()
+    old = Message(content="old")
+    await store.append(session, [old])
+    with pytest.raises(DuplicateEventError, match="re-sent whole"):
+        await store.append(session, [Message(content="new"), old])
+    assert await store.last_seq(session) == 1
+
+
+async def test_event_id_of_another_session_is_refused(store: EventStore) -> None:
+    event = Message(content="mine")
+    await store.append(uuid.uuid4(), [event])
+    with pytest.raises(DuplicateEventError, match="already recorded in session"):
+        await store.append(uuid.uuid4(), [event])
+
+
+async def test_dict_events_are_validated(store: EventStore) -> None:
+    session = uuid.uuid4()
+    recorded = await store.append(session, [{"kind": "run", "command": "pwd", "timeout": 5}])
+    assert recorded[0].payload["command"] == "pwd"
+    assert recorded[0].source == "agent"
+
+
+async def test_unknown_kind_is_refused_naming_it(store: EventStore) -> None:
+    session = uuid.uuid4()
+    with pytest.raises(InvalidEventError, match="unknown event kind 'telepathy'"):
+        await store.append(session, [Message(content="ok"), {"kind": "telepathy"}])
+    assert await store.read(session) == []
+
+
+async def test_invalid_payload_is_refused_naming_the_field(store: EventStore) -> None:
+    session = uuid.uuid4()
+    with pytest.raises(InvalidEventError) as raised:
+        await store.append(
+            session, [Message(content="ok"), {"kind": "file.edit", "command": "explode", "path": "a"}]
+        )
+    assert raised.value.kind == "file.edit"
+    assert raised.value.field == "command"
+    with pytest.raises(InvalidEventError, match="'run' event: field 'command'"):
+        await store.append(session, [{"kind": "run"}])
+    assert await store.read(session) == []
+    FileEdit(command="view", path="x")  # the valid form still works
+
+
+async def test_oversized_event_refuses_whole_batch(database_url: str, settings) -> None:
+    small = settings.model_copy(update={"max_event_bytes": 10_000})
+    async with await EventStore.open(database_url, settings=small) as store:
+        session = uuid.uuid4()
+        with pytest.raises(EventTooLargeError, match="over the limit of 10,000"):
+            await store.append(
+                session, [Message(content="fits"), Message(content="x" * 20_000)]
+            )
+        assert await store.read(session) == []
+        await store.append(session, [Message(content="x" * 9_000)])
+
+
+async def test_default_size_limit_is_one_mebibyte(store: EventStore) -> None:
+    session = uuid.uuid4()
+    with pytest.raises(EventTooLargeError):
+        await store.append(session, [Message(content="é" * 600_000)])  # 1.2 MB of UTF-8
+    await store.append(session, [Message(content="x" * 1_000_000)])
+
+
+async def test_payload_that_postgres_cannot_store_is_refused(store: EventStore) -> None:
+    with pytest.raises(InvalidEventError, match="NUL"):
+        await store.append(uuid.uuid4(), [Message(content="a\x00b")])
+
+
+async def test_cause_must_name_an_earlier_event(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Run(command="true")])
+    with pytest.raises(InvalidEventError, match="cause"):
+        await store.append(session, [RunOutput(output="", cause=7)])
+    await store.append(session, [RunOutput(output="", exit_code=0, cause=1)])
+
+
+async def test_one_observation_per_action(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Run(command="true"), RunOutput(exit_code=0, cause=1)])
+    with pytest.raises(DuplicateEventError, match="already has its observation"):
+        await store.append(session, [RunOutput(exit_code=1, cause=1)])
+
+
+async def test_batch_of_action_and_its_observation(store: EventStore) -> None:
+    session = uuid.uuid4()
+    recorded = await store.append(session, [Run(command="x"), RunOutput(output="y", cause=1)])
+    assert recorded[1].cause == 1
+
+
+async def test_tricky_payload_values_round_trip(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(
+        session,
+        [
+            {
+                "kind": "mcp.call",
+                "server": "s",
+                "tool": "t",
+                "arguments": {
+                    "float": 1.5e-7,
+                    "integral": 3.0,
+                    "big": 1e20,
+                    "text": 'quote " backslash \\ newline \n tab \t emoji 🎉 ctrl \x01',
+                    "nested": [{"z": 1, "a": [None, True, False]}],
+                },
+            }
+        ],
+    )
+    [event] = await store.read(session)
+    args = event.payload["arguments"]
+    assert args["integral"] == 3 and args["big"] == 10**20 and args["float"] == 1.5e-7
+    assert (await store.verify(session)).ok
+
+
+async def test_empty_append_is_a_no_op(store: EventStore) -> None:
+    assert await store.append(uuid.uuid4(), []) == []
+
+
+async def test_open_reports_missing_schema(pg_address, settings) -> None:
+    from tests.support.postgres import database_from_template
+
+    for url in database_from_template(pg_address, "template1", f"t_{uuid.uuid4().hex[:12]}"):
+        with pytest.raises(Exception, match="chronicle db migrate"):
+            await EventStore.open(url, settings=settings)
+
+
+async def test_open_reports_unreachable_server(settings) -> None:
+    from app.store import DatabaseUnavailableError
+
+    with pytest.raises(DatabaseUnavailableError, match="cannot connect"):
+        await EventStore.open("postgresql://nobody@127.0.0.1:1/none", settings=settings)
