@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
@@ -19,7 +19,6 @@ import asyncpg
 
 from app.config import Settings
 from app.events.canonical import chain_hash, hashed_document
-from app.store import subscriptions
 from app.store.append import (
     APPEND_SQL,
     EventLike,
@@ -30,6 +29,7 @@ from app.store.append import (
 from app.store.errors import DatabaseUnavailableError, StoreError
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
+from app.store.subscriptions import GlobalSubscription, SessionSubscription
 from app.store.transient import TRANSIENT_ERRORS
 from app.store.urls import asyncpg_dsn, redact
 
@@ -202,9 +202,9 @@ class EventStore:
         )
         return int(value or 0)
 
-    def subscribe(self, session_id: UUID, after_seq: int = 0) -> AsyncIterator[RecordedEvent]:
+    def subscribe(self, session_id: UUID, after_seq: int = 0) -> SessionSubscription:
         """Live tail of one session: every event after ``after_seq`` once, in order, forever."""
-        return subscriptions.subscribe_session(self, session_id, after_seq)
+        return SessionSubscription(self, session_id, after_seq)
 
     def subscribe_all(
         self,
@@ -212,9 +212,9 @@ class EventStore:
         *,
         start: Position | None = None,
         auto_checkpoint: bool = True,
-    ) -> AsyncIterator[RecordedEvent]:
+    ) -> GlobalSubscription:
         """Live tail of every session; with ``name``, resumes from a durable checkpoint."""
-        return subscriptions.subscribe_all(self, name, start, auto_checkpoint)
+        return GlobalSubscription(self, name, start, auto_checkpoint)
 
     # -- checkpoints -----------------------------------------------------------------------
 

@@ -3,6 +3,10 @@
 Each subscription keeps its own cursor and reads the table to catch up: at start, after every
 doorbell from the notifier, after reconnects, and on a slow poll. It therefore delivers every
 event once and in order even when notifications are lost or the database restarts.
+
+Subscriptions are plain async iterators (not generators), so cancelling a pending
+``__anext__`` — ``asyncio.wait_for(anext(sub), 1)`` — loses nothing: the next call carries on
+from the same cursor.
 """
 
 from __future__ import annotations
@@ -10,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import TYPE_CHECKING, Self
 from uuid import UUID
 
+from app.store.notifier import Wakeup
 from app.store.records import Position, RecordedEvent
 from app.store.transient import TRANSIENT_ERRORS
 
@@ -28,99 +33,174 @@ CHECKPOINT_EVERY_EVENTS = 500
 CHECKPOINT_EVERY_SECONDS = 1.0
 
 
-async def _read_until_available(
-    read: Callable[[], Awaitable[list[RecordedEvent]]], poll_interval: float
-) -> list[RecordedEvent]:
-    """Keep trying a catch-up read through connection loss and server restarts."""
-    backoff = 0.05
-    while True:
-        try:
-            return await read()
-        except TRANSIENT_ERRORS as exc:
-            log.warning("subscription read failed (%s); retrying", exc)
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, poll_interval)
+class Subscription:
+    """Shared machinery: a buffer of read-ahead events, a doorbell, retrying catch-up reads."""
 
+    def __init__(self, store: EventStore, watch_key: str | None) -> None:
+        self._store = store
+        self._watch_key = watch_key
+        self._wakeup: Wakeup | None = store.notifier.watch(watch_key)
+        self._buffer: deque[RecordedEvent] = deque()
+        self._closed = False
 
-async def subscribe_session(
-    store: EventStore, session_id: UUID, after_seq: int
-) -> AsyncIterator[RecordedEvent]:
-    key = str(session_id)
-    wakeup = store.notifier.watch(key)
-    cursor = after_seq
-    try:
-        while True:
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def _read_page(self) -> list[RecordedEvent]:
+        raise NotImplementedError
+
+    def _has_news(self, wakeup: Wakeup) -> bool:
+        return True
+
+    def _advance(self, event: RecordedEvent) -> None:
+        raise NotImplementedError
+
+    async def _before_next(self) -> None:
+        """Hook run at every ``__anext__``: the consumer is done with the previous event."""
+
+    async def __anext__(self) -> RecordedEvent:
+        if self._closed or self._wakeup is None:
+            raise StopAsyncIteration
+        await self._before_next()
+        while not self._buffer:
+            wakeup = self._wakeup
             wakeup.clear()
-            batch = await _read_until_available(
-                lambda: store.read(session_id, after_seq=cursor, limit=PAGE_SIZE),
-                store.settings.poll_interval,
-            )
-            for event in batch:
-                cursor = event.seq
-                yield event
-            if len(batch) == PAGE_SIZE:
-                continue
+            page = await self._read_retrying()
+            if page:
+                self._buffer.extend(page)
+                break
             while True:
-                rang = await wakeup.wait(store.settings.poll_interval)
+                rang = await wakeup.wait(self._store.settings.poll_interval)
                 # A doorbell that only repeats what we already have needs no read.
-                if not rang or wakeup.must_read or wakeup.latest_seq > cursor:
+                if not rang or wakeup.must_read or self._has_news(wakeup):
                     break
                 wakeup.clear()
-    finally:
-        store.notifier.unwatch(key, wakeup)
+        event = self._buffer.popleft()
+        self._advance(event)
+        return event
+
+    async def _read_retrying(self) -> list[RecordedEvent]:
+        """Keep trying through connection loss and server restarts."""
+        backoff = 0.05
+        while True:
+            try:
+                return await self._read_page()
+            except TRANSIENT_ERRORS as exc:
+                log.warning("subscription read failed (%s); retrying", exc)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._store.settings.poll_interval)
+
+    def _unwatch(self) -> None:
+        if self._wakeup is not None:
+            self._store.notifier.unwatch(self._watch_key, self._wakeup)
+            self._wakeup = None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._unwatch()
+
+    def __del__(self) -> None:
+        self._unwatch()
 
 
-async def subscribe_all(
-    store: EventStore, name: str | None, start: Position | None, auto_checkpoint: bool
-) -> AsyncIterator[RecordedEvent]:
-    """Every session's events in commit-safe order.
+class SessionSubscription(Subscription):
+    """Every event of one session after ``after_seq``, in ``seq`` order."""
+
+    def __init__(self, store: EventStore, session_id: UUID, after_seq: int) -> None:
+        super().__init__(store, str(session_id))
+        self.session_id = session_id
+        self._read_cursor = after_seq
+        #: seq of the last event handed to the consumer.
+        self.cursor = after_seq
+
+    async def _read_page(self) -> list[RecordedEvent]:
+        page = await self._store.read(
+            self.session_id, after_seq=self._read_cursor, limit=PAGE_SIZE
+        )
+        if page:
+            self._read_cursor = page[-1].seq
+        return page
+
+    def _has_news(self, wakeup: Wakeup) -> bool:
+        return wakeup.latest_seq > self._read_cursor
+
+    def _advance(self, event: RecordedEvent) -> None:
+        self.cursor = event.seq
+
+
+class GlobalSubscription(Subscription):
+    """Every session's events in commit-safe order, optionally with a durable checkpoint.
 
     With a ``name``, the position of the events the consumer has finished with (it asked for
-    the next one) is saved under that name, so a restart resumes after them: delivery is
-    at-least-once across crashes. Consumers that write state of their own should save the
-    checkpoint in their own transaction (``EventStore.save_checkpoint``) for exactly-once.
+    the next one, or closed the subscription) is saved under that name, so a restart resumes
+    after them: delivery is at-least-once across crashes. A consumer that writes state of its
+    own should pass ``auto_checkpoint=False`` and save ``event.position`` with
+    ``EventStore.save_checkpoint(name, position, connection)`` in its own transaction.
     """
-    if start is None and name is not None:
-        start = await store.load_checkpoint(name)
-    position = start or Position.origin()
-    saved = position
-    saved_at = time.monotonic()
-    wakeup = store.notifier.watch(None)
 
-    unsaved = 0
+    def __init__(
+        self,
+        store: EventStore,
+        name: str | None,
+        start: Position | None,
+        auto_checkpoint: bool,
+    ) -> None:
+        super().__init__(store, None)
+        self.name = name
+        self._start = start
+        self._auto_checkpoint = auto_checkpoint and name is not None
+        self._read_cursor: Position | None = None
+        self._handed_out: Position | None = None
+        self._done: Position | None = None
+        self._saved: Position | None = None
+        self._saved_at = time.monotonic()
+        self._unsaved = 0
 
-    async def save(done: Position) -> None:
-        nonlocal saved, saved_at, unsaved
-        if name is None or not auto_checkpoint or done == saved:
+    async def _read_page(self) -> list[RecordedEvent]:
+        if self._read_cursor is None:
+            start = self._start
+            if start is None and self.name is not None:
+                start = await self._store.load_checkpoint(self.name)
+            self._read_cursor = self._saved = self._done = start or Position.origin()
+        page = await self._store.read_all(after=self._read_cursor, limit=PAGE_SIZE)
+        if page:
+            self._read_cursor = page[-1].position
+        return page
+
+    def _advance(self, event: RecordedEvent) -> None:
+        self._handed_out = event.position
+
+    async def _before_next(self) -> None:
+        if self._handed_out is not None and self._handed_out != self._done:
+            self._done = self._handed_out
+            self._unsaved += 1
+        if (
+            self._unsaved >= CHECKPOINT_EVERY_EVENTS
+            or time.monotonic() - self._saved_at > CHECKPOINT_EVERY_SECONDS
+            or not self._buffer
+        ):
+            await self._save()
+
+    async def _save(self) -> None:
+        done = self._done
+        if not self._auto_checkpoint or done is None or done == self._saved:
             return
+        assert self.name is not None
         try:
-            await store.save_checkpoint(name, done)
-        except TRANSIENT_ERRORS as exc:  # saved again later; worst case a redelivery
-            log.warning("could not save checkpoint %r: %s", name, exc)
+            await self._store.save_checkpoint(self.name, done)
+        except TRANSIENT_ERRORS as exc:  # saved again later; the worst case is a redelivery
+            log.warning("could not save checkpoint %r: %s", self.name, exc)
             return
-        saved, saved_at, unsaved = done, time.monotonic(), 0
+        self._saved, self._saved_at, self._unsaved = done, time.monotonic(), 0
 
-    done = position
-    try:
-        while True:
-            wakeup.clear()
-            batch = await _read_until_available(
-                lambda: store.read_all(after=position, limit=PAGE_SIZE),
-                store.settings.poll_interval,
-            )
-            for event in batch:
-                position = event.position
-                yield event
-                done = position
-                unsaved += 1
-                if (
-                    unsaved >= CHECKPOINT_EVERY_EVENTS
-                    or time.monotonic() - saved_at > CHECKPOINT_EVERY_SECONDS
-                ):
-                    await save(done)
-            await save(done)
-            if len(batch) < PAGE_SIZE:
-                await wakeup.wait(store.settings.poll_interval)
-    finally:
-        store.notifier.unwatch(None, wakeup)
-        await save(done)
+    async def aclose(self) -> None:
+        """Stop; the events before the last one handed out count as done."""
+        if not self._closed:
+            await self._save()
+        await super().aclose()

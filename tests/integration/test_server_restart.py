@@ -1,0 +1,58 @@
+"""A PostgreSQL restart loses and repeats nothing for subscribers (a server of its own)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.config import Settings
+from app.events import Message
+from app.store import EventStore, migrate
+from app.store.embedded import EmbeddedPostgres
+from tests.integration.test_subscriptions import nothing_more, take
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
+    server = EmbeddedPostgres(tmp_path / "restart")
+    url = server.start()
+    migrate.upgrade(url)
+    try:
+        yield server, url
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+async def test_subscriptions_survive_server_restart(
+    own_server: tuple[EmbeddedPostgres, str], tmp_path: Path
+) -> None:
+    server, url = own_server
+    settings = Settings(data_dir=tmp_path / "data", poll_interval=0.5)
+    session = uuid.uuid4()
+    async with await EventStore.open(url, settings=settings) as store:
+        stream = store.subscribe(session)
+        everything = store.subscribe_all(name="restart-test")
+        await store.append(session, [Message(content="before 1"), Message(content="before 2")])
+        assert [e.seq for e in await take(stream, 2)] == [1, 2]
+        assert [e.seq for e in await take(everything, 1)] == [1]
+
+        await asyncio.to_thread(server.restart)
+
+        # The pool's connections died with the server; append retries through that.
+        await store.append(session, [Message(content="after 1")])
+        await store.append(session, [Message(content="after 2")])
+        assert [e.seq for e in await take(stream, 2)] == [3, 4]
+        assert [e.seq for e in await take(everything, 3)] == [2, 3, 4]
+        async with asyncio.timeout(15):
+            while store.notifier.connections_made < 2:
+                await asyncio.sleep(0.05)
+        await store.append(session, [Message(content="after reconnect")])
+        assert [e.seq for e in await take(stream, 1)] == [5]
+        assert [e.seq for e in await take(everything, 1)] == [5]
+        assert await nothing_more(stream) and await nothing_more(everything)
+        assert (await store.verify(session)).ok
