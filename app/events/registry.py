@@ -72,12 +72,15 @@ class InvalidEventError(ValueError):
 
 
 def _describe(kind: str, exc: ValidationError) -> InvalidEventError:
-    first = exc.errors()[0]
-    loc = [str(part) for part in first["loc"] if part != kind]
-    field = ".".join(loc) or None
-    where = f" field {field!r}" if field else ""
+    """One message naming every bad field (the first one is also kept as ``field``)."""
+    problems: list[str] = []
+    fields: list[str | None] = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"] if part != kind) or None
+        fields.append(field)
+        problems.append(f"field {field!r} {error['msg']}" if field else error["msg"])
     return InvalidEventError(
-        f"invalid {kind!r} event:{where} {first['msg']}", kind=kind, field=field
+        f"invalid {kind!r} event: {'; '.join(problems)}", kind=kind, field=fields[0]
     )
 
 

@@ -44,6 +44,7 @@ class EmbeddedPostgres:
         return "pgserver" if os.geteuid() == 0 else None
 
     def _pg_ctl(self, *args: str) -> None:
+        _pgserver()
         from pgserver._commands import pg_ctl
 
         pg_ctl(list(args), pgdata=self.pgdata, user=self._system_user(), timeout=60)
@@ -62,6 +63,7 @@ class EmbeddedPostgres:
         return server.get_uri(DATABASE)
 
     def status(self) -> EmbeddedStatus:
+        _pgserver()
         from pgserver.utils import PostmasterInfo
 
         initialised = (self.pgdata / "PG_VERSION").exists()

@@ -93,8 +93,8 @@ class EventStore:
             )
         except (*TRANSIENT_ERRORS, asyncpg.InvalidCatalogNameError) as exc:
             raise DatabaseUnavailableError(
-                f"cannot connect to PostgreSQL at {redact(url)}: {exc}. Is it running? "
-                "Without CHRONICLE_DATABASE_URL, `chronicle db up` starts the embedded one."
+                f"cannot connect to PostgreSQL at {redact(url)}: {exc}. Is the server running "
+                "and the URL (CHRONICLE_DATABASE_URL) right?"
             ) from None
         try:
             if await pool.fetchval("SELECT to_regclass('events')") is None:

@@ -1,0 +1,73 @@
+"""The `chronicle` command. Imports stay lazy so that quick commands start quickly."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from app.cli import db as db_cli
+from app.cli import log as log_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chronicle",
+        description="Chronicle: an event-sourced backend for AI coding agents on PostgreSQL.",
+    )
+    parser.add_argument("--verbose", "-v", action="store_true", help="log what happens")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    db_cli.add_parser(commands)
+    log_cli.add_parsers(commands)
+    bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
+    bench.add_argument("name", choices=["eventstore"])
+    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from app.config import Settings
+
+    settings = Settings()
+    if args.command == "db":
+        return db_cli.run(args, settings)
+    if args.command == "bench":
+        from app.cli.bench import run as run_bench
+
+        return run_bench(args.name, as_json=args.json)
+    handler = {
+        "events": log_cli.events,
+        "verify": log_cli.verify,
+        "append": log_cli.append,
+        "demo": log_cli.demo,
+    }[args.command]
+    return asyncio.run(handler(args, settings))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    from app.events import InvalidEventError
+    from app.store import StoreError
+
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `chronicle events ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (StoreError, InvalidEventError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a clear line instead of a traceback; -v shows the traceback
+        if args.verbose:
+            raise
+        print(f"error: {type(exc).__name__}: {exc} (run with -v for details)", file=sys.stderr)
+        return 1

@@ -1,0 +1,129 @@
+"""`chronicle events | verify | append | demo`: reading and writing the log from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+
+from app.cli.render import render_json, render_line
+from app.config import Settings
+from app.store import EventStore
+from app.store.database import ensure_database_async
+
+
+def session_id(text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a session id (a UUID)") from None
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    events = commands.add_parser("events", help="print a session's events")
+    events.add_argument("session", type=session_id, metavar="SESSION")
+    events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
+    events.add_argument("--json", action="store_true", help="one JSON object per line")
+    events.add_argument("--after", type=int, default=0, metavar="SEQ", help="start after SEQ")
+
+    verify = commands.add_parser("verify", help="check a session's hash chain")
+    verify.add_argument("session", type=session_id, metavar="SESSION")
+
+    append = commands.add_parser("append", help="append one event to a session")
+    append.add_argument("session", type=session_id, metavar="SESSION")
+    append.add_argument("kind", help="event kind, e.g. message")
+    append.add_argument(
+        "payload", nargs="?", default="{}", help='the fields as JSON, e.g. \'{"content": "hi"}\''
+    )
+    append.add_argument("--source", help="override the kind's default source")
+    append.add_argument("--cause", type=int, help="seq of the event this one answers")
+    append.add_argument("--json", action="store_true", help="print the recorded event as JSON")
+
+    commands.add_parser("demo", help="record a short example session and print it")
+
+
+async def _open(settings: Settings) -> EventStore:
+    return await EventStore.open(await ensure_database_async(settings), settings=settings)
+
+
+async def events(args: argparse.Namespace, settings: Settings) -> int:
+    render = render_json if args.json else render_line
+    async with await _open(settings) as store:
+        if not args.follow:
+            found = await store.read(args.session, after_seq=args.after)
+            if not found and await store.last_seq(args.session) == 0:
+                print(f"session {args.session} has no events", file=sys.stderr)
+                return 1
+            for event in found:
+                print(render(event))
+            return 0
+        async with store.subscribe(args.session, after_seq=args.after) as stream:
+            async for event in stream:
+                print(render(event), flush=True)
+    return 0
+
+
+async def verify(args: argparse.Namespace, settings: Settings) -> int:
+    async with await _open(settings) as store:
+        report = await store.verify(args.session)
+    if report.checked == 0 and report.ok:
+        print(f"session {args.session} has no events", file=sys.stderr)
+        return 1
+    if report.ok:
+        print(f"ok: {report.checked} events, hash chain intact")
+        return 0
+    print(f"BROKEN at seq {report.first_bad_seq}: {report.reason}")
+    return 1
+
+
+async def append(args: argparse.Namespace, settings: Settings) -> int:
+    try:
+        fields = json.loads(args.payload)
+    except json.JSONDecodeError as exc:
+        print(f"error: the payload is not JSON ({exc})", file=sys.stderr)
+        return 2
+    if not isinstance(fields, dict):
+        print("error: the payload must be a JSON object", file=sys.stderr)
+        return 2
+    event = {**fields, "kind": args.kind}
+    if args.source:
+        event["source"] = args.source
+    if args.cause:
+        event["cause"] = args.cause
+    async with await _open(settings) as store:
+        [recorded] = await store.append(args.session, [event])
+    print(render_json(recorded) if args.json else render_line(recorded))
+    return 0
+
+
+async def demo(args: argparse.Namespace, settings: Settings) -> int:
+    from app.events import AgentState, Finish, Message, Run, RunOutput, SessionCreated
+
+    session = uuid.uuid4()
+    async with await _open(settings) as store:
+        await store.append(
+            session,
+            [
+                SessionCreated(title="demo: a recorded session", config={"agent": "demo"}),
+                Message(content="How many files are in the workspace?"),
+                AgentState(state="running"),
+                Run(command="ls | wc -l", thought="count the files", cause=None),
+            ],
+            expected_seq=0,
+        )
+        await store.append(
+            session,
+            [
+                RunOutput(output="3\n", exit_code=0, cause=4),
+                Message(content="There are 3 files.", source="agent"),
+                Finish(message="answered"),
+                AgentState(state="finished"),
+            ],
+            expected_seq=4,
+        )
+        for event in await store.read(session):
+            print(render_line(event))
+    print(f"\nsession {session} recorded. Try:\n"
+          f"  chronicle events {session} --json\n  chronicle verify {session}")
+    return 0

@@ -1,0 +1,48 @@
+"""With no database URL, Chronicle starts an embedded PostgreSQL once and reuses it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.store.embedded import EmbeddedPostgres
+
+
+@pytest.mark.slow
+def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "CHRONICLE_DATABASE_URL"}
+    env["CHRONICLE_DATA_DIR"] = str(tmp_path / "data")
+    env["CHRONICLE_CONFIG"] = str(tmp_path / "none.toml")
+
+    def chronicle(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "app.cli", *args], env=env, capture_output=True, text=True,
+            timeout=120,
+        )  # fmt: skip
+
+    server = EmbeddedPostgres(tmp_path / "data")
+    try:
+        assert chronicle("db", "status").returncode == 1  # not created yet
+        up = chronicle("db", "up")
+        assert up.returncode == 0, up.stderr
+        assert "embedded" in up.stdout and "revision: 0001" in up.stdout
+        pid = server.status().pid
+        assert pid is not None
+        demo = chronicle("demo")  # reuses the running server
+        assert demo.returncode == 0, demo.stderr
+        assert server.status().pid == pid
+        status = chronicle("db", "status")
+        assert status.returncode == 0 and f"pid {pid}" in status.stdout
+        url = chronicle("db", "url").stdout.strip()
+        assert url.startswith("postgresql://") and str(server.pgdata) in url
+        assert chronicle("db", "stop").returncode == 0
+        assert not server.status().running
+        again = chronicle("demo")  # any command that needs the database starts it again
+        assert again.returncode == 0, again.stderr
+        assert server.status().running
+    finally:
+        server.stop()
