@@ -14,6 +14,8 @@ def run(name: str, *, as_json: bool) -> int:
     if not path.exists():
         print(f"error: {path} not found; benchmarks run from a source checkout", file=sys.stderr)
         return 1
+    if str(BENCH_DIR.parent) not in sys.path:
+        sys.path.insert(0, str(BENCH_DIR.parent))
     spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

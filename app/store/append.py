@@ -21,7 +21,8 @@ from app.store.errors import (
 )
 from app.store.records import RecordedEvent
 
-APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8)"
+# p_notify => false: the store sends the NOTIFY after the commit (see announcer.py).
+APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, false)"
 
 EventLike = Event | Mapping[str, Any]
 
@@ -71,7 +72,7 @@ def recorded_from_result(
 ) -> list[RecordedEvent]:
     """Pair what was sent with what the database assigned (seq, position, tx, time, hash)."""
     return [
-        RecordedEvent.model_construct(
+        RecordedEvent(
             global_position=row["global_position"],
             session_id=session_id,
             seq=row["seq"],
@@ -96,17 +97,10 @@ def translate_error(
     state = exc.sqlstate
     if state == "CR001":
         return ConcurrencyError(session_id, expected_seq or 0, int(exc.detail or 0))
-    if state == "CR003":
-        return DuplicateEventError(exc.message)
     constraint = getattr(exc, "constraint_name", None)
     if state == "23505" and constraint == "events_one_observation_per_action":
         return DuplicateEventError(
             f"an action in session {session_id} already has its observation ({exc.detail})"
-        )
-    if state == "23505" and constraint == "events_event_id":
-        return DuplicateEventError(
-            "an event_id of this batch is already recorded, but the batch's first event is "
-            f"not: a batch must be re-sent whole ({exc.detail})"
         )
     if state == "23503" and constraint == "events_cause_exists":
         return InvalidEventError(

@@ -16,6 +16,7 @@ from typing import Any, Self, TypeVar
 from uuid import UUID
 
 import asyncpg
+import orjson
 
 from app.config import Settings
 from app.events.canonical import chain_hash, hashed_document
@@ -26,7 +27,8 @@ from app.store.append import (
     recorded_from_result,
     translate_error,
 )
-from app.store.errors import DatabaseUnavailableError, StoreError
+from app.store.errors import DatabaseUnavailableError, DuplicateEventError, StoreError
+from app.store.announcer import Announcer
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import GlobalSubscription, SessionSubscription
@@ -42,10 +44,7 @@ COLUMNS = (
 READ_SESSION_SQL = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
-READ_BY_IDS_SQL = (
-    f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND event_id = ANY($2::uuid[]) "
-    "ORDER BY seq"
-)
+READ_BY_IDS_SQL = f"SELECT {COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
 # Only rows of transactions older than every running one: nothing can commit behind them.
 READ_ALL_SQL = f"""
 SELECT {COLUMNS} FROM events
@@ -62,13 +61,24 @@ SET tx = excluded.tx, global_position = excluded.global_position, updated_at = n
 RETRY_DELAYS = (0.05, 0.2, 0.5, 1.0)
 
 
-def _record(row: asyncpg.Record) -> RecordedEvent:
-    return RecordedEvent.model_construct(**dict(row.items()))
+def _decode_json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:  # integers beyond 64 bits
+        return json.loads(text)
+
+
+async def _keep_session(connection: asyncpg.Connection) -> None:
+    """Release hook: nothing to reset (the pool already rolls back an open transaction).
+
+    The store's connections never LISTEN, SET, or take session-level advisory locks, so
+    asyncpg's default reset query would be a wasted round trip on every append and read.
+    """
 
 
 async def _init_connection(connection: asyncpg.Connection) -> None:
     await connection.set_type_codec(
-        "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        "jsonb", encoder=json.dumps, decoder=_decode_json, schema="pg_catalog"
     )
 
 
@@ -79,6 +89,7 @@ class EventStore:
         self.pool = pool
         self.notifier = notifier
         self.settings = settings
+        self._announcer = Announcer(pool)
 
     @classmethod
     async def open(cls, dsn: str, *, settings: Settings | None = None) -> Self:
@@ -90,6 +101,7 @@ class EventStore:
                 min_size=settings.pool_min_size,
                 max_size=settings.pool_max_size,
                 init=_init_connection,
+                reset=_keep_session,
             )
         except (*TRANSIENT_ERRORS, asyncpg.InvalidCatalogNameError) as exc:
             raise DatabaseUnavailableError(
@@ -110,6 +122,7 @@ class EventStore:
         return cls(pool, notifier, settings)
 
     async def close(self) -> None:
+        await self._announcer.close()
         await self.notifier.close()
         await self.pool.close()
 
@@ -163,20 +176,45 @@ class EventStore:
         try:
             rows = await self._retrying(lambda: self.pool.fetch(APPEND_SQL, *args))
         except asyncpg.PostgresError as exc:
+            # A re-sent batch trips over its own recorded seq or event_ids: find out here,
+            # off the hot path, rather than looking every event_id up on every append.
+            if exc.sqlstate in ("CR001", "23505"):
+                already = await self._already_recorded(session_id, batch.event_ids)
+                if already is not None:
+                    return already
             raise translate_error(exc, session_id, expected_seq) from None
-        if rows and rows[0]["replayed"]:
-            return await self._retrying(
-                lambda: self._fetch(READ_BY_IDS_SQL, session_id, batch.event_ids)
-            )
         recorded = recorded_from_result(session_id, batch, rows)
-        self.notifier.announce(str(session_id), recorded[-1].seq)
+        last_seq = recorded[-1].seq
+        self.notifier.announce(str(session_id), last_seq)  # this process's subscribers: now
+        self._announcer.announce(str(session_id), last_seq)  # everyone else: NOTIFY
         return recorded
+
+    async def _already_recorded(
+        self, session_id: UUID, event_ids: list[UUID]
+    ) -> list[RecordedEvent] | None:
+        """The recorded events if this exact batch is already in the session, else None."""
+        found = await self._retrying(lambda: self._fetch(READ_BY_IDS_SQL, event_ids))
+        if not found:
+            return None
+        elsewhere = [e for e in found if e.session_id != session_id]
+        if elsewhere:
+            raise DuplicateEventError(
+                f"event_id {elsewhere[0].event_id} is already recorded in session "
+                f"{elsewhere[0].session_id}"
+            )
+        if len(found) != len(event_ids):
+            raise DuplicateEventError(
+                f"{len(found)} of the batch's {len(event_ids)} event_ids are already recorded: "
+                "a batch must be re-sent whole, or with new event_ids"
+            )
+        return found
 
     # -- reading ---------------------------------------------------------------------------
 
     async def _fetch(self, sql: str, *args: Any) -> list[RecordedEvent]:
         rows = await self.pool.fetch(sql, *args)
-        return [_record(row) for row in rows]
+        make = RecordedEvent._make  # columns are selected in the tuple's field order
+        return [make(row) for row in rows]
 
     async def read(
         self, session_id: UUID, after_seq: int = 0, limit: int | None = None

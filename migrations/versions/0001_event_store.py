@@ -87,8 +87,11 @@ CREATE TRIGGER events_no_truncate
 
 -- Append a batch to one session in one round trip: lock the session, check the writer's
 -- expected last seq, assign gapless seqs, extend the hash chain, insert, notify once.
--- A batch whose first event_id is already recorded is a re-send: the recorded rows are
--- returned and nothing is written. The hashed text is exactly
+-- A re-sent batch fails on the unique event_id (or on the expected seq) and writes nothing;
+-- the caller then recognises it as already recorded (EventStore.append returns the rows).
+-- p_notify => false leaves the NOTIFY to the caller, to be sent right after the commit: a
+-- transaction that notifies holds a database-wide lock until its commit is flushed, which
+-- serialises every appending transaction in the cluster (EventStore sends it afterwards). The hashed text is exactly
 -- app.events.canonical.hashed_document(); p_payloads are canonical JSON texts.
 CREATE FUNCTION chronicle_append(
     p_session   uuid,
@@ -98,9 +101,10 @@ CREATE FUNCTION chronicle_append(
     p_sources   text[],
     p_causes    integer[],
     p_payloads  text[],
-    p_versions  smallint[]
+    p_versions  smallint[],
+    p_notify    boolean DEFAULT true
 ) RETURNS TABLE (seq integer, global_position bigint, tx xid8, created_at timestamptz,
-                 hash bytea, replayed boolean)
+                 hash bytea)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -110,27 +114,12 @@ DECLARE
     v_last   integer;
     v_hash   bytea;
     v_hashes bytea[] := '{}';
-    v_owner  uuid;
     i        integer;
 BEGIN
     IF n = 0 THEN
         RETURN;
     END IF;
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
-
-    SELECT e.session_id INTO v_owner FROM events e WHERE e.event_id = p_event_ids[1];
-    IF FOUND THEN
-        IF v_owner <> p_session THEN
-            RAISE EXCEPTION 'event_id % is already recorded in session %', p_event_ids[1], v_owner
-                USING ERRCODE = 'CR003';
-        END IF;
-        RETURN QUERY
-            SELECT e.seq, e.global_position, e.tx, e.created_at, e.hash, true
-            FROM events e
-            WHERE e.session_id = p_session AND e.event_id = ANY (p_event_ids)
-            ORDER BY e.seq;
-        RETURN;
-    END IF;
 
     SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
     IF NOT FOUND THEN
@@ -165,13 +154,18 @@ BEGIN
                t.payload::jsonb, t.version, v_now, t.hash
         FROM unnest(p_event_ids, p_kinds, p_sources, p_causes, p_payloads, p_versions, v_hashes)
              WITH ORDINALITY AS t(event_id, kind, source, cause, payload, version, hash, ord)
-        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash, false;
+        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
 
-    INSERT INTO sessions AS s (id, created_at, last_seq, last_hash)
-    VALUES (p_session, v_now, v_last + n, v_hash)
-    ON CONFLICT (id) DO UPDATE SET last_seq = excluded.last_seq, last_hash = excluded.last_hash;
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash)
+        VALUES (p_session, v_now, n, v_hash);
+    ELSE
+        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
+    END IF;
 
-    PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
+    IF p_notify THEN
+        PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
+    END IF;
 END
 $$;
 
@@ -190,7 +184,7 @@ BEGIN
         GRANT SELECT, INSERT, UPDATE ON sessions TO chronicle_app;
         GRANT SELECT, INSERT, UPDATE, DELETE ON checkpoints TO chronicle_app;
         GRANT EXECUTE ON FUNCTION chronicle_append(uuid, integer, uuid[], text[], text[],
-                                                   integer[], text[], smallint[])
+                                                   integer[], text[], smallint[], boolean)
             TO chronicle_app;
         EXECUTE format('GRANT CONNECT ON DATABASE %I TO chronicle_app', current_database());
     END IF;
@@ -212,7 +206,8 @@ BEGIN
     END IF;
 END
 $$;
-DROP FUNCTION chronicle_append(uuid, integer, uuid[], text[], text[], integer[], text[], smallint[]);
+DROP FUNCTION chronicle_append(uuid, integer, uuid[], text[], text[], integer[], text[],
+                               smallint[], boolean);
 DROP TABLE checkpoints;
 DROP TABLE sessions;
 DROP TABLE events;

@@ -62,10 +62,10 @@ async def test_resending_a_batch_returns_recorded_events(store: EventStore) -> N
     session = uuid.uuid4()
     batch = [Message(content="one"), Message(content="two")]
     recorded = await store.append(session, batch, expected_seq=0)
-    again = await store.append(session, batch, expected_seq=0)
-    assert [(e.seq, e.event_id, e.hash) for e in again] == [
-        (e.seq, e.event_id, e.hash) for e in recorded
-    ]
+    again = await store.append(session, batch, expected_seq=0)  # the stale expected_seq too
+    assert again == recorded
+    unchecked = await store.append(session, batch)
+    assert unchecked == recorded
     assert await store.last_seq(session) == 2
     count = await store.pool.fetchval("SELECT count(*) FROM events")
     assert count == 2
@@ -77,6 +77,8 @@ async def test_partial_resend_is_refused_and_writes_nothing(store: EventStore) -
     await store.append(session, [old])
     with pytest.raises(DuplicateEventError, match="re-sent whole"):
         await store.append(session, [Message(content="new"), old])
+    with pytest.raises(DuplicateEventError, match="re-sent whole"):
+        await store.append(session, [old, Message(content="new")], expected_seq=0)
     assert await store.last_seq(session) == 1
 
 

@@ -189,3 +189,31 @@ async def test_subscription_survives_killed_listener(store: EventStore, database
     assert await nothing_more(stream) and await nothing_more(everything)
     await stream.aclose()
     await everything.aclose()
+
+
+async def test_one_notification_per_append_after_commit(store: EventStore, database_url: str) -> None:
+    import asyncpg
+
+    received: list[str] = []
+    listener = await asyncpg.connect(database_url)
+    await listener.add_listener("chronicle_events", lambda *args: received.append(args[-1]))
+    try:
+        session = uuid.uuid4()
+        await store.append(session, [Message(content="a")])
+        await store.append(session, [Message(content=str(i)) for i in range(5)])  # one batch
+        async with asyncio.timeout(5):
+            while len(received) < 2:
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        assert received == [f"{session}:1", f"{session}:6"]
+        # A writer calling the SQL function directly gets the NOTIFY inside its transaction.
+        await store.pool.fetch(
+            "SELECT * FROM chronicle_append($1, 6, $2, '{message}', '{user}', '{NULL}', $3, '{1}')",
+            session, [uuid.uuid4()], ['{"content":"direct"}'],
+        )  # fmt: skip
+        async with asyncio.timeout(5):
+            while len(received) < 3:
+                await asyncio.sleep(0.01)
+        assert received[2] == f"{session}:7"
+    finally:
+        await listener.close()
