@@ -81,9 +81,10 @@ async def chronicle_single(store: EventStore, sessions: int, total: int) -> floa
     async def writer(session: uuid.UUID, n: int) -> None:
         for seq in range(1, n + 1):
             await store.append(
-                session, [Message(content=f"message number {seq} " + "x" * 80)],
+                session,
+                [Message(content=f"message number {seq} " + "x" * 80)],
                 expected_seq=seq - 1,
-            )  # fmt: skip
+            )
 
     with Stopwatch() as watch:
         await asyncio.gather(*(writer(uuid.uuid4(), total // sessions) for _ in range(sessions)))
@@ -99,9 +100,10 @@ async def raw_copy(pool: asyncpg.Pool, n: int) -> float:
         ]
         async with pool.acquire() as connection:
             await connection.copy_records_to_table(
-                "raw_events", records=records,
+                "raw_events",
+                records=records,
                 columns=["session_id", "seq", "event_id", "kind", "source", "payload", "hash"],
-            )  # fmt: skip
+            )
     return n / watch.seconds
 
 
@@ -129,7 +131,9 @@ async def raw_notify_latency(url: str, samples: int) -> list[float]:
     return latencies
 
 
-async def delivery_latency(url: str, settings: Settings, sessions: int, seconds: float) -> list[float]:
+async def delivery_latency(
+    url: str, settings: Settings, sessions: int, seconds: float
+) -> list[float]:
     """Milliseconds from calling append to the event reaching a subscriber of another store.
 
     Writer and readers use separate stores (pools and listening connections), so delivery
@@ -203,9 +207,14 @@ async def read_throughput(store: EventStore, pool: asyncpg.Pool) -> tuple[float,
 def ratio_row(name: str, unit: str, base: float, ours: float, minimum: float) -> Measurement:
     ratio = ours / base
     return Measurement(
-        name=name, unit=unit, baseline=base, chronicle=ours, ratio=ratio,
-        target=f">= {minimum}x baseline", met=ratio >= minimum,
-    )  # fmt: skip
+        name=name,
+        unit=unit,
+        baseline=base,
+        chronicle=ours,
+        ratio=ratio,
+        target=f">= {minimum}x baseline",
+        met=ratio >= minimum,
+    )
 
 
 async def run(url: str) -> list[Measurement]:
@@ -227,7 +236,9 @@ async def run(url: str) -> list[Measurement]:
                 [await chronicle_single(store, sessions, SINGLE_APPENDS) for _ in range(3)]
             )
             rows.append(
-                ratio_row(f"single-event append, {sessions} session(s)", "events/s", base, ours, 0.7)
+                ratio_row(
+                    f"single-event append, {sessions} session(s)", "events/s", base, ours, 0.7
+                )
             )
 
         progress("10,000-event batches")
@@ -244,19 +255,27 @@ async def run(url: str) -> list[Measurement]:
                 rows.append(
                     Measurement(
                         name=f"append→subscriber p{pct}, {sessions} active session(s)",
-                        unit="ms", baseline=percentile(notify, pct), chronicle=value,
-                        ratio=None, target="<= 5 ms" if pct == 99 and sessions == 100 else "-",
+                        unit="ms",
+                        baseline=percentile(notify, pct),
+                        chronicle=value,
+                        ratio=None,
+                        target="<= 5 ms" if pct == 99 and sessions == 100 else "-",
                         met=value <= 5 if pct == 99 else True,
-                    )  # fmt: skip
+                    )
                 )
 
         progress("reading one 100,000-event session")
         base, ours = await read_throughput(store, pool)
         rows.append(
             Measurement(
-                name="read one long session", unit="events/s", baseline=base, chronicle=ours,
-                ratio=ours / base, target=">= 100,000 events/s", met=ours >= 100_000,
-            )  # fmt: skip
+                name="read one long session",
+                unit="events/s",
+                baseline=base,
+                chronicle=ours,
+                ratio=ours / base,
+                target=">= 100,000 events/s",
+                met=ours >= 100_000,
+            )
         )
     return rows
 

@@ -124,6 +124,8 @@ async def demo(args: argparse.Namespace, settings: Settings) -> int:
         )
         for event in await store.read(session):
             print(render_line(event))
-    print(f"\nsession {session} recorded. Try:\n"
-          f"  chronicle events {session} --json\n  chronicle verify {session}")
+    print(
+        f"\nsession {session} recorded. Try:\n"
+        f"  chronicle events {session} --json\n  chronicle verify {session}"
+    )
     return 0

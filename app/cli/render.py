@@ -41,7 +41,8 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
         case "error":
             return _one_line(str(p.get("message", "")))
         case "mcp.call":
-            return f"{p.get('server')}.{p.get('tool')}({_one_line(json.dumps(p.get('arguments')), 60)})"
+            arguments = _one_line(json.dumps(p.get("arguments")), 60)
+            return f"{p.get('server')}.{p.get('tool')}({arguments})"
         case "llm.call":
             usage = p.get("usage") or {}
             cost = p.get("cost_usd")

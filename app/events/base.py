@@ -47,8 +47,7 @@ class Event(BaseModel):
         if version == cls.schema_version:
             return payload
         raise ValueError(
-            f"{cls.__name__} has no upcaster from schema_version {version} "
-            f"to {cls.schema_version}"
+            f"{cls.__name__} has no upcaster from schema_version {version} to {cls.schema_version}"
         )
 
 

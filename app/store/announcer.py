@@ -49,7 +49,9 @@ class Announcer:
         try:
             await self._pool.execute(NOTIFY_SQL, payloads)
         except TRANSIENT_ERRORS as exc:
-            log.warning("could not send %d notifications (%s); subscribers will poll", len(payloads), exc)
+            log.warning(
+                "could not send %d notifications (%s); subscribers will poll", len(payloads), exc
+            )
 
     async def close(self) -> None:
         """Send what is still pending, then stop."""

@@ -45,7 +45,7 @@ class EmbeddedPostgres:
 
     def _pg_ctl(self, *args: str) -> None:
         _pgserver()
-        from pgserver._commands import pg_ctl
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import
 
         pg_ctl(list(args), pgdata=self.pgdata, user=self._system_user(), timeout=60)
 

@@ -20,6 +20,7 @@ import orjson
 
 from app.config import Settings
 from app.events.canonical import chain_hash, hashed_document
+from app.store.announcer import Announcer
 from app.store.append import (
     APPEND_SQL,
     EventLike,
@@ -28,7 +29,6 @@ from app.store.append import (
     translate_error,
 )
 from app.store.errors import DatabaseUnavailableError, DuplicateEventError, StoreError
-from app.store.announcer import Announcer
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import GlobalSubscription, SessionSubscription
@@ -319,9 +319,7 @@ class EventStore:
         return VerifyReport(session_id=session_id, ok=True, checked=expected_seq)
 
     @staticmethod
-    def _bad(
-        session_id: UUID, seq: int, reason: str, checked: int | None = None
-    ) -> VerifyReport:
+    def _bad(session_id: UUID, seq: int, reason: str, checked: int | None = None) -> VerifyReport:
         return VerifyReport(
             session_id=session_id,
             ok=False,
@@ -329,4 +327,3 @@ class EventStore:
             first_bad_seq=seq,
             reason=reason,
         )
-

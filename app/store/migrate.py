@@ -31,9 +31,9 @@ def downgrade(url: str, revision: str = "base") -> None:
 
 def current_revision(url: str) -> str | None:
     """The schema revision the database is at, or None for an empty database."""
+    from alembic.runtime.migration import MigrationContext
     from sqlalchemy import create_engine, pool
 
-    from alembic.runtime.migration import MigrationContext
     from app.store.urls import sqlalchemy_url
 
     engine = create_engine(sqlalchemy_url(url), poolclass=pool.NullPool)

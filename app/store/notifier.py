@@ -41,10 +41,10 @@ class Wakeup:
         self._event.clear()
         self.must_read = False
 
-    async def wait(self, timeout: float) -> bool:
+    async def wait(self, seconds: float) -> bool:
         """Wait for a ring; False when the timeout passed first (time for a fallback poll)."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(seconds):
                 await self._event.wait()
             return True
         except TimeoutError:
@@ -113,9 +113,7 @@ class Notifier:
         for wakeup in self._all:
             wakeup.ring(None)
 
-    def _on_notification(
-        self, _conn: object, _pid: int, _channel: str, payload: str
-    ) -> None:
+    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
         session_id, _, seq = payload.rpartition(":")
         try:
             self.announce(session_id, int(seq))
@@ -158,11 +156,13 @@ class Notifier:
                 async with asyncio.timeout(self._keepalive):
                     await lost.wait()
             except TimeoutError:
+                connection = self._connection
+                if connection is None:
+                    return
                 try:
-                    assert self._connection is not None
                     async with asyncio.timeout(self._keepalive):
-                        await self._connection.execute("SELECT 1")
-                except (*TRANSIENT_ERRORS, AssertionError):
+                        await connection.execute("SELECT 1")
+                except TRANSIENT_ERRORS:
                     return
 
     async def _drop_connection(self) -> None:

@@ -120,9 +120,7 @@ class SessionSubscription(Subscription):
         self.cursor = after_seq
 
     async def _read_page(self) -> list[RecordedEvent]:
-        page = await self._store.read(
-            self.session_id, after_seq=self._read_cursor, limit=PAGE_SIZE
-        )
+        page = await self._store.read(self.session_id, after_seq=self._read_cursor, limit=PAGE_SIZE)
         if page:
             self._read_cursor = page[-1].seq
         return page

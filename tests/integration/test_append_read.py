@@ -32,9 +32,7 @@ async def test_append_assigns_gapless_seqs_and_reads_back(store: EventStore) -> 
         (3, "message", "agent"),
     ]
     assert events[0].payload == {"content": "hi"}
-    assert events[0].event() == Message(
-        content="hi", source="user", event_id=events[0].event_id
-    )
+    assert events[0].event() == Message(content="hi", source="user", event_id=events[0].event_id)
     assert [e.hash for e in events] == [e.hash for e in first + rest]
     assert await store.read(session, after_seq=1, limit=1) == [events[1]]
     assert await store.last_seq(session) == 3
@@ -44,7 +42,9 @@ async def test_sessions_row_created_with_first_event(store: EventStore) -> None:
     session = uuid.uuid4()
     await store.append(session, [Message(content="a")])
     await store.append(session, [Message(content="b")])
-    row = await store.pool.fetchrow("SELECT last_seq, created_at FROM sessions WHERE id=$1", session)
+    row = await store.pool.fetchrow(
+        "SELECT last_seq, created_at FROM sessions WHERE id=$1", session
+    )
     assert row["last_seq"] == 2
 
 
@@ -107,7 +107,8 @@ async def test_invalid_payload_is_refused_naming_the_field(store: EventStore) ->
     session = uuid.uuid4()
     with pytest.raises(InvalidEventError) as raised:
         await store.append(
-            session, [Message(content="ok"), {"kind": "file.edit", "command": "explode", "path": "a"}]
+            session,
+            [Message(content="ok"), {"kind": "file.edit", "command": "explode", "path": "a"}],
         )
     assert raised.value.kind == "file.edit"
     assert raised.value.field == "command"
@@ -122,9 +123,7 @@ async def test_oversized_event_refuses_whole_batch(database_url: str, settings) 
     async with await EventStore.open(database_url, settings=small) as store:
         session = uuid.uuid4()
         with pytest.raises(EventTooLargeError, match="over the limit of 10,000"):
-            await store.append(
-                session, [Message(content="fits"), Message(content="x" * 20_000)]
-            )
+            await store.append(session, [Message(content="fits"), Message(content="x" * 20_000)])
         assert await store.read(session) == []
         await store.append(session, [Message(content="x" * 9_000)])
 

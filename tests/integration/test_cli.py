@@ -38,9 +38,22 @@ def test_demo_then_events_and_verify(env: dict[str, str]) -> None:
     session = next(w for w in demo.stdout.split() if w.count("-") == 4)
     lines = chronicle("events", session, env=env).stdout.splitlines()
     assert len(lines) == 8 and "$ ls | wc -l" in lines[3] and "←4" in lines[4]
-    as_json = [json.loads(line) for line in chronicle("events", session, "--json", env=env).stdout.splitlines()]
+    as_json = [
+        json.loads(line)
+        for line in chronicle("events", session, "--json", env=env).stdout.splitlines()
+    ]
     assert [e["seq"] for e in as_json] == list(range(1, 9))
-    assert {"session_id", "seq", "event_id", "kind", "source", "cause", "payload", "created_at", "hash"} <= set(as_json[0])
+    assert {
+        "session_id",
+        "seq",
+        "event_id",
+        "kind",
+        "source",
+        "cause",
+        "payload",
+        "created_at",
+        "hash",
+    } <= set(as_json[0])
     verified = chronicle("verify", session, env=env)
     assert verified.returncode == 0 and "8 events" in verified.stdout
 
@@ -50,10 +63,15 @@ def test_verify_names_the_first_bad_seq(env: dict[str, str], database_url: str) 
 
     session = str(uuid.uuid4())
     for i in range(3):
-        assert chronicle("append", session, "message", json.dumps({"content": str(i)}), env=env).returncode == 0
+        assert (
+            chronicle(
+                "append", session, "message", json.dumps({"content": str(i)}), env=env
+            ).returncode
+            == 0
+        )
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
-        connection.execute("UPDATE events SET payload = '{\"content\": \"evil\"}' WHERE seq = 2")
+        connection.execute('UPDATE events SET payload = \'{"content": "evil"}\' WHERE seq = 2')
         connection.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
     result = chronicle("verify", session, env=env)
     assert result.returncode == 1
@@ -89,22 +107,28 @@ def test_errors_are_sentences_not_tracebacks(env: dict[str, str]) -> None:
     assert missing.returncode == 1 and "has no events" in missing.stderr
     not_uuid = chronicle("events", "abc", env=env)
     assert not_uuid.returncode == 2 and "not a session id" in not_uuid.stderr
-    down = chronicle("events", session, env={**env, "CHRONICLE_DATABASE_URL": "postgresql://u@127.0.0.1:1/x"})
+    down = chronicle(
+        "events", session, env={**env, "CHRONICLE_DATABASE_URL": "postgresql://u@127.0.0.1:1/x"}
+    )
     assert down.returncode == 1 and "cannot connect to PostgreSQL" in down.stderr
     for result in (bad_kind, bad_field, not_json, missing, not_uuid, down):
         assert "Traceback" not in result.stderr
 
 
-def test_db_status_and_url_with_a_configured_server(env: dict[str, str], database_url: str) -> None:
+def test_db_status_and_url_with_a_configured_server(
+    env: dict[str, str], database_url: str, tmp_path: Path
+) -> None:
     status = chronicle("db", "status", env=env)
     assert status.returncode == 0, status.stdout
     assert "configured" in status.stdout and "0001" in status.stdout
     assert chronicle("db", "url", env=env).stdout.strip() == database_url
+    assert chronicle("demo", env=env).returncode == 0
+    assert not (tmp_path / "data").exists(), "with a URL set, no embedded server is started"
 
 
 def test_settings_come_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "chronicle.toml"
-    config.write_text('max_event_bytes = 4096\npoll_interval = 0.25\n')
+    config.write_text("max_event_bytes = 4096\npoll_interval = 0.25\n")
     monkeypatch.setenv("CHRONICLE_CONFIG", str(config))
     monkeypatch.setenv("CHRONICLE_POLL_INTERVAL", "0.75")
     settings = Settings()

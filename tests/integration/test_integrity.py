@@ -50,7 +50,7 @@ async def test_tampered_payload_is_caught_at_its_seq(store: EventStore) -> None:
     async with store.pool.acquire() as connection, connection.transaction():
         await connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
         await connection.execute(
-            "UPDATE events SET payload = '{\"content\": \"forged\"}' "
+            'UPDATE events SET payload = \'{"content": "forged"}\' '
             "WHERE session_id = $1 AND seq = 3",
             session,
         )

@@ -7,8 +7,6 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 
-import pytest
-
 from app.events import Message
 from app.store import ConcurrencyError, EventStore, RecordedEvent
 
@@ -103,9 +101,7 @@ async def test_fifty_sessions_seen_exactly_once_by_subscribe_all(store: EventSto
     positions = [e.position for e in seen]
     assert positions == sorted(positions)
     for session in sessions:
-        assert [e.seq for e in seen if e.session_id == session] == list(
-            range(1, per_session + 1)
-        )
+        assert [e.seq for e in seen if e.session_id == session] == list(range(1, per_session + 1))
 
 
 async def test_late_commit_is_delivered_not_skipped(store: EventStore) -> None:
@@ -117,7 +113,13 @@ async def test_late_commit_is_delivered_not_skipped(store: EventStore) -> None:
         await transaction.start()
         await slow.fetch(
             "SELECT * FROM chronicle_append($1, NULL, $2, $3, $4, $5, $6, $7)",
-            early, [uuid.uuid4()], ["message"], ["user"], [None], ['{"content":"early"}'], [1],
+            early,
+            [uuid.uuid4()],
+            ["message"],
+            ["user"],
+            [None],
+            ['{"content":"early"}'],
+            [1],
         )
         await store.append(late, [Message(content="late")])
         positions = await store.pool.fetch(
@@ -191,7 +193,9 @@ async def test_subscription_survives_killed_listener(store: EventStore, database
     await everything.aclose()
 
 
-async def test_one_notification_per_append_after_commit(store: EventStore, database_url: str) -> None:
+async def test_one_notification_per_append_after_commit(
+    store: EventStore, database_url: str
+) -> None:
     import asyncpg
 
     received: list[str] = []

@@ -17,24 +17,35 @@ from app.events.canonical import (
 
 
 def test_keys_sorted_compact_utf8() -> None:
-    assert canonical_json({"b": 1, "a": {"d": [1, 2], "c": "é"}}) == '{"a":{"c":"é","d":[1,2]},"b":1}'
+    assert (
+        canonical_json({"b": 1, "a": {"d": [1, 2], "c": "é"}}) == '{"a":{"c":"é","d":[1,2]},"b":1}'
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(1.0, "1"), (-0.0, "0"), (1e20, "100000000000000000000"), (0.1, "0.1"), (1.5e-7, "1.5e-07"), (True, "true")],
+    [
+        (1.0, "1"),
+        (-0.0, "0"),
+        (1e20, "100000000000000000000"),
+        (0.1, "0.1"),
+        (1.5e-7, "1.5e-07"),
+        (True, "true"),
+    ],
 )
 def test_numbers_are_normalised(value: object, text: str) -> None:
     assert canonical_json(value) == text
 
 
 def test_reparsing_gives_the_same_text() -> None:
-    value = {"x": [1.0, 2.5, 1e300, 3, "s\n\t\"\\", None, {"y": 1e-300}]}
+    value = {"x": [1.0, 2.5, 1e300, 3, 's\n\t"\\', None, {"y": 1e-300}]}
     text = canonical_json(value)
     assert canonical_json(json.loads(text)) == text
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {"a": "nul\x00"}, {1: "x"}, object(), "\ud800"])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), {"a": "nul\x00"}, {1: "x"}, object(), "\ud800"]
+)
 def test_unstorable_values_are_refused(bad: object) -> None:
     with pytest.raises(CanonicalJsonError):
         canonical_json(bad)

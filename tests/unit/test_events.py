@@ -40,7 +40,11 @@ def test_every_required_kind_is_registered() -> None:
 
 def test_message_from_the_user() -> None:
     message = Message(content="hi", source="user")
-    assert (message.kind, message.source, message.payload()) == ("message", "user", {"content": "hi"})
+    assert (message.kind, message.source, message.payload()) == (
+        "message",
+        "user",
+        {"content": "hi"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,8 +78,12 @@ def test_events_are_immutable() -> None:
 def test_run_fields() -> None:
     run = Run(command="sleep 5", timeout=10, is_input=False)
     assert run.payload() == {
-        "command": "sleep 5", "timeout": 10.0, "is_input": False, "thought": "", "tool_call_id": None,
-    }  # fmt: skip
+        "command": "sleep 5",
+        "timeout": 10.0,
+        "is_input": False,
+        "thought": "",
+        "tool_call_id": None,
+    }
 
 
 def test_file_edit_command_is_checked() -> None:
@@ -86,7 +94,7 @@ def test_file_edit_command_is_checked() -> None:
 
 
 def test_unknown_kind_names_it() -> None:
-    with pytest.raises(InvalidEventError, match="unknown event kind 'x.y'"):
+    with pytest.raises(InvalidEventError, match=r"unknown event kind 'x\.y'"):
         parse_event({"kind": "x.y"})
     with pytest.raises(InvalidEventError, match="needs a 'kind'"):
         parse_event({"content": "no kind"})
