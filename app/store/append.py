@@ -102,14 +102,9 @@ def translate_error(
         return DuplicateEventError(
             f"an action in session {session_id} already has its observation ({exc.detail})"
         )
-    if state == "23503" and constraint == "events_cause_exists":
+    if state == "23514" and constraint == "events_cause_earlier":
         return InvalidEventError(
-            f"cause does not name an event of session {session_id} ({exc.detail})",
-            field="cause",
-        )
-    if state == "23514":
-        return InvalidEventError(
-            f"an event breaks the table's rules ({exc.message}); cause must be an earlier seq",
+            f"cause must be the seq of an earlier event of session {session_id}",
             field="cause",
         )
     return exc
