@@ -4,7 +4,8 @@ A transaction that calls NOTIFY holds a database-wide lock from its pre-commit u
 commit record is flushed, so notifying inside the append transaction would let only one
 append in the whole cluster commit at a time (no group commit). The store therefore appends
 with ``p_notify => false`` and this announcer sends the notifications in a tiny transaction of
-their own, which writes no WAL to wait for. Each append still gets exactly one notification,
+their own, which writes no WAL to wait for, over the process's listening connection (idle
+otherwise, and reconnected by the notifier), so they never queue behind appends for the pool. Each append still gets exactly one notification,
 sent after its data is committed. If the process dies in between, other processes' subscribers
 catch up on their fallback poll: notifications only ever speed delivery up.
 """
@@ -14,20 +15,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Awaitable, Callable
 
-import asyncpg
-
-from app.store.notifier import CHANNEL
 from app.store.transient import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
 
-NOTIFY_SQL = f"SELECT pg_notify('{CHANNEL}', payload) FROM unnest($1::text[]) AS payload"
-
 
 class Announcer:
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+    """Queues this process's append notifications and sends them in batches, in order."""
+
+    def __init__(self, send: Callable[[list[str]], Awaitable[None]]) -> None:
+        self._send_batch = send
         self._pending: list[str] = []
         self._ready = asyncio.Event()
         self._task = asyncio.create_task(self._run(), name="chronicle-announcer")
@@ -47,7 +46,7 @@ class Announcer:
         if not payloads:
             return
         try:
-            await self._pool.execute(NOTIFY_SQL, payloads)
+            await self._send_batch(payloads)
         except TRANSIENT_ERRORS as exc:
             log.warning(
                 "could not send %d notifications (%s); subscribers will poll", len(payloads), exc

@@ -89,7 +89,7 @@ class EventStore:
         self.pool = pool
         self.notifier = notifier
         self.settings = settings
-        self._announcer = Announcer(pool)
+        self._announcer = Announcer(notifier.notify)
 
     @classmethod
     async def open(cls, dsn: str, *, settings: Settings | None = None) -> Self:

@@ -18,6 +18,7 @@ import asyncpg
 from app.store.transient import TRANSIENT_ERRORS
 
 CHANNEL = "chronicle_events"
+NOTIFY_SQL = f"SELECT pg_notify('{CHANNEL}', payload) FROM unnest($1::text[]) AS payload"
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class Notifier:
         self._all: set[Wakeup] = set()
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
+        self._in_use = asyncio.Lock()  # one statement at a time on the listening connection
         self.connected = asyncio.Event()
         #: How many times the listening connection was (re)established; 1 after start.
         self.connections_made = 0
@@ -105,6 +107,17 @@ class Notifier:
             wakeup.ring(last_seq)
         for wakeup in self._all:
             wakeup.ring(None)
+
+    async def notify(self, payloads: list[str]) -> None:
+        """Send NOTIFYs over the listening connection (idle otherwise, and always reconnected).
+
+        Raises ``ConnectionDoesNotExistError`` while disconnected; the caller drops them.
+        """
+        connection = self._connection
+        if connection is None or connection.is_closed():
+            raise asyncpg.ConnectionDoesNotExistError("the listening connection is down")
+        async with self._in_use:
+            await connection.execute(NOTIFY_SQL, payloads)
 
     def _ring_everyone(self) -> None:
         for watchers in self._sessions.values():
@@ -160,7 +173,7 @@ class Notifier:
                 if connection is None:
                     return
                 try:
-                    async with asyncio.timeout(self._keepalive):
+                    async with self._in_use, asyncio.timeout(self._keepalive):
                         await connection.execute("SELECT 1")
                 except TRANSIENT_ERRORS:
                     return
