@@ -5,9 +5,10 @@ commit record is flushed, so notifying inside the append transaction would let o
 append in the whole cluster commit at a time (no group commit). The store therefore appends
 with ``p_notify => false`` and this announcer sends the notifications in a tiny transaction of
 their own, which writes no WAL to wait for, over the process's listening connection (idle
-otherwise, and reconnected by the notifier), so they never queue behind appends for the pool. Each append still gets exactly one notification,
-sent after its data is committed. If the process dies in between, other processes' subscribers
-catch up on their fallback poll: notifications only ever speed delivery up.
+otherwise, and reconnected by the notifier), so they never queue behind appends for the pool.
+Each append still gets exactly one notification, sent after its data is committed. If the
+process dies in between, other processes' subscribers catch up on their fallback poll:
+notifications only ever speed delivery up.
 """
 
 from __future__ import annotations
