@@ -7,7 +7,7 @@ the lock, the expected-seq check, seq numbering, the hash chain and the notifica
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 import asyncpg
@@ -18,6 +18,7 @@ from app.store.errors import (
     ConcurrencyError,
     DuplicateEventError,
     EventTooLargeError,
+    StoreError,
 )
 from app.store.records import RecordedEvent
 
@@ -90,14 +91,21 @@ def recorded_from_result(
     ]
 
 
-def translate_error(
-    exc: asyncpg.PostgresError, session_id: UUID, expected_seq: int | None
-) -> Exception:
+class DatabaseRefusal(Protocol):
+    """What the database said when it refused an append (asyncpg's error fields)."""
+
+    sqlstate: str
+    message: str
+    detail: str | None
+    constraint_name: str | None
+
+
+def translate_error(exc: DatabaseRefusal, session_id: UUID, expected_seq: int | None) -> Exception:
     """Turn the database's refusal into the store's error with a message a user can act on."""
     state = exc.sqlstate
     if state == "CR001":
         return ConcurrencyError(session_id, expected_seq or 0, int(exc.detail or 0))
-    constraint = getattr(exc, "constraint_name", None)
+    constraint = exc.constraint_name
     if state == "23505" and constraint == "events_one_observation_per_action":
         return DuplicateEventError(
             f"an action in session {session_id} already has its observation ({exc.detail})"
@@ -107,4 +115,4 @@ def translate_error(
             f"cause must be the seq of an earlier event of session {session_id}",
             field="cause",
         )
-    return exc
+    return StoreError(f"the database refused the append: {exc.message} ({exc.sqlstate})")

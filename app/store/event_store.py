@@ -22,12 +22,12 @@ from app.config import Settings
 from app.events.canonical import chain_hash, hashed_document
 from app.store.announcer import Announcer
 from app.store.append import (
-    APPEND_SQL,
     EventLike,
     encode_batch,
     recorded_from_result,
     translate_error,
 )
+from app.store.coalescer import AppendCoalescer, AppendRefused, CoalescerStats
 from app.store.errors import DatabaseUnavailableError, DuplicateEventError, StoreError
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
@@ -90,6 +90,7 @@ class EventStore:
         self.notifier = notifier
         self.settings = settings
         self._announcer = Announcer(notifier.notify)
+        self._coalescer = AppendCoalescer(pool)
 
     @classmethod
     async def open(cls, dsn: str, *, settings: Settings | None = None) -> Self:
@@ -163,19 +164,11 @@ class EventStore:
         batch = encode_batch(events, self.settings.max_event_bytes)
         if not batch.event_ids:
             return []
-        args = (
-            session_id,
-            expected_seq,
-            batch.event_ids,
-            batch.kinds,
-            batch.sources,
-            batch.causes,
-            batch.payload_texts,
-            batch.versions,
-        )
         try:
-            rows = await self._retrying(lambda: self.pool.fetch(APPEND_SQL, *args))
-        except asyncpg.PostgresError as exc:
+            rows = await self._retrying(
+                lambda: self._coalescer.append(session_id, expected_seq, batch)
+            )
+        except AppendRefused as exc:
             # A re-sent batch trips over its own recorded seq or event_ids: find out here,
             # off the hot path, rather than looking every event_id up on every append.
             if exc.sqlstate in ("CR001", "23505"):
@@ -208,6 +201,11 @@ class EventStore:
                 "a batch must be re-sent whole, or with new event_ids"
             )
         return found
+
+    @property
+    def append_stats(self) -> CoalescerStats:
+        """Append calls sent to the database and the appends they carried."""
+        return self._coalescer.stats
 
     # -- reading ---------------------------------------------------------------------------
 

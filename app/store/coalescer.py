@@ -1,0 +1,203 @@
+"""Group commit in the client: appends that arrive while others are in flight share a call.
+
+A commit waits for its WAL flush, so one transaction per append caps throughput at the
+flush rate, and every append pays a round trip. When writers arrive together (many sessions
+in one process), the ones that find every slot busy are queued and sent together through
+``chronicle_append_many()``: one round trip, one commit, each append still atomic on its own
+(a subtransaction per append), failures reported per append. A lone writer never waits: its
+append goes out at once, exactly as it would without this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any, NamedTuple
+from uuid import UUID
+
+import asyncpg
+
+from app.store.append import APPEND_SQL, EncodedBatch
+
+APPEND_MANY_SQL = (
+    "SELECT * FROM chronicle_append_many($1, $2, $3, $4, $5, $6, $7, $8, $9) ORDER BY grp, seq"
+)
+
+
+class AppendRefused(Exception):
+    """The database refused one append (its fields, as asyncpg reports them)."""
+
+    def __init__(
+        self, sqlstate: str, message: str, detail: str | None, constraint_name: str | None
+    ) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
+        self.message = message
+        self.detail = detail
+        self.constraint_name = constraint_name
+
+    @classmethod
+    def from_postgres(cls, exc: asyncpg.PostgresError) -> AppendRefused:
+        return cls(
+            exc.sqlstate,
+            exc.message,
+            getattr(exc, "detail", None),
+            getattr(exc, "constraint_name", None),
+        )
+
+
+class CoalescerStats(NamedTuple):
+    calls: int
+    appends: int
+
+
+class _Request(NamedTuple):
+    session_id: UUID
+    expected_seq: int | None
+    batch: EncodedBatch
+    result: asyncio.Future[list[Any]]
+
+
+class AppendCoalescer:
+    """At most ``max_in_flight`` append calls at once; the rest wait and go out together."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, *, max_in_flight: int = 2, max_events_per_call: int = 20_000
+    ) -> None:
+        self._pool = pool
+        self._max_in_flight = max_in_flight
+        self._max_events = max_events_per_call
+        self._in_flight = 0
+        self._queue: deque[_Request] = deque()
+        self._flushes: set[asyncio.Task[None]] = set()
+        self._calls = 0
+        self._appends = 0
+
+    @property
+    def stats(self) -> CoalescerStats:
+        """Database calls made and appends they carried (appends/calls > 1: group commit)."""
+        return CoalescerStats(self._calls, self._appends)
+
+    async def append(
+        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch
+    ) -> list[Any]:
+        """The rows chronicle_append() returned; ``AppendRefused`` if the database said no."""
+        if self._in_flight < self._max_in_flight and not self._queue:
+            self._in_flight += 1
+            try:
+                return await self._one(session_id, expected_seq, batch)
+            finally:
+                self._in_flight -= 1
+                self._start_flushes()
+        result: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        self._queue.append(_Request(session_id, expected_seq, batch, result))
+        self._start_flushes()
+        return await result
+
+    async def _one(
+        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch
+    ) -> list[Any]:
+        self._calls += 1
+        self._appends += 1
+        try:
+            return await self._pool.fetch(
+                APPEND_SQL,
+                session_id,
+                expected_seq,
+                batch.event_ids,
+                batch.kinds,
+                batch.sources,
+                batch.causes,
+                batch.payload_texts,
+                batch.versions,
+            )
+        except asyncpg.PostgresError as exc:
+            if isinstance(exc, asyncpg.PostgresConnectionError):
+                raise
+            raise AppendRefused.from_postgres(exc) from None
+
+    def _start_flushes(self) -> None:
+        while self._queue and self._in_flight < self._max_in_flight:
+            group = [self._queue.popleft()]
+            events = len(group[0].batch.event_ids)
+            while self._queue and events + len(self._queue[0].batch.event_ids) <= self._max_events:
+                events += len(self._queue[0].batch.event_ids)
+                group.append(self._queue.popleft())
+            self._in_flight += 1
+            task = asyncio.create_task(self._flush(group), name="chronicle-append-flush")
+            self._flushes.add(task)
+            task.add_done_callback(self._flushes.discard)
+
+    async def _flush(self, group: list[_Request]) -> None:
+        try:
+            if len(group) == 1:
+                request = group[0]
+                try:
+                    rows = await self._one(request.session_id, request.expected_seq, request.batch)
+                except BaseException as exc:
+                    _settle(request.result, exception=exc)
+                else:
+                    _settle(request.result, rows=rows)
+                return
+            self._calls += 1
+            self._appends += len(group)
+            try:
+                rows = await self._pool.fetch(APPEND_MANY_SQL, *_many_arguments(group))
+            except BaseException as exc:
+                for request in group:
+                    _settle(request.result, exception=exc)
+                return
+            by_group: list[list[Any]] = [[] for _ in group]
+            for row in rows:
+                by_group[row["grp"] - 1].append(row)
+            for request, its_rows in zip(group, by_group, strict=True):
+                first = its_rows[0] if its_rows else None
+                if first is not None and first["error_state"] is not None:
+                    refused = AppendRefused(
+                        first["error_state"],
+                        first["error_message"],
+                        first["error_detail"],
+                        first["error_constraint"],
+                    )
+                    _settle(request.result, exception=refused)
+                else:
+                    _settle(request.result, rows=its_rows)
+        finally:
+            self._in_flight -= 1
+            self._start_flushes()
+
+
+def _settle(
+    future: asyncio.Future[list[Any]],
+    *,
+    rows: list[Any] | None = None,
+    exception: BaseException | None = None,
+) -> None:
+    if future.done():  # the writer was cancelled while it waited
+        return
+    if exception is not None:
+        future.set_exception(exception)
+    else:
+        future.set_result(rows or [])
+
+
+def _many_arguments(group: list[_Request]) -> tuple[list[Any], ...]:
+    sessions, expected, sizes = [], [], []
+    event_ids: list[Any] = []
+    kinds: list[str] = []
+    sources: list[str] = []
+    causes: list[int | None] = []
+    payloads: list[str] = []
+    versions: list[int] = []
+    for request in group:
+        batch = request.batch
+        sessions.append(request.session_id)
+        expected.append(request.expected_seq)
+        sizes.append(len(batch.event_ids))
+        event_ids += batch.event_ids
+        kinds += batch.kinds
+        sources += batch.sources
+        causes += batch.causes
+        payloads += batch.payload_texts
+        versions += batch.versions
+    return (sessions, expected, sizes, event_ids, kinds, sources, causes, payloads, versions)
