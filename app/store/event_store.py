@@ -19,7 +19,7 @@ import asyncpg
 import orjson
 
 from app.config import Settings
-from app.events.canonical import chain_hash, hashed_document
+from app.events.canonical import chain_hash
 from app.store.announcer import Announcer
 from app.store.append import (
     EventLike,
@@ -283,18 +283,7 @@ class EventStore:
                 expected_seq += 1
                 if event.seq != expected_seq:
                     return self._bad(session_id, expected_seq, f"seq {expected_seq} is missing")
-                document = hashed_document(
-                    session_id=str(event.session_id),
-                    seq=event.seq,
-                    event_id=str(event.event_id),
-                    kind=event.kind,
-                    source=event.source,
-                    cause=event.cause,
-                    payload=event.payload,
-                    schema_version=event.schema_version,
-                    created_at=event.created_at,
-                )
-                previous = chain_hash(previous, document)
+                previous = chain_hash(previous, event.hashed_document())
                 if previous != event.hash:
                     return self._bad(
                         session_id, event.seq, f"event {event.seq} does not match its hash"

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from app.events import Event, event_from_stored
+from app.events import Event, event_from_stored, hashed_document
 
 
 class Position(NamedTuple):
@@ -60,6 +60,20 @@ class RecordedEvent(NamedTuple):
             event_id=self.event_id,
             payload=self.payload,
             schema_version=self.schema_version,
+        )
+
+    def hashed_document(self) -> str:
+        """The canonical text this event's hash covers (with the previous event's hash)."""
+        return hashed_document(
+            session_id=str(self.session_id),
+            seq=self.seq,
+            event_id=str(self.event_id),
+            kind=self.kind,
+            source=self.source,
+            cause=self.cause,
+            payload=self.payload,
+            schema_version=self.schema_version,
+            created_at=self.created_at,
         )
 
     def to_json_dict(self) -> dict[str, Any]:

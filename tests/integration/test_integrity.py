@@ -11,6 +11,14 @@ from app.events import Message
 from app.store import EventStore
 
 
+async def _tamper(store: EventStore, statement: str, *args: object) -> None:
+    """What a superuser can do: switch the append-only trigger off, change rows, switch it on."""
+    async with store.pool.acquire() as connection, connection.transaction():
+        await connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
+        await connection.execute(statement, *args)
+        await connection.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
+
+
 async def _session_with(store: EventStore, n: int) -> uuid.UUID:
     session = uuid.uuid4()
     await store.append(session, [Message(content=f"m{i}") for i in range(1, n + 1)])
@@ -47,14 +55,11 @@ async def test_verify_pages_through_long_sessions(store: EventStore) -> None:
 
 async def test_tampered_payload_is_caught_at_its_seq(store: EventStore) -> None:
     session = await _session_with(store, 5)
-    async with store.pool.acquire() as connection, connection.transaction():
-        await connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
-        await connection.execute(
-            'UPDATE events SET payload = \'{"content": "forged"}\' '
-            "WHERE session_id = $1 AND seq = 3",
-            session,
-        )
-        await connection.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
+    await _tamper(
+        store,
+        """UPDATE events SET payload = '{"content": "forged"}' WHERE session_id = $1 AND seq = 3""",
+        session,
+    )
     report = await store.verify(session)
     assert not report.ok
     assert report.first_bad_seq == 3
@@ -63,20 +68,14 @@ async def test_tampered_payload_is_caught_at_its_seq(store: EventStore) -> None:
 
 async def test_deleted_tail_is_caught(store: EventStore) -> None:
     session = await _session_with(store, 4)
-    async with store.pool.acquire() as connection, connection.transaction():
-        await connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
-        await connection.execute("DELETE FROM events WHERE session_id = $1 AND seq = 4", session)
-        await connection.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
+    await _tamper(store, "DELETE FROM events WHERE session_id = $1 AND seq = 4", session)
     report = await store.verify(session)
     assert not report.ok and report.first_bad_seq == 4
 
 
 async def test_deleted_middle_is_caught(store: EventStore) -> None:
     session = await _session_with(store, 4)
-    async with store.pool.acquire() as connection, connection.transaction():
-        await connection.execute("ALTER TABLE events DISABLE TRIGGER events_append_only")
-        await connection.execute("DELETE FROM events WHERE session_id = $1 AND seq = 2", session)
-        await connection.execute("ALTER TABLE events ENABLE TRIGGER events_append_only")
+    await _tamper(store, "DELETE FROM events WHERE session_id = $1 AND seq = 2", session)
     report = await store.verify(session)
     assert not report.ok and report.first_bad_seq == 2
 

@@ -57,16 +57,20 @@ def server_url_for_tests() -> Iterator[str]:
             server.stop()
 
 
-def migrated_template(address: ServerAddress, name: str) -> Iterator[str]:
-    """A template database at the migration head, dropped at the end of the test run."""
-    janitor = DatabaseJanitor(
+def _janitor(address: ServerAddress, name: str, **options: object) -> DatabaseJanitor:
+    return DatabaseJanitor(
         user=address.user,
         host=address.host,
         port=address.port,
         password=address.password,
         dbname=name,
-        as_template=True,
+        **options,  # type: ignore[arg-type]
     )
+
+
+def migrated_template(address: ServerAddress, name: str) -> Iterator[str]:
+    """A template database at the migration head, dropped at the end of the test run."""
+    janitor = _janitor(address, name, as_template=True)
     janitor.drop()
     with janitor:
         migrate.upgrade(address.url(name))
@@ -75,13 +79,6 @@ def migrated_template(address: ServerAddress, name: str) -> Iterator[str]:
 
 def database_from_template(address: ServerAddress, template: str, name: str) -> Iterator[str]:
     """A fresh database cloned from ``template`` for one test; dropped afterwards."""
-    janitor = DatabaseJanitor(
-        user=address.user,
-        host=address.host,
-        port=address.port,
-        password=address.password,
-        dbname=name,
-        template_dbname=template,
-    )
+    janitor = _janitor(address, name, template_dbname=template)
     with janitor:
         yield address.url(name)
