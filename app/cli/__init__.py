@@ -8,9 +8,13 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from app.cli import db as db_cli
 from app.cli import log as log_cli
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,10 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    from app.config import Settings
-
-    settings = Settings()
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "db":
         return db_cli.run(args, settings)
     if args.command == "bench":
@@ -53,11 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    from pydantic import ValidationError
+
+    from app.config import Settings
     from app.events import InvalidEventError
     from app.store import StoreError
 
     try:
-        return _dispatch(args)
+        settings = Settings()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        print(f"error: invalid configuration ({problems})", file=sys.stderr)
+        return 2
+    try:
+        return _dispatch(args, settings)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `chronicle events ... | head`: the reader has what it wanted

@@ -111,7 +111,12 @@ def test_errors_are_sentences_not_tracebacks(env: dict[str, str]) -> None:
         "events", session, env={**env, "CHRONICLE_DATABASE_URL": "postgresql://u@127.0.0.1:1/x"}
     )
     assert down.returncode == 1 and "cannot connect to PostgreSQL" in down.stderr
-    for result in (bad_kind, bad_field, not_json, missing, not_uuid, down):
+    bad_setting = chronicle("events", session, env={**env, "CHRONICLE_MAX_EVENT_BYTES": "lots"})
+    assert (
+        bad_setting.returncode == 2
+        and "invalid configuration (max_event_bytes" in bad_setting.stderr
+    )
+    for result in (bad_kind, bad_field, not_json, missing, not_uuid, down, bad_setting):
         assert "Traceback" not in result.stderr
 
 
