@@ -1,0 +1,58 @@
+"""python3 -m chronicle_sandbox --workspace DIR [--host H] [--port P] [--no-confine]
+
+The token is read from CHRONICLE_SANDBOX_TOKEN and removed from the environment before the
+shell starts, so commands in the sandbox never see it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .actions import Executor
+from .files import Files
+from .jail import bubblewrap_prefix
+from .server import serve
+from .shell import Shell
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="chronicle_sandbox")
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--no-confine", action="store_true", help="allow paths outside the workspace")
+    parser.add_argument("--no-output-timeout", type=float, default=10.0)
+    parser.add_argument("--max-output-chars", type=int, default=30_000)
+    parser.add_argument(
+        "--jail", choices=["bwrap", "none"], default="none", help="run the shell in bubblewrap"
+    )
+    parser.add_argument("--network", action="store_true", help="let the jailed shell use the network")
+    args = parser.parse_args()
+    token = os.environ.pop("CHRONICLE_SANDBOX_TOKEN", "")
+    if not token:
+        print("chronicle_sandbox: set CHRONICLE_SANDBOX_TOKEN", file=sys.stderr)
+        return 2
+    workspace = os.path.abspath(args.workspace)
+    os.makedirs(workspace, exist_ok=True)
+    prefix = None
+    if args.jail == "bwrap":
+        prefix = bubblewrap_prefix(workspace, network=args.network)
+        if prefix is None:
+            print("chronicle_sandbox: --jail bwrap needs bubblewrap (bwrap)", file=sys.stderr)
+            return 2
+    shell = Shell(
+        workspace,
+        dict(os.environ),
+        no_output_timeout=args.no_output_timeout,
+        max_output_chars=args.max_output_chars,
+        prefix=prefix,
+    )
+    executor = Executor(shell, Files(workspace, confine=not args.no_confine))
+    serve(args.host, args.port, token, executor, workspace, not args.no_confine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

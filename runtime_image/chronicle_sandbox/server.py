@@ -1,0 +1,155 @@
+"""The HTTP/JSON face of the sandbox: /alive, /execute, /upload, /download."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import os
+import sys
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from . import PROTOCOL_VERSION
+from .actions import Executor, error
+from .files import MAX_FILE_BYTES
+from .paths import PathError, resolve
+
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+
+
+class SandboxHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], token: str, executor: Executor, workspace: str, confine: bool
+    ) -> None:
+        super().__init__(address, Handler)
+        self.token = token
+        self.executor = executor
+        self.workspace = workspace
+        self.confine = confine
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: SandboxHTTPServer
+    protocol_version = "HTTP/1.1"  # keep-alive: one connection serves many actions
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        if os.environ.get("CHRONICLE_SANDBOX_DEBUG"):
+            sys.stderr.write("sandbox: " + format % args + "\n")
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, value: Any) -> None:
+        self._send(status, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._json(status, {"error": message})
+
+    def _authorised(self) -> bool:
+        given = self.headers.get("Authorization", "")
+        expected = f"Bearer {self.server.token}"
+        if hmac.compare_digest(given.encode(), expected.encode()):
+            return True
+        self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong sandbox token")
+        return False
+
+    def _body(self, limit: int) -> bytes | None:
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length is not a number")
+            return None
+        if length > limit:
+            self.close_connection = True  # the unread body would poison the connection
+            self._refuse(
+                HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+                f"request of {length:,} bytes is over the {limit:,}-byte limit",
+            )
+            return None
+        return self.rfile.read(length)
+
+    def _query_path(self) -> str | None:
+        values = parse_qs(urlsplit(self.path).query).get("path")
+        if not values:
+            self._refuse(HTTPStatus.BAD_REQUEST, "the 'path' query parameter is required")
+            return None
+        try:
+            return resolve(self.server.workspace, values[0], confine=self.server.confine)
+        except PathError as exc:
+            self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
+            return None
+
+    # -- routes --------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        route = urlsplit(self.path).path
+        if route == "/alive":
+            self._json(HTTPStatus.OK, {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid()})
+        elif route == "/download":
+            if not self._authorised():
+                return
+            real = self._query_path()
+            if real is None:
+                return
+            if not os.path.isfile(real):
+                self._refuse(HTTPStatus.NOT_FOUND, "no such file")
+            elif os.path.getsize(real) > MAX_REQUEST_BYTES:
+                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "file too large to download")
+            else:
+                with open(real, "rb") as handle:
+                    self._send(HTTPStatus.OK, handle.read(), "application/octet-stream")
+        else:
+            self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
+
+    def do_POST(self) -> None:
+        route = urlsplit(self.path).path
+        if route not in ("/execute", "/upload"):
+            self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
+            return
+        if not self._authorised():
+            return
+        if route == "/upload":
+            real = self._query_path()
+            if real is None:
+                return
+            data = self._body(MAX_REQUEST_BYTES)
+            if data is None:
+                return
+            os.makedirs(os.path.dirname(real), exist_ok=True)
+            with open(real, "wb") as handle:
+                handle.write(data)
+            self._json(HTTPStatus.OK, {"path": real, "bytes": len(data)})
+            return
+        body = self._body(MAX_REQUEST_BYTES)
+        if body is None:
+            return
+        try:
+            action = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self._json(HTTPStatus.OK, error(f"the action is not JSON: {exc}", "invalid_action"))
+            return
+        try:
+            observation = self.server.executor.execute(action)
+        except Exception as exc:  # never let one action take the server down
+            observation = error(f"the sandbox failed: {type(exc).__name__}: {exc}", "internal")
+        self._json(HTTPStatus.OK, observation)
+
+
+def serve(host: str, port: int, token: str, executor: Executor, workspace: str, confine: bool) -> None:
+    server = SandboxHTTPServer((host, port), token, executor, workspace, confine)
+    # The parent reads this line to learn the port (port 0 picks a free one).
+    print(f"CHRONICLE_SANDBOX_READY {server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        executor.shell.close()

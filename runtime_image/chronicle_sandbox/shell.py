@@ -1,0 +1,298 @@
+"""One persistent bash per sandbox, driven through a pseudo-terminal.
+
+``cd``, exported variables and an activated virtualenv persist between commands because it
+is the same bash. Completion is detected by a prompt marker that carries ``$?``. Output is
+merged stdout+stderr in order (one terminal), bounded while it streams.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import secrets
+import signal
+import termios
+import threading
+import time
+from typing import Any
+
+from .output import CappedBuffer, decode, truncate_text
+
+SPECIAL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a", "C-\\": b"\x1c"}
+
+
+class Shell:
+    def __init__(
+        self,
+        workspace: str,
+        env: dict[str, str],
+        *,
+        no_output_timeout: float = 10.0,
+        max_wait: float = 120.0,
+        max_output_chars: int = 30_000,
+        prefix: list[str] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self._env = env
+        self._prefix = prefix or []  # e.g. a bubblewrap jail around bash
+        self.no_output_timeout = no_output_timeout
+        self.max_wait = max_wait
+        self.max_output_chars = max_output_chars
+        self._lock = threading.Lock()
+        self._running: str | None = None
+        self._started_at = 0.0
+        self._start()
+
+    # -- process -------------------------------------------------------------------------
+
+    def _start(self) -> None:
+        self._marker = f"__CHRONICLE_{secrets.token_hex(8)}__"
+        env = dict(self._env)
+        env.update(
+            PS1="",
+            PS2="",
+            PROMPT_COMMAND=f'printf "\\n{self._marker}%s{self._marker}\\n" "$?"',
+            TERM="dumb",
+            HISTFILE="/dev/null",
+            PAGER="cat",
+            GIT_PAGER="cat",
+        )
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become bash in the workspace
+            try:
+                os.chdir(self.workspace)
+            except OSError:
+                pass
+            argv = [*self._prefix, "bash", "--noprofile", "--norc", "--noediting", "-i"]
+            os.execvpe(argv[0], argv, env)
+        self.pid, self.fd = pid, fd
+        attrs = termios.tcgetattr(fd)
+        attrs[1] &= ~termios.ONLCR  # plain \n in output
+        attrs[3] &= ~termios.ECHO  # do not echo commands back
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+        self.alive = True
+        self._buffer = self._new_buffer()
+        self._pattern = re.compile(
+            rb"\n?" + self._marker.encode() + rb"(\d+)" + self._marker.encode() + rb"\n"
+        )
+        threading.Thread(target=self._pump, name="shell-reader", daemon=True).start()
+        if self._wait_for_prompt(self._buffer, 10) is None:
+            raise RuntimeError("bash did not start")
+        self._buffer = self._new_buffer()
+
+    def _new_buffer(self) -> CappedBuffer:
+        # Bytes, with room for multi-byte characters; text is truncated again after decoding.
+        half = self.max_output_chars * 2
+        return CappedBuffer(head=half, tail=half)
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                self.alive = False
+                with self._buffer.changed:
+                    self._buffer.changed.notify_all()
+                return
+            self._buffer.write(data)
+
+    def _wait_for_prompt(self, buffer: CappedBuffer, seconds: float) -> int | None:
+        deadline = time.monotonic() + seconds
+        with buffer.changed:
+            while True:
+                match = self._pattern.search(_recent(buffer))
+                if match:
+                    return int(match.group(1))
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self.alive:
+                    return None
+                buffer.changed.wait(min(remaining, 0.5))
+
+    def _exited(self) -> bool:
+        """Has bash itself exited? (Background jobs may still hold the terminal open.)"""
+        try:
+            pid, _ = os.waitpid(self.pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid:
+            self.alive = False
+        return not self.alive
+
+    def _kill(self) -> None:
+        """Kill bash and everything started from its terminal session, jobs included."""
+        for pid in _session_members(self.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        self.alive = False
+
+    def close(self) -> None:
+        self._kill()
+
+    # -- commands ------------------------------------------------------------------------
+
+    def run(self, command: str, timeout: float | None, is_input: bool) -> dict[str, Any]:
+        with self._lock:
+            notes: list[str] = []
+            if self._exited():
+                self._kill()
+                self._start()
+                self._running = None
+                notes.append(f"[the shell had exited; a new shell was started in {self.workspace}]")
+            if is_input:
+                if self._running is None:
+                    return _error("no command is running: is_input=true sends input to one")
+                key = SPECIAL_KEYS.get(command.strip())
+                if key is not None:
+                    os.write(self.fd, key)
+                elif command:
+                    os.write(self.fd, command.encode() + b"\n")
+            else:
+                if self._running is not None:
+                    return _error(
+                        f"the command {self._running!r} is still running; send input to it "
+                        "with is_input=true, or C-c to interrupt it"
+                    )
+                self._buffer = self._new_buffer()
+                text = command.rstrip("\n")
+                if "\n" in text:  # one compound command, so bash prompts once at the end
+                    text = "{\n" + text + "\n}"
+                self._running = command
+                self._started_at = time.monotonic()
+                os.write(self.fd, text.encode() + b"\n")
+            return self._collect(timeout, notes)
+
+    def _collect(self, timeout: float | None, notes: list[str]) -> dict[str, Any]:
+        buffer = self._buffer
+        hard = timeout if timeout is not None else self.max_wait
+        soft = None if timeout is not None else self.no_output_timeout
+        deadline = time.monotonic() + hard
+        exit_code: int | None = None
+        timed_out = still_running = False
+        with buffer.changed:
+            last_total, last_change = buffer.total, time.monotonic()
+            while True:
+                match = self._pattern.search(_recent(buffer))
+                if match:
+                    exit_code = int(match.group(1))
+                    break
+                if self._exited():
+                    notes.append("[the shell exited; the next command starts a new one]")
+                    break
+                now = time.monotonic()
+                if buffer.total != last_total:
+                    last_total, last_change = buffer.total, now
+                if now >= deadline:
+                    timed_out = True
+                    break
+                if soft is not None and now - last_change >= soft:
+                    still_running = True
+                    break
+                buffer.changed.wait(0.2)
+        if timed_out:
+            exit_code = self._stop_command(buffer)
+            notes.append(f"[the command timed out after {hard:g} s and was stopped]")
+        if still_running:
+            self._buffer = self._new_buffer()  # what follows belongs to the next read
+            notes.append(
+                f"[no output for {soft:g} s; the command is still running. Send more input "
+                "with is_input=true (an empty command waits for more output), or C-c to stop it]"
+            )
+        else:
+            self._running = None
+        return self._observation(buffer, exit_code, timed_out, still_running, notes)
+
+    def _stop_command(self, buffer: CappedBuffer) -> int | None:
+        """Interrupt, then kill the foreground process group, then replace the shell."""
+        os.write(self.fd, SPECIAL_KEYS["C-c"])
+        code = self._wait_for_prompt(buffer, 1.0)
+        if code is not None:
+            return code
+        try:
+            group = os.tcgetpgrp(self.fd)
+            if group != self.pid:
+                os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+        code = self._wait_for_prompt(buffer, 2.0)
+        if code is not None:
+            return code
+        self._kill()
+        self._start()
+        return None
+
+    def _observation(
+        self,
+        buffer: CappedBuffer,
+        exit_code: int | None,
+        timed_out: bool,
+        still_running: bool,
+        notes: list[str],
+    ) -> dict[str, Any]:
+        raw = buffer.contents()
+        raw = self._pattern.sub(b"", raw)
+        text = decode(raw)
+        if buffer.dropped:
+            head = decode(bytes(buffer.head))
+            tail = decode(self._pattern.sub(b"", bytes(buffer.tail)))
+            text = f"{head}\n[... {buffer.dropped:,} bytes truncated ...]\n{tail}"
+        text, truncated = truncate_text(text, self.max_output_chars)
+        truncated = truncated or buffer.dropped > 0
+        if notes:
+            text = (text + "\n" if text and not text.endswith("\n") else text) + "\n".join(notes)
+        return {
+            "kind": "run.output",
+            "output": text,
+            "exit_code": exit_code,
+            "timed_out": timed_out,
+            "truncated": truncated,
+            "still_running": still_running,
+        }
+
+
+def _session_members(session_id: int) -> list[int]:
+    """Processes whose session is ``session_id`` (Linux /proc; empty elsewhere)."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return members
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == session_id and int(entry) != session_id:
+            members.append(int(entry))
+    return members
+
+
+def _recent(buffer: CappedBuffer) -> bytes:
+    """The last bytes printed, where a prompt marker would be (it may straddle head and tail)."""
+    if len(buffer.tail) >= 256:
+        return bytes(buffer.tail[-256:])
+    return bytes((buffer.head + buffer.tail)[-256:])
+
+
+def _error(message: str) -> dict[str, Any]:
+    return {"kind": "error", "message": message, "error_type": "shell"}
