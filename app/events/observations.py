@@ -10,11 +10,18 @@ from app.events.base import Observation
 
 
 class RunOutput(Observation):
+    """What a command printed (stdout and stderr merged, in order) and how it ended.
+
+    ``exit_code`` is None while ``still_running``: the command printed nothing for a while and
+    keeps running; the next ``Run`` with ``is_input=True`` sends it input (or ``C-c``).
+    """
+
     kind: Literal["run.output"] = "run.output"
     output: str = ""
     exit_code: int | None = None
     timed_out: bool = False
     truncated: bool = False
+    still_running: bool = False
 
 
 class FileReadOutput(Observation):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import socket
 import sys
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -35,6 +36,12 @@ class SandboxHTTPServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: SandboxHTTPServer
     protocol_version = "HTTP/1.1"  # keep-alive: one connection serves many actions
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without NODELAY, Nagle and the client's
+        # delayed ACK hold the body back ~40 ms on a keep-alive connection.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         if os.environ.get("CHRONICLE_SANDBOX_DEBUG"):

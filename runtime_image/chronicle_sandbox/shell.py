@@ -79,6 +79,9 @@ class Shell:
         threading.Thread(target=self._pump, name="shell-reader", daemon=True).start()
         if self._wait_for_prompt(self._buffer, 10) is None:
             raise RuntimeError("bash did not start")
+        # bash at its prompt is the terminal's foreground group: remember which group that is
+        # (inside a jail, bash is not our direct child).
+        self._shell_group = os.tcgetpgrp(self.fd)
         self._buffer = self._new_buffer()
 
     def _new_buffer(self) -> CappedBuffer:
@@ -219,17 +222,23 @@ class Shell:
         return self._observation(buffer, exit_code, timed_out, still_running, notes)
 
     def _stop_command(self, buffer: CappedBuffer) -> int | None:
-        """Interrupt, then kill the foreground process group, then replace the shell."""
-        os.write(self.fd, SPECIAL_KEYS["C-c"])
-        code = self._wait_for_prompt(buffer, 1.0)
-        if code is not None:
-            return code
+        """Ctrl-C (so bash abandons the rest of the command line), then SIGKILL for whatever
+        is left of the command's process group; if bash does not come back to its prompt, it
+        is replaced by a new shell.
+        """
         try:
             group = os.tcgetpgrp(self.fd)
-            if group != self.pid:
-                os.killpg(group, signal.SIGKILL)
         except OSError:
-            pass
+            group = self._shell_group
+        os.write(self.fd, SPECIAL_KEYS["C-c"])
+        code = self._wait_for_prompt(buffer, 0.5)
+        if group != self._shell_group:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except OSError:
+                pass
+        if code is not None:
+            return code
         code = self._wait_for_prompt(buffer, 2.0)
         if code is not None:
             return code

@@ -1,0 +1,23 @@
+"""Sandboxes behind one protocol: local process, Docker container, or a URL."""
+
+from app.runtime.client import SandboxClient
+from app.runtime.errors import (
+    SandboxAuthError,
+    SandboxError,
+    SandboxStartError,
+    SandboxUnavailableError,
+)
+from app.runtime.local import LocalRuntime
+from app.runtime.protocol import Runtime
+from app.runtime.remote import RemoteRuntime
+
+__all__ = [
+    "LocalRuntime",
+    "RemoteRuntime",
+    "Runtime",
+    "SandboxAuthError",
+    "SandboxClient",
+    "SandboxError",
+    "SandboxStartError",
+    "SandboxUnavailableError",
+]

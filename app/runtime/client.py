@@ -1,0 +1,98 @@
+"""One HTTP client for the sandbox protocol, shared by every runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+
+from app.events import Action, ErrorObservation, Observation, Run, parse_event
+from app.runtime.errors import SandboxAuthError, SandboxStartError, SandboxUnavailableError
+
+#: Seconds added to an action's own timeout before the HTTP request gives up.
+TRANSPORT_MARGIN = 30.0
+#: Longest a Run without its own timeout may take on the server (its ``max_wait``), plus margin.
+DEFAULT_ACTION_TIMEOUT = 120.0 + TRANSPORT_MARGIN
+
+
+class SandboxClient:
+    """Talks to one action server at ``base_url`` with its token (keep-alive connections)."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=httpx.Timeout(DEFAULT_ACTION_TIMEOUT, connect=5.0),
+        )
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def alive(self) -> bool:
+        try:
+            response = await self._http.get("/alive", timeout=2.0)
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    async def wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while time.monotonic() < deadline:
+            if await self.alive():
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.25)
+        raise SandboxStartError(f"the sandbox at {self.base_url} was not ready after {timeout:g} s")
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise SandboxUnavailableError(
+                f"the sandbox at {self.base_url} did not answer in time ({type(exc).__name__})"
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise SandboxUnavailableError(
+                f"the sandbox at {self.base_url} is unreachable: {exc}"
+            ) from exc
+        if response.status_code == 401:
+            raise SandboxAuthError(f"the sandbox at {self.base_url} refused the token")
+        return response
+
+    @staticmethod
+    def _refusal(response: httpx.Response) -> str:
+        try:
+            return str(response.json().get("error", response.text))
+        except ValueError:
+            return response.text
+
+    async def execute(self, action: Action) -> Observation:
+        timeout = DEFAULT_ACTION_TIMEOUT
+        if isinstance(action, Run) and action.timeout is not None:
+            timeout = action.timeout + TRANSPORT_MARGIN
+        body = {"kind": action.kind, **action.payload()}
+        response = await self._request("POST", "/execute", json=body, timeout=timeout)
+        if response.status_code != 200:
+            return ErrorObservation(
+                message=f"the sandbox refused the action: {self._refusal(response)}",
+                error_type="sandbox",
+            )
+        observation = parse_event(response.json())
+        if not isinstance(observation, Observation):
+            raise SandboxUnavailableError(f"the sandbox answered with a {observation.kind!r}")
+        return observation
+
+    async def upload(self, path: str, data: bytes) -> None:
+        response = await self._request("POST", "/upload", params={"path": path}, content=data)
+        if response.status_code != 200:
+            raise ValueError(f"upload of {path} refused: {self._refusal(response)}")
+
+    async def download(self, path: str) -> bytes:
+        response = await self._request("GET", "/download", params={"path": path})
+        if response.status_code != 200:
+            raise ValueError(f"download of {path} refused: {self._refusal(response)}")
+        return response.content

@@ -1,0 +1,19 @@
+"""Errors of the execution side; each says what happened and what to do."""
+
+from __future__ import annotations
+
+
+class SandboxError(Exception):
+    """Base of sandbox errors."""
+
+
+class SandboxStartError(SandboxError):
+    """The sandbox could not be started or did not become ready in time."""
+
+
+class SandboxUnavailableError(SandboxError):
+    """The sandbox stopped answering (crashed, killed, or its host is gone)."""
+
+
+class SandboxAuthError(SandboxError):
+    """The sandbox refused our token."""
