@@ -22,13 +22,17 @@ def main() -> int:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--no-confine", action="store_true", help="allow paths outside the workspace")
+    parser.add_argument(
+        "--no-confine", action="store_true", help="allow paths outside the workspace"
+    )
     parser.add_argument("--no-output-timeout", type=float, default=10.0)
     parser.add_argument("--max-output-chars", type=int, default=30_000)
     parser.add_argument(
         "--jail", choices=["bwrap", "none"], default="none", help="run the shell in bubblewrap"
     )
-    parser.add_argument("--network", action="store_true", help="let the jailed shell use the network")
+    parser.add_argument(
+        "--network", action="store_true", help="let the jailed shell use the network"
+    )
     args = parser.parse_args()
     token = os.environ.pop("CHRONICLE_SANDBOX_TOKEN", "")
     if not token:

@@ -14,7 +14,9 @@ class ActionError(ValueError):
     """The action itself is malformed."""
 
 
-def _field(action: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
+def _field(
+    action: dict[str, Any], name: str, kind: type | tuple[type, ...], required: bool = True
+) -> Any:
     value = action.get(name)
     if value is None:
         if required:

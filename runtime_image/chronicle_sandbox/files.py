@@ -101,7 +101,11 @@ class Files:
         old = self._read_text(real, path) if os.path.isfile(real) else None
         self._write_text(real, content)
         self._remember(real, old)
-        return {"kind": "file.write.output", "path": path, "diff": self._diff(path, old or "", content)}
+        return {
+            "kind": "file.write.output",
+            "path": path,
+            "diff": self._diff(path, old or "", content),
+        }
 
     def edit(self, action: dict[str, Any]) -> dict[str, Any]:
         command = action.get("command")

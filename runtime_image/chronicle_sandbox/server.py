@@ -14,17 +14,22 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import PROTOCOL_VERSION
 from .actions import Executor, error
-from .files import MAX_FILE_BYTES
 from .paths import PathError, resolve
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
+DRAIN_LIMIT = 256 * 1024 * 1024
 
 
 class SandboxHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(
-        self, address: tuple[str, int], token: str, executor: Executor, workspace: str, confine: bool
+        self,
+        address: tuple[str, int],
+        token: str,
+        executor: Executor,
+        workspace: str,
+        confine: bool,
     ) -> None:
         super().__init__(address, Handler)
         self.token = token
@@ -43,7 +48,7 @@ class Handler(BaseHTTPRequestHandler):
         # delayed ACK hold the body back ~40 ms on a keep-alive connection.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("CHRONICLE_SANDBOX_DEBUG"):
             sys.stderr.write("sandbox: " + format % args + "\n")
 
@@ -67,6 +72,7 @@ class Handler(BaseHTTPRequestHandler):
         expected = f"Bearer {self.server.token}"
         if hmac.compare_digest(given.encode(), expected.encode()):
             return True
+        self.close_connection = True  # the request body was not read
         self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong sandbox token")
         return False
 
@@ -77,7 +83,15 @@ class Handler(BaseHTTPRequestHandler):
             self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length is not a number")
             return None
         if length > limit:
-            self.close_connection = True  # the unread body would poison the connection
+            if length <= DRAIN_LIMIT:  # read and drop it, so the client hears the answer
+                remaining = length
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 1 << 20))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            else:
+                self.close_connection = True  # an unread body would poison the connection
             self._refuse(
                 HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
                 f"request of {length:,} bytes is over the {limit:,}-byte limit",
@@ -101,7 +115,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         route = urlsplit(self.path).path
         if route == "/alive":
-            self._json(HTTPStatus.OK, {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid()})
+            self._json(
+                HTTPStatus.OK, {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid()}
+            )
         elif route == "/download":
             if not self._authorised():
                 return
@@ -128,6 +144,7 @@ class Handler(BaseHTTPRequestHandler):
         if route == "/upload":
             real = self._query_path()
             if real is None:
+                self.close_connection = True  # the body was not read
                 return
             data = self._body(MAX_REQUEST_BYTES)
             if data is None:
@@ -152,7 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         self._json(HTTPStatus.OK, observation)
 
 
-def serve(host: str, port: int, token: str, executor: Executor, workspace: str, confine: bool) -> None:
+def serve(
+    host: str, port: int, token: str, executor: Executor, workspace: str, confine: bool
+) -> None:
     server = SandboxHTTPServer((host, port), token, executor, workspace, confine)
     # The parent reads this line to learn the port (port 0 picks a free one).
     print(f"CHRONICLE_SANDBOX_READY {server.server_address[1]}", flush=True)

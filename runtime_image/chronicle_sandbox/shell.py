@@ -277,7 +277,7 @@ class Shell:
 
 def _session_members(session_id: int) -> list[int]:
     """Processes whose session is ``session_id`` (Linux /proc; empty elsewhere)."""
-    members = []
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:

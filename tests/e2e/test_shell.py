@@ -35,7 +35,9 @@ async def test_virtualenv_activation_persists(runtime: Runtime) -> None:
 
 
 async def test_exit_code_and_merged_output_in_order(runtime: Runtime) -> None:
-    result = await run(runtime, "echo one; echo two >&2; echo three; exit_with() { return $1; }; exit_with 7")
+    result = await run(
+        runtime, "echo one; echo two >&2; echo three; exit_with() { return $1; }; exit_with 7"
+    )
     assert result.output == "one\ntwo\nthree\n"
     assert result.exit_code == 7
 
@@ -68,7 +70,7 @@ async def test_timeout_kills_the_whole_process_group(runtime: Runtime) -> None:
 
 
 async def test_silent_command_returns_early_and_takes_input(runtime: Runtime) -> None:
-    script = "read -r name; echo \"hello $name\""
+    script = 'read -r name; echo "hello $name"'
     waiting = await run(runtime, f"bash -c '{script}'")
     assert waiting.still_running and waiting.exit_code is None
     busy = await runtime.execute(Run(command="echo other"))
@@ -88,7 +90,9 @@ async def test_ctrl_c_interrupts_a_running_command(runtime: Runtime) -> None:
 
 async def test_input_without_a_running_command_is_an_error(runtime: Runtime) -> None:
     observation = await runtime.execute(Run(command="hello", is_input=True))
-    assert isinstance(observation, ErrorObservation) and "no command is running" in observation.message
+    assert (
+        isinstance(observation, ErrorObservation) and "no command is running" in observation.message
+    )
 
 
 async def test_long_output_keeps_head_and_tail(runtime: Runtime) -> None:
@@ -100,7 +104,9 @@ async def test_long_output_keeps_head_and_tail(runtime: Runtime) -> None:
 
 async def test_hundred_megabytes_of_output(runtime: Runtime) -> None:
     started = time.monotonic()
-    result = await run(runtime, "head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; echo END", timeout=120)
+    result = await run(
+        runtime, "head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; echo END", timeout=120
+    )
     assert result.exit_code == 0 and result.truncated
     assert result.output.rstrip().endswith("END") and len(result.output) < 31_000
     assert time.monotonic() - started < 60

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+CHECKED = ("app", "tests", "bench", "migrations", "runtime_image")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -16,12 +17,12 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_ruff_lint_and_format() -> None:
-    lint = run("ruff", "check", "app", "tests", "bench", "migrations")
+    lint = run("ruff", "check", *CHECKED)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    fmt = run("ruff", "format", "--check", "app", "tests", "bench", "migrations")
+    fmt = run("ruff", "format", "--check", *CHECKED)
     assert fmt.returncode == 0, fmt.stdout + fmt.stderr
 
 
 def test_mypy() -> None:
-    result = run("mypy", "app")
+    result = run("mypy", "app", "runtime_image/chronicle_sandbox")
     assert result.returncode == 0, result.stdout + result.stderr
