@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 import platformdirs
 from pydantic import Field
@@ -47,6 +48,25 @@ class Settings(BaseSettings):
     pool_max_size: int = Field(default=10, ge=1)
     poll_interval: float = Field(
         default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
+    )
+
+    # -- sandboxes -----------------------------------------------------------------------
+    runtime: Literal["local", "docker"] = Field(default="local", description="default runtime")
+    sandbox_network: bool = Field(
+        default=False, description="let commands in a sandbox use the network"
+    )
+    sandbox_base_image: str = Field(
+        default="python:3.12-slim-bookworm",
+        description="base of the Docker sandbox image (any image with python3 and bash)",
+    )
+    sandbox_cpus: float = Field(default=2.0, gt=0)
+    sandbox_memory: str = Field(default="4g", description="Docker memory limit, e.g. 4g")
+    sandbox_pids_limit: int = Field(default=1024, gt=0, description="bounds fork bombs")
+    sandbox_ready_timeout: float = Field(default=30.0, gt=0)
+    sandbox_pool_size: int = Field(default=0, ge=0, description="warm sandboxes kept started")
+    sandbox_heartbeat_interval: float = Field(default=30.0, gt=0)
+    sandbox_reap_after: float = Field(
+        default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
 
     @classmethod

@@ -20,24 +20,35 @@ DEFAULT_ACTION_TIMEOUT = 120.0 + TRANSPORT_MARGIN
 class SandboxClient:
     """Talks to one action server at ``base_url`` with its token (keep-alive connections)."""
 
-    def __init__(self, base_url: str, token: str) -> None:
+    def __init__(self, base_url: str, token: str, *, unix_socket: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
+        self.unix_socket = unix_socket
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=httpx.Timeout(DEFAULT_ACTION_TIMEOUT, connect=5.0),
+            transport=httpx.AsyncHTTPTransport(uds=unix_socket) if unix_socket else None,
         )
 
     async def close(self) -> None:
         await self._http.aclose()
 
     async def alive(self) -> bool:
+        return await self.idle_seconds() is not None
+
+    async def idle_seconds(self) -> float | None:
+        """Seconds since the sandbox last served an authorised request; None if it is down."""
         try:
             response = await self._http.get("/alive", timeout=2.0)
         except httpx.HTTPError:
-            return False
-        return response.status_code == 200
+            return None
+        if response.status_code != 200:
+            return None
+        return float(response.json().get("idle", 0.0))
+
+    async def heartbeat(self) -> None:
+        await self._request("POST", "/heartbeat")
 
     async def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -13,7 +13,7 @@ import sys
 from .actions import Executor
 from .files import Files
 from .jail import bubblewrap_prefix
-from .server import serve
+from .server import SandboxState, serve
 from .shell import Shell
 
 
@@ -22,6 +22,7 @@ def main() -> int:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--unix-socket", help="listen on this Unix socket instead of TCP")
     parser.add_argument(
         "--no-confine", action="store_true", help="allow paths outside the workspace"
     )
@@ -54,7 +55,8 @@ def main() -> int:
         prefix=prefix,
     )
     executor = Executor(shell, Files(workspace, confine=not args.no_confine))
-    serve(args.host, args.port, token, executor, workspace, not args.no_confine)
+    state = SandboxState(token, executor, workspace, not args.no_confine)
+    serve(state, host=args.host, port=args.port, unix_socket=args.unix_socket)
     return 0
 
 

@@ -6,7 +6,9 @@ import hmac
 import json
 import os
 import socket
+import socketserver
 import sys
+import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,33 +22,55 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DRAIN_LIMIT = 256 * 1024 * 1024
 
 
-class SandboxHTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
+class SandboxState:
+    """What every request handler shares: the token, the executor, the workspace, liveness."""
 
-    def __init__(
-        self,
-        address: tuple[str, int],
-        token: str,
-        executor: Executor,
-        workspace: str,
-        confine: bool,
-    ) -> None:
-        super().__init__(address, Handler)
+    def __init__(self, token: str, executor: Executor, workspace: str, confine: bool) -> None:
         self.token = token
         self.executor = executor
         self.workspace = workspace
         self.confine = confine
+        self.last_seen = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_seen = time.monotonic()
+
+
+class TCPSandboxServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], state: SandboxState) -> None:
+        super().__init__(address, Handler)
+        self.state = state
+
+
+class UnixSandboxServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """The same server on a Unix socket: for containers without a network, and faster."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, path: str, state: SandboxState) -> None:
+        if os.path.exists(path):
+            os.unlink(path)
+        super().__init__(path, Handler)
+        os.chmod(path, 0o600)
+        self.state = state
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: SandboxHTTPServer
+    server: TCPSandboxServer | UnixSandboxServer
     protocol_version = "HTTP/1.1"  # keep-alive: one connection serves many actions
 
     def setup(self) -> None:
         super().setup()
         # Headers and body go out in separate writes; without NODELAY, Nagle and the client's
         # delayed ACK hold the body back ~40 ms on a keep-alive connection.
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.connection.family in (socket.AF_INET, socket.AF_INET6):
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def address_string(self) -> str:
+        return str(self.client_address or "unix")
 
     def log_message(self, format: str, *args: Any) -> None:
         if os.environ.get("CHRONICLE_SANDBOX_DEBUG"):
@@ -69,8 +93,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def _authorised(self) -> bool:
         given = self.headers.get("Authorization", "")
-        expected = f"Bearer {self.server.token}"
+        expected = f"Bearer {self.server.state.token}"
         if hmac.compare_digest(given.encode(), expected.encode()):
+            self.server.state.touch()
             return True
         self.close_connection = True  # the request body was not read
         self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong sandbox token")
@@ -105,7 +130,8 @@ class Handler(BaseHTTPRequestHandler):
             self._refuse(HTTPStatus.BAD_REQUEST, "the 'path' query parameter is required")
             return None
         try:
-            return resolve(self.server.workspace, values[0], confine=self.server.confine)
+            state = self.server.state
+            return resolve(state.workspace, values[0], confine=state.confine)
         except PathError as exc:
             self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
             return None
@@ -115,9 +141,9 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         route = urlsplit(self.path).path
         if route == "/alive":
-            self._json(
-                HTTPStatus.OK, {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid()}
-            )
+            idle = round(time.monotonic() - self.server.state.last_seen, 3)
+            alive = {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "idle": idle}
+            self._json(HTTPStatus.OK, alive)
         elif route == "/download":
             if not self._authorised():
                 return
@@ -136,6 +162,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         route = urlsplit(self.path).path
+        if route == "/heartbeat":
+            if self._authorised():
+                self._json(HTTPStatus.OK, {"ok": True})
+            return
         if route not in ("/execute", "/upload"):
             self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
             return
@@ -163,19 +193,23 @@ class Handler(BaseHTTPRequestHandler):
             self._json(HTTPStatus.OK, error(f"the action is not JSON: {exc}", "invalid_action"))
             return
         try:
-            observation = self.server.executor.execute(action)
+            observation = self.server.state.executor.execute(action)
         except Exception as exc:  # never let one action take the server down
             observation = error(f"the sandbox failed: {type(exc).__name__}: {exc}", "internal")
         self._json(HTTPStatus.OK, observation)
 
 
-def serve(
-    host: str, port: int, token: str, executor: Executor, workspace: str, confine: bool
-) -> None:
-    server = SandboxHTTPServer((host, port), token, executor, workspace, confine)
-    # The parent reads this line to learn the port (port 0 picks a free one).
-    print(f"CHRONICLE_SANDBOX_READY {server.server_address[1]}", flush=True)
+def serve(state: SandboxState, *, host: str, port: int, unix_socket: str | None = None) -> None:
+    server: TCPSandboxServer | UnixSandboxServer
+    if unix_socket:
+        server = UnixSandboxServer(unix_socket, state)
+        where = unix_socket
+    else:
+        server = TCPSandboxServer((host, port), state)
+        where = str(server.server_address[1])
+    # The parent reads this line to learn where to connect (port 0 picks a free port).
+    print(f"CHRONICLE_SANDBOX_READY {where}", flush=True)
     try:
         server.serve_forever(poll_interval=0.5)
     finally:
-        executor.shell.close()
+        state.executor.shell.close()
