@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     sandbox_memory: str = Field(default="4g", description="Docker memory limit, e.g. 4g")
     sandbox_pids_limit: int = Field(default=1024, gt=0, description="bounds fork bombs")
     sandbox_ready_timeout: float = Field(default=30.0, gt=0)
+    sandbox_no_output_timeout: float = Field(
+        default=10.0, gt=0, description="seconds without output before a command is 'still running'"
+    )
     sandbox_pool_size: int = Field(default=0, ge=0, description="warm sandboxes kept started")
     sandbox_heartbeat_interval: float = Field(default=30.0, gt=0)
     sandbox_reap_after: float = Field(

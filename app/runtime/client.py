@@ -48,7 +48,7 @@ class SandboxClient:
         return float(response.json().get("idle", 0.0))
 
     async def heartbeat(self) -> None:
-        await self._request("POST", "/heartbeat")
+        await self.request("POST", "/heartbeat")
 
     async def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -60,7 +60,8 @@ class SandboxClient:
             delay = min(delay * 2, 0.25)
         raise SandboxStartError(f"the sandbox at {self.base_url} was not ready after {timeout:g} s")
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """A raw request to the sandbox; transport failures become ``SandboxUnavailableError``."""
         try:
             response = await self._http.request(method, path, **kwargs)
         except httpx.TimeoutException as exc:
@@ -87,7 +88,7 @@ class SandboxClient:
         if isinstance(action, Run) and action.timeout is not None:
             timeout = action.timeout + TRANSPORT_MARGIN
         body = {"kind": action.kind, **action.payload()}
-        response = await self._request("POST", "/execute", json=body, timeout=timeout)
+        response = await self.request("POST", "/execute", json=body, timeout=timeout)
         if response.status_code != 200:
             return ErrorObservation(
                 message=f"the sandbox refused the action: {self._refusal(response)}",
@@ -99,12 +100,12 @@ class SandboxClient:
         return observation
 
     async def upload(self, path: str, data: bytes) -> None:
-        response = await self._request("POST", "/upload", params={"path": path}, content=data)
+        response = await self.request("POST", "/upload", params={"path": path}, content=data)
         if response.status_code != 200:
             raise ValueError(f"upload of {path} refused: {self._refusal(response)}")
 
     async def download(self, path: str) -> bytes:
-        response = await self._request("GET", "/download", params={"path": path})
+        response = await self.request("GET", "/download", params={"path": path})
         if response.status_code != 200:
             raise ValueError(f"download of {path} refused: {self._refusal(response)}")
         return response.content

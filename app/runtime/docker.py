@@ -107,7 +107,10 @@ class DockerRuntime:
                     "chronicle.heartbeat_interval": str(settings.sandbox_heartbeat_interval),
                     "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
                 },
-                environment={"CHRONICLE_SANDBOX_TOKEN": token},
+                environment={
+                    "CHRONICLE_SANDBOX_TOKEN": token,
+                    "CHRONICLE_SANDBOX_NO_OUTPUT_TIMEOUT": str(settings.sandbox_no_output_timeout),
+                },
                 volumes={
                     str(self.workspace): {"bind": "/workspace", "mode": "rw"},
                     str(self.socket_dir): {"bind": "/run/chronicle", "mode": "rw"},

@@ -26,7 +26,12 @@ def main() -> int:
     parser.add_argument(
         "--no-confine", action="store_true", help="allow paths outside the workspace"
     )
-    parser.add_argument("--no-output-timeout", type=float, default=10.0)
+    parser.add_argument(
+        "--no-output-timeout",
+        type=float,
+        default=float(os.environ.get("CHRONICLE_SANDBOX_NO_OUTPUT_TIMEOUT", "10")),
+        help="seconds without output before a command is reported as still running",
+    )
     parser.add_argument("--max-output-chars", type=int, default=30_000)
     parser.add_argument(
         "--jail", choices=["bwrap", "none"], default="none", help="run the shell in bubblewrap"

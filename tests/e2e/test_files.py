@@ -31,7 +31,7 @@ async def refused(runtime: Runtime, action) -> str:
 
 
 async def test_write_creates_parents_and_read_numbers_lines(
-    runtime: Runtime, workspace: Path
+    runtime: Runtime, workspace: Path, inside: str
 ) -> None:
     written = await runtime.execute(FileWrite(path="deep/er/notes.txt", content="a\nb\nc\nd\n"))
     assert isinstance(written, FileWriteOutput) and "+a" in written.diff
@@ -39,20 +39,18 @@ async def test_write_creates_parents_and_read_numbers_lines(
     whole = await runtime.execute(FileRead(path="deep/er/notes.txt"))
     assert isinstance(whole, FileReadOutput)
     assert whole.content == "     1\ta\n     2\tb\n     3\tc\n     4\td"
-    part = await runtime.execute(
-        FileRead(path=str(workspace / "deep/er/notes.txt"), start=2, end=3)
-    )
+    part = await runtime.execute(FileRead(path=f"{inside}/deep/er/notes.txt", start=2, end=3))
     assert part.content == "     2\tb\n     3\tc"
 
 
-async def test_view_file_and_directory(runtime: Runtime, workspace: Path) -> None:
+async def test_view_file_and_directory(runtime: Runtime, workspace: Path, inside: str) -> None:
     (workspace / "pkg/sub/inner").mkdir(parents=True)
     (workspace / "pkg/mod.py").write_text("x = 1\ny = 2\n")
     (workspace / "pkg/sub/inner/deep.txt").write_text("too deep")
     (workspace / ".hidden").write_text("")
     listing = (await edit(runtime, command="view", path=".")).content
-    assert f"{workspace}/pkg/" in listing and f"{workspace}/pkg/mod.py" in listing
-    assert f"{workspace}/pkg/sub/" in listing
+    assert f"{inside}/pkg/" in listing and f"{inside}/pkg/mod.py" in listing
+    assert f"{inside}/pkg/sub/" in listing
     assert "deep.txt" not in listing and ".hidden" not in listing
     viewed = await edit(runtime, command="view", path="pkg/mod.py", view_range=[2, -1])
     assert viewed.content == "     2\ty = 2"
@@ -122,7 +120,7 @@ async def test_symlink_leading_out_is_refused(
     (workspace / "link").symlink_to(secret)
     assert "outside the workspace" in await refused(runtime, FileRead(path="link"))
     (workspace / "inside.txt").write_text("fine")
-    (workspace / "good_link").symlink_to(workspace / "inside.txt")
+    (workspace / "good_link").symlink_to("inside.txt")
     assert (await runtime.execute(FileRead(path="good_link"))).content == "     1\tfine"
 
 

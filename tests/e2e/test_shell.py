@@ -14,9 +14,9 @@ async def run(runtime: Runtime, command: str, **fields: object) -> RunOutput:
     return observation
 
 
-async def test_pwd_in_the_workspace(runtime: Runtime, workspace) -> None:
+async def test_pwd_in_the_workspace(runtime: Runtime, inside: str) -> None:
     result = await run(runtime, "pwd", timeout=30)
-    assert result.output.strip() == str(workspace)
+    assert result.output.strip() == inside
     assert result.exit_code == 0 and not result.timed_out
 
 
