@@ -66,6 +66,15 @@ class Settings(BaseSettings):
     sandbox_no_output_timeout: float = Field(
         default=10.0, gt=0, description="seconds without output before a command is 'still running'"
     )
+    action_timeouts: dict[str, float] = Field(
+        default_factory=lambda: {
+            "run": 120.0,
+            "file.read": 30.0,
+            "file.write": 30.0,
+            "file.edit": 30.0,
+        },
+        description="seconds an action of each kind may take when it sets no timeout itself",
+    )
     sandbox_pool_size: int = Field(default=0, ge=0, description="warm sandboxes kept started")
     sandbox_heartbeat_interval: float = Field(default=30.0, gt=0)
     sandbox_reap_after: float = Field(

@@ -83,10 +83,14 @@ class SandboxClient:
         except ValueError:
             return response.text
 
-    async def execute(self, action: Action) -> Observation:
-        timeout = DEFAULT_ACTION_TIMEOUT
+    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
+        """Run ``action``; ``timeout`` bounds the whole request when the action sets none."""
         if isinstance(action, Run) and action.timeout is not None:
             timeout = action.timeout + TRANSPORT_MARGIN
+        elif timeout is not None:
+            timeout += TRANSPORT_MARGIN
+        else:
+            timeout = DEFAULT_ACTION_TIMEOUT
         body = {"kind": action.kind, **action.payload()}
         response = await self.request("POST", "/execute", json=body, timeout=timeout)
         if response.status_code != 200:

@@ -161,8 +161,8 @@ class DockerRuntime:
             raise SandboxStartError("the Docker sandbox is not started; call start() first")
         return self.client
 
-    async def execute(self, action: Action) -> Observation:
-        return await self._require_client().execute(action)
+    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
+        return await self._require_client().execute(action, timeout=timeout)
 
     async def upload(self, path: str, data: bytes) -> None:
         await self._require_client().upload(path, data)

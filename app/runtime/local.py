@@ -119,8 +119,8 @@ class LocalRuntime:
     async def wait_ready(self, timeout: float) -> None:
         await self._require_client().wait_ready(timeout)
 
-    async def execute(self, action: Action) -> Observation:
-        return await self._require_client().execute(action)
+    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
+        return await self._require_client().execute(action, timeout=timeout)
 
     async def upload(self, path: str, data: bytes) -> None:
         await self._require_client().upload(path, data)

@@ -17,8 +17,12 @@ class Runtime(Protocol):
     async def wait_ready(self, timeout: float) -> None:
         """Wait until the sandbox answers; ``SandboxStartError`` after ``timeout`` seconds."""
 
-    async def execute(self, action: Action) -> Observation:
-        """Run one action; the observation's ``cause`` is left for the caller to set."""
+    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
+        """Run one action; the observation's ``cause`` is left for the caller to set.
+
+        ``timeout`` bounds an action that sets no timeout of its own; a sandbox that does not
+        answer raises ``SandboxUnavailableError``.
+        """
         ...
 
     async def upload(self, path: str, data: bytes) -> None:

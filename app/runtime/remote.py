@@ -21,8 +21,8 @@ class RemoteRuntime:
     async def wait_ready(self, timeout: float) -> None:
         await self.client.wait_ready(timeout)
 
-    async def execute(self, action: Action) -> Observation:
-        return await self.client.execute(action)
+    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
+        return await self.client.execute(action, timeout=timeout)
 
     async def upload(self, path: str, data: bytes) -> None:
         await self.client.upload(path, data)
