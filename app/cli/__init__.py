@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from app.cli import db as db_cli
 from app.cli import log as log_cli
+from app.cli import runtime as runtime_cli
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -26,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     db_cli.add_parser(commands)
     log_cli.add_parsers(commands)
+    runtime_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
-    bench.add_argument("name", choices=["eventstore"])
+    bench.add_argument("name", choices=["eventstore", "runtime"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
 
@@ -35,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "db":
         return db_cli.run(args, settings)
+    if args.command == "runtime":
+        return runtime_cli.run(args, settings)
     if args.command == "bench":
         from app.cli.bench import run as run_bench
 

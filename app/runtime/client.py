@@ -26,7 +26,7 @@ class SandboxClient:
         self.unix_socket = unix_socket
         self._http = httpx.AsyncClient(
             base_url=self.base_url,
-            headers={"Authorization": f"Bearer {token}"},
+            headers={"Authorization": f"Bearer {token}"} if token else {},
             timeout=httpx.Timeout(DEFAULT_ACTION_TIMEOUT, connect=5.0),
             transport=httpx.AsyncHTTPTransport(uds=unix_socket) if unix_socket else None,
         )

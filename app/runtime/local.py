@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import ctypes
 import logging
 import os
 import secrets
@@ -27,6 +28,13 @@ from app.runtime.image import RUNTIME_IMAGE_DIR
 log = logging.getLogger(__name__)
 
 READY_PREFIX = "CHRONICLE_SANDBOX_READY "
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """Runs in the child before exec: SIGKILL it when we die, so no sandbox outlives a crash."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class LocalRuntime:
@@ -88,6 +96,7 @@ class LocalRuntime:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,  # its own process group, so close() takes everything down
+            preexec_fn=die_with_parent,
         )
         self._stderr_task = asyncio.create_task(self._collect_stderr())
         port = await self._read_port()

@@ -59,7 +59,8 @@ class Shell:
             GIT_PAGER="cat",
         )
         pid, fd = pty.fork()
-        if pid == 0:  # the child: become bash in the workspace
+        if pid == 0:  # the child: become bash in the workspace, and die with the server
+            _die_with_parent()
             try:
                 os.chdir(self.workspace)
             except OSError:
@@ -273,6 +274,15 @@ class Shell:
             "truncated": truncated,
             "still_running": still_running,
         }
+
+
+def _die_with_parent() -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _session_members(session_id: int) -> list[int]:

@@ -1,0 +1,140 @@
+"""The warm pool, the reaper, and sandboxes that must not outlive their owner."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import docker
+import pytest
+
+from app.events import Run, RunOutput
+from app.runtime import LocalRuntime
+from app.runtime.docker import DockerRuntime, container_name
+from app.runtime.pool import SandboxPool
+from app.runtime.reaper import list_sandboxes, reap
+from tests.e2e.conftest import sandbox_settings
+
+
+async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
+    counter = iter(range(100))
+    pool = SandboxPool(lambda: LocalRuntime(tmp_path / f"ws{next(counter)}"), size=2)
+    await pool.start()
+    try:
+        assert pool.available == 2
+        started = time.monotonic()
+        runtime = await pool.acquire()
+        assert time.monotonic() - started < 0.1
+        result = await runtime.execute(Run(command="echo warm"))
+        assert isinstance(result, RunOutput) and result.output == "warm\n"
+        await runtime.close()
+        async with asyncio.timeout(20):
+            while pool.available < 2:  # refilled in the background
+                await asyncio.sleep(0.05)
+        cold = [await pool.acquire() for _ in range(3)]  # more than it holds: started on demand
+        assert len(cold) == 3
+        for runtime in cold:
+            await runtime.close()
+    finally:
+        await pool.close()
+
+
+@pytest.mark.usefixtures("docker_ready")
+async def test_reaper_removes_silent_sandboxes_and_keeps_live_ones(tmp_path: Path) -> None:
+    engine = docker.from_env()
+    settings = sandbox_settings(tmp_path)
+    quiet = DockerRuntime(tmp_path / "quiet", uuid.uuid4(), settings=settings)
+    busy = DockerRuntime(tmp_path / "busy", uuid.uuid4(), settings=settings)
+    for runtime in (quiet, busy):
+        await runtime.start()
+        await runtime.wait_ready(60)
+    try:
+        names = {info.name for info in await list_sandboxes(engine)}
+        assert {container_name(quiet.session_id), container_name(busy.session_id)} <= names
+        await asyncio.sleep(2.5)
+        await busy.heartbeat()
+        removed = {info.name for info in await reap(2.0, engine)}
+        assert container_name(quiet.session_id) in removed
+        assert container_name(busy.session_id) not in removed
+        remaining = {info.name for info in await list_sandboxes(engine)}
+        assert container_name(quiet.session_id) not in remaining
+        result = await busy.execute(Run(command="echo kept"))
+        assert isinstance(result, RunOutput) and result.output == "kept\n"
+    finally:
+        await quiet.close()
+        await busy.close()
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
+    session = uuid.uuid4()
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio, sys, uuid\n"
+            "from app.runtime.docker import DockerRuntime\n"
+            "from tests.e2e.conftest import sandbox_settings\n"
+            "from pathlib import Path\n"
+            "async def main():\n"
+            f"    rt = DockerRuntime(Path({str(tmp_path)!r}) / 'ws', {str(session)!r},"
+            f" settings=sandbox_settings(Path({str(tmp_path)!r})))\n"
+            "    await rt.start(); await rt.wait_ready(60); print('up', flush=True)\n"
+            "    await asyncio.sleep(3600)\n"
+            "asyncio.run(main())\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "up"
+        owner.send_signal(signal.SIGKILL)  # the owner crashes, its container stays behind
+        owner.wait(10)
+        engine = docker.from_env()
+        assert engine.containers.get(container_name(session)).status == "running"
+        time.sleep(1.5)
+        removed = {info.name for info in asyncio.run(reap(1.0, engine))}
+        assert container_name(session) in removed
+    finally:
+        owner.kill()
+        try:
+            docker.from_env().containers.get(container_name(session)).remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+
+def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
+    owner = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import asyncio\n"
+            "from app.runtime import LocalRuntime\n"
+            "async def main():\n"
+            f"    rt = LocalRuntime({str(tmp_path / 'ws')!r})\n"
+            "    await rt.start(); await rt.wait_ready(10)\n"
+            "    print(rt.process.pid, flush=True)\n"
+            "    await asyncio.sleep(3600)\n"
+            "asyncio.run(main())\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdout is not None
+    sandbox_pid = int(owner.stdout.readline())
+    os.kill(owner.pid, signal.SIGKILL)
+    owner.wait(10)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            os.kill(sandbox_pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline, "the sandbox outlived its owner"
+        time.sleep(0.05)
