@@ -80,7 +80,7 @@ class Stopwatch:
 def print_table(title: str, rows: list[Measurement]) -> None:
     print(f"\n{title}\n")
     header = (
-        f"| {'measurement':<52} | {'baseline':>12} | {'chronicle':>12} | {'ratio':>6} "
+        f"| {'measurement':<62} | {'baseline':>12} | {'chronicle':>12} | {'ratio':>6} "
         f"| {'target':<20} | met |"
     )
     print(header)
@@ -89,7 +89,7 @@ def print_table(title: str, rows: list[Measurement]) -> None:
         base = f"{row.baseline:,.1f}" if row.baseline is not None else "-"
         ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
         print(
-            f"| {row.name + ' (' + row.unit + ')':<52} | {base:>12} | {row.chronicle:>12,.1f} | "
+            f"| {row.name + ' (' + row.unit + ')':<62} | {base:>12} | {row.chronicle:>12,.1f} | "
             f"{ratio:>6} | {row.target:<20} | {'yes' if row.met else 'NO':<3} |"
         )
 
