@@ -88,16 +88,19 @@ class LocalRuntime:
         ]  # fmt: skip
         if self.network:
             args.append("--network")
-        self.process = await asyncio.create_subprocess_exec(
-            self.python,
-            *args,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,  # its own process group, so close() takes everything down
-            preexec_fn=die_with_parent,
-        )
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                self.python,
+                *args,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group: close() takes it all down
+                preexec_fn=die_with_parent,
+            )
+        except OSError as exc:
+            raise SandboxStartError(f"could not run {self.python}: {exc}") from None
         self._stderr_task = asyncio.create_task(self._collect_stderr())
         port = await self._read_port()
         self.client = SandboxClient(f"http://127.0.0.1:{port}", token)
