@@ -1,6 +1,7 @@
 """Sandboxes behind one protocol: local process, Docker container, or a URL."""
 
 from app.runtime.client import SandboxClient
+from app.runtime.docker import DockerRuntime
 from app.runtime.errors import (
     SandboxAuthError,
     SandboxError,
@@ -12,6 +13,7 @@ from app.runtime.protocol import Runtime
 from app.runtime.remote import RemoteRuntime
 
 __all__ = [
+    "DockerRuntime",
     "LocalRuntime",
     "RemoteRuntime",
     "Runtime",
