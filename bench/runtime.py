@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -24,7 +25,7 @@ if __package__ in (None, ""):
 
 from app.config import Settings
 from app.events import Run
-from app.runtime import LocalRuntime
+from app.runtime import LocalRuntime, Runtime
 from app.runtime.docker import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
 from bench.harness import Measurement, median, print_table, save_results
@@ -53,6 +54,20 @@ def raw_runs(argv: list[str], n: int) -> float:
     return median(samples)
 
 
+async def ready_from_pool(factory: Callable[[], Runtime]) -> float:
+    """Milliseconds from asking a warm pool for a sandbox to holding a ready one."""
+    pool = SandboxPool(factory, size=1)
+    await pool.start()
+    try:
+        start = time.perf_counter()
+        pooled = await pool.acquire()
+        elapsed = ms(time.perf_counter() - start)
+        await pooled.close()
+    finally:
+        await pool.close()
+    return elapsed
+
+
 async def local_part(root: Path) -> list[Measurement]:
     runtime = LocalRuntime(root / "local")
     cold = time.perf_counter()
@@ -65,16 +80,7 @@ async def local_part(root: Path) -> list[Measurement]:
     finally:
         await runtime.close()
     raw = await asyncio.to_thread(raw_runs, ["true"], 300)
-    counter = iter(range(1000))
-    pool = SandboxPool(lambda: LocalRuntime(root / f"pool{next(counter)}"), size=2)
-    await pool.start()
-    try:
-        start = time.perf_counter()
-        pooled = await pool.acquire()
-        pool_ms = ms(time.perf_counter() - start)
-        await pooled.close()
-    finally:
-        await pool.close()
+    pool_ms = await ready_from_pool(lambda: LocalRuntime(root / f"pool-{uuid.uuid4()}"))
     return [
         Measurement(
             name="local `true` round trip (overhead over raw subprocess)", unit="ms",

@@ -24,7 +24,7 @@ import docker.errors
 from docker.models.containers import Container
 
 from app.config import Settings
-from app.events import Action, Observation
+from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
@@ -44,7 +44,7 @@ def container_name(session_id: UUID | str) -> str:
     return f"chronicle-{session_id}"
 
 
-class DockerRuntime:
+class DockerRuntime(ClientRuntime):
     name = "docker"
 
     def __init__(
@@ -156,27 +156,8 @@ class DockerRuntime:
         except docker.errors.DockerException as exc:
             return f"(no logs: {exc})"
 
-    def _require_client(self) -> SandboxClient:
-        if self.client is None:
-            raise SandboxStartError("the Docker sandbox is not started; call start() first")
-        return self.client
-
-    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
-        return await self._require_client().execute(action, timeout=timeout)
-
-    async def upload(self, path: str, data: bytes) -> None:
-        await self._require_client().upload(path, data)
-
-    async def download(self, path: str) -> bytes:
-        return await self._require_client().download(path)
-
-    async def heartbeat(self) -> None:
-        await self._require_client().heartbeat()
-
     async def close(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
+        await self._close_client()
         container, self.container = self.container, None
         if container is not None:
             await asyncio.to_thread(_remove, container)

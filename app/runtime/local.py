@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from app.events import Action, Observation
+from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import RUNTIME_IMAGE_DIR
@@ -37,7 +37,7 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-class LocalRuntime:
+class LocalRuntime(ClientRuntime):
     name = "local"
 
     def __init__(
@@ -123,30 +123,8 @@ class LocalRuntime:
             raise SandboxStartError(f"the local sandbox did not start: {detail}")
         return int(line[len(READY_PREFIX) :])
 
-    def _require_client(self) -> SandboxClient:
-        if self.client is None:
-            raise SandboxStartError("the local sandbox is not started; call start() first")
-        return self.client
-
-    async def wait_ready(self, timeout: float) -> None:
-        await self._require_client().wait_ready(timeout)
-
-    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
-        return await self._require_client().execute(action, timeout=timeout)
-
-    async def upload(self, path: str, data: bytes) -> None:
-        await self._require_client().upload(path, data)
-
-    async def download(self, path: str) -> bytes:
-        return await self._require_client().download(path)
-
-    async def heartbeat(self) -> None:
-        """A child process lives and dies with us: nothing to report."""
-
     async def close(self) -> None:
-        if self.client is not None:
-            await self.client.close()
-            self.client = None
+        await self._close_client()
         process, self.process = self.process, None
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

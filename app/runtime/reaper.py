@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -67,12 +68,22 @@ async def list_sandboxes(engine: docker.DockerClient | None = None) -> list[Sand
     return found
 
 
-async def reap(older_than: float, engine: docker.DockerClient | None = None) -> list[SandboxInfo]:
-    """Remove sandboxes idle (or, if not answering, alive) for longer than ``older_than`` s."""
+async def reap(
+    older_than: float,
+    engine: docker.DockerClient | None = None,
+    *,
+    sessions: Collection[str] | None = None,
+) -> list[SandboxInfo]:
+    """Remove sandboxes idle (or, if not answering, alive) for longer than ``older_than`` s.
+
+    ``sessions`` limits it to those sessions' sandboxes (default: every Chronicle sandbox).
+    """
     engine = engine or docker.from_env()
     removed = []
     now = datetime.now(UTC)
     for info in await list_sandboxes(engine):
+        if sessions is not None and info.session_id not in sessions:
+            continue
         age = (now - info.created).total_seconds()
         quiet = info.idle_seconds if info.idle_seconds is not None else age
         if quiet <= older_than:
@@ -83,6 +94,10 @@ async def reap(older_than: float, engine: docker.DockerClient | None = None) -> 
             await asyncio.to_thread(container.remove, force=True)
         except docker.errors.NotFound:
             continue
+        except docker.errors.APIError as exc:
+            if exc.status_code == 409:  # someone else is removing it right now
+                continue
+            raise
         if socket:
             shutil.rmtree(Path(socket).parent, ignore_errors=True)
         log.info("reaped sandbox %s (quiet for %.0f s)", info.name, quiet)

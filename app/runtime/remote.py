@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.events import Action, Observation
+from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
 
 
-class RemoteRuntime:
+class RemoteRuntime(ClientRuntime):
     """The same protocol as every other runtime; starting and removing it is someone else's."""
 
     name = "remote"
@@ -18,20 +18,5 @@ class RemoteRuntime:
     async def start(self) -> None:
         """Nothing to start: the server already runs."""
 
-    async def wait_ready(self, timeout: float) -> None:
-        await self.client.wait_ready(timeout)
-
-    async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
-        return await self.client.execute(action, timeout=timeout)
-
-    async def upload(self, path: str, data: bytes) -> None:
-        await self.client.upload(path, data)
-
-    async def download(self, path: str) -> bytes:
-        return await self.client.download(path)
-
-    async def heartbeat(self) -> None:
-        """The remote side keeps its own liveness."""
-
     async def close(self) -> None:
-        await self.client.close()
+        await self._close_client()

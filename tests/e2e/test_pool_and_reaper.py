@@ -59,7 +59,8 @@ async def test_reaper_removes_silent_sandboxes_and_keeps_live_ones(tmp_path: Pat
         assert {container_name(quiet.session_id), container_name(busy.session_id)} <= names
         await asyncio.sleep(2.5)
         await busy.heartbeat()
-        removed = {info.name for info in await reap(2.0, engine)}
+        mine = {quiet.session_id, busy.session_id}  # never touch other runs' sandboxes
+        removed = {info.name for info in await reap(2.0, engine, sessions=mine)}
         assert container_name(quiet.session_id) in removed
         assert container_name(busy.session_id) not in removed
         remaining = {info.name for info in await list_sandboxes(engine)}
@@ -99,7 +100,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
         engine = docker.from_env()
         assert engine.containers.get(container_name(session)).status == "running"
         time.sleep(1.5)
-        removed = {info.name for info in asyncio.run(reap(1.0, engine))}
+        removed = {info.name for info in asyncio.run(reap(1.0, engine, sessions={str(session)}))}
         assert container_name(session) in removed
     finally:
         owner.kill()
