@@ -9,6 +9,8 @@ Actions appended while no executor ran were never started, and simply run.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from uuid import UUID
 
@@ -52,12 +54,27 @@ class Executor:
         self._failed: str | None = None
 
     async def run(self) -> None:
-        """Recover, then serve the session until cancelled."""
-        last_seq = await self.recover()
-        async with self.store.subscribe(self.session_id, after_seq=last_seq) as stream:
-            async for event in stream:
-                if event.kind in RUNNABLE_KINDS:
-                    await self.handle(event)
+        """Recover, then serve the session until cancelled, heartbeating the sandbox."""
+        heartbeat = asyncio.create_task(self._heartbeat(), name="chronicle-sandbox-heartbeat")
+        try:
+            last_seq = await self.recover()
+            async with self.store.subscribe(self.session_id, after_seq=last_seq) as stream:
+                async for event in stream:
+                    if event.kind in RUNNABLE_KINDS:
+                        await self.handle(event)
+        finally:
+            heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
+
+    async def _heartbeat(self) -> None:
+        """Tell the reaper this sandbox is in use, also while no action arrives."""
+        while True:
+            await asyncio.sleep(self.settings.sandbox_heartbeat_interval)
+            try:
+                await self.runtime.heartbeat()
+            except SandboxError as exc:
+                log.info("heartbeat of session %s's sandbox failed: %s", self.session_id, exc)
 
     async def recover(self) -> int:
         """Answer interrupted actions, run never-started ones; the last seq looked at."""

@@ -105,11 +105,13 @@ async def reap(
     return removed
 
 
-async def reap_forever(older_than: float, every: float) -> None:
+async def reap_forever(
+    older_than: float, every: float, *, sessions: Collection[str] | None = None
+) -> None:
     """The service's periodic reaper; a Docker engine that is away only delays it."""
     while True:
         try:
-            await reap(older_than)
+            await reap(older_than, sessions=sessions)
         except docker.errors.DockerException as exc:
             log.warning("sandbox reaper: %s", exc)
         await asyncio.sleep(every)

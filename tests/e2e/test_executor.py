@@ -129,3 +129,19 @@ async def test_timeouts_come_back_as_observations(store: EventStore, sandbox: Lo
         found = await observations(store, session, 2)
     assert found[0].payload["timed_out"] is True
     assert found[1].payload["output"] == "next\n"
+
+
+async def test_executor_heartbeats_an_idle_sandbox(
+    store: EventStore, sandbox: LocalRuntime
+) -> None:
+    settings = store.settings.model_copy(update={"sandbox_heartbeat_interval": 0.2})
+    task = asyncio.create_task(Executor(store, uuid.uuid4(), sandbox, settings=settings).run())
+    try:
+        await asyncio.sleep(1.2)
+        assert sandbox.client is not None
+        idle = await sandbox.client.idle_seconds()
+        assert idle is not None and idle < 0.6
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -18,7 +18,7 @@ from app.events import Run, RunOutput
 from app.runtime import LocalRuntime
 from app.runtime.docker import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
-from app.runtime.reaper import list_sandboxes, reap
+from app.runtime.reaper import list_sandboxes, reap, reap_forever
 from tests.e2e.conftest import sandbox_settings
 
 
@@ -139,3 +139,21 @@ def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
             break
         assert time.monotonic() < deadline, "the sandbox outlived its owner"
         time.sleep(0.05)
+
+
+@pytest.mark.usefixtures("docker_ready")
+async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
+    quiet = DockerRuntime(tmp_path / "ws", uuid.uuid4(), settings=sandbox_settings(tmp_path))
+    await quiet.start()
+    await quiet.wait_ready(60)
+    reaper = asyncio.create_task(reap_forever(1.0, 0.5, sessions={quiet.session_id}))
+    try:
+        engine = docker.from_env()
+        async with asyncio.timeout(20):
+            while any(
+                c.name == container_name(quiet.session_id) for c in engine.containers.list(all=True)
+            ):
+                await asyncio.sleep(0.25)
+    finally:
+        reaper.cancel()
+        await quiet.close()
