@@ -16,6 +16,12 @@ class ClientRuntime:
     name = "sandbox"
     client: SandboxClient | None = None
 
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
     def _require_client(self) -> SandboxClient:
         if self.client is None:
             raise SandboxStartError(f"the {self.name} sandbox is not started; call start() first")

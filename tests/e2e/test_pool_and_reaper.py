@@ -157,3 +157,24 @@ async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
     finally:
         reaper.cancel()
         await quiet.close()
+
+
+async def test_pool_and_runtime_from_settings(tmp_path: Path) -> None:
+    from app.config import Settings
+    from app.runtime.factory import make_pool, make_runtime
+
+    settings = Settings(data_dir=tmp_path / "data", sandbox_pool_size=1)
+    assert isinstance(make_runtime(settings, tmp_path / "ws", uuid.uuid4()), LocalRuntime)
+    with pytest.raises(ValueError, match="unknown runtime"):
+        make_runtime(settings, tmp_path / "ws", uuid.uuid4(), kind="vm")
+    pool = make_pool(settings)
+    await pool.start()
+    try:
+        assert pool.available == 1
+        runtime = await pool.acquire()
+        result = await runtime.execute(Run(command="pwd"))
+        assert isinstance(result, RunOutput)
+        assert result.output.startswith(str(tmp_path / "data" / "workspaces"))
+        await runtime.close()
+    finally:
+        await pool.close()
