@@ -23,9 +23,9 @@ def test_upgrade_from_empty_and_downgrade_to_base(pg_address: ServerAddress) -> 
         assert migrate.current_revision(url) is None
         migrate.upgrade(url)
         assert migrate.current_revision(url) == migrate.head_revision()
-        assert {"events", "sessions", "checkpoints"} <= _tables(url)
+        assert {"events", "sessions", "checkpoints", "llm_messages"} <= _tables(url)
         migrate.downgrade(url)
         assert migrate.current_revision(url) is None
-        assert not {"events", "sessions", "checkpoints"} & _tables(url)
+        assert not {"events", "sessions", "checkpoints", "llm_messages"} & _tables(url)
         migrate.upgrade(url)  # and up again
         assert "events" in _tables(url)
