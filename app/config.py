@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -48,6 +48,26 @@ class Settings(BaseSettings):
     pool_max_size: int = Field(default=10, ge=1)
     poll_interval: float = Field(
         default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
+    )
+
+    # -- model (CHRONICLE_LLM_*) -----------------------------------------------------------
+    llm_model: str | None = Field(
+        default=None, description="litellm model name, e.g. openai/gpt-4o"
+    )
+    llm_base_url: str | None = Field(default=None, description="an OpenAI-compatible endpoint")
+    llm_api_key: SecretStr | None = None
+    llm_api_version: str | None = None
+    llm_temperature: float = Field(default=0.0, ge=0)
+    llm_max_output_tokens: int | None = Field(default=None, gt=0)
+    llm_timeout: float = Field(default=120.0, gt=0, description="seconds per attempt")
+    llm_retries: int = Field(default=5, ge=0, description="retries of retryable failures")
+    llm_retry_min_wait: float = Field(default=1.0, ge=0)
+    llm_retry_max_wait: float = Field(default=60.0, ge=0)
+    llm_input_cost_per_token: float | None = Field(default=None, ge=0)
+    llm_output_cost_per_token: float | None = Field(default=None, ge=0)
+    llm_max_concurrency: int = Field(default=8, ge=1, description="calls in flight per model")
+    llm_native_tool_calling: bool | None = Field(
+        default=None, description="None: ask litellm whether the model supports it"
     )
 
     # -- sandboxes -----------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 
 from app.config import Settings
 from app.store import EventStore
+from tests.support.fake_llm import FakeLlmServer
 from tests.support.postgres import (
     ServerAddress,
     database_from_template,
@@ -46,3 +47,12 @@ def settings(tmp_path) -> Settings:
 async def store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     async with await EventStore.open(database_url, settings=settings) as opened:
         yield opened
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLlmServer]:
+    server = FakeLlmServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -31,10 +31,16 @@ class LlmUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    total_tokens: int = 0
 
 
 class LlmCall(Event):
-    """One model call: what was asked (by content hash), what came back, and what it cost."""
+    """One model call: what was asked (by content hash), what came back, and what it cost.
+
+    ``prompt`` lists the sha256 (hex) of each message, stored once in ``llm_messages``;
+    ``tools`` is the hash of the tool list offered. A call that failed for good records
+    ``error`` (and no response) so the audit trail has it too.
+    """
 
     kind: Literal["llm.call"] = "llm.call"
     source: Source = "agent"
@@ -42,8 +48,11 @@ class LlmCall(Event):
     params: dict[str, Any] = Field(default_factory=dict)
     fingerprint: str
     prompt: list[str] = Field(default_factory=list, description="content hashes of messages")
+    tools: str | None = Field(default=None, description="content hash of the tool list")
+    tool_calling: Literal["native", "prompt"] = "native"
     response: LlmResponse = Field(default_factory=LlmResponse)
     usage: LlmUsage = Field(default_factory=LlmUsage)
     cost_usd: float | None = None
     latency_ms: float = 0.0
     attempts: int = Field(default=1, ge=1)
+    error: str | None = None

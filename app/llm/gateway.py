@@ -1,0 +1,224 @@
+"""LlmGateway: every model call goes through here and is recorded as one llm.call event.
+
+It applies the retry policy (429 honouring Retry-After, 5xx, connection errors and timeouts;
+never 400/401/403/404 or a context-window error), a concurrency limit per model, and stores
+each prompt message once, by content hash, before appending the event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
+from app.events.canonical import canonical_json
+from app.llm.config import LlmConfig
+from app.llm.errors import LlmError
+from app.llm.fingerprint import content_hash, fingerprint
+from app.llm.retry import backoff, classify
+from app.llm.text_tools import parse_tool_calls, to_prompt_messages
+from app.store import EventStore, RecordedEvent
+
+STORE_MESSAGES_SQL = """
+INSERT INTO llm_messages (hash, message)
+SELECT decode(t.hash, 'hex'), t.message::jsonb
+FROM unnest($1::text[], $2::text[]) AS t(hash, message)
+ON CONFLICT (hash) DO NOTHING
+"""
+
+
+class LlmReply(BaseModel):
+    """What the agent gets back: the recorded event and the parsed answer."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    event: RecordedEvent
+    content: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+
+
+def _import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price fetch at import
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LlmGateway:
+    def __init__(self, store: EventStore, config: LlmConfig) -> None:
+        self.store = store
+        self.config = config
+        self._limits: dict[str, asyncio.Semaphore] = {}
+        self._native: bool | None = config.native_tool_calling
+
+    def _limit(self) -> asyncio.Semaphore:
+        return self._limits.setdefault(
+            self.config.model, asyncio.Semaphore(self.config.max_concurrency)
+        )
+
+    def native_tool_calling(self) -> bool:
+        if self._native is None:
+            litellm = _import_litellm()
+            try:
+                self._native = bool(litellm.supports_function_calling(model=self.config.model))
+            except Exception:  # unknown to litellm's map: describe tools in the prompt
+                self._native = False
+        return self._native
+
+    def _params(self) -> dict[str, Any]:
+        params: dict[str, Any] = {"temperature": self.config.temperature}
+        if self.config.max_output_tokens:
+            params["max_tokens"] = self.config.max_output_tokens
+        return params
+
+    async def complete(
+        self,
+        session_id: UUID,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        cause: int | None = None,
+    ) -> LlmReply:
+        """Call the model and record the call; raise ``LlmError`` when it failed for good."""
+        native = self.native_tool_calling()
+        sent = messages if native or not tools else to_prompt_messages(messages, tools)
+        params = self._params()
+        request_fingerprint = fingerprint(self.config.model, messages, tools, params)
+        prompt_hashes = await self._store_messages([*messages, {"tools": tools}])
+        tools_hash = prompt_hashes.pop()
+        started = time.monotonic()
+        attempts = 0
+        async with self._limit():
+            while True:
+                attempts += 1
+                try:
+                    response = await self._call(sent, tools if native else [], params)
+                    break
+                except Exception as exc:
+                    failure = classify(exc)
+                    if not failure.retryable or attempts > self.config.retries:
+                        await self._record(
+                            session_id, cause, request_fingerprint, prompt_hashes, tools_hash,
+                            native, params, attempts, started, error=failure.message,
+                        )  # fmt: skip
+                        raise LlmError(failure.kind, failure.message, attempts=attempts) from exc
+                    wait = backoff(attempts, self.config.retry_min_wait, self.config.retry_max_wait)
+                    if failure.retry_after is not None:
+                        wait = min(
+                            max(wait, failure.retry_after),
+                            max(self.config.retry_max_wait, failure.retry_after),
+                        )
+                    await asyncio.sleep(wait)
+        content, tool_calls, finish, usage, cost = self._read(response, tools, native)
+        event = await self._record(
+            session_id, cause, request_fingerprint, prompt_hashes, tools_hash, native, params,
+            attempts, started,
+            response=LlmResponse(content=content, tool_calls=tool_calls, finish_reason=finish),
+            usage=usage, cost=cost,
+        )  # fmt: skip
+        return LlmReply(event=event, content=content, tool_calls=tool_calls, finish_reason=finish)
+
+    async def _call(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Any:
+        litellm = _import_litellm()
+        config = self.config
+        extra: dict[str, Any] = {}
+        if config.input_cost_per_token is not None:
+            extra["input_cost_per_token"] = config.input_cost_per_token
+        if config.output_cost_per_token is not None:
+            extra["output_cost_per_token"] = config.output_cost_per_token
+        return await litellm.acompletion(
+            model=config.model,
+            messages=messages,
+            tools=tools or None,
+            api_base=config.base_url,
+            api_key=config.api_key.get_secret_value() if config.api_key else None,
+            api_version=config.api_version,
+            timeout=config.timeout,
+            num_retries=0,
+            max_retries=0,
+            **params,
+            **extra,
+        )
+
+    def _read(
+        self, response: Any, tools: list[dict[str, Any]], native: bool
+    ) -> tuple[str | None, list[ToolCall], str | None, LlmUsage, float | None]:
+        choice = response.choices[0]
+        message = choice.message
+        content = message.content
+        calls = [
+            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+            for call in (getattr(message, "tool_calls", None) or [])
+        ]
+        if not native and tools and content:
+            content, calls = parse_tool_calls(content, tools)
+        raw_usage = getattr(response, "usage", None)
+        details = getattr(raw_usage, "prompt_tokens_details", None)
+        usage = LlmUsage(
+            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
+            total_tokens=getattr(raw_usage, "total_tokens", 0) or 0,
+            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
+        )
+        return content, calls, choice.finish_reason, usage, self._cost(response, usage)
+
+    def _cost(self, response: Any, usage: LlmUsage) -> float | None:
+        config = self.config
+        if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
+            return usage.prompt_tokens * (config.input_cost_per_token or 0) + (
+                usage.completion_tokens * (config.output_cost_per_token or 0)
+            )
+        try:
+            return float(_import_litellm().completion_cost(completion_response=response))
+        except Exception:  # a model litellm has no price for
+            return None
+
+    async def _store_messages(self, messages: list[dict[str, Any]]) -> list[str]:
+        texts = [canonical_json(message) for message in messages]
+        hashes = [content_hash(message) for message in messages]
+        await self.store.pool.execute(STORE_MESSAGES_SQL, hashes, texts)
+        return hashes
+
+    async def _record(
+        self,
+        session_id: UUID,
+        cause: int | None,
+        request_fingerprint: str,
+        prompt: list[str],
+        tools_hash: str,
+        native: bool,
+        params: dict[str, Any],
+        attempts: int,
+        started: float,
+        *,
+        response: LlmResponse | None = None,
+        usage: LlmUsage | None = None,
+        cost: float | None = None,
+        error: str | None = None,
+    ) -> RecordedEvent:
+        call = LlmCall(
+            model=self.config.model,
+            params={**params, "base_url": self.config.base_url},
+            fingerprint=request_fingerprint,
+            prompt=prompt,
+            tools=tools_hash,
+            tool_calling="native" if native else "prompt",
+            response=response or LlmResponse(),
+            usage=usage or LlmUsage(),
+            cost_usd=cost,
+            latency_ms=(time.monotonic() - started) * 1000,
+            attempts=attempts,
+            error=error,
+            cause=cause,
+        )
+        [recorded] = await self.store.append(session_id, [call])
+        return recorded
