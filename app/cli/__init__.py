@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from app.cli import agent as agent_cli
 from app.cli import db as db_cli
 from app.cli import log as log_cli
 from app.cli import runtime as runtime_cli
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     db_cli.add_parser(commands)
     log_cli.add_parsers(commands)
     runtime_cli.add_parser(commands)
+    agent_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument("name", choices=["eventstore", "runtime"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -44,6 +46,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return run_bench(args.name, as_json=args.json)
     handler = {
+        "run": agent_cli.run,
+        "resume": agent_cli.run,
         "events": log_cli.events,
         "verify": log_cli.verify,
         "append": log_cli.append,

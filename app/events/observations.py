@@ -55,3 +55,5 @@ class ErrorObservation(Observation):
     kind: Literal["error"] = "error"
     message: str
     error_type: str = ""
+    #: For a tool call the agent could not turn into an action (unknown tool, bad JSON, ...).
+    tool_call_id: str | None = None

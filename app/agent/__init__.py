@@ -1,0 +1,1 @@
+"""Agents (CodeAct), their tools and prompts, and the controller that drives them from the log."""

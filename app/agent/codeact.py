@@ -1,0 +1,73 @@
+"""The CodeAct agent: the log becomes a conversation, the model's tool calls become actions."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from app.agent.calls import InvalidToolCall, to_action
+from app.agent.history import to_messages
+from app.agent.prompts import system_prompt
+from app.agent.tools import BUILTIN_TOOLS
+from app.events import Action, ErrorObservation, Event, Message, ToolCall
+from app.llm import LlmGateway, LlmReply
+from app.store import RecordedEvent
+
+
+class CodeActAgent:
+    name = "codeact"
+
+    def __init__(
+        self,
+        gateway: LlmGateway,
+        workspace: str,
+        *,
+        mcp_tools: list[dict[str, Any]] | None = None,
+        mcp_index: dict[str, tuple[str, str]] | None = None,
+    ) -> None:
+        self.gateway = gateway
+        self.workspace = workspace
+        self.mcp_tools = mcp_tools or []
+        self.mcp_index = mcp_index or {}
+
+    def tools(self) -> list[dict[str, Any]]:
+        return [*BUILTIN_TOOLS, *self.mcp_tools]
+
+    def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
+        return to_messages(system_prompt(self.workspace), events)
+
+    async def step(self, session_id: UUID, events: list[RecordedEvent]) -> LlmReply:
+        """Ask the model what to do next; the call is recorded as an llm.call event."""
+        cause = events[-1].seq if events else None
+        return await self.gateway.complete(
+            session_id, self.messages(events), self.tools(), cause=cause
+        )
+
+    def decide(self, llm_call: RecordedEvent) -> list[Event]:
+        """The events a recorded model response leads to (deterministic, so resumable):
+        one action per valid tool call, one error for the invalid ones, or, without tool
+        calls, the agent's message to the user."""
+        response = llm_call.payload.get("response", {})
+        content = response.get("content") or ""
+        events: list[Event] = []
+        problems: list[tuple[str, str]] = []
+        for raw in response.get("tool_calls", []):
+            call = ToolCall.model_validate(raw)
+            try:
+                action: Action = to_action(call, thought=content, mcp_tools=self.mcp_index)
+            except InvalidToolCall as exc:
+                problems.append((call.id, str(exc)))
+                continue
+            events.append(action.model_copy(update={"cause": llm_call.seq}))
+        if problems:
+            events.append(
+                ErrorObservation(
+                    message="; ".join(message for _, message in problems),
+                    error_type="invalid_tool_call",
+                    tool_call_id=problems[0][0],
+                    cause=llm_call.seq,
+                )
+            )
+        if not response.get("tool_calls"):
+            events.append(Message(content=content, source="agent", cause=llm_call.seq))
+        return events

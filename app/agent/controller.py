@@ -1,0 +1,221 @@
+"""The AgentController: a state machine driven only by the session's events.
+
+Every decision is made from the log, so a new process that finds a half-finished session
+continues from the right place: an ``llm.call`` whose actions were never appended is turned
+into them (the response is recorded, so this is deterministic), pending actions are waited
+for (the executor answers them), and otherwise the agent takes its next step.
+
+States: loading, running, awaiting_user_input, paused, stopped, finished, error,
+rate_limited. The user steers with ``agent.state`` events of source ``user`` (paused,
+running, stopped) and with messages. Limits on iterations and cost stop the agent with a
+reason; a higher limit (a new controller with it) lets the user continue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from app.agent.codeact import CodeActAgent
+from app.agent.stuck import StuckConfig, detect
+from app.events import AgentState, ErrorObservation
+from app.events.conversation import AgentStateName
+from app.llm import LlmError
+from app.store import EventStore, RecordedEvent
+
+log = logging.getLogger(__name__)
+
+AWAITED = frozenset({"run", "file.read", "file.write", "file.edit", "mcp.call"})
+Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
+
+
+class Limits(BaseModel):
+    max_iterations: int = 100
+    max_cost_usd: float | None = None
+    #: seconds an awaited action may stay unanswered beyond its own timeout
+    pending_grace: float = 30.0
+    default_action_timeout: float = 150.0
+
+
+class AgentController:
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: UUID,
+        agent: CodeActAgent,
+        *,
+        limits: Limits | None = None,
+        stuck: StuckConfig | None = None,
+        stop_when_paused: bool = False,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.agent = agent
+        self.limits = limits or Limits()
+        self.stuck = stuck or StuckConfig()
+        self.stop_when_paused = stop_when_paused
+        self.events: list[RecordedEvent] = []
+        self._seen_at: dict[int, float] = {}
+
+    # -- the log ---------------------------------------------------------------------------
+
+    async def _catch_up(self) -> None:
+        after = self.events[-1].seq if self.events else 0
+        fresh = await self.store.read(self.session_id, after_seq=after)
+        now = time.monotonic()
+        for event in fresh:
+            self._seen_at[event.seq] = now
+        self.events.extend(fresh)
+
+    def _agent_state(self) -> tuple[AgentStateName | None, str]:
+        for event in reversed(self.events):
+            if event.kind == "agent.state" and event.source == "agent":
+                return event.payload["state"], event.payload.get("reason", "")
+        return None, ""
+
+    def _user_request(self) -> tuple[str | None, int]:
+        """The user's latest steering (paused / running / stopped) and its seq."""
+        for event in reversed(self.events):
+            if event.kind == "agent.state" and event.source == "user":
+                return event.payload["state"], event.seq
+        return None, 0
+
+    async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
+        if self._agent_state() != (state, reason):
+            await self.store.append(
+                self.session_id, [AgentState(state=state, reason=reason, source="agent")]
+            )
+            await self._catch_up()
+
+    # -- deciding --------------------------------------------------------------------------
+
+    def _last(self, kind: str, source: str | None = None) -> RecordedEvent | None:
+        for event in reversed(self.events):
+            if event.kind == kind and (source is None or event.source == source):
+                return event
+        return None
+
+    def _unprocessed_call(self) -> RecordedEvent | None:
+        call = self._last("llm.call")
+        if call is None or call.payload.get("error"):
+            return None
+        if any(e.cause == call.seq for e in self.events[-50:] if e.seq > call.seq):
+            return None
+        return call
+
+    def _pending(self) -> list[RecordedEvent]:
+        answered = {e.cause for e in self.events if e.source == "environment" and e.cause}
+        return [e for e in self.events if e.kind in AWAITED and e.seq not in answered]
+
+    def _since_user(self) -> list[RecordedEvent]:
+        message = self._last("message", "user")
+        return [e for e in self.events if message is None or e.seq > message.seq]
+
+    def _iterations(self) -> int:
+        return sum(1 for e in self.events if e.kind == "llm.call")
+
+    def _cost(self) -> float:
+        return sum(e.payload.get("cost_usd") or 0.0 for e in self.events if e.kind == "llm.call")
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def run(self) -> Outcome:
+        """Drive the session until it finishes, needs the user, stops, or fails."""
+        await self._catch_up()
+        async with self.store.subscribe(
+            self.session_id, after_seq=self.events[-1].seq if self.events else 0
+        ) as stream:
+            while True:
+                outcome = await self._advance()
+                if outcome is not None:
+                    return outcome
+                await self._wait(stream)
+
+    async def _advance(self) -> Outcome | None:
+        """Do the next thing the log calls for; None means 'wait for more events'."""
+        request, _ = self._user_request()
+        if request == "stopped":
+            await self._set_state("stopped", "stopped by the user")
+            return "stopped"
+        if request == "paused":
+            await self._set_state("paused", "paused by the user")
+            return "paused" if self.stop_when_paused else None
+        call = self._unprocessed_call()
+        if call is not None:
+            await self.store.append(self.session_id, self.agent.decide(call))
+            await self._catch_up()
+            return None
+        if self._pending():
+            await self._answer_overdue()
+            return None
+        recent = self._since_user()
+        if not any(e.kind == "message" and e.source == "user" for e in self.events):
+            return None  # nothing asked yet
+        if any(e.kind == "finish" for e in recent):
+            await self._set_state("finished", "the agent called finish")
+            return "finished"
+        if recent and recent[-1].kind == "message" and recent[-1].source == "agent":
+            await self._set_state("awaiting_user_input", "the agent asked for your input")
+            return "awaiting_user_input"
+        if self._iterations() >= self.limits.max_iterations:
+            await self._set_state(
+                "stopped",
+                f"reached the iteration limit ({self.limits.max_iterations}); raise "
+                "--max-iterations and resume to continue",
+            )
+            return "stopped"
+        if self.limits.max_cost_usd is not None and self._cost() >= self.limits.max_cost_usd:
+            await self._set_state(
+                "stopped",
+                f"reached the cost limit (${self.limits.max_cost_usd:.2f}, spent "
+                f"${self._cost():.4f}); raise --max-cost and resume to continue",
+            )
+            return "stopped"
+        why = detect(recent, self.stuck)
+        if why:
+            await self._set_state("error", f"the agent looks stuck: {why}")
+            return "error"
+        await self._set_state("running")
+        try:
+            await self.agent.step(self.session_id, self.events)
+        except LlmError as exc:
+            await self._set_state("error", f"the model call failed: {exc.message}")
+            return "error"
+        await self._catch_up()
+        return None
+
+    async def _answer_overdue(self) -> None:
+        now = time.monotonic()
+        for action in self._pending():
+            limit = action.payload.get("timeout") or self.limits.default_action_timeout
+            seen = self._seen_at.get(action.seq, now)
+            if now - seen > limit + self.limits.pending_grace:
+                with contextlib.suppress(Exception):
+                    await self.store.append(
+                        self.session_id,
+                        [
+                            ErrorObservation(
+                                message=f"no result after {now - seen:.0f} s; the action was "
+                                "given up (is the sandbox or tool service running?)",
+                                error_type="timeout",
+                                cause=action.seq,
+                            )
+                        ],
+                    )
+        await self._catch_up()
+
+    async def _wait(self, stream: object) -> None:
+        """Until at least one new event arrives (or a pending action may be overdue)."""
+        assert hasattr(stream, "__anext__")
+        try:
+            async with asyncio.timeout(self.limits.pending_grace):
+                await stream.__anext__()
+        except TimeoutError:
+            pass
+        await self._catch_up()

@@ -1,0 +1,112 @@
+"""Rebuilding the model's conversation from the log.
+
+Each ``llm.call`` becomes the assistant turn it produced (its recorded response), followed by
+one tool message per tool call: the observation of the action with that ``tool_call_id``, or
+the error the controller recorded for a call it could not turn into an action. User messages
+come in at their place in the log. Long observations are cut down to their head and tail.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from app.events import OBSERVATION_KINDS
+from app.store import RecordedEvent
+
+MAX_OBSERVATION_CHARS = 12_000
+ACTION_KINDS = frozenset(
+    {"run", "file.read", "file.write", "file.edit", "mcp.call", "think", "finish"}
+)
+
+
+def _cut(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters cut ...]\n{text[-half:]}"
+
+
+def observation_text(event: RecordedEvent) -> str:
+    """What the model reads for an observation."""
+    p = event.payload
+    match event.kind:
+        case "run.output":
+            text = p.get("output", "")
+            if p.get("still_running"):
+                return _cut(text)
+            status = "timed out" if p.get("timed_out") else f"exit code {p.get('exit_code')}"
+            return _cut(text) + f"\n[{status}]"
+        case "file.read.output":
+            return _cut(p.get("content", ""))
+        case "file.edit.output":
+            return _cut(p.get("content") or p.get("diff") or f"{p.get('path')} is unchanged")
+        case "file.write.output":
+            return _cut(p.get("diff") or f"{p.get('path')} written")
+        case "mcp.result":
+            parts = [
+                item.get("text", json.dumps(item))
+                for item in p.get("content", [])
+                if isinstance(item, dict)
+            ]
+            prefix = "ERROR: " if p.get("is_error") else ""
+            return prefix + _cut("\n".join(parts))
+        case "error":
+            return f"ERROR: {p.get('message', '')}"
+        case _:
+            return _cut(json.dumps(p))
+
+
+def to_messages(system: str, events: Iterable[RecordedEvent]) -> list[dict[str, Any]]:
+    events = list(events)
+    by_tool_call: dict[str, RecordedEvent] = {}
+    observations: dict[int, RecordedEvent] = {}
+    for event in events:
+        if event.kind in ACTION_KINDS and event.payload.get("tool_call_id"):
+            by_tool_call[event.payload["tool_call_id"]] = event
+        if event.kind in OBSERVATION_KINDS and event.cause is not None:
+            observations[event.cause] = event
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for event in events:
+        if event.kind == "message" and event.source == "user":
+            messages.append({"role": "user", "content": event.payload.get("content", "")})
+        elif event.kind == "llm.call" and not event.payload.get("error"):
+            messages.extend(_turn(event, by_tool_call, observations))
+    return messages
+
+
+def _turn(
+    call: RecordedEvent,
+    by_tool_call: dict[str, RecordedEvent],
+    observations: dict[int, RecordedEvent],
+) -> list[dict[str, Any]]:
+    response = call.payload.get("response", {})
+    tool_calls = response.get("tool_calls", [])
+    assistant: dict[str, Any] = {"role": "assistant", "content": response.get("content") or ""}
+    if not tool_calls:
+        return [assistant]
+    assistant["tool_calls"] = [
+        {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["name"], "arguments": c["arguments"]},
+        }
+        for c in tool_calls
+    ]
+    turn = [assistant]
+    invalid = observations.get(call.seq)  # the error for calls that never became actions
+    for c in tool_calls:
+        action = by_tool_call.get(c["id"])
+        if action is None:
+            text = observation_text(invalid) if invalid else "ERROR: this tool call was not run"
+        elif action.kind == "think":
+            text = "Your thought has been logged."
+        elif action.kind == "finish":
+            text = "The task is marked as done."
+        elif action.seq in observations:
+            text = observation_text(observations[action.seq])
+        else:
+            text = "(no result yet)"
+        turn.append({"role": "tool", "tool_call_id": c["id"], "name": c["name"], "content": text})
+    return turn

@@ -1,0 +1,134 @@
+"""Running a session headless: sandbox, executor and controller around one session id.
+
+A new session starts with ``session.created`` (its configuration, never a secret) and the
+user's task; ``resume`` finds the configuration in that first event and carries on from the
+log alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, SecretStr
+
+from app.agent.codeact import CodeActAgent
+from app.agent.controller import AgentController, Limits, Outcome
+from app.agent.stuck import StuckConfig
+from app.config import Settings
+from app.events import Message, SessionCreated
+from app.llm import LlmConfig, LlmGateway
+from app.runtime.executor import Executor
+from app.runtime.factory import make_runtime
+from app.runtime.image import image_tag
+from app.runtime.lifecycle import start_sandbox
+from app.store import EventStore, StoreError
+
+
+class SessionOptions(BaseModel):
+    """What ``chronicle run`` / ``resume`` may set; None means 'from the settings' (or, on
+    resume, 'as recorded')."""
+
+    workspace: Path | None = None
+    runtime: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    max_iterations: int | None = None
+    max_cost_usd: float | None = None
+    stuck_detection: bool = True
+
+
+class SessionError(Exception):
+    """The session cannot run; the message says why and what to do."""
+
+
+def recorded_config(events: list[Any]) -> dict[str, Any]:
+    for event in events:
+        if event.kind == "session.created":
+            return dict(event.payload.get("config", {}))
+    raise SessionError(
+        "this session has no session.created event; it was not started by `chronicle run`"
+    )
+
+
+async def run_session(
+    store: EventStore,
+    settings: Settings,
+    options: SessionOptions,
+    *,
+    task: str | None = None,
+    session_id: UUID | None = None,
+) -> tuple[UUID, Outcome]:
+    """Start (with ``task``) or resume a session and drive it until it ends or needs the user."""
+    session_id = session_id or uuid.uuid4()
+    existing = await store.read(session_id, limit=5)
+    recorded = recorded_config(existing) if existing else {}
+    workspace = options.workspace or (
+        Path(recorded["workspace"]) if recorded.get("workspace") else None
+    )
+    if workspace is None:
+        raise SessionError("no workspace: pass --workspace DIR")
+    workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
+    runtime_kind = options.runtime or recorded.get("runtime") or settings.runtime
+    llm = LlmConfig.from_settings(
+        settings,
+        model=options.model or recorded.get("model"),
+        base_url=options.base_url or recorded.get("base_url"),
+        api_key=options.api_key,
+    )
+    limits = Limits(
+        max_iterations=options.max_iterations or recorded.get("max_iterations") or 100,
+        max_cost_usd=options.max_cost_usd
+        if options.max_cost_usd is not None
+        else recorded.get("max_cost_usd"),
+    )
+    if not existing:
+        if not task:
+            raise SessionError(f"session {session_id} does not exist; give a task to start it")
+        config = {
+            "agent": CodeActAgent.name,
+            "workspace": str(workspace),
+            "runtime": runtime_kind,
+            "image": image_tag(settings.sandbox_base_image) if runtime_kind == "docker" else None,
+            "model": llm.model,
+            "base_url": llm.base_url,
+            "llm": llm.public(),
+            "tools": ["execute_bash", "str_replace_editor", "think", "finish"],
+            "max_iterations": limits.max_iterations,
+            "max_cost_usd": limits.max_cost_usd,
+        }
+        await store.append(
+            session_id,
+            [SessionCreated(title=task[:80], config=config), Message(content=task, source="user")],
+            expected_seq=0,
+        )
+    elif task:
+        await store.append(session_id, [Message(content=task, source="user")])
+    try:
+        runtime = make_runtime(settings, workspace, session_id, runtime_kind)
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
+    await start_sandbox(store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout)
+    executor = asyncio.create_task(Executor(store, session_id, runtime, settings=settings).run())
+    try:
+        agent = CodeActAgent(
+            LlmGateway(store, llm),
+            str(workspace) if runtime_kind != "docker" else "/workspace",
+        )
+        controller = AgentController(
+            store, session_id, agent, limits=limits,
+            stuck=StuckConfig(enabled=options.stuck_detection), stop_when_paused=True,
+        )  # fmt: skip
+        outcome = await controller.run()
+    finally:
+        executor.cancel()
+        with contextlib.suppress(asyncio.CancelledError, StoreError):
+            await executor
+        await runtime.close()
+    return session_id, outcome
