@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
-
-import pytest
 
 from app.config import Settings
 from app.sessions.runner import SessionOptions, run_session
@@ -145,8 +142,10 @@ async def test_401_gives_an_error_state_and_no_retry(
 async def test_iteration_and_cost_limits_stop_and_can_be_raised(
     store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
 ) -> None:
-    fake_llm.script(*[Reply(tool_calls=[tool_call("execute_bash", command=f"echo {i}")]) for i in range(3)],
-                    Reply(tool_calls=[tool_call("finish", message="done")]))  # fmt: skip
+    counting = [
+        Reply(tool_calls=[tool_call("execute_bash", command=f"echo {i}")]) for i in range(3)
+    ]
+    fake_llm.script(*counting, Reply(tool_calls=[tool_call("finish", message="done")]))
     settings = settings_for(fake_llm, tmp_path)
     session, outcome = await run_session(
         store, settings, SessionOptions(workspace=tmp_path / "ws", max_iterations=2), task="Count."
@@ -194,7 +193,9 @@ async def test_prompt_based_tool_calling_session(
 ) -> None:
     fake_llm.script(
         Reply(
-            content="<function=execute_bash>\n<parameter=command>echo via-text</parameter>\n</function>"
+            content=(
+                "<function=execute_bash>\n<parameter=command>echo via-text</parameter>\n</function>"
+            )
         ),
         Reply(content="<function=finish>\n<parameter=message>done</parameter>\n</function>"),
     )
