@@ -1,0 +1,111 @@
+"""Kill `chronicle run` mid-session; `chronicle resume` continues from the log alone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from app.store import EventStore
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+
+
+def cli_env(fake: FakeLlmServer, database_url: str, tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CHRONICLE_DATABASE_URL": database_url,
+        "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
+        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
+        "CHRONICLE_LLM_MODEL": "openai/fake-model",
+        "CHRONICLE_LLM_BASE_URL": fake.base_url,
+        "CHRONICLE_LLM_API_KEY": "sk-fake",
+        "CHRONICLE_LLM_NATIVE_TOOL_CALLING": "true",
+        "CHRONICLE_POLL_INTERVAL": "0.5",
+    }
+
+
+async def test_kill_mid_session_and_resume(
+    store: EventStore, fake_llm: FakeLlmServer, database_url: str, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo first >> log.txt")]),
+        Reply(
+            tool_calls=[
+                tool_call("execute_bash", command="sleep 30; echo slow >> log.txt", timeout=60)
+            ]
+        ),
+        Reply(tool_calls=[tool_call("execute_bash", command="echo after >> log.txt")]),
+        Reply(tool_calls=[tool_call("finish", message="done")]),
+    )
+    env = cli_env(fake_llm, database_url, tmp_path)
+    session = uuid.uuid4()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run", "--workspace", str(workspace),
+         "--session", str(session), "Log three lines."],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(60):
+            while not any(
+                e.kind == "run" and "sleep 30" in e.payload["command"]
+                for e in await store.read(session)
+            ):
+                assert run.poll() is None, run.communicate()
+                await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # the slow command is running now
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait(10)
+    assert (workspace / "log.txt").read_text() == "first\n"
+
+    resumed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "app.cli", "resume", str(session)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "finished" in resumed.stdout
+    # The interrupted command was not run again; the session went on to the end.
+    assert (workspace / "log.txt").read_text() == "first\nafter\n"
+    events = await store.read(session)
+    interrupted = [
+        e for e in events if e.kind == "error" and e.payload.get("error_type") == "interrupted"
+    ]
+    assert len(interrupted) == 1
+    assert sum(1 for e in events if e.kind == "llm.call") == 4
+    assert "interrupted" in json.dumps(fake_llm.requests[2]["messages"])
+    assert events[-1].payload["state"] == "finished"
+    assert (await store.verify(session)).ok
+
+
+async def test_run_command_prints_events_and_exit_codes(
+    fake_llm: FakeLlmServer, database_url: str, tmp_path: Path
+) -> None:
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo hi")]),
+        Reply(tool_calls=[tool_call("finish", message="said hi")]),
+    )
+    env = cli_env(fake_llm, database_url, tmp_path)
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"), "Say hi."],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "$ echo hi" in done.stdout and "[exit 0] hi" in done.stdout
+    assert "finished" in done.stdout
+    unconfigured = {k: v for k, v in env.items() if k != "CHRONICLE_LLM_MODEL"}
+    failed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"), "Say hi."],
+        env=unconfigured, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert failed.returncode == 1
+    assert "no model is configured" in failed.stderr and "CHRONICLE_LLM_MODEL" in failed.stderr
+    assert "Traceback" not in failed.stderr
