@@ -19,6 +19,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.tools.config import McpServerConfig
+
 APP_NAME = "chronicle"
 
 
@@ -68,6 +70,11 @@ class Settings(BaseSettings):
     llm_max_concurrency: int = Field(default=8, ge=1, description="calls in flight per model")
     llm_native_tool_calling: bool | None = Field(
         default=None, description="None: ask litellm whether the model supports it"
+    )
+
+    # -- tools ---------------------------------------------------------------------------
+    mcp_servers: list[McpServerConfig] = Field(
+        default_factory=list, description="MCP servers every session starts ([[mcp_servers]])"
     )
 
     # -- sandboxes -----------------------------------------------------------------------

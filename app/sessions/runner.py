@@ -20,14 +20,17 @@ from pydantic import BaseModel, SecretStr
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits, Outcome
 from app.agent.stuck import StuckConfig
+from app.agent.tools import mcp_tool_name
 from app.config import Settings
-from app.events import Message, SessionCreated
+from app.events import ErrorObservation, Message, SessionCreated
 from app.llm import LlmConfig, LlmGateway
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
 from app.store import EventStore, StoreError
+from app.tools.config import McpServerConfig
+from app.tools.mcp import McpToolService
 
 
 class SessionOptions(BaseModel):
@@ -42,6 +45,7 @@ class SessionOptions(BaseModel):
     max_iterations: int | None = None
     max_cost_usd: float | None = None
     stuck_detection: bool = True
+    mcp_servers: list[McpServerConfig] | None = None
 
 
 class SessionError(Exception):
@@ -88,9 +92,13 @@ async def run_session(
         if options.max_cost_usd is not None
         else recorded.get("max_cost_usd"),
     )
+    if not existing and not task:
+        raise SessionError(f"session {session_id} does not exist; give a task to start it")
+    mcp_configs = options.mcp_servers if options.mcp_servers is not None else settings.mcp_servers
+    tools = McpToolService(store, session_id, mcp_configs)
+    mcp_tools = await tools.start()
     if not existing:
-        if not task:
-            raise SessionError(f"session {session_id} does not exist; give a task to start it")
+        assert task is not None
         config = {
             "agent": CodeActAgent.name,
             "workspace": str(workspace),
@@ -99,7 +107,9 @@ async def run_session(
             "model": llm.model,
             "base_url": llm.base_url,
             "llm": llm.public(),
-            "tools": ["execute_bash", "str_replace_editor", "think", "finish"],
+            "tools": ["execute_bash", "str_replace_editor", "think", "finish"]
+            + [mcp_tool_name(t.server, t.name) for t in mcp_tools],
+            "mcp_servers": [server.public() for server in mcp_configs],
             "max_iterations": limits.max_iterations,
             "max_cost_usd": limits.max_cost_usd,
         }
@@ -110,16 +120,31 @@ async def run_session(
         )
     elif task:
         await store.append(session_id, [Message(content=task, source="user")])
+    if tools.problems:
+        await store.append(
+            session_id,
+            [ErrorObservation(message=problem, error_type="mcp") for problem in tools.problems],
+        )
     try:
         runtime = make_runtime(settings, workspace, session_id, runtime_kind)
     except ValueError as exc:
+        await tools.close()
         raise SessionError(str(exc)) from None
-    await start_sandbox(store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout)
+    try:
+        await start_sandbox(
+            store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout
+        )
+    except BaseException:
+        await tools.close()
+        raise
     executor = asyncio.create_task(Executor(store, session_id, runtime, settings=settings).run())
+    tool_service = asyncio.create_task(tools.run())
     try:
         agent = CodeActAgent(
             LlmGateway(store, llm),
             str(workspace) if runtime_kind != "docker" else "/workspace",
+            mcp_tools=[tool.schema_for_model() for tool in mcp_tools],
+            mcp_index=tools.index(),
         )
         controller = AgentController(
             store, session_id, agent, limits=limits,
@@ -127,8 +152,10 @@ async def run_session(
         )  # fmt: skip
         outcome = await controller.run()
     finally:
-        executor.cancel()
-        with contextlib.suppress(asyncio.CancelledError, StoreError):
-            await executor
+        for background in (executor, tool_service):
+            background.cancel()
+            with contextlib.suppress(asyncio.CancelledError, StoreError):
+                await background
+        await tools.close()
         await runtime.close()
     return session_id, outcome
