@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from app.agent.codeact import CodeActAgent
 from app.agent.stuck import StuckConfig, detect
-from app.events import AgentState, ErrorObservation
+from app.events import AgentState, Condensation, ErrorObservation
 from app.events.conversation import AgentStateName
 from app.llm import LlmError
 from app.store import EventStore, RecordedEvent
@@ -185,10 +185,39 @@ class AgentController:
         try:
             await self.agent.step(self.session_id, self.events)
         except LlmError as exc:
+            if exc.kind == "context_window" and await self._condense():
+                return None
             await self._set_state("error", f"the model call failed: {exc.message}")
             return "error"
         await self._catch_up()
         return None
+
+    async def _condense(self) -> bool:
+        """Leave the older half of the model turns out of the prompt; False if nothing is left
+        to drop."""
+        last = self._last("agent.condensation")
+        since = last.payload["forget_before"] if last else 0
+        calls = [
+            e
+            for e in self.events
+            if e.kind == "llm.call" and e.seq >= since and not e.payload.get("error")
+        ]
+        if len(calls) < 2:
+            return False
+        keep_from = calls[len(calls) // 2]
+        await self.store.append(
+            self.session_id,
+            [
+                Condensation(
+                    forget_before=keep_from.seq,
+                    forgotten_calls=len(calls) // 2
+                    + (last.payload.get("forgotten_calls", 0) if last else 0),
+                    reason="the conversation exceeded the model's context window",
+                )
+            ],
+        )
+        await self._catch_up()
+        return True
 
     async def _answer_overdue(self) -> None:
         now = time.monotonic()

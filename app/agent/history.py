@@ -67,11 +67,29 @@ def to_messages(system: str, events: Iterable[RecordedEvent]) -> list[dict[str, 
             by_tool_call[event.payload["tool_call_id"]] = event
         if event.kind in OBSERVATION_KINDS and event.cause is not None:
             observations[event.cause] = event
+    forget_before = 0
+    forgotten = 0
+    for event in events:
+        if event.kind == "agent.condensation":
+            forget_before = event.payload["forget_before"]
+            forgotten = event.payload.get("forgotten_calls", 0)
     messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    noted = False
     for event in events:
         if event.kind == "message" and event.source == "user":
             messages.append({"role": "user", "content": event.payload.get("content", "")})
         elif event.kind == "llm.call" and not event.payload.get("error"):
+            if event.seq < forget_before:
+                continue
+            if forget_before and not noted:
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": f"[{forgotten} earlier steps were condensed to fit the "
+                        "context window; re-check anything you need from them]",
+                    }
+                )
+                noted = True
             messages.extend(_turn(event, by_tool_call, observations))
     return messages
 

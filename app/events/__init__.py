@@ -3,7 +3,7 @@
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
 from app.events.base import Action, Event, Observation, Source
 from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
-from app.events.conversation import AgentState, Message
+from app.events.conversation import AgentState, Condensation, Message
 from app.events.ids import new_event_id
 from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
@@ -29,6 +29,7 @@ __all__ = [
     "Action",
     "AgentState",
     "CanonicalJsonError",
+    "Condensation",
     "ErrorObservation",
     "Event",
     "FileEdit",

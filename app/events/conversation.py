@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from app.events.base import Event, Source
 
 AgentStateName = Literal[
@@ -32,4 +34,15 @@ class AgentState(Event):
     kind: Literal["agent.state"] = "agent.state"
     source: Source = "agent"
     state: AgentStateName
+    reason: str = ""
+
+
+class Condensation(Event):
+    """The conversation got too long for the model: turns before ``forget_before`` (a seq)
+    are left out of the prompt from now on, except the user's messages."""
+
+    kind: Literal["agent.condensation"] = "agent.condensation"
+    source: Source = "agent"
+    forget_before: int = Field(ge=1)
+    forgotten_calls: int = Field(default=0, ge=0)
     reason: str = ""

@@ -9,7 +9,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
 from app.events.base import Event, Observation
-from app.events.conversation import AgentState, Message
+from app.events.conversation import AgentState, Condensation, Message
 from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall
 from app.events.observations import (
@@ -38,6 +38,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     McpResult,
     LlmCall,
     AgentState,
+    Condensation,
     SessionCreated,
     SessionClosed,
     RuntimeStatus,

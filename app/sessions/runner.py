@@ -22,7 +22,7 @@ from app.agent.controller import AgentController, Limits, Outcome
 from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
-from app.events import ErrorObservation, Message, SessionCreated
+from app.events import AgentState, ErrorObservation, Message, SessionCreated
 from app.llm import LlmConfig, LlmGateway
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
@@ -118,8 +118,16 @@ async def run_session(
             [SessionCreated(title=task[:80], config=config), Message(content=task, source="user")],
             expected_seq=0,
         )
-    elif task:
-        await store.append(session_id, [Message(content=task, source="user")])
+    else:
+        steering = [
+            e
+            for e in await store.read(session_id)
+            if e.kind == "agent.state" and e.source == "user"
+        ]
+        if steering and steering[-1].payload["state"] in ("paused", "stopped"):
+            await store.append(session_id, [AgentState(state="running", source="user")])
+        if task:
+            await store.append(session_id, [Message(content=task, source="user")])
     if tools.problems:
         await store.append(
             session_id,
