@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
@@ -11,6 +12,7 @@ from app.agent.prompts import system_prompt
 from app.agent.tools import BUILTIN_TOOLS
 from app.events import Action, ErrorObservation, Event, Message, ToolCall
 from app.llm import LlmGateway, LlmReply
+from app.llm.retry import Failure
 from app.store import RecordedEvent
 
 
@@ -36,11 +38,16 @@ class CodeActAgent:
     def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
         return to_messages(system_prompt(self.workspace), events)
 
-    async def step(self, session_id: UUID, events: list[RecordedEvent]) -> LlmReply:
+    async def step(
+        self,
+        session_id: UUID,
+        events: list[RecordedEvent],
+        on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
+    ) -> LlmReply:
         """Ask the model what to do next; the call is recorded as an llm.call event."""
         cause = events[-1].seq if events else None
         return await self.gateway.complete(
-            session_id, self.messages(events), self.tools(), cause=cause
+            session_id, self.messages(events), self.tools(), cause=cause, on_retry=on_retry
         )
 
     def decide(self, llm_call: RecordedEvent) -> list[Event]:

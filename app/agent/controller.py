@@ -27,6 +27,7 @@ from app.agent.stuck import StuckConfig, detect
 from app.events import AgentState, Condensation, ErrorObservation
 from app.events.conversation import AgentStateName
 from app.llm import LlmError
+from app.llm.retry import Failure
 from app.store import EventStore, RecordedEvent
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class AgentController:
             return "error"
         await self._set_state("running")
         try:
-            await self.agent.step(self.session_id, self.events)
+            await self.agent.step(self.session_id, self.events, on_retry=self._retrying)
         except LlmError as exc:
             if exc.kind == "context_window" and await self._condense():
                 return None
@@ -191,6 +192,12 @@ class AgentController:
             return "error"
         await self._catch_up()
         return None
+
+    async def _retrying(self, failure: Failure, wait: float) -> None:
+        if failure.kind == "rate_limited":
+            await self._set_state(
+                "rate_limited", f"the model is rate limited; retrying in {wait:.1f} s"
+            )
 
     async def _condense(self) -> bool:
         """Leave the older half of the model turns out of the prompt; False if nothing is left

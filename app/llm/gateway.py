@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
@@ -20,7 +21,7 @@ from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
 from app.llm.fingerprint import content_hash, fingerprint
-from app.llm.retry import backoff, classify
+from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import parse_tool_calls, to_prompt_messages
 from app.store import EventStore, RecordedEvent
 
@@ -85,8 +86,12 @@ class LlmGateway:
         tools: list[dict[str, Any]],
         *,
         cause: int | None = None,
+        on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
     ) -> LlmReply:
-        """Call the model and record the call; raise ``LlmError`` when it failed for good."""
+        """Call the model and record the call; raise ``LlmError`` when it failed for good.
+
+        ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
+        """
         native = self.native_tool_calling()
         sent = messages if native or not tools else to_prompt_messages(messages, tools)
         params = self._params()
@@ -115,6 +120,8 @@ class LlmGateway:
                             max(wait, failure.retry_after),
                             max(self.config.retry_max_wait, failure.retry_after),
                         )
+                    if on_retry is not None:
+                        await on_retry(failure, wait)
                     await asyncio.sleep(wait)
         content, tool_calls, finish, usage, cost = self._read(response, tools, native)
         event = await self._record(

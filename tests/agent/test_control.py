@@ -102,3 +102,21 @@ async def test_an_action_nobody_answers_gets_an_error(
     assert outcome == "finished"
     error = next(e for e in await store.read(session) if e.kind == "error")
     assert error.cause == 2 and "no result after" in error.payload["message"]
+
+
+async def test_rate_limit_shows_as_a_state_then_goes_on(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    fake_llm.script(
+        Reply(status=429, headers={"Retry-After": "0.3"}, error="Rate limit reached"),
+        Reply(tool_calls=[tool_call("finish", message="done")]),
+    )
+    session, outcome = await run_session(
+        store,
+        settings_for(fake_llm, tmp_path),
+        SessionOptions(workspace=tmp_path / "ws"),
+        task="Go.",
+    )
+    assert outcome == "finished"
+    states = [e.payload["state"] for e in await store.read(session) if e.kind == "agent.state"]
+    assert states == ["running", "rate_limited", "finished"]

@@ -14,6 +14,8 @@ from pathlib import Path
 from app.store import EventStore
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
+SLOW = "echo started >> log.txt; sleep 30; echo slow >> log.txt"
+
 
 def cli_env(fake: FakeLlmServer, database_url: str, tmp_path: Path) -> dict[str, str]:
     return {
@@ -35,11 +37,7 @@ async def test_kill_mid_session_and_resume(
     workspace = tmp_path / "ws"
     fake_llm.script(
         Reply(tool_calls=[tool_call("execute_bash", command="echo first >> log.txt")]),
-        Reply(
-            tool_calls=[
-                tool_call("execute_bash", command="sleep 30; echo slow >> log.txt", timeout=60)
-            ]
-        ),
+        Reply(tool_calls=[tool_call("execute_bash", command=SLOW, timeout=60)]),
         Reply(tool_calls=[tool_call("execute_bash", command="echo after >> log.txt")]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
     )
@@ -51,18 +49,15 @@ async def test_kill_mid_session_and_resume(
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        async with asyncio.timeout(60):
-            while not any(
-                e.kind == "run" and "sleep 30" in e.payload["command"]
-                for e in await store.read(session)
-            ):
+        log_file = workspace / "log.txt"
+        async with asyncio.timeout(60):  # until the slow command is running
+            while not (log_file.exists() and "started" in log_file.read_text()):
                 assert run.poll() is None, run.communicate()
-                await asyncio.sleep(0.1)
-        await asyncio.sleep(0.5)  # the slow command is running now
+                await asyncio.sleep(0.05)
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(10)
-    assert (workspace / "log.txt").read_text() == "first\n"
+    assert (workspace / "log.txt").read_text() == "first\nstarted\n"
 
     resumed = await asyncio.to_thread(
         subprocess.run,
@@ -72,7 +67,7 @@ async def test_kill_mid_session_and_resume(
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "finished" in resumed.stdout
     # The interrupted command was not run again; the session went on to the end.
-    assert (workspace / "log.txt").read_text() == "first\nafter\n"
+    assert (workspace / "log.txt").read_text() == "first\nstarted\nafter\n"
     events = await store.read(session)
     interrupted = [
         e for e in events if e.kind == "error" and e.payload.get("error_type") == "interrupted"
