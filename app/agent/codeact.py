@@ -31,12 +31,13 @@ class CodeActAgent:
         self.workspace = workspace
         self.mcp_tools = mcp_tools or []
         self.mcp_index = mcp_index or {}
+        self._history_cache: dict[int, list[dict[str, Any]]] = {}
 
     def tools(self) -> list[dict[str, Any]]:
         return [*BUILTIN_TOOLS, *self.mcp_tools]
 
     def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
-        return to_messages(system_prompt(self.workspace), events)
+        return to_messages(system_prompt(self.workspace), events, self._history_cache)
 
     async def step(
         self,

@@ -29,6 +29,7 @@ from app.events.conversation import AgentStateName
 from app.llm import LlmError
 from app.llm.retry import Failure
 from app.store import EventStore, RecordedEvent
+from app.store.subscriptions import SessionSubscription
 
 log = logging.getLogger(__name__)
 
@@ -63,16 +64,28 @@ class AgentController:
         self.stop_when_paused = stop_when_paused
         self.events: list[RecordedEvent] = []
         self._seen_at: dict[int, float] = {}
+        self._progressed = False
 
     # -- the log ---------------------------------------------------------------------------
 
     async def _catch_up(self) -> None:
         after = self.events[-1].seq if self.events else 0
-        fresh = await self.store.read(self.session_id, after_seq=after)
+        self._remember(await self.store.read(self.session_id, after_seq=after))
+
+    def _remember(self, fresh: list[RecordedEvent]) -> None:
+        self._progressed = self._progressed or bool(fresh)
         now = time.monotonic()
         for event in fresh:
             self._seen_at[event.seq] = now
         self.events.extend(fresh)
+
+    async def _record(self, recorded: list[RecordedEvent]) -> None:
+        """Take in what we just appended; read instead if someone else wrote in between."""
+        last = self.events[-1].seq if self.events else 0
+        if recorded and recorded[0].seq == last + 1:
+            self._remember(recorded)
+        else:
+            await self._catch_up()
 
     def _agent_state(self) -> tuple[AgentStateName | None, str]:
         for event in reversed(self.events):
@@ -89,10 +102,11 @@ class AgentController:
 
     async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
         if self._agent_state() != (state, reason):
-            await self.store.append(
-                self.session_id, [AgentState(state=state, reason=reason, source="agent")]
+            await self._record(
+                await self.store.append(
+                    self.session_id, [AgentState(state=state, reason=reason, source="agent")]
+                )
             )
-            await self._catch_up()
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -133,10 +147,12 @@ class AgentController:
             self.session_id, after_seq=self.events[-1].seq if self.events else 0
         ) as stream:
             while True:
+                self._progressed = False
                 outcome = await self._advance()
                 if outcome is not None:
                     return outcome
-                await self._wait(stream)
+                if not self._progressed:  # nothing to do until the log moves on
+                    await self._wait(stream)
 
     async def _advance(self) -> Outcome | None:
         """Do the next thing the log calls for; None means 'wait for more events'."""
@@ -149,8 +165,7 @@ class AgentController:
             return "paused" if self.stop_when_paused else None
         call = self._unprocessed_call()
         if call is not None:
-            await self.store.append(self.session_id, self.agent.decide(call))
-            await self._catch_up()
+            await self._record(await self.store.append(self.session_id, self.agent.decide(call)))
             return None
         if self._pending():
             await self._answer_overdue()
@@ -184,13 +199,13 @@ class AgentController:
             return "error"
         await self._set_state("running")
         try:
-            await self.agent.step(self.session_id, self.events, on_retry=self._retrying)
+            reply = await self.agent.step(self.session_id, self.events, on_retry=self._retrying)
         except LlmError as exc:
             if exc.kind == "context_window" and await self._condense():
                 return None
             await self._set_state("error", f"the model call failed: {exc.message}")
             return "error"
-        await self._catch_up()
+        await self._record([reply.event])
         return None
 
     async def _retrying(self, failure: Failure, wait: float) -> None:
@@ -246,12 +261,22 @@ class AgentController:
                     )
         await self._catch_up()
 
-    async def _wait(self, stream: object) -> None:
-        """Until at least one new event arrives (or a pending action may be overdue)."""
-        assert hasattr(stream, "__anext__")
+    async def _wait(self, stream: SessionSubscription) -> None:
+        """Until an event we do not know yet arrives (or a pending action may be overdue).
+
+        The subscription delivers every event in order, so the next unknown one is usually
+        exactly the next seq and needs no read; our own appends come by again and are skipped.
+        """
+        known = self.events[-1].seq if self.events else 0
         try:
             async with asyncio.timeout(self.limits.pending_grace):
-                await stream.__anext__()
+                event = await anext(stream)
+                while event.seq <= known:
+                    event = await anext(stream)
         except TimeoutError:
-            pass
-        await self._catch_up()
+            await self._catch_up()
+            return
+        if event.seq == known + 1:
+            self._remember([event])
+        else:
+            await self._catch_up()

@@ -16,6 +16,7 @@ from app.events import OBSERVATION_KINDS
 from app.store import RecordedEvent
 
 MAX_OBSERVATION_CHARS = 12_000
+PENDING = "(no result yet)"
 ACTION_KINDS = frozenset(
     {"run", "file.read", "file.write", "file.edit", "mcp.call", "think", "finish"}
 )
@@ -58,8 +59,15 @@ def observation_text(event: RecordedEvent) -> str:
             return _cut(json.dumps(p))
 
 
-def to_messages(system: str, events: Iterable[RecordedEvent]) -> list[dict[str, Any]]:
+def to_messages(
+    system: str,
+    events: Iterable[RecordedEvent],
+    cache: dict[int, list[dict[str, Any]]] | None = None,
+) -> list[dict[str, Any]]:
+    """The conversation for the model. With a ``cache`` (per session), the messages of events
+    that can no longer change are built once and reused as the same objects."""
     events = list(events)
+    cache = {} if cache is None else cache
     by_tool_call: dict[str, RecordedEvent] = {}
     observations: dict[int, RecordedEvent] = {}
     for event in events:
@@ -73,11 +81,18 @@ def to_messages(system: str, events: Iterable[RecordedEvent]) -> list[dict[str, 
         if event.kind == "agent.condensation":
             forget_before = event.payload["forget_before"]
             forgotten = event.payload.get("forgotten_calls", 0)
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    messages: list[dict[str, Any]] = list(
+        cache.setdefault(0, [{"role": "system", "content": system}])
+    )
     noted = False
     for event in events:
         if event.kind == "message" and event.source == "user":
-            messages.append({"role": "user", "content": event.payload.get("content", "")})
+            built = cache.get(event.seq)
+            if built is None:
+                built = cache[event.seq] = [
+                    {"role": "user", "content": event.payload.get("content", "")}
+                ]
+            messages.extend(built)
         elif event.kind == "llm.call" and not event.payload.get("error"):
             if event.seq < forget_before:
                 continue
@@ -90,7 +105,12 @@ def to_messages(system: str, events: Iterable[RecordedEvent]) -> list[dict[str, 
                     }
                 )
                 noted = True
-            messages.extend(_turn(event, by_tool_call, observations))
+            turn = cache.get(event.seq)
+            if turn is None:
+                turn = _turn(event, by_tool_call, observations)
+                if all(m.get("content") != PENDING for m in turn):  # final: safe to keep
+                    cache[event.seq] = turn
+            messages.extend(turn)
     return messages
 
 
@@ -125,6 +145,6 @@ def _turn(
         elif action.seq in observations:
             text = observation_text(observations[action.seq])
         else:
-            text = "(no result yet)"
+            text = PENDING
         turn.append({"role": "tool", "tool_call_id": c["id"], "name": c["name"], "content": text})
     return turn

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
-    bench.add_argument("name", choices=["eventstore", "runtime"])
+    bench.add_argument("name", choices=["eventstore", "runtime", "agent"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
 

@@ -27,10 +27,16 @@ def content_hash(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
+def stable_hash(message: dict[str, Any]) -> str:
+    """sha256 hex of a message without its volatile fields."""
+    return content_hash(_stable(message))
+
+
 def fingerprint(
-    model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+    model: str, message_hashes: list[str], tools_hash: str, params: dict[str, Any]
 ) -> str:
-    """sha256 hex of the request without volatile fields."""
+    """sha256 hex of the request: the model, its parameters, the tools, and each message's
+    ``stable_hash`` in order (so identical requests match whatever ids they carried)."""
     return content_hash(
-        {"model": model, "messages": _stable(messages), "tools": tools, "params": params}
+        {"model": model, "messages": message_hashes, "tools": tools_hash, "params": params}
     )

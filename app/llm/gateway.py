@@ -20,7 +20,7 @@ from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
-from app.llm.fingerprint import content_hash, fingerprint
+from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import parse_tool_calls, to_prompt_messages
 from app.store import EventStore, RecordedEvent
@@ -58,6 +58,10 @@ class LlmGateway:
         self.config = config
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._native: bool | None = config.native_tool_calling
+        # Messages of a conversation come back step after step as the same objects (the agent
+        # keeps them); hashing each only once keeps a step's cost flat as a session grows.
+        self._hashes: dict[int, tuple[dict[str, Any], str, str]] = {}
+        self._stored: set[str] = set()
 
     def _limit(self) -> asyncio.Semaphore:
         return self._limits.setdefault(
@@ -95,9 +99,16 @@ class LlmGateway:
         native = self.native_tool_calling()
         sent = messages if native or not tools else to_prompt_messages(messages, tools)
         params = self._params()
-        request_fingerprint = fingerprint(self.config.model, messages, tools, params)
-        prompt_hashes = await self._store_messages([*messages, {"tools": tools}])
-        tools_hash = prompt_hashes.pop()
+        hashed = [self._hash(message) for message in messages]
+        tools_entry = {"tools": tools}
+        tools_hash = content_hash(tools_entry)
+        prompt_hashes = [content for content, _ in hashed]
+        request_fingerprint = fingerprint(
+            self.config.model, [stable for _, stable in hashed], tools_hash, params
+        )
+        storing = asyncio.create_task(
+            self._store_messages([*messages, tools_entry], [*prompt_hashes, tools_hash])
+        )
         started = time.monotonic()
         attempts = 0
         async with self._limit():
@@ -109,6 +120,7 @@ class LlmGateway:
                 except Exception as exc:
                     failure = classify(exc)
                     if not failure.retryable or attempts > self.config.retries:
+                        await storing
                         await self._record(
                             session_id, cause, request_fingerprint, prompt_hashes, tools_hash,
                             native, params, attempts, started, error=failure.message,
@@ -123,6 +135,7 @@ class LlmGateway:
                     if on_retry is not None:
                         await on_retry(failure, wait)
                     await asyncio.sleep(wait)
+        await storing  # stored before the event that names them
         content, tool_calls, finish, usage, cost = self._read(response, tools, native)
         event = await self._record(
             session_id, cause, request_fingerprint, prompt_hashes, tools_hash, native, params,
@@ -189,11 +202,24 @@ class LlmGateway:
         except Exception:  # a model litellm has no price for
             return None
 
-    async def _store_messages(self, messages: list[dict[str, Any]]) -> list[str]:
-        texts = [canonical_json(message) for message in messages]
-        hashes = [content_hash(message) for message in messages]
-        await self.store.pool.execute(STORE_MESSAGES_SQL, hashes, texts)
-        return hashes
+    def _hash(self, message: dict[str, Any]) -> tuple[str, str]:
+        """(content hash, stable hash) of a message, computed once per message object."""
+        known = self._hashes.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1], known[2]
+        content, stable = content_hash(message), stable_hash(message)
+        self._hashes[id(message)] = (message, content, stable)
+        return content, stable
+
+    async def _store_messages(self, messages: list[dict[str, Any]], hashes: list[str]) -> None:
+        """Insert the messages this gateway has not stored yet (the table ignores repeats)."""
+        new = [(h, m) for h, m in zip(hashes, messages, strict=True) if h not in self._stored]
+        if not new:
+            return
+        await self.store.pool.execute(
+            STORE_MESSAGES_SQL, [h for h, _ in new], [canonical_json(m) for _, m in new]
+        )
+        self._stored.update(h for h, _ in new)
 
     async def _record(
         self,

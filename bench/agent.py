@@ -1,0 +1,163 @@
+"""Agent benchmark: controller overhead per step, and rebuilding a long session's history.
+
+    python -m bench.agent [--json]        (or: chronicle bench agent)
+
+Steps run through the real controller, executor and local sandbox, with a model that answers
+at once (in process, so the number is the controller's, not the HTTP stack's); the baseline
+is the raw event-store append measured in the same run. A 1,000-step session is then read
+back and rebuilt into the agent's messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.agent.codeact import CodeActAgent
+from app.agent.controller import AgentController, Limits
+from app.agent.stuck import StuckConfig
+from app.config import Settings
+from app.events import LlmCall, LlmResponse, Message, Run, RunOutput, ToolCall
+from app.llm import LlmConfig, LlmGateway
+from app.runtime import LocalRuntime
+from app.runtime.executor import Executor
+from app.store import EventStore
+from bench.harness import Measurement, median, print_table, save_results, throwaway_database
+
+STEPS = 300
+HISTORY_STEPS = 1000
+
+
+class InstantModel(LlmGateway):
+    """The real gateway (recording, hashing, storing prompts) with a model that answers at once:
+    `true` for ``steps`` calls, then finish."""
+
+    def __init__(self, store: EventStore, steps: int) -> None:
+        super().__init__(store, LlmConfig(model="openai/instant", native_tool_calling=True))
+        self.remaining = steps
+
+    async def _call(self, messages: Any, tools: Any, params: Any) -> Any:
+        self.remaining -= 1
+        name, arguments = ("execute_bash", '{"command": "true"}')
+        if self.remaining < 0:
+            name, arguments = ("finish", '{"message": "done"}')
+        call = SimpleNamespace(id=f"call-{self.remaining}", function=SimpleNamespace(name=name, arguments=arguments))
+        message = SimpleNamespace(content=None, tool_calls=[call])
+        usage = SimpleNamespace(prompt_tokens=10, completion_tokens=5, total_tokens=15, prompt_tokens_details=None)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message, finish_reason="tool_calls")], usage=usage)
+
+    def _cost(self, response: Any, usage: Any) -> float | None:
+        return 0.0
+
+
+async def steps_per_second(store: EventStore, root: Path) -> float:
+    session = uuid.uuid4()
+    runtime = LocalRuntime(root / "ws")
+    await runtime.start()
+    await runtime.wait_ready(30)
+    executor = asyncio.create_task(Executor(store, session, runtime).run())
+    try:
+        agent = CodeActAgent(InstantModel(store, STEPS), str(root / "ws"))
+        controller = AgentController(
+            store, session, agent, limits=Limits(max_iterations=STEPS + 10), stuck=StuckConfig(enabled=False)
+        )
+        await store.append(session, [Message(content="run true many times")])
+        started = time.perf_counter()
+        outcome = await controller.run()
+        elapsed = time.perf_counter() - started
+        assert outcome == "finished", outcome
+    finally:
+        executor.cancel()
+        await asyncio.gather(executor, return_exceptions=True)
+        await runtime.close()
+    return (STEPS + 1) / elapsed
+
+
+async def raw_append_ms(store: EventStore) -> float:
+    session = uuid.uuid4()
+    samples = []
+    for i in range(300):
+        start = time.perf_counter()
+        await store.append(session, [Message(content=f"m{i}")], expected_seq=i)
+        samples.append((time.perf_counter() - start) * 1000)
+    return median(samples)
+
+
+async def history_rebuild(store: EventStore) -> tuple[float, int]:
+    """Seconds to read a 1,000-step session and rebuild its messages; the message count."""
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="a long task")])
+    seq = 1
+    for step in range(HISTORY_STEPS):
+        call = LlmCall(
+            model="m", fingerprint=f"f{step}", prompt=[], cause=seq,
+            response=LlmResponse(tool_calls=[ToolCall(id=f"c{step}", name="execute_bash",
+                                                      arguments=json.dumps({"command": f"echo {step}"}))]),
+        )  # fmt: skip
+        run = Run(command=f"echo {step}", tool_call_id=f"c{step}", cause=seq + 1)
+        output = RunOutput(output=f"{step}\n" * 20, exit_code=0, cause=seq + 2)
+        await store.append(session, [call, run, output], expected_seq=seq)
+        seq += 3
+    agent = CodeActAgent(LlmGateway(store, LlmConfig(model="m")), "/workspace")
+    started = time.perf_counter()
+    events = await store.read(session)
+    messages = agent.messages(events)
+    return time.perf_counter() - started, len(messages)
+
+
+async def run(url: str) -> list[Measurement]:
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="chronicle-bench-agent-") as tmp:
+        async with await EventStore.open(url, settings=Settings(data_dir=Path(tmp))) as store:
+            print("  ... raw appends", file=sys.stderr, flush=True)
+            append_ms = await raw_append_ms(store)
+            print(f"  ... {STEPS} controller steps", file=sys.stderr, flush=True)
+            rate = await steps_per_second(store, Path(tmp))
+            print(f"  ... rebuilding a {HISTORY_STEPS}-step session", file=sys.stderr, flush=True)
+            seconds, count = await history_rebuild(store)
+    rows.append(
+        Measurement(
+            name="controller steps (model call + action + sandbox + observation)", unit="steps/s",
+            baseline=1000 / append_ms, chronicle=rate, ratio=None, target=">= 200 steps/s",
+            met=rate >= 200,
+        )
+    )
+    rows.append(
+        Measurement(
+            name=f"read + rebuild a {HISTORY_STEPS}-step session ({count} messages)", unit="ms",
+            baseline=None, chronicle=seconds * 1000, ratio=None, target="< 1000 ms",
+            met=seconds < 1,
+        )
+    )  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
+    args = parser.parse_args(argv)
+    with throwaway_database(args.url) as url:
+        rows = asyncio.run(run(url))
+    path = save_results("agent", rows, {})
+    if args.json:
+        print(json.dumps([row.model_dump() for row in rows], indent=2))
+    else:
+        print_table("Agent (baseline: raw single-event appends per second, same run)", rows)
+        print(f"\nresults: {path}")
+    return 0 if all(row.met for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
