@@ -34,6 +34,8 @@ from app.store.subscriptions import SessionSubscription
 log = logging.getLogger(__name__)
 
 AWAITED = frozenset({"run", "file.read", "file.write", "file.edit", "mcp.call"})
+#: Stuck detection looks at this many recent events (enough for every default threshold).
+STUCK_WINDOW = 80
 Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
 
 
@@ -65,6 +67,16 @@ class AgentController:
         self.events: list[RecordedEvent] = []
         self._seen_at: dict[int, float] = {}
         self._progressed = False
+        # What the decisions need, kept up to date as events come in (no rescans per step).
+        self._state: tuple[AgentStateName | None, str] = (None, "")
+        self._request: tuple[str | None, int] = (None, 0)
+        self._last_user_message: RecordedEvent | None = None
+        self._last_call: RecordedEvent | None = None
+        self._caused: set[int] = set()
+        self._awaiting: dict[int, RecordedEvent] = {}
+        self._calls = 0
+        self._spent = 0.0
+        self._finished_since_user = False
 
     # -- the log ---------------------------------------------------------------------------
 
@@ -77,7 +89,31 @@ class AgentController:
         now = time.monotonic()
         for event in fresh:
             self._seen_at[event.seq] = now
+            self._track(event)
         self.events.extend(fresh)
+
+    def _track(self, event: RecordedEvent) -> None:
+        kind = event.kind
+        if event.cause is not None:
+            self._caused.add(event.cause)
+            if event.source == "environment":
+                self._awaiting.pop(event.cause, None)
+        if kind == "agent.state":
+            if event.source == "agent":
+                self._state = (event.payload["state"], event.payload.get("reason", ""))
+            elif event.source == "user":
+                self._request = (event.payload["state"], event.seq)
+        elif kind == "message" and event.source == "user":
+            self._last_user_message = event
+            self._finished_since_user = False
+        elif kind == "llm.call":
+            self._last_call = event
+            self._calls += 1
+            self._spent += event.payload.get("cost_usd") or 0.0
+        elif kind in AWAITED and event.seq not in self._caused:
+            self._awaiting[event.seq] = event
+        elif kind == "finish":
+            self._finished_since_user = True
 
     async def _record(self, recorded: list[RecordedEvent]) -> None:
         """Take in what we just appended; read instead if someone else wrote in between."""
@@ -88,17 +124,11 @@ class AgentController:
             await self._catch_up()
 
     def _agent_state(self) -> tuple[AgentStateName | None, str]:
-        for event in reversed(self.events):
-            if event.kind == "agent.state" and event.source == "agent":
-                return event.payload["state"], event.payload.get("reason", "")
-        return None, ""
+        return self._state
 
     def _user_request(self) -> tuple[str | None, int]:
         """The user's latest steering (paused / running / stopped) and its seq."""
-        for event in reversed(self.events):
-            if event.kind == "agent.state" and event.source == "user":
-                return event.payload["state"], event.seq
-        return None, 0
+        return self._request
 
     async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
         if self._agent_state() != (state, reason):
@@ -117,26 +147,33 @@ class AgentController:
         return None
 
     def _unprocessed_call(self) -> RecordedEvent | None:
-        call = self._last("llm.call")
-        if call is None or call.payload.get("error"):
-            return None
-        if any(e.cause == call.seq for e in self.events[-50:] if e.seq > call.seq):
+        call = self._last_call
+        if call is None or call.payload.get("error") or call.seq in self._caused:
             return None
         return call
 
     def _pending(self) -> list[RecordedEvent]:
-        answered = {e.cause for e in self.events if e.source == "environment" and e.cause}
-        return [e for e in self.events if e.kind in AWAITED and e.seq not in answered]
+        return list(self._awaiting.values())
 
-    def _since_user(self) -> list[RecordedEvent]:
-        message = self._last("message", "user")
-        return [e for e in self.events if message is None or e.seq > message.seq]
+    def _since_user(self, limit: int | None = None) -> list[RecordedEvent]:
+        """Events after the last user message (at most the last ``limit``)."""
+        start = self._index_after(self._last_user_message.seq if self._last_user_message else 0)
+        if limit is not None:
+            start = max(start, len(self.events) - limit)
+        return self.events[start:]
+
+    def _index_after(self, seq: int) -> int:
+        """Index in self.events of the first event after ``seq`` (events are seq-ordered)."""
+        if not self.events:
+            return 0
+        offset = self.events[0].seq
+        return min(max(seq - offset + 1, 0), len(self.events))
 
     def _iterations(self) -> int:
-        return sum(1 for e in self.events if e.kind == "llm.call")
+        return self._calls
 
     def _cost(self) -> float:
-        return sum(e.payload.get("cost_usd") or 0.0 for e in self.events if e.kind == "llm.call")
+        return self._spent
 
     # -- running ---------------------------------------------------------------------------
 
@@ -170,12 +207,12 @@ class AgentController:
         if self._pending():
             await self._answer_overdue()
             return None
-        recent = self._since_user()
-        if not any(e.kind == "message" and e.source == "user" for e in self.events):
+        if self._last_user_message is None:
             return None  # nothing asked yet
-        if any(e.kind == "finish" for e in recent):
+        if self._finished_since_user:
             await self._set_state("finished", "the agent called finish")
             return "finished"
+        recent = self._since_user(limit=STUCK_WINDOW)
         if recent and recent[-1].kind == "message" and recent[-1].source == "agent":
             await self._set_state("awaiting_user_input", "the agent asked for your input")
             return "awaiting_user_input"

@@ -70,11 +70,17 @@ def to_messages(
     cache = {} if cache is None else cache
     by_tool_call: dict[str, RecordedEvent] = {}
     observations: dict[int, RecordedEvent] = {}
-    for event in events:
-        if event.kind in ACTION_KINDS and event.payload.get("tool_call_id"):
-            by_tool_call[event.payload["tool_call_id"]] = event
-        if event.kind in OBSERVATION_KINDS and event.cause is not None:
-            observations[event.cause] = event
+    indexed = False
+
+    def index() -> None:  # only needed for turns not built before
+        nonlocal indexed
+        for event in events:
+            if event.kind in ACTION_KINDS and event.payload.get("tool_call_id"):
+                by_tool_call[event.payload["tool_call_id"]] = event
+            if event.kind in OBSERVATION_KINDS and event.cause is not None:
+                observations[event.cause] = event
+        indexed = True
+
     forget_before = 0
     forgotten = 0
     for event in events:
@@ -107,6 +113,8 @@ def to_messages(
                 noted = True
             turn = cache.get(event.seq)
             if turn is None:
+                if not indexed:
+                    index()
                 turn = _turn(event, by_tool_call, observations)
                 if all(m.get("content") != PENDING for m in turn):  # final: safe to keep
                     cache[event.seq] = turn
