@@ -178,7 +178,7 @@ class EventStore:
             raise translate_error(exc, session_id, expected_seq) from None
         recorded = recorded_from_result(session_id, batch, rows)
         last_seq = recorded[-1].seq
-        self.notifier.announce(str(session_id), last_seq)  # this process's subscribers: now
+        self.notifier.announce(str(session_id), last_seq, recorded)  # ours: now, no read
         self._announcer.announce(str(session_id), last_seq)  # everyone else: NOTIFY
         return recorded
 

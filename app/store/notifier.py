@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
 
+from app.store.records import RecordedEvent
 from app.store.transient import TRANSIENT_ERRORS
 
 CHANNEL = "chronicle_events"
@@ -23,20 +25,43 @@ NOTIFY_SQL = f"SELECT pg_notify('{CHANNEL}', payload) FROM unnest($1::text[]) AS
 log = logging.getLogger(__name__)
 
 
+#: Events this process appended are handed to its own subscribers (no read needed); a
+#: subscriber that falls further behind than this reads the table instead.
+MAX_OFFERED = 1000
+
+
 class Wakeup:
-    """A subscriber's doorbell: remembers the highest seq announced and whether to re-read."""
+    """A subscriber's doorbell: remembers the highest seq announced and whether to re-read,
+    and holds the events this process itself just recorded for the session."""
 
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self.latest_seq = 0
         self.must_read = True
+        self.offered: deque[RecordedEvent] = deque(maxlen=MAX_OFFERED)
 
-    def ring(self, seq: int | None = None) -> None:
+    def ring(self, seq: int | None = None, events: Sequence[RecordedEvent] = ()) -> None:
         if seq is None:
             self.must_read = True
         elif seq > self.latest_seq:
             self.latest_seq = seq
+        self.offered.extend(events)
         self._event.set()
+
+    def take_offered(self, after_seq: int) -> list[RecordedEvent]:
+        """The offered events that continue exactly from ``after_seq``, in order."""
+        taken: list[RecordedEvent] = []
+        expected = after_seq + 1
+        while self.offered:
+            event = self.offered[0]
+            if event.seq < expected:
+                self.offered.popleft()
+            elif event.seq == expected:
+                taken.append(self.offered.popleft())
+                expected += 1
+            else:
+                break  # a gap (another process wrote in between): read the table
+        return taken
 
     def clear(self) -> None:
         self._event.clear()
@@ -101,10 +126,12 @@ class Notifier:
             if not watchers:
                 del self._sessions[session_id]
 
-    def announce(self, session_id: str, last_seq: int) -> None:
-        """Ring the watchers of a session (also used for this process's own appends)."""
+    def announce(
+        self, session_id: str, last_seq: int, events: Sequence[RecordedEvent] = ()
+    ) -> None:
+        """Ring the watchers of a session; this process's own appends bring their events."""
         for wakeup in self._sessions.get(session_id, ()):
-            wakeup.ring(last_seq)
+            wakeup.ring(last_seq, events)
         for wakeup in self._all:
             wakeup.ring(None)
 

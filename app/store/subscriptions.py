@@ -42,6 +42,7 @@ class Subscription:
         self._wakeup: Wakeup | None = store.notifier.watch(watch_key)
         self._buffer: deque[RecordedEvent] = deque()
         self._closed = False
+        self._must_read = True
 
     def __aiter__(self) -> Self:
         return self
@@ -70,6 +71,7 @@ class Subscription:
         await self._before_next()
         while not self._buffer:
             wakeup = self._wakeup
+            self._must_read = wakeup.must_read  # a reconnect or a fallback poll: read the table
             wakeup.clear()
             page = await self._read_retrying()
             if page:
@@ -120,13 +122,20 @@ class SessionSubscription(Subscription):
         self.cursor = after_seq
 
     async def _read_page(self) -> list[RecordedEvent]:
+        assert self._wakeup is not None
+        # This process's own appends arrive with their events: no read when they continue
+        # exactly where we are and nothing else is known to be missing.
+        offered = self._wakeup.take_offered(self._read_cursor)
+        if offered and not self._must_read and self._wakeup.latest_seq <= offered[-1].seq:
+            self._read_cursor = offered[-1].seq
+            return offered
         page = await self._store.read(self.session_id, after_seq=self._read_cursor, limit=PAGE_SIZE)
         if page:
             self._read_cursor = page[-1].seq
         return page
 
     def _has_news(self, wakeup: Wakeup) -> bool:
-        return wakeup.latest_seq > self._read_cursor
+        return wakeup.latest_seq > self._read_cursor or bool(wakeup.offered)
 
     def _advance(self, event: RecordedEvent) -> None:
         self.cursor = event.seq
