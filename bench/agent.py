@@ -120,11 +120,11 @@ async def history_rebuild(store: EventStore) -> tuple[float, int]:
     await store.append(session, [Message(content="a long task")])
     seq = 1
     for step in range(HISTORY_STEPS):
-        call = LlmCall(
-            model="m", fingerprint=f"f{step}", prompt=[], cause=seq,
-            response=LlmResponse(tool_calls=[ToolCall(id=f"c{step}", name="execute_bash",
-                                                      arguments=json.dumps({"command": f"echo {step}"}))]),
-        )  # fmt: skip
+        arguments = json.dumps({"command": f"echo {step}"})
+        response = LlmResponse(
+            tool_calls=[ToolCall(id=f"c{step}", name="execute_bash", arguments=arguments)]
+        )
+        call = LlmCall(model="m", fingerprint=f"f{step}", prompt=[], cause=seq, response=response)
         run = Run(command=f"echo {step}", tool_call_id=f"c{step}", cause=seq + 1)
         output = RunOutput(output=f"{step}\n" * 20, exit_code=0, cause=seq + 2)
         await store.append(session, [call, run, output], expected_seq=seq)

@@ -28,8 +28,9 @@ async def test_pause_then_resume_then_stop(
     settings = settings_for(fake_llm, tmp_path)
     session = uuid.uuid4()
 
-    async def pause_soon() -> None:
-        await asyncio.sleep(0.2)
+    async def pause_soon() -> None:  # while the first model call is in flight
+        while not fake_llm.requests:
+            await asyncio.sleep(0.02)
         await store.append(session, [AgentState(state="paused", source="user")])
 
     pausing = asyncio.create_task(pause_soon())
