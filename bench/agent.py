@@ -33,7 +33,7 @@ from app.llm import LlmConfig, LlmGateway
 from app.runtime import LocalRuntime
 from app.runtime.executor import Executor
 from app.store import EventStore
-from bench.harness import Measurement, median, print_table, save_results, throwaway_database
+from bench.harness import Measurement, median, report, throwaway_database
 
 STEPS = 300
 HISTORY_STEPS = 1000
@@ -186,13 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with throwaway_database(args.url) as url:
         rows = asyncio.run(run(url))
-    path = save_results("agent", rows, {})
-    if args.json:
-        print(json.dumps([row.model_dump() for row in rows], indent=2))
-    else:
-        print_table("Agent (baseline: raw single-event appends per second, same run)", rows)
-        print(f"\nresults: {path}")
-    return 0 if all(row.met for row in rows) else 1
+    title = "Agent (baseline: raw single-event appends per second, same run)"
+    return report("agent", title, rows, as_json=args.json)
 
 
 if __name__ == "__main__":

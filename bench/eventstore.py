@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import sys
 import time
@@ -33,8 +32,7 @@ from bench.harness import (
     Stopwatch,
     median,
     percentile,
-    print_table,
-    save_results,
+    report,
     throwaway_database,
 )
 
@@ -287,13 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with throwaway_database(args.url) as url:
         rows = asyncio.run(run(url))
-    path = save_results("eventstore", rows, {"machine_note": "ratios are the stable part"})
-    if args.json:
-        print(json.dumps([row.model_dump() for row in rows], indent=2))
-    else:
-        print_table("Event store (baseline = raw asyncpg on the same server, same run)", rows)
-        print(f"\nresults: {path}")
-    return 0 if all(row.met for row in rows) else 1
+    title = "Event store (baseline = raw asyncpg on the same server, same run)"
+    return report("eventstore", title, rows, as_json=args.json)
 
 
 if __name__ == "__main__":

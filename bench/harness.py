@@ -99,3 +99,19 @@ def save_results(name: str, rows: list[Measurement], extra: dict) -> Path:
     path = RESULTS_DIR / f"{name}.json"
     path.write_text(json.dumps({"rows": [r.model_dump() for r in rows], **extra}, indent=2))
     return path
+
+
+def report(
+    name: str, title: str, rows: list[Measurement], *, as_json: bool, extra: dict | None = None
+) -> int:
+    """Save the results, print them (a table, or JSON), and exit 0 only if every target is met."""
+    path = save_results(name, rows, extra or {})
+    if as_json:
+        print(json.dumps([row.model_dump() for row in rows], indent=2))
+    else:
+        print_table(title, rows)
+        for key, value in (extra or {}).items():
+            if value:
+                print(f"\n{key}: {value}")
+        print(f"\nresults: {path}")
+    return 0 if all(row.met for row in rows) else 1

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from app.events import Run
 from app.runtime import LocalRuntime, Runtime
 from app.runtime.docker import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
-from bench.harness import Measurement, median, print_table, save_results
+from bench.harness import Measurement, median, report
 
 
 def ms(seconds: float) -> float:
@@ -172,15 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     args = parser.parse_args(argv)
     rows, docker_skipped = asyncio.run(run())
-    path = save_results("runtime", rows, {"docker_skipped": docker_skipped})
-    if args.json:
-        print(json.dumps([row.model_dump() for row in rows], indent=2))
-    else:
-        print_table("Runtime (baselines: raw subprocess, raw docker exec; same run)", rows)
-        if docker_skipped:
-            print(f"\nDocker part skipped: {docker_skipped}")
-        print(f"\nresults: {path}")
-    return 0 if all(row.met for row in rows) else 1
+    title = "Runtime (baselines: raw subprocess, raw docker exec; same run)"
+    return report(
+        "runtime", title, rows, as_json=args.json, extra={"Docker part skipped": docker_skipped}
+    )
 
 
 if __name__ == "__main__":
