@@ -45,17 +45,26 @@ class CodeActAgent:
         events: list[RecordedEvent],
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
     ) -> LlmReply:
-        """Ask the model what to do next; the call is recorded as an llm.call event."""
+        """Ask the model what to do next. The llm.call comes back unrecorded: the controller
+        appends it together with the actions it leads to (one write per step)."""
         cause = events[-1].seq if events else None
         return await self.gateway.complete(
-            session_id, self.messages(events), self.tools(), cause=cause, on_retry=on_retry
+            session_id,
+            self.messages(events),
+            self.tools(),
+            cause=cause,
+            on_retry=on_retry,
+            record=False,
         )
 
     def decide(self, llm_call: RecordedEvent) -> list[Event]:
-        """The events a recorded model response leads to (deterministic, so resumable):
-        one action per valid tool call, one error for the invalid ones, or, without tool
-        calls, the agent's message to the user."""
-        response = llm_call.payload.get("response", {})
+        """The events a recorded model call leads to (deterministic, so resumable)."""
+        return self.consequences(llm_call.payload.get("response", {}), llm_call.seq)
+
+    def consequences(self, response: dict[str, Any], call_seq: int) -> list[Event]:
+        """What a model response leads to: one action per valid tool call, one error for the
+        invalid ones, or, without tool calls, the agent's message to the user; each with
+        ``cause`` = the call's seq."""
         content = response.get("content") or ""
         events: list[Event] = []
         problems: list[tuple[str, str]] = []
@@ -66,16 +75,16 @@ class CodeActAgent:
             except InvalidToolCall as exc:
                 problems.append((call.id, str(exc)))
                 continue
-            events.append(action.model_copy(update={"cause": llm_call.seq}))
+            events.append(action.model_copy(update={"cause": call_seq}))
         if problems:
             events.append(
                 ErrorObservation(
                     message="; ".join(message for _, message in problems),
                     error_type="invalid_tool_call",
                     tool_call_id=problems[0][0],
-                    cause=llm_call.seq,
+                    cause=call_seq,
                 )
             )
         if not response.get("tool_calls"):
-            events.append(Message(content=content, source="agent", cause=llm_call.seq))
+            events.append(Message(content=content, source="agent", cause=call_seq))
         return events

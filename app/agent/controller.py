@@ -17,18 +17,18 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from app.agent.codeact import CodeActAgent
 from app.agent.stuck import StuckConfig, detect
-from app.events import AgentState, Condensation, ErrorObservation
+from app.events import AgentState, Condensation, ErrorObservation, LlmCall
 from app.events.conversation import AgentStateName
 from app.llm import LlmError
 from app.llm.retry import Failure
-from app.store import EventStore, RecordedEvent
+from app.store import ConcurrencyError, EventStore, RecordedEvent
 from app.store.subscriptions import SessionSubscription
 
 log = logging.getLogger(__name__)
@@ -242,8 +242,22 @@ class AgentController:
                 return None
             await self._set_state("error", f"the model call failed: {exc.message}")
             return "error"
-        await self._record([reply.event])
+        await self._record_step(reply.call, reply.call.payload()["response"])
         return None
+
+    async def _record_step(self, call: LlmCall, response: dict[str, Any]) -> None:
+        """Append the model call and its actions as one batch: the call takes the next seq,
+        and the actions name it as their cause."""
+        while True:
+            seq = (self.events[-1].seq if self.events else 0) + 1
+            batch = [call, *self.agent.consequences(response, seq)]
+            try:
+                recorded = await self.store.append(self.session_id, batch, expected_seq=seq - 1)
+            except ConcurrencyError:
+                await self._catch_up()  # an observation or a user message came in between
+                continue
+            await self._record(recorded)
+            return
 
     async def _retrying(self, failure: Failure, wait: float) -> None:
         if failure.kind == "rate_limited":

@@ -34,11 +34,13 @@ ON CONFLICT (hash) DO NOTHING
 
 
 class LlmReply(BaseModel):
-    """What the agent gets back: the recorded event and the parsed answer."""
+    """What the agent gets back: the llm.call (recorded, or for the caller to append together
+    with what it decides) and the parsed answer."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
-    event: RecordedEvent
+    call: LlmCall
+    event: RecordedEvent | None
     content: str | None
     tool_calls: list[ToolCall]
     finish_reason: str | None
@@ -91,10 +93,13 @@ class LlmGateway:
         *,
         cause: int | None = None,
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
+        record: bool = True,
     ) -> LlmReply:
         """Call the model and record the call; raise ``LlmError`` when it failed for good.
 
-        ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
+        ``on_retry(failure, wait)`` hears about each retryable failure before the wait. With
+        ``record=False`` a successful call is returned unrecorded, for the caller to append in
+        one batch with its consequences (a failed call is always recorded here).
         """
         native = self.native_tool_calling()
         sent = messages if native or not tools else to_prompt_messages(messages, tools)
@@ -137,13 +142,17 @@ class LlmGateway:
                     await asyncio.sleep(wait)
         await storing  # stored before the event that names them
         content, tool_calls, finish, usage, cost = self._read(response, tools, native)
-        event = await self._record(
-            session_id, cause, request_fingerprint, prompt_hashes, tools_hash, native, params,
-            attempts, started,
-            response=LlmResponse(content=content, tool_calls=tool_calls, finish_reason=finish),
-            usage=usage, cost=cost,
+        answer = LlmResponse(content=content, tool_calls=tool_calls, finish_reason=finish)
+        call = self._event(
+            cause, request_fingerprint, prompt_hashes, tools_hash, native, params, attempts,
+            started, response=answer, usage=usage, cost=cost,
         )  # fmt: skip
-        return LlmReply(event=event, content=content, tool_calls=tool_calls, finish_reason=finish)
+        event = None
+        if record:
+            [event] = await self.store.append(session_id, [call])
+        return LlmReply(
+            call=call, event=event, content=content, tool_calls=tool_calls, finish_reason=finish
+        )
 
     async def _call(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
@@ -233,12 +242,32 @@ class LlmGateway:
         attempts: int,
         started: float,
         *,
+        error: str,
+    ) -> RecordedEvent:
+        call = self._event(
+            cause, request_fingerprint, prompt, tools_hash, native, params, attempts, started,
+            error=error,
+        )  # fmt: skip
+        [recorded] = await self.store.append(session_id, [call])
+        return recorded
+
+    def _event(
+        self,
+        cause: int | None,
+        request_fingerprint: str,
+        prompt: list[str],
+        tools_hash: str,
+        native: bool,
+        params: dict[str, Any],
+        attempts: int,
+        started: float,
+        *,
         response: LlmResponse | None = None,
         usage: LlmUsage | None = None,
         cost: float | None = None,
         error: str | None = None,
-    ) -> RecordedEvent:
-        call = LlmCall(
+    ) -> LlmCall:
+        return LlmCall(
             model=self.config.model,
             params={**params, "base_url": self.config.base_url},
             fingerprint=request_fingerprint,
@@ -253,5 +282,3 @@ class LlmGateway:
             error=error,
             cause=cause,
         )
-        [recorded] = await self.store.append(session_id, [call])
-        return recorded
