@@ -180,6 +180,8 @@ class AgentController:
     async def run(self) -> Outcome:
         """Drive the session until it finishes, needs the user, stops, or fails."""
         await self._catch_up()
+        if self._state[0] is None:
+            await self._set_state("loading", "reading the session")
         async with self.store.subscribe(
             self.session_id, after_seq=self.events[-1].seq if self.events else 0
         ) as stream:

@@ -120,4 +120,4 @@ async def test_rate_limit_shows_as_a_state_then_goes_on(
     )
     assert outcome == "finished"
     states = [e.payload["state"] for e in await store.read(session) if e.kind == "agent.state"]
-    assert states == ["running", "rate_limited", "finished"]
+    assert states == ["loading", "running", "rate_limited", "finished"]
