@@ -52,6 +52,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "verify": log_cli.verify,
         "append": log_cli.append,
         "demo": log_cli.demo,
+        "sessions": log_cli.sessions,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

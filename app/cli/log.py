@@ -42,6 +42,10 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
     commands.add_parser("demo", help="record a short example session and print it")
 
+    sessions = commands.add_parser("sessions", help="the latest sessions, one line each")
+    sessions.add_argument("--limit", type=int, default=20)
+    sessions.add_argument("--json", action="store_true", help="one JSON object per line")
+
 
 async def _open(settings: Settings) -> EventStore:
     return await EventStore.open(await ensure_database_async(settings), settings=settings)
@@ -128,4 +132,25 @@ async def demo(args: argparse.Namespace, settings: Settings) -> int:
         f"\nsession {session} recorded. Try:\n"
         f"  chronicle events {session} --json\n  chronicle verify {session}"
     )
+    return 0
+
+
+async def sessions(args: argparse.Namespace, settings: Settings) -> int:
+    from app.sessions.summary import recent_sessions
+
+    async with await _open(settings) as store:
+        found = await recent_sessions(store, args.limit)
+    if not found:
+        print("no sessions yet (`chronicle demo` records one)", file=sys.stderr)
+        return 0
+    for summary in found:
+        if args.json:
+            print(summary.model_dump_json())
+            continue
+        when = summary.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+        state = summary.state or "-"
+        print(
+            f"{summary.id}  {when}  {state:<19} {summary.events:>6} events  "
+            f"{summary.model_calls:>4} calls  ${summary.cost_usd:.4f}  {summary.title or ''}"
+        )
     return 0

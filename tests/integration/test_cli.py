@@ -139,3 +139,17 @@ def test_settings_come_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.Monk
     settings = Settings()
     assert settings.max_event_bytes == 4096
     assert settings.poll_interval == 0.75  # the environment wins over the file
+
+
+def test_sessions_lists_the_latest_with_state_and_cost(env: dict[str, str]) -> None:
+    assert "no sessions yet" in chronicle("sessions", env=env).stderr
+    demo = chronicle("demo", env=env)
+    session = next(w for w in demo.stdout.split() if w.count("-") == 4)
+    listed = chronicle("sessions", env=env)
+    assert listed.returncode == 0 and session in listed.stdout
+    assert "finished" in listed.stdout and "demo: a recorded session" in listed.stdout
+    [row] = [
+        json.loads(line) for line in chronicle("sessions", "--json", env=env).stdout.splitlines()
+    ]
+    assert row["id"] == session and row["events"] == 8 and row["state"] == "finished"
+    assert row["model_calls"] == 0 and row["cost_usd"] == 0
