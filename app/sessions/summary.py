@@ -50,6 +50,6 @@ async def recent_sessions(store: EventStore, limit: int = 20) -> list[SessionSum
             state=row["state"],
             model_calls=row["model_calls"],
             cost_usd=row["cost_usd"],
-        )  # fmt: skip
+        )
         for row in rows
     ]
