@@ -14,7 +14,8 @@ from pathlib import Path
 from app.store import EventStore
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
-SLOW = "echo started >> log.txt; sleep 30; echo slow >> log.txt"
+# &&, not ;: when the process tree is killed, `sleep` may die before bash does.
+SLOW = "echo started >> log.txt && sleep 30 && echo slow >> log.txt"
 
 
 def cli_env(fake: FakeLlmServer, database_url: str, tmp_path: Path) -> dict[str, str]:
