@@ -116,6 +116,22 @@ class LlmGateway:
         )
         started = time.monotonic()
         attempts = 0
+
+        def call_event(**outcome: Any) -> LlmCall:
+            """The llm.call for this request, with how it ended (a response, or an error)."""
+            return LlmCall(
+                model=self.config.model,
+                params={**params, "base_url": self.config.base_url},
+                fingerprint=request_fingerprint,
+                prompt=prompt_hashes,
+                tools=tools_hash,
+                tool_calling="native" if native else "prompt",
+                latency_ms=(time.monotonic() - started) * 1000,
+                attempts=attempts,
+                cause=cause,
+                **outcome,
+            )
+
         async with self._limit():
             while True:
                 attempts += 1
@@ -126,10 +142,7 @@ class LlmGateway:
                     failure = classify(exc)
                     if not failure.retryable or attempts > self.config.retries:
                         await storing
-                        await self._record(
-                            session_id, cause, request_fingerprint, prompt_hashes, tools_hash,
-                            native, params, attempts, started, error=failure.message,
-                        )  # fmt: skip
+                        await self.store.append(session_id, [call_event(error=failure.message)])
                         raise LlmError(failure.kind, failure.message, attempts=attempts) from exc
                     wait = backoff(attempts, self.config.retry_min_wait, self.config.retry_max_wait)
                     if failure.retry_after is not None:
@@ -143,10 +156,7 @@ class LlmGateway:
         await storing  # stored before the event that names them
         content, tool_calls, finish, usage, cost = self._read(response, tools, native)
         answer = LlmResponse(content=content, tool_calls=tool_calls, finish_reason=finish)
-        call = self._event(
-            cause, request_fingerprint, prompt_hashes, tools_hash, native, params, attempts,
-            started, response=answer, usage=usage, cost=cost,
-        )  # fmt: skip
+        call = call_event(response=answer, usage=usage, cost_usd=cost)
         event = None
         if record:
             [event] = await self.store.append(session_id, [call])
@@ -229,56 +239,3 @@ class LlmGateway:
             STORE_MESSAGES_SQL, [h for h, _ in new], [canonical_json(m) for _, m in new]
         )
         self._stored.update(h for h, _ in new)
-
-    async def _record(
-        self,
-        session_id: UUID,
-        cause: int | None,
-        request_fingerprint: str,
-        prompt: list[str],
-        tools_hash: str,
-        native: bool,
-        params: dict[str, Any],
-        attempts: int,
-        started: float,
-        *,
-        error: str,
-    ) -> RecordedEvent:
-        call = self._event(
-            cause, request_fingerprint, prompt, tools_hash, native, params, attempts, started,
-            error=error,
-        )  # fmt: skip
-        [recorded] = await self.store.append(session_id, [call])
-        return recorded
-
-    def _event(
-        self,
-        cause: int | None,
-        request_fingerprint: str,
-        prompt: list[str],
-        tools_hash: str,
-        native: bool,
-        params: dict[str, Any],
-        attempts: int,
-        started: float,
-        *,
-        response: LlmResponse | None = None,
-        usage: LlmUsage | None = None,
-        cost: float | None = None,
-        error: str | None = None,
-    ) -> LlmCall:
-        return LlmCall(
-            model=self.config.model,
-            params={**params, "base_url": self.config.base_url},
-            fingerprint=request_fingerprint,
-            prompt=prompt,
-            tools=tools_hash,
-            tool_calling="native" if native else "prompt",
-            response=response or LlmResponse(),
-            usage=usage or LlmUsage(),
-            cost_usd=cost,
-            latency_ms=(time.monotonic() - started) * 1000,
-            attempts=attempts,
-            error=error,
-            cause=cause,
-        )

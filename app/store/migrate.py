@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from alembic import command
@@ -51,8 +50,3 @@ def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head()
-
-
-async def upgrade_async(url: str, revision: str = "head") -> None:
-    """``upgrade`` off the event loop (alembic is synchronous)."""
-    await asyncio.to_thread(upgrade, url, revision)

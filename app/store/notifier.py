@@ -93,7 +93,6 @@ class Notifier:
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
         self._in_use = asyncio.Lock()  # one statement at a time on the listening connection
-        self.connected = asyncio.Event()
         #: How many times the listening connection was (re)established; 1 after start.
         self.connections_made = 0
 
@@ -166,7 +165,6 @@ class Notifier:
         await connection.add_listener(CHANNEL, self._on_notification)
         self._connection = connection
         self.connections_made += 1
-        self.connected.set()
         # Anything announced while we were not listening is found by a catch-up read.
         self._ring_everyone()
         return lost
@@ -175,7 +173,6 @@ class Notifier:
         backoff = 0.05
         while True:
             await self._wait_until_lost(lost)
-            self.connected.clear()
             self._ring_everyone()
             await self._drop_connection()
             while True:
