@@ -7,18 +7,21 @@ Precedence: explicit arguments > environment > the TOML file > defaults. The TOM
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
 
+from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
 from app.tools.config import McpServerConfig
 
 APP_NAME = "chronicle"
@@ -29,6 +32,18 @@ def default_config_file() -> Path:
     if explicit:
         return Path(explicit)
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def read_secret_file(path: Path) -> str:
+    """A secret kept in a file (first line, surrounding whitespace removed)."""
+    try:
+        text = path.expanduser().read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot read the key file {path}: {exc.strerror or exc}") from None
+    value = text.strip().splitlines()[0].strip() if text.strip() else ""
+    if not value:
+        raise ValueError(f"the key file {path} is empty")
+    return value
 
 
 def default_data_dir() -> Path:
@@ -58,6 +73,9 @@ class Settings(BaseSettings):
     )
     llm_base_url: str | None = Field(default=None, description="an OpenAI-compatible endpoint")
     llm_api_key: SecretStr | None = None
+    llm_api_key_file: Path | None = Field(
+        default=None, description="a file holding the key (safer than the env or --api-key)"
+    )
     llm_api_version: str | None = None
     llm_temperature: float = Field(default=0.0, ge=0)
     llm_max_output_tokens: int | None = Field(default=None, gt=0)
@@ -81,6 +99,10 @@ class Settings(BaseSettings):
     runtime: Literal["local", "docker"] = Field(default="local", description="default runtime")
     sandbox_network: bool = Field(
         default=False, description="let commands in a sandbox use the network"
+    )
+    sandbox_env: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="names of host environment variables passed into sandboxes (none else is)",
     )
     sandbox_base_image: str = Field(
         default="python:3.12-slim-bookworm",
@@ -107,6 +129,49 @@ class Settings(BaseSettings):
     sandbox_reap_after: float = Field(
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
+
+    @field_validator("sandbox_env", mode="before")
+    @classmethod
+    def _names_list(cls, value: object) -> object:
+        """``CHRONICLE_SANDBOX_ENV=GITHUB_TOKEN,NPM_TOKEN`` as well as a TOML list."""
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _key_from_file(self) -> Settings:
+        """``llm_api_key_file`` fills ``llm_api_key`` when no key is given directly."""
+        if self.llm_api_key is None and self.llm_api_key_file is not None:
+            self.llm_api_key = SecretStr(read_secret_file(self.llm_api_key_file))
+        return self
+
+    def known_secrets(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``{value: name}`` of every secret this deployment knows, for masking the log.
+
+        The model key, credentials in the configured URLs, MCP servers' environments and
+        every environment variable named like a secret (KEY, TOKEN, SECRET, PASSWORD).
+        """
+        environ = os.environ if environ is None else environ
+        found = environment_secrets(environ)
+        if self.llm_api_key is not None:
+            found[self.llm_api_key.get_secret_value()] = "CHRONICLE_LLM_API_KEY"
+        found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
+        found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm_base_url))
+        for server in self.mcp_servers:
+            found.update(url_secrets(f"mcp_servers.{server.name}.url", server.url))
+            for name, value in server.env.items():
+                if is_secret_name(name):
+                    found[value] = f"mcp_servers.{server.name}.env.{name}"
+        return found
+
+    def masker(self, environ: Mapping[str, str] | None = None) -> SecretMasker:
+        """The masker every event passes through before it is recorded."""
+        return SecretMasker(self.known_secrets(environ))
+
+    def sandbox_environment(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The host variables the user named in ``sandbox_env`` (missing ones are skipped)."""
+        environ = os.environ if environ is None else environ
+        return {name: environ[name] for name in self.sandbox_env if name in environ}
 
     @classmethod
     def settings_customise_sources(

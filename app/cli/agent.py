@@ -28,7 +28,22 @@ THINKING_AFTER = frozenset(
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="litellm model name, e.g. openai/gpt-4o-mini")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint (local or company model)")
-    parser.add_argument("--api-key", help="the model's API key (never recorded in the log)")
+    parser.add_argument(
+        "--api-key",
+        help="the model's API key; discouraged: other users see it in `ps`. Prefer "
+        "--api-key-file, CHRONICLE_LLM_API_KEY or llm_api_key in the settings file",
+    )
+    parser.add_argument(
+        "--api-key-file", type=Path, metavar="FILE", help="read the model's API key from FILE"
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="pass this host environment variable into the sandbox (repeatable); no other "
+        "variable of yours reaches the sandbox",
+    )
     parser.add_argument(
         "--runtime", choices=["local", "docker"], help="the sandbox (default: local)"
     )
@@ -68,17 +83,37 @@ async def _print_events(store: EventStore, session: uuid.UUID, after: int) -> No
             last_kind = event.kind
 
 
+def session_settings(args: argparse.Namespace, settings: Settings) -> Settings:
+    """The settings with this command's key and sandbox variables, so that the store masks
+    the key like any configured secret."""
+    from app.config import read_secret_file
+
+    update: dict[str, object] = {}
+    if args.api_key:
+        update["llm_api_key"] = SecretStr(args.api_key)
+    elif args.api_key_file:
+        update["llm_api_key"] = SecretStr(read_secret_file(args.api_key_file))
+    if args.env:
+        update["sandbox_env"] = [*settings.sandbox_env, *args.env]
+    return settings.model_copy(update=update) if update else settings
+
+
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.llm import LlmError
     from app.runtime import SandboxError
     from app.sessions.runner import SessionError, SessionOptions, run_session
 
+    try:
+        settings = session_settings(args, settings)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     options = SessionOptions(
         workspace=args.workspace,
         runtime=args.runtime,
         model=args.model,
         base_url=args.base_url,
-        api_key=SecretStr(args.api_key) if args.api_key else None,
+        api_key=settings.llm_api_key,
         max_iterations=args.max_iterations,
         max_cost_usd=args.max_cost,
         stuck_detection=not args.no_stuck_detection,

@@ -64,6 +64,8 @@ class LlmGateway:
         # keeps them); hashing each only once keeps a step's cost flat as a session grows.
         self._hashes: dict[int, tuple[dict[str, Any], str, str]] = {}
         self._stored: set[str] = set()
+        self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def _limit(self) -> asyncio.Semaphore:
         return self._limits.setdefault(
@@ -102,6 +104,8 @@ class LlmGateway:
         one batch with its consequences (a failed call is always recorded here).
         """
         native = self.native_tool_calling()
+        messages = [self._masked(message) for message in messages]
+        tools = self._masked_tools(tools)
         sent = messages if native or not tools else to_prompt_messages(messages, tools)
         params = self._params()
         hashed = [self._hash(message) for message in messages]
@@ -140,6 +144,7 @@ class LlmGateway:
                     break
                 except Exception as exc:
                     failure = classify(exc)
+                    failure = failure._replace(message=self.store.masker.mask_text(failure.message))
                     if not failure.retryable or attempts > self.config.retries:
                         await storing
                         await self.store.append(session_id, [call_event(error=failure.message)])
@@ -220,6 +225,30 @@ class LlmGateway:
             return float(_import_litellm().completion_cost(completion_response=response))
         except Exception:  # a model litellm has no price for
             return None
+
+    def _masked(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The message with known secrets masked (the same object when it holds none).
+
+        Prompts are built from the log, which is masked already; this also covers what did
+        not come from the log (system prompt, tool descriptions), so a secret reaches
+        neither the model nor ``llm_messages``. Computed once per message object.
+        """
+        known = self._masks.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        masker = self.store.masker
+        masked = message
+        if masker and masker.leaks_into_json(canonical_json(message)):
+            masked = masker.mask_value(message)
+        self._masks[id(message)] = (message, masked)
+        return masked
+
+    def _masked_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._tools_masked is not None and self._tools_masked[0] is tools:
+            return self._tools_masked[1]
+        masked = [self._masked(tool) for tool in tools]
+        self._tools_masked = (tools, masked)
+        return masked
 
     def _hash(self, message: dict[str, Any]) -> tuple[str, str]:
         """(content hash, stable hash) of a message, computed once per message object."""

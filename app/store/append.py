@@ -14,6 +14,7 @@ import asyncpg
 
 from app.events import Event, InvalidEventError, parse_event
 from app.events.canonical import CanonicalJsonError, canonicalise
+from app.events.masking import SecretMasker
 from app.store.errors import (
     ConcurrencyError,
     DuplicateEventError,
@@ -40,13 +41,21 @@ class EncodedBatch(NamedTuple):
     payloads: list[dict[str, Any]]
 
 
-def encode_batch(events: Iterable[EventLike], max_event_bytes: int) -> EncodedBatch:
-    """Validate every event and serialise its payload; refuse the whole batch on any error."""
+def encode_batch(
+    events: Iterable[EventLike], max_event_bytes: int, masker: SecretMasker | None = None
+) -> EncodedBatch:
+    """Validate every event and serialise its payload; refuse the whole batch on any error.
+
+    Known secrets in any string of a payload are masked here, at the log's door, before the
+    payload is hashed: nothing recorded can hold them (see app/events/masking.py).
+    """
     batch = EncodedBatch([], [], [], [], [], [], [])
     for index, item in enumerate(events):
         event = parse_event(item)
         try:
             payload, text = canonicalise(event.payload())
+            if masker is not None and masker.leaks_into_json(text):
+                payload, text = canonicalise(masker.mask_value(payload))
         except CanonicalJsonError as exc:
             raise InvalidEventError(
                 f"event {index} ({event.kind}): {exc}", kind=event.kind

@@ -20,6 +20,7 @@ import orjson
 
 from app.config import Settings
 from app.events.canonical import chain_hash
+from app.events.masking import SecretMasker, url_secrets
 from app.store.announcer import Announcer
 from app.store.append import (
     EventLike,
@@ -85,17 +86,32 @@ async def _init_connection(connection: asyncpg.Connection) -> None:
 class EventStore:
     """Owns a connection pool and one listening connection. Open with ``EventStore.open``."""
 
-    def __init__(self, pool: asyncpg.Pool, notifier: Notifier, settings: Settings) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        notifier: Notifier,
+        settings: Settings,
+        masker: SecretMasker | None = None,
+    ) -> None:
         self.pool = pool
         self.notifier = notifier
         self.settings = settings
+        #: Every appended payload passes through it: known secrets never enter the log.
+        self.masker = masker if masker is not None else settings.masker()
         self._announcer = Announcer(notifier.notify)
         self._coalescer = AppendCoalescer(pool)
 
     @classmethod
-    async def open(cls, dsn: str, *, settings: Settings | None = None) -> Self:
+    async def open(
+        cls, dsn: str, *, settings: Settings | None = None, masker: SecretMasker | None = None
+    ) -> Self:
+        """Connect; ``masker`` defaults to the secrets the settings and environment know,
+        plus the password of ``dsn`` itself."""
         settings = settings or Settings()
         url = asyncpg_dsn(dsn)
+        masker = (masker if masker is not None else settings.masker()).with_secrets(
+            url_secrets("database", url)
+        )
         try:
             pool = await asyncpg.create_pool(
                 url,
@@ -120,7 +136,7 @@ class EventStore:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, notifier, settings)
+        return cls(pool, notifier, settings, masker)
 
     async def close(self) -> None:
         await self._announcer.close()
@@ -161,7 +177,7 @@ class EventStore:
         (same event_ids) returns the recorded events and writes nothing, which also makes a
         retry after a lost connection safe.
         """
-        batch = encode_batch(events, self.settings.max_event_bytes)
+        batch = encode_batch(events, self.settings.max_event_bytes, self.masker)
         if not batch.event_ids:
             return []
         try:

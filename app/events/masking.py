@@ -1,0 +1,152 @@
+"""Secrets never enter the log: known secret values are replaced before an event is recorded.
+
+A value is known to be secret when the deployment says so — a configured key, an
+environment variable whose name says KEY, TOKEN, SECRET or PASSWORD, the credentials in a
+URL. Every string of every payload is searched for every known value; a hit becomes
+``[secret NAME]`` (the name says which secret it was, never its value). Masking happens at the
+log's door (the event store) and before prompt messages are hashed, so what the model, the
+log and ``verify`` see is the same masked text.
+
+Short values are not treated as secrets: ``MAX_TOKENS=4096`` or ``USE_KEYRING=true`` would
+otherwise blank out every ``4096`` and ``true`` in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+#: Environment variable names whose values are secrets.
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: Values shorter than this are never masked (too likely to occur by chance).
+MIN_SECRET_LENGTH = 8
+#: Names that match SECRET_NAME but hold no secret.
+NOT_SECRET_NAMES = frozenset({"CHRONICLE_ANCHOR_KEY_FILE", "CHRONICLE_LLM_API_KEY_FILE"})
+
+
+def placeholder(name: str) -> str:
+    """What a secret is replaced by."""
+    return f"[secret {name}]"
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(SECRET_NAME.search(name)) and name.upper() not in NOT_SECRET_NAMES
+
+
+def worth_masking(value: str) -> bool:
+    """A value long and irregular enough that finding it in text means the secret leaked."""
+    stripped = value.strip()
+    if len(stripped) < MIN_SECRET_LENGTH:
+        return False
+    if stripped.isdigit() or stripped.lower() in ("true", "false", "none", "null"):
+        return False
+    return not stripped.startswith("/")  # a path (KEY_FILE=/etc/...) is not the secret
+
+
+def url_secrets(name: str, url: str | None) -> dict[str, str]:
+    """The password (and a token-like user name) in ``scheme://user:password@host/...``."""
+    if not url or "@" not in url:
+        return {}
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return {}
+    found: dict[str, str] = {}
+    if password:
+        found[password] = f"{name} password"
+        found[unquote(password)] = f"{name} password"
+    elif parts.scheme in ("http", "https") and _token_like(parts.username):
+        found[str(parts.username)] = f"{name} credentials"  # https://TOKEN@host
+    return found
+
+
+def _token_like(user: str | None) -> bool:
+    """A URL user name that is really a token (long, with digits), not a login name."""
+    return bool(user) and len(str(user)) >= 20 and any(c.isdigit() for c in str(user))
+
+
+def environment_secrets(environ: Mapping[str, str]) -> dict[str, str]:
+    """``{value: name}`` for variables named like secrets, and credentials in URL variables."""
+    found: dict[str, str] = {}
+    for name, value in environ.items():
+        if is_secret_name(name):
+            found[value] = name
+        if "://" in value:
+            found.update(url_secrets(name, value))
+    return found
+
+
+class SecretMasker:
+    """Replaces known secret values in text and in JSON-like values. Immutable once built."""
+
+    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+        """``secrets`` maps each secret value to the name shown in its place."""
+        usable = {
+            v: n for v, n in (secrets or {}).items() if isinstance(v, str) and worth_masking(v)
+        }
+        self._names = dict(usable)
+        # Longest first, so a secret that contains another is replaced whole.
+        ordered = sorted(usable, key=len, reverse=True)
+        self._raw = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        # The same values as they appear inside JSON strings (quotes, backslashes escaped).
+        escaped = {json.dumps(v, ensure_ascii=False)[1:-1] for v in ordered}
+        self._json = (
+            re.compile("|".join(map(re.escape, sorted(escaped, key=len, reverse=True))))
+            if escaped
+            else None
+        )
+
+    @classmethod
+    def merged(cls, *sources: Mapping[str, str] | None) -> SecretMasker:
+        combined: dict[str, str] = {}
+        for source in sources:
+            combined.update(source or {})
+        return cls(combined)
+
+    def with_secrets(self, secrets: Mapping[str, str]) -> SecretMasker:
+        """A masker that knows these secrets too."""
+        return SecretMasker({**self._names, **secrets})
+
+    @property
+    def names(self) -> list[str]:
+        """Which secrets it knows (their names, for diagnostics; never the values)."""
+        return sorted(set(self._names.values()))
+
+    def __bool__(self) -> bool:
+        return self._raw is not None
+
+    def mask_text(self, text: str) -> str:
+        if self._raw is None or not text:
+            return text
+        return self._raw.sub(lambda m: placeholder(self._names[m.group(0)]), text)
+
+    def leaks_into_json(self, json_text: str) -> bool:
+        """Does this JSON text contain a known secret? (The cheap test before masking.)"""
+        return self._json is not None and self._json.search(json_text) is not None
+
+    def mask_value(self, value: Any) -> Any:
+        """``value`` with every string in it (keys too) masked; unchanged objects are reused."""
+        if self._raw is None:
+            return value
+        return self._mask(value)
+
+    def _mask(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.mask_text(value)
+        if isinstance(value, Mapping):
+            return {
+                self.mask_text(k) if isinstance(k, str) else k: self._mask(v)
+                for k, v in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self._mask(item) for item in value]
+        return value
+
+
+def secrets_from(pairs: Iterable[tuple[str, str | None]]) -> dict[str, str]:
+    """``{value: name}`` for the given (name, value) pairs that have a value."""
+    return {value: name for name, value in pairs if value}
