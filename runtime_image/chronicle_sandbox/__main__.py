@@ -1,7 +1,8 @@
-"""python3 -m chronicle_sandbox --workspace DIR [--host H] [--port P] [--no-confine]
+"""python3 -m chronicle_sandbox --workspace DIR [--token-file F] [--host H] [--port P] ...
 
-The token is read from CHRONICLE_SANDBOX_TOKEN and removed from the environment before the
-shell starts, so commands in the sandbox never see it.
+The token is read from ``--token-file`` (which is then deleted) or, as a fallback, from
+CHRONICLE_SANDBOX_TOKEN (removed from the environment); either way before the shell starts,
+so commands in the sandbox never see it, and it never appears on a command line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,22 @@ from .files import Files
 from .jail import bubblewrap_prefix
 from .server import SandboxState, serve
 from .shell import Shell
+
+
+def read_token(token_file: str | None) -> str:
+    """The token from ``token_file`` (deleted once read) or the environment (removed from it)."""
+    from_env = os.environ.pop("CHRONICLE_SANDBOX_TOKEN", "")
+    if not token_file:
+        return from_env
+    with open(token_file, encoding="utf-8") as handle:
+        token = handle.read().strip()
+    try:
+        os.unlink(token_file)  # commands in the sandbox must not find it
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise OSError(f"{token_file} was read but cannot be deleted ({exc})") from None
+    return token
 
 
 def main() -> int:
@@ -39,10 +56,20 @@ def main() -> int:
     parser.add_argument(
         "--network", action="store_true", help="let the jailed shell use the network"
     )
+    parser.add_argument(
+        "--token-file", help="read the token from this file, then delete it (preferred)"
+    )
     args = parser.parse_args()
-    token = os.environ.pop("CHRONICLE_SANDBOX_TOKEN", "")
+    try:
+        token = read_token(args.token_file)
+    except OSError as exc:
+        print(f"chronicle_sandbox: token file: {exc}", file=sys.stderr)
+        return 2
     if not token:
-        print("chronicle_sandbox: set CHRONICLE_SANDBOX_TOKEN", file=sys.stderr)
+        print(
+            "chronicle_sandbox: give the token in --token-file or CHRONICLE_SANDBOX_TOKEN",
+            file=sys.stderr,
+        )
         return 2
     workspace = os.path.abspath(args.workspace)
     os.makedirs(workspace, exist_ok=True)
