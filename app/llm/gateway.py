@@ -25,13 +25,6 @@ from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import parse_tool_calls, to_prompt_messages
 from app.store import EventStore, RecordedEvent
 
-STORE_MESSAGES_SQL = """
-INSERT INTO llm_messages (hash, message)
-SELECT decode(t.hash, 'hex'), t.message::jsonb
-FROM unnest($1::text[], $2::text[]) AS t(hash, message)
-ON CONFLICT (hash) DO NOTHING
-"""
-
 
 class LlmReply(BaseModel):
     """What the agent gets back: the llm.call (recorded, or for the caller to append together
@@ -260,11 +253,9 @@ class LlmGateway:
         return content, stable
 
     async def _store_messages(self, messages: list[dict[str, Any]], hashes: list[str]) -> None:
-        """Insert the messages this gateway has not stored yet (the table ignores repeats)."""
+        """Store the messages this gateway has not stored yet (the store ignores repeats)."""
         new = [(h, m) for h, m in zip(hashes, messages, strict=True) if h not in self._stored]
         if not new:
             return
-        await self.store.pool.execute(
-            STORE_MESSAGES_SQL, [h for h, _ in new], [canonical_json(m) for _, m in new]
-        )
+        await self.store.put_messages([h for h, _ in new], [canonical_json(m) for _, m in new])
         self._stored.update(h for h, _ in new)

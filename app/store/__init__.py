@@ -2,6 +2,7 @@
 
 from app.store.errors import (
     ConcurrencyError,
+    ContentMismatchError,
     DatabaseUnavailableError,
     DuplicateEventError,
     EventTooLargeError,
@@ -13,6 +14,7 @@ from app.store.records import Position, RecordedEvent, VerifyReport
 
 __all__ = [
     "ConcurrencyError",
+    "ContentMismatchError",
     "DatabaseUnavailableError",
     "DuplicateEventError",
     "EventStore",

@@ -17,6 +17,7 @@ from app.events.canonical import CanonicalJsonError, canonicalise
 from app.events.masking import SecretMasker
 from app.store.errors import (
     ConcurrencyError,
+    ContentMismatchError,
     DuplicateEventError,
     EventTooLargeError,
     StoreError,
@@ -101,7 +102,7 @@ def recorded_from_result(
 
 
 class DatabaseRefusal(Protocol):
-    """What the database said when it refused an append (asyncpg's error fields)."""
+    """What the database said when it refused a write (asyncpg's error fields)."""
 
     sqlstate: str
     message: str
@@ -109,19 +110,46 @@ class DatabaseRefusal(Protocol):
     constraint_name: str | None
 
 
-def translate_error(exc: DatabaseRefusal, session_id: UUID, expected_seq: int | None) -> Exception:
-    """Turn the database's refusal into the store's error with a message a user can act on."""
+def translate_error(
+    exc: DatabaseRefusal, session_id: UUID | None, expected_seq: int | None
+) -> Exception:
+    """Turn the database's refusal into the store's error with a message a user can act on.
+
+    The one place that knows the database's error codes: CR001 stale expected seq, CR003 an
+    observation that answers no action, CR004 content that does not match its hash, CR005
+    malformed arguments (see the migrations), and the constraints named below.
+    """
     state = exc.sqlstate
     if state == "CR001":
+        assert session_id is not None
         return ConcurrencyError(session_id, expected_seq or 0, int(exc.detail or 0))
     constraint = exc.constraint_name
     if state == "23505" and constraint == "events_one_observation_per_action":
         return DuplicateEventError(
             f"an action in session {session_id} already has its observation ({exc.detail})"
         )
+    if state == "23505" and constraint == "events_one_session_created":
+        return InvalidEventError(
+            f"session {session_id} already has its session.created event; a session is "
+            "created once (start a new session for a new configuration)",
+            kind="session.created",
+        )
     if state == "23514" and constraint == "events_cause_earlier":
         return InvalidEventError(
             f"cause must be the seq of an earlier event of session {session_id}",
             field="cause",
         )
-    return StoreError(f"the database refused the append: {exc.message} ({exc.sqlstate})")
+    if state == "CR003":
+        return InvalidEventError(
+            f"{exc.message} (session {session_id}); an observation's cause is the seq of the "
+            "action it answers",
+            field="cause",
+        )
+    if state == "CR004":
+        return ContentMismatchError(f"the database refused to store it: {exc.message}")
+    if state == "42501":
+        return StoreError(
+            f"the database role may not do this: {exc.message}. Connect as chronicle_app "
+            "(or a login in it) to a database migrated with `chronicle db migrate`"
+        )
+    return StoreError(f"the database refused the write: {exc.message} ({exc.sqlstate})")

@@ -32,12 +32,17 @@ class DuplicateEventError(StoreError):
     """An event_id is already recorded elsewhere, or an action already has its observation."""
 
 
+class ContentMismatchError(StoreError):
+    """Content-addressed data (a prompt message) whose text does not hash to its key."""
+
+
 class DatabaseUnavailableError(StoreError):
     """PostgreSQL cannot be reached."""
 
 
 __all__ = [
     "ConcurrencyError",
+    "ContentMismatchError",
     "DatabaseUnavailableError",
     "DuplicateEventError",
     "EventTooLargeError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
@@ -29,7 +29,12 @@ from app.store.append import (
     translate_error,
 )
 from app.store.coalescer import AppendCoalescer, AppendRefused, CoalescerStats
-from app.store.errors import DatabaseUnavailableError, DuplicateEventError, StoreError
+from app.store.errors import (
+    ContentMismatchError,
+    DatabaseUnavailableError,
+    DuplicateEventError,
+    StoreError,
+)
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import GlobalSubscription, SessionSubscription
@@ -54,6 +59,7 @@ WHERE (tx, global_position) > ($1::xid8, $2::bigint)
 ORDER BY tx, global_position
 LIMIT $3
 """
+PUT_MESSAGES_SQL = "SELECT chronicle_put_messages($1::bytea[], $2::text[])"
 SAVE_CHECKPOINT_SQL = """
 INSERT INTO checkpoints (name, tx, global_position, updated_at) VALUES ($1, $2, $3, now())
 ON CONFLICT (name) DO UPDATE
@@ -217,6 +223,25 @@ class EventStore:
                 "a batch must be re-sent whole, or with new event_ids"
             )
         return found
+
+    async def put_messages(self, hashes: Sequence[str], texts: Sequence[str]) -> int:
+        """Store prompt messages once each, keyed by content hash; the number newly stored.
+
+        ``hashes[i]`` is the sha256 hex of ``texts[i]``, a message's canonical JSON. The
+        database checks every pair and refuses the whole call (``ContentMismatchError``) if
+        one does not match, so a stored message always re-hashes to its key.
+        """
+        try:
+            keys = [bytes.fromhex(key) for key in hashes]
+        except ValueError:
+            raise ContentMismatchError("a message key is not a sha256 hex digest") from None
+        try:
+            inserted = await self._retrying(
+                lambda: self.pool.fetchval(PUT_MESSAGES_SQL, keys, list(texts))
+            )
+        except asyncpg.PostgresError as exc:
+            raise translate_error(exc, None, None) from None
+        return int(inserted or 0)
 
     @property
     def append_stats(self) -> CoalescerStats:

@@ -125,7 +125,7 @@ def test_db_status_and_url_with_a_configured_server(
 ) -> None:
     status = chronicle("db", "status", env=env)
     assert status.returncode == 0, status.stdout
-    assert "configured" in status.stdout and "(head: 0002)" in status.stdout
+    assert "configured" in status.stdout and "(head: 0003)" in status.stdout
     assert chronicle("db", "url", env=env).stdout.strip() == database_url
     assert chronicle("demo", env=env).returncode == 0
     assert not (tmp_path / "data").exists(), "with a URL set, no embedded server is started"
