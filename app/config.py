@@ -111,6 +111,20 @@ class Settings(BaseSettings):
     sandbox_cpus: float = Field(default=2.0, gt=0)
     sandbox_memory: str = Field(default="4g", description="Docker memory limit, e.g. 4g")
     sandbox_pids_limit: int = Field(default=1024, gt=0, description="bounds fork bombs")
+    sandbox_uid: int = Field(
+        default=10001,
+        gt=0,
+        description="uid (and gid) of Docker sandboxes when Chronicle runs as root and the "
+        "workspace is root's; such a workspace's root-owned files are chowned to it once",
+    )
+    sandbox_disk_quota: str | None = Field(
+        default="10g",
+        description="Docker writable-layer size limit (storage_opt size) where the storage "
+        "driver enforces one (else skipped, logged once); empty for none",
+    )
+    sandbox_tmpfs_size: str = Field(
+        default="1g", description="size of a Docker sandbox's /tmp and home (tmpfs, in memory)"
+    )
     sandbox_ready_timeout: float = Field(default=30.0, gt=0)
     sandbox_no_output_timeout: float = Field(
         default=10.0, gt=0, description="seconds without output before a command is 'still running'"

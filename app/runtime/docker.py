@@ -3,6 +3,11 @@
 The container runs the action server on a Unix socket in a host directory mounted at
 /run/chronicle, so it is reachable with the container's networking switched off (the default:
 commands get no network unless ``sandbox_network`` is on). The workspace is a bind mount.
+
+That directory is private (0700, ours, checked: see ``private_dir``) and the server's token
+reaches it as a 0600 file there, which the server reads and deletes: never an environment
+variable, which ``/proc/1/environ`` and ``docker inspect`` would show. The container runs as
+an unprivileged user (``sandbox_user``) with the confinement of ``docker_hardening``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import docker
@@ -26,18 +32,39 @@ from docker.models.containers import Container
 from app.config import Settings
 from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
+from app.runtime.docker_hardening import (
+    QUOTA_SUPPORT,
+    QuotaSupport,
+    confinement,
+    environment,
+    is_quota_refusal,
+)
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
+from app.runtime.private_dir import fresh_private_dir, write_secret
+from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 
 log = logging.getLogger(__name__)
 
 LABEL = "chronicle.sandbox"
 SOCKET_NAME = "sandbox.sock"
+TOKEN_NAME = "token"
+#: Where the socket directory appears inside the container.
+MOUNT = "/run/chronicle"
 
 
-def socket_root() -> Path:
+def default_socket_root() -> Path:
     """Short host paths for the sockets (a Unix socket path must stay under ~100 bytes)."""
     return Path(tempfile.gettempdir()) / f"chronicle-{os.getuid()}"
+
+
+def server_command(settings: Settings) -> list[str]:
+    """The action server's command line: socket and token file in the private mount."""
+    return [
+        *("python3", "-m", "chronicle_sandbox", "--workspace", "/workspace"),
+        *("--unix-socket", f"{MOUNT}/{SOCKET_NAME}", "--token-file", f"{MOUNT}/{TOKEN_NAME}"),
+        *("--no-output-timeout", str(settings.sandbox_no_output_timeout)),
+    ]
 
 
 def container_name(session_id: UUID | str) -> str:
@@ -54,6 +81,8 @@ class DockerRuntime(ClientRuntime):
         *,
         settings: Settings | None = None,
         client: docker.DockerClient | None = None,
+        socket_root: Path | None = None,
+        quota_support: QuotaSupport | None = None,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.session_id = str(session_id)
@@ -63,7 +92,10 @@ class DockerRuntime(ClientRuntime):
         self.client: SandboxClient | None = None
         self.image_tag: str | None = None
         self.image_id: str | None = None
-        self.socket_dir = socket_root() / self.session_id
+        self.socket_root = socket_root or default_socket_root()
+        self.socket_dir = self.socket_root / self.session_id
+        self.quota_support = quota_support or QUOTA_SUPPORT
+        self._made_socket_dir = False  # only a directory we made is ours to remove
 
     def _docker_client(self) -> docker.DockerClient:
         if self._docker is None:
@@ -86,46 +118,57 @@ class DockerRuntime(ClientRuntime):
             self.image_tag, self.image_id = ensure_image(engine, self.settings.sandbox_base_image)
         except (RuntimeError, docker.errors.DockerException) as exc:
             raise SandboxStartError(str(exc)) from None
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        if self.socket_dir.exists():
-            shutil.rmtree(self.socket_dir)
-        self.socket_dir.mkdir(parents=True)
+        user = prepare_workspace(self.workspace, self.settings.sandbox_uid)
+        self.socket_dir = fresh_private_dir(self.socket_root, self.session_id)
+        self._made_socket_dir = True
+        token = secrets.token_urlsafe(32)
+        write_secret(self.socket_dir / TOKEN_NAME, token, uid=user.uid, gid=user.gid)
+        if (user.uid, user.gid) != (os.geteuid(), os.getegid()):
+            os.chown(self.socket_dir, user.uid, user.gid)  # the server listens in it
         name = container_name(self.session_id)
         with contextlib.suppress(docker.errors.NotFound):
             engine.containers.get(name).remove(force=True)  # a leftover of a crashed run
-        token = secrets.token_urlsafe(32)
-        settings = self.settings
         try:
-            self.container = engine.containers.run(
-                self.image_tag,
-                name=name,
-                detach=True,
-                labels={
-                    LABEL: "1",
-                    "chronicle.session": self.session_id,
-                    "chronicle.created": datetime.now(UTC).isoformat(),
-                    "chronicle.heartbeat_interval": str(settings.sandbox_heartbeat_interval),
-                    "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
-                },
-                environment={
-                    "CHRONICLE_SANDBOX_TOKEN": token,
-                    "CHRONICLE_SANDBOX_NO_OUTPUT_TIMEOUT": str(settings.sandbox_no_output_timeout),
-                },
-                volumes={
-                    str(self.workspace): {"bind": "/workspace", "mode": "rw"},
-                    str(self.socket_dir): {"bind": "/run/chronicle", "mode": "rw"},
-                },
-                nano_cpus=int(settings.sandbox_cpus * 1e9),
-                mem_limit=settings.sandbox_memory,
-                pids_limit=settings.sandbox_pids_limit,
-                network_mode="bridge" if settings.sandbox_network else "none",
-                init=True,
-            )
+            self.container = self._run(engine, name, user)
         except docker.errors.DockerException as exc:
             raise SandboxStartError(f"could not start the sandbox container: {exc}") from None
         self.client = SandboxClient(
             "http://sandbox", token, unix_socket=str(self.socket_dir / SOCKET_NAME)
         )
+
+    def _run(self, engine: docker.DockerClient, name: str, user: SandboxUser) -> Container:
+        """Run the container confined, with the disk quota where the engine can enforce it."""
+        settings = self.settings
+        options: dict[str, Any] = {
+            "name": name,
+            "detach": True,
+            "command": server_command(settings),
+            "labels": {
+                LABEL: "1",
+                "chronicle.session": self.session_id,
+                "chronicle.created": datetime.now(UTC).isoformat(),
+                "chronicle.heartbeat_interval": str(settings.sandbox_heartbeat_interval),
+                "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
+            },
+            "environment": environment(),
+            "volumes": {
+                str(self.workspace): {"bind": "/workspace", "mode": "rw"},
+                str(self.socket_dir): {"bind": MOUNT, "mode": "rw"},
+            },
+            **confinement(settings, user),
+        }
+        quota = settings.sandbox_disk_quota
+        where = str(engine.api.base_url)
+        if quota and self.quota_support.worth_trying(where):
+            try:
+                return engine.containers.run(self.image_tag, storage_opt={"size": quota}, **options)
+            except docker.errors.APIError as exc:
+                if not is_quota_refusal(exc):
+                    raise
+                self.quota_support.refused(where, str(exc.explanation or exc))
+                with contextlib.suppress(docker.errors.NotFound):
+                    engine.containers.get(name).remove(force=True)
+        return engine.containers.run(self.image_tag, **options)
 
     async def wait_ready(self, timeout: float) -> None:
         client = self._require_client()
@@ -161,7 +204,9 @@ class DockerRuntime(ClientRuntime):
         container, self.container = self.container, None
         if container is not None:
             await asyncio.to_thread(_remove, container)
-        shutil.rmtree(self.socket_dir, ignore_errors=True)
+        if self._made_socket_dir:
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self._made_socket_dir = False
 
 
 def _remove(container: Container) -> None:

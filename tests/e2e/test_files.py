@@ -65,7 +65,7 @@ async def test_create_refuses_to_overwrite(runtime: Runtime, workspace: Path) ->
 
 
 async def test_str_replace_exactly_once(runtime: Runtime, workspace: Path) -> None:
-    (workspace / "code.py").write_text("a = 1\nb = 2\na = 1\n")
+    await runtime.upload("code.py", b"a = 1\nb = 2\na = 1\n")  # the sandbox user edits it
     none = await refused(
         runtime, FileEdit(command="str_replace", path="code.py", old_str="zzz", new_str="y")
     )
@@ -82,7 +82,7 @@ async def test_str_replace_exactly_once(runtime: Runtime, workspace: Path) -> No
 
 
 async def test_insert_after_a_line_and_undo(runtime: Runtime, workspace: Path) -> None:
-    (workspace / "list.txt").write_text("one\ntwo\n")
+    await runtime.upload("list.txt", b"one\ntwo\n")  # the sandbox user edits it
     await edit(runtime, command="insert", path="list.txt", insert_line=1, new_str="one and a half")
     assert (workspace / "list.txt").read_text() == "one\none and a half\ntwo\n"
     await edit(runtime, command="insert", path="list.txt", insert_line=0, new_str="zero")

@@ -1,0 +1,484 @@
+"""The Docker sandbox against an attacker inside it and another local user outside it.
+
+Each test is an attack that worked before the sandbox was hardened (the container ran as root
+with default capabilities and a writable root, the socket directory was used without checks,
+and the token was an environment variable); each comment says why the old code failed it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import docker
+import docker.errors
+import pytest
+
+from app.config import Settings
+from app.events import Run, RunOutput
+from app.runtime import SandboxStartError
+from app.runtime.docker import SOCKET_NAME, DockerRuntime, container_name
+from app.runtime.docker_hardening import QuotaSupport
+from app.runtime.private_dir import verify_private_dir
+from app.runtime.sandbox_user import prepare_workspace
+from tests.e2e.conftest import sandbox_settings
+from tests.support.postgres import ServerAddress
+
+NOBODY = 65534
+AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+AS_ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not AS_ROOT, reason="plays another local user (needs root)")
+
+
+async def sh(runtime: DockerRuntime, command: str, timeout: float = 60) -> RunOutput:
+    observation = await runtime.execute(Run(command=command, timeout=timeout))
+    assert isinstance(observation, RunOutput), observation
+    return observation
+
+
+@contextlib.asynccontextmanager
+async def sandbox(
+    workspace: Path, settings: Settings, quota_support: QuotaSupport | None = None
+) -> AsyncIterator[DockerRuntime]:
+    runtime = DockerRuntime(workspace, uuid.uuid4(), settings=settings, quota_support=quota_support)
+    await runtime.start()
+    try:
+        await runtime.wait_ready(60)
+        yield runtime
+    finally:
+        await runtime.close()
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A directory with a short path (Unix socket paths must stay under ~100 bytes), 0755 so
+    that another host user can reach what is inside."""
+    path = Path(tempfile.mkdtemp(prefix="chr-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def hardened(
+    docker_ready: None, workspace: Path, tmp_path: Path
+) -> AsyncIterator[DockerRuntime]:
+    async with sandbox(workspace, sandbox_settings(tmp_path)) as runtime:
+        yield runtime
+
+
+# -- inside the container ------------------------------------------------------------------
+
+
+async def test_commands_run_unprivileged_without_capabilities(hardened: DockerRuntime) -> None:
+    """Before: uid 0, the default capability set, NoNewPrivs 0."""
+    uid = (await sh(hardened, "id -u")).output.strip()
+    assert uid != "0"
+    status = await sh(hardened, "grep -E '^(CapEff|CapBnd|CapPrm|NoNewPrivs):' /proc/self/status")
+    fields = dict(line.split(":\t") for line in status.output.strip().splitlines())
+    assert fields["CapEff"] == fields["CapPrm"] == "0000000000000000"
+    assert fields["CapBnd"] == "0000000000000000"  # cap_drop ALL, not only a non-root user
+    assert fields["NoNewPrivs"] == "1"
+    mknod = await sh(hardened, "mknod /tmp/disk b 8 0")
+    assert mknod.exit_code != 0
+
+
+async def test_root_is_read_only_and_temp_and_home_are_writable(hardened: DockerRuntime) -> None:
+    """Before: the container's root was writable."""
+    for target in ("/planted", "/usr/bin/planted", "/etc/planted"):
+        result = await sh(hardened, f"touch {target}")
+        assert result.exit_code != 0 and "Read-only file system" in result.output, result.output
+    writable = await sh(hardened, 'echo x > /tmp/t && echo y > "$HOME/h" && cat /tmp/t "$HOME/h"')
+    assert writable.output == "x\ny\n"
+    mounts = (await sh(hardened, "cat /proc/mounts")).output.splitlines()
+    for point in ("/tmp", "/home/sandbox"):
+        (options,) = [line.split()[3] for line in mounts if line.split()[1] == point]
+        assert {"nosuid", "nodev"} <= set(options.split(",")), (point, options)
+    assert (await sh(hardened, 'test "$HOME" = /home/sandbox && echo ok')).output == "ok\n"
+
+
+async def test_limits_are_set(hardened: DockerRuntime) -> None:
+    """Memory plus swap equal to memory (no swap on top), pids bounded, no network."""
+    assert hardened.container is not None
+    config = hardened.container.attrs["HostConfig"]
+    assert config["Memory"] > 0 and config["MemorySwap"] == config["Memory"]
+    assert config["PidsLimit"] == 256
+    assert config["ReadonlyRootfs"] is True and config["CapDrop"] == ["ALL"]
+    assert config["SecurityOpt"] == ["no-new-privileges:true"]
+    assert config["NetworkMode"] == "none"
+
+
+async def test_tmpfs_is_bounded(docker_ready: None, workspace: Path, tmp_path: Path) -> None:
+    """Writing past sandbox_tmpfs_size into /tmp or the home fails (no space), the sandbox
+    lives on: the disk a command can fill inside the container is bounded."""
+    settings = sandbox_settings(tmp_path).model_copy(update={"sandbox_tmpfs_size": "8m"})
+    async with sandbox(workspace, settings) as runtime:
+        for where in ("/tmp", "$HOME"):
+            fill = await sh(runtime, f"dd if=/dev/zero of={where}/fill bs=1M count=32 2>&1")
+            assert fill.exit_code != 0 and "No space left on device" in fill.output
+        assert (await sh(runtime, "rm /tmp/fill $HOME/fill; echo alive")).output == "alive\n"
+
+
+async def test_token_is_not_in_any_environment_or_file(hardened: DockerRuntime) -> None:
+    """Before: CHRONICLE_SANDBOX_TOKEN was in /proc/1/environ (and the server's own, which
+    the same uid can read) and in ``docker inspect``."""
+    assert hardened.client is not None and hardened.container is not None
+    token = hardened.client.token
+    environs = await sh(
+        hardened,
+        "for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat $f 2>/dev/null; echo; done"
+        " | tr '\\0' '\\n'",
+    )
+    assert "PATH=" in environs.output  # the reads worked
+    assert token not in environs.output
+    assert (await sh(hardened, "ls -A /run/chronicle")).output.split() == [SOCKET_NAME]
+    assert [p.name for p in hardened.socket_dir.iterdir()] == [SOCKET_NAME]
+    config = hardened.container.attrs["Config"]
+    assert not any(token in item for item in (*config["Env"], *config["Cmd"]))
+
+
+# -- the setuid plant ----------------------------------------------------------------------
+
+
+@needs_root
+async def test_setuid_plant_gives_a_host_user_no_root(
+    docker_ready: None, short_dir: Path, tmp_path: Path
+) -> None:
+    """A command plants setuid copies of bash and python3 in the workspace and tries to give
+    them to root; a host user then runs them. Before, the sandbox was root: the copies were
+    setuid-root and ``id -u`` printed 0."""
+    workspace = short_dir / "ws"
+    async with sandbox(workspace, sandbox_settings(tmp_path)) as runtime:
+        plant = await sh(
+            runtime,
+            "for b in bash python3; do cp /usr/bin/$b $b-root; chown root:root $b-root;"
+            " chmod 4755 $b-root; done; ls -ln",
+        )
+        assert "Operation not permitted" in plant.output  # chown to root was refused
+    planted = [workspace / "bash-root", workspace / "python3-root"]
+    for path in planted:
+        info = path.stat()
+        assert info.st_mode & stat.S_ISUID  # the plant itself happened: the test is real
+        assert info.st_uid != 0
+    for path in workspace.rglob("*"):
+        info = path.lstat()
+        assert not (info.st_uid == 0 and info.st_mode & (stat.S_ISUID | stat.S_ISGID)), path
+    for command in (
+        [str(planted[0]), "-p", "-c", "id -u"],
+        [str(planted[1]), "-c", "import os; print(os.geteuid())"],
+    ):
+        ran = await asyncio.to_thread(
+            subprocess.run, [*AS_NOBODY, *command], capture_output=True, text=True, timeout=30
+        )
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.strip() not in ("", "0"), ran.stdout
+
+
+# -- the socket directory ------------------------------------------------------------------
+
+
+class Impostor:
+    """Another local user's server at the path where we would connect: counts connections."""
+
+    def __init__(self, path: Path) -> None:
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen()
+        self.listener.settimeout(0.2)
+        self.connections = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                connection, _ = self.listener.accept()
+                self.connections += 1
+                connection.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.listener.close()
+
+
+def squat(kind: str, root: Path, session: str) -> tuple[Path, Path]:
+    """Plant the socket directory ``root/chronicle-<uid>`` as another user would; returns it
+    and the directory the impostor listens in."""
+    ours = root / f"chronicle-{os.getuid()}"
+    theirs = root / "theirs"
+    if kind == "owned by another user":
+        ours.mkdir(mode=0o700)
+        target = ours
+    elif kind == "symlink to another user's directory":
+        theirs.mkdir(mode=0o700)
+        ours.symlink_to(theirs)
+        target = theirs
+    else:  # "world-writable"
+        ours.mkdir()
+        ours.chmod(0o777)
+        target = ours
+    session_dir = target / session
+    session_dir.mkdir(mode=0o777)
+    if kind != "world-writable":
+        for path in (target, session_dir):
+            os.chown(path, NOBODY, NOBODY)
+    return ours, session_dir
+
+
+@pytest.mark.parametrize(
+    "kind", ["owned by another user", "symlink to another user's directory", "world-writable"]
+)
+async def test_squatted_socket_directory_is_refused(
+    docker_ready: None, short_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    """Before: the directory was used as found; the squatter's server (or a reader of the
+    token file it could then list) got our connection and token."""
+    if kind != "world-writable" and not AS_ROOT:
+        pytest.skip("playing another user needs root")
+    session = str(uuid.uuid4())
+    planted, session_dir = squat(kind, short_dir, session)
+    impostor = Impostor(session_dir / SOCKET_NAME)
+    runtime = DockerRuntime(
+        tmp_path / "ws", session, settings=sandbox_settings(tmp_path), socket_root=planted
+    )
+    try:
+        with pytest.raises(SandboxStartError, match="refusing to use") as refused:
+            await runtime.start()
+        assert f"rm -rf {planted}" in str(refused.value)
+        assert runtime.client is None and runtime.container is None
+        with pytest.raises(docker.errors.NotFound):
+            docker.from_env().containers.get(container_name(session))
+        assert sorted(p.name for p in session_dir.iterdir()) == [SOCKET_NAME]  # no token
+        assert impostor.connections == 0
+    finally:
+        impostor.close()
+        await runtime.close()
+
+
+def test_own_directory_readable_by_others_is_tightened(short_dir: Path) -> None:
+    """An older Chronicle left its socket directory 0755: nobody else can have written in it,
+    so it is made 0700 and used."""
+    path = short_dir / "old"
+    path.mkdir()
+    path.chmod(0o755)
+    verify_private_dir(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+# -- who the sandbox runs as ---------------------------------------------------------------
+
+
+@needs_root
+def test_root_owned_workspace_is_handed_over_without_following_links(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("root's")
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "main.py").write_text("print()")
+    (workspace / "tool").write_bytes(b"")
+    (workspace / "tool").chmod(0o4755)
+    (workspace / "link").symlink_to(outside)
+    os.link(outside, workspace / "hardlink")
+    (workspace / "alices").write_text("")
+    os.chown(workspace / "alices", 1000, 1000)
+    user = prepare_workspace(workspace, 10001)
+    assert (user.uid, user.gid) == (10001, 10001)
+    for path in (workspace, workspace / "src", workspace / "src" / "main.py", workspace / "tool"):
+        assert path.lstat().st_uid == 10001, path
+    assert not (workspace / "tool").stat().st_mode & stat.S_ISUID  # chown cleared it
+    assert (workspace / "link").lstat().st_uid == 10001
+    assert outside.stat().st_uid == 0  # neither the symlink's target nor the hard link's
+    assert (workspace / "alices").stat().st_uid == 1000  # other users' files are theirs
+    again = prepare_workspace(workspace, 10001)  # nothing left to hand over
+    assert again == user
+
+
+@needs_root
+def test_workspace_of_a_user_runs_as_that_user(tmp_path: Path) -> None:
+    workspace = tmp_path / "alices"
+    workspace.mkdir()
+    os.chown(workspace, 1000, 0)
+    user = prepare_workspace(workspace, 10001)
+    assert (user.uid, user.gid) == (1000, 1000)  # never root's group either
+    fresh = prepare_workspace(tmp_path / "new" / "ws", 10001)
+    assert fresh.uid == 10001 and (tmp_path / "new" / "ws").stat().st_uid == 10001
+
+
+@needs_root
+def test_system_directory_is_not_handed_over() -> None:
+    with pytest.raises(SandboxStartError, match="system directory"):
+        prepare_workspace(Path("/usr"), 10001)
+    assert Path("/usr").stat().st_uid == 0
+
+
+@needs_root
+def test_non_root_chronicle_needs_a_workspace_of_its_own(short_dir: Path) -> None:
+    """Run as a normal user (nobody): its own workspace is used as is; root's is refused."""
+    mine, roots = short_dir / "mine", short_dir / "roots"
+    mine.mkdir()
+    os.chown(mine, NOBODY, NOBODY)
+    roots.mkdir()
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from app.runtime.errors import SandboxStartError\n"
+        "from app.runtime.sandbox_user import prepare_workspace\n"
+        f"user = prepare_workspace(Path({str(mine)!r}), 10001)\n"
+        "try:\n"
+        f"    prepare_workspace(Path({str(roots)!r}), 10001)\n"
+        "    refused = ''\n"
+        "except SandboxStartError as exc:\n"
+        "    refused = str(exc)\n"
+        "print(json.dumps([user.uid, user.gid, refused]))\n"
+    )
+    ran = subprocess.run(
+        [*AS_NOBODY, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+    assert ran.returncode == 0, ran.stderr
+    uid, gid, refused = json.loads(ran.stdout)
+    assert (uid, gid) == (NOBODY, NOBODY)
+    assert "belongs to uid 0" in refused and "Use a directory you own" in refused
+
+
+# -- no way out to the database or the host's ports ----------------------------------------
+
+#: A standard-library PostgreSQL client: connects to each target, sends a StartupMessage and
+#: reports the first byte of the reply ('R' authentication, 'E' error), or why it could not
+#: connect.
+PROBE = r"""
+import json, socket, struct, sys
+
+def startup():
+    params = b"user\0postgres\0database\0postgres\0\0"
+    return struct.pack("!ii", 8 + len(params), 196608) + params
+
+def probe(target):
+    if isinstance(target, str):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address = target
+    else:
+        host, port = target
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        address = (host, port)
+    sock.settimeout(3)
+    try:
+        sock.connect(address)
+    except OSError as exc:
+        sock.close()
+        return "error:" + type(exc).__name__
+    try:
+        sock.sendall(startup())
+        return "connected:" + sock.recv(1).decode("latin-1")
+    except OSError as exc:
+        return "connected:" + type(exc).__name__
+    finally:
+        sock.close()
+
+targets = json.loads(sys.argv[1])
+print(json.dumps([probe(t) for t in targets]))
+"""
+
+
+def host_loopback_ports() -> set[int]:
+    """TCP ports listening on this host (any address, so also on loopback)."""
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if fields[3] == "0A":  # LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+async def test_no_way_to_postgres_or_host_ports(
+    docker_ready: None, pg_address: ServerAddress, workspace: Path, tmp_path: Path
+) -> None:
+    """With networking off (the default) a command reaches neither the PostgreSQL server's
+    socket nor any TCP port listening on the host; the same client on the host does (so the
+    probe is a real client, not a test that cannot fail)."""
+    listener = socket.create_server(("127.0.0.1", 0))  # a host port known to be open
+    try:
+        targets: list[object] = []
+        if pg_address.host.startswith("/"):
+            targets.append(f"{pg_address.host}/.s.PGSQL.{pg_address.port}")
+        else:
+            targets.append([pg_address.host, pg_address.port])
+        for port in sorted(host_loopback_ports() | {listener.getsockname()[1]}):
+            targets += [["127.0.0.1", port], ["::1", port]]
+        mine = ["127.0.0.1", listener.getsockname()[1]]
+        controls = json.dumps([targets[0], mine])
+        host_run = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-c", PROBE, controls],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        on_host = json.loads(host_run.stdout)
+        assert on_host[0] in ("connected:R", "connected:E"), on_host  # PostgreSQL answers here
+        assert on_host[1].startswith("connected:"), on_host
+        async with sandbox(workspace, sandbox_settings(tmp_path)) as runtime:
+            (workspace / "probe.py").write_text(PROBE)
+            ran = await sh(runtime, f"python3 probe.py '{json.dumps(targets)}'", timeout=600)
+        inside = json.loads(ran.output)
+        reached = [(t, r) for t, r in zip(targets, inside, strict=True) if r.startswith("conn")]
+        assert reached == [], reached
+        if isinstance(targets[0], str):  # the socket's path does not exist in the container
+            assert inside[0] == "error:FileNotFoundError", inside[0]
+    finally:
+        listener.close()
+
+
+async def test_no_docker_socket_inside(hardened: DockerRuntime) -> None:
+    result = await sh(hardened, "ls /run/docker.sock /var/run/docker.sock 2>&1; echo done")
+    assert result.output.count("No such file or directory") == 2
+
+
+# -- the disk quota ------------------------------------------------------------------------
+
+
+async def test_disk_quota_where_the_driver_allows_it(
+    docker_ready: None, workspace: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The quota is tried; an engine whose storage driver cannot enforce it (overlay2 on ext4,
+    as on the test machines) refuses it, and the sandbox starts without it, logged once.
+    Before, no quota was asked for at all: StorageOpt was empty and nothing was logged."""
+    settings = sandbox_settings(tmp_path).model_copy(update={"sandbox_disk_quota": "1g"})
+    support = QuotaSupport()
+    engine = docker.from_env()
+    caplog.set_level(logging.WARNING, logger="app.runtime.docker_hardening")
+    for attempt in range(2):
+        async with sandbox(workspace / str(attempt), settings, quota_support=support) as runtime:
+            assert (await sh(runtime, "echo up")).output == "up\n"
+            assert runtime.container is not None
+            applied = runtime.container.attrs["HostConfig"].get("StorageOpt") or {}
+    refusals = [r for r in caplog.records if "cannot limit a container's disk" in r.message]
+    if refusals:  # overlay2 on ext4, as on the test machines
+        assert applied == {}
+        assert len(refusals) == 1  # once, though started twice
+        assert not support.worth_trying(str(engine.api.base_url))
+    else:  # the driver enforces it (the root is read-only: tmpfs bounds the rest)
+        assert applied == {"size": "1g"}
