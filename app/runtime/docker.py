@@ -150,7 +150,7 @@ class DockerRuntime(ClientRuntime):
                 "chronicle.heartbeat_interval": str(settings.sandbox_heartbeat_interval),
                 "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
             },
-            "environment": environment(),
+            "environment": {**settings.sandbox_environment(), **environment()},
             "volumes": {
                 str(self.workspace): {"bind": "/workspace", "mode": "rw"},
                 str(self.socket_dir): {"bind": MOUNT, "mode": "rw"},

@@ -50,10 +50,9 @@ def confinement(settings: Settings, user: SandboxUser) -> dict[str, Any]:
 
 
 def environment() -> dict[str, str]:
-    """The server's (and so the shell's) environment: no secret, a writable home.
-
-    A uid the image does not name still gets a user name for tools that ask the environment.
-    """
+    """The server's (and so the shell's) environment besides what the user named in
+    ``sandbox_env``: no secret of ours, a writable home, and a user name for tools that ask
+    the environment (a uid the image does not name has none in /etc/passwd)."""
     return {"HOME": HOME, "USER": "sandbox", "LOGNAME": "sandbox", "TMPDIR": "/tmp"}
 
 

@@ -482,3 +482,19 @@ async def test_disk_quota_where_the_driver_allows_it(
         assert not support.worth_trying(str(engine.api.base_url))
     else:  # the driver enforces it (the root is read-only: tmpfs bounds the rest)
         assert applied == {"size": "1g"}
+
+
+# -- the environment -----------------------------------------------------------------------
+
+
+async def test_only_named_host_variables_enter(
+    docker_ready: None, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret in Chronicle's environment stays out; a variable named in sandbox_env enters."""
+    monkeypatch.setenv("CHRONICLE_LLM_API_KEY", "sk-not-for-the-sandbox")
+    monkeypatch.setenv("PROJECT_TOKEN", "named-by-the-user")
+    settings = sandbox_settings(tmp_path).model_copy(update={"sandbox_env": ["PROJECT_TOKEN"]})
+    async with sandbox(workspace, settings) as runtime:
+        seen = (await sh(runtime, "env")).output
+    assert "PROJECT_TOKEN=named-by-the-user" in seen
+    assert "sk-not-for-the-sandbox" not in seen and "HOME=/home/sandbox" in seen
