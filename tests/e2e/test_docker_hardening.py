@@ -39,6 +39,7 @@ from tests.support.postgres import ServerAddress
 
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+
 AS_ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not AS_ROOT, reason="plays another local user (needs root)")
 
@@ -360,6 +361,50 @@ def test_non_root_chronicle_needs_a_workspace_of_its_own(short_dir: Path) -> Non
     uid, gid, refused = json.loads(ran.stdout)
     assert (uid, gid) == (NOBODY, NOBODY)
     assert "belongs to uid 0" in refused and "Use a directory you own" in refused
+
+
+@needs_root
+def test_non_root_chronicle_runs_a_sandbox_as_itself(docker_ready: None, short_dir: Path) -> None:
+    """Chronicle run by a normal user (nobody, given access to the Docker socket): the
+    container runs as that user, and what it writes in the workspace is that user's."""
+    engine_socket = Path("/var/run/docker.sock")
+    workspace = short_dir / "ws"
+    workspace.mkdir()
+    os.chown(workspace, NOBODY, NOBODY)
+    script = (
+        "import asyncio, uuid\n"
+        "from pathlib import Path\n"
+        "from app.config import Settings\n"
+        "from app.events import Run\n"
+        "from app.runtime.docker import DockerRuntime\n"
+        "async def main():\n"
+        f"    runtime = DockerRuntime(Path({str(workspace)!r}), uuid.uuid4(),\n"
+        f"        settings=Settings(data_dir=Path({str(short_dir / 'data')!r})))\n"
+        "    await runtime.start()\n"
+        "    try:\n"
+        "        await runtime.wait_ready(60)\n"
+        "        done = await runtime.execute(Run(command='touch made-inside; id -u'))\n"
+        "        print(done.output.strip())\n"
+        "    finally:\n"
+        "        await runtime.close()\n"
+        "asyncio.run(main())\n"
+    )
+    docker_group = engine_socket.stat().st_gid
+    as_user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", f"--groups={docker_group}"]
+    ran = subprocess.run(
+        [*as_user, "--", sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(short_dir)},
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().splitlines()[-1] == str(NOBODY)
+    made = (workspace / "made-inside").stat()
+    assert (made.st_uid, made.st_gid) == (NOBODY, NOBODY)
+    own_root = Path(tempfile.gettempdir()) / f"chronicle-{NOBODY}"
+    assert own_root.stat().st_uid == NOBODY and stat.S_IMODE(own_root.stat().st_mode) == 0o700
 
 
 # -- no way out to the database or the host's ports ----------------------------------------
