@@ -143,6 +143,13 @@ class Settings(BaseSettings):
     sandbox_reap_after: float = Field(
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
+    sandbox_file_size_limit: str | None = Field(
+        default="10g",
+        description="largest file a command in a local sandbox may write, e.g. 10g; empty for none",
+    )
+    sandbox_cpu_seconds: int | None = Field(
+        default=3600, gt=0, description="CPU seconds each process in a local sandbox may use"
+    )
 
     @field_validator("sandbox_env", mode="before")
     @classmethod

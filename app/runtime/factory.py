@@ -6,11 +6,25 @@ import uuid
 from pathlib import Path
 from uuid import UUID
 
-from app.config import Settings
+from docker.utils import parse_bytes
+
+from app.config import Settings, default_config_file
 from app.runtime.attached import ClientRuntime
 from app.runtime.docker import DockerRuntime
+from app.runtime.limits import SandboxLimits
 from app.runtime.local import LocalRuntime
 from app.runtime.pool import SandboxPool
+
+
+def local_limits(settings: Settings) -> SandboxLimits:
+    """The local sandbox's limits from the settings (sizes as Docker writes them: 4g, 512m)."""
+    file_size = settings.sandbox_file_size_limit
+    return SandboxLimits(
+        processes=settings.sandbox_pids_limit,
+        memory_bytes=parse_bytes(settings.sandbox_memory),
+        file_size_bytes=parse_bytes(file_size) if file_size else None,
+        cpu_seconds=settings.sandbox_cpu_seconds,
+    )
 
 
 def make_runtime(
@@ -25,6 +39,9 @@ def make_runtime(
             workspace,
             network=settings.sandbox_network,
             no_output_timeout=settings.sandbox_no_output_timeout,
+            env=settings.sandbox_environment(),
+            limits=local_limits(settings),
+            hidden_paths=(default_config_file(), settings.data_dir),
         )
     raise ValueError(f"unknown runtime {kind!r}; use 'local' or 'docker'")
 

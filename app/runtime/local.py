@@ -1,8 +1,16 @@
-"""The default runtime: the action server as a child process on a loopback port.
+"""The default runtime: the whole action server in a bubblewrap jail on this machine.
 
-The shell runs inside bubblewrap (read-only root, writable workspace, no network) when
-``bwrap`` is installed; without it, commands run unconfined and a warning says so. File
-actions are confined to the workspace by the server either way.
+The server, its shell, its file actions and every command run inside the jail (``jail``): a
+new user namespace with no capabilities, a whitelist of read-only system directories, the
+workspace read-write, a private /tmp, no network unless asked for, a cleared environment.
+It serves on a Unix socket whose path stays in a private host directory: we bind and listen,
+and hand the jail only the listening descriptor, so nothing inside can reach, replace or
+squat the path. The token travels through a pipe into a file the server deletes at once.
+
+Limits (``SandboxLimits``) hold through a per-sandbox cgroup where one can be made
+(``cgroup``) and through resource limits on the shell and its commands. Without bubblewrap
+(``jail="none"``, or ``"auto"`` where it is not installed) the server runs unconfined, with a
+loud warning.
 """
 
 from __future__ import annotations
@@ -16,25 +24,52 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
 from app.runtime.attached import ClientRuntime
+from app.runtime.cgroup import SandboxCgroup, enter_cgroup
 from app.runtime.client import SandboxClient
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import RUNTIME_IMAGE_DIR
+from app.runtime.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environment, system_python
+from app.runtime.limits import SandboxLimits
 
 log = logging.getLogger(__name__)
 
 READY_PREFIX = "CHRONICLE_SANDBOX_READY "
 PR_SET_PDEATHSIG = 1
+SOCKET_NAME = "sandbox.sock"
+TOKEN_NAME = "token"
+SERVER_PACKAGE = RUNTIME_IMAGE_DIR / "chronicle_sandbox"
+#: -E: no PYTHON* variables, -s: no user site, -B: no bytecode written.
+PYTHON_FLAGS = ("-E", "-s", "-B")
+UNJAILED_WARNING = (
+    "the local sandbox runs WITHOUT a jail: its commands have this user's full rights on "
+    "this machine (files, network, other processes, the database's socket). Install "
+    "bubblewrap (apt-get install bubblewrap) and use jail='bwrap' or 'auto' to confine them."
+)
 
 
 def die_with_parent() -> None:
     """Runs in the child before exec: SIGKILL it when we die, so no sandbox outlives a crash."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def child_setup(procs_files: list[bytes]) -> Callable[[], None]:
+    """The ``preexec_fn`` of the sandbox: die with us, and enter its cgroup before exec."""
+
+    def setup() -> None:
+        die_with_parent()
+        enter_cgroup(procs_files)
+
+    return setup
 
 
 class LocalRuntime(ClientRuntime):
@@ -47,81 +82,166 @@ class LocalRuntime(ClientRuntime):
         jail: Literal["auto", "bwrap", "none"] = "auto",
         network: bool = False,
         no_output_timeout: float = 10.0,
-        python: str = sys.executable,
+        python: str | None = None,
+        env: Mapping[str, str] | None = None,
+        limits: SandboxLimits | None = None,
+        hidden_paths: Iterable[str | Path] = (),
     ) -> None:
+        """``env`` is the sandbox's whole environment beyond a small allow-list (PATH, LANG,
+        LC_*, TERM, TZ; HOME is the workspace): this process's own is never passed on.
+        ``hidden_paths`` are masked in the jail when they would be visible (say a config file
+        or data directory under /etc). ``python`` runs the server (default: the system's)."""
         self.workspace = Path(workspace).resolve()
         self.jail = jail
         self.network = network
         self.no_output_timeout = no_output_timeout
         self.python = python
+        self.env = dict(env or {})
+        self.limits = limits if limits is not None else SandboxLimits()
+        self.hidden_paths = tuple(Path(p) for p in hidden_paths)
         self.process: asyncio.subprocess.Process | None = None
         self.client: SandboxClient | None = None
+        self.cgroup: SandboxCgroup | None = None
+        self._private: Path | None = None
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
 
-    def _jail(self) -> str:
-        if self.jail != "auto":
-            return self.jail
-        if shutil.which("bwrap"):
+    def _jail_kind(self) -> Literal["bwrap", "none"]:
+        if self.jail == "none":
+            log.warning(UNJAILED_WARNING)
+            return "none"
+        if find_bwrap():
             return "bwrap"
-        log.warning(
-            "bubblewrap (bwrap) is not installed: commands run without a sandbox, with this "
-            "user's rights and network. Install it (apt-get install bubblewrap) to confine them."
-        )
+        if self.jail == "bwrap":
+            raise SandboxStartError(
+                "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)"
+            )
+        log.warning("bubblewrap (bwrap) is not installed: %s", UNJAILED_WARNING)
         return "none"
 
-    async def start(self) -> None:
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_urlsafe(32)
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(RUNTIME_IMAGE_DIR),
-            "CHRONICLE_SANDBOX_TOKEN": token,
-        }
+    def _server_args(self, kind: str, listen_fd: int, token_file: str) -> list[str]:
         args = [
             "-m", "chronicle_sandbox",
             "--workspace", str(self.workspace),
-            "--host", "127.0.0.1",
-            "--port", "0",
-            "--jail", self._jail(),
+            "--listen-fd", str(listen_fd),
+            "--token-file", token_file,
             "--no-output-timeout", str(self.no_output_timeout),
         ]  # fmt: skip
-        if self.network:
-            args.append("--network")
+        limits = self.limits
+        cgroup = self.cgroup
+        if limits.processes is not None and kind == "bwrap":
+            # Counts the processes of the jail's own user namespace only (not when the host
+            # user is root: the kernel never applies RLIMIT_NPROC to root; the cgroup does).
+            args += ["--limit-processes", str(limits.processes)]
+        if limits.memory_bytes is not None and not (cgroup and cgroup.bounds_memory):
+            # Address space is a coarse stand-in for memory (programs that reserve a lot, like
+            # a JVM, may not start under it), so it is used only when no cgroup bounds memory.
+            args += ["--limit-memory", str(limits.memory_bytes)]
+        if limits.file_size_bytes is not None:
+            args += ["--limit-file-size", str(limits.file_size_bytes)]
+        if limits.cpu_seconds is not None:
+            args += ["--limit-cpu", str(limits.cpu_seconds)]
+        return args
+
+    async def start(self) -> None:
+        kind = self._jail_kind()
+        if self.python is not None and not os.access(self.python, os.X_OK):
+            raise SandboxStartError(f"could not run {self.python}: not an executable file")
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self._private = Path(tempfile.mkdtemp(prefix="chronicle-sandbox-"))  # 0700, ours
+        socket_path = self._private / SOCKET_NAME
+        token = secrets.token_urlsafe(32)
+        self.cgroup = await asyncio.to_thread(SandboxCgroup.create, uuid.uuid4().hex, self.limits)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        token_read, token_write = os.pipe()
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                self.python,
-                *args,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,  # its own process group: close() takes it all down
-                preexec_fn=die_with_parent,
-            )
-        except OSError as exc:
-            raise SandboxStartError(f"could not run {self.python}: {exc}") from None
+            listener.bind(str(socket_path))
+            listener.listen(128)
+            os.write(token_write, token.encode())
+            os.close(token_write)
+            token_write = -1
+            if kind == "bwrap":
+                argv, cwd, pass_fds = self._jailed(listener.fileno(), token_read)
+            else:
+                argv, cwd, pass_fds = self._unjailed(listener.fileno(), token)
+            try:
+                self.process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=cwd,
+                    env=sandbox_environment(self.workspace, self.env),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,  # its own process group: close() takes it all down
+                    preexec_fn=child_setup(self.cgroup.procs_files() if self.cgroup else []),
+                    pass_fds=pass_fds,
+                )
+            except OSError as exc:
+                await self.close()
+                raise SandboxStartError(f"could not run {argv[0]}: {exc}") from None
+        finally:
+            listener.close()  # the jail holds its own copy now
+            os.close(token_read)
+            if token_write >= 0:
+                os.close(token_write)
         self._stderr_task = asyncio.create_task(self._collect_stderr())
-        port = await self._read_port()
-        self.client = SandboxClient(f"http://127.0.0.1:{port}", token)
+        await self._wait_started(kind)
+        self.client = SandboxClient("http://sandbox", token, unix_socket=str(socket_path))
+
+    def _jailed(self, listen_fd: int, token_fd: int) -> tuple[list[str], str, tuple[int, ...]]:
+        bwrap = find_bwrap()
+        assert bwrap is not None
+        python, prefix = system_python(self.python)
+        jail = Jail(
+            workspace=self.workspace,
+            server_package=SERVER_PACKAGE,
+            python=python,
+            python_prefix=prefix,
+            network=self.network,
+            hidden_paths=self.hidden_paths,
+        )
+        server = [python, *PYTHON_FLAGS, *self._server_args("bwrap", listen_fd, TOKEN_FILE)]
+        return jail.argv(bwrap, server, token_fd=token_fd), "/", (listen_fd, token_fd)
+
+    def _unjailed(self, listen_fd: int, token: str) -> tuple[list[str], str, tuple[int, ...]]:
+        assert self._private is not None
+        token_file = self._private / TOKEN_NAME
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token)
+        python = self.python or sys.executable
+        server = [python, *PYTHON_FLAGS, *self._server_args("none", listen_fd, str(token_file))]
+        return server, str(RUNTIME_IMAGE_DIR), (listen_fd,)
 
     async def _collect_stderr(self) -> None:
         assert self.process is not None and self.process.stderr is not None
         async for line in self.process.stderr:
             self._stderr.append(line.decode(errors="replace").rstrip())
 
-    async def _read_port(self) -> int:
+    async def _wait_started(self, kind: str) -> None:
         assert self.process is not None and self.process.stdout is not None
         try:
             async with asyncio.timeout(15):
                 line = (await self.process.stdout.readline()).decode()
         except TimeoutError:
             line = ""
-        if not line.startswith(READY_PREFIX):
-            await self.close()
-            detail = "\n".join(self._stderr) or "no output"
-            raise SandboxStartError(f"the local sandbox did not start: {detail}")
-        return int(line[len(READY_PREFIX) :])
+        if line.startswith(READY_PREFIX):
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1):  # let the last words arrive
+                await self.process.wait()
+                if self._stderr_task is not None:
+                    await self._stderr_task
+        detail = "\n".join(self._stderr) or "no output"
+        await self.close()
+        hint = ""
+        if kind == "bwrap" and "bwrap:" in detail:
+            hint = (
+                "\nbubblewrap could not build the jail. Where unprivileged user namespaces are "
+                "forbidden (sysctl kernel.unprivileged_userns_clone, AppArmor's "
+                "apparmor_restrict_unprivileged_userns), allow them for bwrap."
+            )
+        raise SandboxStartError(f"the local sandbox did not start: {detail}{hint}")
 
     async def close(self) -> None:
         await self._close_client()
@@ -136,8 +256,14 @@ class LocalRuntime(ClientRuntime):
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 await process.wait()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            await asyncio.to_thread(cgroup.destroy)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._stderr_task
             self._stderr_task = None
+        private, self._private = self._private, None
+        if private is not None:
+            await asyncio.to_thread(shutil.rmtree, private, True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 
 from .actions import Executor
 from .files import Files
-from .jail import bubblewrap_prefix
 from .server import SandboxState, serve
 from .shell import Shell
 
@@ -34,12 +34,28 @@ def read_token(token_file: str | None) -> str:
     return token
 
 
+def limits_of(args: argparse.Namespace) -> dict[int, int]:
+    """The resource limits (``resource.RLIMIT_*`` -> value) the shell and its commands get."""
+    chosen = {
+        resource.RLIMIT_NPROC: args.limit_processes,
+        resource.RLIMIT_AS: args.limit_memory,
+        resource.RLIMIT_FSIZE: args.limit_file_size,
+        resource.RLIMIT_CPU: args.limit_cpu,
+    }
+    return {which: value for which, value in chosen.items() if value is not None}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="chronicle_sandbox")
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--unix-socket", help="listen on this Unix socket instead of TCP")
+    parser.add_argument(
+        "--listen-fd",
+        type=int,
+        help="serve on this inherited, already listening Unix socket (its path stays outside)",
+    )
     parser.add_argument(
         "--no-confine", action="store_true", help="allow paths outside the workspace"
     )
@@ -51,14 +67,13 @@ def main() -> int:
     )
     parser.add_argument("--max-output-chars", type=int, default=30_000)
     parser.add_argument(
-        "--jail", choices=["bwrap", "none"], default="none", help="run the shell in bubblewrap"
-    )
-    parser.add_argument(
-        "--network", action="store_true", help="let the jailed shell use the network"
-    )
-    parser.add_argument(
         "--token-file", help="read the token from this file, then delete it (preferred)"
     )
+    limits = parser.add_argument_group("limits of the shell and every command (not of this server)")
+    limits.add_argument("--limit-processes", type=int, help="RLIMIT_NPROC")
+    limits.add_argument("--limit-memory", type=int, help="RLIMIT_AS, bytes")
+    limits.add_argument("--limit-file-size", type=int, help="RLIMIT_FSIZE, bytes")
+    limits.add_argument("--limit-cpu", type=int, help="RLIMIT_CPU, seconds per process")
     args = parser.parse_args()
     try:
         token = read_token(args.token_file)
@@ -73,22 +88,22 @@ def main() -> int:
         return 2
     workspace = os.path.abspath(args.workspace)
     os.makedirs(workspace, exist_ok=True)
-    prefix = None
-    if args.jail == "bwrap":
-        prefix = bubblewrap_prefix(workspace, network=args.network)
-        if prefix is None:
-            print("chronicle_sandbox: --jail bwrap needs bubblewrap (bwrap)", file=sys.stderr)
-            return 2
     shell = Shell(
         workspace,
         dict(os.environ),
         no_output_timeout=args.no_output_timeout,
         max_output_chars=args.max_output_chars,
-        prefix=prefix,
+        limits=limits_of(args),
     )
     executor = Executor(shell, Files(workspace, confine=not args.no_confine))
-    state = SandboxState(token, executor, workspace, not args.no_confine)
-    serve(state, host=args.host, port=args.port, unix_socket=args.unix_socket)
+    state = SandboxState(token, executor)
+    serve(
+        state,
+        host=args.host,
+        port=args.port,
+        unix_socket=args.unix_socket,
+        listen_fd=args.listen_fd,
+    )
     return 0
 
 

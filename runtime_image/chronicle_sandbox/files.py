@@ -1,19 +1,48 @@
-"""File actions: read with line ranges, write, and the str_replace_editor commands."""
+"""File actions: read with line ranges, write, and the str_replace_editor commands.
+
+Every file is opened beneath the workspace (``paths.Workspace``), and what is opened is then
+checked through its descriptor (``fstat``), so a path swapped between a check and its use
+cannot lead anywhere else.
+"""
 
 from __future__ import annotations
 
 import difflib
 import os
+import stat
 from typing import Any
 
-from .paths import PathError, resolve
+from .paths import PathError, Workspace
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 BINARY_PROBE = 8192
+#: Never wait on a FIFO someone left in the workspace; no effect on regular files.
+READ = os.O_RDONLY | os.O_NONBLOCK
 
 
 class FileActionError(ValueError):
     """A file action that cannot be done; the message says why."""
+
+
+class AlreadyExists(FileActionError):
+    """The file to create is already there."""
+
+
+class NotFound(FileActionError):
+    """There is no such file."""
+
+
+class TooLarge(FileActionError):
+    """The file is over the size limit of the action."""
+
+
+def read_all(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        chunk = os.read(fd, max(size, 65536))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 class Files:
@@ -22,29 +51,76 @@ class Files:
     def __init__(self, workspace: str, *, confine: bool = True) -> None:
         self.workspace = workspace
         self.confine = confine
+        self.paths = Workspace(workspace, confine=confine)
         self._history: dict[str, list[str | None]] = {}
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _path(self, path: str) -> str:
+    def _shown(self, path: str) -> str:
         try:
-            return resolve(self.workspace, path, confine=self.confine)
+            return self.paths.shown(self.paths.relative(path))
         except PathError as exc:
             raise FileActionError(str(exc)) from None
 
-    def _read_text(self, real: str, shown: str) -> str:
-        if not os.path.exists(real):
-            raise FileActionError(f"{shown} does not exist")
-        if os.path.isdir(real):
+    def open(self, path: str, flags: int, mode: int = 0o666, *, make_parents: bool = False) -> int:
+        """``path`` opened beneath the workspace; refusals become ``FileActionError``."""
+        try:
+            return self.paths.open(path, flags, mode, make_parents=make_parents)
+        except PathError as exc:
+            raise FileActionError(str(exc)) from None
+        except FileNotFoundError:
+            raise NotFound(f"{path} does not exist") from None
+        except FileExistsError:
+            raise AlreadyExists(f"{path} already exists") from None
+        except IsADirectoryError:
+            raise FileActionError(f"{path} is a directory") from None
+        except NotADirectoryError:
+            raise FileActionError(f"a parent of {path} is not a directory") from None
+        except OSError as exc:
+            raise FileActionError(f"{path}: {exc.strerror or exc}") from None
+
+    def read_bytes(self, path: str, limit: int) -> bytes:
+        """The bytes of the regular file ``path``, refused when over ``limit`` bytes."""
+        fd = self.open(path, READ)
+        try:
+            return self._bytes_of(fd, path, limit)
+        finally:
+            os.close(fd)
+
+    def write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> None:
+        """Write ``data`` to ``path`` (parents are created); ``exclusive`` never overwrites."""
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | (os.O_EXCL if exclusive else os.O_TRUNC)
+        fd = self.open(path, flags, make_parents=True)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise FileActionError(f"{path} is not a regular file")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            raise FileActionError(f"writing {path} failed: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _bytes_of(fd: int, shown: str, limit: int) -> bytes:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
             raise FileActionError(f"{shown} is a directory")
-        size = os.path.getsize(real)
-        if size > MAX_FILE_BYTES:
-            raise FileActionError(
-                f"{shown} is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit for file "
+        if not stat.S_ISREG(info.st_mode):
+            raise FileActionError(f"{shown} is not a regular file")
+        if info.st_size > limit:
+            raise TooLarge(
+                f"{shown} is {info.st_size:,} bytes, over the {limit:,}-byte limit for file "
                 "actions; use the shell (head, sed -n, grep) to look at parts of it"
             )
-        with open(real, "rb") as handle:
-            data = handle.read()
+        data = read_all(fd, info.st_size)
+        if len(data) > limit:
+            raise TooLarge(f"{shown} grew past the {limit:,}-byte limit while read")
+        return data
+
+    def _text_of(self, fd: int, shown: str) -> str:
+        data = self._bytes_of(fd, shown, MAX_FILE_BYTES)
         if b"\x00" in data[:BINARY_PROBE]:
             raise FileActionError(f"{shown} is a binary file; file actions work on text")
         try:
@@ -52,15 +128,34 @@ class Files:
         except UnicodeDecodeError:
             raise FileActionError(f"{shown} is not UTF-8 text") from None
 
-    def _write_text(self, real: str, content: str) -> None:
-        if len(content.encode("utf-8")) > MAX_FILE_BYTES:
-            raise FileActionError(f"content over the {MAX_FILE_BYTES:,}-byte limit")
-        os.makedirs(os.path.dirname(real), exist_ok=True)
-        with open(real, "w", encoding="utf-8") as handle:
-            handle.write(content)
+    def _read_text(self, path: str) -> str:
+        fd = self.open(path, READ)
+        try:
+            return self._text_of(fd, path)
+        finally:
+            os.close(fd)
 
-    def _remember(self, real: str, old: str | None) -> None:
-        self._history.setdefault(real, []).append(old)
+    def _existing_text(self, path: str) -> str | None:
+        """The text of ``path``, or None when there is no such file yet."""
+        try:
+            fd = self.paths.open(path, READ)
+        except FileNotFoundError:
+            return None
+        except (PathError, OSError):
+            fd = self.open(path, READ)  # raises the same failure, worded for the user
+        try:
+            return self._text_of(fd, path)
+        finally:
+            os.close(fd)
+
+    def _write_text(self, path: str, content: str, *, exclusive: bool = False) -> None:
+        data = content.encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise FileActionError(f"content over the {MAX_FILE_BYTES:,}-byte limit")
+        self.write_bytes(path, data, exclusive=exclusive)
+
+    def _remember(self, key: str, old: str | None) -> None:
+        self._history.setdefault(key, []).append(old)
 
     @staticmethod
     def _diff(shown: str, old: str, new: str) -> str:
@@ -83,8 +178,7 @@ class Files:
     # -- actions -------------------------------------------------------------------------
 
     def read(self, path: str, start: int = 1, end: int | None = None) -> dict[str, Any]:
-        real = self._path(path)
-        lines = self._read_text(real, path).split("\n")
+        lines = self._read_text(path).split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         if start > max(len(lines), 1):
@@ -97,10 +191,10 @@ class Files:
         }
 
     def write(self, path: str, content: str) -> dict[str, Any]:
-        real = self._path(path)
-        old = self._read_text(real, path) if os.path.isfile(real) else None
-        self._write_text(real, content)
-        self._remember(real, old)
+        key = self._shown(path)
+        old = self._existing_text(path)
+        self._write_text(path, content)
+        self._remember(key, old)
         return {
             "kind": "file.write.output",
             "path": path,
@@ -110,40 +204,44 @@ class Files:
     def edit(self, action: dict[str, Any]) -> dict[str, Any]:
         command = action.get("command")
         path = action.get("path") or ""
-        real = self._path(path)
+        key = self._shown(path)
         if command == "view":
-            return self._view(real, path, action.get("view_range"))
+            return self._view(path, action.get("view_range"))
         if command == "create":
-            if os.path.exists(real):
-                raise FileActionError(f"{path} already exists; create does not overwrite")
             text = action.get("file_text")
             if text is None:
                 raise FileActionError("create needs file_text")
-            self._write_text(real, text)
-            self._remember(real, None)
+            try:
+                self._write_text(path, text, exclusive=True)
+            except AlreadyExists:
+                raise FileActionError(f"{path} already exists; create does not overwrite") from None
+            self._remember(key, None)
             return self._edited(path, "", text)
-        old = self._read_text(real, path)
+        old = self._read_text(path)
         if command == "str_replace":
             new = self._str_replace(path, old, action.get("old_str"), action.get("new_str") or "")
         elif command == "insert":
             new = self._insert(old, action.get("insert_line"), action.get("new_str"))
         elif command == "undo_edit":
-            history = self._history.get(real)
+            history = self._history.get(key)
             if not history:
                 raise FileActionError(f"no edit of {path} to undo")
             previous = history.pop()
             if previous is None:
-                os.remove(real)
+                try:
+                    self.paths.unlink(path)
+                except (PathError, OSError) as exc:
+                    raise FileActionError(f"cannot remove {path}: {exc}") from None
                 return self._edited(path, old, "", content="")
-            self._write_text(real, previous)
+            self._write_text(path, previous)
             return self._edited(path, old, previous)
         else:
             raise FileActionError(
                 f"unknown editor command {command!r}; use view, create, str_replace, insert "
                 "or undo_edit"
             )
-        self._write_text(real, new)
-        self._remember(real, old)
+        self._write_text(path, new)
+        self._remember(key, old)
         return self._edited(path, old, new)
 
     def _edited(self, path: str, old: str, new: str, content: str | None = None) -> dict[str, Any]:
@@ -186,15 +284,19 @@ class Files:
         lines[line:line] = added
         return "\n".join(lines) + ("\n" if trailing or not text else "")
 
-    def _view(self, real: str, path: str, view_range: Any) -> dict[str, Any]:
-        if os.path.isdir(real):
-            return {
-                "kind": "file.edit.output",
-                "path": path,
-                "diff": "",
-                "content": self._listing(real),
-            }
-        text = self._read_text(real, path)
+    def _view(self, path: str, view_range: Any) -> dict[str, Any]:
+        fd = self.open(path, READ)
+        try:
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                return {
+                    "kind": "file.edit.output",
+                    "path": path,
+                    "diff": "",
+                    "content": self._listing(fd, self._shown(path)),
+                }
+            text = self._text_of(fd, path)
+        finally:
+            os.close(fd)
         first, last = 1, None
         if view_range:
             first, last = int(view_range[0]), int(view_range[1])
@@ -210,22 +312,39 @@ class Files:
         }
 
     @staticmethod
-    def _listing(root: str) -> str:
+    def _entries(fd: int) -> list[tuple[str, bool]]:
+        """(name, is a directory) of the visible entries of the directory ``fd``, sorted.
+
+        Symlinks are listed as they are, not followed (their target may be anywhere).
+        """
+        with os.scandir(fd) as scan:
+            found = [
+                (entry.name, entry.is_dir(follow_symlinks=False))
+                for entry in scan
+                if not entry.name.startswith(".")
+            ]
+        return sorted(found)
+
+    @classmethod
+    def _listing(cls, fd: int, root: str) -> str:
         """Files and directories up to two levels deep, hidden entries left out."""
         entries = [root]
-        for name in sorted(os.listdir(root)):
-            if name.startswith("."):
-                continue
+        for name, is_dir in cls._entries(fd):
             full = os.path.join(root, name)
-            entries.append(full + ("/" if os.path.isdir(full) else ""))
-            if os.path.isdir(full) and not os.path.islink(full):
-                try:
-                    children = sorted(os.listdir(full))
-                except OSError:
-                    continue
-                for child in children:
-                    if child.startswith("."):
-                        continue
-                    inner = os.path.join(full, child)
-                    entries.append(inner + ("/" if os.path.isdir(inner) else ""))
+            entries.append(full + ("/" if is_dir else ""))
+            if not is_dir:
+                continue
+            try:
+                child = os.open(
+                    name, READ | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
+                )
+            except OSError:
+                continue
+            try:
+                inner = cls._entries(child)
+            except OSError:
+                continue
+            finally:
+                os.close(child)
+            entries.extend(os.path.join(full, n) + ("/" if d else "") for n, d in inner)
         return "\n".join(entries)

@@ -16,20 +16,18 @@ from urllib.parse import parse_qs, urlsplit
 
 from . import PROTOCOL_VERSION
 from .actions import Executor, error
-from .paths import PathError, resolve
+from .files import FileActionError, NotFound, TooLarge
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DRAIN_LIMIT = 256 * 1024 * 1024
 
 
 class SandboxState:
-    """What every request handler shares: the token, the executor, the workspace, liveness."""
+    """What every request handler shares: the token, the executor, liveness."""
 
-    def __init__(self, token: str, executor: Executor, workspace: str, confine: bool) -> None:
+    def __init__(self, token: str, executor: Executor) -> None:
         self.token = token
         self.executor = executor
-        self.workspace = workspace
-        self.confine = confine
         self.last_seen = time.monotonic()
 
     def touch(self) -> None:
@@ -50,11 +48,21 @@ class UnixSandboxServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServ
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, path: str, state: SandboxState) -> None:
-        if os.path.exists(path):
-            os.unlink(path)
-        super().__init__(path, Handler)
-        os.chmod(path, 0o600)
+    def __init__(self, path: str | None, state: SandboxState, listen_fd: int | None = None) -> None:
+        """Listen on ``path``, or on the already listening socket ``listen_fd`` (handed in by
+        a parent that keeps the socket's path where the sandbox cannot reach it)."""
+        if listen_fd is not None:
+            super().__init__("", Handler, bind_and_activate=False)
+            self.socket.close()
+            self.socket = socket.socket(fileno=listen_fd)
+            self.socket.set_inheritable(False)  # not for the shell
+            self.server_address = self.socket.getsockname()
+        else:
+            assert path is not None
+            if os.path.exists(path):
+                os.unlink(path)
+            super().__init__(path, Handler)
+            os.chmod(path, 0o600)
         self.state = state
 
 
@@ -126,15 +134,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def _query_path(self) -> str | None:
         values = parse_qs(urlsplit(self.path).query).get("path")
-        if not values:
+        if not values or not values[0]:
             self._refuse(HTTPStatus.BAD_REQUEST, "the 'path' query parameter is required")
             return None
         try:
-            state = self.server.state
-            return resolve(state.workspace, values[0], confine=state.confine)
-        except PathError as exc:
+            self.server.state.executor.files.paths.relative(values[0])
+        except ValueError as exc:
             self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
             return None
+        return values[0]
 
     # -- routes --------------------------------------------------------------------------
 
@@ -147,16 +155,20 @@ class Handler(BaseHTTPRequestHandler):
         elif route == "/download":
             if not self._authorised():
                 return
-            real = self._query_path()
-            if real is None:
+            path = self._query_path()
+            if path is None:
                 return
-            if not os.path.isfile(real):
-                self._refuse(HTTPStatus.NOT_FOUND, "no such file")
-            elif os.path.getsize(real) > MAX_REQUEST_BYTES:
-                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "file too large to download")
+            files = self.server.state.executor.files
+            try:
+                data = files.read_bytes(path, MAX_REQUEST_BYTES)
+            except NotFound as exc:
+                self._refuse(HTTPStatus.NOT_FOUND, str(exc))
+            except TooLarge as exc:
+                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc))
+            except FileActionError as exc:
+                self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
             else:
-                with open(real, "rb") as handle:
-                    self._send(HTTPStatus.OK, handle.read(), "application/octet-stream")
+                self._send(HTTPStatus.OK, data, "application/octet-stream")
         else:
             self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
 
@@ -172,17 +184,20 @@ class Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         if route == "/upload":
-            real = self._query_path()
-            if real is None:
+            path = self._query_path()
+            if path is None:
                 self.close_connection = True  # the body was not read
                 return
             data = self._body(MAX_REQUEST_BYTES)
             if data is None:
                 return
-            os.makedirs(os.path.dirname(real), exist_ok=True)
-            with open(real, "wb") as handle:
-                handle.write(data)
-            self._json(HTTPStatus.OK, {"path": real, "bytes": len(data)})
+            files = self.server.state.executor.files
+            try:
+                files.write_bytes(path, data)
+            except FileActionError as exc:
+                self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
+                return
+            self._json(HTTPStatus.OK, {"path": files.paths.shown(path), "bytes": len(data)})
             return
         body = self._body(MAX_REQUEST_BYTES)
         if body is None:
@@ -199,11 +214,18 @@ class Handler(BaseHTTPRequestHandler):
         self._json(HTTPStatus.OK, observation)
 
 
-def serve(state: SandboxState, *, host: str, port: int, unix_socket: str | None = None) -> None:
+def serve(
+    state: SandboxState,
+    *,
+    host: str,
+    port: int,
+    unix_socket: str | None = None,
+    listen_fd: int | None = None,
+) -> None:
     server: TCPSandboxServer | UnixSandboxServer
-    if unix_socket:
-        server = UnixSandboxServer(unix_socket, state)
-        where = unix_socket
+    if unix_socket or listen_fd is not None:
+        server = UnixSandboxServer(unix_socket, state, listen_fd)
+        where = str(server.server_address or unix_socket)
     else:
         server = TCPSandboxServer((host, port), state)
         where = str(server.server_address[1])

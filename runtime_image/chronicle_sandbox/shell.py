@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import pty
 import re
+import resource
 import secrets
 import signal
 import termios
@@ -31,11 +32,11 @@ class Shell:
         no_output_timeout: float = 10.0,
         max_wait: float = 120.0,
         max_output_chars: int = 30_000,
-        prefix: list[str] | None = None,
+        limits: dict[int, int] | None = None,
     ) -> None:
         self.workspace = workspace
         self._env = env
-        self._prefix = prefix or []  # e.g. a bubblewrap jail around bash
+        self._limits = limits or {}  # resource.RLIMIT_* -> value, for bash and its commands
         self.no_output_timeout = no_output_timeout
         self.max_wait = max_wait
         self.max_output_chars = max_output_chars
@@ -61,11 +62,12 @@ class Shell:
         pid, fd = pty.fork()
         if pid == 0:  # the child: become bash in the workspace, and die with the server
             _die_with_parent()
+            _confine_child(self._limits)
             try:
                 os.chdir(self.workspace)
             except OSError:
                 pass
-            argv = [*self._prefix, "bash", "--noprofile", "--norc", "--noediting", "-i"]
+            argv = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
             os.execvpe(argv[0], argv, env)
         self.pid, self.fd = pid, fd
         attrs = termios.tcgetattr(fd)
@@ -282,6 +284,32 @@ def _die_with_parent() -> None:
 
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
+        pass
+
+
+def _confine_child(limits: dict[int, int]) -> None:
+    """In the shell's process before exec: what bash and every command it runs inherit.
+
+    Only the terminal is passed on (the server's sockets and files are not), the limits are
+    set for good (soft and hard; CPU gets one second of grace so SIGXCPU can be reported
+    before SIGKILL), and the shell is the out-of-memory killer's first choice, not the server.
+    """
+    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    for which, value in limits.items():
+        _soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        ceiling = value + 1 if which == resource.RLIMIT_CPU else value
+        if hard != resource.RLIM_INFINITY:
+            ceiling = min(ceiling, hard)
+        try:
+            resource.setrlimit(which, (value, ceiling))
+        except (OSError, ValueError):
+            pass
+    try:
+        with open("/proc/self/oom_score_adj", "w") as handle:
+            handle.write("1000")
+    except OSError:
         pass
 
 
