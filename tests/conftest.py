@@ -12,19 +12,32 @@ from app.config import Settings
 from app.store import EventStore
 from tests.support.fake_llm import FakeLlmServer
 from tests.support.postgres import (
+    PgServer,
     ServerAddress,
     database_from_template,
+    database_name,
     migrated_template,
-    server_url_for_tests,
+    server_for_tests,
 )
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.fixture(scope="session")
-def pg_address() -> Iterator[ServerAddress]:
-    for url in server_url_for_tests():
-        yield ServerAddress.from_url(url)
+def pg_server() -> Iterator[PgServer]:
+    yield from server_for_tests()
+
+
+@pytest.fixture(scope="session")
+def pg_address(pg_server: PgServer) -> ServerAddress:
+    """The test server as its superuser."""
+    return pg_server.admin
+
+
+@pytest.fixture(scope="session")
+def pg_app_address(pg_server: PgServer) -> ServerAddress:
+    """The test server as the application's login (chronicle_app's privileges)."""
+    return pg_server.app
 
 
 @pytest.fixture(scope="session")
@@ -34,8 +47,14 @@ def pg_template(pg_address: ServerAddress) -> Iterator[str]:
 
 @pytest.fixture
 def database_url(pg_address: ServerAddress, pg_template: str) -> Iterator[str]:
-    """A fresh, migrated database for this test."""
+    """A fresh, migrated database for this test, as the superuser."""
     yield from database_from_template(pg_address, pg_template, f"t_{uuid.uuid4().hex[:16]}")
+
+
+@pytest.fixture
+def app_database_url(database_url: str, pg_app_address: ServerAddress) -> str:
+    """The same database as the application's login: what Chronicle runs with."""
+    return pg_app_address.url(database_name(database_url))
 
 
 @pytest.fixture
@@ -44,8 +63,9 @@ def settings(tmp_path) -> Settings:
 
 
 @pytest.fixture
-async def store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    async with await EventStore.open(database_url, settings=settings) as opened:
+async def store(app_database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
+    """The event store as the application opens it: as chronicle_app, least privilege."""
+    async with await EventStore.open(app_database_url, settings=settings) as opened:
         yield opened
 
 

@@ -1,4 +1,9 @@
-"""`chronicle db ...`: the database Chronicle uses (embedded by default)."""
+"""`chronicle db ...`: the database Chronicle uses (embedded by default).
+
+The application connects as ``chronicle_app``; migrations and these admin commands use the
+embedded server's superuser (or, with a configured URL, whatever role that URL names: run
+`chronicle db migrate` with the owner's URL, the application with ``chronicle_app``'s).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,15 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     sub = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
     sub.add_parser("up", help="start the embedded PostgreSQL (if no URL is set) and migrate it")
     sub.add_parser("status", help="which database is used, is it up, which schema revision")
-    sub.add_parser("url", help="print the database URL")
+    url = sub.add_parser("url", help="print the application's database URL (password hidden)")
+    url.add_argument(
+        "--show-password", action="store_true", help="print the password too (a secret)"
+    )
+    url.add_argument(
+        "--admin",
+        action="store_true",
+        help="the embedded server's superuser URL instead (for psql; never for the application)",
+    )
     migrate = sub.add_parser("migrate", help="upgrade the schema (default: to head)")
     migrate.add_argument("--revision", default="head")
     downgrade = sub.add_parser("downgrade", help="downgrade the schema (default: to base)")
@@ -22,37 +35,38 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     sub.add_parser("stop", help="stop the embedded PostgreSQL")
 
 
-def _url(settings: Settings) -> str:
-    from app.store.database import ensure_database
-
-    return ensure_database(settings)
-
-
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.store import migrate
+    from app.store.database import admin_database_url, ensure_database, forget_migrations
 
     command = args.db_command
     if command == "up":
-        url = _url(settings)
-        migrate.upgrade(url)
+        url = ensure_database(settings)
+        admin = admin_database_url(settings)
+        migrate.upgrade(admin)
         where = "configured" if settings.database_url else "embedded"
         print(f"database ready ({where}): {redact(url)}")
-        print(f"schema revision: {migrate.current_revision(url)}")
+        print(f"schema revision: {migrate.current_revision(admin)}")
         return 0
     if command == "url":
-        print(_url(settings))
+        if args.admin and settings.database_url:
+            print("a database URL is configured; Chronicle has no superuser URL of its own")
+            return 1
+        url = admin_database_url(settings) if args.admin else ensure_database(settings)
+        print(url if args.show_password else redact(url))
         return 0
     if command == "status":
         return _status(settings)
     if command == "migrate":
-        url = settings.database_url or _url(settings)
-        migrate.upgrade(url, args.revision)
-        print(f"schema at revision {migrate.current_revision(url)}")
+        admin = admin_database_url(settings)
+        migrate.upgrade(admin, args.revision)
+        print(f"schema at revision {migrate.current_revision(admin)}")
         return 0
     if command == "downgrade":
-        url = settings.database_url or _url(settings)
-        migrate.downgrade(url, args.revision)
-        print(f"schema at revision {migrate.current_revision(url) or 'base (empty)'}")
+        admin = admin_database_url(settings)
+        migrate.downgrade(admin, args.revision)
+        forget_migrations(settings)
+        print(f"schema at revision {migrate.current_revision(admin) or 'base (empty)'}")
         return 0
     if command == "stop":
         if settings.database_url:
@@ -73,19 +87,20 @@ def _status(settings: Settings) -> int:
     else:
         status = EmbeddedPostgres(settings.data_dir).status()
         print(f"database: embedded PostgreSQL in {status.pgdata}")
-        if not status.running:
+        if not status.running or status.url is None:
             state = "stopped" if status.initialised else "not created yet"
             print(f"state: {state} (`chronicle db up` starts it)")
             return 1
         print(f"state: running (pid {status.pid})")
-        assert status.url is not None
         url = status.url
-        print(f"url: {url}")
+        print(f"url: {redact(url)}")
     try:
         revision = migrate.current_revision(url)
+        role = migrate.connected_role(url)
     except Exception as exc:
         print(f"state: unreachable ({type(exc).__name__}: {exc})")
         return 1
+    print(f"role: {role}")
     head = migrate.head_revision()
     print(f"schema revision: {revision or 'none'} (head: {head})")
     return 0 if revision == head else 1

@@ -17,26 +17,40 @@ def _migrations_fingerprint() -> str:
 
 
 def ensure_database(settings: Settings) -> str:
-    """The database URL to use; with no URL configured, start and migrate the embedded one.
+    """The application's database URL; with none configured, the embedded server's.
 
     A configured server is used as it is: Chronicle never starts its own then, and never
     migrates it behind the operator's back (`chronicle db migrate` does that). The embedded
-    server is ours: it is started when needed and migrated when the migrations changed (a
-    stamp in its data directory makes the common case skip alembic's start-up cost).
+    server is ours: it is started when needed and migrated (as its superuser) when the
+    migrations changed; a stamp in its data directory makes the common case skip alembic's
+    start-up cost. The application itself connects as ``chronicle_app``.
     """
     if settings.database_url:
         return settings.database_url
     server = EmbeddedPostgres(settings.data_dir)
-    status = server.status()
-    url = status.url if status.running and status.url else server.start()
+    urls = server.ensure_running()
     stamp = server.pgdata / STAMP_NAME
     fingerprint = _migrations_fingerprint()
     if not stamp.exists() or stamp.read_text() != fingerprint:
         from app.store import migrate
 
-        migrate.upgrade(url)
+        migrate.upgrade(urls.admin)
         stamp.write_text(fingerprint)
-    return url
+    return urls.app
+
+
+def admin_database_url(settings: Settings) -> str:
+    """The URL for migrations and `chronicle db`: the configured one (run those commands with
+    the owner's URL there), or the embedded server's superuser, started if needed."""
+    if settings.database_url:
+        return settings.database_url
+    return EmbeddedPostgres(settings.data_dir).ensure_running().admin
+
+
+def forget_migrations(settings: Settings) -> None:
+    """After a manual downgrade of the embedded database: migrate again on the next start."""
+    if not settings.database_url:
+        (EmbeddedPostgres(settings.data_dir).pgdata / STAMP_NAME).unlink(missing_ok=True)
 
 
 async def ensure_database_async(settings: Settings) -> str:

@@ -1,29 +1,91 @@
-"""An embedded PostgreSQL (the ``pgserver`` package) for running without any setup.
+"""An embedded PostgreSQL for running without any setup, locked down.
 
-The server lives in ``<data_dir>/postgres``, listens only on a Unix socket, and keeps running
-after the command that started it exits, so the next command reuses it. Running as root is
-handled by pgserver (the server runs as a dedicated system user).
+pgserver provides the PostgreSQL binaries and, when Chronicle runs as root, the system user the
+server runs as; how the server is set up and started is decided here:
+
+- the data directory is private (0700; 0710 with the server's group when running as root, so
+  the server's user can reach its own directory and nothing else in it);
+- the server lives in ``<data_dir>/postgres``, listens on no TCP address, and its Unix socket
+  is in a private directory: the server's own data directory, or a fresh 0700 temporary
+  directory when that path is too long for a socket (never a shared, world-writable one);
+- every connection needs a password (scram-sha-256 for every line of pg_hba.conf);
+- two generated passwords are kept in ``<data_dir>/secrets`` (0600): the superuser's, for
+  migrations and `chronicle db`, and ``chronicle_app``'s, the application's login;
+- a data directory made by older versions (trust authentication) is upgraded in place on the
+  next start: passwords set, pg_hba.conf rewritten, configuration reloaded.
+
+The server keeps running after the command that started it exits; the next command reuses it,
+and a stopped or killed server is started again by the next command that needs it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import logging
 import os
+import shlex
+import stat
+import subprocess
+import tempfile
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
+from urllib.parse import quote
 
+import psutil
 import psycopg
+from psycopg import sql
 from pydantic import BaseModel
 
+from app.store.errors import StoreError
+from app.store.postmaster import Postmaster, read_postmaster
+from app.store.private_files import private_dir, read_secret, secret_in
+
+log = logging.getLogger(__name__)
+
 DATABASE = "chronicle"
+SUPERUSER = "postgres"
+APP_ROLE = "chronicle_app"
+PORT = 5432
+SOCKET_NAME = f".s.PGSQL.{PORT}"
+#: sun_path holds 108 bytes with the final NUL; keep a margin.
+MAX_SOCKET_PATH = 100
+SYSTEM_USER = "pgserver"  # pgserver's name for the server's user when running as root
+START_ATTEMPTS_SECONDS = 20.0
+
+PG_HBA = """\
+# Written by Chronicle: each connection needs its password (scram-sha-256).
+# The server listens on no TCP address; the host lines only make that doubly sure.
+local   all   all                 scram-sha-256
+host    all   all   0.0.0.0/0     reject
+host    all   all   ::/0          reject
+"""
+#: Settings on the server's command line outrank postgresql.conf and ALTER SYSTEM.
+SERVER_SETTINGS = {
+    "listen_addresses": "",
+    "port": str(PORT),
+    "unix_socket_permissions": "0700",
+    "password_encryption": "scram-sha-256",
+}
 
 
-def _pgserver() -> ModuleType:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
-        import pgserver
+class ServerUser(NamedTuple):
+    """The system user the server runs as when Chronicle runs as root."""
 
-    return pgserver
+    name: str
+    uid: int
+    gid: int
+
+
+class EmbeddedUrls(NamedTuple):
+    """How to reach the running server: as the superuser (admin) and as the application."""
+
+    admin: str
+    app: str
 
 
 class EmbeddedStatus(BaseModel):
@@ -31,59 +93,383 @@ class EmbeddedStatus(BaseModel):
     initialised: bool
     running: bool
     pid: int | None = None
+    #: The application's URL (chronicle_app, with its password); redact before printing.
     url: str | None = None
 
 
+def _pgserver() -> ModuleType:
+    """pgserver's helpers (importing the package makes platformdirs warn without
+    XDG_RUNTIME_DIR; nothing of it is used that needs one)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver._commands
+        import pgserver.utils
+
+    return pgserver
+
+
+def _pgserver_bin() -> Path:
+    return Path(_pgserver()._commands.POSTGRES_BIN_PATH)
+
+
+def _url(role: str, password: str | None, database: str, server: Postmaster) -> str:
+    auth = quote(role, safe="") + (f":{quote(password, safe='')}" if password else "")
+    host = quote(str(server.socket_dir), safe="/")
+    return f"postgresql://{auth}@/{database}?host={host}&port={server.port}"
+
+
 class EmbeddedPostgres:
-    """Start, inspect, restart and stop the embedded server in one data directory."""
+    """Set up, start, inspect, restart and stop the embedded server of one data directory."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.pgdata = (data_dir / "postgres").expanduser().resolve()
+        self.data_dir = data_dir.expanduser().resolve()
+        self.pgdata = self.data_dir / "postgres"
+        self.secrets_dir = self.data_dir / "secrets"
+        self.superuser_password_file = self.secrets_dir / "postgres-superuser.password"
+        self.app_password_file = self.secrets_dir / "postgres-chronicle_app.password"
+        self._log_file = self.pgdata / "log"
+        self._provisioned = self.pgdata / "chronicle-provisioned"
 
-    def _system_user(self) -> str | None:
-        return "pgserver" if os.geteuid() == 0 else None
-
-    def _pg_ctl(self, *args: str) -> None:
-        _pgserver()
-        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import
-
-        pg_ctl(list(args), pgdata=self.pgdata, user=self._system_user(), timeout=60)
+    # -- public ------------------------------------------------------------------------------
 
     def start(self) -> str:
-        """Start (or reuse) the server, create the ``chronicle`` database; return its URL."""
-        self.pgdata.parent.mkdir(parents=True, exist_ok=True)
-        server = _pgserver().get_server(self.pgdata, cleanup_mode=None)
-        admin_url = server.get_uri("postgres")
-        with psycopg.connect(admin_url, autocommit=True) as connection:
-            exists = connection.execute(
-                "SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,)
-            ).fetchone()
-            if not exists:
-                connection.execute(f'CREATE DATABASE "{DATABASE}"')
-        return server.get_uri(DATABASE)
+        """Start (or reuse) the server; the superuser's URL (for migrations and admin)."""
+        return self.ensure_running().admin
+
+    def ensure_running(self) -> EmbeddedUrls:
+        """Set up, upgrade or start the server as needed; the URLs to reach it."""
+        with self._exclusive():
+            user = self._server_user()
+            self._prepare_directories(user)
+            if not (self.pgdata / "PG_VERSION").exists():
+                self._initdb(user)
+            server = read_postmaster(self.pgdata)
+            if server is not None and not self._is_private(server, user):
+                log.warning("restarting the embedded PostgreSQL on a private socket")
+                self._pg_ctl(user, "-m", "fast", "stop")
+                server = None
+            if server is None:
+                server = self._start_server(user)
+            server = self._wait_ready(server)
+            if not self._hba_requires_passwords():
+                self._upgrade_from_trust(server)
+            if not self._is_provisioned():
+                self._provision(server)
+            return EmbeddedUrls(
+                admin=_url(SUPERUSER, self._superuser_password(), DATABASE, server),
+                app=_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
+            )
 
     def status(self) -> EmbeddedStatus:
-        _pgserver()
-        from pgserver.utils import PostmasterInfo
-
         initialised = (self.pgdata / "PG_VERSION").exists()
-        info = PostmasterInfo.read_from_pgdata(self.pgdata) if initialised else None
-        running = bool(info and info.is_running() and info.status == "ready")
+        server = read_postmaster(self.pgdata) if initialised else None
+        running = server is not None and server.ready
+        url = None
+        if server is not None and running and self.app_password_file.exists():
+            url = _url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server)
         return EmbeddedStatus(
             pgdata=self.pgdata,
             initialised=initialised,
             running=running,
-            pid=info.pid if running and info else None,
-            url=info.get_uri(database=DATABASE) if running and info else None,
+            pid=server.pid if running and server else None,
+            url=url,
         )
 
     def restart(self) -> None:
-        """Fast restart: every client connection is cut, the data stays."""
-        self._pg_ctl("-w", "-m", "fast", "restart")
+        """Fast restart: every client connection is cut, the data and settings stay."""
+        with self._exclusive():
+            self._pg_ctl(self._server_user(), "-m", "fast", "-l", str(self._log_file), "restart")
 
     def stop(self) -> bool:
         """Stop the server if it runs; True when it was running."""
-        if not self.status().running:
+        with self._exclusive():
+            server = read_postmaster(self.pgdata)
+            if server is None:
+                return False
+            self._pg_ctl(self._server_user(), "-m", "fast", "stop")
+            self._remove_socket_dir(server)
+            return True
+
+    # -- directories and secrets ---------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One process at a time sets up, starts or stops this server."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.data_dir / ".postgres.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _server_user(self) -> ServerUser | None:
+        if os.geteuid() != 0:
+            return None
+        entry = _pgserver().utils.ensure_user_exists(SYSTEM_USER)
+        assert entry is not None
+        return ServerUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
+
+    def _prepare_directories(self, user: ServerUser | None) -> None:
+        if user is None:
+            private_dir(self.data_dir)
+        else:
+            # The server's user may pass through (not list) the data dir to reach its own.
+            private_dir(self.data_dir, 0o710)
+            os.chown(self.data_dir, -1, user.gid)
+            _allow_traversal(self.data_dir.parent)
+        private_dir(self.secrets_dir)
+        if not self.pgdata.exists():
+            self.pgdata.mkdir(mode=0o700)
+            if user is not None:
+                os.chown(self.pgdata, user.uid, user.gid)
+
+    def _superuser_password(self) -> str:
+        try:
+            return read_secret(self.superuser_password_file)
+        except FileNotFoundError:
+            raise StoreError(
+                f"the embedded PostgreSQL's superuser password file {self.superuser_password_file}"
+                " is missing; restore it from a backup of the data directory"
+            ) from None
+
+    def _write_server_file(self, path: Path, text: str, user: ServerUser | None) -> None:
+        """Replace a file the server reads, owned by the server's user, mode 0600."""
+        draft = path.with_name(f".{path.name}.chronicle")
+        draft.unlink(missing_ok=True)
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        if user is not None:
+            os.chown(draft, user.uid, user.gid)
+        draft.replace(path)
+
+    # -- the server process --------------------------------------------------------------------
+
+    def _run(self, user: ServerUser | None, program: str, *args: str, timeout: float = 90) -> None:
+        """Run a PostgreSQL program as the server's user; its output goes to the error raised.
+
+        Temporary files rather than pipes: pg_ctl's server inherits them and would hold a
+        pipe open (the same reason pgserver gives).
+        """
+        command = [str(_pgserver_bin() / program), *args]
+        if user is not None:
+            _allow_server_to_run_binaries()
+        with tempfile.TemporaryFile("w+") as output:
+            try:
+                subprocess.run(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    check=True,
+                    timeout=timeout,
+                    user=user.uid if user else None,
+                    group=user.gid if user else None,
+                    extra_groups=[] if user else None,
+                    cwd="/",
+                )
+            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+                output.seek(0)
+                raise StoreError(
+                    f"{program} failed for the embedded PostgreSQL in {self.pgdata}: "
+                    f"{output.read().strip() or exc}{self._log_tail()}"
+                ) from None
+
+    def _pg_ctl(self, user: ServerUser | None, *args: str) -> None:
+        self._run(user, "pg_ctl", "-D", str(self.pgdata), "-w", "-t", "60", *args)
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self._log_file.read_text(errors="replace").splitlines()[-15:]
+        except OSError:
+            return ""
+        return "\nserver log:\n" + "\n".join(lines) if lines else ""
+
+    def _initdb(self, user: ServerUser | None) -> None:
+        """A new cluster whose superuser has a generated password from the start."""
+        password = secret_in(self.superuser_password_file)
+        with tempfile.TemporaryDirectory(prefix="chronicle-initdb-") as scratch:
+            pwfile = Path(scratch) / "password"
+            pwfile.write_text(password + "\n")
+            pwfile.chmod(0o600)
+            if user is not None:
+                os.chown(scratch, user.uid, user.gid)
+                os.chown(pwfile, user.uid, user.gid)
+            self._run(
+                user,
+                "initdb",
+                "-D",
+                str(self.pgdata),
+                "--auth=scram-sha-256",
+                "--encoding=utf8",
+                f"--username={SUPERUSER}",
+                f"--pwfile={pwfile}",
+            )
+        self._write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, user)
+
+    def _socket_dir(self, user: ServerUser | None) -> Path:
+        """The data directory when the socket path fits, else a fresh private directory."""
+        if len(os.fsencode(self.pgdata / SOCKET_NAME)) <= MAX_SOCKET_PATH:
+            return self.pgdata
+        directory = Path(tempfile.mkdtemp(prefix="chronicle-pg-"))  # 0700, a new name
+        if user is not None:
+            os.chown(directory, user.uid, user.gid)
+        return directory
+
+    def _start_server(self, user: ServerUser | None) -> Postmaster:
+        socket_dir = self._socket_dir(user)
+        settings = {**SERVER_SETTINGS, "unix_socket_directories": str(socket_dir)}
+        options = " ".join(f"-c {shlex.quote(f'{k}={v}')}" for k, v in settings.items())
+        deadline = time.monotonic() + START_ATTEMPTS_SECONDS
+        while True:
+            try:
+                self._pg_ctl(user, "-l", str(self._log_file), "-o", options, "start")
+                break
+            except StoreError:
+                # A killed server's backends may still hold its shared memory for a moment.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        server = read_postmaster(self.pgdata)
+        if server is None:
+            raise StoreError(f"the embedded PostgreSQL did not start{self._log_tail()}")
+        return server
+
+    def _wait_ready(self, server: Postmaster) -> Postmaster:
+        deadline = time.monotonic() + 60
+        current: Postmaster | None = server
+        while current is None or not current.ready:
+            if time.monotonic() > deadline:
+                raise StoreError(f"the embedded PostgreSQL is not ready{self._log_tail()}")
+            time.sleep(0.1)
+            current = read_postmaster(self.pgdata)
+        return current
+
+    def _is_private(self, server: Postmaster, user: ServerUser | None) -> bool:
+        """No TCP address, a socket directory only the server's user can enter, and a server
+        process that runs as we would run it."""
+        if server.listen or server.socket_dir is None:
             return False
-        self._pg_ctl("-w", "-m", "fast", "stop")
-        return True
+        try:
+            info = server.socket_dir.lstat()
+        except OSError:
+            return False
+        owner = user.uid if user is not None else os.geteuid()
+        if not (stat.S_ISDIR(info.st_mode) and info.st_uid == owner and not info.st_mode & 0o077):
+            return False
+        # pgserver ran the server with root's group, which cannot pass through the data dir
+        # (0710, the server's group) once it is locked down.
+        return user is None or _process_gid(server.pid) == user.gid
+
+    def _remove_socket_dir(self, server: Postmaster) -> None:
+        directory = server.socket_dir
+        if directory is None or directory == self.pgdata:
+            return
+        if directory.parent == Path(tempfile.gettempdir()) and directory.name.startswith(
+            "chronicle-pg-"
+        ):
+            with contextlib.suppress(OSError):
+                for leftover in directory.iterdir():
+                    leftover.unlink()
+                directory.rmdir()
+
+    # -- authentication ------------------------------------------------------------------------
+
+    def _hba_requires_passwords(self) -> bool:
+        """Does every rule of pg_hba.conf either ask for a SCRAM password or reject?"""
+        try:
+            text = (self.pgdata / "pg_hba.conf").read_text()
+        except FileNotFoundError:
+            return False
+        rules = [line.split("#", 1)[0].split() for line in text.splitlines()]
+        rules = [rule for rule in rules if rule]
+        return bool(rules) and all(
+            rule[0] in ("local", "host") and rule[-1] in ("scram-sha-256", "reject")
+            for rule in rules
+        )
+
+    def _upgrade_from_trust(self, server: Postmaster) -> None:
+        """A data dir of an older Chronicle trusted every local connection: set the superuser's
+        password through that trust, then require passwords and reload."""
+        log.warning("the embedded PostgreSQL allowed connections without a password; fixing")
+        password = secret_in(self.superuser_password_file)
+        # Trust ignores the password; a server already asking for one gets the right one.
+        url = _url(SUPERUSER, password, "postgres", server)
+        with psycopg.connect(url, autocommit=True) as admin:
+            _set_password(admin, SUPERUSER, password)
+            self._write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, self._server_user())
+            admin.execute("SELECT pg_reload_conf()")
+        self._require_password(server)
+        self._provisioned.unlink(missing_ok=True)
+
+    def _require_password(self, server: Postmaster) -> None:
+        """Wait until the reloaded configuration refuses a connection without a password."""
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                psycopg.connect(_url(SUPERUSER, None, "postgres", server)).close()
+            except psycopg.OperationalError:
+                return
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    "the embedded PostgreSQL still accepts connections without a password; "
+                    f"`chronicle db stop`, then run the command again{self._log_tail()}"
+                )
+            time.sleep(0.1)
+
+    def _is_provisioned(self) -> bool:
+        return self._provisioned.exists() and self.app_password_file.exists()
+
+    def _provision(self, server: Postmaster) -> None:
+        """The application's login with its password, and the ``chronicle`` database."""
+        admin_url = _url(SUPERUSER, self._superuser_password(), "postgres", server)
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,))
+            if exists.fetchone() is None:
+                admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(APP_ROLE)))
+            _set_password(admin, APP_ROLE, secret_in(self.app_password_file))
+            found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+            if found.fetchone() is None:
+                admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+        self._provisioned.write_text("chronicle_app login and database created\n")
+
+
+def _set_password(admin: psycopg.Connection, role: str, password: str) -> None:
+    """LOGIN with ``password``, sent as a SCRAM verifier so the clear text never reaches the
+    server (nor its log)."""
+    verifier = admin.pgconn.encrypt_password(
+        password.encode(), role.encode(), b"scram-sha-256"
+    ).decode()
+    admin.execute(
+        sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(
+            sql.Identifier(role), sql.Literal(verifier)
+        )
+    )
+
+
+def _process_gid(pid: int) -> int | None:
+    try:
+        return int(psutil.Process(pid).gids().real)
+    except psutil.Error:
+        return None
+
+
+def _allow_traversal(directory: Path) -> None:
+    """Let other users pass through ``directory`` and its parents (search, not list) so the
+    server's user reaches the data dir; pgserver would make them readable too."""
+    for path in (directory, *directory.parents):
+        mode = path.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            path.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
+
+
+def _allow_server_to_run_binaries() -> None:
+    """pgserver's own preparation of its binaries for another user (as it does for root)."""
+    utils = _pgserver().utils
+    binaries = _pgserver_bin()
+    read = stat.S_IRGRP | stat.S_IROTH
+    execute = stat.S_IXGRP | stat.S_IXOTH
+    utils.ensure_prefix_permissions(binaries)
+    utils.ensure_folder_permissions(binaries, execute | read)
+    utils.ensure_folder_permissions(binaries.parent / "lib", read)

@@ -50,3 +50,29 @@ def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 
     return ScriptDirectory.from_config(alembic_config("postgresql://")).get_current_head()
+
+
+def connected_role(url: str) -> str:
+    """Which role ``url`` logs in as, and whether that is right for the application."""
+    import psycopg
+
+    with psycopg.connect(asyncpg_dsn(url)) as connection:
+        row = connection.execute(
+            "SELECT current_user, rolsuper, "
+            "CASE WHEN to_regrole('chronicle_owner') IS NULL THEN false "
+            "ELSE pg_has_role(current_user, 'chronicle_owner', 'USAGE') END, "
+            "CASE WHEN to_regrole('chronicle_app') IS NULL THEN false "
+            "ELSE pg_has_role(current_user, 'chronicle_app', 'USAGE') END "
+            "FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+    assert row is not None
+    name, superuser, owner, app = row
+    if superuser:
+        return f"{name} (superuser: for migrations only; the application uses chronicle_app)"
+    if owner:
+        return (
+            f"{name} (the tables' owner: for migrations only; the application uses chronicle_app)"
+        )
+    if app:
+        return f"{name} (chronicle_app: append and read only)"
+    return f"{name} (not chronicle_app: it may lack the privileges the application needs)"

@@ -9,6 +9,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,10 +24,11 @@ def chronicle(*args: str, env: dict[str, str], timeout: float = 60) -> subproces
 
 
 @pytest.fixture
-def env(database_url: str, tmp_path: Path) -> dict[str, str]:
+def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
+    """The command as the application runs it: configured with chronicle_app's URL."""
     return {
         **os.environ,
-        "CHRONICLE_DATABASE_URL": database_url,
+        "CHRONICLE_DATABASE_URL": app_database_url,
         "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
         "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
     }
@@ -121,12 +123,17 @@ def test_errors_are_sentences_not_tracebacks(env: dict[str, str]) -> None:
 
 
 def test_db_status_and_url_with_a_configured_server(
-    env: dict[str, str], database_url: str, tmp_path: Path
+    env: dict[str, str], app_database_url: str, tmp_path: Path
 ) -> None:
     status = chronicle("db", "status", env=env)
     assert status.returncode == 0, status.stdout
     assert "configured" in status.stdout and "(head: 0003)" in status.stdout
-    assert chronicle("db", "url", env=env).stdout.strip() == database_url
+    assert "(chronicle_app: append and read only)" in status.stdout
+    password = urlsplit(app_database_url).password
+    assert password and password not in status.stdout
+    shown = chronicle("db", "url", env=env).stdout.strip()
+    assert shown == app_database_url.replace(password, "***")
+    assert chronicle("db", "url", "--show-password", env=env).stdout.strip() == app_database_url
     assert chronicle("demo", env=env).returncode == 0
     assert not (tmp_path / "data").exists(), "with a URL set, no embedded server is started"
 

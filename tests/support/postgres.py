@@ -1,14 +1,23 @@
-"""PostgreSQL for the tests: an embedded server and pytest-postgresql databases on it."""
+"""PostgreSQL for the tests: an embedded server and pytest-postgresql databases on it.
+
+Two logins reach every test database: the server's superuser (``database_url``: creates and
+migrates databases, plays the attacker who tampers with rows) and the application's
+``chronicle_app`` (``app_database_url``, what the ``store`` fixture uses), so the whole suite
+runs the application with the privileges it has in production.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
+import psycopg
+from psycopg import sql
 from pytest_postgresql.janitor import DatabaseJanitor
 
 from app.store import migrate
@@ -29,30 +38,68 @@ class ServerAddress:
         parts = urlsplit(url)
         query = parse_qs(parts.query)
         host = query.get("host", [parts.hostname or "localhost"])[0]
-        return cls(host, parts.port or 5432, parts.username or "postgres", parts.password or None)
+        port = int(query.get("port", [parts.port or 5432])[0])
+        return cls(host, port, parts.username or "postgres", parts.password or None)
 
     def url(self, dbname: str) -> str:
-        auth = self.user + (f":{self.password}" if self.password else "")
+        auth = quote(self.user, safe="")
+        if self.password:
+            auth += ":" + quote(self.password, safe="")
         if self.host.startswith("/"):
             return f"postgresql://{auth}@/{dbname}?host={self.host}&port={self.port}"
         return f"postgresql://{auth}@{self.host}:{self.port}/{dbname}"
 
 
+@dataclass(frozen=True)
+class PgServer:
+    """The server of this test run: its superuser, and the application's login."""
+
+    admin: ServerAddress
+    app: ServerAddress
+
+
+def database_name(url: str) -> str:
+    return urlsplit(url).path.lstrip("/")
+
+
 def start_embedded(root: Path) -> tuple[EmbeddedPostgres, str]:
+    """An embedded server in ``root``; its superuser's URL."""
     server = EmbeddedPostgres(root)
     return server, server.start()
 
 
-def server_url_for_tests() -> Iterator[str]:
-    """An existing server from CHRONICLE_TEST_DATABASE_URL, or a fresh embedded one."""
+def server_for_tests() -> Iterator[PgServer]:
+    """A fresh embedded server, or an existing one from CHRONICLE_TEST_DATABASE_URL.
+
+    On an existing server (its URL names a superuser) the application's login is a role made
+    for this run, a member of ``chronicle_app`` with its privileges, dropped at the end.
+    """
     configured = os.environ.get("CHRONICLE_TEST_DATABASE_URL")
     if configured:
-        yield configured
+        admin = ServerAddress.from_url(configured)
+        login = f"chronicle_app_test_{os.getpid()}"
+        password = secrets.token_urlsafe(24)
+        with psycopg.connect(configured, autocommit=True) as connection:
+            connection.execute(
+                "DO $$ BEGIN IF to_regrole('chronicle_app') IS NULL THEN "
+                "CREATE ROLE chronicle_app NOLOGIN; END IF; END $$"
+            )
+            connection.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE chronicle_app").format(
+                    sql.Identifier(login), sql.Literal(password)
+                )
+            )
+        try:
+            yield PgServer(admin, replace(admin, user=login, password=password))
+        finally:
+            with psycopg.connect(configured, autocommit=True) as connection:
+                connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
         return
     with tempfile.TemporaryDirectory(prefix="chronicle-test-pg-") as root:
-        server, url = start_embedded(Path(root))
+        server = EmbeddedPostgres(Path(root))
+        urls = server.ensure_running()
         try:
-            yield url
+            yield PgServer(ServerAddress.from_url(urls.admin), ServerAddress.from_url(urls.app))
         finally:
             server.stop()
 
