@@ -55,7 +55,7 @@ MOUNT = "/run/chronicle"
 
 def default_socket_root() -> Path:
     """Short host paths for the sockets (a Unix socket path must stay under ~100 bytes)."""
-    return Path(tempfile.gettempdir()) / f"chronicle-{os.getuid()}"
+    return Path(tempfile.gettempdir()) / f"chronicle-{os.geteuid()}"
 
 
 def server_command(settings: Settings) -> list[str]:
@@ -118,13 +118,13 @@ class DockerRuntime(ClientRuntime):
             self.image_tag, self.image_id = ensure_image(engine, self.settings.sandbox_base_image)
         except (RuntimeError, docker.errors.DockerException) as exc:
             raise SandboxStartError(str(exc)) from None
-        user = prepare_workspace(self.workspace, self.settings.sandbox_uid)
-        self.socket_dir = fresh_private_dir(self.socket_root, self.session_id)
-        self._made_socket_dir = True
-        token = secrets.token_urlsafe(32)
-        write_secret(self.socket_dir / TOKEN_NAME, token, uid=user.uid, gid=user.gid)
-        if (user.uid, user.gid) != (os.geteuid(), os.getegid()):
-            os.chown(self.socket_dir, user.uid, user.gid)  # the server listens in it
+        try:
+            user = prepare_workspace(self.workspace, self.settings.sandbox_uid)
+            token = self._private_socket_dir(user)
+        except OSError as exc:
+            raise SandboxStartError(
+                f"could not prepare the sandbox's workspace or socket directory: {exc}"
+            ) from None
         name = container_name(self.session_id)
         with contextlib.suppress(docker.errors.NotFound):
             engine.containers.get(name).remove(force=True)  # a leftover of a crashed run
@@ -135,6 +135,17 @@ class DockerRuntime(ClientRuntime):
         self.client = SandboxClient(
             "http://sandbox", token, unix_socket=str(self.socket_dir / SOCKET_NAME)
         )
+
+    def _private_socket_dir(self, user: SandboxUser) -> str:
+        """A fresh private directory for the socket with a new token in it, handed to the
+        container's user; the token."""
+        self.socket_dir = fresh_private_dir(self.socket_root, self.session_id)
+        self._made_socket_dir = True
+        token = secrets.token_urlsafe(32)
+        write_secret(self.socket_dir / TOKEN_NAME, token, uid=user.uid, gid=user.gid)
+        if (user.uid, user.gid) != (os.geteuid(), os.getegid()):
+            os.chown(self.socket_dir, user.uid, user.gid)  # the server listens in it
+        return token
 
     def _run(self, engine: docker.DockerClient, name: str, user: SandboxUser) -> Container:
         """Run the container confined, with the disk quota where the engine can enforce it."""
