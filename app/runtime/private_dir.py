@@ -56,8 +56,21 @@ def verify_private_dir(path: Path) -> None:
         os.chmod(path, PRIVATE_MODE, follow_symlinks=False)
 
 
+def verify_holder(path: Path) -> None:
+    """The directory holding a private one must not let others rename it away and put
+    another in its place after we checked: not writable by others, or sticky like /tmp."""
+    info = os.stat(path)
+    if info.st_mode & stat.S_IWOTH and not info.st_mode & stat.S_ISVTX:
+        raise SandboxStartError(
+            f"refusing to keep sandbox sockets in {path}: anyone may rename or replace what is "
+            "in it (world-writable without the sticky bit). Point TMPDIR at a safe directory "
+            f"or run chmod +t {path}."
+        )
+
+
 def ensure_private_dir(path: Path) -> None:
     """Create ``path`` (its parent must exist) 0700, or verify the one that is there."""
+    verify_holder(path.parent)
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, PRIVATE_MODE)
         os.chmod(path, PRIVATE_MODE)  # whatever the umask took away, nothing more

@@ -32,7 +32,7 @@ from app.events import Run, RunOutput
 from app.runtime import SandboxStartError
 from app.runtime.docker import SOCKET_NAME, DockerRuntime, container_name
 from app.runtime.docker_hardening import QuotaSupport
-from app.runtime.private_dir import verify_private_dir
+from app.runtime.private_dir import ensure_private_dir, verify_private_dir
 from app.runtime.sandbox_user import prepare_workspace
 from tests.e2e.conftest import sandbox_settings
 from tests.support.postgres import ServerAddress
@@ -281,6 +281,16 @@ def test_own_directory_readable_by_others_is_tightened(short_dir: Path) -> None:
     path.chmod(0o755)
     verify_private_dir(path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o700
+
+
+def test_socket_root_in_a_directory_anyone_can_rename_in_is_refused(short_dir: Path) -> None:
+    """A world-writable directory without the sticky bit (unlike /tmp) lets another user
+    rename our checked directory away and put theirs in its place."""
+    short_dir.chmod(0o777)
+    with pytest.raises(SandboxStartError, match="sticky"):
+        ensure_private_dir(short_dir / "chronicle-0")
+    short_dir.chmod(0o1777)
+    ensure_private_dir(short_dir / "chronicle-0")
 
 
 # -- who the sandbox runs as ---------------------------------------------------------------
