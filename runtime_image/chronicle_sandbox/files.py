@@ -8,6 +8,7 @@ cannot lead anywhere else.
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import stat
 from typing import Any
@@ -77,6 +78,8 @@ class Files:
         except NotADirectoryError:
             raise FileActionError(f"a parent of {path} is not a directory") from None
         except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO nobody reads, a socket, a device
+                raise FileActionError(f"{path} is not a regular file") from None
             raise FileActionError(f"{path}: {exc.strerror or exc}") from None
 
     def read_bytes(self, path: str, limit: int) -> bytes:

@@ -290,11 +290,15 @@ def _die_with_parent() -> None:
 def _confine_child(limits: dict[int, int]) -> None:
     """In the shell's process before exec: what bash and every command it runs inherit.
 
-    Only the terminal is passed on (the server's sockets and files are not), the limits are
+    Only the terminal is passed on (the server's sockets and files are not), the signals
+    Python ignores get their default action back (as ``subprocess`` does), the limits are
     set for good (soft and hard; CPU gets one second of grace so SIGXCPU can be reported
     before SIGKILL), and the shell is the out-of-memory killer's first choice, not the server.
     """
     os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+    for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):  # Python ignores these; commands must not
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     for which, value in limits.items():
         _soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
