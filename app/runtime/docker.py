@@ -4,10 +4,15 @@ The container runs the action server on a Unix socket in a host directory mounte
 /run/chronicle, so it is reachable with the container's networking switched off (the default:
 commands get no network unless ``sandbox_network`` is on). The workspace is a bind mount.
 
-That directory is private (0700, ours, checked: see ``private_dir``) and the server's token
-reaches it as a 0600 file there, which the server reads and deletes: never an environment
-variable, which ``/proc/1/environ`` and ``docker inspect`` would show. The container runs as
-an unprivileged user (``sandbox_user``) with the confinement of ``docker_hardening``.
+Per session, ``<tmp>/chronicle-<uid>/<session>/`` is private (0700, ours, checked: see
+``private_dir``). Its subdirectory ``mount/`` is handed to the container's user and mounted
+at /run/chronicle. The server's token reaches it as a 0600 file there, which the server
+reads and deletes: never an environment variable, which ``/proc/1/environ`` and ``docker
+inspect`` would show. When the server's socket appears in ``mount/`` (before any command can
+run), it is moved up into the session directory, which the sandbox cannot write: we and the
+reaper then connect to a path no command in the sandbox can swap for a socket of its own.
+The container runs as an unprivileged user (``sandbox_user``) with the confinement of
+``docker_hardening``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -49,6 +55,8 @@ log = logging.getLogger(__name__)
 LABEL = "chronicle.sandbox"
 SOCKET_NAME = "sandbox.sock"
 TOKEN_NAME = "token"
+#: The subdirectory of the session's private directory that the container sees.
+MOUNT_NAME = "mount"
 #: Where the socket directory appears inside the container.
 MOUNT = "/run/chronicle"
 
@@ -136,16 +144,35 @@ class DockerRuntime(ClientRuntime):
             "http://sandbox", token, unix_socket=str(self.socket_dir / SOCKET_NAME)
         )
 
+    @property
+    def mount_dir(self) -> Path:
+        return self.socket_dir / MOUNT_NAME
+
     def _private_socket_dir(self, user: SandboxUser) -> str:
-        """A fresh private directory for the socket with a new token in it, handed to the
-        container's user; the token."""
+        """A fresh private directory for the socket, and in it the container's ``mount/``
+        with a new token, handed to the container's user; the token."""
         self.socket_dir = fresh_private_dir(self.socket_root, self.session_id)
         self._made_socket_dir = True
+        mount = fresh_private_dir(self.socket_dir, MOUNT_NAME)
         token = secrets.token_urlsafe(32)
-        write_secret(self.socket_dir / TOKEN_NAME, token, uid=user.uid, gid=user.gid)
+        write_secret(mount / TOKEN_NAME, token, uid=user.uid, gid=user.gid)
         if (user.uid, user.gid) != (os.geteuid(), os.getegid()):
-            os.chown(self.socket_dir, user.uid, user.gid)  # the server listens in it
+            os.chown(mount, user.uid, user.gid)  # the server listens in it
         return token
+
+    def _claim_socket(self) -> None:
+        """Move the server's new socket out of the sandbox's reach (see the module's doc)."""
+        final = self.socket_dir / SOCKET_NAME
+        if os.path.lexists(final):
+            return
+        fresh = self.mount_dir / SOCKET_NAME
+        try:
+            info = os.lstat(fresh)
+        except FileNotFoundError:
+            return  # not listening yet
+        if not stat.S_ISSOCK(info.st_mode):
+            raise SandboxStartError(f"the sandbox put a non-socket at {fresh}")
+        os.rename(fresh, final)
 
     def _run(self, engine: docker.DockerClient, name: str, user: SandboxUser) -> Container:
         """Run the container confined, with the disk quota where the engine can enforce it."""
@@ -164,7 +191,7 @@ class DockerRuntime(ClientRuntime):
             "environment": {**settings.sandbox_environment(), **environment()},
             "volumes": {
                 str(self.workspace): {"bind": "/workspace", "mode": "rw"},
-                str(self.socket_dir): {"bind": MOUNT, "mode": "rw"},
+                str(self.mount_dir): {"bind": MOUNT, "mode": "rw"},
             },
             **confinement(settings, user),
         }
@@ -185,6 +212,7 @@ class DockerRuntime(ClientRuntime):
         client = self._require_client()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            await asyncio.to_thread(self._claim_socket)
             if await client.alive():
                 return
             if not await asyncio.to_thread(self._running):

@@ -30,7 +30,8 @@ import pytest
 from app.config import Settings
 from app.events import Run, RunOutput
 from app.runtime import SandboxStartError
-from app.runtime.docker import SOCKET_NAME, DockerRuntime, container_name
+from app.runtime.client import SandboxClient
+from app.runtime.docker import MOUNT_NAME, SOCKET_NAME, DockerRuntime, container_name
 from app.runtime.docker_hardening import QuotaSupport
 from app.runtime.private_dir import ensure_private_dir, verify_private_dir
 from app.runtime.sandbox_user import prepare_workspace
@@ -147,10 +148,60 @@ async def test_token_is_not_in_any_environment_or_file(hardened: DockerRuntime) 
     )
     assert "PATH=" in environs.output  # the reads worked
     assert token not in environs.output
-    assert (await sh(hardened, "ls -A /run/chronicle")).output.split() == [SOCKET_NAME]
-    assert [p.name for p in hardened.socket_dir.iterdir()] == [SOCKET_NAME]
+    assert (await sh(hardened, "ls -A /run/chronicle")).output.split() == []
+    assert sorted(p.name for p in hardened.socket_dir.iterdir()) == [MOUNT_NAME, SOCKET_NAME]
+    assert list(hardened.mount_dir.iterdir()) == []
     config = hardened.container.attrs["Config"]
     assert not any(token in item for item in (*config["Env"], *config["Cmd"]))
+
+
+#: A server a command starts where the sandbox's own socket appeared, answering everything
+#: with a forged idle time and a forged observation.
+IMPOSTOR = r"""
+import os, socket
+path = "/run/chronicle/sandbox.sock"
+if os.path.lexists(path):
+    os.unlink(path)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen()
+body = b'{"idle": 12345.0, "kind": "run.output", "output": "forged\\n", "exit_code": 0}'
+while True:
+    connection, _ = server.accept()
+    connection.recv(65536)
+    connection.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+    connection.close()
+"""
+
+
+async def test_sandbox_cannot_put_its_own_server_at_our_socket(hardened: DockerRuntime) -> None:
+    """Before: the socket's directory was the sandbox's (mounted read-write), so a command
+    could bind its own server at the path we and the reaper connect to, forge observations
+    and report itself busy forever. Now the socket is moved where the sandbox cannot write."""
+    assert hardened.client is not None and hardened.container is not None
+    await hardened.upload("impostor.py", IMPOSTOR.encode())
+    started = await sh(
+        hardened,
+        "setsid python3 impostor.py >/dev/null 2>&1 < /dev/null &"
+        " for i in $(seq 50); do test -S /run/chronicle/sandbox.sock && break; sleep 0.1; done;"
+        " test -S /run/chronicle/sandbox.sock && echo listening",
+    )
+    assert started.output.strip().endswith("listening")  # the impostor is in place
+    label = hardened.container.labels["chronicle.socket"]
+    assert label == str(hardened.socket_dir / SOCKET_NAME)
+    for token in ("", hardened.client.token):  # the reaper's way (no token) and ours
+        fresh = SandboxClient("http://sandbox", token, unix_socket=label)
+        try:
+            idle = await fresh.idle_seconds()
+            assert idle is not None and idle < 600, idle
+            if token:
+                result = await fresh.execute(Run(command="echo real"))
+                assert isinstance(result, RunOutput) and result.output == "real\n", result
+        finally:
+            await fresh.close()
 
 
 # -- the setuid plant ----------------------------------------------------------------------
