@@ -1,8 +1,10 @@
 """The Docker sandbox against an attacker inside it and another local user outside it.
 
-Each test is an attack that worked before the sandbox was hardened (the container ran as root
-with default capabilities and a writable root, the socket directory was used without checks,
-and the token was an environment variable); each comment says why the old code failed it.
+Most tests are an attack that worked before the sandbox was hardened (the container ran as
+root with default capabilities and a writable root, the socket directory was used without
+checks and was the sandbox's to write, and the token was an environment variable); their
+docstrings say how the old code failed them. The others guard what already held or is new
+(no network, bounded tmpfs, the disk quota, who the sandbox runs as).
 """
 
 from __future__ import annotations
