@@ -56,6 +56,14 @@ UNJAILED_WARNING = (
 )
 
 
+ROOT_UNBOUNDED_WARNING = (
+    "no cgroup could bound the local sandbox's processes, and the kernel never applies "
+    "RLIMIT_NPROC to root: a fork loop in it is bounded only by the machine's own limits. "
+    "Run Chronicle as a non-root user, or where it may make cgroups (cgroup v1 pids, or a "
+    "delegated cgroup v2 subtree with the pids controller)."
+)
+
+
 def die_with_parent() -> None:
     """Runs in the child before exec: SIGKILL it when we die, so no sandbox outlives a crash."""
     with contextlib.suppress(OSError, AttributeError):
@@ -152,6 +160,12 @@ class LocalRuntime(ClientRuntime):
         socket_path = self._private / SOCKET_NAME
         token = secrets.token_urlsafe(32)
         self.cgroup = await asyncio.to_thread(SandboxCgroup.create, uuid.uuid4().hex, self.limits)
+        if (
+            os.geteuid() == 0
+            and self.limits.processes
+            and not (self.cgroup and self.cgroup.bounds_processes)
+        ):
+            log.warning(ROOT_UNBOUNDED_WARNING)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         token_read, token_write = os.pipe()
         try:
