@@ -47,7 +47,6 @@ class Jail(BaseModel):
 
     workspace: Path
     server_package: Path
-    python: str
     python_prefix: Path | None = None  # bound read-only when the interpreter is not under /usr
     network: bool = False
     hidden_paths: tuple[Path, ...] = ()
@@ -112,6 +111,8 @@ class Jail(BaseModel):
         for path in wanted:
             if not os.path.lexists(path):
                 continue
+            if path == self.workspace:
+                continue  # the workspace cannot be hidden from itself
             if _below(path, [self.workspace]):
                 inside.append(path)
             elif _below(path, roots):

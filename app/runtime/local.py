@@ -25,6 +25,7 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -190,8 +191,8 @@ class LocalRuntime(ClientRuntime):
                     preexec_fn=child_setup(self.cgroup.procs_files() if self.cgroup else []),
                     pass_fds=pass_fds,
                 )
-            except OSError as exc:
-                await self.close()
+            except (OSError, subprocess.SubprocessError) as exc:
+                await self.close()  # a failing preexec_fn (the cgroup) is a SubprocessError
                 raise SandboxStartError(f"could not run {argv[0]}: {exc}") from None
         finally:
             listener.close()  # the jail holds its own copy now
@@ -209,7 +210,6 @@ class LocalRuntime(ClientRuntime):
         jail = Jail(
             workspace=self.workspace,
             server_package=SERVER_PACKAGE,
-            python=python,
             python_prefix=prefix,
             network=self.network,
             hidden_paths=self.hidden_paths,
