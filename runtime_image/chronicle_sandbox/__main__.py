@@ -34,6 +34,17 @@ def read_token(token_file: str | None) -> str:
     return token
 
 
+def keep_to_itself() -> None:
+    """Not dumpable: commands in the sandbox (same user) cannot ptrace this server or read its
+    memory, descriptors or environment through /proc. Best effort; Linux only."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def limits_of(args: argparse.Namespace) -> dict[int, int]:
     """The resource limits (``resource.RLIMIT_*`` -> value) the shell and its commands get."""
     chosen = {
@@ -75,6 +86,7 @@ def main() -> int:
     limits.add_argument("--limit-file-size", type=int, help="RLIMIT_FSIZE, bytes")
     limits.add_argument("--limit-cpu", type=int, help="RLIMIT_CPU, seconds per process")
     args = parser.parse_args()
+    keep_to_itself()
     try:
         token = read_token(args.token_file)
     except OSError as exc:

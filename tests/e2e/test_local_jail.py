@@ -109,6 +109,7 @@ def check_environment(result: dict[str, Any], passed: dict[str, str]) -> None:
         assert f"{name}={value}" in result["env"]
     assert not result["token_in_proc"], "the token is in a process's environ or cmdline"
     assert result["token_file"] == [], "the token file is still there"
+    assert result["server_memory"].strip() == "DENIED", "commands can read the server's memory"
 
 
 def check_unreadable(shown: str) -> None:

@@ -126,6 +126,10 @@ async def environment(runtime: LocalRuntime) -> dict[str, Any]:
         "env": await run(runtime, "env"),
         "token_in_proc": bool(token) and token.encode() in data,
         "token_file": await present(runtime, ["/tmp/.chronicle-token"]),
+        "server_memory": await run(
+            runtime,
+            "cat /proc/$PPID/environ /proc/$PPID/mem >/dev/null 2>&1 && echo READ || echo DENIED",
+        ),
     }
 
 
