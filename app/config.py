@@ -60,6 +60,11 @@ class Settings(BaseSettings):
         description="PostgreSQL URL; unset means an embedded PostgreSQL in data_dir",
     )
     data_dir: Path = Field(default_factory=default_data_dir)
+    anchor_key_file: Path | None = Field(
+        default=None,
+        description="Ed25519 private key (PEM) that signs anchors; unset: generated in "
+        "data_dir/secrets on first use",
+    )
     max_event_bytes: int = Field(default=1024 * 1024, gt=0, description="per event payload")
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)

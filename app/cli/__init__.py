@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from app.cli import agent as agent_cli
+from app.cli import audit as audit_cli
 from app.cli import db as db_cli
 from app.cli import log as log_cli
 from app.cli import runtime as runtime_cli
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     db_cli.add_parser(commands)
     log_cli.add_parsers(commands)
+    audit_cli.add_parsers(commands)
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
@@ -49,7 +51,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "run": agent_cli.run,
         "resume": agent_cli.run,
         "events": log_cli.events,
-        "verify": log_cli.verify,
+        "verify": audit_cli.verify,
+        "anchor": audit_cli.anchor,
         "append": log_cli.append,
         "demo": log_cli.demo,
         "sessions": log_cli.sessions,

@@ -1,4 +1,4 @@
-"""`chronicle events | verify | append | demo`: reading and writing the log from a terminal."""
+"""`chronicle events | append | demo | sessions`: reading and writing the log from a terminal."""
 
 from __future__ import annotations
 
@@ -20,15 +20,23 @@ def session_id(text: str) -> uuid.UUID:
         raise argparse.ArgumentTypeError(f"{text!r} is not a session id (a UUID)") from None
 
 
+def seq_number(text: str) -> int:
+    """A seq names an event of a session: 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seq (a whole number)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a seq: seqs start at 1")
+    return value
+
+
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     events = commands.add_parser("events", help="print a session's events")
     events.add_argument("session", type=session_id, metavar="SESSION")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--json", action="store_true", help="one JSON object per line")
     events.add_argument("--after", type=int, default=0, metavar="SEQ", help="start after SEQ")
-
-    verify = commands.add_parser("verify", help="check a session's hash chain")
-    verify.add_argument("session", type=session_id, metavar="SESSION")
 
     append = commands.add_parser("append", help="append one event to a session")
     append.add_argument("session", type=session_id, metavar="SESSION")
@@ -37,7 +45,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "payload", nargs="?", default="{}", help='the fields as JSON, e.g. \'{"content": "hi"}\''
     )
     append.add_argument("--source", help="override the kind's default source")
-    append.add_argument("--cause", type=int, help="seq of the event this one answers")
+    append.add_argument(
+        "--cause", type=seq_number, metavar="SEQ", help="seq of the event this one answers"
+    )
     append.add_argument("--json", action="store_true", help="print the recorded event as JSON")
 
     commands.add_parser("demo", help="record a short example session and print it")
@@ -47,13 +57,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     sessions.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-async def _open(settings: Settings) -> EventStore:
+async def open_store(settings: Settings) -> EventStore:
+    """The store on the configured database, or on the embedded one (started if needed)."""
     return await EventStore.open(await ensure_database_async(settings), settings=settings)
 
 
 async def events(args: argparse.Namespace, settings: Settings) -> int:
     render = render_json if args.json else render_line
-    async with await _open(settings) as store:
+    async with await open_store(settings) as store:
         if not args.follow:
             found = await store.read(args.session, after_seq=args.after)
             if not found and await store.last_seq(args.session) == 0:
@@ -68,19 +79,6 @@ async def events(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def verify(args: argparse.Namespace, settings: Settings) -> int:
-    async with await _open(settings) as store:
-        report = await store.verify(args.session)
-    if report.checked == 0 and report.ok:
-        print(f"session {args.session} has no events", file=sys.stderr)
-        return 1
-    if report.ok:
-        print(f"ok: {report.checked} events, hash chain intact")
-        return 0
-    print(f"BROKEN at seq {report.first_bad_seq}: {report.reason}")
-    return 1
-
-
 async def append(args: argparse.Namespace, settings: Settings) -> int:
     try:
         fields = json.loads(args.payload)
@@ -93,9 +91,9 @@ async def append(args: argparse.Namespace, settings: Settings) -> int:
     event = {**fields, "kind": args.kind}
     if args.source:
         event["source"] = args.source
-    if args.cause:
+    if args.cause is not None:
         event["cause"] = args.cause
-    async with await _open(settings) as store:
+    async with await open_store(settings) as store:
         [recorded] = await store.append(args.session, [event])
     print(render_json(recorded) if args.json else render_line(recorded))
     return 0
@@ -105,7 +103,7 @@ async def demo(args: argparse.Namespace, settings: Settings) -> int:
     from app.events import AgentState, Finish, Message, Run, RunOutput, SessionCreated
 
     session = uuid.uuid4()
-    async with await _open(settings) as store:
+    async with await open_store(settings) as store:
         await store.append(
             session,
             [
@@ -138,7 +136,7 @@ async def demo(args: argparse.Namespace, settings: Settings) -> int:
 async def sessions(args: argparse.Namespace, settings: Settings) -> int:
     from app.sessions.summary import recent_sessions
 
-    async with await _open(settings) as store:
+    async with await open_store(settings) as store:
         found = await recent_sessions(store, args.limit)
     if not found:
         print("no sessions yet (`chronicle demo` records one)", file=sys.stderr)

@@ -140,14 +140,15 @@ class EmbeddedPostgres:
         """Set up, upgrade or start the server as needed; the URLs to reach it."""
         with self._exclusive():
             user = self._server_user()
-            self._prepare_directories(user)
-            if not (self.pgdata / "PG_VERSION").exists():
-                self._initdb(user)
             server = read_postmaster(self.pgdata)
             if server is not None and not self._is_private(server, user):
+                # Before the directories are locked down: it may no longer reach them after.
                 log.warning("restarting the embedded PostgreSQL on a private socket")
                 self._pg_ctl(user, "-m", "fast", "stop")
                 server = None
+            self._prepare_directories(user)
+            if not (self.pgdata / "PG_VERSION").exists():
+                self._initdb(user)
             if server is None:
                 server = self._start_server(user)
             server = self._wait_ready(server)

@@ -17,10 +17,11 @@ from uuid import UUID
 
 import asyncpg
 import orjson
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.config import Settings
-from app.events.canonical import chain_hash
 from app.events.masking import SecretMasker, url_secrets
+from app.store.anchors import AnchorRecord
 from app.store.announcer import Announcer
 from app.store.append import (
     EventLike,
@@ -40,6 +41,7 @@ from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import GlobalSubscription, SessionSubscription
 from app.store.transient import TRANSIENT_ERRORS
 from app.store.urls import asyncpg_dsn, redact
+from app.store.verification import verify_session
 
 T = TypeVar("T")
 
@@ -314,44 +316,17 @@ class EventStore:
 
     # -- integrity -------------------------------------------------------------------------
 
-    async def verify(self, session_id: UUID, page_size: int = 5000) -> VerifyReport:
-        """Recompute the session's hash chain; name the first seq where it breaks."""
-        previous = b""
-        expected_seq = 0
-        while True:
-            page = await self.read(session_id, after_seq=expected_seq, limit=page_size)
-            for event in page:
-                expected_seq += 1
-                if event.seq != expected_seq:
-                    return self._bad(session_id, expected_seq, f"seq {expected_seq} is missing")
-                previous = chain_hash(previous, event.hashed_document())
-                if previous != event.hash:
-                    return self._bad(
-                        session_id, event.seq, f"event {event.seq} does not match its hash"
-                    )
-            if len(page) < page_size:
-                break
-        head = await self._retrying(
-            lambda: self.pool.fetchrow(
-                "SELECT last_seq, last_hash FROM sessions WHERE id = $1", session_id
-            )
-        )
-        if head is not None and (head["last_seq"], head["last_hash"]) != (expected_seq, previous):
-            return self._bad(
-                session_id,
-                expected_seq + 1 if head["last_seq"] > expected_seq else expected_seq,
-                f"the session head says seq {head['last_seq']} but the log ends at "
-                f"{expected_seq} (events removed?)",
-                checked=expected_seq,
-            )
-        return VerifyReport(session_id=session_id, ok=True, checked=expected_seq)
-
-    @staticmethod
-    def _bad(session_id: UUID, seq: int, reason: str, checked: int | None = None) -> VerifyReport:
-        return VerifyReport(
-            session_id=session_id,
-            ok=False,
-            checked=checked if checked is not None else seq - 1,
-            first_bad_seq=seq,
-            reason=reason,
+    async def verify(
+        self,
+        session_id: UUID,
+        page_size: int = 5000,
+        *,
+        anchors: Sequence[AnchorRecord] = (),
+        trusted: Ed25519PublicKey | None = None,
+    ) -> VerifyReport:
+        """Check the session's hash chain, its sessions row and its prompt messages, and with
+        ``anchors`` (signed heads) that they are still there and signed by ``trusted``; the
+        report names the first problem (see app/store/verification.py)."""
+        return await verify_session(
+            self, session_id, anchors=anchors, trusted=trusted, page_size=page_size
         )

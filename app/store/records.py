@@ -95,10 +95,18 @@ class RecordedEvent(NamedTuple):
 
 
 class VerifyReport(BaseModel):
-    """Result of checking one session's hash chain."""
+    """Result of checking one session: its chain, its sessions row, its prompt messages and
+    the anchors given; ``reason`` names the first problem (``first_bad_seq`` when it has one)."""
 
     session_id: UUID
     ok: bool
+    #: Events verified (before the problem, if any).
     checked: int
     first_bad_seq: int | None = None
     reason: str = ""
+    #: sha256 hex of the last verified event: what an anchor signs.
+    head: str | None = None
+    #: Distinct prompt messages (and tool lists) checked.
+    messages: int = 0
+    #: Anchor records checked.
+    anchors: int = 0

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from app.store.embedded import EmbeddedPostgres
@@ -37,8 +38,19 @@ def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path) -> Non
         assert server.status().pid == pid
         status = chronicle("db", "status")
         assert status.returncode == 0 and f"pid {pid}" in status.stdout
+        assert "role: chronicle_app (chronicle_app: append and read only)" in status.stdout
         url = chronicle("db", "url").stdout.strip()
-        assert url.startswith("postgresql://") and str(server.pgdata) in url
+        assert url.startswith("postgresql://chronicle_app:***@") and str(server.pgdata) in url
+        shown = chronicle("db", "url", "--show-password").stdout.strip()
+        assert shown == server.status().url and "***" not in shown
+        with psycopg.connect(shown) as connection:
+            assert connection.execute("SELECT current_user").fetchone() == ("chronicle_app",)
+        admin = chronicle("db", "url", "--admin", "--show-password").stdout.strip()
+        with psycopg.connect(admin) as connection:
+            assert connection.execute("SELECT current_user").fetchone() == ("postgres",)
+        printed = chronicle("db", "status").stdout + up.stdout + url
+        for secret in (server.superuser_password_file, server.app_password_file):
+            assert secret.read_text().strip() not in printed
         assert chronicle("db", "stop").returncode == 0
         assert not server.status().running
         again = chronicle("demo")  # any command that needs the database starts it again

@@ -1,0 +1,175 @@
+"""`chronicle verify | anchor`: prove the log was not rewritten, and sign heads to prove it later.
+
+`anchor` verifies each session, then appends signed ``{session_id, last_seq, head,
+anchored_at, key_id, signature}`` records (JSONL) to a file kept outside the database;
+`verify --anchors` checks a session against them with the trusted public key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from pathlib import Path
+from typing import TextIO
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from app.cli.log import open_store, session_id
+from app.config import Settings
+from app.store import EventStore, VerifyReport
+from app.store.anchor_key import public_key_pem, signing_key, trusted_public_key
+from app.store.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
+from app.store.verification import session_ids, stored_message_problem
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="check sessions: hash chain, sessions row, prompt messages, and signed anchors",
+    )
+    verify.add_argument("session", type=session_id, nargs="?", metavar="SESSION")
+    verify.add_argument("--all", action="store_true", help="every session, and llm_messages")
+    verify.add_argument(
+        "--anchors", type=Path, metavar="FILE", help="signed heads from `chronicle anchor`"
+    )
+    verify.add_argument(
+        "--public-key",
+        type=Path,
+        metavar="FILE",
+        help="the trusted key (PEM) the anchors must be signed with; default: the anchor key's",
+    )
+
+    anchor = commands.add_parser(
+        "anchor", help="verify sessions, then append their signed heads to a file (JSONL)"
+    )
+    anchor.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
+    anchor.add_argument("--all", action="store_true", help="every session")
+    anchor.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="append to FILE (default: standard output); its earlier anchors are checked first",
+    )
+    anchor.add_argument(
+        "--print-public-key",
+        action="store_true",
+        help="print the anchor key's public half (for `verify --public-key`) and exit",
+    )
+
+
+def _describe(report: VerifyReport) -> str:
+    if not report.ok:
+        where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
+        return f"BROKEN{where}: {report.reason}"
+    parts = [f"ok: {report.checked} events, hash chain intact, sessions row consistent"]
+    if report.messages:
+        parts.append(f"{report.messages} prompt messages match their hashes")
+    if report.anchors:
+        parts.append(f"{report.anchors} anchors match")
+    return ", ".join(parts)
+
+
+def _anchors_by_session(records: list[AnchorRecord]) -> dict[uuid.UUID, list[AnchorRecord]]:
+    grouped: dict[uuid.UUID, list[AnchorRecord]] = {}
+    for record in records:
+        grouped.setdefault(record.session_id, []).append(record)
+    return grouped
+
+
+async def verify(args: argparse.Namespace, settings: Settings) -> int:
+    if (args.session is None) == (not args.all):
+        print("error: name one SESSION, or --all", file=sys.stderr)
+        return 2
+    records = read_anchors(args.anchors) if args.anchors else []
+    trusted = None
+    if args.anchors or args.public_key:
+        trusted = trusted_public_key(args.public_key, settings.anchor_key_file, settings.data_dir)
+    anchored = _anchors_by_session(records)
+    async with await open_store(settings) as store:
+        if not args.all:
+            report = await store.verify(
+                args.session, anchors=anchored.get(args.session, []), trusted=trusted
+            )
+            if report.ok and report.checked == 0:
+                print(f"session {args.session} has no events", file=sys.stderr)
+                return 1
+            print(_describe(report))
+            return 0 if report.ok else 1
+        broken = 0
+        sessions = sorted(set(await session_ids(store)) | set(anchored))
+        for session in sessions:
+            report = await store.verify(session, anchors=anchored.get(session, []), trusted=trusted)
+            broken += not report.ok
+            print(f"{session}  {_describe(report)}", flush=True)
+        messages, problem = await stored_message_problem(store)
+        broken += problem is not None
+        print(f"llm_messages  BROKEN: {problem}" if problem else f"llm_messages  ok: {messages}")
+    if not sessions:
+        print("no sessions", file=sys.stderr)
+    return 1 if broken else 0
+
+
+async def anchor(args: argparse.Namespace, settings: Settings) -> int:
+    key, key_file, generated = signing_key(settings.anchor_key_file, settings.data_dir)
+    if generated:
+        print(
+            f"generated the anchor key {key_file}; give auditors its public half "
+            "(`chronicle anchor --print-public-key`) and keep the anchors off this machine",
+            file=sys.stderr,
+        )
+    if args.print_public_key:
+        print(f"# chronicle anchor key {key_id(key.public_key())}")
+        print(public_key_pem(key.public_key()), end="")
+        return 0
+    if bool(args.sessions) == args.all:
+        print("error: name the SESSIONs to anchor, or --all", file=sys.stderr)
+        return 2
+    earlier = _anchors_by_session(
+        read_anchors(args.output) if args.output and args.output.exists() else []
+    )
+    async with await open_store(settings) as store:
+        sessions = args.sessions or await session_ids(store)
+        signed, failed = await _verified_heads(store, sessions, earlier, key)
+    if signed:
+        if args.output:
+            with args.output.open("a", encoding="utf-8") as out:
+                _write(out, signed)
+        else:
+            _write(sys.stdout, signed)
+    where = f" to {args.output}" if args.output else ""
+    print(
+        f"anchored {len(signed)} sessions{where} (key {key_id(key.public_key())})"
+        + (f"; {failed} not anchored" if failed else ""),
+        file=sys.stderr,
+    )
+    return 1 if failed else 0
+
+
+async def _verified_heads(
+    store: EventStore,
+    sessions: list[uuid.UUID],
+    earlier: dict[uuid.UUID, list[AnchorRecord]],
+    key: Ed25519PrivateKey,
+) -> tuple[list[AnchorRecord], int]:
+    """Sign the head of every session that verifies (against its earlier anchors too)."""
+    signed: list[AnchorRecord] = []
+    failed = 0
+    for session in sessions:
+        report = await store.verify(
+            session, anchors=earlier.get(session, []), trusted=key.public_key()
+        )
+        if not report.ok or report.head is None:
+            failed += 1
+            problem = _describe(report) if not report.ok else "has no events"
+            print(f"{session}  not anchored: {problem}", file=sys.stderr)
+            continue
+        signed.append(sign_anchor(key, session, report.checked, bytes.fromhex(report.head)))
+    return signed, failed
+
+
+def _write(out: TextIO, records: list[AnchorRecord]) -> None:
+    for record in records:
+        out.write(record.to_line() + "\n")
+    out.flush()

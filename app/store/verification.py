@@ -1,0 +1,268 @@
+"""Verify a session completely, and the log as a whole.
+
+Per session, in this order (the first problem is reported): the anchors' signatures, the hash
+chain (every event re-hashed, seqs gapless, each anchored seq still holding the signed head),
+anchored seqs past the end of the log (a truncated or deleted session), the ``sessions`` row
+against the events, and every prompt message an ``llm.call`` names (present, re-hashing to its
+key). Without anchors a writer who recomputes the whole chain and its row goes unseen; with
+them, only events appended after the last anchor can be rewritten unseen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash
+from app.store.anchors import AnchorRecord, anchor_problem
+from app.store.records import RecordedEvent, VerifyReport
+
+if TYPE_CHECKING:
+    from app.store.event_store import EventStore
+
+HEAD_SQL = "SELECT created_at, last_seq, last_hash FROM sessions WHERE id = $1"
+MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash = ANY($1::bytea[])"
+ALL_MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash > $1 ORDER BY hash LIMIT $2"
+ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
+MESSAGES_PER_QUERY = 1000
+
+
+class BrokenSession(Exception):
+    """The first problem found in a session (internal: becomes a failed VerifyReport)."""
+
+    def __init__(self, reason: str, seq: int | None, checked: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.seq = seq
+        self.checked = checked
+
+
+def message_key(message: Any) -> bytes:
+    """The key a stored prompt message must have: sha256 of its canonical JSON."""
+    return hashlib.sha256(canonical_json(message).encode()).digest()
+
+
+def _prompt_hashes(event: RecordedEvent) -> list[str]:
+    payload = event.payload
+    named = [*payload.get("prompt", [])]
+    if payload.get("tools"):
+        named.append(payload["tools"])
+    return [h for h in named if isinstance(h, str)]
+
+
+class _SessionCheck:
+    """One pass over one session; raises BrokenSession at the first problem."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: UUID,
+        anchors: Sequence[AnchorRecord],
+        trusted: Ed25519PublicKey | None,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.anchors = anchors
+        self.trusted = trusted
+        self.seq = 0
+        self.head = b""
+        self.first_created_at: Any = None
+        #: message hash (hex) -> seq of the first llm.call that names it
+        self.messages: dict[str, int] = {}
+
+    def fail(self, reason: str, seq: int | None) -> BrokenSession:
+        return BrokenSession(reason, seq, self.seq if seq is None else min(self.seq, seq - 1))
+
+    async def run(self, page_size: int) -> VerifyReport:
+        self._check_signatures()
+        anchored: dict[int, list[AnchorRecord]] = {}
+        for record in self.anchors:
+            anchored.setdefault(record.last_seq, []).append(record)
+        while True:
+            page = await self.store.read(self.session_id, after_seq=self.seq, limit=page_size)
+            for event in page:
+                self._check_event(event, anchored.get(event.seq, ()))
+            if len(page) < page_size:
+                break
+        self._check_nothing_anchored_beyond_the_end()
+        await self._check_sessions_row()
+        await self._check_messages()
+        return VerifyReport(
+            session_id=self.session_id,
+            ok=True,
+            checked=self.seq,
+            head=self.head.hex() if self.seq else None,
+            messages=len(self.messages),
+            anchors=len(self.anchors),
+        )
+
+    def _check_signatures(self) -> None:
+        if not self.anchors:
+            return
+        if self.trusted is None:
+            raise ValueError("anchors need the trusted public key to be checked")
+        for record in self.anchors:
+            problem = anchor_problem(record, self.trusted)
+            if problem is not None:
+                raise BrokenSession(problem, None, 0)
+
+    def _check_event(self, event: RecordedEvent, anchors: Iterable[AnchorRecord]) -> None:
+        expected = self.seq + 1
+        if event.seq != expected:
+            raise self.fail(f"seq {expected} is missing", expected)
+        head = chain_hash(self.head, event.hashed_document())
+        if head != event.hash:
+            raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+        for record in anchors:
+            if record.head != event.hash.hex():
+                raise self.fail(
+                    f"event {event.seq} is not the one anchored at {_when(record)}: its hash "
+                    "differs from the signed head (the log was rewritten)",
+                    event.seq,
+                )
+        self.seq, self.head = event.seq, head
+        if self.first_created_at is None:
+            self.first_created_at = event.created_at
+        if event.kind == "llm.call":
+            for key in _prompt_hashes(event):
+                self.messages.setdefault(key, event.seq)
+
+    def _check_nothing_anchored_beyond_the_end(self) -> None:
+        beyond = [record for record in self.anchors if record.last_seq > self.seq]
+        if not beyond:
+            return
+        latest = max(beyond, key=lambda record: record.last_seq)
+        gone = " (the session is gone)" if self.seq == 0 else ""
+        raise self.fail(
+            f"seq {latest.last_seq} was anchored at {_when(latest)} but "
+            f"the log ends at seq {self.seq}: events were removed{gone}",
+            self.seq + 1,
+        )
+
+    async def _check_sessions_row(self) -> None:
+        rows = await _fetch(self.store, HEAD_SQL, self.session_id)
+        row = rows[0] if rows else None
+        if self.seq == 0:
+            if row is not None:
+                raise self.fail(
+                    f"the session head says seq {row['last_seq']} but the log has no events "
+                    "(events removed?)",
+                    1,
+                )
+            return
+        if row is None:
+            raise self.fail(
+                f"the session's row in the sessions table is missing (deleted?), though it has "
+                f"{self.seq} events",
+                None,
+            )
+        if (row["last_seq"], row["last_hash"]) != (self.seq, self.head):
+            raise BrokenSession(
+                f"the session head says seq {row['last_seq']} but the log ends at {self.seq} "
+                "(events removed, or the head changed?)",
+                self.seq + 1 if row["last_seq"] > self.seq else self.seq,
+                self.seq,
+            )
+        if row["created_at"] != self.first_created_at:
+            raise self.fail(
+                f"the session's row says it was created at {row['created_at']}, its first event "
+                f"at {self.first_created_at} (the row was changed)",
+                None,
+            )
+
+    async def _check_messages(self) -> None:
+        names = list(self.messages)
+        for start in range(0, len(names), MESSAGES_PER_QUERY):
+            chunk = names[start : start + MESSAGES_PER_QUERY]
+            keys: dict[bytes, str] = {}
+            for name in chunk:
+                try:
+                    keys[bytes.fromhex(name)] = name
+                except ValueError:
+                    raise self.fail(
+                        f"the llm.call at seq {self.messages[name]} names {name!r}, which is not "
+                        "a message hash",
+                        None,
+                    ) from None
+            rows = await _fetch(self.store, MESSAGES_SQL, list(keys))
+            found = {bytes(row["hash"]): row["message"] for row in rows}
+            for key, name in keys.items():
+                seq = self.messages[name]
+                if key not in found:
+                    raise self.fail(
+                        f"the prompt message {name} of the llm.call at seq {seq} is missing "
+                        "from llm_messages (deleted?)",
+                        None,
+                    )
+                if _rehash(found[key]) != key:
+                    raise self.fail(
+                        f"the prompt message {name} of the llm.call at seq {seq} does not match "
+                        "its hash (llm_messages was edited)",
+                        None,
+                    )
+
+
+def _when(record: AnchorRecord) -> str:
+    return record.anchored_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+async def _fetch(store: EventStore, sql: str, *args: Any) -> list[Any]:
+    """Rows of a read, retried through a lost connection like the store's own reads."""
+    return await store._retrying(lambda: store.pool.fetch(sql, *args))
+
+
+def _rehash(message: Any) -> bytes | None:
+    try:
+        return message_key(message)
+    except CanonicalJsonError:
+        return None
+
+
+async def verify_session(
+    store: EventStore,
+    session_id: UUID,
+    *,
+    anchors: Sequence[AnchorRecord] = (),
+    trusted: Ed25519PublicKey | None = None,
+    page_size: int = 5000,
+) -> VerifyReport:
+    """Check one session (see the module's docstring); the report names the first problem."""
+    check = _SessionCheck(store, session_id, anchors, trusted)
+    try:
+        return await check.run(page_size)
+    except BrokenSession as broken:
+        return VerifyReport(
+            session_id=session_id,
+            ok=False,
+            checked=broken.checked,
+            first_bad_seq=broken.seq,
+            reason=broken.reason,
+            anchors=len(anchors),
+        )
+
+
+async def session_ids(store: EventStore) -> list[UUID]:
+    """Every session that has a row or an event."""
+    rows = await _fetch(store, ALL_SESSIONS_SQL)
+    return sorted(row["id"] for row in rows)
+
+
+async def stored_message_problem(
+    store: EventStore, page_size: int = 1000
+) -> tuple[int, str | None]:
+    """(messages checked, the first one that does not re-hash to its key, or None)."""
+    checked, after = 0, b""
+    while True:
+        rows = await _fetch(store, ALL_MESSAGES_SQL, after, page_size)
+        for row in rows:
+            key = bytes(row["hash"])
+            if _rehash(row["message"]) != key:
+                return checked, f"stored message {key.hex()} does not match its hash (edited)"
+            checked += 1
+        if len(rows) < page_size:
+            return checked, None
+        after = bytes(rows[-1]["hash"])
