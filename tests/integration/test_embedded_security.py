@@ -7,9 +7,15 @@ password; the first test below connected that way. Each test runs a server of it
 
 from __future__ import annotations
 
+import json
 import os
+import pwd
+import shutil
 import signal
 import stat
+import subprocess
+import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,3 +178,71 @@ def test_a_trust_era_data_dir_is_upgraded_in_place(server: EmbeddedPostgres, run
     assert server.ensure_running() == urls
     assert server.status().pid == pid
     assert (server.pgdata / "pg_hba.conf").stat().st_mtime_ns == hba
+
+
+AS_ANOTHER_USER = """
+import json, stat, sys
+from pathlib import Path
+import psycopg
+from app.store.embedded import EmbeddedPostgres
+
+server = EmbeddedPostgres(Path(sys.argv[1]))
+urls = server.ensure_running()
+try:
+    try:
+        psycopg.connect(urls.app.replace(urls.app.split(":")[2].split("@")[0], "", 1)).close()
+        refused = ""
+    except psycopg.OperationalError as exc:
+        refused = str(exc)
+    with psycopg.connect(urls.app) as connection:
+        user = connection.execute("SELECT current_user").fetchone()[0]
+    modes = {
+        name: oct(stat.S_IMODE(path.stat().st_mode))
+        for name, path in {
+            "data_dir": server.data_dir,
+            "secrets": server.secrets_dir,
+            "superuser": server.superuser_password_file,
+            "app": server.app_password_file,
+            "socket": server.pgdata / ".s.PGSQL.5432",
+        }.items()
+    }
+    print(json.dumps({"refused": refused, "user": user, "modes": modes}))
+finally:
+    server.stop()
+"""
+
+
+def test_as_a_non_root_user(tmp_path: Path) -> None:
+    """Run by a normal user the server runs as that user, with the same lock-down."""
+    repo = Path(__file__).resolve().parents[2]
+    prefix: list[str] = []
+    base = Path(tempfile.mkdtemp(prefix="chronicle-nonroot-pg-"))
+    try:
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(base, nobody.pw_uid, nobody.pw_gid)
+            prefix = [
+                "setpriv",
+                f"--reuid={nobody.pw_uid}",
+                f"--regid={nobody.pw_gid}",
+                "--clear-groups",
+            ]
+        finished = subprocess.run(
+            [*prefix, sys.executable, "-c", AS_ANOTHER_USER, str(base / "data")],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base),
+                 "PYTHONPATH": str(repo)},
+            cwd=base, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert finished.returncode == 0, finished.stderr[-3000:]
+        result = json.loads(finished.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert "no password supplied" in result["refused"]
+    assert result["user"] == "chronicle_app"
+    assert result["modes"] == {
+        "data_dir": "0o700",
+        "secrets": "0o700",
+        "superuser": "0o600",
+        "app": "0o600",
+        "socket": "0o700",
+    }
