@@ -23,6 +23,7 @@ import os
 import pwd
 import shutil
 import site
+import socket
 import subprocess
 import sys
 import tempfile
@@ -254,6 +255,25 @@ async def test_environment_is_an_allow_list(
     runtime = await started(LocalRuntime(workspace, jail="bwrap", env=passed))
     try:
         check_environment(await jail_attacks.environment(runtime), passed)
+    finally:
+        await runtime.close()
+
+
+async def test_network_only_when_asked(workspace: Path) -> None:
+    """``network=True`` shares the host's interfaces (and its resolver configuration)."""
+    count = "python3 -c 'import socket; print(len(socket.if_nameindex()))'"
+    on_host = len(socket.if_nameindex())
+    runtime = await started(LocalRuntime(workspace, jail="bwrap", network=True))
+    try:
+        assert (await jail_attacks.run(runtime, count)).strip() == str(on_host)
+        assert "PRESENT" in await jail_attacks.run(
+            runtime, "test -r /etc/resolv.conf && echo PRESENT"
+        )
+    finally:
+        await runtime.close()
+    runtime = await started(LocalRuntime(workspace, jail="bwrap"))
+    try:
+        assert (await jail_attacks.run(runtime, count)).strip() == "1"  # loopback only
     finally:
         await runtime.close()
 
