@@ -82,20 +82,20 @@ def _status(settings: Settings) -> int:
     from app.store import migrate
 
     if settings.database_url:
-        url = settings.database_url
+        url = admin = settings.database_url
         print(f"database: configured (CHRONICLE_DATABASE_URL) {redact(url)}")
     else:
         status = EmbeddedPostgres(settings.data_dir).status()
         print(f"database: embedded PostgreSQL in {status.pgdata}")
-        if not status.running or status.url is None:
+        if not status.running or status.url is None or status.admin_url is None:
             state = "stopped" if status.initialised else "not created yet"
             print(f"state: {state} (`chronicle db up` starts it)")
             return 1
         print(f"state: running (pid {status.pid})")
-        url = status.url
+        url, admin = status.url, status.admin_url
         print(f"url: {redact(url)}")
     try:
-        revision = migrate.current_revision(url)
+        revision = migrate.current_revision(admin)
         role = migrate.connected_role(url)
     except Exception as exc:
         print(f"state: unreachable ({type(exc).__name__}: {exc})")

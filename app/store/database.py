@@ -48,9 +48,12 @@ def admin_database_url(settings: Settings) -> str:
 
 
 def forget_migrations(settings: Settings) -> None:
-    """After a manual downgrade of the embedded database: migrate again on the next start."""
+    """After a manual downgrade of the embedded database: set it up and migrate it again on
+    the next start (a downgrade to base drops the chronicle_app role)."""
     if not settings.database_url:
-        (EmbeddedPostgres(settings.data_dir).pgdata / STAMP_NAME).unlink(missing_ok=True)
+        server = EmbeddedPostgres(settings.data_dir)
+        (server.pgdata / STAMP_NAME).unlink(missing_ok=True)
+        server.provision_again()
 
 
 async def ensure_database_async(settings: Settings) -> str:

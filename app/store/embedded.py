@@ -95,6 +95,8 @@ class EmbeddedStatus(BaseModel):
     pid: int | None = None
     #: The application's URL (chronicle_app, with its password); redact before printing.
     url: str | None = None
+    #: The superuser's URL (with its password), for migrations and admin.
+    admin_url: str | None = None
 
 
 def _pgserver() -> ModuleType:
@@ -165,15 +167,20 @@ class EmbeddedPostgres:
         initialised = (self.pgdata / "PG_VERSION").exists()
         server = read_postmaster(self.pgdata) if initialised else None
         running = server is not None and server.ready
-        url = None
-        if server is not None and running and self.app_password_file.exists():
-            url = _url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server)
+        url = admin_url = None
+        if server is not None and running:
+            if self.app_password_file.exists():
+                url = _url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server)
+            if self.superuser_password_file.exists():
+                password = read_secret(self.superuser_password_file)
+                admin_url = _url(SUPERUSER, password, DATABASE, server)
         return EmbeddedStatus(
             pgdata=self.pgdata,
             initialised=initialised,
             running=running,
             pid=server.pid if running and server else None,
             url=url,
+            admin_url=admin_url,
         )
 
     def restart(self) -> None:
@@ -190,6 +197,11 @@ class EmbeddedPostgres:
             self._pg_ctl(self._server_user(), "-m", "fast", "stop")
             self._remove_socket_dir(server)
             return True
+
+    def provision_again(self) -> None:
+        """Create the application's login and database again on the next start (after a
+        downgrade to the empty schema dropped chronicle_app)."""
+        self._provisioned.unlink(missing_ok=True)
 
     # -- directories and secrets ---------------------------------------------------------------
 

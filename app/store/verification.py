@@ -231,6 +231,9 @@ async def verify_session(
     page_size: int = 5000,
 ) -> VerifyReport:
     """Check one session (see the module's docstring); the report names the first problem."""
+    strays = {record.session_id for record in anchors} - {session_id}
+    if strays:
+        raise ValueError(f"anchors of other sessions given to verify {session_id}: {strays}")
     check = _SessionCheck(store, session_id, anchors, trusted)
     try:
         return await check.run(page_size)
