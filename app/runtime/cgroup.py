@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory")
+PREFIX = "chronicle-sandbox-"
+#: An empty sandbox cgroup older than this was left by a process that died without closing.
+STALE_AFTER = 60.0
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:
@@ -50,6 +53,40 @@ def _own_cgroups() -> dict[str, str]:
     return paths
 
 
+def _parents() -> tuple[Path | None, dict[str, Path]]:
+    """Where sandbox cgroups go: below our own cgroup, in cgroup v2 when /sys/fs/cgroup is a
+    writable cgroup2 mount, else in each cgroup v1 hierarchy of ``CONTROLLERS``."""
+    mounts = _mounts()
+    own = _own_cgroups()
+    v2_root = any(
+        point == str(CGROUP_ROOT) and kind == "cgroup2" and "rw" in options
+        for point, kind, options in mounts
+    )
+    if v2_root and "" in own:
+        return CGROUP_ROOT / own[""].lstrip("/"), {}
+    parents = {}
+    for controller in CONTROLLERS:
+        point = next(
+            (p for p, kind, opts in mounts if kind == "cgroup" and controller in opts), None
+        )
+        if point is not None and controller in own:
+            parents[controller] = Path(point) / own[controller].lstrip("/")
+    return None, parents
+
+
+def _remove_stale(parent: Path) -> None:
+    """Remove the empty sandbox cgroups in ``parent`` older than ``STALE_AFTER`` (a live
+    sandbox's cgroup always holds its processes; a young empty one may be being set up)."""
+    try:
+        children = [child for child in parent.iterdir() if child.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for child in children:
+        with contextlib.suppress(OSError):  # busy (not empty), or gone meanwhile
+            if time.time() - child.stat().st_mtime > STALE_AFTER:
+                child.rmdir()
+
+
 def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
@@ -69,16 +106,15 @@ class SandboxCgroup:
 
     @classmethod
     def create(cls, name: str, limits: SandboxLimits) -> SandboxCgroup | None:
-        """A fresh cgroup ``chronicle-<name>`` with ``limits``, or None where none can be made."""
-        mounts = _mounts()
-        own = _own_cgroups()
-        v2_root = any(
-            point == str(CGROUP_ROOT) and kind == "cgroup2" and "rw" in options
-            for point, kind, options in mounts
-        )
-        if v2_root and "" in own:
-            return cls._create_v2(name, limits, CGROUP_ROOT / own[""].lstrip("/"))
-        return cls._create_v1(name, limits, mounts, own)
+        """A fresh cgroup ``chronicle-sandbox-<name>`` with ``limits``, or None where none
+        can be made. Empty ones that crashed owners left behind are removed on the way."""
+        v2_parent, v1_parents = _parents()
+        for parent in [v2_parent, *v1_parents.values()]:
+            if parent is not None:
+                _remove_stale(parent)
+        if v2_parent is not None:
+            return cls._create_v2(name, limits, v2_parent)
+        return cls._create_v1(name, limits, v1_parents)
 
     @classmethod
     def _create_v2(cls, name: str, limits: SandboxLimits, parent: Path) -> SandboxCgroup | None:
@@ -95,7 +131,7 @@ class SandboxCgroup:
                     enabled.add(controller)
                 except OSError as exc:
                     log.debug("cannot enable the %s controller in %s: %s", controller, parent, exc)
-        directory = parent / f"chronicle-{name}"
+        directory = parent / f"{PREFIX}{name}"
         try:
             directory.mkdir(mode=0o755)
         except OSError as exc:
@@ -120,21 +156,12 @@ class SandboxCgroup:
 
     @classmethod
     def _create_v1(
-        cls,
-        name: str,
-        limits: SandboxLimits,
-        mounts: list[tuple[str, str, set[str]]],
-        own: dict[str, str],
+        cls, name: str, limits: SandboxLimits, parents: dict[str, Path]
     ) -> SandboxCgroup | None:
         made: list[Path] = []
         bounded: set[str] = set()
-        for controller in CONTROLLERS:
-            point = next(
-                (p for p, kind, opts in mounts if kind == "cgroup" and controller in opts), None
-            )
-            if point is None or controller not in own:
-                continue
-            directory = Path(point) / own[controller].lstrip("/") / f"chronicle-{name}"
+        for controller, parent in parents.items():
+            directory = parent / f"{PREFIX}{name}"
             try:
                 directory.mkdir(mode=0o755)
             except OSError as exc:

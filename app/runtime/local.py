@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 READY_PREFIX = "CHRONICLE_SANDBOX_READY "
 PR_SET_PDEATHSIG = 1
 SOCKET_NAME = "sandbox.sock"
+PRIVATE_PREFIX = "chronicle-sandbox-"
+#: A private directory whose socket nobody serves for this long was left by a crashed owner.
+STALE_AFTER = 60.0
 TOKEN_NAME = "token"
 SERVER_PACKAGE = RUNTIME_IMAGE_DIR / "chronicle_sandbox"
 #: -E: no PYTHON* variables, -s: no user site, -B: no bytecode written.
@@ -69,6 +73,22 @@ def die_with_parent() -> None:
     """Runs in the child before exec: SIGKILL it when we die, so no sandbox outlives a crash."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def remove_stale_private_dirs() -> None:
+    """Remove our sandboxes' private directories that a crashed owner left behind: ours, older
+    than ``STALE_AFTER``, and with nothing serving their socket any more."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{PRIVATE_PREFIX}*"):
+        try:
+            info = directory.lstat()
+            if info.st_uid != os.geteuid() or time.time() - info.st_mtime < STALE_AFTER:
+                continue
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                probe.connect(str(directory / SOCKET_NAME))
+        except (ConnectionRefusedError, FileNotFoundError):
+            shutil.rmtree(directory, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def child_setup(procs_files: list[bytes]) -> Callable[[], None]:
@@ -157,7 +177,8 @@ class LocalRuntime(ClientRuntime):
         if self.python is not None and not os.access(self.python, os.X_OK):
             raise SandboxStartError(f"could not run {self.python}: not an executable file")
         self.workspace.mkdir(parents=True, exist_ok=True)
-        self._private = Path(tempfile.mkdtemp(prefix="chronicle-sandbox-"))  # 0700, ours
+        await asyncio.to_thread(remove_stale_private_dirs)
+        self._private = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))  # 0700, ours
         socket_path = self._private / SOCKET_NAME
         token = secrets.token_urlsafe(32)
         self.cgroup = await asyncio.to_thread(SandboxCgroup.create, uuid.uuid4().hex, self.limits)

@@ -17,6 +17,7 @@ the file actions outside the jail with a check-then-open race.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -334,6 +335,46 @@ async def test_file_size_is_bounded(jailed: LocalRuntime) -> None:
 
 async def test_cpu_time_is_bounded_but_not_the_server(jailed: LocalRuntime) -> None:
     check_cpu(await jail_attacks.cpu_time(jailed))
+
+
+async def test_leftovers_of_a_killed_owner_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An owner killed with SIGKILL cannot close its sandbox: the jail dies with it, and the
+    next sandbox started removes its empty cgroup and its private socket directory."""
+    owner = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import asyncio, json\n"
+        "from app.runtime import LocalRuntime\n"
+        "async def main():\n"
+        f"    rt = LocalRuntime({str(tmp_path / 'ws1')!r}, jail='bwrap')\n"
+        "    await rt.start(); await rt.wait_ready(30)\n"
+        "    dirs = [str(d) for d in rt.cgroup.directories] if rt.cgroup else []\n"
+        "    print(json.dumps([rt.process.pid, str(rt._private), dirs]), flush=True)\n"
+        "    await asyncio.sleep(3600)\n"
+        "asyncio.run(main())\n",
+        cwd=REPO,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert owner.stdout is not None
+    jail_pid, private, cgroups = json.loads(await owner.stdout.readline())
+    owner.kill()
+    await owner.wait()
+    async with asyncio.timeout(10):
+        while await asyncio.to_thread(os.path.exists, f"/proc/{jail_pid}"):
+            await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(os.path.exists, private)
+    monkeypatch.setattr("app.runtime.local.STALE_AFTER", 3.0)
+    monkeypatch.setattr("app.runtime.cgroup.STALE_AFTER", 3.0)
+    await asyncio.sleep(3.5)
+    runtime = await started(LocalRuntime(tmp_path / "ws2", jail="bwrap"))
+    try:
+        assert not await asyncio.to_thread(os.path.exists, private)
+        for directory in cgroups:
+            assert not await asyncio.to_thread(os.path.exists, directory)
+    finally:
+        await runtime.close()
 
 
 async def test_opting_out_of_the_jail_warns(
