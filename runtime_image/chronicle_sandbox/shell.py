@@ -12,11 +12,12 @@ import pty
 import re
 import resource
 import secrets
+import shutil
 import signal
 import termios
 import threading
 import time
-from typing import Any
+from typing import Any, NoReturn
 
 from .output import CappedBuffer, decode, truncate_text
 
@@ -43,6 +44,8 @@ class Shell:
         self._lock = threading.Lock()
         self._running: str | None = None
         self._started_at = 0.0
+        self._generation = 0  # which bash the reader threads belong to
+        self._prctl = _prctl()  # loaded here: nothing may be loaded between fork and exec
         self._start()
 
     # -- process -------------------------------------------------------------------------
@@ -59,27 +62,23 @@ class Shell:
             PAGER="cat",
             GIT_PAGER="cat",
         )
+        argv = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
+        bash = shutil.which("bash", path=env.get("PATH")) or "/bin/bash"
+        limits = _rlimit_values(self._limits)
         pid, fd = pty.fork()
         if pid == 0:  # the child: become bash in the workspace, and die with the server
-            _die_with_parent()
-            _confine_child(self._limits)
-            try:
-                os.chdir(self.workspace)
-            except OSError:
-                pass
-            argv = ["bash", "--noprofile", "--norc", "--noediting", "-i"]
-            os.execvpe(argv[0], argv, env)
+            _exec_shell(self._prctl, limits, self.workspace, bash, argv, env)
         self.pid, self.fd = pid, fd
-        attrs = termios.tcgetattr(fd)
-        attrs[1] &= ~termios.ONLCR  # plain \n in output
-        attrs[3] &= ~termios.ECHO  # do not echo commands back
-        termios.tcsetattr(fd, termios.TCSANOW, attrs)
         self.alive = True
+        self._generation += 1
         self._buffer = self._new_buffer()
         self._pattern = re.compile(
             rb"\n?" + self._marker.encode() + rb"(\d+)" + self._marker.encode() + rb"\n"
         )
-        threading.Thread(target=self._pump, name="shell-reader", daemon=True).start()
+        self._reader = threading.Thread(
+            target=self._pump, args=(fd, self._generation), name="shell-reader", daemon=True
+        )
+        self._reader.start()
         if self._wait_for_prompt(self._buffer, 10) is None:
             raise RuntimeError("bash did not start")
         # bash at its prompt is the terminal's foreground group: remember which group that is
@@ -92,12 +91,18 @@ class Shell:
         half = self.max_output_chars * 2
         return CappedBuffer(head=half, tail=half)
 
-    def _pump(self) -> None:
+    def _pump(self, fd: int, generation: int) -> None:
+        """Read one bash's terminal until it closes; once that bash was replaced, what is
+        read is dropped and nothing of the new one is touched."""
         while True:
             try:
-                data = os.read(self.fd, 65536)
+                data = os.read(fd, 65536)
             except OSError:
                 data = b""
+            if generation != self._generation:
+                if not data:
+                    return
+                continue
             if not data:
                 self.alive = False
                 with self._buffer.changed:
@@ -142,11 +147,16 @@ class Shell:
             os.waitpid(self.pid, 0)
         except OSError:
             pass
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
         self.alive = False
+        # Close the terminal only once its reader is done with it: a number closed under a
+        # reader could be reused by the next terminal, which that reader would then steal
+        # from. (If something escaped the kill and holds it open, it is left open.)
+        self._reader.join(timeout=2)
+        if not self._reader.is_alive():
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
 
     def close(self) -> None:
         self._kill()
@@ -278,43 +288,77 @@ class Shell:
         }
 
 
-def _die_with_parent() -> None:
+def _prctl() -> Any:
+    """libc's ``prctl``, or None where there is none (not Linux)."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
 
 
-def _confine_child(limits: dict[int, int]) -> None:
-    """In the shell's process before exec: what bash and every command it runs inherit.
-
-    Only the terminal is passed on (the server's sockets and files are not), the signals
-    Python ignores get their default action back (as ``subprocess`` does), the limits are
-    set for good (soft and hard; CPU gets one second of grace so SIGXCPU can be reported
-    before SIGKILL), and the shell is the out-of-memory killer's first choice, not the server.
-    """
-    os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-    for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):  # Python ignores these; commands must not
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+def _rlimit_values(limits: dict[int, int]) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) to set for good: never above the current hard limit, and CPU
+    with one second of grace so SIGXCPU can be reported before SIGKILL."""
+    values = []
     for which, value in limits.items():
         _soft, hard = resource.getrlimit(which)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
         ceiling = value + 1 if which == resource.RLIMIT_CPU else value
         if hard != resource.RLIM_INFINITY:
-            ceiling = min(ceiling, hard)
-        try:
-            resource.setrlimit(which, (value, ceiling))
-        except (OSError, ValueError):
-            pass
+            value, ceiling = min(value, hard), min(ceiling, hard)
+        values.append((which, value, ceiling))
+    return values
+
+
+def _exec_shell(
+    prctl: Any,
+    limits: list[tuple[int, int, int]],
+    workspace: str,
+    bash: str,
+    argv: list[str],
+    env: dict[str, str],
+) -> NoReturn:
+    """In the forked child: become bash. Only plain system calls here (no imports, no
+    libraries loaded, no Python-level locks): the server has threads, and a lock one of them
+    held at the fork would stay held in this child forever.
+
+    bash and every command it runs get: death with the server, only the terminal (none of the
+    server's descriptors; set to neither add carriage returns nor echo input), the default
+    action of the signals Python ignores (as ``subprocess`` does), the resource limits for
+    good, and the out-of-memory killer's first place (before the server).
+    """
     try:
-        with open("/proc/self/oom_score_adj", "w") as handle:
-            handle.write("1000")
-    except OSError:
-        pass
+        if prctl is not None:
+            prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+        for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), signal.SIG_DFL)
+        for which, soft, hard in limits:
+            try:
+                resource.setrlimit(which, (soft, hard))
+            except (OSError, ValueError):
+                pass
+        try:
+            adjust = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            os.write(adjust, b"1000")
+            os.close(adjust)
+        except OSError:
+            pass
+        # Before bash prints anything (its first prompt must not race this): plain newlines
+        # in output, commands not echoed back.
+        attrs = termios.tcgetattr(0)
+        attrs[1] &= ~termios.ONLCR
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(0, termios.TCSANOW, attrs)
+        try:
+            os.chdir(workspace)
+        except OSError:
+            pass
+        os.execve(bash, argv, env)
+    finally:
+        os._exit(127)  # never back into the server's code
 
 
 def _session_members(session_id: int) -> list[int]:
