@@ -26,22 +26,27 @@ import logging
 import os
 import shlex
 import stat
-import subprocess
 import tempfile
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import NamedTuple
 from urllib.parse import quote
 
-import psutil
 import psycopg
 from psycopg import sql
 from pydantic import BaseModel
 
 from app.store.errors import StoreError
+from app.store.pg_auth import PG_HBA, hba_requires_passwords, set_password
+from app.store.pg_programs import (
+    ServerUser,
+    allow_traversal,
+    process_gid,
+    run_program,
+    server_user,
+    write_server_file,
+)
 from app.store.postmaster import Postmaster, read_postmaster
 from app.store.private_files import private_dir, read_secret, secret_in
 
@@ -54,16 +59,8 @@ PORT = 5432
 SOCKET_NAME = f".s.PGSQL.{PORT}"
 #: sun_path holds 108 bytes with the final NUL; keep a margin.
 MAX_SOCKET_PATH = 100
-SYSTEM_USER = "pgserver"  # pgserver's name for the server's user when running as root
 START_ATTEMPTS_SECONDS = 20.0
 
-PG_HBA = """\
-# Written by Chronicle: each connection needs its password (scram-sha-256).
-# The server listens on no TCP address; the host lines only make that doubly sure.
-local   all   all                 scram-sha-256
-host    all   all   0.0.0.0/0     reject
-host    all   all   ::/0          reject
-"""
 #: Settings on the server's command line outrank postgresql.conf and ALTER SYSTEM.
 SERVER_SETTINGS = {
     "listen_addresses": "",
@@ -71,14 +68,6 @@ SERVER_SETTINGS = {
     "unix_socket_permissions": "0700",
     "password_encryption": "scram-sha-256",
 }
-
-
-class ServerUser(NamedTuple):
-    """The system user the server runs as when Chronicle runs as root."""
-
-    name: str
-    uid: int
-    gid: int
 
 
 class EmbeddedUrls(NamedTuple):
@@ -97,21 +86,6 @@ class EmbeddedStatus(BaseModel):
     url: str | None = None
     #: The superuser's URL (with its password), for migrations and admin.
     admin_url: str | None = None
-
-
-def _pgserver() -> ModuleType:
-    """pgserver's helpers (importing the package makes platformdirs warn without
-    XDG_RUNTIME_DIR; nothing of it is used that needs one)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver._commands
-        import pgserver.utils
-
-    return pgserver
-
-
-def _pgserver_bin() -> Path:
-    return Path(_pgserver()._commands.POSTGRES_BIN_PATH)
 
 
 def _url(role: str, password: str | None, database: str, server: Postmaster) -> str:
@@ -141,7 +115,7 @@ class EmbeddedPostgres:
     def ensure_running(self) -> EmbeddedUrls:
         """Set up, upgrade or start the server as needed; the URLs to reach it."""
         with self._exclusive():
-            user = self._server_user()
+            user = server_user()
             server = read_postmaster(self.pgdata)
             if server is not None and not self._is_private(server, user):
                 # Before the directories are locked down: it may no longer reach them after.
@@ -154,7 +128,7 @@ class EmbeddedPostgres:
             if server is None:
                 server = self._start_server(user)
             server = self._wait_ready(server)
-            if not self._hba_requires_passwords():
+            if not hba_requires_passwords(self.pgdata):
                 self._upgrade_from_trust(server)
             if not self._is_provisioned():
                 self._provision(server)
@@ -186,7 +160,7 @@ class EmbeddedPostgres:
     def restart(self) -> None:
         """Fast restart: every client connection is cut, the data and settings stay."""
         with self._exclusive():
-            self._pg_ctl(self._server_user(), "-m", "fast", "-l", str(self._log_file), "restart")
+            self._pg_ctl(server_user(), "-m", "fast", "-l", str(self._log_file), "restart")
 
     def stop(self) -> bool:
         """Stop the server if it runs; True when it was running."""
@@ -194,7 +168,7 @@ class EmbeddedPostgres:
             server = read_postmaster(self.pgdata)
             if server is None:
                 return False
-            self._pg_ctl(self._server_user(), "-m", "fast", "stop")
+            self._pg_ctl(server_user(), "-m", "fast", "stop")
             self._remove_socket_dir(server)
             return True
 
@@ -216,13 +190,6 @@ class EmbeddedPostgres:
         finally:
             os.close(fd)
 
-    def _server_user(self) -> ServerUser | None:
-        if os.geteuid() != 0:
-            return None
-        entry = _pgserver().utils.ensure_user_exists(SYSTEM_USER)
-        assert entry is not None
-        return ServerUser(entry.pw_name, entry.pw_uid, entry.pw_gid)
-
     def _prepare_directories(self, user: ServerUser | None) -> None:
         if user is None:
             private_dir(self.data_dir)
@@ -230,7 +197,7 @@ class EmbeddedPostgres:
             # The server's user may pass through (not list) the data dir to reach its own.
             private_dir(self.data_dir, 0o710)
             os.chown(self.data_dir, -1, user.gid)
-            _allow_traversal(self.data_dir.parent)
+            allow_traversal(self.data_dir.parent)
         private_dir(self.secrets_dir)
         if not self.pgdata.exists():
             self.pgdata.mkdir(mode=0o700)
@@ -246,48 +213,18 @@ class EmbeddedPostgres:
                 " is missing; restore it from a backup of the data directory"
             ) from None
 
-    def _write_server_file(self, path: Path, text: str, user: ServerUser | None) -> None:
-        """Replace a file the server reads, owned by the server's user, mode 0600."""
-        draft = path.with_name(f".{path.name}.chronicle")
-        draft.unlink(missing_ok=True)
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(text)
-        if user is not None:
-            os.chown(draft, user.uid, user.gid)
-        draft.replace(path)
-
     # -- the server process --------------------------------------------------------------------
 
-    def _run(self, user: ServerUser | None, program: str, *args: str, timeout: float = 90) -> None:
-        """Run a PostgreSQL program as the server's user; its output goes to the error raised.
-
-        Temporary files rather than pipes: pg_ctl's server inherits them and would hold a
-        pipe open (the same reason pgserver gives).
-        """
-        command = [str(_pgserver_bin() / program), *args]
-        if user is not None:
-            _allow_server_to_run_binaries()
-        with tempfile.TemporaryFile("w+") as output:
-            try:
-                subprocess.run(
-                    command,
-                    stdin=subprocess.DEVNULL,
-                    stdout=output,
-                    stderr=subprocess.STDOUT,
-                    check=True,
-                    timeout=timeout,
-                    user=user.uid if user else None,
-                    group=user.gid if user else None,
-                    extra_groups=[] if user else None,
-                    cwd="/",
-                )
-            except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-                output.seek(0)
-                raise StoreError(
-                    f"{program} failed for the embedded PostgreSQL in {self.pgdata}: "
-                    f"{output.read().strip() or exc}{self._log_tail()}"
-                ) from None
+    def _run(self, user: ServerUser | None, program: str, *args: str) -> None:
+        run_program(
+            user,
+            program,
+            *args,
+            failure=lambda output: (
+                f"{program} failed for the embedded PostgreSQL in {self.pgdata}: "
+                f"{output}{self._log_tail()}"
+            ),
+        )
 
     def _pg_ctl(self, user: ServerUser | None, *args: str) -> None:
         self._run(user, "pg_ctl", "-D", str(self.pgdata), "-w", "-t", "60", *args)
@@ -319,7 +256,7 @@ class EmbeddedPostgres:
                 f"--username={SUPERUSER}",
                 f"--pwfile={pwfile}",
             )
-        self._write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, user)
+        write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, user)
 
     def _socket_dir(self, user: ServerUser | None) -> Path:
         """The data directory when the socket path fits, else a fresh private directory."""
@@ -373,7 +310,7 @@ class EmbeddedPostgres:
             return False
         # pgserver ran the server with root's group, which cannot pass through the data dir
         # (0710, the server's group) once it is locked down.
-        return user is None or _process_gid(server.pid) == user.gid
+        return user is None or process_gid(server.pid) == user.gid
 
     def _remove_socket_dir(self, server: Postmaster) -> None:
         directory = server.socket_dir
@@ -389,19 +326,6 @@ class EmbeddedPostgres:
 
     # -- authentication ------------------------------------------------------------------------
 
-    def _hba_requires_passwords(self) -> bool:
-        """Does every rule of pg_hba.conf either ask for a SCRAM password or reject?"""
-        try:
-            text = (self.pgdata / "pg_hba.conf").read_text()
-        except FileNotFoundError:
-            return False
-        rules = [line.split("#", 1)[0].split() for line in text.splitlines()]
-        rules = [rule for rule in rules if rule]
-        return bool(rules) and all(
-            rule[0] in ("local", "host") and rule[-1] in ("scram-sha-256", "reject")
-            for rule in rules
-        )
-
     def _upgrade_from_trust(self, server: Postmaster) -> None:
         """A data dir of an older Chronicle trusted every local connection: set the superuser's
         password through that trust, then require passwords and reload."""
@@ -410,8 +334,8 @@ class EmbeddedPostgres:
         # Trust ignores the password; a server already asking for one gets the right one.
         url = _url(SUPERUSER, password, "postgres", server)
         with psycopg.connect(url, autocommit=True) as admin:
-            _set_password(admin, SUPERUSER, password)
-            self._write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, self._server_user())
+            set_password(admin, SUPERUSER, password)
+            write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, server_user())
             admin.execute("SELECT pg_reload_conf()")
         self._require_password(server)
         self._provisioned.unlink(missing_ok=True)
@@ -441,48 +365,8 @@ class EmbeddedPostgres:
             exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,))
             if exists.fetchone() is None:
                 admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(APP_ROLE)))
-            _set_password(admin, APP_ROLE, secret_in(self.app_password_file))
+            set_password(admin, APP_ROLE, secret_in(self.app_password_file))
             found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
             if found.fetchone() is None:
                 admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
         self._provisioned.write_text("chronicle_app login and database created\n")
-
-
-def _set_password(admin: psycopg.Connection, role: str, password: str) -> None:
-    """LOGIN with ``password``, sent as a SCRAM verifier so the clear text never reaches the
-    server (nor its log)."""
-    verifier = admin.pgconn.encrypt_password(
-        password.encode(), role.encode(), b"scram-sha-256"
-    ).decode()
-    admin.execute(
-        sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(
-            sql.Identifier(role), sql.Literal(verifier)
-        )
-    )
-
-
-def _process_gid(pid: int) -> int | None:
-    try:
-        return int(psutil.Process(pid).gids().real)
-    except psutil.Error:
-        return None
-
-
-def _allow_traversal(directory: Path) -> None:
-    """Let other users pass through ``directory`` and its parents (search, not list) so the
-    server's user reaches the data dir; pgserver would make them readable too."""
-    for path in (directory, *directory.parents):
-        mode = path.stat().st_mode
-        if not mode & stat.S_IXOTH:
-            path.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
-
-
-def _allow_server_to_run_binaries() -> None:
-    """pgserver's own preparation of its binaries for another user (as it does for root)."""
-    utils = _pgserver().utils
-    binaries = _pgserver_bin()
-    read = stat.S_IRGRP | stat.S_IROTH
-    execute = stat.S_IXGRP | stat.S_IXOTH
-    utils.ensure_prefix_permissions(binaries)
-    utils.ensure_folder_permissions(binaries, execute | read)
-    utils.ensure_folder_permissions(binaries.parent / "lib", read)

@@ -57,6 +57,15 @@ END
 $$;
 """
 
+# A new owner must be able to create in the tables' schema (ALTER ... OWNER TO checks it).
+OWNER_MAY_CREATE = r"""
+DO $$
+BEGIN
+    EXECUTE format('GRANT USAGE, CREATE ON SCHEMA %I TO chronicle_owner', current_schema());
+END
+$$;
+"""
+
 ACTION_KINDS_FUNCTION = r"""
 CREATE FUNCTION chronicle_action_kinds() RETURNS text[]
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{action_kinds}]::text[] $$;
@@ -389,6 +398,14 @@ DROP_ONE_SESSION_CREATED = "DROP INDEX events_one_session_created;"
 DROP_ACTION_KINDS = "DROP FUNCTION chronicle_action_kinds();"
 DROP_OBSERVATION_KINDS = "DROP FUNCTION chronicle_observation_kinds();"
 
+DOWNGRADE_OWNER_MAY_CREATE = r"""
+DO $$
+BEGIN
+    EXECUTE format('REVOKE ALL ON SCHEMA %I FROM chronicle_owner', current_schema());
+END
+$$;
+"""
+
 # The owner role is cluster-wide: other databases of the cluster may still use it.
 DROP_OWNER_ROLE = r"""
 DO $$
@@ -428,6 +445,7 @@ def _quoted(kinds: tuple[str, ...]) -> str:
 def upgrade() -> None:
     search_path = _search_path()
     _run(ROLES)
+    _run(OWNER_MAY_CREATE)
     _run(ACTION_KINDS_FUNCTION.replace("{action_kinds}", _quoted(ACTION_KINDS)))
     _run(OBSERVATION_KINDS_FUNCTION.replace("{observation_kinds}", _quoted(OBSERVATION_KINDS)))
     _run(ONE_SESSION_CREATED)
@@ -450,4 +468,5 @@ def downgrade() -> None:
     _run(DROP_ACTION_KINDS)
     _run(DROP_OBSERVATION_KINDS)
     _run(DOWNGRADE_OWNERSHIP)
+    _run(DOWNGRADE_OWNER_MAY_CREATE)
     _run(DROP_OWNER_ROLE)
