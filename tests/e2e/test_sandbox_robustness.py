@@ -119,7 +119,7 @@ async def test_local_jail_has_a_read_only_root(local_runtime: Runtime) -> None:
 
 
 async def test_fork_bomb_is_bounded_in_docker(docker_runtime: Runtime) -> None:
-    """Only Docker bounds processes (pids limit); locally a fork bomb would hurt the host."""
+    """Docker bounds processes with its pids limit (the local jail: test_local_jail.py)."""
     runtime = docker_runtime
     bomb = "bomb() { bomb | bomb & }; bomb"
     result = await runtime.execute(Run(command=bomb, timeout=10))
