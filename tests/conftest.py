@@ -6,6 +6,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
+import asyncpg
 import pytest
 
 from app.config import Settings
@@ -76,3 +77,23 @@ def fake_llm() -> Iterator[FakeLlmServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+async def superuser(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """The database's superuser: the only one who can switch the append-only triggers off."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+@pytest.fixture
+async def app_login(app_database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A raw connection as the application's login, as a compromised application would use."""
+    connection = await asyncpg.connect(app_database_url)
+    try:
+        yield connection
+    finally:
+        await connection.close()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,23 +11,12 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.anchors import sign_anchor
-
-
-def chronicle(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+from tests.support.cli import chronicle, cli_environment
 
 
 @pytest.fixture
 def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "CHRONICLE_DATABASE_URL": app_database_url,
-        "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
-    }
+    return cli_environment(app_database_url, tmp_path)
 
 
 def _demo(env: dict[str, str]) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,24 +13,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.config import Settings
-
-
-def chronicle(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+from tests.support.cli import chronicle, cli_environment
 
 
 @pytest.fixture
 def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
     """The command as the application runs it: configured with chronicle_app's URL."""
-    return {
-        **os.environ,
-        "CHRONICLE_DATABASE_URL": app_database_url,
-        "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
-    }
+    return cli_environment(app_database_url, tmp_path)
 
 
 def test_demo_then_events_and_verify(env: dict[str, str]) -> None:

@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
 from app.events import Message
 from app.store import EventStore
-
-
-@pytest.fixture
-async def superuser(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """The database's superuser: the only one who can switch the append-only trigger off."""
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 async def _tamper(superuser: asyncpg.Connection, statement: str, *args: object) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -18,25 +17,6 @@ import pytest
 from app.events import Message
 from app.events.canonical import canonical_json
 from app.store import ContentMismatchError, EventStore
-
-
-@pytest.fixture
-async def app_login(app_database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """A raw connection as the application's login, as a compromised application would use."""
-    connection = await asyncpg.connect(app_database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-@pytest.fixture
-async def superuser(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
 
 
 def _sha256(text: str) -> bytes:
