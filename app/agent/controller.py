@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from app.agent.codeact import CodeActAgent
 from app.agent.stuck import StuckConfig, detect
-from app.events import AgentState, Condensation, ErrorObservation, LlmCall
+from app.events import AWAITED_KINDS, AgentState, Condensation, ErrorObservation, LlmCall
 from app.events.conversation import AgentStateName
 from app.llm import LlmError
 from app.llm.retry import Failure
@@ -33,7 +33,6 @@ from app.store.subscriptions import SessionSubscription
 
 log = logging.getLogger(__name__)
 
-AWAITED = frozenset({"run", "file.read", "file.write", "file.edit", "mcp.call"})
 #: Stuck detection looks at this many recent events (enough for every default threshold).
 STUCK_WINDOW = 80
 Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
@@ -110,7 +109,7 @@ class AgentController:
             self._last_call = event
             self._calls += 1
             self._spent += event.payload.get("cost_usd") or 0.0
-        elif kind in AWAITED and event.seq not in self._caused:
+        elif kind in AWAITED_KINDS and event.seq not in self._caused:
             self._awaiting[event.seq] = event
         elif kind == "finish":
             self._finished_since_user = True

@@ -12,14 +12,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from app.events import OBSERVATION_KINDS
+from app.events import ACTION_KINDS, OBSERVATION_KINDS
 from app.store import RecordedEvent
 
 MAX_OBSERVATION_CHARS = 12_000
 PENDING = "(no result yet)"
-ACTION_KINDS = frozenset(
-    {"run", "file.read", "file.write", "file.edit", "mcp.call", "think", "finish"}
-)
 
 
 def _cut(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from app.events import AWAITED_KINDS
 from app.events.canonical import canonical_json
 from app.store import RecordedEvent
 
-ACTIONS = frozenset({"run", "file.read", "file.write", "file.edit", "mcp.call"})
 VOLATILE = ("thought", "tool_call_id")
 
 
@@ -30,7 +30,9 @@ def detect(events: list[RecordedEvent], config: StuckConfig) -> str | None:
         return None
     answers = {e.cause: e for e in events if e.source == "environment" and e.cause}
     pairs = [
-        (_key(e), _key(answers[e.seq])) for e in events if e.kind in ACTIONS and e.seq in answers
+        (_key(e), _key(answers[e.seq]))
+        for e in events
+        if e.kind in AWAITED_KINDS and e.seq in answers
     ]
     n = config.repeated_pairs
     if len(pairs) >= n and len(set(pairs[-n:])) == 1:

@@ -1,11 +1,11 @@
 """The event protocol: envelope, one model per kind, canonical JSON and hashing. No I/O."""
 
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
-from app.events.base import Action, Event, Observation, Source
+from app.events.base import Action, Event, Observation, Service, Source
 from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
 from app.events.conversation import AgentState, Condensation, Message
 from app.events.ids import new_event_id
-from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
+from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.observations import (
     ErrorObservation,
@@ -16,7 +16,10 @@ from app.events.observations import (
     RunOutput,
 )
 from app.events.registry import (
+    ACTION_KINDS,
+    AWAITED_KINDS,
     EVENT_TYPES,
+    HANDLED_KINDS,
     OBSERVATION_KINDS,
     InvalidEventError,
     event_from_stored,
@@ -24,7 +27,10 @@ from app.events.registry import (
 )
 
 __all__ = [
+    "ACTION_KINDS",
+    "AWAITED_KINDS",
     "EVENT_TYPES",
+    "HANDLED_KINDS",
     "OBSERVATION_KINDS",
     "Action",
     "AgentState",
@@ -49,7 +55,9 @@ __all__ = [
     "Observation",
     "Run",
     "RunOutput",
+    "RuntimeRestarted",
     "RuntimeStatus",
+    "Service",
     "SessionClosed",
     "SessionCreated",
     "Source",

@@ -1,17 +1,19 @@
-"""Actions: what the agent asks for. Runnable ones are answered by an observation."""
+"""Actions: what the agent asks for. Those with a ``handled_by`` service are answered by one
+observation from that service's action worker; ``think`` and ``finish`` run nowhere."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from app.events.base import Action
+from app.events.base import Action, Service
 
 
 class Run(Action):
     """Run a shell command in the session's persistent shell (or send input to it)."""
 
+    handled_by: ClassVar[Service | None] = "sandbox"
     kind: Literal["run"] = "run"
     command: str
     timeout: float | None = Field(default=None, gt=0)
@@ -21,6 +23,7 @@ class Run(Action):
 class FileRead(Action):
     """Read a file, optionally a range of lines (1-based, ``end`` inclusive)."""
 
+    handled_by: ClassVar[Service | None] = "sandbox"
     kind: Literal["file.read"] = "file.read"
     path: str
     start: int = Field(default=1, ge=1)
@@ -30,6 +33,7 @@ class FileRead(Action):
 class FileWrite(Action):
     """Write a whole file, creating parent directories."""
 
+    handled_by: ClassVar[Service | None] = "sandbox"
     kind: Literal["file.write"] = "file.write"
     path: str
     content: str
@@ -38,6 +42,7 @@ class FileWrite(Action):
 class FileEdit(Action):
     """One ``str_replace_editor`` command."""
 
+    handled_by: ClassVar[Service | None] = "sandbox"
     kind: Literal["file.edit"] = "file.edit"
     command: Literal["view", "create", "str_replace", "insert", "undo_edit"]
     path: str
@@ -51,6 +56,7 @@ class FileEdit(Action):
 class McpCall(Action):
     """Call a tool of one of the session's MCP servers."""
 
+    handled_by: ClassVar[Service | None] = "mcp"
     kind: Literal["mcp.call"] = "mcp.call"
     server: str
     tool: str

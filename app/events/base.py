@@ -17,6 +17,9 @@ from app.events.ids import new_event_id
 
 Source = Literal["user", "agent", "environment", "system"]
 
+#: The services that answer actions: the sandbox's executor and the MCP tool service.
+Service = Literal["sandbox", "mcp"]
+
 ENVELOPE_FIELDS: frozenset[str] = frozenset({"kind", "source", "cause", "event_id"})
 
 
@@ -27,6 +30,11 @@ class Event(BaseModel):
 
     #: Version of this kind's payload schema; bump it and extend ``upcast`` when fields change.
     schema_version: ClassVar[int] = 1
+
+    #: The service whose action worker answers this kind with one observation (an action the
+    #: controller then waits for), or None: nothing runs it. Every set of kinds the services
+    #: and the agent use is derived from this in ``registry``.
+    handled_by: ClassVar[Service | None] = None
 
     kind: str
     source: Source

@@ -35,3 +35,22 @@ class RuntimeStatus(Event):
     sandbox_id: str = ""
     image_digest: str | None = None
     message: str = ""
+
+
+class RuntimeRestarted(Event):
+    """The session's sandbox died (a failed liveness check) and a fresh one took its place.
+
+    Every process that ran in it is gone; ``message`` tells the agent so (the model reads it
+    at this point of the conversation). ``restart`` counts the restarts of this run, up to
+    ``max_restarts``; past that the run ends in ``error`` instead.
+    """
+
+    kind: Literal["runtime.restarted"] = "runtime.restarted"
+    source: Source = "environment"
+    runtime: str = ""
+    sandbox_id: str = ""
+    image_digest: str | None = None
+    reason: str = ""
+    restart: int = Field(default=1, ge=1)
+    max_restarts: int = Field(default=1, ge=0)
+    message: str = ""

@@ -1,4 +1,9 @@
-"""The discriminated union over ``kind``: turning untrusted dicts and stored rows into events."""
+"""The discriminated union over ``kind``: turning untrusted dicts and stored rows into events.
+
+Every set of kinds the rest of the code needs (actions, observations, what each service
+answers, what the controller waits for) is derived here from the classes themselves, so a
+new kind is declared in one place: its class.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,9 @@ from typing import Annotated, Any, Union, get_args
 from pydantic import Field, TypeAdapter, ValidationError
 
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
-from app.events.base import Event, Observation
+from app.events.base import Action, Event, Observation, Service
 from app.events.conversation import AgentState, Condensation, Message
-from app.events.lifecycle import RuntimeStatus, SessionClosed, SessionCreated
+from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall
 from app.events.observations import (
     ErrorObservation,
@@ -42,6 +47,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     SessionCreated,
     SessionClosed,
     RuntimeStatus,
+    RuntimeRestarted,
 )
 
 
@@ -58,6 +64,22 @@ EVENT_TYPES: dict[str, type[Event]] = {
 OBSERVATION_KINDS: frozenset[str] = frozenset(
     kind for kind, cls in EVENT_TYPES.items() if issubclass(cls, Observation)
 )
+
+#: What the agent asks for (runnable or not: ``think`` and ``finish`` are actions too).
+ACTION_KINDS: frozenset[str] = frozenset(
+    kind for kind, cls in EVENT_TYPES.items() if issubclass(cls, Action)
+)
+
+SERVICES: tuple[Service, ...] = get_args(Service)
+
+#: service -> the action kinds its worker answers (``handled_by``).
+HANDLED_KINDS: dict[Service, frozenset[str]] = {
+    service: frozenset(kind for kind, cls in EVENT_TYPES.items() if cls.handled_by == service)
+    for service in SERVICES
+}
+
+#: Actions some service answers: the controller waits for their observation.
+AWAITED_KINDS: frozenset[str] = frozenset().union(*HANDLED_KINDS.values())
 
 AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 _adapter: TypeAdapter[Event] = TypeAdapter(AnyEvent)

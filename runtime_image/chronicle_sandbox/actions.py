@@ -7,6 +7,8 @@ from typing import Any
 from .files import FileActionError, Files
 from .shell import Shell
 
+#: The kinds whose ``handled_by`` is "sandbox" in app/events (this package cannot import it;
+#: tests/unit/events/test_kinds.py keeps the two equal).
 RUNNABLE = ("run", "file.read", "file.write", "file.edit")
 
 
