@@ -145,6 +145,12 @@ class Settings(BaseSettings):
     )
     sandbox_pool_size: int = Field(default=0, ge=0, description="warm sandboxes kept started")
     sandbox_heartbeat_interval: float = Field(default=30.0, gt=0)
+    sandbox_max_restarts: int = Field(
+        default=3,
+        ge=0,
+        description="times one run restarts a sandbox that died (failed its liveness check) "
+        "before the run ends in error; 0 ends it at the first death",
+    )
     sandbox_reap_after: float = Field(
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )

@@ -39,6 +39,10 @@ class ClientRuntime:
     async def download(self, path: str) -> bytes:
         return await self._require_client().download(path)
 
+    async def alive(self) -> bool:
+        """Whether the action server answers its liveness check (False when not started)."""
+        return self.client is not None and await self.client.alive()
+
     async def heartbeat(self) -> None:
         """Reset the sandbox's idle clock (reapers remove sandboxes that stay quiet)."""
         await self._require_client().heartbeat()

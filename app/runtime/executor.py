@@ -1,10 +1,18 @@
-"""The executor: runs each runnable action of a session exactly once and records its answer.
+"""The executor: the action worker of the session's sandbox, which it keeps alive.
 
-It subscribes to the session's stream. Before running an action it saves a checkpoint
-("started up to here"); the observation it then appends (``cause`` = the action's seq) marks
-the action done. After a crash, an action that was started but has no observation is never
-run again: it gets an ``error`` observation saying it was interrupted and may have partly run.
-Actions appended while no executor ran were never started, and simply run.
+``ActionWorker`` (app/store/action_worker.py) gives the guarantees: each sandbox action is run
+at most once and answered exactly once, and one started before a crash is reported as
+interrupted, never run again. This module says how one action runs, and what happens when
+the sandbox dies.
+
+Only a failed liveness check marks the sandbox dead: an action that fails or times out while
+the sandbox still answers ``/alive`` gets its ``error`` and nothing else changes. A dead
+sandbox is restarted (closed, started, waited for) and a ``runtime.restarted`` event tells
+the agent that its processes are gone; the action that found it dead gets an ``error``. A
+run restarts its sandbox at most ``max_restarts`` times (``sandbox_max_restarts``, default
+3): past that, or when a restart fails, ``runtime.failed`` is recorded, the action at hand is
+answered with the reason and the worker stops, so the session's run ends in ``error``. A
+heartbeat keeps the sandbox from being reaped while idle and finds a death between actions.
 """
 
 from __future__ import annotations
@@ -12,124 +20,221 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import NoReturn
 from uuid import UUID
 
-from app.config import Settings
+from pydantic import BaseModel, Field
+
 from app.events import (
-    OBSERVATION_KINDS,
     Action,
     ErrorObservation,
+    Event,
     Observation,
+    RuntimeRestarted,
     RuntimeStatus,
+    Service,
 )
 from app.runtime.errors import SandboxError
+from app.runtime.lifecycle import describe
 from app.runtime.protocol import Runtime
-from app.store import DuplicateEventError, EventStore, Position, RecordedEvent
+from app.store import EventStore
+from app.store.action_worker import ActionWorker, ServiceFailed, WorkerStopped, worker_checkpoint
 
 log = logging.getLogger(__name__)
 
-#: Kinds the sandbox runs (MCP calls belong to the tools service).
-RUNNABLE_KINDS = frozenset({"run", "file.read", "file.write", "file.edit"})
+#: The executor's checkpoint prefix (kept from before the action worker: old logs resume).
+NAME = "executor"
+#: Liveness checks before a sandbox counts as dead, and the pause between them.
+LIVENESS_ATTEMPTS = 3
+LIVENESS_PAUSE = 0.3
+
+RESTART_NOTE = (
+    "The sandbox died ({reason}) and was restarted (restart {restart} of at most {limit} in "
+    "this run). Every process you started in it is gone: running commands, servers, "
+    "background jobs. The shell is new: its working directory and exported variables are "
+    "reset. Files in the workspace are kept; files outside it (such as /tmp or installed "
+    "packages) may be gone."
+)
+
+
+class ExecutorConfig(BaseModel):
+    """How long actions may take, how often the sandbox is heartbeated, how it is restarted."""
+
+    action_timeouts: dict[str, float] = Field(default_factory=dict)
+    heartbeat_interval: float = Field(default=30.0, gt=0)
+    ready_timeout: float = Field(default=30.0, gt=0)
+    max_restarts: int = Field(default=3, ge=0)
 
 
 def checkpoint_name(session_id: UUID) -> str:
-    return f"executor:{session_id}"
+    return worker_checkpoint(NAME, session_id)
+
+
+class SandboxHandler:
+    """Runs sandbox actions for an ``ActionWorker``; restarts a sandbox that died."""
+
+    service: Service = "sandbox"
+    name = NAME
+    title = "executor"
+
+    def __init__(
+        self, store: EventStore, session_id: UUID, runtime: Runtime, config: ExecutorConfig
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.runtime = runtime
+        self.config = config
+        self.restarts = 0
+        #: Counts sandboxes: a failure seen in an older one needs no new restart.
+        self.generation = 0
+        #: Why no sandbox can serve any more (set once, when restarting is over).
+        self.gone: str | None = None
+        self._lock = asyncio.Lock()
+
+    async def handle(self, action: Action) -> Observation:
+        async with self._lock:  # never run into a restart in progress
+            if self.gone is not None:
+                raise ServiceFailed(self.gone)
+            generation = self.generation
+        timeout = self.config.action_timeouts.get(action.kind)
+        try:
+            return await self.runtime.execute(action, timeout=timeout)
+        except SandboxError as exc:
+            failure = str(exc)
+        if await self.recover(generation, failure):
+            return ErrorObservation(
+                message=f"the sandbox died while this {action.kind} action ran ({failure}), "
+                "so it may have partly run. A fresh sandbox was started: every process in "
+                "the old one is gone; files in the workspace are kept.",
+                error_type="sandbox_restarted",
+            )
+        return ErrorObservation(
+            message=f"the sandbox could not complete this {action.kind} action: {failure}",
+            error_type="sandbox",
+        )
+
+    async def recover(self, generation: int, reason: str) -> bool:
+        """After a failure seen in sandbox ``generation``: True if it has been replaced since
+        (now, or by someone else meanwhile), False if it is alive (the failure was only the
+        action's). ``ServiceFailed`` when it is dead and cannot be replaced."""
+        async with self._lock:
+            if self.gone is not None:
+                raise ServiceFailed(self.gone)
+            if self.generation != generation:
+                return True
+            if await self._alive():
+                return False
+            await self._restart(reason)
+            return True
+
+    async def _alive(self) -> bool:
+        """The liveness check: a few tries, so one slow answer does not kill a sandbox."""
+        for attempt in range(LIVENESS_ATTEMPTS):
+            if await self.runtime.alive():
+                return True
+            if attempt + 1 < LIVENESS_ATTEMPTS:
+                await asyncio.sleep(LIVENESS_PAUSE)
+        return False
+
+    async def _restart(self, reason: str) -> None:
+        limit = self.config.max_restarts
+        name = describe(self.runtime)[0]
+        if self.restarts >= limit:
+            await self._give_up(
+                name,
+                f"the sandbox died ({reason}) and was not restarted: "
+                + (
+                    f"this run already restarted it {limit} times (sandbox_max_restarts)"
+                    if limit
+                    else "restarts are off (sandbox_max_restarts = 0)"
+                ),
+            )
+        log.warning("session %s: the sandbox died (%s); restarting it", self.session_id, reason)
+        with contextlib.suppress(Exception):  # whatever is left of it goes
+            await self.runtime.close()
+        try:
+            await self.runtime.start()
+            await self.runtime.wait_ready(self.config.ready_timeout)
+        except SandboxError as exc:
+            with contextlib.suppress(Exception):
+                await self.runtime.close()
+            await self._give_up(
+                name, f"the sandbox died ({reason}) and could not be restarted: {exc}"
+            )
+        self.restarts += 1
+        self.generation += 1
+        name, sandbox_id, digest = describe(self.runtime)
+        await self._record(
+            RuntimeRestarted(
+                runtime=name,
+                sandbox_id=sandbox_id,
+                image_digest=digest,
+                reason=reason,
+                restart=self.restarts,
+                max_restarts=limit,
+                message=RESTART_NOTE.format(reason=reason, restart=self.restarts, limit=limit),
+            )
+        )
+
+    async def _give_up(self, runtime_name: str, message: str) -> NoReturn:
+        self.gone = message
+        log.error("session %s: %s", self.session_id, message)
+        await self._record(
+            RuntimeStatus(kind="runtime.failed", runtime=runtime_name, message=message)
+        )
+        raise ServiceFailed(message)
+
+    async def _record(self, event: Event) -> None:
+        try:
+            await self.store.append(self.session_id, [event])
+        except Exception as exc:  # the restart itself stands; the worker reports the store
+            log.error("session %s: could not record %s: %s", self.session_id, event.kind, exc)
 
 
 class Executor:
+    """The session's sandbox worker: an ``ActionWorker`` with a ``SandboxHandler``, and a
+    heartbeat that keeps the sandbox from being reaped and notices when it dies while idle."""
+
     def __init__(
         self,
         store: EventStore,
         session_id: UUID,
         runtime: Runtime,
-        *,
-        settings: Settings | None = None,
-        runtime_name: str = "",
+        config: ExecutorConfig | None = None,
     ) -> None:
-        self.store = store
-        self.session_id = session_id
-        self.runtime = runtime
-        self.settings = settings or store.settings
-        self.runtime_name = runtime_name or getattr(runtime, "name", "")
-        self._failed: str | None = None
+        self.handler = SandboxHandler(store, session_id, runtime, config or ExecutorConfig())
+        self.worker = ActionWorker(store, session_id, self.handler)
 
-    async def run(self) -> None:
-        """Recover, then serve the session until cancelled, heartbeating the sandbox."""
+    async def run(self) -> NoReturn:
+        """Serve the session until cancelled; ``WorkerStopped`` when the sandbox is gone for
+        good or answers cannot be recorded."""
+        worker = asyncio.create_task(self.worker.run(), name="chronicle-executor")
         heartbeat = asyncio.create_task(self._heartbeat(), name="chronicle-sandbox-heartbeat")
         try:
-            last_seq = await self.recover()
-            async with self.store.subscribe(self.session_id, after_seq=last_seq) as stream:
-                async for event in stream:
-                    if event.kind in RUNNABLE_KINDS:
-                        await self.handle(event)
+            await asyncio.wait({worker, heartbeat}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
+            for task in (heartbeat, worker):
+                task.cancel()
+            results = await asyncio.gather(worker, heartbeat, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+                raise result
+        raise WorkerStopped(self.handler.gone or "the executor stopped")
 
     async def _heartbeat(self) -> None:
-        """Tell the reaper this sandbox is in use, also while no action arrives."""
+        """Tell the reaper the sandbox is in use; a failed heartbeat means a liveness check.
+        Returns when the sandbox is gone for good."""
+        handler = self.handler
         while True:
-            await asyncio.sleep(self.settings.sandbox_heartbeat_interval)
+            await asyncio.sleep(handler.config.heartbeat_interval)
+            generation = handler.generation
             try:
-                await self.runtime.heartbeat()
-            except SandboxError as exc:
-                log.info("heartbeat of session %s's sandbox failed: %s", self.session_id, exc)
-
-    async def recover(self) -> int:
-        """Answer interrupted actions, run never-started ones; the last seq looked at."""
-        events = await self.store.read(self.session_id)
-        answered = {e.cause for e in events if e.kind in OBSERVATION_KINDS and e.cause}
-        started = await self.store.load_checkpoint(checkpoint_name(self.session_id))
-        for event in events:
-            if event.kind not in RUNNABLE_KINDS or event.seq in answered:
+                await handler.runtime.heartbeat()
                 continue
-            if started is not None and event.global_position <= started.global_position:
-                await self._answer(
-                    event,
-                    ErrorObservation(
-                        message=(
-                            f"this {event.kind} action was interrupted: the executor stopped "
-                            "while it ran, so it may have partly run. It was not run again; "
-                            "check the sandbox's state before repeating it."
-                        ),
-                        error_type="interrupted",
-                    ),
-                )
-            else:
-                await self.handle(event)
-        return events[-1].seq if events else 0
-
-    async def handle(self, event: RecordedEvent) -> None:
-        action = event.event()
-        assert isinstance(action, Action)
-        if self._failed is not None:
-            unavailable = f"the sandbox is unavailable: {self._failed}"
-            await self._answer(event, ErrorObservation(message=unavailable, error_type="sandbox"))
-            return
-        await self.store.save_checkpoint(
-            checkpoint_name(self.session_id), Position(event.tx, event.global_position)
-        )
-        timeout = self.settings.action_timeouts.get(event.kind)
-        try:
-            observation = await self.runtime.execute(action, timeout=timeout)
-        except SandboxError as exc:
-            self._failed = str(exc)
-            log.warning("sandbox of session %s failed: %s", self.session_id, exc)
-            await self.store.append(
-                self.session_id,
-                [RuntimeStatus(kind="runtime.failed", runtime=self.runtime_name, message=str(exc))],
-            )
-            observation = ErrorObservation(
-                message=f"the sandbox stopped answering, so the action did not complete: {exc}",
-                error_type="sandbox",
-            )
-        await self._answer(event, observation)
-
-    async def _answer(self, event: RecordedEvent, observation: Observation) -> None:
-        try:
-            await self.store.append(
-                self.session_id, [observation.model_copy(update={"cause": event.seq})]
-            )
-        except DuplicateEventError:
-            log.info("action %s of %s already has an observation", event.seq, self.session_id)
+            except SandboxError as exc:
+                failure = f"its heartbeat failed: {exc}"
+            log.info("session %s: %s", handler.session_id, failure)
+            try:
+                await handler.recover(generation, failure)
+            except ServiceFailed:
+                return

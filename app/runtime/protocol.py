@@ -32,6 +32,10 @@ class Runtime(Protocol):
         """The bytes of ``path`` in the sandbox."""
         ...
 
+    async def alive(self) -> bool:
+        """The liveness check: whether the sandbox's server answers (a dead one is restarted)."""
+        ...
+
     async def heartbeat(self) -> None:
         """Tell the world this sandbox is still in use (reapers remove silent ones)."""
 

@@ -7,8 +7,6 @@ log alone.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import uuid
 from pathlib import Path
@@ -28,7 +26,8 @@ from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
-from app.store import EventStore, StoreError
+from app.sessions.services import drive, executor_config
+from app.store import EventStore
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 
@@ -145,8 +144,6 @@ async def run_session(
     except BaseException:
         await tools.close()
         raise
-    executor = asyncio.create_task(Executor(store, session_id, runtime, settings=settings).run())
-    tool_service = asyncio.create_task(tools.run())
     try:
         agent = CodeActAgent(
             LlmGateway(store, llm),
@@ -158,12 +155,16 @@ async def run_session(
             store, session_id, agent, limits=limits,
             stuck=StuckConfig(enabled=options.stuck_detection), stop_when_paused=True,
         )  # fmt: skip
-        outcome = await controller.run()
+        outcome = await drive(
+            store,
+            session_id,
+            controller,
+            {
+                "executor": Executor(store, session_id, runtime, executor_config(settings)).run(),
+                "MCP tool service": tools.run(),
+            },
+        )
     finally:
-        for background in (executor, tool_service):
-            background.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StoreError):
-                await background
         await tools.close()
         await runtime.close()
     return session_id, outcome
