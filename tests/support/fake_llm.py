@@ -2,7 +2,9 @@
 
 Tests script what the "model" answers (text, tool calls, usage, or an HTTP error with
 headers), then drive litellm against it through a base URL, exactly as a user would point
-Chronicle at a local or company model.
+Chronicle at a local or company model. A reply can also be a raw body sent byte for byte
+(``Reply(body=...)``): odd JSON, an HTML page with status 200, ``"choices": []``, escapes such
+as ``\\udce9`` or ``\\u0000``, numbers like ``1e999`` that ``json.dumps`` would never write.
 """
 
 from __future__ import annotations
@@ -28,10 +30,29 @@ class Reply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     cached_tokens: int = 0
+    #: Sent verbatim instead of a completion built from the fields above (status still applies).
+    body: str | bytes | None = None
+    content_type: str = "application/json"
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
+
+
+def raw_tool_call(name: str, arguments_json: str) -> dict[str, Any]:
+    """A tool call whose arguments are exactly this JSON text (``1e999``, ``"false"``, ...)."""
+    return {"name": name, "arguments": arguments_json}
+
+
+def raw_completion(message_json: str, *, finish_reason: str = "stop") -> str:
+    """A whole chat-completion body around a hand-written ``message`` object, for escape
+    text a Python ``json.dumps`` would not produce."""
+    return (
+        '{"id": "chatcmpl-raw", "object": "chat.completion", "created": 1, "model": "fake", '
+        f'"choices": [{{"index": 0, "message": {message_json}, '
+        f'"finish_reason": "{finish_reason}"}}], '
+        '"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}'
+    )
 
 
 class FakeLlmServer:
@@ -84,10 +105,18 @@ class FakeLlmServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-                data = json.dumps(body).encode()
+            def _send(
+                self,
+                status: int,
+                body: dict[str, Any] | str | bytes,
+                headers: dict[str, str],
+                content_type: str = "application/json",
+            ) -> None:
+                if isinstance(body, dict):
+                    body = json.dumps(body)
+                data = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in headers.items():
                     self.send_header(name, value)
@@ -101,6 +130,9 @@ class FakeLlmServer:
                 reply = fake._next(request)
                 try:
                     time.sleep(reply.delay)
+                    if reply.body is not None:
+                        self._send(reply.status, reply.body, reply.headers, reply.content_type)
+                        return
                     if reply.status != 200:
                         error = {"message": reply.error, "type": "error", "code": reply.error_code}
                         self._send(reply.status, {"error": error}, reply.headers)
