@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-from app.agent.calls import InvalidToolCall, to_action
+from app.agent.calls import consequences
 from app.agent.history import to_messages
 from app.agent.prompts import system_prompt
 from app.agent.tools import BUILTIN_TOOLS
-from app.events import Action, ErrorObservation, Event, Message, ToolCall
+from app.events import Event
 from app.llm import LlmGateway, LlmReply
 from app.llm.retry import Failure
 from app.store import RecordedEvent
@@ -59,32 +59,8 @@ class CodeActAgent:
 
     def decide(self, llm_call: RecordedEvent) -> list[Event]:
         """The events a recorded model call leads to (deterministic, so resumable)."""
-        return self.consequences(llm_call.payload.get("response", {}), llm_call.seq)
+        return self.consequences(llm_call.payload, llm_call.seq)
 
-    def consequences(self, response: dict[str, Any], call_seq: int) -> list[Event]:
-        """What a model response leads to: one action per valid tool call, one error for the
-        invalid ones, or, without tool calls, the agent's message to the user; each with
-        ``cause`` = the call's seq."""
-        content = response.get("content") or ""
-        events: list[Event] = []
-        problems: list[tuple[str, str]] = []
-        for raw in response.get("tool_calls", []):
-            call = ToolCall.model_validate(raw)
-            try:
-                action: Action = to_action(call, thought=content, mcp_tools=self.mcp_index)
-            except InvalidToolCall as exc:
-                problems.append((call.id, str(exc)))
-                continue
-            events.append(action.model_copy(update={"cause": call_seq}))
-        if problems:
-            events.append(
-                ErrorObservation(
-                    message="; ".join(message for _, message in problems),
-                    error_type="invalid_tool_call",
-                    tool_call_id=problems[0][0],
-                    cause=call_seq,
-                )
-            )
-        if not response.get("tool_calls"):
-            events.append(Message(content=content, source="agent", cause=call_seq))
-        return events
+    def consequences(self, call: Mapping[str, Any], call_seq: int) -> list[Event]:
+        """What a model call (its ``llm.call`` payload) leads to (see ``calls.consequences``)."""
+        return consequences(call, call_seq, tools=self.tools(), mcp_tools=self.mcp_index)
