@@ -17,14 +17,23 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
 from pydantic import BaseModel
 
 from app.agent.codeact import CodeActAgent
 from app.agent.stuck import StuckConfig, detect
-from app.events import AWAITED_KINDS, AgentState, Condensation, ErrorObservation, LlmCall
+from app.events import (
+    AWAITED_KINDS,
+    AgentState,
+    Condensation,
+    ErrorObservation,
+    Event,
+    InvalidEventError,
+    LlmCall,
+    LlmResponse,
+)
 from app.events.conversation import AgentStateName
 from app.llm import LlmError
 from app.llm.retry import Failure
@@ -146,8 +155,12 @@ class AgentController:
         return None
 
     def _unprocessed_call(self) -> RecordedEvent | None:
+        """The last model call, if what it leads to was never appended. A call that failed
+        for good leads to nothing; an unusable reply (``bad_response``) leads to an error."""
         call = self._last_call
-        if call is None or call.payload.get("error") or call.seq in self._caused:
+        if call is None or call.seq in self._caused:
+            return None
+        if call.payload.get("error") and call.payload.get("error_kind") != "bad_response":
             return None
         return call
 
@@ -203,7 +216,7 @@ class AgentController:
             return "paused" if self.stop_when_paused else None
         call = self._unprocessed_call()
         if call is not None:
-            await self._record(await self.store.append(self.session_id, self.agent.decide(call)))
+            await self._decide(call)
             return None
         if self._pending():
             await self._answer_overdue()
@@ -243,22 +256,51 @@ class AgentController:
                 return None
             await self._set_state("error", f"the model call failed: {exc.message}")
             return "error"
-        await self._record_step(reply.call, reply.call.payload()["response"])
+        await self._record_step(reply.call)
         return None
 
-    async def _record_step(self, call: LlmCall, response: dict[str, Any]) -> None:
+    async def _record_step(self, call: LlmCall) -> None:
         """Append the model call and its actions as one batch: the call takes the next seq,
-        and the actions name it as their cause."""
+        and the actions name it as their cause.
+
+        A paid call is never lost: if the store refuses the batch (an action it cannot hold),
+        the call is recorded with an error the model reads instead of the actions; if it
+        refuses the call itself, the call is recorded without its response, saying why.
+        """
+        payload = call.payload()
+        refused: InvalidEventError | None = None  # why the last batch was refused
         while True:
             seq = (self.events[-1].seq if self.events else 0) + 1
-            batch = [call, *self.agent.consequences(response, seq)]
+            if refused is None:
+                batch = [call, *self.agent.consequences(payload, seq)]
+            else:
+                batch = _without_refused(call, seq, refused)
             try:
                 recorded = await self.store.append(self.session_id, batch, expected_seq=seq - 1)
             except ConcurrencyError:
                 await self._catch_up()  # an observation or a user message came in between
                 continue
+            except InvalidEventError as exc:
+                if refused is not None and refused.kind == "llm.call":
+                    raise  # even the call without its response: not something a reply caused
+                log.warning("the store refused a model step of %s: %s", self.session_id, exc)
+                # An action refused: record the call with an error instead. The call refused
+                # (or the call with that error): record it without its response.
+                refused = exc if refused is None else InvalidEventError(str(exc), kind="llm.call")
+                continue
             await self._record(recorded)
             return
+
+    async def _decide(self, call: RecordedEvent) -> None:
+        """Append what a recorded call leads to; if the store refuses it, an error instead."""
+        try:
+            recorded = await self.store.append(self.session_id, self.agent.decide(call))
+        except InvalidEventError as exc:
+            log.warning("the store refused the actions of %s: %s", self.session_id, exc)
+            message = f"what the model asked for could not be recorded ({exc})"
+            error = ErrorObservation(message=message, error_type="unrecordable", cause=call.seq)
+            recorded = await self.store.append(self.session_id, [error])
+        await self._record(recorded)
 
     async def _retrying(self, failure: Failure, wait: float) -> None:
         if failure.kind == "rate_limited":
@@ -332,3 +374,20 @@ class AgentController:
             self._remember([event])
         else:
             await self._catch_up()
+
+
+def _without_refused(call: LlmCall, seq: int, refused: InvalidEventError) -> list[Event]:
+    """What to record of a model step the store refused: the call and an error saying why,
+    without the actions (or, when the call itself was refused, without its response)."""
+    if refused.kind == "llm.call":
+        message = f"the model's reply could not be recorded ({refused})"
+        call = call.model_copy(
+            update={
+                "response": LlmResponse(finish_reason=call.response.finish_reason),
+                "error": message,
+                "error_kind": "bad_response",
+            }
+        )
+    else:
+        message = f"what the model asked for could not be recorded ({refused})"
+    return [call, ErrorObservation(message=message, error_type="unrecordable", cause=seq)]

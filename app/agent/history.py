@@ -2,8 +2,10 @@
 
 Each ``llm.call`` becomes the assistant turn it produced (its recorded response), followed by
 one tool message per tool call: the observation of the action with that ``tool_call_id``, or
-the error the controller recorded for a call it could not turn into an action. User messages
-come in at their place in the log. Long observations are cut down to their head and tail.
+the error the controller recorded for a call it could not turn into an action. A reply that
+was empty or unusable (no choices, not JSON) is followed by the error it led to, as a user
+message (there is no tool call to answer). User messages come in at their place in the log.
+Long observations are cut down to their head and tail.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from app.store import RecordedEvent
 
 MAX_OBSERVATION_CHARS = 12_000
 PENDING = "(no result yet)"
+
+
+def _note(error: RecordedEvent) -> dict[str, Any]:
+    """An error about the model's own reply, told as a user message."""
+    return {"role": "user", "content": observation_text(error)}
 
 
 def _cut(text: str, limit: int = MAX_OBSERVATION_CHARS) -> str:
@@ -96,7 +103,7 @@ def to_messages(
                     {"role": "user", "content": event.payload.get("content", "")}
                 ]
             messages.extend(built)
-        elif event.kind == "llm.call" and not event.payload.get("error"):
+        elif event.kind == "llm.call" and _may_have_turn(event):
             if event.seq < forget_before:
                 continue
             if forget_before and not noted:
@@ -113,10 +120,18 @@ def to_messages(
                 if not indexed:
                     index()
                 turn = _turn(event, by_tool_call, observations)
-                if all(m.get("content") != PENDING for m in turn):  # final: safe to keep
+                told = not event.payload.get("error") or event.seq in observations
+                if told and all(m.get("content") != PENDING for m in turn):  # final: keep
                     cache[event.seq] = turn
             messages.extend(turn)
     return messages
+
+
+def _may_have_turn(call: RecordedEvent) -> bool:
+    """A call that answered (or whose unusable reply the model is told about); a call that
+    failed for good (auth, quota, ...) is not part of the conversation."""
+    payload = call.payload
+    return not payload.get("error") or payload.get("error_kind") == "bad_response"
 
 
 def _turn(
@@ -124,11 +139,16 @@ def _turn(
     by_tool_call: dict[str, RecordedEvent],
     observations: dict[int, RecordedEvent],
 ) -> list[dict[str, Any]]:
-    response = call.payload.get("response", {})
-    tool_calls = response.get("tool_calls", [])
-    assistant: dict[str, Any] = {"role": "assistant", "content": response.get("content") or ""}
+    response = call.payload.get("response") or {}
+    tool_calls = response.get("tool_calls") or []
+    content = response.get("content") or ""
+    assistant: dict[str, Any] = {"role": "assistant", "content": content}
     if not tool_calls:
-        return [assistant]
+        told = observations.get(call.seq)  # an empty or unusable reply's error
+        if told is None:
+            return [] if call.payload.get("error") else [assistant]
+        # No empty assistant turn: several providers refuse one.
+        return [*([assistant] if content.strip() else []), _note(told)]
     assistant["tool_calls"] = [
         {
             "id": c["id"],

@@ -39,7 +39,10 @@ class LlmCall(Event):
 
     ``prompt`` lists the sha256 (hex) of each message, stored once in ``llm_messages``;
     ``tools`` is the hash of the tool list offered. A call that failed for good records
-    ``error`` (and no response) so the audit trail has it too.
+    ``error`` (and no response) so the audit trail has it too; ``error_kind`` says which way
+    it failed (``auth``, ``rate_limited``, ...). ``bad_response`` means the server answered
+    but nothing in the reply could be used (no choices, not JSON): the agent tells the model
+    with an ``error`` event caused by this call and goes on.
     """
 
     kind: Literal["llm.call"] = "llm.call"
@@ -56,3 +59,4 @@ class LlmCall(Event):
     latency_ms: float = 0.0
     attempts: int = Field(default=1, ge=1)
     error: str | None = None
+    error_kind: str | None = None

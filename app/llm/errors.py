@@ -13,6 +13,7 @@ FailureKind = Literal[
     "rate_limited",
     "unavailable",
     "not_configured",
+    "bad_response",  # the server answered, but nothing in the reply can be used
 ]
 
 

@@ -3,6 +3,11 @@
 It applies the retry policy (429 honouring Retry-After, 5xx, connection errors and timeouts;
 never 400/401/403/404 or a context-window error), a concurrency limit per model, and stores
 each prompt message once, by content hash, before appending the event.
+
+A reply that came back but cannot be used (no choices, an HTML page with status 200, JSON
+that is not a chat completion) is not an exception: it is returned, and recorded, as an
+``llm.call`` with ``error`` and ``error_kind="bad_response"``, so the paid call is never
+lost and the agent can tell the model and go on.
 """
 
 from __future__ import annotations
@@ -21,14 +26,15 @@ from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
+from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
-from app.llm.text_tools import parse_tool_calls, to_prompt_messages
+from app.llm.text_tools import to_prompt_messages
 from app.store import EventStore, RecordedEvent
 
 
 class LlmReply(BaseModel):
     """What the agent gets back: the llm.call (recorded, or for the caller to append together
-    with what it decides) and the parsed answer."""
+    with what it decides) and the parsed answer, or ``error`` when the reply was unusable."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
 
@@ -37,6 +43,14 @@ class LlmReply(BaseModel):
     content: str | None
     tool_calls: list[ToolCall]
     finish_reason: str | None
+    error: str | None = None
+
+
+#: Added to a refused request that offered tools natively and whose refusal mentions tools.
+NATIVE_TOOLS_HINT = (
+    "; if this model or server cannot call tools natively, set llm_native_tool_calling = false "
+    "(CHRONICLE_LLM_NATIVE_TOOL_CALLING=false) to describe the tools in the prompt instead"
+)
 
 
 def _import_litellm() -> Any:
@@ -45,6 +59,21 @@ def _import_litellm() -> Any:
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+def native_by_default(model: str) -> bool:
+    """Native tool calling unless litellm's model map says this model cannot call tools.
+
+    A model the map does not know (any name behind an OpenAI-compatible base URL: vLLM,
+    llama.cpp, Ollama all serve ``tools``; a model newer than the map) is called natively;
+    describing tools in the prompt is for models known to lack it, or by configuration.
+    """
+    litellm = _import_litellm()
+    try:
+        known = litellm.get_model_info(model=model)
+    except Exception:  # not in litellm's map
+        return True
+    return known.get("supports_function_calling") is not False
 
 
 class LlmGateway:
@@ -66,13 +95,20 @@ class LlmGateway:
         )
 
     def native_tool_calling(self) -> bool:
+        """Whether tools go to the model natively (``tools``) or are described in the prompt:
+        as configured, else ``native_by_default``."""
         if self._native is None:
-            litellm = _import_litellm()
-            try:
-                self._native = bool(litellm.supports_function_calling(model=self.config.model))
-            except Exception:  # unknown to litellm's map: describe tools in the prompt
-                self._native = False
+            self._native = native_by_default(self.config.model)
         return self._native
+
+    def _endpoint(self) -> str | None:
+        """The address the calls go to, for messages: the base URL or the provider's own."""
+        if self.config.base_url:
+            return self.config.base_url
+        try:
+            return _import_litellm().get_llm_provider(self.config.model)[3] or None
+        except Exception:
+            return None
 
     def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"temperature": self.config.temperature}
@@ -97,6 +133,7 @@ class LlmGateway:
         one batch with its consequences (a failed call is always recorded here).
         """
         native = self.native_tool_calling()
+        _import_litellm()  # imported before the clock starts: not part of the call's latency
         messages = [self._masked(message) for message in messages]
         tools = self._masked_tools(tools)
         sent = messages if native or not tools else to_prompt_messages(messages, tools)
@@ -129,6 +166,15 @@ class LlmGateway:
                 **outcome,
             )
 
+        async def recorded(call: LlmCall, wanted: bool) -> RecordedEvent | None:
+            await storing  # stored before the event that names them
+            return (await self.store.append(session_id, [call]))[0] if wanted else None
+
+        def unusable(problem: str, **outcome: Any) -> LlmReply:
+            call = call_event(error=problem, error_kind="bad_response", **outcome)
+            return LlmReply(call=call, event=None, content=None, tool_calls=[],
+                            finish_reason=None, error=problem)  # fmt: skip
+
         async with self._limit():
             while True:
                 attempts += 1
@@ -136,11 +182,14 @@ class LlmGateway:
                     response = await self._call(sent, tools if native else [], params)
                     break
                 except Exception as exc:
-                    failure = classify(exc)
-                    failure = failure._replace(message=self.store.masker.mask_text(failure.message))
+                    failure = self._failure(exc, native_tools=native and bool(tools))
+                    if failure.kind == "bad_response":
+                        reply = unusable(failure.message)
+                        event = await recorded(reply.call, record)
+                        return reply.model_copy(update={"event": event})
                     if not failure.retryable or attempts > self.config.retries:
-                        await storing
-                        await self.store.append(session_id, [call_event(error=failure.message)])
+                        failed = call_event(error=failure.message, error_kind=failure.kind)
+                        await recorded(failed, True)
                         raise LlmError(failure.kind, failure.message, attempts=attempts) from exc
                     wait = backoff(attempts, self.config.retry_min_wait, self.config.retry_max_wait)
                     if failure.retry_after is not None:
@@ -151,16 +200,36 @@ class LlmGateway:
                     if on_retry is not None:
                         await on_retry(failure, wait)
                     await asyncio.sleep(wait)
-        await storing  # stored before the event that names them
-        content, tool_calls, finish, usage, cost = self._read(response, tools, native)
-        answer = LlmResponse(content=content, tool_calls=tool_calls, finish_reason=finish)
-        call = call_event(response=answer, usage=usage, cost_usd=cost)
-        event = None
-        if record:
-            [event] = await self.store.append(session_id, [call])
-        return LlmReply(
-            call=call, event=event, content=content, tool_calls=tool_calls, finish_reason=finish
+        read = read_reply(response, tools, prompt_tools=not native)
+        cost = self._cost(response, read.usage)
+        if read.problem is not None:
+            reply = unusable(
+                read.problem,
+                response=LlmResponse(finish_reason=read.finish_reason),
+                usage=read.usage,
+                cost_usd=cost,
+            )
+            return reply.model_copy(update={"event": await recorded(reply.call, record)})
+        answer = LlmResponse(
+            content=read.content, tool_calls=read.tool_calls, finish_reason=read.finish_reason
         )
+        call = call_event(response=answer, usage=read.usage, cost_usd=cost)
+        return LlmReply(
+            call=call,
+            event=await recorded(call, record),
+            content=read.content,
+            tool_calls=read.tool_calls,
+            finish_reason=read.finish_reason,
+        )
+
+    def _failure(self, exc: BaseException, *, native_tools: bool) -> Failure:
+        """The classified failure, its message masked and, when a refusal is about the
+        natively offered tools, saying how to describe them in the prompt instead."""
+        failure = classify(exc, endpoint=self._endpoint())
+        message = failure.message
+        if failure.kind == "bad_request" and native_tools and "tool" in message.lower():
+            message += NATIVE_TOOLS_HINT
+        return failure._replace(message=self.store.masker.mask_text(message))
 
     async def _call(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
@@ -185,28 +254,6 @@ class LlmGateway:
             **params,
             **extra,
         )
-
-    def _read(
-        self, response: Any, tools: list[dict[str, Any]], native: bool
-    ) -> tuple[str | None, list[ToolCall], str | None, LlmUsage, float | None]:
-        choice = response.choices[0]
-        message = choice.message
-        content = message.content
-        calls = [
-            ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
-            for call in (getattr(message, "tool_calls", None) or [])
-        ]
-        if not native and tools and content:
-            content, calls = parse_tool_calls(content, tools)
-        raw_usage = getattr(response, "usage", None)
-        details = getattr(raw_usage, "prompt_tokens_details", None)
-        usage = LlmUsage(
-            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
-            total_tokens=getattr(raw_usage, "total_tokens", 0) or 0,
-            cached_tokens=getattr(details, "cached_tokens", 0) or 0,
-        )
-        return content, calls, choice.finish_reason, usage, self._cost(response, usage)
 
     def _cost(self, response: Any, usage: LlmUsage) -> float | None:
         config = self.config

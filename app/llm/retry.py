@@ -1,10 +1,20 @@
-"""Which failures are worth another attempt, and how long to wait before it."""
+"""Which failures are worth another attempt, and how long to wait before it.
+
+A reply the server sent with a success status that litellm cannot read (an HTML page, an empty
+body, JSON that is not a chat completion) is ``bad_response`` and is not retried: it nearly
+always means the base URL is not the API's (a web UI, a proxy's login page), which another
+attempt will not change, and a reply that was read may already have been paid for. The
+session's next step calls again anyway, with the model told, bounded by stuck detection.
+"""
 
 from __future__ import annotations
 
 import email.utils
+import json
 import random
+import re
 import time
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from app.llm.errors import FailureKind
@@ -38,13 +48,77 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def classify(exc: BaseException) -> Failure:
-    """Sort a litellm (OpenAI-style) exception: retry 429/5xx/connection/timeouts only."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+#: litellm's words for a 2xx reply it could not turn into a chat completion.
+_RECEIVED = re.compile(
+    r"Empty or invalid response from LLM endpoint\. Received: (.*?)\. Check the", re.S
+)
+_UNREADABLE = ("Invalid response object", "provider returned a response with no 'choices'",
+               "provider returned 'choices' that is not a list")  # fmt: skip
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unreadable_reply(exc: BaseException) -> str | None:
+    """What was wrong with a reply that came with a success status but could not be read,
+    or None when ``exc`` is anything else (a real HTTP error keeps its status).
+
+    litellm reports such a reply as an ``InternalServerError`` with a made-up status 500;
+    a real 5xx has the ``httpx.HTTPStatusError`` of the actual response in its chain.
+    """
+    import httpx
+    import litellm
+
+    if not isinstance(exc, litellm.InternalServerError | litellm.APIError):
+        return None
+    chain = list(_chain(exc))
+    if any(isinstance(link, httpx.HTTPStatusError) for link in chain):
+        return None
+    text = str(getattr(exc, "message", "") or exc)
+    received = _RECEIVED.search(text)
+    if received:
+        shown = received.group(1)
+        kind = "not JSON" if shown[:1] in ("'", '"') else "JSON, but not a chat completion"
+        return f"the reply was {kind} (it starts: {_excerpt(shown)})"
+    decode = next((link for link in chain if isinstance(link, json.JSONDecodeError)), None)
+    if decode is not None:
+        start = _excerpt(decode.doc) if decode.doc.strip() else "an empty body"
+        return f"the reply was not JSON ({decode.msg}; it starts: {start})"
+    if any(words in text for words in _UNREADABLE):
+        return "the reply was JSON, but not a chat completion (no usable choices or message)"
+    return None
+
+
+def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
+    """Sort a litellm (OpenAI-style) exception: retry 429/5xx/connection/timeouts only.
+
+    ``endpoint`` (the base URL called) is named in the message of an unreadable reply.
+    """
     import litellm
 
     text = str(getattr(exc, "message", "") or exc)
     status = getattr(exc, "status_code", None)
     lowered = text.lower()
+    unreadable = unreadable_reply(exc)
+    if unreadable is not None:
+        where = endpoint or "the model provider's address"
+        return Failure(
+            "bad_response", False, None,
+            f"the model server at {where} answered, but {unreadable}; check that "
+            "CHRONICLE_LLM_BASE_URL is the API's address (for an OpenAI-compatible server it "
+            "usually ends in /v1)",
+        )  # fmt: skip
     if isinstance(exc, litellm.ContextWindowExceededError):
         return Failure(
             "context_window",

@@ -1,0 +1,43 @@
+"""A hand-made session log for pure tests: events recorded as the store would hand them back
+(seq, cause, payload), without a database."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from app.events import Event
+from app.store import RecordedEvent
+
+
+class HandMadeLog:
+    def __init__(self) -> None:
+        self.session_id = uuid.uuid4()
+        self.events: list[RecordedEvent] = []
+
+    def add(self, *events: Event) -> list[RecordedEvent]:
+        """Record ``events`` in order; an event's ``cause`` is kept as given."""
+        added = []
+        for event in events:
+            seq = len(self.events) + 1
+            recorded = RecordedEvent(
+                global_position=seq,
+                session_id=self.session_id,
+                seq=seq,
+                event_id=event.event_id,
+                tx=1,
+                kind=event.kind,
+                source=event.source,
+                cause=event.cause,
+                payload=event.payload(),
+                schema_version=type(event).schema_version,
+                created_at=datetime.now(UTC),
+                hash=b"",
+            )
+            self.events.append(recorded)
+            added.append(recorded)
+        return added
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events) + 1
