@@ -65,7 +65,17 @@ class Settings(BaseSettings):
         description="Ed25519 private key (PEM) that signs anchors; unset: generated in "
         "data_dir/secrets on first use",
     )
-    max_event_bytes: int = Field(default=1024 * 1024, gt=0, description="per event payload")
+    max_event_bytes: int = Field(
+        default=1024 * 1024,
+        gt=0,
+        description="per event payload, after its long strings are moved to blobs",
+    )
+    blob_threshold_bytes: int = Field(
+        default=64 * 1024,
+        ge=1024,
+        description="a payload string longer than this (UTF-8 bytes) is stored once in the "
+        "blobs table and referenced from the payload",
+    )
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
     poll_interval: float = Field(

@@ -5,65 +5,241 @@ same bytes. Canonical JSON here means: keys sorted, no whitespace, UTF-8 (no ASC
 no NaN/Infinity, and numbers normalised so that a value survives a round trip through
 PostgreSQL ``jsonb`` unchanged: an integral float is written as an integer (``1.0`` -> ``1``),
 any other float as Python's shortest round-trip ``repr``.
+
+What is written is the value's *stored form* (see ``app.events.stored_form``): a string
+holding NUL or lone surrogates is escaped reversibly, an object with such a key or with a
+reserved key of its own becomes key/value pairs, and with a blob threshold a long string
+becomes a reference to a blob. Most values are their own stored form; finding that out costs
+one walk that was needed anyway (numbers) and a few substring tests of the text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+from app.events.stored_form import (
+    ESC,
+    OBJ,
+    RESERVED_KEYS,
+    blob_reference,
+    escape_text,
+    needs_escape,
+)
 
 _encoder = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+#: A reserved key in canonical (compact) JSON text: a key is always followed by ``":``.
+_RESERVED_KEY_TOKENS = tuple(f'"{key}":' for key in sorted(RESERVED_KEYS))
 
 
 class CanonicalJsonError(ValueError):
     """A value cannot be represented as canonical JSON (and so cannot be stored)."""
 
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"value: {reason}")
+        self.reason = reason
+        self.path: list[str] = []
 
-def _normalise(value: Any, path: str) -> Any:
-    """Return ``value`` with integral floats made ints; refuse what jsonb cannot hold."""
+    def inside(self, step: str) -> CanonicalJsonError:
+        """Record, while unwinding, that the problem is inside ``step`` (a key or ``[i]``)."""
+        self.path.append(step)
+        where = "".join(
+            part if part.startswith("[") else f".{part}" for part in reversed(self.path)
+        ).removeprefix(".")
+        self.args = (f"{where}: {self.reason}",)
+        return self
+
+
+class _NotItsOwnStoredForm(Exception):
+    """The fast walk met something that needs the stored form's markers."""
+
+
+class Encoded(NamedTuple):
+    """A value ready to be stored."""
+
+    #: The value, normalised: what a reader gets back.
+    value: Any
+    #: Canonical JSON of the stored form: what is stored and hashed.
+    text: str
+    #: The stored form (``value`` itself unless ``marked``).
+    stored: Any
+    #: sha256 hex -> text of each string moved to a blob.
+    blobs: dict[str, str]
+    #: The stored form differs from the value (it holds escapes, pairs or blob references).
+    marked: bool
+
+
+def _number(value: float) -> float | int:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise CanonicalJsonError("NaN and Infinity are not JSON")
+    return int(value) if value.is_integer() else value
+
+
+def _longer_than(text: str, limit: int) -> bool:
+    """Is ``text`` over ``limit`` bytes of UTF-8? (The length alone usually tells.)"""
+    if len(text) > limit:
+        return True
+    if len(text) * 4 <= limit:
+        return False
+    return len(text.encode("utf-8", "surrogatepass")) > limit
+
+
+def _normalise(value: Any, limit: int) -> Any:
+    """``value`` with integral floats made ints, when it is its own stored form (no NUL, no
+    string over ``limit`` bytes); raises ``_NotItsOwnStoredForm`` when it may not be."""
     if isinstance(value, str):
-        if "\x00" in value:
-            raise CanonicalJsonError(f"{path or 'value'}: NUL characters cannot be stored")
+        if "\x00" in value or (len(value) * 4 > limit and _longer_than(value, limit)):
+            raise _NotItsOwnStoredForm
         return value
     if isinstance(value, bool) or value is None or isinstance(value, int):
         return value
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise CanonicalJsonError(f"{path or 'value'}: NaN and Infinity are not JSON")
-        return int(value) if value.is_integer() else value
+        return _number(value)
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise CanonicalJsonError(f"{path or 'value'}: object keys must be strings")
+                raise CanonicalJsonError(f"object keys must be strings, not {key!r}")
             if "\x00" in key:
-                raise CanonicalJsonError(f"{path or 'value'}: NUL characters cannot be stored")
-            out[key] = _normalise(item, f"{path}.{key}" if path else key)
+                raise _NotItsOwnStoredForm
+            try:
+                out[key] = _normalise(item, limit)
+            except CanonicalJsonError as exc:
+                raise exc.inside(key) from None
         return out
     if isinstance(value, list | tuple):
-        return [_normalise(item, f"{path}[{i}]") for i, item in enumerate(value)]
-    raise CanonicalJsonError(f"{path or 'value'}: {type(value).__name__} is not JSON")
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_normalise(item, limit))
+            except CanonicalJsonError as exc:
+                raise exc.inside(f"[{index}]") from None
+        return items
+    raise CanonicalJsonError(f"{type(value).__name__} is not JSON")
+
+
+class _StoredFormWriter:
+    """The slow walk: builds the normalised value and its stored form side by side, sharing
+    every subtree that needs no marker."""
+
+    def __init__(self, blob_threshold: int | None) -> None:
+        self.threshold = blob_threshold
+        self.blobs: dict[str, str] = {}
+
+    def write(self, value: Any) -> tuple[Any, Any]:
+        if isinstance(value, str):
+            return value, self._string(value)
+        if isinstance(value, bool) or value is None or isinstance(value, int):
+            return value, value
+        if isinstance(value, float):
+            number = _number(value)
+            return number, number
+        if isinstance(value, Mapping):
+            return self._object(value)
+        if isinstance(value, list | tuple):
+            normalised, stored, same = [], [], True
+            for index, item in enumerate(value):
+                try:
+                    plain, kept = self.write(item)
+                except CanonicalJsonError as exc:
+                    raise exc.inside(f"[{index}]") from None
+                normalised.append(plain)
+                stored.append(kept)
+                same = same and kept is plain
+            return normalised, normalised if same else stored
+        raise CanonicalJsonError(f"{type(value).__name__} is not JSON")
+
+    def _object(self, value: Mapping[Any, Any]) -> tuple[Any, Any]:
+        normalised: dict[str, Any] = {}
+        stored: dict[str, Any] = {}
+        same, as_pairs = True, False
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CanonicalJsonError(f"object keys must be strings, not {key!r}")
+            try:
+                plain, kept = self.write(item)
+            except CanonicalJsonError as exc:
+                raise exc.inside(key) from None
+            normalised[key] = plain
+            stored[key] = kept
+            same = same and kept is plain
+            as_pairs = as_pairs or key in RESERVED_KEYS or needs_escape(key)
+        if as_pairs:
+            pairs = [[self._key(key), stored[key]] for key in sorted(stored)]
+            return normalised, {OBJ: pairs}
+        return normalised, normalised if same else stored
+
+    @staticmethod
+    def _key(key: str) -> Any:
+        return {ESC: escape_text(key)} if needs_escape(key) else key
+
+    def _string(self, text: str) -> Any:
+        if needs_escape(text):
+            return {ESC: self._text(escape_text(text))}
+        return self._text(text)
+
+    def _text(self, text: str) -> Any:
+        """A storable string, or a reference to the blob it becomes."""
+        if self.threshold is None or not _longer_than(text, self.threshold):
+            return text
+        key = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        self.blobs[key] = text
+        return blob_reference(key, len(text))
+
+
+def encode(value: Any, *, blob_threshold: int | None = None) -> Encoded:
+    """``value``'s stored form and its canonical text; with ``blob_threshold`` (bytes), every
+    string longer than that is moved to a blob. Raises ``CanonicalJsonError`` for what is not
+    JSON at all (NaN, Infinity, non-string keys, other types)."""
+    limit = sys.maxsize if blob_threshold is None else blob_threshold
+    try:
+        normalised = _normalise(value, limit)
+    except _NotItsOwnStoredForm:
+        pass
+    else:
+        text = _encoder.encode(normalised)
+        if not any(token in text for token in _RESERVED_KEY_TOKENS):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                pass  # a surrogate somewhere
+            else:
+                return Encoded(normalised, text, normalised, {}, False)
+    writer = _StoredFormWriter(blob_threshold)
+    normalised, stored = writer.write(value)
+    return Encoded(
+        normalised, _encoder.encode(stored), stored, writer.blobs, stored is not normalised
+    )
 
 
 def canonicalise(value: Any) -> tuple[Any, str]:
-    """The normalised value and its canonical JSON text (the value is what a reader gets back)."""
-    normalised = _normalise(value, "")
-    text = _encoder.encode(normalised)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CanonicalJsonError("value contains a lone surrogate, which is not UTF-8") from exc
-    return normalised, text
+    """The normalised value and the canonical text of its stored form (no blobs)."""
+    encoded = encode(value)
+    return encoded.value, encoded.text
 
 
 def canonical_json(value: Any) -> str:
-    """Serialise ``value`` as canonical JSON text."""
-    return canonicalise(value)[1]
+    """Serialise ``value`` as canonical JSON text (of its stored form, without blobs)."""
+    return encode(value).text
+
+
+def stored_json(stored: Any) -> str:
+    """Canonical text of a value that is already in stored form (read back from the table):
+    its markers are written as they are. What verification re-hashes."""
+    try:
+        text = _encoder.encode(_normalise(stored, sys.maxsize))
+        text.encode("utf-8")
+    except (_NotItsOwnStoredForm, UnicodeEncodeError):
+        raise CanonicalJsonError(
+            "holds NUL or a lone surrogate, which no stored value can (was it restored?)"
+        ) from None
+    return text
 
 
 def sha256(data: bytes) -> bytes:
@@ -89,10 +265,11 @@ def hashed_document(
 ) -> str:
     """Canonical JSON of an event without its hash: the bytes the chain is built over.
 
-    The append function in the database (see the migrations) assembles exactly this text;
-    ``EventStore.verify`` recomputes it from the stored columns.
+    ``payload`` is the payload's stored form. The append function in the database (see the
+    migrations) assembles exactly this text; ``EventStore.verify`` recomputes it from the
+    stored columns.
     """
-    return canonical_json(
+    return stored_json(
         {
             "cause": cause,
             "created_at": format_timestamp(created_at),

@@ -13,8 +13,9 @@ from uuid import UUID
 import asyncpg
 
 from app.events import Event, InvalidEventError, parse_event
-from app.events.canonical import CanonicalJsonError, canonicalise
+from app.events.canonical import CanonicalJsonError, Encoded, encode
 from app.events.masking import SecretMasker
+from app.events.stored_form import RestoredObject
 from app.store.errors import (
     ConcurrencyError,
     ContentMismatchError,
@@ -29,9 +30,13 @@ APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, fal
 
 EventLike = Event | Mapping[str, Any]
 
+#: A payload still over the size limit has its strings down to this size moved to blobs too.
+SMALLEST_BLOB_BYTES = 1024
+
 
 class EncodedBatch(NamedTuple):
-    """Column arrays for chronicle_append(), plus the normalised payloads for the result."""
+    """Column arrays for chronicle_append(), the blobs they refer to, and the whole payloads
+    for the result."""
 
     event_ids: list[UUID]
     kinds: list[str]
@@ -40,32 +45,77 @@ class EncodedBatch(NamedTuple):
     payload_texts: list[str]
     versions: list[int]
     payloads: list[dict[str, Any]]
+    #: sha256 hex -> text of every blob the payloads refer to (stored before the append).
+    blobs: dict[str, str]
+
+
+def _too_large(text: str, max_event_bytes: int) -> bool:
+    return len(text) * 4 > max_event_bytes and len(text.encode()) > max_event_bytes
+
+
+def encode_payload(
+    payload: Any,
+    *,
+    max_event_bytes: int,
+    blob_threshold: int | None,
+    masker: SecretMasker | None = None,
+) -> Encoded:
+    """A payload's stored form: known secrets masked, long strings moved to blobs.
+
+    Masking happens here, at the log's door, before the payload is hashed: nothing recorded
+    can hold a known secret (see app/events/masking.py). The text is searched when it shows
+    every string as it is; a payload with escapes or blobs is masked value by value.
+    A payload still over ``max_event_bytes`` has shorter strings moved to blobs, down to
+    ``SMALLEST_BLOB_BYTES``: only a payload whose structure itself is too large is refused.
+    """
+    encoded = encode(payload, blob_threshold=blob_threshold)
+    if masker:
+        if encoded.marked:
+            masked = masker.mask_value(encoded.value)
+            if masked != encoded.value:
+                encoded = encode(masked, blob_threshold=blob_threshold)
+        elif masker.leaks_into_json(encoded.text):
+            encoded = encode(masker.mask_value(encoded.value), blob_threshold=blob_threshold)
+    threshold = blob_threshold
+    while (
+        threshold is not None
+        and threshold > SMALLEST_BLOB_BYTES
+        and _too_large(encoded.text, max_event_bytes)
+    ):
+        threshold = max(threshold // 4, SMALLEST_BLOB_BYTES)
+        encoded = encode(encoded.value, blob_threshold=threshold)
+    return encoded
 
 
 def encode_batch(
-    events: Iterable[EventLike], max_event_bytes: int, masker: SecretMasker | None = None
+    events: Iterable[EventLike],
+    max_event_bytes: int,
+    masker: SecretMasker | None = None,
+    *,
+    blob_threshold: int | None = None,
 ) -> EncodedBatch:
-    """Validate every event and serialise its payload; refuse the whole batch on any error.
-
-    Known secrets in any string of a payload are masked here, at the log's door, before the
-    payload is hashed: nothing recorded can hold them (see app/events/masking.py).
-    """
-    batch = EncodedBatch([], [], [], [], [], [], [])
+    """Validate every event and encode its payload (``encode_payload``); refuse the whole
+    batch on any error. ``max_event_bytes`` limits a payload after its blobs are out."""
+    batch = EncodedBatch([], [], [], [], [], [], [], {})
     for index, item in enumerate(events):
         event = parse_event(item)
         try:
-            payload, text = canonicalise(event.payload())
-            if masker is not None and masker.leaks_into_json(text):
-                payload, text = canonicalise(masker.mask_value(payload))
+            encoded = encode_payload(
+                event.payload(),
+                max_event_bytes=max_event_bytes,
+                blob_threshold=blob_threshold,
+                masker=masker,
+            )
         except CanonicalJsonError as exc:
             raise InvalidEventError(
                 f"event {index} ({event.kind}): {exc}", kind=event.kind
             ) from None
-        if len(text) * 4 > max_event_bytes and len(text.encode()) > max_event_bytes:
+        text = encoded.text
+        if _too_large(text, max_event_bytes):
             raise EventTooLargeError(
                 f"event {index} ({event.kind}) is {len(text.encode()):,} bytes, over the "
-                f"limit of {max_event_bytes:,} (CHRONICLE_MAX_EVENT_BYTES); nothing was "
-                "written",
+                f"limit of {max_event_bytes:,} (CHRONICLE_MAX_EVENT_BYTES) even with its "
+                "long strings stored as blobs; nothing was written",
                 kind=event.kind,
             )
         batch.event_ids.append(event.event_id)
@@ -74,7 +124,10 @@ def encode_batch(
         batch.causes.append(event.cause)
         batch.payload_texts.append(text)
         batch.versions.append(type(event).schema_version)
-        batch.payloads.append(payload)
+        batch.payloads.append(
+            RestoredObject.of(encoded.value, encoded.stored) if encoded.marked else encoded.value
+        )
+        batch.blobs.update(encoded.blobs)
     return batch
 
 

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.config import Settings
 from app.events.masking import SecretMasker, url_secrets
+from app.events.stored_form import tagged
 from app.store.anchors import AnchorRecord
 from app.store.announcer import Announcer
 from app.store.append import (
@@ -29,6 +30,7 @@ from app.store.append import (
     recorded_from_result,
     translate_error,
 )
+from app.store.blobs import holds_encoded, put_blobs, restore_events
 from app.store.coalescer import AppendCoalescer, AppendRefused, CoalescerStats
 from app.store.errors import (
     ContentMismatchError,
@@ -71,10 +73,13 @@ RETRY_DELAYS = (0.05, 0.2, 0.5, 1.0)
 
 
 def _decode_json(text: str) -> Any:
+    """jsonb as stored; a value whose text holds escapes or blob references comes tagged
+    (app/events/stored_form.py), so readers restore only those."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError:  # integers beyond 64 bits
-        return json.loads(text)
+        value = json.loads(text)
+    return tagged(value, text)
 
 
 async def _keep_session(connection: asyncpg.Connection) -> None:
@@ -185,9 +190,16 @@ class EventStore:
         (same event_ids) returns the recorded events and writes nothing, which also makes a
         retry after a lost connection safe.
         """
-        batch = encode_batch(events, self.settings.max_event_bytes, self.masker)
+        batch = encode_batch(
+            events,
+            self.settings.max_event_bytes,
+            self.masker,
+            blob_threshold=self.settings.blob_threshold_bytes,
+        )
         if not batch.event_ids:
             return []
+        if batch.blobs:  # before the events that refer to them
+            await self.put_blobs(batch.blobs)
         try:
             rows = await self._retrying(
                 lambda: self._coalescer.append(session_id, expected_seq, batch)
@@ -245,6 +257,16 @@ class EventStore:
             raise translate_error(exc, None, None) from None
         return int(inserted or 0)
 
+    async def put_blobs(self, blobs: dict[str, str]) -> int:
+        """Store texts once each under their sha256 hex (the database checks every key); the
+        number newly stored. ``append`` does this for the long strings of its payloads."""
+        try:
+            return await self._retrying(lambda: put_blobs(self.pool, blobs))
+        except ValueError:
+            raise ContentMismatchError("a blob key is not a sha256 hex digest") from None
+        except asyncpg.PostgresError as exc:
+            raise translate_error(exc, None, None) from None
+
     @property
     def append_stats(self) -> CoalescerStats:
         """Append calls sent to the database and the appends they carried."""
@@ -252,26 +274,49 @@ class EventStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def _fetch(self, sql: str, *args: Any) -> list[RecordedEvent]:
+    async def _fetch(self, sql: str, *args: Any, resolve_blobs: bool = True) -> list[RecordedEvent]:
         rows = await self.pool.fetch(sql, *args)
         make = RecordedEvent._make  # columns are selected in the tuple's field order
-        return [make(row) for row in rows]
+        events = [make(row) for row in rows]
+        if resolve_blobs and events and holds_encoded(events):
+            return await restore_events(self.pool, events)
+        return events
 
     async def read(
-        self, session_id: UUID, after_seq: int = 0, limit: int | None = None
+        self,
+        session_id: UUID,
+        after_seq: int = 0,
+        limit: int | None = None,
+        *,
+        resolve_blobs: bool = True,
     ) -> list[RecordedEvent]:
-        """The session's events with ``seq > after_seq``, in order."""
+        """The session's events with ``seq > after_seq``, in order.
+
+        Payloads are whole: escaped text restored, blob references replaced by their text
+        (one query for the blobs of the whole read). ``resolve_blobs=False`` gives each
+        payload as the table stores it (blob references ``{"$blob": ..., "chars": N}`` and
+        escapes included, see app/events/stored_form.py) without fetching any blob.
+        """
         return await self._retrying(
-            lambda: self._fetch(READ_SESSION_SQL, session_id, after_seq, limit)
+            lambda: self._fetch(
+                READ_SESSION_SQL, session_id, after_seq, limit, resolve_blobs=resolve_blobs
+            )
         )
 
     async def read_all(
-        self, after: Position | None = None, limit: int = 1000
+        self, after: Position | None = None, limit: int = 1000, *, resolve_blobs: bool = True
     ) -> list[RecordedEvent]:
-        """Events of all sessions after ``after`` in commit-safe ``(tx, global_position)`` order."""
+        """Events of all sessions after ``after`` in commit-safe ``(tx, global_position)`` order
+        (payloads as ``read`` gives them)."""
         position = after or Position.origin()
         return await self._retrying(
-            lambda: self._fetch(READ_ALL_SQL, position.tx, position.global_position, limit)
+            lambda: self._fetch(
+                READ_ALL_SQL,
+                position.tx,
+                position.global_position,
+                limit,
+                resolve_blobs=resolve_blobs,
+            )
         )
 
     async def last_seq(self, session_id: UUID) -> int:
@@ -281,9 +326,12 @@ class EventStore:
         )
         return int(value or 0)
 
-    def subscribe(self, session_id: UUID, after_seq: int = 0) -> SessionSubscription:
-        """Live tail of one session: every event after ``after_seq`` once, in order, forever."""
-        return SessionSubscription(self, session_id, after_seq)
+    def subscribe(
+        self, session_id: UUID, after_seq: int = 0, *, resolve_blobs: bool = True
+    ) -> SessionSubscription:
+        """Live tail of one session: every event after ``after_seq`` once, in order, forever
+        (payloads as ``read`` gives them)."""
+        return SessionSubscription(self, session_id, after_seq, resolve_blobs=resolve_blobs)
 
     def subscribe_all(
         self,
@@ -291,9 +339,11 @@ class EventStore:
         *,
         start: Position | None = None,
         auto_checkpoint: bool = True,
+        resolve_blobs: bool = True,
     ) -> GlobalSubscription:
-        """Live tail of every session; with ``name``, resumes from a durable checkpoint."""
-        return GlobalSubscription(self, name, start, auto_checkpoint)
+        """Live tail of every session; with ``name``, resumes from a durable checkpoint
+        (payloads as ``read`` gives them)."""
+        return GlobalSubscription(self, name, start, auto_checkpoint, resolve_blobs=resolve_blobs)
 
     # -- checkpoints -----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from app.events import Event, event_from_stored, hashed_document
+from app.events.stored_form import stored_form
 
 
 class Position(NamedTuple):
@@ -51,8 +52,14 @@ class RecordedEvent(NamedTuple):
     def position(self) -> Position:
         return Position(self.tx, self.global_position)
 
+    @property
+    def stored_payload(self) -> Any:
+        """The payload as the ``payload`` column holds it: what the hash chain covers."""
+        return stored_form(self.payload)
+
     def event(self) -> Event:
-        """The typed event (``Message``, ``Run``, ...), upcast to the current schema."""
+        """The typed event (``Message``, ``Run``, ...), upcast to the current schema (of a
+        whole payload: not of one read with ``resolve_blobs=False``)."""
         return event_from_stored(
             kind=self.kind,
             source=self.source,
@@ -71,7 +78,7 @@ class RecordedEvent(NamedTuple):
             kind=self.kind,
             source=self.source,
             cause=self.cause,
-            payload=self.payload,
+            payload=self.stored_payload,
             schema_version=self.schema_version,
             created_at=self.created_at,
         )
@@ -108,5 +115,7 @@ class VerifyReport(BaseModel):
     head: str | None = None
     #: Distinct prompt messages (and tool lists) checked.
     messages: int = 0
+    #: Distinct blobs the events refer to, checked.
+    blobs: int = 0
     #: Anchor records checked.
     anchors: int = 0

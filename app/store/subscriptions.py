@@ -36,9 +36,11 @@ CHECKPOINT_EVERY_SECONDS = 1.0
 class Subscription:
     """Shared machinery: a buffer of read-ahead events, a doorbell, retrying catch-up reads."""
 
-    def __init__(self, store: EventStore, watch_key: str | None) -> None:
+    def __init__(self, store: EventStore, watch_key: str | None, resolve_blobs: bool) -> None:
         self._store = store
         self._watch_key = watch_key
+        #: Whole payloads (the default), or as stored (see ``EventStore.read``).
+        self._resolve_blobs = resolve_blobs
         self._wakeup: Wakeup | None = store.notifier.watch(watch_key)
         self._buffer: deque[RecordedEvent] = deque()
         self._closed = False
@@ -114,8 +116,10 @@ class Subscription:
 class SessionSubscription(Subscription):
     """Every event of one session after ``after_seq``, in ``seq`` order."""
 
-    def __init__(self, store: EventStore, session_id: UUID, after_seq: int) -> None:
-        super().__init__(store, str(session_id))
+    def __init__(
+        self, store: EventStore, session_id: UUID, after_seq: int, *, resolve_blobs: bool = True
+    ) -> None:
+        super().__init__(store, str(session_id), resolve_blobs)
         self.session_id = session_id
         self._read_cursor = after_seq
         #: seq of the last event handed to the consumer.
@@ -128,8 +132,15 @@ class SessionSubscription(Subscription):
         offered = self._wakeup.take_offered(self._read_cursor)
         if offered and not self._must_read and self._wakeup.latest_seq <= offered[-1].seq:
             self._read_cursor = offered[-1].seq
-            return offered
-        page = await self._store.read(self.session_id, after_seq=self._read_cursor, limit=PAGE_SIZE)
+            if self._resolve_blobs:
+                return offered
+            return [event._replace(payload=event.stored_payload) for event in offered]
+        page = await self._store.read(
+            self.session_id,
+            after_seq=self._read_cursor,
+            limit=PAGE_SIZE,
+            resolve_blobs=self._resolve_blobs,
+        )
         if page:
             self._read_cursor = page[-1].seq
         return page
@@ -157,8 +168,10 @@ class GlobalSubscription(Subscription):
         name: str | None,
         start: Position | None,
         auto_checkpoint: bool,
+        *,
+        resolve_blobs: bool = True,
     ) -> None:
-        super().__init__(store, None)
+        super().__init__(store, None, resolve_blobs)
         self.name = name
         self._start = start
         self._auto_checkpoint = auto_checkpoint and name is not None
@@ -175,7 +188,9 @@ class GlobalSubscription(Subscription):
             if start is None and self.name is not None:
                 start = await self._store.load_checkpoint(self.name)
             self._read_cursor = self._saved = self._done = start or Position.origin()
-        page = await self._store.read_all(after=self._read_cursor, limit=PAGE_SIZE)
+        page = await self._store.read_all(
+            after=self._read_cursor, limit=PAGE_SIZE, resolve_blobs=self._resolve_blobs
+        )
         if page:
             self._read_cursor = page[-1].position
         return page

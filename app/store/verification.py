@@ -3,9 +3,11 @@
 Per session, in this order (the first problem is reported): the anchors' signatures, the hash
 chain (every event re-hashed, seqs gapless, each anchored seq still holding the signed head),
 anchored seqs past the end of the log (a truncated or deleted session), the ``sessions`` row
-against the events, and every prompt message an ``llm.call`` names (present, re-hashing to its
-key). Without anchors a writer who recomputes the whole chain and its row goes unseen; with
-them, only events appended after the last anchor can be rewritten unseen.
+against the events, every prompt message an ``llm.call`` names and every blob an event refers
+to (present, re-hashing to its key). Events are read as stored (escapes and blob references
+as the chain covers them), and each stored text is re-hashed here, not by the database.
+Without anchors a writer who recomputes the whole chain and its row goes unseen; with them,
+only events appended after the last anchor can be rewritten unseen.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash
+from app.events.canonical import CanonicalJsonError, chain_hash, stored_json
+from app.events.stored_form import is_encoded, references
 from app.store.anchors import AnchorRecord, anchor_problem
 from app.store.records import RecordedEvent, VerifyReport
 
@@ -28,7 +31,11 @@ HEAD_SQL = "SELECT created_at, last_seq, last_hash FROM sessions WHERE id = $1"
 MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash = ANY($1::bytea[])"
 ALL_MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash > $1 ORDER BY hash LIMIT $2"
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
+BLOBS_SQL = "SELECT sha256, content FROM blobs WHERE sha256 = ANY($1::bytea[])"
+ALL_BLOBS_SQL = "SELECT sha256, content FROM blobs WHERE sha256 > $1 ORDER BY sha256 LIMIT $2"
 MESSAGES_PER_QUERY = 1000
+#: Blobs are long: fewer per query.
+BLOBS_PER_QUERY = 50
 
 
 class BrokenSession(Exception):
@@ -42,8 +49,14 @@ class BrokenSession(Exception):
 
 
 def message_key(message: Any) -> bytes:
-    """The key a stored prompt message must have: sha256 of its canonical JSON."""
-    return hashlib.sha256(canonical_json(message).encode()).digest()
+    """The key a prompt message read from llm_messages must have: sha256 of the canonical
+    JSON of its stored form (escapes and all, as it was put)."""
+    return hashlib.sha256(stored_json(message).encode()).digest()
+
+
+def blob_key(content: str) -> bytes:
+    """The key a blob must have: sha256 of its UTF-8 text."""
+    return hashlib.sha256(content.encode("utf-8")).digest()
 
 
 def _prompt_hashes(event: RecordedEvent) -> list[str]:
@@ -73,6 +86,8 @@ class _SessionCheck:
         self.first_created_at: Any = None
         #: message hash (hex) -> seq of the first llm.call that names it
         self.messages: dict[str, int] = {}
+        #: blob key (hex) -> seq of the first event that refers to it
+        self.blobs: dict[str, int] = {}
 
     def fail(self, reason: str, seq: int | None) -> BrokenSession:
         return BrokenSession(reason, seq, self.seq if seq is None else min(self.seq, seq - 1))
@@ -83,7 +98,9 @@ class _SessionCheck:
         for record in self.anchors:
             anchored.setdefault(record.last_seq, []).append(record)
         while True:
-            page = await self.store.read(self.session_id, after_seq=self.seq, limit=page_size)
+            page = await self.store.read(
+                self.session_id, after_seq=self.seq, limit=page_size, resolve_blobs=False
+            )
             for event in page:
                 self._check_event(event, anchored.get(event.seq, ()))
             if len(page) < page_size:
@@ -91,12 +108,14 @@ class _SessionCheck:
         self._check_nothing_anchored_beyond_the_end()
         await self._check_sessions_row()
         await self._check_messages()
+        await self._check_blobs()
         return VerifyReport(
             session_id=self.session_id,
             ok=True,
             checked=self.seq,
             head=self.head.hex() if self.seq else None,
             messages=len(self.messages),
+            blobs=len(self.blobs),
             anchors=len(self.anchors),
         )
 
@@ -130,6 +149,9 @@ class _SessionCheck:
         if event.kind == "llm.call":
             for key in _prompt_hashes(event):
                 self.messages.setdefault(key, event.seq)
+        if is_encoded(event.payload):
+            for key in references(event.payload):
+                self.blobs.setdefault(key, event.seq)
 
     def _check_nothing_anchored_beyond_the_end(self) -> None:
         beyond = [record for record in self.anchors if record.last_seq > self.seq]
@@ -205,6 +227,37 @@ class _SessionCheck:
                         None,
                     )
 
+    async def _check_blobs(self) -> None:
+        names = sorted(self.blobs, key=self.blobs.__getitem__)
+        for start in range(0, len(names), BLOBS_PER_QUERY):
+            chunk = names[start : start + BLOBS_PER_QUERY]
+            keys: dict[bytes, str] = {}
+            for name in chunk:
+                try:
+                    keys[bytes.fromhex(name)] = name
+                except ValueError:
+                    raise self.fail(
+                        f"event {self.blobs[name]} refers to blob {name!r}, which is not a "
+                        "sha256 hex digest",
+                        None,
+                    ) from None
+            rows = await _fetch(self.store, BLOBS_SQL, list(keys))
+            found = {bytes(row["sha256"]): row["content"] for row in rows}
+            for key, name in keys.items():
+                seq = self.blobs[name]
+                if key not in found:
+                    raise self.fail(
+                        f"the blob {name} that event {seq} refers to is missing from the blobs "
+                        "table (deleted?)",
+                        None,
+                    )
+                if blob_key(found[key]) != key:
+                    raise self.fail(
+                        f"the blob {name} that event {seq} refers to does not match its hash "
+                        "(the blobs table was edited)",
+                        None,
+                    )
+
 
 def _when(record: AnchorRecord) -> str:
     return record.anchored_at.strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -252,6 +305,21 @@ async def session_ids(store: EventStore) -> list[UUID]:
     """Every session that has a row or an event."""
     rows = await _fetch(store, ALL_SESSIONS_SQL)
     return sorted(row["id"] for row in rows)
+
+
+async def stored_blob_problem(store: EventStore, page_size: int = 100) -> tuple[int, str | None]:
+    """(blobs checked, the first one that does not re-hash to its key, or None)."""
+    checked, after = 0, b""
+    while True:
+        rows = await _fetch(store, ALL_BLOBS_SQL, after, page_size)
+        for row in rows:
+            key = bytes(row["sha256"])
+            if blob_key(row["content"]) != key:
+                return checked, f"blob {key.hex()} does not match its hash (edited)"
+            checked += 1
+        if len(rows) < page_size:
+            return checked, None
+        after = bytes(rows[-1]["sha256"])
 
 
 async def stored_message_problem(

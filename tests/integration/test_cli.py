@@ -115,7 +115,7 @@ def test_db_status_and_url_with_a_configured_server(
 ) -> None:
     status = chronicle("db", "status", env=env)
     assert status.returncode == 0, status.stdout
-    assert "configured" in status.stdout and "(head: 0003)" in status.stdout
+    assert "configured" in status.stdout and "(head: 0004)" in status.stdout
     assert "(chronicle_app: append and read only)" in status.stdout
     password = urlsplit(app_database_url).password
     assert password and password not in status.stdout

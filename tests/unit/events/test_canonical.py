@@ -43,12 +43,18 @@ def test_reparsing_gives_the_same_text() -> None:
     assert canonical_json(json.loads(text)) == text
 
 
-@pytest.mark.parametrize(
-    "bad", [float("nan"), float("inf"), {"a": "nul\x00"}, {1: "x"}, object(), "\ud800"]
-)
-def test_unstorable_values_are_refused(bad: object) -> None:
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1: "x"}, object(), b"bytes"])
+def test_what_is_not_json_is_refused(bad: object) -> None:
     with pytest.raises(CanonicalJsonError):
         canonical_json(bad)
+
+
+@pytest.mark.parametrize("text", ["nul\x00", "\ud800"])
+def test_text_postgresql_cannot_hold_is_escaped_not_refused(text: str) -> None:
+    """Before the stored form these raised CanonicalJsonError and the event was lost."""
+    stored = canonical_json({"a": text})
+    assert "\x00" not in stored and "\\u0000" not in stored
+    stored.encode("utf-8")
 
 
 def test_timestamps_are_utc_with_microseconds() -> None:
