@@ -69,13 +69,16 @@ async def test_each_action_is_answered_once_in_order(
 ) -> None:
     session = uuid.uuid4()
     async with executing(store, session, sandbox):
-        await store.append(session, [Message(content="go"), Run(command="cd /tmp && pwd")])
-        await store.append(session, [FileWrite(path="n.txt", content="1\n"), Run(command="pwd")])
+        first = await store.append(session, [Message(content="go"), Run(command="cd /tmp && pwd")])
+        # The first observation may land before this second batch: take its seqs as recorded.
+        second = await store.append(
+            session, [FileWrite(path="n.txt", content="1\n"), Run(command="pwd")]
+        )
         found = await observations(store, session, 3)
     assert [(e.kind, e.cause) for e in found] == [
-        ("run.output", 2),
-        ("file.write.output", 3),
-        ("run.output", 4),
+        ("run.output", first[1].seq),
+        ("file.write.output", second[0].seq),
+        ("run.output", second[1].seq),
     ]
     assert found[0].payload["output"] == "/tmp\n"
     assert found[2].payload["output"] == "/tmp\n"  # the same shell
