@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -45,7 +46,10 @@ class SandboxClient:
             return None
         if response.status_code != 200:
             return None
-        return float(response.json().get("idle", 0.0))
+        try:
+            return float(response.json().get("idle", 0.0))
+        except (ValueError, TypeError, AttributeError):  # not our server's answer
+            return None
 
     async def heartbeat(self) -> None:
         await self.request("POST", "/heartbeat")
@@ -80,27 +84,65 @@ class SandboxClient:
     def _refusal(response: httpx.Response) -> str:
         try:
             return str(response.json().get("error", response.text))
-        except ValueError:
+        except (ValueError, AttributeError):  # not JSON, or not an object
             return response.text
 
     async def execute(self, action: Action, *, timeout: float | None = None) -> Observation:
-        """Run ``action``; ``timeout`` bounds the whole request when the action sets none."""
+        """Run ``action``; ``timeout`` bounds the whole request when the action sets none.
+
+        Only a sandbox that is gone raises ``SandboxUnavailableError``: when the request
+        fails but the sandbox still passes its liveness check, or its answer is not an
+        observation, this one action gets an ``error`` observation and the sandbox goes on.
+        """
         if isinstance(action, Run) and action.timeout is not None:
             timeout = action.timeout + TRANSPORT_MARGIN
         elif timeout is not None:
             timeout += TRANSPORT_MARGIN
         else:
             timeout = DEFAULT_ACTION_TIMEOUT
-        body = {"kind": action.kind, **action.payload()}
-        response = await self.request("POST", "/execute", json=body, timeout=timeout)
-        if response.status_code != 200:
-            return ErrorObservation(
-                message=f"the sandbox refused the action: {self._refusal(response)}",
-                error_type="sandbox",
+        try:
+            # ASCII JSON: a lone surrogate travels as its \u escape (no UTF-8 encoder takes it).
+            body = json.dumps({"kind": action.kind, **action.payload()}, allow_nan=False)
+        except ValueError as exc:
+            return _failed(f"the action cannot be sent to the sandbox: {exc}", "invalid_action")
+        try:
+            response = await self.request(
+                "POST",
+                "/execute",
+                content=body.encode("ascii"),
+                headers={"Content-Type": "application/json"},
+                timeout=timeout,
             )
-        observation = parse_event(response.json())
+        except SandboxUnavailableError as exc:
+            if not await self.alive():
+                raise
+            return _failed(_lost_action(exc.__cause__, timeout), "sandbox")
+        return self._observation(response)
+
+    @classmethod
+    def _observation(cls, response: httpx.Response) -> Observation:
+        """The observation in ``response``, or an ``error`` observation saying what came."""
+        if response.status_code != 200:
+            return _failed(
+                f"the sandbox refused the action (HTTP {response.status_code}): "
+                f"{cls._refusal(response)[:500]}",
+                "sandbox",
+            )
+        try:
+            answer = response.json()
+        except ValueError:
+            return _failed(
+                f"the sandbox's answer to the action was not JSON: {response.text[:200]!r}",
+                "sandbox",
+            )
+        try:
+            observation = parse_event(answer)
+        except ValueError as exc:
+            return _failed(f"the sandbox's answer to the action is not valid: {exc}", "sandbox")
         if not isinstance(observation, Observation):
-            raise SandboxUnavailableError(f"the sandbox answered with a {observation.kind!r}")
+            return _failed(
+                f"the sandbox answered with a {observation.kind!r}, not an observation", "sandbox"
+            )
         return observation
 
     async def upload(self, path: str, data: bytes) -> None:
@@ -113,3 +155,20 @@ class SandboxClient:
         if response.status_code != 200:
             raise ValueError(f"download of {path} refused: {self._refusal(response)}")
         return response.content
+
+
+def _failed(message: str, error_type: str) -> ErrorObservation:
+    return ErrorObservation(message=message, error_type=error_type)
+
+
+def _lost_action(cause: BaseException | None, timeout: float) -> str:
+    """Why an action got no answer from a sandbox that still passes its liveness check."""
+    if isinstance(cause, httpx.TimeoutException):
+        return (
+            f"the sandbox gave no answer to the action within {timeout:g} s; it still answers "
+            "its liveness check, so the action may still be running (check before repeating it)"
+        )
+    return (
+        f"the sandbox dropped the connection while it ran the action ({cause}); it still "
+        "answers its liveness check, so only this action failed, and it may have partly run"
+    )

@@ -14,7 +14,7 @@ import sys
 
 from .actions import Executor
 from .files import Files
-from .server import SandboxState, serve
+from .server import IDLE_TIMEOUT, MAX_CONNECTIONS, SandboxState, serve
 from .shell import Shell
 
 
@@ -78,6 +78,18 @@ def main() -> int:
     )
     parser.add_argument("--max-output-chars", type=int, default=30_000)
     parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=IDLE_TIMEOUT,
+        help="seconds a connection may send nothing before it is closed",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help="connections served at once (a thread each); more are answered 503",
+    )
+    parser.add_argument(
         "--token-file", help="read the token from this file, then delete it (preferred)"
     )
     limits = parser.add_argument_group("limits of the shell and every command (not of this server)")
@@ -115,6 +127,8 @@ def main() -> int:
         port=args.port,
         unix_socket=args.unix_socket,
         listen_fd=args.listen_fd,
+        max_connections=args.max_connections,
+        idle_timeout=args.idle_timeout,
     )
     return 0
 

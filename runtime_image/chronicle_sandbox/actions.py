@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .files import FileActionError, Files
 from .shell import Shell
+from .text import printable
 
 #: The kinds whose ``handled_by`` is "sandbox" in app/events (this package cannot import it;
 #: tests/unit/events/test_kinds.py keeps the two equal).
@@ -31,6 +33,21 @@ def _field(
     return value
 
 
+def _command(action: dict[str, Any]) -> str:
+    """The command, which the shell gets as bytes: a lone surrogate standing for a byte
+    (U+DC80..U+DCFF, how Python spells bytes that are not UTF-8) is that byte; any other
+    stands for nothing and is refused."""
+    command: str = _field(action, "command", str)
+    try:
+        command.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        bad = printable(command[exc.start : exc.end])
+        raise ActionError(
+            f"the command holds the lone surrogate {bad}, which stands for no byte"
+        ) from None
+    return command
+
+
 def error(message: str, error_type: str) -> dict[str, Any]:
     return {"kind": "error", "message": message, "error_type": error_type}
 
@@ -49,10 +66,10 @@ class Executor:
         try:
             if kind == "run":
                 timeout = _field(action, "timeout", (int, float), required=False)
-                if timeout is not None and timeout <= 0:
-                    raise ActionError("'timeout' must be positive")
+                if timeout is not None and not (0 < timeout < math.inf):
+                    raise ActionError("'timeout' must be a positive, finite number of seconds")
                 return self.shell.run(
-                    _field(action, "command", str),
+                    _command(action),
                     float(timeout) if timeout is not None else None,
                     bool(action.get("is_input", False)),
                 )

@@ -16,6 +16,8 @@ import functools
 import os
 from typing import Any
 
+from .text import printable
+
 SYS_OPENAT2 = 437  # the same number on every architecture Linux added it for
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_BENEATH = 0x08
@@ -99,6 +101,13 @@ class Workspace:
             raise PathError("a path is required")
         if "\x00" in path:
             raise PathError("a path cannot contain NUL characters")
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError:
+            raise PathError(
+                f"{printable(path)} is not a valid file name: it holds a lone surrogate that "
+                "stands for no byte"
+            ) from None
         full = os.path.normpath(os.path.join(self.root, path))
         if self.confine and full != self.root and not full.startswith(self.root + os.sep):
             raise PathError(f"{path} is outside the workspace {self.root}")
@@ -142,6 +151,39 @@ class Workspace:
             return self._walk(root, path, rel, flags, mode, make_parents)
         finally:
             os.close(root)
+
+    def open_directory(self, path: str, *, create: bool = False) -> int:
+        """An ``O_PATH`` descriptor of the directory ``path``, opened as ``open`` does; with
+        ``create``, it and its missing parents are made first."""
+        flags = os.O_PATH | os.O_DIRECTORY
+        try:
+            return self.open(path, flags, make_parents=create)
+        except FileNotFoundError:
+            parent, name = os.path.split(self.relative(path))
+            if not create or name in ("", ".", ".."):
+                raise
+        above = self.open_directory(parent or ".", create=True)
+        try:
+            os.mkdir(name, 0o777, dir_fd=above)
+        except FileExistsError:
+            pass  # made meanwhile
+        finally:
+            os.close(above)
+        return self.open(path, flags)
+
+    def located(self, directory: int) -> str | None:
+        """Where the open ``directory`` really is, relative to the workspace (symlinks on the
+        way resolved by the kernel); None when /proc cannot say or it is not beneath."""
+        try:
+            real = os.readlink(f"/proc/self/fd/{directory}")
+        except OSError:
+            return None
+        root = os.path.realpath(self.root)
+        if real == root:
+            return "."
+        if not self.confine or real.startswith(root + os.sep):
+            return os.path.relpath(real, root)
+        return None
 
     def unlink(self, path: str) -> None:
         """Remove the file ``path`` (a symlink itself, never its target)."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import re
 import socket
 import socketserver
 import sys
+import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -17,9 +20,21 @@ from urllib.parse import parse_qs, urlsplit
 from . import PROTOCOL_VERSION
 from .actions import Executor, error
 from .files import FileActionError, NotFound, TooLarge
+from .text import json_bytes
 
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DRAIN_LIMIT = 256 * 1024 * 1024
+#: A connection that sends nothing for this long is closed (its thread is freed).
+IDLE_TIMEOUT = 60.0
+#: Connections served at once, one thread each; more are answered 503 and closed.
+MAX_CONNECTIONS = 64
+#: A byte count: digits only (no sign, no "1_000"), and less than a petabyte.
+CONTENT_LENGTH = re.compile(r"[0-9]{1,15}")
+_BUSY_BODY = b'{"error": "the sandbox serves too many connections; try again"}'
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY)
+)
 
 
 class SandboxState:
@@ -34,23 +49,83 @@ class SandboxState:
         self.last_seen = time.monotonic()
 
 
-class TCPSandboxServer(ThreadingHTTPServer):
+class BoundedThreads(socketserver.ThreadingMixIn):
+    """A thread per connection, but never more than ``max_connections`` of them: a
+    connection over the bound is answered 503 at once and closed, never queued behind idle
+    ones. (Threads also count against the sandbox's pids limit.)"""
+
     daemon_threads = True
+    request_queue_size = 64  # the kernel's queue of connections not yet accepted
+    state: SandboxState
+    max_connections: int = MAX_CONNECTIONS
+    idle_timeout: float = IDLE_TIMEOUT
 
-    def __init__(self, address: tuple[str, int], state: SandboxState) -> None:
-        super().__init__(address, Handler)
+    def bound(self, state: SandboxState, max_connections: int, idle_timeout: float) -> None:
         self.state = state
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._turn_away(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except RuntimeError:  # no thread could be started (the pids limit)
+            self._slots.release()
+            self._turn_away(request)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _turn_away(self, request: socket.socket) -> None:
+        """Say "busy" without ever waiting on the client, then close."""
+        try:
+            request.setblocking(False)
+            request.send(BUSY)
+        except OSError:
+            pass
+        try:
+            request.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        request.close()
 
 
-class UnixSandboxServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class TCPSandboxServer(BoundedThreads, ThreadingHTTPServer):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        state: SandboxState,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
+        super().__init__(address, Handler)
+        self.bound(state, max_connections, idle_timeout)
+
+
+class UnixSandboxServer(BoundedThreads, socketserver.UnixStreamServer):
     """The same server on a Unix socket: for containers without a network, and faster."""
 
-    daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, path: str | None, state: SandboxState, listen_fd: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | None,
+        state: SandboxState,
+        listen_fd: int | None = None,
+        *,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout: float = IDLE_TIMEOUT,
+    ) -> None:
         """Listen on ``path``, or on the already listening socket ``listen_fd`` (handed in by
         a parent that keeps the socket's path where the sandbox cannot reach it)."""
+        self.bound(state, max_connections, idle_timeout)
         if listen_fd is not None:
             super().__init__("", Handler, bind_and_activate=False)
             self.socket.close()
@@ -63,15 +138,24 @@ class UnixSandboxServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServ
                 os.unlink(path)
             super().__init__(path, Handler)
             os.chmod(path, 0o600)
-        self.state = state
+
+
+class ClientGone(Exception):
+    """The client stopped reading or sending (or went silent past the idle timeout)."""
 
 
 class Handler(BaseHTTPRequestHandler):
+    """One connection's requests. Whatever fails while one request is handled is answered
+    as that request's error (an ``error`` observation for an action); the server goes on."""
+
     server: TCPSandboxServer | UnixSandboxServer
     protocol_version = "HTTP/1.1"  # keep-alive: one connection serves many actions
 
     def setup(self) -> None:
         super().setup()
+        # Every read and write of this connection: a client that goes silent frees its thread.
+        self.connection.settimeout(self.server.idle_timeout)
+        self._answered = False
         # Headers and body go out in separate writes; without NODELAY, Nagle and the client's
         # delayed ACK hold the body back ~40 ms on a keep-alive connection.
         if self.connection.family in (socket.AF_INET, socket.AF_INET6):
@@ -87,17 +171,42 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing ------------------------------------------------------------------------
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self._answered = True
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError as exc:  # a client that hung up or stopped reading
+            raise ClientGone(str(exc)) from None
 
     def _json(self, status: int, value: Any) -> None:
-        self._send(status, json.dumps(value, ensure_ascii=False).encode("utf-8"))
+        self._send(status, json_bytes(value))
 
     def _refuse(self, status: int, message: str) -> None:
         self._json(status, {"error": message})
+
+    def _guarded(self, route: Callable[[], None], action: bool) -> None:
+        """Run ``route``; an error in it answers this request alone (500, or an ``error``
+        observation for an action) and closes the connection (its state is unknown)."""
+        self._answered = False
+        try:
+            route()
+        except ClientGone:
+            self.close_connection = True
+        except Exception as exc:  # never let one request take the server down
+            self.close_connection = True
+            if self._answered:
+                return  # half an answer went out: closing is all that is left
+            message = f"the sandbox failed: {type(exc).__name__}: {exc}"
+            try:
+                if action:
+                    self._json(HTTPStatus.OK, error(message, "internal"))
+                else:
+                    self._refuse(HTTPStatus.INTERNAL_SERVER_ERROR, message)
+            except ClientGone:
+                pass
 
     def _authorised(self) -> bool:
         given = self.headers.get("Authorization", "")
@@ -109,17 +218,31 @@ class Handler(BaseHTTPRequestHandler):
         self._refuse(HTTPStatus.UNAUTHORIZED, "missing or wrong sandbox token")
         return False
 
+    def _length(self) -> int | None:
+        """The request's declared body length; a 400 (and None) when it is not a byte count."""
+        values = self.headers.get_all("Content-Length") or ["0"]
+        problem = None
+        if self.headers.get("Transfer-Encoding"):
+            problem = "a body must come with a Content-Length, not a Transfer-Encoding"
+        elif len(set(values)) > 1:
+            problem = "the request has more than one Content-Length"
+        elif not CONTENT_LENGTH.fullmatch(values[0].strip()):
+            problem = f"Content-Length {values[0][:40]!r} is not a byte count"
+        if problem is not None:
+            self.close_connection = True  # where the body ends is unknown
+            self._refuse(HTTPStatus.BAD_REQUEST, problem)
+            return None
+        return int(values[0])
+
     def _body(self, limit: int) -> bytes | None:
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            self._refuse(HTTPStatus.BAD_REQUEST, "Content-Length is not a number")
+        length = self._length()
+        if length is None:
             return None
         if length > limit:
             if length <= DRAIN_LIMIT:  # read and drop it, so the client hears the answer
                 remaining = length
                 while remaining > 0:
-                    chunk = self.rfile.read(min(remaining, 1 << 20))
+                    chunk = self._read(min(remaining, 1 << 20))
                     if not chunk:
                         break
                     remaining -= len(chunk)
@@ -130,7 +253,16 @@ class Handler(BaseHTTPRequestHandler):
                 f"request of {length:,} bytes is over the {limit:,}-byte limit",
             )
             return None
-        return self.rfile.read(length)
+        data = self._read(length)
+        if len(data) < length:
+            raise ClientGone("the request body ended early")
+        return data
+
+    def _read(self, size: int) -> bytes:
+        try:
+            return self.rfile.read(size)
+        except OSError as exc:  # the idle timeout while a body trickles in, or a reset
+            raise ClientGone(str(exc)) from None
 
     def _query_path(self) -> str | None:
         values = parse_qs(urlsplit(self.path).query).get("path")
@@ -147,58 +279,74 @@ class Handler(BaseHTTPRequestHandler):
     # -- routes --------------------------------------------------------------------------
 
     def do_GET(self) -> None:
+        self._guarded(self._get, action=False)
+
+    def do_POST(self) -> None:
+        route = urlsplit(self.path).path
+        self._guarded(self._post, action=route == "/execute")
+
+    def _get(self) -> None:
         route = urlsplit(self.path).path
         if route == "/alive":
             idle = round(time.monotonic() - self.server.state.last_seen, 3)
             alive = {"ok": True, "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "idle": idle}
             self._json(HTTPStatus.OK, alive)
         elif route == "/download":
-            if not self._authorised():
-                return
-            path = self._query_path()
-            if path is None:
-                return
-            files = self.server.state.executor.files
-            try:
-                data = files.read_bytes(path, MAX_REQUEST_BYTES)
-            except NotFound as exc:
-                self._refuse(HTTPStatus.NOT_FOUND, str(exc))
-            except TooLarge as exc:
-                self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc))
-            except FileActionError as exc:
-                self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
-            else:
-                self._send(HTTPStatus.OK, data, "application/octet-stream")
+            if self._authorised():
+                self._download()
         else:
             self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
 
-    def do_POST(self) -> None:
+    def _download(self) -> None:
+        path = self._query_path()
+        if path is None:
+            return
+        files = self.server.state.executor.files
+        try:
+            data = files.read_bytes(path, MAX_REQUEST_BYTES)
+        except NotFound as exc:
+            self._refuse(HTTPStatus.NOT_FOUND, str(exc))
+        except TooLarge as exc:
+            self._refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, str(exc))
+        except FileActionError as exc:
+            self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
+        else:
+            self._send(HTTPStatus.OK, data, "application/octet-stream")
+
+    def _post(self) -> None:
         route = urlsplit(self.path).path
         if route == "/heartbeat":
             if self._authorised():
                 self._json(HTTPStatus.OK, {"ok": True})
             return
         if route not in ("/execute", "/upload"):
+            self.close_connection = True  # the body was not read
             self._refuse(HTTPStatus.NOT_FOUND, f"no route {route}")
             return
         if not self._authorised():
             return
         if route == "/upload":
-            path = self._query_path()
-            if path is None:
-                self.close_connection = True  # the body was not read
-                return
-            data = self._body(MAX_REQUEST_BYTES)
-            if data is None:
-                return
-            files = self.server.state.executor.files
-            try:
-                files.write_bytes(path, data)
-            except FileActionError as exc:
-                self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
-                return
-            self._json(HTTPStatus.OK, {"path": files.paths.shown(path), "bytes": len(data)})
+            self._upload()
+        else:
+            self._execute()
+
+    def _upload(self) -> None:
+        path = self._query_path()
+        if path is None:
+            self.close_connection = True  # the body was not read
             return
+        data = self._body(MAX_REQUEST_BYTES)
+        if data is None:
+            return
+        files = self.server.state.executor.files
+        try:
+            files.write_bytes(path, data)
+        except FileActionError as exc:
+            self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        self._json(HTTPStatus.OK, {"path": files.paths.shown(path), "bytes": len(data)})
+
+    def _execute(self) -> None:
         body = self._body(MAX_REQUEST_BYTES)
         if body is None:
             return
@@ -207,11 +355,7 @@ class Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             self._json(HTTPStatus.OK, error(f"the action is not JSON: {exc}", "invalid_action"))
             return
-        try:
-            observation = self.server.state.executor.execute(action)
-        except Exception as exc:  # never let one action take the server down
-            observation = error(f"the sandbox failed: {type(exc).__name__}: {exc}", "internal")
-        self._json(HTTPStatus.OK, observation)
+        self._json(HTTPStatus.OK, self.server.state.executor.execute(action))
 
 
 def serve(
@@ -221,13 +365,23 @@ def serve(
     port: int,
     unix_socket: str | None = None,
     listen_fd: int | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> None:
     server: TCPSandboxServer | UnixSandboxServer
     if unix_socket or listen_fd is not None:
-        server = UnixSandboxServer(unix_socket, state, listen_fd)
+        server = UnixSandboxServer(
+            unix_socket,
+            state,
+            listen_fd,
+            max_connections=max_connections,
+            idle_timeout=idle_timeout,
+        )
         where = str(server.server_address or unix_socket)
     else:
-        server = TCPSandboxServer((host, port), state)
+        server = TCPSandboxServer(
+            (host, port), state, max_connections=max_connections, idle_timeout=idle_timeout
+        )
         where = str(server.server_address[1])
     # The parent reads this line to learn where to connect (port 0 picks a free port).
     print(f"CHRONICLE_SANDBOX_READY {where}", flush=True)

@@ -1,0 +1,227 @@
+"""One bad request never takes down the sandbox: it gets its own answer, the rest goes on.
+
+Before: ``view`` of a directory holding a file name that is not UTF-8 put a lone surrogate in
+the JSON reply, encoding it raised inside the handler, the connection was dropped, and the
+client (and with it the executor) took the sandbox for dead: every later action of the
+session answered "the sandbox is unavailable". A negative ``Content-Length`` made the
+handler read until the client hung up; an error in the upload or download handler dropped
+the connection; a connection that went silent held a thread forever, and every connection
+got a thread of its own, however many came.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+
+from app.events import (
+    ErrorObservation,
+    FileEdit,
+    FileEditOutput,
+    FileRead,
+    FileReadOutput,
+    FileWrite,
+    Run,
+    RunOutput,
+)
+from app.runtime import Runtime, SandboxClient
+from app.runtime.image import RUNTIME_IMAGE_DIR
+from tests.support.sandbox_server import connect, exchange, sandbox_server, threads_of
+
+
+def client_of(runtime: Runtime) -> SandboxClient:
+    client = getattr(runtime, "client", None)
+    assert isinstance(client, SandboxClient) and client.unix_socket is not None
+    return client
+
+
+async def still_works(runtime: Runtime) -> None:
+    result = await runtime.execute(Run(command="echo still here"))
+    assert isinstance(result, RunOutput) and result.output == "still here\n", result
+
+
+async def test_view_lists_names_that_are_not_utf8(runtime: Runtime, workspace: Path) -> None:
+    (workspace / "caf\udce9.txt").write_bytes(b"latin-1 name\n")  # the name's byte is 0xe9
+    (workspace / "dir\udcff").mkdir()
+    (workspace / "dir\udcff" / "inner.txt").write_bytes(b"inside\n")
+    assert os.fsencode(workspace / "caf\udce9.txt").endswith(b"/caf\xe9.txt")
+    listing = await runtime.execute(FileEdit(command="view", path="."))
+    assert isinstance(listing, FileEditOutput), listing
+    assert "caf\\xe9.txt" in listing.content  # shown escaped, as valid text
+    assert "dir\\xff/" in listing.content and "dir\\xff/inner.txt" in listing.content
+    listing.content.encode("utf-8")  # no lone surrogate reached us
+    await still_works(runtime)
+    # The same name given back as a lone surrogate (how Python spells an undecodable byte)
+    # names the file; the path in the answer is escaped the same way.
+    read = await runtime.execute(FileRead(path="caf\udce9.txt"))
+    assert isinstance(read, FileReadOutput), read
+    assert read.content == "     1\tlatin-1 name" and read.path == "caf\\xe9.txt"
+    await still_works(runtime)
+
+
+async def test_lone_surrogates_in_actions_get_answers(runtime: Runtime, workspace: Path) -> None:
+    ran = await runtime.execute(Run(command="printf 'caf\udce9\\n' > raw.txt; echo done"))
+    assert isinstance(ran, RunOutput) and ran.output == "done\n", ran
+    assert (workspace / "raw.txt").read_bytes() == b"caf\xe9\n"  # the byte it stands for
+    written = await runtime.execute(FileWrite(path="text.txt", content="caf\udce9"))
+    assert isinstance(written, ErrorObservation), written
+    assert "not valid text" in written.message
+    assert not (workspace / "text.txt").exists()
+    odd_path = await runtime.execute(FileRead(path="\ud800.txt"))  # no byte stands for it
+    assert isinstance(odd_path, ErrorObservation), odd_path
+    assert "not a valid file name" in odd_path.message
+    await still_works(runtime)
+
+
+@pytest.mark.parametrize("length", ["-1", "-999999", "99999999999999999999999", "1e3", "1_0"])
+async def test_negative_or_absurd_content_length_is_a_400(runtime: Runtime, length: str) -> None:
+    client = client_of(runtime)
+    request = (
+        f"POST /execute HTTP/1.1\r\nHost: sandbox\r\nAuthorization: Bearer {client.token}\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+    assert client.unix_socket is not None
+    status, body = exchange(client.unix_socket, request, timeout=10)  # before: no answer
+    assert status == 400 and b"Content-Length" in body
+    await still_works(runtime)
+
+
+# -- every route answers its own failure (the fault is injected: no known input causes one) --
+
+
+@pytest.fixture
+def sandbox_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, ModuleType]:
+    monkeypatch.syspath_prepend(str(RUNTIME_IMAGE_DIR))
+    names = ("actions", "files", "server", "shell")
+    return {name: importlib.import_module(f"chronicle_sandbox.{name}") for name in names}
+
+
+@pytest.fixture
+def in_process_server(
+    sandbox_modules: dict[str, ModuleType], tmp_path: Path
+) -> Iterator[tuple[Any, httpx.Client]]:
+    """The real server (real shell, real files) in this process, so a test can break a part."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shell = sandbox_modules["shell"].Shell(str(workspace), {"PATH": "/usr/bin:/bin"})
+    files = sandbox_modules["files"].Files(str(workspace))
+    executor = sandbox_modules["actions"].Executor(shell, files)
+    server_module = sandbox_modules["server"]
+    state = server_module.SandboxState("token", executor)
+    server = server_module.UnixSandboxServer(str(tmp_path / "s.sock"), state)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    client = httpx.Client(
+        base_url="http://sandbox",
+        headers={"Authorization": "Bearer token"},
+        transport=httpx.HTTPTransport(uds=str(tmp_path / "s.sock")),
+        timeout=10,
+    )
+    try:
+        yield executor, client
+    finally:
+        client.close()
+        server.shutdown()
+        server.server_close()
+        shell.close()
+
+
+def broken(*args: object, **kwargs: object) -> Any:
+    raise RuntimeError("a bug in the handler")
+
+
+def test_a_failing_handler_answers_only_its_request(
+    in_process_server: tuple[Any, httpx.Client],
+) -> None:
+    executor, client = in_process_server
+    assert client.post("/upload", params={"path": "ok.txt"}, content=b"fine").status_code == 200
+
+    executor.files.write_bytes = broken
+    upload = client.post("/upload", params={"path": "a.txt"}, content=b"data")
+    assert upload.status_code == 500 and "a bug in the handler" in upload.json()["error"]
+    executor.files.read_bytes = broken
+    download = client.get("/download", params={"path": "ok.txt"})
+    assert download.status_code == 500 and "a bug in the handler" in download.json()["error"]
+    executor.files.read = broken
+    read = client.post("/execute", json={"kind": "file.read", "path": "ok.txt"})
+    assert read.status_code == 200 and read.json()["kind"] == "error"
+    assert "a bug in the handler" in read.json()["message"]
+    executor.shell.run = broken
+    ran = client.post("/execute", json={"kind": "run", "command": "true"})
+    assert ran.status_code == 200 and ran.json()["kind"] == "error"
+
+    del executor.files.read, executor.shell.run  # the methods of the class again
+    again = client.post("/execute", json={"kind": "file.read", "path": "ok.txt"})
+    assert again.json() == {"kind": "file.read.output", "path": "ok.txt", "content": "     1\tfine"}
+    echoed = client.post("/execute", json={"kind": "run", "command": "echo alive"}).json()
+    assert echoed["output"] == "alive\n"
+
+
+# -- connections: idle ones time out, and there are never more threads than the bound -----
+
+
+def test_a_silent_connection_is_closed(tmp_path: Path) -> None:
+    with sandbox_server(tmp_path, "--idle-timeout", "1") as server:
+        with connect(server.socket_path, timeout=10) as silent:
+            started = time.monotonic()
+            assert silent.recv(1) == b""  # closed by the server, not by our timeout
+            assert time.monotonic() - started < 5
+        with connect(server.socket_path, timeout=10) as slow:
+            slow.sendall(b"GET /alive HTTP/1.1\r\n")  # ...and the rest of the request never
+            started = time.monotonic()
+            assert slow.recv(65536) == b""
+            assert time.monotonic() - started < 5
+        status, _ = exchange(server.socket_path, b"GET /alive HTTP/1.1\r\nHost: s\r\n\r\n")
+        assert status == 200
+
+
+def test_a_flood_of_connections_is_bounded(tmp_path: Path) -> None:
+    with sandbox_server(tmp_path, "--max-connections", "4", "--idle-timeout", "30") as server:
+        pid = server.process.pid
+        baseline = threads_of(pid)
+        flood: list[socket.socket] = []
+        refused = 0
+        try:
+            while len(flood) < 40:
+                try:
+                    flood.append(connect(server.socket_path))
+                except BlockingIOError:  # the listen queue is full: wait for the server
+                    time.sleep(0.01)
+            time.sleep(0.5)  # let the server accept what it will
+            assert threads_of(pid) <= baseline + 4  # before: one thread per connection
+            for conn in flood[4:]:  # the ones over the bound were told so and closed
+                conn.settimeout(5)
+                answer = conn.recv(65536)
+                if answer.startswith(b"HTTP/1.1 503"):
+                    refused += 1
+            assert refused == 36
+        finally:
+            for conn in flood:
+                conn.close()
+        deadline = time.monotonic() + 10
+        while True:  # the held slots come free once their connections are gone
+            try:
+                status, _ = exchange(server.socket_path, b"GET /alive HTTP/1.1\r\nHost: s\r\n\r\n")
+            except ConnectionError:
+                status = 0
+            if status == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert status == 200
+        auth = f"Authorization: Bearer {server.token}\r\n"
+        body = b'{"kind": "run", "command": "echo ok"}'
+        request = (
+            f"POST /execute HTTP/1.1\r\nHost: s\r\n{auth}Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+        status, answer = exchange(server.socket_path, request)
+        assert status == 200 and b'"ok\\n"' in answer
