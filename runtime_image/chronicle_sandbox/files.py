@@ -2,7 +2,9 @@
 
 Every file is opened beneath the workspace (``paths.Workspace``), and what is opened is then
 checked through its descriptor (``fstat``), so a path swapped between a check and its use
-cannot lead anywhere else.
+cannot lead anywhere else. Every write replaces the file at once (``atomic``): a failed write
+leaves the file as it was, and the undo history is updated before the write (and put back
+when it failed).
 """
 
 from __future__ import annotations
@@ -13,12 +15,18 @@ import os
 import stat
 from typing import Any
 
+from .atomic import NotRegularFile, replace_file
 from .paths import PathError, Workspace
+from .text import has_escapes, printable
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 BINARY_PROBE = 8192
 #: Never wait on a FIFO someone left in the workspace; no effect on regular files.
 READ = os.O_RDONLY | os.O_NONBLOCK
+ESCAPED_NAMES_NOTE = (
+    "[\\xNN in a name above stands for a byte that is not UTF-8; work with such files in the "
+    "shell, e.g. ls -b]"
+)
 
 
 class FileActionError(ValueError):
@@ -67,20 +75,29 @@ class Files:
         """``path`` opened beneath the workspace; refusals become ``FileActionError``."""
         try:
             return self.paths.open(path, flags, mode, make_parents=make_parents)
-        except PathError as exc:
-            raise FileActionError(str(exc)) from None
-        except FileNotFoundError:
-            raise NotFound(f"{path} does not exist") from None
-        except FileExistsError:
-            raise AlreadyExists(f"{path} already exists") from None
-        except IsADirectoryError:
-            raise FileActionError(f"{path} is a directory") from None
-        except NotADirectoryError:
-            raise FileActionError(f"a parent of {path} is not a directory") from None
-        except OSError as exc:
-            if exc.errno == errno.ENXIO:  # a FIFO nobody reads, a socket, a device
-                raise FileActionError(f"{path} is not a regular file") from None
-            raise FileActionError(f"{path}: {exc.strerror or exc}") from None
+        except (PathError, OSError) as exc:
+            raise self._failure(path, exc) from None
+
+    @staticmethod
+    def _failure(path: str, exc: Exception) -> FileActionError:
+        """What went wrong with ``path``, worded for the user."""
+        if isinstance(exc, PathError):
+            return FileActionError(str(exc))
+        if isinstance(exc, FileNotFoundError):
+            return NotFound(f"{path} does not exist")
+        if isinstance(exc, FileExistsError):
+            return AlreadyExists(f"{path} already exists")
+        if isinstance(exc, IsADirectoryError):
+            return FileActionError(f"{path} is a directory")
+        if isinstance(exc, NotADirectoryError):
+            return FileActionError(f"a parent of {path} is not a directory")
+        if isinstance(exc, NotRegularFile) or (
+            isinstance(exc, OSError) and exc.errno == errno.ENXIO
+        ):  # a FIFO nobody reads, a socket, a device
+            return FileActionError(f"{path} is not a regular file")
+        if isinstance(exc, OSError):
+            return FileActionError(f"{path}: {exc.strerror or exc}")
+        return FileActionError(f"{path}: {exc}")
 
     def read_bytes(self, path: str, limit: int) -> bytes:
         """The bytes of the regular file ``path``, refused when over ``limit`` bytes."""
@@ -91,19 +108,19 @@ class Files:
             os.close(fd)
 
     def write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> None:
-        """Write ``data`` to ``path`` (parents are created); ``exclusive`` never overwrites."""
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | (os.O_EXCL if exclusive else os.O_TRUNC)
-        fd = self.open(path, flags, make_parents=True)
+        """Make ``path`` hold ``data`` (parents are created), all at once or not at all;
+        ``exclusive`` never overwrites."""
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise FileActionError(f"{path} is not a regular file")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError as exc:
-            raise FileActionError(f"writing {path} failed: {exc.strerror or exc}") from None
-        finally:
-            os.close(fd)
+            replace_file(self.paths, path, data, exclusive=exclusive)
+        except (PathError, FileExistsError, IsADirectoryError, NotADirectoryError) as exc:
+            raise self._failure(path, exc) from None
+        except NotRegularFile as exc:
+            raise self._failure(path, exc) from None
+        except OSError as exc:  # the disk is full, a size limit, permissions...
+            unchanged = "was not created" if exclusive else "was not changed"
+            raise FileActionError(
+                f"writing {path} failed: {exc.strerror or exc}; the file {unchanged}"
+            ) from None
 
     @staticmethod
     def _bytes_of(fd: int, shown: str, limit: int) -> bytes:
@@ -152,24 +169,50 @@ class Files:
             os.close(fd)
 
     def _write_text(self, path: str, content: str, *, exclusive: bool = False) -> None:
-        data = content.encode("utf-8")
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            bad = printable(content[exc.start : exc.end])
+            raise FileActionError(
+                f"the content is not valid text: it holds the lone surrogate {bad} at "
+                f"character {exc.start}, which UTF-8 cannot store; nothing was written"
+            ) from None
         if len(data) > MAX_FILE_BYTES:
             raise FileActionError(f"content over the {MAX_FILE_BYTES:,}-byte limit")
         self.write_bytes(path, data, exclusive=exclusive)
 
-    def _remember(self, key: str, old: str | None) -> None:
-        self._history.setdefault(key, []).append(old)
+    def _write_remembered(
+        self, key: str, path: str, old: str | None, new: str, *, exclusive: bool = False
+    ) -> None:
+        """Write ``new``, with ``old`` on the undo history first (taken back if it failed)."""
+        history = self._history.setdefault(key, [])
+        history.append(old)
+        try:
+            self._write_text(path, new, exclusive=exclusive)
+        except BaseException:
+            history.pop()
+            raise
 
-    @staticmethod
-    def _diff(shown: str, old: str, new: str) -> str:
+    def _diff(self, path: str, old: str, new: str) -> str:
+        name = self._diff_name(path)
         return "".join(
             difflib.unified_diff(
                 old.splitlines(keepends=True),
                 new.splitlines(keepends=True),
-                fromfile=f"a/{shown}",
-                tofile=f"b/{shown}",
+                fromfile=f"a/{name}",
+                tofile=f"b/{name}",
             )
         )
+
+    def _diff_name(self, path: str) -> str:
+        """``path`` relative to the workspace, as git names files (``a/src/x.py``)."""
+        try:
+            relative = self.paths.relative(path)
+        except PathError:
+            relative = path
+        if relative == ".." or relative.startswith("../"):  # outside (only unconfined)
+            relative = self.paths.shown(relative).lstrip("/")
+        return relative
 
     @staticmethod
     def _numbered(text: str, first: int = 1) -> str:
@@ -196,8 +239,7 @@ class Files:
     def write(self, path: str, content: str) -> dict[str, Any]:
         key = self._shown(path)
         old = self._existing_text(path)
-        self._write_text(path, content)
-        self._remember(key, old)
+        self._write_remembered(key, path, old, content)
         return {
             "kind": "file.write.output",
             "path": path,
@@ -215,10 +257,9 @@ class Files:
             if text is None:
                 raise FileActionError("create needs file_text")
             try:
-                self._write_text(path, text, exclusive=True)
+                self._write_remembered(key, path, None, text, exclusive=True)
             except AlreadyExists:
                 raise FileActionError(f"{path} already exists; create does not overwrite") from None
-            self._remember(key, None)
             return self._edited(path, "", text)
         old = self._read_text(path)
         if command == "str_replace":
@@ -229,22 +270,23 @@ class Files:
             history = self._history.get(key)
             if not history:
                 raise FileActionError(f"no edit of {path} to undo")
-            previous = history.pop()
+            previous = history[-1]  # taken off only once the undo is done
             if previous is None:
                 try:
                     self.paths.unlink(path)
                 except (PathError, OSError) as exc:
                     raise FileActionError(f"cannot remove {path}: {exc}") from None
+                history.pop()
                 return self._edited(path, old, "", content="")
             self._write_text(path, previous)
+            history.pop()
             return self._edited(path, old, previous)
         else:
             raise FileActionError(
                 f"unknown editor command {command!r}; use view, create, str_replace, insert "
                 "or undo_edit"
             )
-        self._write_text(path, new)
-        self._remember(key, old)
+        self._write_remembered(key, path, old, new)
         return self._edited(path, old, new)
 
     def _edited(self, path: str, old: str, new: str, content: str | None = None) -> dict[str, Any]:
@@ -330,7 +372,15 @@ class Files:
 
     @classmethod
     def _listing(cls, fd: int, root: str) -> str:
-        """Files and directories up to two levels deep, hidden entries left out."""
+        """Files and directories up to two levels deep, hidden entries left out; bytes of a
+        name that are not UTF-8 are shown as ``\\xNN`` (with a note saying so)."""
+        entries = cls._entries_below(fd, root)
+        if any(has_escapes(entry) for entry in entries):
+            entries.append(ESCAPED_NAMES_NOTE)
+        return "\n".join(printable(entry) for entry in entries)
+
+    @classmethod
+    def _entries_below(cls, fd: int, root: str) -> list[str]:
         entries = [root]
         for name, is_dir in cls._entries(fd):
             full = os.path.join(root, name)
@@ -350,4 +400,4 @@ class Files:
             finally:
                 os.close(child)
             entries.extend(os.path.join(full, n) + ("/" if d else "") for n, d in inner)
-        return "\n".join(entries)
+        return entries

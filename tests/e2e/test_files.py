@@ -130,3 +130,16 @@ async def test_upload_and_download(runtime: Runtime, workspace: Path) -> None:
     assert await runtime.download("up/data.bin") == b"\x00\xffpayload"
     with pytest.raises(ValueError, match="outside the workspace"):
         await runtime.download("../../etc/passwd")
+
+
+async def test_diff_headers_are_relative_to_the_workspace(runtime: Runtime, inside: str) -> None:
+    """Before: an absolute path gave ``--- a//workspace/x.py`` (a double slash)."""
+    by_absolute = await edit(runtime, command="create", path=f"{inside}/pkg/x.py", file_text="a\n")
+    assert by_absolute.diff.startswith("--- a/pkg/x.py\n+++ b/pkg/x.py\n"), by_absolute.diff
+    by_relative = await edit(
+        runtime, command="str_replace", path="pkg/x.py", old_str="a", new_str="b"
+    )
+    assert by_relative.diff.startswith("--- a/pkg/x.py\n+++ b/pkg/x.py\n"), by_relative.diff
+    written = await runtime.execute(FileWrite(path=f"{inside}/pkg/x.py", content="c\n"))
+    assert isinstance(written, FileWriteOutput)
+    assert written.diff.startswith("--- a/pkg/x.py\n+++ b/pkg/x.py\n"), written.diff
