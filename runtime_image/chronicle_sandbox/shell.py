@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
-from .output import CappedBuffer, decode, truncate_text
+from .output import CappedBuffer, decode, truncate_around
 
 SPECIAL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a", "C-\\": b"\x1c"}
 
@@ -87,9 +87,10 @@ class Shell:
         self._buffer = self._new_buffer()
 
     def _new_buffer(self) -> CappedBuffer:
-        # Bytes, with room for multi-byte characters; text is truncated again after decoding.
-        half = self.max_output_chars * 2
-        return CappedBuffer(head=half, tail=half)
+        # Bytes: room for half the characters at up to 4 bytes each (and the prompt marker);
+        # the text is cut to max_output_chars after decoding, with one count of what is gone.
+        room = 2 * self.max_output_chars + 256
+        return CappedBuffer(head=room, tail=room)
 
     def _pump(self, fd: int, generation: int) -> None:
         """Read one bash's terminal until it closes; once that bash was replaced, what is
@@ -178,7 +179,7 @@ class Shell:
                 if key is not None:
                     os.write(self.fd, key)
                 elif command:
-                    os.write(self.fd, command.encode() + b"\n")
+                    os.write(self.fd, command.encode("utf-8", "surrogateescape") + b"\n")
             else:
                 if self._running is not None:
                     return _error(
@@ -191,7 +192,7 @@ class Shell:
                     text = "{\n" + text + "\n}"
                 self._running = command
                 self._started_at = time.monotonic()
-                os.write(self.fd, text.encode() + b"\n")
+                os.write(self.fd, text.encode("utf-8", "surrogateescape") + b"\n")
             return self._collect(timeout, notes)
 
     def _collect(self, timeout: float | None, notes: list[str]) -> dict[str, Any]:
@@ -267,15 +268,13 @@ class Shell:
         still_running: bool,
         notes: list[str],
     ) -> dict[str, Any]:
-        raw = buffer.contents()
-        raw = self._pattern.sub(b"", raw)
-        text = decode(raw)
         if buffer.dropped:
             head = decode(bytes(buffer.head))
             tail = decode(self._pattern.sub(b"", bytes(buffer.tail)))
-            text = f"{head}\n[... {buffer.dropped:,} bytes truncated ...]\n{tail}"
-        text, truncated = truncate_text(text, self.max_output_chars)
-        truncated = truncated or buffer.dropped > 0
+            dropped = max(buffer.dropped_characters, 1)  # (only bytes that are not UTF-8: 0)
+        else:  # one stretch of bytes: the prompt marker may straddle head and tail
+            head, tail, dropped = decode(self._pattern.sub(b"", buffer.contents())), "", 0
+        text, truncated = truncate_around(head, dropped, tail, self.max_output_chars)
         if notes:
             text = (text + "\n" if text and not text.endswith("\n") else text) + "\n".join(notes)
         return {
