@@ -13,7 +13,7 @@ from app.events import AgentState, Message, Run
 from app.llm import LlmConfig, LlmGateway
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
-from tests.agent.test_session import settings_for
+from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 

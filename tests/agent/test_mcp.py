@@ -13,7 +13,7 @@ import pytest
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from app.tools.config import McpServerConfig
-from tests.agent.test_session import settings_for
+from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 GIT_SERVER = str(Path(sys.executable).with_name("mcp-server-git"))

@@ -5,26 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.config import Settings
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
+from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
-
-
-def settings_for(fake: FakeLlmServer, tmp_path: Path, **extra: object) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        poll_interval=0.5,
-        llm_model="openai/fake-model",
-        llm_base_url=fake.base_url,
-        llm_api_key="sk-fake",
-        llm_native_tool_calling=True,
-        llm_retry_min_wait=0.01,
-        llm_retry_max_wait=0.05,
-        sandbox_no_output_timeout=2.0,
-        **extra,
-    )
-
 
 FIX_A_SCRIPT = [
     Reply(
@@ -73,7 +57,7 @@ async def test_write_run_fail_fix_run_finish(
     assert events[-1].kind == "agent.state" and events[-1].payload["state"] == "finished"
     # Every action points at the model call that produced it, and carries its tool_call_id.
     for action in (e for e in events if e.kind in ("run", "file.edit", "finish")):
-        assert events[action.cause - 1].kind == "llm.call"
+        assert action.cause is not None and events[action.cause - 1].kind == "llm.call"
         assert action.payload["tool_call_id"]
     # The model saw the failure before it fixed it.
     third = json.dumps(fake_llm.requests[2]["messages"])
