@@ -4,8 +4,11 @@ Each ``llm.call`` becomes the assistant turn it produced (its recorded response)
 one tool message per tool call: the observation of the action with that ``tool_call_id``, or
 the error the controller recorded for a call it could not turn into an action. A reply that
 was empty or unusable (no choices, not JSON) is followed by the error it led to, as a user
-message (there is no tool call to answer). User messages come in at their place in the log.
-Long observations are cut down to their head and tail.
+message (there is no tool call to answer). User messages come in at their place in the log,
+and so does the note that the sandbox was restarted (``runtime.restarted``: the agent's
+processes are gone). Images an MCP tool returned follow the turn's tool messages as a user
+message of ``image_url`` parts (tool messages carry text only). Long observations are cut
+down to their head and tail.
 """
 
 from __future__ import annotations
@@ -50,17 +53,52 @@ def observation_text(event: RecordedEvent) -> str:
         case "file.write.output":
             return _cut(p.get("diff") or f"{p.get('path')} written")
         case "mcp.result":
-            parts = [
-                item.get("text", json.dumps(item))
-                for item in p.get("content", [])
-                if isinstance(item, dict)
-            ]
+            parts = [_block_text(item) for item in p.get("content", []) if isinstance(item, dict)]
+            if not parts and p.get("structured_content") is not None:
+                parts = [json.dumps(p["structured_content"], ensure_ascii=False)]
             prefix = "ERROR: " if p.get("is_error") else ""
             return prefix + _cut("\n".join(parts))
         case "error":
             return f"ERROR: {p.get('message', '')}"
         case _:
             return _cut(json.dumps(p))
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    """An MCP content block as text; an image is sent after the tool messages, as an image."""
+    kind = block.get("type")
+    mime = block.get("mimeType") or block.get("mime_type") or "unknown type"
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "image":
+        return f"[image ({mime}): shown below]"
+    if kind == "audio":
+        return f"[audio ({mime}): not shown]"
+    resource = block.get("resource")
+    if kind == "resource" and isinstance(resource, dict):
+        if "text" in resource:
+            return str(resource["text"])
+        return f"[resource {resource.get('uri', '')} ({resource.get('mimeType', '')}): not shown]"
+    if kind == "resource_link":
+        return f"[resource: {block.get('uri', '')}]"
+    return json.dumps({k: v for k, v in block.items() if k not in ("data", "blob")})
+
+
+def image_parts(event: RecordedEvent) -> list[dict[str, Any]]:
+    """The images of an ``mcp.result`` as OpenAI ``image_url`` parts (base64 data URLs)."""
+    if event.kind != "mcp.result":
+        return []
+    return [
+        {
+            "type": "image_url",
+            "image_url": {
+                "url": f"data:{item.get('mimeType') or item.get('mime_type')};"
+                f"base64,{item.get('data', '')}"
+            },
+        }
+        for item in event.payload.get("content", [])
+        if isinstance(item, dict) and item.get("type") == "image" and item.get("data")
+    ]
 
 
 def to_messages(
@@ -102,6 +140,12 @@ def to_messages(
                 built = cache[event.seq] = [
                     {"role": "user", "content": event.payload.get("content", "")}
                 ]
+            messages.extend(built)
+        elif event.kind == "runtime.restarted" and event.seq >= forget_before:
+            built = cache.get(event.seq)
+            if built is None:
+                note = event.payload.get("message") or "The sandbox was restarted."
+                built = cache[event.seq] = [{"role": "user", "content": f"[{note}]"}]
             messages.extend(built)
         elif event.kind == "llm.call" and _may_have_turn(event):
             if event.seq < forget_before:
@@ -158,6 +202,7 @@ def _turn(
         for c in tool_calls
     ]
     turn = [assistant]
+    images: list[dict[str, Any]] = []
     invalid = observations.get(call.seq)  # the error for calls that never became actions
     for c in tool_calls:
         action = by_tool_call.get(c["id"])
@@ -169,7 +214,11 @@ def _turn(
             text = "The task is marked as done."
         elif action.seq in observations:
             text = observation_text(observations[action.seq])
+            images += image_parts(observations[action.seq])
         else:
             text = PENDING
         turn.append({"role": "tool", "tool_call_id": c["id"], "name": c["name"], "content": text})
+    if images:
+        intro = {"type": "text", "text": "The images the tool calls above returned:"}
+        turn.append({"role": "user", "content": [intro, *images]})
     return turn

@@ -44,9 +44,16 @@ class FileEditOutput(Observation):
 
 
 class McpResult(Observation):
+    """An MCP tool's answer: its content blocks as MCP writes them (``text``; ``image`` and
+    ``audio`` with base64 ``data`` and ``mimeType``; resources), its ``structuredContent``
+    when it sent one, and whether the tool reported an error. Long text is cut like command
+    output (``truncated``)."""
+
     kind: Literal["mcp.result"] = "mcp.result"
     content: list[dict[str, Any]] = Field(default_factory=list)
+    structured_content: Any = None
     is_error: bool = False
+    truncated: bool = False
 
 
 class ErrorObservation(Observation):

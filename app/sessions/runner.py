@@ -26,8 +26,9 @@ from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
-from app.sessions.services import drive, executor_config
+from app.sessions.services import agent_mcp_tools, drive, executor_config, mcp_log_dir
 from app.store import EventStore
+from app.store.action_worker import ActionWorker
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 
@@ -94,7 +95,7 @@ async def run_session(
     if not existing and not task:
         raise SessionError(f"session {session_id} does not exist; give a task to start it")
     mcp_configs = options.mcp_servers if options.mcp_servers is not None else settings.mcp_servers
-    tools = McpToolService(store, session_id, mcp_configs)
+    tools = McpToolService(mcp_configs, log_dir=mcp_log_dir(settings, session_id))
     mcp_tools = await tools.start()
     if not existing:
         assert task is not None
@@ -144,12 +145,13 @@ async def run_session(
     except BaseException:
         await tools.close()
         raise
+    mcp_schemas, mcp_index = agent_mcp_tools(mcp_tools)
     try:
         agent = CodeActAgent(
             LlmGateway(store, llm),
             str(workspace) if runtime_kind != "docker" else "/workspace",
-            mcp_tools=[tool.schema_for_model() for tool in mcp_tools],
-            mcp_index=tools.index(),
+            mcp_tools=mcp_schemas,
+            mcp_index=mcp_index,
         )
         controller = AgentController(
             store, session_id, agent, limits=limits,
@@ -161,7 +163,7 @@ async def run_session(
             controller,
             {
                 "executor": Executor(store, session_id, runtime, executor_config(settings)).run(),
-                "MCP tool service": tools.run(),
+                "MCP tool service": ActionWorker(store, session_id, tools).run(),
             },
         )
     finally:

@@ -13,14 +13,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Coroutine, Mapping
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 from app.agent.controller import AgentController, Outcome
+from app.agent.tools import mcp_tool_name, mcp_tool_schema
 from app.config import Settings
 from app.events import AgentState
 from app.runtime.executor import ExecutorConfig
 from app.store import EventStore
+from app.tools.mcp import McpTool
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +35,21 @@ def executor_config(settings: Settings) -> ExecutorConfig:
         ready_timeout=settings.sandbox_ready_timeout,
         max_restarts=settings.sandbox_max_restarts,
     )
+
+
+def mcp_log_dir(settings: Settings, session_id: UUID) -> Path:
+    """Where the session's MCP servers write their stderr."""
+    return settings.data_dir / "logs" / str(session_id)
+
+
+def agent_mcp_tools(
+    tools: list[McpTool],
+) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]]]:
+    """The MCP tools as the agent offers them to the model (function schemas), and the
+    model-facing names mapped to (server, tool)."""
+    schemas = [mcp_tool_schema(t.server, t.name, t.description, t.input_schema) for t in tools]
+    index = {mcp_tool_name(t.server, t.name): (t.server, t.name) for t in tools}
+    return schemas, index
 
 
 def _why_stopped(name: str, task: asyncio.Task[Any]) -> str:
