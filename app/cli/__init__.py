@@ -60,25 +60,62 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(handler(args, settings))
 
 
+#: They retry through a lost database on their own and say so at WARNING; the commands
+#: report what came of it in one line instead (``-v`` shows them).
+RETRYING_LOGGERS = ("app.store.subscriptions", "app.store.notifier")
+
+
+class ConfigurationError(Exception):
+    """The settings cannot be read; the message says which file or value, and why."""
+
+
+def load_settings() -> Settings:
+    """The settings, or a ``ConfigurationError`` in one sentence: a ``CHRONICLE_CONFIG``
+    naming no file (a typo would silently mean the defaults), a file that is not TOML (with
+    the line), or a value of the wrong kind."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from app.config import Settings, default_config_file
+
+    explicit = os.environ.get("CHRONICLE_CONFIG")
+    if explicit and not default_config_file().is_file():
+        raise ConfigurationError(
+            f"CHRONICLE_CONFIG names {explicit}, which does not exist; create it, or unset "
+            "CHRONICLE_CONFIG to use the default settings file"
+        )
+    try:
+        return Settings()
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(
+            f"the settings file {default_config_file()} is not valid TOML: {exc}"
+        ) from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"invalid configuration ({problems})") from None
+    except ValueError as exc:  # e.g. llm_api_key_file names a file that cannot be read
+        raise ConfigurationError(f"invalid configuration ({exc})") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    from pydantic import ValidationError
-
-    from app.config import Settings
+    if not args.verbose:
+        for name in RETRYING_LOGGERS:
+            logging.getLogger(name).setLevel(logging.ERROR)
     from app.events import InvalidEventError
     from app.store import StoreError
 
     try:
-        settings = Settings()
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        print(f"error: invalid configuration ({problems})", file=sys.stderr)
+        settings = load_settings()
+    except ConfigurationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         return _dispatch(args, settings)

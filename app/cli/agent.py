@@ -1,4 +1,10 @@
-"""`chronicle run` and `chronicle resume`: a headless coding session from the terminal."""
+"""`chronicle run` and `chronicle resume`: a headless coding session from the terminal.
+
+A run ends in the log whichever way it ends: SIGINT and SIGTERM stop the session (the runner
+records an ``agent.state`` ``stopped`` with the signal, and a model call in flight as an
+``llm.call`` with its error), close the sandbox, print how to resume, and exit 130 / 143. A
+database that goes away mid-run ends it with one line saying so; the session resumes later.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +12,49 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import os
+import signal
 import sys
 import uuid
 from pathlib import Path
+from typing import Any, NamedTuple
 
+import asyncpg
 from pydantic import SecretStr
 
-from app.cli.log import session_id
+from app.cli.log import open_store, session_id
 from app.cli.render import render_line
 from app.config import Settings
-from app.store import EventStore
-from app.store.database import ensure_database_async
+from app.sessions.summary import format_cost
+from app.store import DatabaseUnavailableError, EventStore, RecordedEvent
 
 #: After these, the next thing is usually the model thinking: show a spinner.
 THINKING_AFTER = frozenset(
     {"message", "run.output", "file.read.output", "file.write.output", "file.edit.output"}
     | {"mcp.result", "error", "runtime.ready"}
 )
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: What a lost database looks like from here (the store's own, and asyncpg's raw errors).
+DATABASE_GONE = (
+    DatabaseUnavailableError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    ConnectionError,
+)
+
+
+class Refusal(Exception):
+    """The command would do something the user did not mean; the message says what instead."""
+
+
+class Ending(NamedTuple):
+    """How the command ends: the session's outcome (None: it did not get to one), the exit
+    code, and a problem to print as ``error: ...``."""
+
+    outcome: str | None
+    code: int
+    problem: str | None = None
+    database_gone: bool = False
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +63,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--api-key",
         help="the model's API key; discouraged: other users see it in `ps`. Prefer "
-        "--api-key-file, CHRONICLE_LLM_API_KEY or llm_api_key in the settings file",
+        "--api-key-file, CHRONICLE_LLM_API_KEY or llm_api_key_file in the settings file",
     )
     parser.add_argument(
         "--api-key-file", type=Path, metavar="FILE", help="read the model's API key from FILE"
@@ -50,13 +82,20 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-iterations", type=int, help="model calls allowed (default 100)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="spend allowed")
     parser.add_argument("--no-stuck-detection", action="store_true")
+    parser.add_argument(
+        "--create-workspace",
+        action="store_true",
+        help="make the workspace directory if it does not exist (otherwise that is an error)",
+    )
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a coding session headless until it ends")
     run.add_argument("task", help="what the agent should do")
-    run.add_argument("--workspace", required=True, type=Path, help="the project directory")
-    run.add_argument("--session", type=session_id, help="use this session id")
+    run.add_argument(
+        "--workspace", required=True, type=Path, help="the project directory (must exist)"
+    )
+    run.add_argument("--session", type=session_id, help="the new session's id (a UUID)")
     _common(run)
     resume = commands.add_parser("resume", help="continue a session from its log")
     resume.add_argument("session", type=session_id, metavar="SESSION")
@@ -98,52 +137,173 @@ def session_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     return settings.model_copy(update=update) if update else settings
 
 
-async def run(args: argparse.Namespace, settings: Settings) -> int:
+def checked_workspace(path: Path, create: bool) -> Path:
+    """``path`` made absolute; a directory that does not exist is refused unless ``create``
+    (a typo must not become a new, empty project the agent works in)."""
+    path = Path(os.path.abspath(path.expanduser()))
+    if path.is_dir():
+        return path
+    if path.exists():
+        raise Refusal(f"the workspace {path} is not a directory")
+    if not create:
+        raise Refusal(
+            f"the workspace {path} does not exist; create it, or pass --create-workspace "
+            "to have it made"
+        )
+    path.mkdir(parents=True)
+    return path
+
+
+def _workspace(
+    args: argparse.Namespace, session: uuid.UUID, existing: list[RecordedEvent]
+) -> Path | None:
+    """The workspace this command runs in (None: let the runner say what is missing)."""
+    from app.sessions.runner import SessionError, recorded_config
+
+    if args.command == "run":
+        if existing:
+            raise Refusal(
+                f"session {session} already exists; continue it with: chronicle resume {session}"
+            )
+        return checked_workspace(args.workspace, args.create_workspace)
+    if args.workspace is not None:
+        return checked_workspace(args.workspace, args.create_workspace)
+    try:
+        recorded = recorded_config(existing).get("workspace")
+    except SessionError:
+        return None
+    return checked_workspace(Path(recorded), args.create_workspace) if recorded else None
+
+
+class Interruption:
+    """SIGINT / SIGTERM while a session runs: cancel its task with the signal's name (the
+    runner records it and closes the sandbox); a second signal only says we are stopping."""
+
+    def __init__(self, work: asyncio.Task[Any]) -> None:
+        self.work = work
+        self.signal: signal.Signals | None = None
+
+    def arrived(self, received: signal.Signals) -> None:
+        if self.signal is not None:
+            print("still stopping: closing the sandbox…", file=sys.stderr, flush=True)
+            return
+        self.signal = received
+        self.work.cancel(f"interrupted by {received.name}")
+
+
+async def _drive(
+    store: EventStore, settings: Settings, options: Any, task: str | None, session: uuid.UUID
+) -> Ending:
     from app.llm import LlmError
     from app.runtime import SandboxError
-    from app.sessions.runner import SessionError, SessionOptions, run_session
+    from app.sessions.runner import DatabaseGoneError, SessionError, run_session
+
+    work = asyncio.create_task(run_session(store, settings, options, task=task, session_id=session))
+    stop = Interruption(work)
+    loop = asyncio.get_running_loop()
+    for number in STOP_SIGNALS:
+        loop.add_signal_handler(number, stop.arrived, number)
+    try:
+        _, outcome = await work
+        return Ending(outcome, 0 if outcome == "finished" else 1)
+    except asyncio.CancelledError:
+        if stop.signal is None:
+            raise
+        return Ending("stopped", 128 + stop.signal)
+    except (DatabaseGoneError, *DATABASE_GONE) as exc:
+        detail = str(exc) if isinstance(exc, DatabaseGoneError) else f"{exc}".strip()
+        return Ending(None, 1, _database_gone(session, detail), database_gone=True)
+    except (SessionError, LlmError, SandboxError) as exc:
+        return Ending(None, 1, getattr(exc, "message", None) or str(exc))
+    finally:
+        for number in STOP_SIGNALS:
+            loop.remove_signal_handler(number)
+
+
+def _database_gone(session: uuid.UUID, detail: str) -> str:
+    if "database went away" not in detail:
+        detail = f"the database went away ({detail or 'connection lost'})"
+    return (
+        f"{detail}; the session is kept as far as it was recorded. When PostgreSQL is back, "
+        f"continue with: chronicle resume {session}"
+    )
+
+
+async def _summary(store: EventStore, session: uuid.UUID, outcome: str | None) -> str:
+    """``session S: finished (why); 2 model calls, cost $0.0123`` from the log."""
+    events = await store.read(session)
+    if not events:
+        return f"session {session}: not started"
+    states = [e for e in events if e.kind == "agent.state" and e.source == "agent"]
+    last = states[-1].payload if states else {}
+    state = outcome or last.get("state") or "not started"
+    reason = last.get("reason", "") if last.get("state") == state else ""
+    calls = [e.payload for e in events if e.kind == "llm.call"]
+    known = sum(c.get("cost_usd") or 0.0 for c in calls)
+    unpriced = sum(1 for c in calls if c.get("cost_usd") is None and not c.get("error"))
+    return (
+        f"session {session}: {state}"
+        + (f" ({reason})" if reason else "")
+        + f"; {len(calls)} model call{'' if len(calls) == 1 else 's'}, "
+        + f"cost {format_cost(known, unpriced, len(calls))}"
+    )
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from app.sessions.runner import SessionOptions
 
     try:
         settings = session_settings(args, settings)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    options = SessionOptions(
-        workspace=args.workspace,
-        runtime=args.runtime,
-        model=args.model,
-        base_url=args.base_url,
-        api_key=settings.llm_api_key,
-        max_iterations=args.max_iterations,
-        max_cost_usd=args.max_cost,
-        stuck_detection=not args.no_stuck_detection,
-    )
     session = args.session or uuid.uuid4()
     task = args.task if args.command == "run" else args.message
-    async with await EventStore.open(
-        await ensure_database_async(settings), settings=settings
-    ) as store:
-        after = await store.last_seq(session) if args.command == "resume" else 0
-        if args.command == "resume" and after == 0:
+    async with await open_store(settings) as store:
+        existing = await store.read(session, limit=5)
+        if args.command == "resume" and not existing:
             print(f"error: session {session} has no events", file=sys.stderr)
             return 1
+        try:
+            workspace = _workspace(args, session, existing)
+        except Refusal as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        options = SessionOptions(
+            workspace=workspace,
+            runtime=args.runtime,
+            model=args.model,
+            base_url=args.base_url,
+            api_key=settings.llm_api_key,
+            max_iterations=args.max_iterations,
+            max_cost_usd=args.max_cost,
+            stuck_detection=not args.no_stuck_detection,
+        )
+        after = await store.last_seq(session) if existing else 0
         printer = asyncio.create_task(_print_events(store, session, after))
         try:
-            _, outcome = await run_session(store, settings, options, task=task, session_id=session)
-        except (SessionError, LlmError, SandboxError) as exc:
-            outcome = None
-            message = getattr(exc, "message", None) or str(exc)
-            print(f"error: {message}", file=sys.stderr)
+            ending = await _drive(store, settings, options, task, session)
         finally:
-            await asyncio.sleep(0.2)  # let the last events print
+            if not printer.done():
+                await asyncio.sleep(0.2)  # let the last events print
             printer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, *DATABASE_GONE):
                 await printer
-        state_event = next(
-            (e for e in reversed(await store.read(session)) if e.kind == "agent.state"), None
-        )
-    reason = state_event.payload.get("reason", "") if state_event else ""
-    print(f"\nsession {session}: {outcome or 'not started'}" + (f" ({reason})" if reason else ""))
-    if outcome != "finished":
-        print(f'continue with: chronicle resume {session} ["your answer"]', file=sys.stderr)
-    return 0 if outcome == "finished" else 1
+        summary = None
+        if not ending.database_gone:
+            try:
+                summary = await _summary(store, session, ending.outcome)
+            except DATABASE_GONE as exc:
+                ending = ending._replace(
+                    code=ending.code or 1,
+                    problem=_database_gone(session, str(exc)),
+                    database_gone=True,
+                )
+    if ending.problem:
+        print(f"error: {ending.problem}", file=sys.stderr)
+    if summary:
+        print(f"\n{summary}")
+    if ending.outcome != "finished" and not ending.database_gone and summary:
+        if not summary.endswith("not started"):
+            print(f'continue with: chronicle resume {session} ["your answer"]', file=sys.stderr)
+    return ending.code

@@ -149,6 +149,6 @@ async def sessions(args: argparse.Namespace, settings: Settings) -> int:
         state = summary.state or "-"
         print(
             f"{summary.id}  {when}  {state:<19} {summary.events:>6} events  "
-            f"{summary.model_calls:>4} calls  ${summary.cost_usd:.4f}  {summary.title or ''}"
+            f"{summary.model_calls:>4} calls  {summary.cost_text():>10}  {summary.title or ''}"
         )
     return 0

@@ -7,7 +7,10 @@ log alone.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -27,8 +30,11 @@ from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
 from app.sessions.services import agent_mcp_tools, drive, executor_config, mcp_log_dir
-from app.store import EventStore
+from app.sessions.summary import one_line_title
+from app.store import EventStore, StoreError
 from app.store.action_worker import ActionWorker
+from app.store.session_claims import SessionBusyError, claim_session
+from app.store.transient import TRANSIENT_ERRORS
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 
@@ -52,6 +58,15 @@ class SessionError(Exception):
     """The session cannot run; the message says why and what to do."""
 
 
+class DatabaseGoneError(SessionError):
+    """The database went away while the session ran: its claim is lost, so the run stops
+    (what was recorded stays; ``resume`` continues once the database is back)."""
+
+
+#: The cancellation message of a run whose database went away.
+DATABASE_GONE = "the database went away"
+
+
 def recorded_config(events: list[Any]) -> dict[str, Any]:
     for event in events:
         if event.kind == "session.created":
@@ -69,8 +84,65 @@ async def run_session(
     task: str | None = None,
     session_id: UUID | None = None,
 ) -> tuple[UUID, Outcome]:
-    """Start (with ``task``) or resume a session and drive it until it ends or needs the user."""
+    """Start (with ``task``) or resume a session and drive it until it ends or needs the user.
+
+    The session is claimed for the run (``store.session_claims``: a second process is refused,
+    and a reader knows it runs). Cancelling the run (``task.cancel("interrupted by SIGINT")``)
+    records an ``agent.state`` ``stopped`` with that message before the cancellation goes on;
+    a database that goes away mid-run raises ``DatabaseGoneError``.
+    """
     session_id = session_id or uuid.uuid4()
+    this = asyncio.current_task()
+    assert this is not None
+    lost = threading.Event()
+
+    def database_gone() -> None:
+        lost.set()
+        this.cancel(DATABASE_GONE)
+
+    try:
+        async with claim_session(store, session_id, on_lost=database_gone):
+            try:
+                return await _run_claimed(store, settings, options, task, session_id)
+            except asyncio.CancelledError as exc:
+                if not lost.is_set():
+                    await _record_stop(store, session_id, exc)
+                raise
+    except SessionBusyError as exc:
+        raise SessionError(str(exc)) from None
+    except asyncio.CancelledError:
+        if not lost.is_set():
+            raise
+        this.uncancel()
+        raise DatabaseGoneError(f"{DATABASE_GONE} while session {session_id} ran") from None
+
+
+async def _record_stop(store: EventStore, session_id: UUID, cancelled: BaseException) -> None:
+    """Say in the log why a running session stopped (the cancellation's message)."""
+    reason = cancelled.args[0] if cancelled.args and isinstance(cancelled.args[0], str) else ""
+    with contextlib.suppress(StoreError, *TRANSIENT_ERRORS):
+        async with asyncio.timeout(10):
+            if await store.last_seq(session_id) > 0:
+                stopped = AgentState(state="stopped", reason=reason or "interrupted")
+                await store.append(session_id, [stopped])
+
+
+def _import_litellm_in_background() -> None:
+    """litellm takes seconds to import: import it while the sandbox starts (the gateway
+    imports it lazily and finds it loaded, or waits for this import to finish)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price fetch at import
+    threading.Thread(
+        target=__import__, args=("litellm",), name="chronicle-import-litellm", daemon=True
+    ).start()
+
+
+async def _run_claimed(
+    store: EventStore,
+    settings: Settings,
+    options: SessionOptions,
+    task: str | None,
+    session_id: UUID,
+) -> tuple[UUID, Outcome]:
     existing = await store.read(session_id, limit=5)
     recorded = recorded_config(existing) if existing else {}
     workspace = options.workspace or (
@@ -115,7 +187,10 @@ async def run_session(
         }
         await store.append(
             session_id,
-            [SessionCreated(title=task[:80], config=config), Message(content=task, source="user")],
+            [
+                SessionCreated(title=one_line_title(task), config=config),
+                Message(content=task, source="user"),
+            ],
             expected_seq=0,
         )
     else:
@@ -138,12 +213,19 @@ async def run_session(
     except ValueError as exc:
         await tools.close()
         raise SessionError(str(exc)) from None
+    _import_litellm_in_background()
+    # Shielded: a start cancelled half-way (a container being created in a thread) would leave
+    # what it made behind; it finishes, and is closed, before the cancellation goes on.
+    starting = asyncio.ensure_future(
+        start_sandbox(store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout)
+    )
     try:
-        await start_sandbox(
-            store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout
-        )
+        await asyncio.shield(starting)
     except BaseException:
+        with contextlib.suppress(BaseException):
+            await starting
         await tools.close()
+        await runtime.close()
         raise
     mcp_schemas, mcp_index = agent_mcp_tools(mcp_tools)
     try:

@@ -1,4 +1,8 @@
-"""A line per session for people: what it was, how it ended, what it cost (plain SQL)."""
+"""A line per session for people: what it was, how it ended, what it cost.
+
+A session whose last state says the agent is working while no process runs it (its process
+died: kill -9, a crash, a lost machine) is shown as ``interrupted``, never ``running``.
+"""
 
 from __future__ import annotations
 
@@ -8,25 +12,24 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from app.store import EventStore
+from app.store.session_rows import latest_sessions
 
-SUMMARY_SQL = """
-SELECT s.id, s.created_at, s.last_seq,
-       first.payload->>'title' AS title,
-       (SELECT e.payload->>'state' FROM events e
-         WHERE e.session_id = s.id AND e.kind = 'agent.state' AND e.source = 'agent'
-         ORDER BY e.seq DESC LIMIT 1) AS state,
-       calls.count AS model_calls,
-       calls.cost AS cost_usd
-FROM sessions s
-LEFT JOIN events first
-       ON first.session_id = s.id AND first.seq = 1 AND first.kind = 'session.created'
-CROSS JOIN LATERAL (
-    SELECT count(*) AS count, coalesce(sum((e.payload->>'cost_usd')::float8), 0) AS cost
-    FROM events e WHERE e.session_id = s.id AND e.kind = 'llm.call'
-) AS calls
-ORDER BY s.created_at DESC
-LIMIT $1
-"""
+#: States in which the controller is working on the session: true only while a process runs it.
+WORKING_STATES = frozenset({"loading", "running", "rate_limited"})
+TITLE_WIDTH = 80
+
+
+def one_line_title(text: str, width: int = TITLE_WIDTH) -> str:
+    """A task's first non-empty line, cut to ``width`` characters with an ellipsis."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if len(first) <= width else first[: width - 1] + "…"
+
+
+def format_cost(known_usd: float, unpriced_calls: int, calls: int) -> str:
+    """``$0.0123``; ``-`` when no call's price is known; ``≥$0.0123`` when some are not."""
+    if unpriced_calls and unpriced_calls == calls:
+        return "-"
+    return ("≥" if unpriced_calls else "") + f"${known_usd:.4f}"
 
 
 class SessionSummary(BaseModel):
@@ -36,20 +39,32 @@ class SessionSummary(BaseModel):
     title: str | None
     state: str | None
     model_calls: int
-    cost_usd: float
+    #: The known total; None when no call's price is known (a model without a price).
+    cost_usd: float | None
+    #: Calls whose price is unknown: ``cost_usd`` is then a lower bound.
+    unpriced_calls: int = 0
+
+    def cost_text(self) -> str:
+        return format_cost(self.cost_usd or 0.0, self.unpriced_calls, self.model_calls)
 
 
 async def recent_sessions(store: EventStore, limit: int = 20) -> list[SessionSummary]:
-    rows = await store.pool.fetch(SUMMARY_SQL, limit)
-    return [
-        SessionSummary(
-            id=row["id"],
-            created_at=row["created_at"],
-            events=row["last_seq"],
-            title=row["title"],
-            state=row["state"],
-            model_calls=row["model_calls"],
-            cost_usd=row["cost_usd"],
+    summaries = []
+    for row in await latest_sessions(store, limit):
+        state = row.state
+        if state in WORKING_STATES and not row.claimed:
+            state = "interrupted"
+        unknown = row.model_calls > 0 and row.unpriced_calls == row.model_calls
+        summaries.append(
+            SessionSummary(
+                id=row.id,
+                created_at=row.created_at,
+                events=row.last_seq,
+                title=one_line_title(row.title) if row.title else row.title,
+                state=state,
+                model_calls=row.model_calls,
+                cost_usd=None if unknown else row.known_cost_usd,
+                unpriced_calls=row.unpriced_calls,
+            )
         )
-        for row in rows
-    ]
+    return summaries

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,6 +11,8 @@ import uuid
 from pathlib import Path
 
 from app.store import EventStore
+from tests.support.agent_cli import agent_environment
+from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 # &&, not ;: when the process tree is killed, `sleep` may die before bash does.
@@ -19,23 +20,22 @@ SLOW = "echo started >> log.txt && sleep 30 && echo slow >> log.txt"
 
 
 def cli_env(fake: FakeLlmServer, database_url: str, tmp_path: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "CHRONICLE_DATABASE_URL": database_url,
-        "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
-        "CHRONICLE_LLM_MODEL": "openai/fake-model",
-        "CHRONICLE_LLM_BASE_URL": fake.base_url,
-        "CHRONICLE_LLM_API_KEY": "sk-fake",
-        "CHRONICLE_LLM_NATIVE_TOOL_CALLING": "true",
-        "CHRONICLE_POLL_INTERVAL": "0.5",
-    }
+    return agent_environment(fake, database_url, tmp_path)
+
+
+def listed_state(session: uuid.UUID, env: dict[str, str]) -> str | None:
+    """The state `chronicle sessions --json` shows for ``session``."""
+    rows = [
+        json.loads(line) for line in chronicle("sessions", "--json", env=env).stdout.splitlines()
+    ]
+    return next(row["state"] for row in rows if row["id"] == str(session))
 
 
 async def test_kill_mid_session_and_resume(
     store: EventStore, fake_llm: FakeLlmServer, database_url: str, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "ws"
+    workspace.mkdir()
     fake_llm.script(
         Reply(tool_calls=[tool_call("execute_bash", command="echo first >> log.txt")]),
         Reply(tool_calls=[tool_call("execute_bash", command=SLOW, timeout=60)]),
@@ -55,10 +55,15 @@ async def test_kill_mid_session_and_resume(
             while not (log_file.exists() and "started" in log_file.read_text()):
                 assert run.poll() is None, run.communicate()
                 await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(listed_state, session, env) == "running"
+        second = await asyncio.to_thread(chronicle, "resume", str(session), env=env)
+        assert second.returncode == 1 and "is running in another process" in second.stderr
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(10)
     assert (workspace / "log.txt").read_text() == "first\nstarted\n"
+    # Its process is gone: never "running" again (was: "running" forever).
+    assert await asyncio.to_thread(listed_state, session, env) == "interrupted"
 
     resumed = await asyncio.to_thread(
         subprocess.run,
@@ -90,7 +95,8 @@ async def test_run_command_prints_events_and_exit_codes(
     env = cli_env(fake_llm, database_url, tmp_path)
     done = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"), "Say hi."],
+        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"),
+         "--create-workspace", "Say hi."],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +14,9 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.config import Settings
+from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle, cli_environment
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 
 @pytest.fixture
@@ -148,3 +151,129 @@ def test_sessions_lists_the_latest_with_state_and_cost(env: dict[str, str]) -> N
     ]
     assert row["id"] == session and row["events"] == 8 and row["state"] == "finished"
     assert row["model_calls"] == 0 and row["cost_usd"] == 0
+
+
+# -- the command refuses what a user did not mean -----------------------------------------------
+
+
+def session_in(output: str) -> str:
+    """The first session id a command printed."""
+    found = re.search(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", output)
+    assert found, output
+    return found.group()
+
+
+def test_run_refuses_a_workspace_that_does_not_exist(
+    env: dict[str, str], fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path
+) -> None:
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="done")]))
+    agent = agent_environment(fake_llm, app_database_url, tmp_path)
+    missing = tmp_path / "no" / "such" / "project"
+    refused = chronicle("run", "--workspace", str(missing), "Fix it.", env=agent)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"the workspace {missing} does not exist" in refused.stderr
+    assert "--create-workspace" in refused.stderr and "Traceback" not in refused.stderr
+    assert not missing.exists() and not fake_llm.requests
+    assert "no sessions yet" in chronicle("sessions", env=agent).stderr
+
+    made = chronicle(
+        "run", "--workspace", str(missing), "--create-workspace", "Fix it.", env=agent, timeout=120
+    )
+    assert made.returncode == 0, made.stdout + made.stderr
+    assert missing.is_dir()
+
+    not_a_dir = tmp_path / "file.txt"
+    not_a_dir.write_text("x")
+    refused = chronicle("run", "--workspace", str(not_a_dir), "Fix it.", env=agent)
+    assert refused.returncode == 2 and "is not a directory" in refused.stderr
+
+
+def test_run_with_the_id_of_an_existing_session_points_to_resume(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    demo = chronicle("demo", env=env)
+    session = session_in(demo.stdout)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    again = chronicle("run", "--workspace", str(workspace), "--session", session, "Go.", env=env)
+    assert again.returncode == 2, again.stdout + again.stderr
+    assert f"session {session} already exists" in again.stderr
+    assert f"chronicle resume {session}" in again.stderr
+    assert len(chronicle("events", session, env=env).stdout.splitlines()) == 8
+
+
+def test_resume_refuses_a_recorded_workspace_that_is_gone(
+    fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path
+) -> None:
+    fake_llm.script(Reply(content="Which file?"))
+    agent = agent_environment(fake_llm, app_database_url, tmp_path)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    asked = chronicle("run", "--workspace", str(workspace), "Fix the bug.", env=agent, timeout=120)
+    assert asked.returncode == 1 and "awaiting_user_input" in asked.stdout, asked.stderr
+    session = session_in(asked.stdout)
+    workspace.rmdir()
+    refused = chronicle("resume", session, "main.py", env=agent)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert f"the workspace {workspace} does not exist" in refused.stderr
+    assert not workspace.exists()
+
+
+def test_a_malformed_settings_file_is_one_sentence_with_its_line(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    config = tmp_path / "broken.toml"
+    config.write_text('runtime = "local"\nmax_event_bytes = \n')
+    result = chronicle("sessions", env={**env, "CHRONICLE_CONFIG": str(config)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith(f"error: the settings file {config} is not valid TOML")
+    assert "line 2" in line
+
+
+def test_a_settings_file_named_but_missing_is_an_error(env: dict[str, str], tmp_path: Path) -> None:
+    missing = tmp_path / "typo.toml"
+    result = chronicle("sessions", env={**env, "CHRONICLE_CONFIG": str(missing)})
+    assert result.returncode == 2, result.stdout + result.stderr
+    [line] = result.stderr.strip().splitlines()
+    assert f"CHRONICLE_CONFIG names {missing}, which does not exist" in line
+
+
+def test_unknown_cost_shows_a_dash_and_titles_are_one_line(env: dict[str, str]) -> None:
+    session = str(uuid.uuid4())
+    title = "Fix the parser\nthen run the tests\nand commit"
+    created = json.dumps({"title": title, "config": {}})
+    assert chronicle("append", session, "session.created", created, env=env).returncode == 0
+    unpriced = json.dumps({"model": "openai/local", "fingerprint": "f"})
+    assert chronicle("append", session, "llm.call", unpriced, env=env).returncode == 0
+    listed = chronicle("sessions", env=env)
+    [line] = listed.stdout.splitlines()
+    assert "$0.0000" not in line and "  -  " in line
+    assert line.endswith("Fix the parser") and "then run" not in listed.stdout
+    [row] = [json.loads(x) for x in chronicle("sessions", "--json", env=env).stdout.splitlines()]
+    assert row["cost_usd"] is None and row["model_calls"] == 1
+
+    priced = json.dumps({"model": "openai/gpt-4o", "fingerprint": "g", "cost_usd": 0.25})
+    assert chronicle("append", session, "llm.call", priced, env=env).returncode == 0
+    [line] = chronicle("sessions", env=env).stdout.splitlines()
+    assert "≥$0.2500" in line  # one call's price is unknown: at least this much
+
+
+def test_run_records_a_one_line_title_and_summarises_unknown_cost(
+    fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path
+) -> None:
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="done")]))
+    agent = agent_environment(fake_llm, app_database_url, tmp_path)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    task = "Rename the module " + "x" * 100 + "\n\nDetails: keep the old name as an alias."
+    done = chronicle("run", "--workspace", str(workspace), task, env=agent, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    session = session_in(done.stdout)
+    created = json.loads(chronicle("events", session, "--json", env=agent).stdout.splitlines()[0])
+    title = created["payload"]["title"]
+    assert "\n" not in title and title.startswith("Rename the module x")
+    assert len(title) <= 80 and title.endswith("…")
+    summary = done.stdout.strip().splitlines()[-1]
+    assert summary.startswith(f"session {session}: finished")
+    assert "1 model call" in summary and "cost -" in summary and "$0.0000" not in done.stdout

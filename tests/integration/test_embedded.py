@@ -11,13 +11,14 @@ import psycopg
 import pytest
 
 from app.store.embedded import EmbeddedPostgres
+from tests.support.cli import empty_settings_file
 
 
 @pytest.mark.slow
 def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CHRONICLE_DATABASE_URL"}
     env["CHRONICLE_DATA_DIR"] = str(tmp_path / "data")
-    env["CHRONICLE_CONFIG"] = str(tmp_path / "none.toml")
+    env["CHRONICLE_CONFIG"] = str(empty_settings_file(tmp_path))
 
     def chronicle(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(

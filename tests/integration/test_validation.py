@@ -28,6 +28,7 @@ from app.events import (
     SessionCreated,
 )
 from app.store import EventStore, InvalidEventError
+from tests.support.cli import empty_settings_file
 
 ACTION_KINDS = frozenset(kind for kind, cls in EVENT_TYPES.items() if issubclass(cls, Action))
 
@@ -106,7 +107,7 @@ def test_cause_zero_is_an_error_on_the_command_line(app_database_url: str, tmp_p
         **os.environ,
         "CHRONICLE_DATABASE_URL": app_database_url,
         "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
+        "CHRONICLE_CONFIG": str(empty_settings_file(tmp_path)),
     }
     session = str(uuid.uuid4())
 

@@ -15,11 +15,19 @@ def chronicle(*args: str, env: dict[str, str], timeout: float = 60) -> subproces
     )  # fmt: skip
 
 
+def empty_settings_file(tmp_path: Path) -> Path:
+    """An empty settings file: CHRONICLE_CONFIG must name a file that exists."""
+    path = tmp_path / "chronicle.toml"
+    path.touch()
+    return path
+
+
 def cli_environment(database_url: str, tmp_path: Path) -> dict[str, str]:
-    """This process's environment with the database, a private data dir and no config file."""
+    """This process's environment with the database, a private data dir and an empty
+    settings file (so that no user's settings apply)."""
     return {
         **os.environ,
         "CHRONICLE_DATABASE_URL": database_url,
         "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(tmp_path / "none.toml"),
+        "CHRONICLE_CONFIG": str(empty_settings_file(tmp_path)),
     }
