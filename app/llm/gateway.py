@@ -29,6 +29,7 @@ from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import to_prompt_messages
+from app.llm.wire import for_the_wire
 from app.store import EventStore, RecordedEvent
 
 
@@ -88,6 +89,8 @@ class LlmGateway:
         self._stored: set[str] = set()
         self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._wire: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def _limit(self) -> asyncio.Semaphore:
         return self._limits.setdefault(
@@ -136,7 +139,9 @@ class LlmGateway:
         _import_litellm()  # imported before the clock starts: not part of the call's latency
         messages = [self._masked(message) for message in messages]
         tools = self._masked_tools(tools)
-        sent = messages if native or not tools else to_prompt_messages(messages, tools)
+        wire_messages = [self._on_the_wire(message) for message in messages]
+        offered = self._on_the_wire_tools(tools)
+        sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
         params = self._params()
         hashed = [self._hash(message) for message in messages]
         tools_entry = {"tools": tools}
@@ -179,7 +184,7 @@ class LlmGateway:
             while True:
                 attempts += 1
                 try:
-                    response = await self._call(sent, tools if native else [], params)
+                    response = await self._call(sent, offered if native else [], params)
                     break
                 except Exception as exc:
                     failure = self._failure(exc, native_tools=native and bool(tools))
@@ -289,6 +294,20 @@ class LlmGateway:
         masked = [self._masked(tool) for tool in tools]
         self._tools_masked = (tools, masked)
         return masked
+
+    def _on_the_wire(self, message: dict[str, Any]) -> dict[str, Any]:
+        """The message as it can be sent (see ``wire.py``), computed once per message object."""
+        known = self._wire.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        sendable = for_the_wire(message)
+        self._wire[id(message)] = (message, sendable)
+        return sendable
+
+    def _on_the_wire_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if self._tools_wire is None or self._tools_wire[0] is not tools:
+            self._tools_wire = (tools, [for_the_wire(tool) for tool in tools])
+        return self._tools_wire[1]
 
     def _hash(self, message: dict[str, Any]) -> tuple[str, str]:
         """(content hash, stable hash) of a message, computed once per message object."""

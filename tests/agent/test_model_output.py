@@ -16,6 +16,7 @@ from uuid import UUID
 
 import pytest
 
+from app.llm.wire import for_the_wire
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore, RecordedEvent
 from tests.support.agent_session import settings_for
@@ -69,16 +70,27 @@ async def test_a_lone_surrogate_in_a_path_is_the_file_name_it_stands_for(
     create = tool_call(
         "str_replace_editor", command="create", path="caf\udce9.txt", file_text="hi\n"
     )
+    view = tool_call("str_replace_editor", command="view", path=".")
     session, outcome, events = await run(
-        store, fake_llm, tmp_path, Reply(tool_calls=[create]), FINISH
-    )
-    [call, _] = calls(events)
+        store, fake_llm, tmp_path,
+        Reply(tool_calls=[create]),
+        Reply(content="Listing caf\udce9.txt's folder.", tool_calls=[view]),
+        FINISH,
+    )  # fmt: skip
+    call = calls(events)[0]
     assert "caf\\udce9.txt" in call.payload["response"]["tool_calls"][0]["arguments"]
     edit = first_action(events, "file.edit")
     assert edit.cause == call.seq and edit.payload["path"] == "caf\udce9.txt"
     assert answer(events, edit.seq).kind == "file.edit.output"
     assert b"caf\xe9.txt" in os.listdir(os.fsencode(tmp_path / "ws"))
     assert (tmp_path / "ws" / "caf\udce9.txt").read_bytes() == b"hi\n"
+    # The reply text holds the surrogate; it goes back to the model as its escape (UTF-8
+    # cannot carry it). Before: litellm could not encode the next request at all.
+    listing = answer(events, [e for e in events if e.kind == "file.edit"][1].seq)
+    assert listing.kind == "file.edit.output"
+    last_prompt = fake_llm.requests[2]["messages"]
+    assert "Listing caf\\udce9.txt's folder." in [m.get("content") for m in last_prompt]
+    assert last_prompt[-1]["content"] == for_the_wire(listing.payload["content"])
     await finished_and_sound(store, session, outcome)
 
 

@@ -245,3 +245,41 @@ def test_no_model_configured_says_how_to_configure(tmp_path) -> None:
     assert (made.model, made.base_url, made.temperature) == ("openai/x", "http://h/v1", 0.5)
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-secret-123"
     assert "sk-secret-123" not in json.dumps(made.public())
+
+
+async def test_unusable_replies_are_recorded_and_returned_not_raised(
+    store: EventStore, fake_llm: FakeLlmServer
+) -> None:
+    fake_llm.script(
+        Reply(body='{"id": "x", "object": "chat.completion", "created": 1, "choices": []}'),
+        Reply(body="<!doctype html><title>Open WebUI</title>", content_type="text/html"),
+        Reply(content="never asked"),
+    )
+    gateway = LlmGateway(store, config(fake_llm))
+    session = uuid.uuid4()
+    empty = await gateway.complete(session, MESSAGES, [BASH])
+    html = await gateway.complete(session, MESSAGES, [BASH])
+    assert empty.error == "the model returned no choices" and empty.tool_calls == []
+    assert html.error is not None and fake_llm.base_url in html.error and "not JSON" in html.error
+    assert len(fake_llm.requests) == 2  # the HTML page was not retried
+    events = await store.read(session)
+    assert [(e.payload["error"], e.payload["error_kind"]) for e in events] == [
+        (empty.error, "bad_response"),
+        (html.error, "bad_response"),
+    ]
+    assert [empty.event, html.event] == events
+
+
+async def test_a_prompt_with_nul_and_lone_surrogates_is_stored_and_sent(
+    store: EventStore, fake_llm: FakeLlmServer
+) -> None:
+    # What a model once replied comes back in the next prompt, as it was.
+    fake_llm.script(Reply(content="ok"))
+    odd = [*MESSAGES, {"role": "assistant", "content": "caf\udce9 a\x00b"}]
+    reply = await LlmGateway(store, config(fake_llm)).complete(uuid.uuid4(), odd, [])
+    assert reply.content == "ok" and reply.event is not None
+    # Before: litellm could not encode the request ("surrogates not allowed"), retried it as
+    # a server failure and the session ended in error. A surrogate travels as its escape.
+    assert fake_llm.requests[0]["messages"][-1]["content"] == "caf\\udce9 a\x00b"
+    rows = await store.pool.fetch("SELECT encode(hash, 'hex') AS h FROM llm_messages")
+    assert set(reply.event.payload["prompt"]) <= {row["h"] for row in rows}
