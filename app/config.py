@@ -102,7 +102,10 @@ class Settings(BaseSettings):
     llm_output_cost_per_token: float | None = Field(default=None, ge=0)
     llm_max_concurrency: int = Field(default=8, ge=1, description="calls in flight per model")
     llm_native_tool_calling: bool | None = Field(
-        default=None, description="None: ask litellm whether the model supports it"
+        default=None,
+        description="None: native unless litellm's model map says the model cannot call "
+        "tools (unknown models, e.g. behind an OpenAI-compatible base URL, are native); "
+        "false: tools described in the prompt",
     )
 
     # -- tools ---------------------------------------------------------------------------
