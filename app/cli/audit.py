@@ -20,7 +20,7 @@ from app.config import Settings
 from app.store import EventStore, VerifyReport
 from app.store.anchor_key import public_key_pem, signing_key, trusted_public_key
 from app.store.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
-from app.store.verification import session_ids, stored_message_problem
+from app.store.verification import session_ids, stored_blob_problem, stored_message_problem
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -66,6 +66,8 @@ def _describe(report: VerifyReport) -> str:
     parts = [f"ok: {report.checked} events, hash chain intact, sessions row consistent"]
     if report.messages:
         parts.append(f"{report.messages} prompt messages match their hashes")
+    if report.blobs:
+        parts.append(f"{report.blobs} blobs match their hashes")
     if report.anchors:
         parts.append(f"{report.anchors} anchors match")
     return ", ".join(parts)
@@ -106,6 +108,9 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
         messages, problem = await stored_message_problem(store)
         broken += problem is not None
         print(f"llm_messages  BROKEN: {problem}" if problem else f"llm_messages  ok: {messages}")
+        blobs, problem = await stored_blob_problem(store)
+        broken += problem is not None
+        print(f"blobs  BROKEN: {problem}" if problem else f"blobs  ok: {blobs}")
     if not sessions:
         print("no sessions", file=sys.stderr)
     return 1 if broken else 0

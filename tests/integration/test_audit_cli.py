@@ -49,7 +49,7 @@ def test_anchor_then_verify_and_an_auditor_with_only_the_public_key(
     assert "8 events" in verified.stdout and "1 anchors match" in verified.stdout
     everything = chronicle("verify", "--all", "--anchors", str(anchors), env=env)
     assert everything.returncode == 0, everything.stdout
-    assert everything.stdout.count(" ok: ") == 3  # two sessions and llm_messages
+    assert everything.stdout.count(" ok: ") == 4  # two sessions, llm_messages and blobs
 
     # Anchoring again appends, after checking the earlier anchors.
     assert chronicle("anchor", first, "-o", str(anchors), env=env).returncode == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -24,6 +25,7 @@ from app.llm.fingerprint import content_hash
 from app.store import ContentMismatchError, EventStore, migrate
 from app.store.blobs import MissingBlobError
 from app.store.verification import stored_blob_problem, stored_message_problem
+from tests.support.cli import chronicle, cli_environment
 from tests.support.postgres import ServerAddress, database_from_template
 
 BIG = "x" * 1_200_000  # a 1.2 MB file text
@@ -208,3 +210,26 @@ def test_migration_0004_up_down_up(pg_address: ServerAddress) -> None:
                 "SELECT chronicle_put_blobs(ARRAY[sha256('abc')], ARRAY['abc'])"
             ).fetchone()
         assert inserted == (1,)
+
+
+def test_chronicle_verify_reports_blobs(
+    app_database_url: str, database_url: str, tmp_path: Path
+) -> None:
+    env = cli_environment(app_database_url, tmp_path)
+    session = str(uuid.uuid4())
+    text = "v" * 100_000  # a blob, and still one command-line argument
+    big = json.dumps({"command": "create", "path": "/w/big.txt", "file_text": text})
+    appended = chronicle("append", session, "file.edit", big, env=env)
+    assert appended.returncode == 0, appended.stderr
+    one = chronicle("verify", session, env=env)
+    assert one.returncode == 0 and "1 blobs match their hashes" in one.stdout, one.stdout
+    everything = chronicle("verify", "--all", env=env)
+    assert everything.returncode == 0 and "blobs  ok: 1" in everything.stdout
+
+    with psycopg.connect(database_url) as attacker:
+        attacker.execute("SET session_replication_role = replica")
+        attacker.execute("UPDATE blobs SET content = 'forged'")
+    broken = chronicle("verify", "--all", env=env)
+    assert broken.returncode == 1
+    assert f"blobs  BROKEN: blob {_sha256(text)} does not match its hash" in broken.stdout
+    assert f"the blob {_sha256(text)} that event 1 refers to does not match" in broken.stdout
