@@ -33,6 +33,11 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
             f"the arguments of {call.name} are not valid JSON ({exc.msg} at {exc.pos}); "
             "send a JSON object"
         ) from None
+    except RecursionError:
+        raise InvalidToolCall(
+            f"the arguments of {call.name} are not valid JSON here (nested too deeply); "
+            "send a flat JSON object"
+        ) from None
     if not isinstance(arguments, dict):
         raise InvalidToolCall(f"the arguments of {call.name} must be a JSON object")
     return arguments

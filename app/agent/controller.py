@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -272,7 +272,7 @@ class AgentController:
         while True:
             seq = (self.events[-1].seq if self.events else 0) + 1
             if refused is None:
-                batch = [call, *self.agent.consequences(payload, seq)]
+                batch = [call, *self._consequences(payload, seq)]
             else:
                 batch = _without_refused(call, seq, refused)
             try:
@@ -291,10 +291,28 @@ class AgentController:
             await self._record(recorded)
             return
 
+    def _consequences(self, payload: dict[str, Any], seq: int) -> list[Event]:
+        """What the call at ``seq`` leads to; a fault in turning a reply into actions is an
+        error the model reads (and a logged traceback), never a lost call."""
+        try:
+            return self.agent.consequences(payload, seq)
+        except Exception as exc:
+            log.exception("turning the reply of %s at seq %d into actions", self.session_id, seq)
+            return [
+                ErrorObservation(
+                    message=f"the reply could not be turned into actions ({type(exc).__name__}: "
+                    f"{exc})",
+                    error_type="internal",
+                    cause=seq,
+                )
+            ]
+
     async def _decide(self, call: RecordedEvent) -> None:
         """Append what a recorded call leads to; if the store refuses it, an error instead."""
         try:
-            recorded = await self.store.append(self.session_id, self.agent.decide(call))
+            recorded = await self.store.append(
+                self.session_id, self._consequences(call.payload, call.seq)
+            )
         except InvalidEventError as exc:
             log.warning("the store refused the actions of %s: %s", self.session_id, exc)
             message = f"what the model asked for could not be recorded ({exc})"

@@ -110,7 +110,8 @@ def to_messages(
     that can no longer change are built once and reused as the same objects."""
     events = list(events)
     cache = {} if cache is None else cache
-    by_tool_call: dict[str, RecordedEvent] = {}
+    # Keyed by (call seq, id): servers that number calls per reply repeat ids across replies.
+    by_tool_call: dict[tuple[int | None, str], RecordedEvent] = {}
     observations: dict[int, RecordedEvent] = {}
     indexed = False
 
@@ -118,7 +119,7 @@ def to_messages(
         nonlocal indexed
         for event in events:
             if event.kind in ACTION_KINDS and event.payload.get("tool_call_id"):
-                by_tool_call[event.payload["tool_call_id"]] = event
+                by_tool_call[(event.cause, event.payload["tool_call_id"])] = event
             if event.kind in OBSERVATION_KINDS and event.cause is not None:
                 observations[event.cause] = event
         indexed = True
@@ -180,7 +181,7 @@ def _may_have_turn(call: RecordedEvent) -> bool:
 
 def _turn(
     call: RecordedEvent,
-    by_tool_call: dict[str, RecordedEvent],
+    by_tool_call: dict[tuple[int | None, str], RecordedEvent],
     observations: dict[int, RecordedEvent],
 ) -> list[dict[str, Any]]:
     response = call.payload.get("response") or {}
@@ -205,7 +206,7 @@ def _turn(
     images: list[dict[str, Any]] = []
     invalid = observations.get(call.seq)  # the error for calls that never became actions
     for c in tool_calls:
-        action = by_tool_call.get(c["id"])
+        action = by_tool_call.get((call.seq, c["id"]))
         if action is None:
             text = observation_text(invalid) if invalid else "ERROR: this tool call was not run"
         elif action.kind == "think":

@@ -13,6 +13,7 @@ lost and the agent can tell the model and go on.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -267,9 +268,10 @@ class LlmGateway:
                 usage.completion_tokens * (config.output_cost_per_token or 0)
             )
         try:
-            return float(_import_litellm().completion_cost(completion_response=response))
+            cost = float(_import_litellm().completion_cost(completion_response=response))
         except Exception:  # a model litellm has no price for
             return None
+        return cost if math.isfinite(cost) else None  # odd usage must not make it unstorable
 
     def _masked(self, message: dict[str, Any]) -> dict[str, Any]:
         """The message with known secrets masked (the same object when it holds none).

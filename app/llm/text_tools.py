@@ -52,7 +52,7 @@ def _typed(value: str, spec: dict[str, Any]) -> Any:
     if kind in ("integer", "number", "boolean", "array", "object"):
         try:
             return json.loads(text)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return text
     return text
 
@@ -100,7 +100,9 @@ def to_prompt_messages(
                 function = call["function"]
                 try:
                     arguments = json.loads(function.get("arguments") or "{}")
-                except json.JSONDecodeError:
+                except (json.JSONDecodeError, RecursionError):
+                    arguments = {"raw": function.get("arguments")}
+                if not isinstance(arguments, dict):  # a model's "[1, 2]": shown as sent
                     arguments = {"raw": function.get("arguments")}
                 params = "".join(
                     f"<parameter={key}>{value if isinstance(value, str) else json.dumps(value)}"

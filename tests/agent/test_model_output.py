@@ -314,3 +314,45 @@ async def test_a_server_refusing_native_tools_says_how_to_switch(
     assert outcome == "error"
     assert "llm_native_tool_calling = false" in events[-1].payload["reason"]
     assert "llm_native_tool_calling" in calls(events)[0].payload["error"]
+
+
+# -- a step the store refuses ------------------------------------------------------------------
+
+
+async def test_an_action_too_large_to_record_keeps_its_call_and_tells_the_model(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    # A view_range of 600,000 numbers: no long string to move to a blob, so the file.edit is
+    # over the per-event limit. Before: EventTooLargeError ended the run, the call lost.
+    numbers = ",".join(["1"] * 600_000)
+    huge = raw_tool_call(
+        "str_replace_editor", f'{{"command": "view", "path": ".", "view_range": [{numbers}]}}'
+    )
+    session, outcome, events = await run(
+        store, fake_llm, tmp_path, Reply(tool_calls=[huge]), FINISH
+    )
+    [call, _] = calls(events)
+    assert call.payload["error"] is None and call.payload["response"]["tool_calls"]
+    error = answer(events, call.seq)
+    assert "what the model asked for could not be recorded" in error.payload["message"]
+    assert "file.edit" in error.payload["message"] and not [
+        e for e in events if e.kind == "file.edit"
+    ]
+    await finished_and_sound(store, session, outcome)
+
+
+async def test_a_reply_too_large_to_record_is_recorded_without_its_response(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    many = [tool_call("think", thought=f"step {i}") for i in range(15_000)]
+    session, outcome, events = await run(
+        store, fake_llm, tmp_path, Reply(tool_calls=many, prompt_tokens=9), FINISH
+    )
+    [call, _] = calls(events)
+    assert (
+        call.payload["error_kind"] == "bad_response" and call.payload["usage"]["prompt_tokens"] == 9
+    )
+    assert "the model's reply could not be recorded" in call.payload["error"]
+    assert call.payload["response"]["tool_calls"] == []
+    assert answer(events, call.seq).payload["message"] == call.payload["error"]
+    await finished_and_sound(store, session, outcome)

@@ -116,3 +116,25 @@ def test_actions_of_a_recorded_call_are_deterministic() -> None:
     assert [e.payload() for e in first] == [e.payload() for e in second]
     assert isinstance(first[0], FileEdit) and first[0].cause == 4
     assert not isinstance(first[0], Run)
+
+
+def test_the_same_tool_call_id_in_two_replies_keeps_each_result_with_its_call() -> None:
+    # Some servers number calls per reply ("call_0" every time). Before, the later action
+    # took the id over, and the first turn showed the second command's output.
+    log = HandMadeLog()
+    log.add(Message(content="Go."))
+    outputs = []
+    for word in ("first", "second"):
+        bash = ToolCall(id="call_0", name="execute_bash", arguments=f'{{"command": "echo {word}"}}')
+        [run] = step(log, call(None, bash))
+        log.add(RunOutput(output=f"{word}\n", exit_code=0, cause=run.seq))
+        outputs.append(f"{word}\n\n[exit code 0]")
+    tool_messages = [m["content"] for m in to_messages("system", log.events) if m["role"] == "tool"]
+    assert tool_messages == outputs
+
+
+def test_arguments_nested_too_deeply_are_an_error_not_a_crash() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    bash = ToolCall(id="a", name="execute_bash", arguments=f'{{"command": "ls", "x": {deep}}}')
+    [error] = consequences(call(None, bash).payload(), 1, tools=BUILTIN_TOOLS, mcp_tools={})
+    assert isinstance(error, ErrorObservation) and "not valid JSON" in error.message
