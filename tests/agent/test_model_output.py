@@ -98,12 +98,14 @@ async def test_nul_in_arguments_and_in_content(
     store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
 ) -> None:
     create = tool_call("str_replace_editor", command="create", path="nul.bin", file_text="a\x00b")
+    echo = tool_call("execute_bash", command="echo a\x00b && echo caf\udce9")
     session, outcome, events = await run(
         store, fake_llm, tmp_path,
         Reply(content="Writing a\x00b.", tool_calls=[create]),
+        Reply(tool_calls=[echo]),
         FINISH,
     )  # fmt: skip
-    [call, _] = calls(events)
+    call = calls(events)[0]
     assert call.payload["response"]["content"] == "Writing a\x00b."
     edit = first_action(events, "file.edit")
     assert edit.payload["file_text"] == "a\x00b" and edit.payload["thought"] == "Writing a\x00b."
@@ -111,6 +113,12 @@ async def test_nul_in_arguments_and_in_content(
     assert (tmp_path / "ws" / "nul.bin").read_bytes() == b"a\x00b"
     # The model read its own reply back, NUL and all, on the next call.
     assert "Writing a\\u0000b." in json.dumps(fake_llm.requests[1]["messages"])
+    # A command holding NUL and a surrogate runs (bash drops the NUL) and is answered.
+    command = first_action(events, "run")
+    assert command.payload["command"] == "echo a\x00b && echo caf\udce9"
+    output = answer(events, command.seq)
+    assert output.kind == "run.output" and output.payload["exit_code"] == 0
+    assert output.payload["output"].startswith("ab\ncaf")
     await finished_and_sound(store, session, outcome)
 
 
