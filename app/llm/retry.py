@@ -100,6 +100,21 @@ def unreadable_reply(exc: BaseException) -> str | None:
     return None
 
 
+#: How a user gives the model's key, for a missing or refused one.
+GIVE_A_KEY = (
+    "set CHRONICLE_LLM_API_KEY, pass --api-key-file FILE, or put llm_api_key_file (or "
+    "llm_api_key) in the settings file; a server that needs no key accepts any value"
+)
+
+
+def _missing_key(lowered: str) -> bool:
+    """The provider's SDK would not send a request without a key (OpenAI's says "Missing
+    credentials", which litellm reports as a server error, status 500)."""
+    return "missing credentials" in lowered or (
+        "missing" in lowered and ("api key" in lowered or "api_key" in lowered)
+    )
+
+
 def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
     """Sort a litellm (OpenAI-style) exception: retry 429/5xx/connection/timeouts only.
 
@@ -110,6 +125,8 @@ def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
     text = str(getattr(exc, "message", "") or exc)
     status = getattr(exc, "status_code", None)
     lowered = text.lower()
+    if _missing_key(lowered):
+        return Failure("auth", False, None, f"no API key for the model: {GIVE_A_KEY} ({text})")
     unreadable = unreadable_reply(exc)
     if unreadable is not None:
         where = endpoint or "the model provider's address"
@@ -132,8 +149,8 @@ def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
     ):
         return Failure(
             "auth", False, None,
-            "the model provider refused the credentials: check CHRONICLE_LLM_API_KEY "
-            f"(or --api-key) and the base URL ({text})",
+            "the model provider refused the credentials: check the key and the base URL; "
+            f"to give a key, {GIVE_A_KEY} ({text})",
         )  # fmt: skip
     if "insufficient_quota" in lowered or ("quota" in lowered and status == 429) or status == 402:
         return Failure(
