@@ -13,7 +13,6 @@ lost and the agent can tell the model and go on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import time
@@ -133,9 +132,10 @@ class LlmGateway:
     ) -> LlmReply:
         """Call the model and record the call; raise ``LlmError`` when it failed for good.
 
-        ``on_retry(failure, wait)`` hears about each retryable failure before the wait. With
-        ``record=False`` a successful call is returned unrecorded, for the caller to append in
-        one batch with its consequences (a failed call is always recorded here).
+        A reply that came back unusable is returned with ``error`` set, not raised. With
+        ``record=False`` a reply (usable or not) is returned unrecorded, for the caller to
+        append in one batch with its consequences (a failed call is always recorded here).
+        ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
         """
         native = self.native_tool_calling()
         _import_litellm()  # imported before the clock starts: not part of the call's latency
@@ -188,12 +188,6 @@ class LlmGateway:
                 try:
                     response = await self._call(sent, offered if native else [], params)
                     break
-                except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
-                    why = exc.args[0] if exc.args else "the run was cancelled"
-                    stopped = f"interrupted before the model answered ({why})"
-                    with contextlib.suppress(Exception):  # a lost database must not hide the stop
-                        await recorded(call_event(error=stopped, error_kind="interrupted"), True)
-                    raise
                 except Exception as exc:
                     failure = self._failure(exc, native_tools=native and bool(tools))
                     if failure.kind == "bad_response":
