@@ -13,6 +13,7 @@ lost and the agent can tell the model and go on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import time
@@ -188,6 +189,12 @@ class LlmGateway:
                 try:
                     response = await self._call(sent, offered if native else [], params)
                     break
+                except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
+                    why = exc.args[0] if exc.args else "the run was cancelled"
+                    stopped = f"interrupted before the model answered ({why})"
+                    with contextlib.suppress(Exception):  # a lost database must not hide the stop
+                        await recorded(call_event(error=stopped, error_kind="interrupted"), True)
+                    raise
                 except Exception as exc:
                     failure = self._failure(exc, native_tools=native and bool(tools))
                     if failure.kind == "bad_response":
