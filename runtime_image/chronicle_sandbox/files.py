@@ -16,17 +16,14 @@ import stat
 from typing import Any
 
 from .atomic import NotRegularFile, replace_file
+from .listing import listing
 from .paths import PathError, Workspace
-from .text import has_escapes, printable
+from .text import printable
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
 BINARY_PROBE = 8192
 #: Never wait on a FIFO someone left in the workspace; no effect on regular files.
 READ = os.O_RDONLY | os.O_NONBLOCK
-ESCAPED_NAMES_NOTE = (
-    "[\\xNN in a name above stands for a byte that is not UTF-8; work with such files in the "
-    "shell, e.g. ls -b]"
-)
 
 
 class FileActionError(ValueError):
@@ -337,7 +334,7 @@ class Files:
                     "kind": "file.edit.output",
                     "path": path,
                     "diff": "",
-                    "content": self._listing(fd, self._shown(path)),
+                    "content": listing(fd, self._shown(path)),
                 }
             text = self._text_of(fd, path)
         finally:
@@ -355,49 +352,3 @@ class Files:
             "diff": "",
             "content": self._numbered("\n".join(lines[first - 1 : last]), first),
         }
-
-    @staticmethod
-    def _entries(fd: int) -> list[tuple[str, bool]]:
-        """(name, is a directory) of the visible entries of the directory ``fd``, sorted.
-
-        Symlinks are listed as they are, not followed (their target may be anywhere).
-        """
-        with os.scandir(fd) as scan:
-            found = [
-                (entry.name, entry.is_dir(follow_symlinks=False))
-                for entry in scan
-                if not entry.name.startswith(".")
-            ]
-        return sorted(found)
-
-    @classmethod
-    def _listing(cls, fd: int, root: str) -> str:
-        """Files and directories up to two levels deep, hidden entries left out; bytes of a
-        name that are not UTF-8 are shown as ``\\xNN`` (with a note saying so)."""
-        entries = cls._entries_below(fd, root)
-        if any(has_escapes(entry) for entry in entries):
-            entries.append(ESCAPED_NAMES_NOTE)
-        return "\n".join(printable(entry) for entry in entries)
-
-    @classmethod
-    def _entries_below(cls, fd: int, root: str) -> list[str]:
-        entries = [root]
-        for name, is_dir in cls._entries(fd):
-            full = os.path.join(root, name)
-            entries.append(full + ("/" if is_dir else ""))
-            if not is_dir:
-                continue
-            try:
-                child = os.open(
-                    name, READ | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd
-                )
-            except OSError:
-                continue
-            try:
-                inner = cls._entries(child)
-            except OSError:
-                continue
-            finally:
-                os.close(child)
-            entries.extend(os.path.join(full, n) + ("/" if d else "") for n, d in inner)
-        return entries

@@ -136,8 +136,13 @@ class UnixSandboxServer(BoundedThreads, socketserver.UnixStreamServer):
             assert path is not None
             if os.path.exists(path):
                 os.unlink(path)
-            super().__init__(path, Handler)
-            os.chmod(path, 0o600)
+            # 0600 from the start: a chmod after bind races the runtime, which may move the
+            # socket away as soon as it appears. (Only at start-up; no file is made meanwhile.)
+            umask = os.umask(0o177)
+            try:
+                super().__init__(path, Handler)
+            finally:
+                os.umask(umask)
 
 
 class ClientGone(Exception):
@@ -176,6 +181,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            if self.close_connection:  # so the client never sends on it again
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(body)
         except OSError as exc:  # a client that hung up or stopped reading
@@ -264,17 +271,20 @@ class Handler(BaseHTTPRequestHandler):
         except OSError as exc:  # the idle timeout while a body trickles in, or a reset
             raise ClientGone(str(exc)) from None
 
-    def _query_path(self) -> str | None:
+    def _query_path(self, *, body_unread: bool = False) -> str | None:
+        """The ``path`` query parameter, or None once a 400 went out (closing the connection
+        when a body is left unread)."""
         values = parse_qs(urlsplit(self.path).query).get("path")
-        if not values or not values[0]:
-            self._refuse(HTTPStatus.BAD_REQUEST, "the 'path' query parameter is required")
-            return None
+        path = values[0] if values else ""
         try:
-            self.server.state.executor.files.paths.relative(values[0])
+            if not path:
+                raise ValueError("the 'path' query parameter is required")
+            self.server.state.executor.files.paths.relative(path)
         except ValueError as exc:
+            self.close_connection = self.close_connection or body_unread
             self._refuse(HTTPStatus.BAD_REQUEST, str(exc))
             return None
-        return values[0]
+        return path
 
     # -- routes --------------------------------------------------------------------------
 
@@ -331,9 +341,8 @@ class Handler(BaseHTTPRequestHandler):
             self._execute()
 
     def _upload(self) -> None:
-        path = self._query_path()
+        path = self._query_path(body_unread=True)
         if path is None:
-            self.close_connection = True  # the body was not read
             return
         data = self._body(MAX_REQUEST_BYTES)
         if data is None:

@@ -155,6 +155,8 @@ def test_a_failing_handler_answers_only_its_request(
     executor.files.read = broken
     read = client.post("/execute", json={"kind": "file.read", "path": "ok.txt"})
     assert read.status_code == 200 and read.json()["kind"] == "error"
+    for answer in (upload, download, read):  # the server closes it: the client must know
+        assert answer.headers["connection"] == "close"
     assert "a bug in the handler" in read.json()["message"]
     executor.shell.run = broken
     ran = client.post("/execute", json={"kind": "run", "command": "true"})
