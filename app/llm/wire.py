@@ -24,7 +24,9 @@ def for_the_wire(value: Any) -> Any:
     """``value`` with every lone surrogate in its strings (keys too) backslash-escaped; the
     same object when it holds none."""
     if isinstance(value, str):
-        return _SURROGATE.sub(_escaped, value) if _SURROGATE.search(value) else value
+        if value.isascii() or not _SURROGATE.search(value):  # isascii: a C-speed fast path
+            return value
+        return _SURROGATE.sub(_escaped, value)
     if isinstance(value, dict):
         items = [(for_the_wire(k), for_the_wire(v)) for k, v in value.items()]
         changed = any(
