@@ -13,6 +13,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from app.config import Settings
 from app.events import FileWrite, Message, Run
 from app.runtime import LocalRuntime
 from app.runtime.executor import Executor, ExecutorConfig, checkpoint_name
@@ -210,23 +211,23 @@ async def test_the_heartbeat_restarts_a_sandbox_that_died_while_idle(
 
 
 async def test_an_answer_the_store_refuses_becomes_an_error(
-    app_database_url: str, settings: object, sandbox: LocalRuntime
+    app_database_url: str, settings: Settings, sandbox: LocalRuntime
 ) -> None:
-    """An observation over the per-event limit used to end the executor's task silently."""
-    from app.config import Settings
-
-    assert isinstance(settings, Settings)
-    small = settings.model_copy(update={"max_event_bytes": 4096})
+    """An observation the store refused used to end the executor's task silently, leaving
+    the action unanswered. Long strings go to blobs now, so the refusal needs a per-event
+    limit below the smallest blob (1 KiB): 900 characters of output cannot fit in 600 bytes."""
+    small = settings.model_copy(update={"max_event_bytes": 600})
     async with await EventStore.open(app_database_url, settings=small) as store:
         session = uuid.uuid4()
         async with executing(store, session, sandbox):
-            big = Run(command="head -c 6000 /dev/zero | tr '\\0' x")
+            big = Run(command="head -c 900 /dev/zero | tr '\\0' x")
             await store.append(session, [big, Run(command="echo still here")])
             found = await observations(store, session, 2)
     assert [(e.kind, e.cause) for e in found] == [("error", 1), ("run.output", 2)]
     assert found[0].payload["error_type"] == "unrecordable"
     assert "could not be recorded" in found[0].payload["message"]
     assert "over the limit" in found[0].payload["message"]
+    assert found[1].payload["output"] == "still here\n"
 
 
 async def test_a_worker_that_cannot_record_stops_and_says_why(
