@@ -78,7 +78,8 @@ def _block_text(block: dict[str, Any]) -> str:
     if kind == "resource" and isinstance(resource, dict):
         if "text" in resource:
             return str(resource["text"])
-        return f"[resource {resource.get('uri', '')} ({resource.get('mimeType', '')}): not shown]"
+        kind_of = f" ({resource['mimeType']})" if resource.get("mimeType") else ""
+        return f"[resource {resource.get('uri', '')}{kind_of}: not shown]"
     if kind == "resource_link":
         return f"[resource: {block.get('uri', '')}]"
     return json.dumps({k: v for k, v in block.items() if k not in ("data", "blob")})
