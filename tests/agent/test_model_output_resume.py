@@ -20,7 +20,7 @@ from app.events import LlmCall, LlmResponse, Message, ToolCall
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
-from tests.support.cli import chronicle, cli_environment
+from tests.support.cli import cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, raw_tool_call, tool_call
 
 FINISH = Reply(tool_calls=[tool_call("finish", message="done")])
@@ -41,7 +41,8 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
     store: EventStore, fake_llm: FakeLlmServer, database_url: str, tmp_path: Path
 ) -> None:
     """`chronicle run` killed while the model call is in flight, then `chronicle resume`,
-    whose call gets an HTML page with status 200, then a tool call with ``1e999``."""
+    whose calls get an HTML page with status 200, a tool call with ``1e999``, and a 1.2 MB
+    create holding NUL of a file named with a lone surrogate."""
     env = agent_env(fake_llm, database_url, tmp_path)
     session = uuid.uuid4()
     (tmp_path / "ws").mkdir()
@@ -62,20 +63,35 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
     assert not [e for e in await store.read(session) if e.kind == "llm.call"]
 
     fake_llm.replies.clear()
+    text = "x\x00y " * 200_000  # 1.2 MB with NUL, to a file whose name is not UTF-8
+    big = tool_call("str_replace_editor", command="create", path="caf\udce9.txt", file_text=text)
     fake_llm.script(
         Reply(body="<html><body>Gateway login</body></html>", content_type="text/html"),
         Reply(tool_calls=[raw_tool_call("execute_bash", '{"command": "ls", "timeout": 1e999}')]),
+        Reply(content="Saving a\x00b.", tool_calls=[big]),
         FINISH,
     )
-    resumed = await asyncio.to_thread(chronicle, "resume", str(session), env=env, timeout=120)
+    resumed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "app.cli", "resume", str(session)],
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=120,
+    )  # errors="replace": the file name is printed as the bytes it is, not UTF-8
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "finished" in resumed.stdout and "Traceback" not in resumed.stderr
     events = await store.read(session)
     calls = [e for e in events if e.kind == "llm.call"]
-    assert [c.payload["error_kind"] for c in calls] == ["bad_response", None, None]
+    assert [c.payload["error_kind"] for c in calls] == ["bad_response", None, None, None]
     errors = [e.payload["message"] for e in events if e.kind == "error"]
     assert "not JSON" in errors[0] and fake_llm.base_url in errors[0]
     assert "timeout must be a finite number" in errors[1]
+    assert calls[2].payload["response"]["content"] == "Saving a\x00b."
+    [written] = [e for e in events if e.kind == "file.edit.output"]
+    assert written.cause is not None and events[written.cause - 1].payload["file_text"] == text
+    assert (tmp_path / "ws" / "caf\udce9.txt").read_text() == text
     assert events[-1].payload["state"] == "finished"
     assert (await store.verify(session)).ok
 
