@@ -149,10 +149,11 @@ async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
     reaper = asyncio.create_task(reap_forever(1.0, 0.5, sessions={quiet.session_id}))
     try:
         engine = docker.from_env()
+        name = container_name(quiet.session_id)
         async with asyncio.timeout(20):
-            while any(
-                c.name == container_name(quiet.session_id) for c in engine.containers.list(all=True)
-            ):
+            # The low-level list: containers.list() inspects each container it found, which
+            # raced the reaper removing this one (NotFound).
+            while engine.api.containers(all=True, filters={"name": name}):
                 await asyncio.sleep(0.25)
     finally:
         reaper.cancel()
