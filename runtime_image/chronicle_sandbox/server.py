@@ -26,6 +26,8 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 DRAIN_LIMIT = 256 * 1024 * 1024
 #: A connection that sends nothing for this long is closed (its thread is freed).
 IDLE_TIMEOUT = 60.0
+#: Answers go out in chunks, so the idle timeout bounds a stall, not a slow transfer.
+WRITE_CHUNK = 256 * 1024
 #: Connections served at once, one thread each; more are answered 503 and closed.
 MAX_CONNECTIONS = 64
 #: A byte count: digits only (no sign, no "1_000"), and less than a petabyte.
@@ -184,7 +186,9 @@ class Handler(BaseHTTPRequestHandler):
             if self.close_connection:  # so the client never sends on it again
                 self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(body)
+            view = memoryview(body)
+            for start in range(0, len(body), WRITE_CHUNK):  # the timeout is per chunk
+                self.wfile.write(view[start : start + WRITE_CHUNK])
         except OSError as exc:  # a client that hung up or stopped reading
             raise ClientGone(str(exc)) from None
 

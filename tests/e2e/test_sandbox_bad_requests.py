@@ -227,3 +227,30 @@ def test_a_flood_of_connections_is_bounded(tmp_path: Path) -> None:
         ).encode() + body
         status, answer = exchange(server.socket_path, request)
         assert status == 200 and b'"ok\\n"' in answer
+
+
+def test_a_slow_reader_is_not_cut_off(tmp_path: Path) -> None:
+    """The idle timeout bounds a stall, not a transfer: a 3 MiB download read slowly (3 s)
+    arrives whole with a 1 s timeout (before the answer went out in chunks, one ``sendall``
+    of it had 1 s in all)."""
+    with sandbox_server(tmp_path, "--idle-timeout", "1") as server:
+        data = os.urandom(3 * 1024 * 1024)
+        (tmp_path / "ws" / "big.bin").write_bytes(data)
+        request = (
+            f"GET /download?path=big.bin HTTP/1.1\r\nHost: s\r\n"
+            f"Authorization: Bearer {server.token}\r\n\r\n"
+        ).encode()
+        with connect(server.socket_path, timeout=10) as conn:
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+            conn.sendall(request)
+            received = b""
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+                if received.endswith(data[-64:]) and len(received) > len(data):
+                    break
+                time.sleep(0.06)
+        head, _, body = received.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200") and body == data
