@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -54,6 +55,9 @@ class Scripted(BaseHTTPRequestHandler):
         if answer == "drop":
             self.close_connection = True
             return
+        if answer == "slow":
+            time.sleep(3)
+            answer = (200, "application/json", json.dumps(OUTPUT).encode())
         assert isinstance(answer, tuple)
         status, content_type, payload = answer
         self._send(status, payload, content_type)
@@ -107,6 +111,17 @@ async def test_one_bad_answer_is_one_error_observation(
     assert "exit_code" in errors[3].message
     assert "dropped the connection" in errors[4].message and "still" in errors[4].message
     assert isinstance(answers[5], RunOutput) and answers[5].output == "fine\n"
+
+
+async def test_an_action_without_an_answer_from_a_live_sandbox(
+    scripted: ScriptedServer, client: SandboxClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("app.runtime.client.TRANSPORT_MARGIN", 0.2)  # not 30 s in a test
+    scripted.answers = ["slow"]
+    answer = await client.execute(Run(command="sleep 1", timeout=0.3))
+    assert isinstance(answer, ErrorObservation), answer
+    assert "no answer to the action within 0.5 s" in answer.message
+    assert "may still be running" in answer.message
 
 
 async def test_a_dropped_connection_of_a_dead_sandbox_fails_the_runtime(
