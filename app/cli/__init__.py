@@ -60,9 +60,17 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     return asyncio.run(handler(args, settings))
 
 
-#: They retry through a lost database on their own and say so at WARNING; the commands
-#: report what came of it in one line instead (``-v`` shows them).
-RETRYING_LOGGERS = ("app.store.subscriptions", "app.store.notifier")
+#: Loggers whose news a command reports itself, shown with ``-v`` only: retries through a lost
+#: database (a run that loses it ends with one line saying so), and failures that are recorded
+#: in the log (the printed events and the run's summary say them).
+QUIET_LOGGERS = {
+    "app.store.subscriptions": logging.ERROR,
+    "app.store.notifier": logging.ERROR,
+    "asyncpg.pool": logging.ERROR,
+    "app.sessions.services": logging.CRITICAL,
+    "app.store.action_worker": logging.CRITICAL,
+    "app.runtime.executor": logging.CRITICAL,
+}
 
 
 class ConfigurationError(Exception):
@@ -107,8 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not args.verbose:
-        for name in RETRYING_LOGGERS:
-            logging.getLogger(name).setLevel(logging.ERROR)
+        for name, level in QUIET_LOGGERS.items():
+            logging.getLogger(name).setLevel(level)
     from app.events import InvalidEventError
     from app.store import StoreError
 

@@ -39,6 +39,7 @@ DATABASE_GONE = (
     DatabaseUnavailableError,
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,  # a pooled connection the server closed under it
     ConnectionError,
 )
 

@@ -126,6 +126,7 @@ class EmbeddedPostgres:
             if not (self.pgdata / "PG_VERSION").exists():
                 self._initdb(user)
             if server is None:
+                self._remove_socket_dir(self._dead_servers_socket_dir(), user)
                 server = self._start_server(user)
             server = self._wait_ready(server)
             if not hba_requires_passwords(self.pgdata):
@@ -168,8 +169,9 @@ class EmbeddedPostgres:
             server = read_postmaster(self.pgdata)
             if server is None:
                 return False
-            self._pg_ctl(server_user(), "-m", "fast", "stop")
-            self._remove_socket_dir(server)
+            user = server_user()
+            self._pg_ctl(user, "-m", "fast", "stop")
+            self._remove_socket_dir(server.socket_dir, user)
             return True
 
     def provision_again(self) -> None:
@@ -312,17 +314,33 @@ class EmbeddedPostgres:
         # (0710, the server's group) once it is locked down.
         return user is None or process_gid(server.pid) == user.gid
 
-    def _remove_socket_dir(self, server: Postmaster) -> None:
-        directory = server.socket_dir
+    def _dead_servers_socket_dir(self) -> Path | None:
+        """Where a server that died without stopping (kill -9) had its socket, from the
+        pid file it left (its fifth line); None when there is no such file."""
+        try:
+            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return None
+        return Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
+
+    def _remove_socket_dir(self, directory: Path | None, user: ServerUser | None) -> None:
+        """Remove a temporary socket directory we made (``/tmp/chronicle-pg-*``, a real
+        directory of the server's user), with the socket and lock file the server left."""
         if directory is None or directory == self.pgdata:
             return
-        if directory.parent == Path(tempfile.gettempdir()) and directory.name.startswith(
+        if directory.parent != Path(tempfile.gettempdir()) or not directory.name.startswith(
             "chronicle-pg-"
         ):
-            with contextlib.suppress(OSError):
-                for leftover in directory.iterdir():
+            return
+        owner = user.uid if user is not None else os.geteuid()
+        with contextlib.suppress(OSError):
+            info = directory.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner:
+                return  # not ours (or a link): never touch what is in it
+            for leftover in directory.iterdir():
+                if leftover.name.startswith(SOCKET_NAME):
                     leftover.unlink()
-                directory.rmdir()
+            directory.rmdir()
 
     # -- authentication ------------------------------------------------------------------------
 

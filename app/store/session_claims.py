@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 from uuid import UUID
 
+import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
 from app.store.errors import StoreError
@@ -92,7 +93,7 @@ async def _watch(connection: PoolConnectionProxy, on_lost: Callable[[], None]) -
         try:
             async with asyncio.timeout(CHECK_TIMEOUT):
                 await connection.fetchval("SELECT 1")
-        except TRANSIENT_ERRORS as exc:
+        except (*TRANSIENT_ERRORS, asyncpg.PostgresError, asyncpg.InternalClientError) as exc:
             log.info("the session's claim was lost: %s", exc)
             on_lost()
             return
@@ -104,5 +105,6 @@ async def _release(connection: PoolConnectionProxy, session_id: UUID) -> None:
     try:
         async with asyncio.timeout(CHECK_TIMEOUT):
             await connection.fetchval(RELEASE_SQL, CLAIM_CLASS, str(session_id))
-    except TRANSIENT_ERRORS:
-        connection.terminate()
+    except (*TRANSIENT_ERRORS, asyncpg.PostgresError, asyncpg.InternalClientError):
+        with contextlib.suppress(asyncpg.InterfaceError):  # the pool took it back already
+            connection.terminate()
