@@ -11,7 +11,7 @@ from pydantic import SecretStr
 
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
-from tests.agent.test_session import settings_for
+from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 KEY = "sk-live-0123456789abcdefXYZ"
