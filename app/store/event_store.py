@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Self, TypeVar
 from uuid import UUID
 
@@ -259,7 +259,7 @@ class EventStore:
             raise translate_error(exc, None, None) from None
         return int(inserted or 0)
 
-    async def put_blobs(self, blobs: dict[str, str]) -> int:
+    async def put_blobs(self, blobs: Mapping[str, str]) -> int:
         """Store texts once each under their sha256 hex (the database checks every key); the
         number newly stored. ``append`` does this for the long strings of its payloads."""
         try:
