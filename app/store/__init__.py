@@ -1,5 +1,6 @@
-"""PostgreSQL event store: append, read, subscribe, checkpoints, chain verification."""
+"""PostgreSQL event store: append, read, subscribe, checkpoints, blobs, chain verification."""
 
+from app.store.blobs import MissingBlobError
 from app.store.errors import (
     ConcurrencyError,
     ContentMismatchError,
@@ -20,6 +21,7 @@ __all__ = [
     "EventStore",
     "EventTooLargeError",
     "InvalidEventError",
+    "MissingBlobError",
     "Position",
     "RecordedEvent",
     "StoreError",
