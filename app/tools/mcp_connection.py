@@ -14,16 +14,15 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from mcp import Client, StdioServerParameters
-from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult
 from pydantic import BaseModel
 
 from app.tools.config import McpServerConfig
 from app.tools.mcp_failures import describe_failure, is_connection_closed
+
+if TYPE_CHECKING:  # the SDK takes a second to import: only sessions with servers pay for it
+    from mcp.types import CallToolResult
 
 #: How much of the end of a log file is searched for the server's last line on stderr.
 LOG_TAIL_BYTES = 8192
@@ -105,6 +104,10 @@ class McpConnection:
         return f" (its stderr is in {self.log_path})" if self._log is not None else ""
 
     def _transport(self) -> Any:
+        from mcp import StdioServerParameters
+        from mcp.client.sse import sse_client
+        from mcp.client.stdio import stdio_client
+
         config = self.config
         if config.transport == "stdio":
             assert config.command is not None and self._log is not None
@@ -118,6 +121,8 @@ class McpConnection:
         return config.url  # the Client speaks streamable HTTP to a URL
 
     async def _serve(self) -> None:
+        from mcp import Client
+
         in_flight: asyncio.Future[Any] | None = None
         try:
             async with Client(

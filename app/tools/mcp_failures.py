@@ -12,10 +12,17 @@ import asyncio
 import errno
 import socket
 
-from mcp import MCPError
-from mcp.types import CONNECTION_CLOSED
-
 from app.tools.config import McpServerConfig
+
+#: The SDK's error code for a connection that ended (``mcp.types.CONNECTION_CLOSED``).
+CONNECTION_CLOSED = -32000
+
+
+def _mcp_error(exc: BaseException) -> tuple[int, str] | None:
+    """(code, message) of the SDK's ``MCPError`` (imported only once the SDK is in use)."""
+    from mcp import MCPError
+
+    return (exc.code, exc.message) if isinstance(exc, MCPError) else None
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -28,8 +35,8 @@ def root_cause(exc: BaseException) -> BaseException:
 
 def is_connection_closed(exc: BaseException) -> bool:
     """The server went away (its process exited, or it closed the connection)."""
-    cause = root_cause(exc)
-    return isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED
+    error = _mcp_error(root_cause(exc))
+    return error is not None and error[0] == CONNECTION_CLOSED
 
 
 def _os_error(exc: BaseException) -> OSError | None:
@@ -74,8 +81,9 @@ def describe_failure(
             return f"could not connect to {config.url}: {_connection_problem(problem)}"
         if is_connection_closed(cause):
             return f"the server at {config.url} closed the connection"
-        if isinstance(cause, MCPError):
-            return f"{config.url} answered with an error: {cause.message}"
+        error = _mcp_error(cause)
+        if error is not None:
+            return f"{config.url} answered with an error: {error[1]}"
         if type(cause).__module__.split(".")[0].startswith("httpx"):  # the SDK's HTTP client
             return f"the connection to {config.url} failed: {cause}"
     if isinstance(cause, TimeoutError):

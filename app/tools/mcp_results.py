@@ -11,12 +11,13 @@ text, which is what gets cut).
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from mcp.types import CallToolResult
+from typing import TYPE_CHECKING, Any
 
 from app.events import McpResult
 from app.events.truncation import cut_middle
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult
 
 #: The same budget as a command's output in the sandbox.
 MAX_RESULT_CHARS = 30_000
