@@ -57,3 +57,10 @@ def test_an_http_error_answer_is_quoted() -> None:
     assert describe_failure(MCPError(-32601, "Not Found"), HTTP) == (
         "http://127.0.0.1:9/mcp answered with an error: Not Found"
     )
+
+
+def test_the_connection_closed_code_is_the_sdks() -> None:
+    """Kept as a constant so the SDK is imported only when a session uses MCP."""
+    from app.tools import mcp_failures
+
+    assert mcp_failures.CONNECTION_CLOSED == CONNECTION_CLOSED
