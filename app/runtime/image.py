@@ -7,6 +7,7 @@ code it runs cannot drift apart: changing a file in runtime_image/ means a new t
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import logging
 from pathlib import Path
 
@@ -15,8 +16,22 @@ import docker.errors
 
 log = logging.getLogger(__name__)
 
-RUNTIME_IMAGE_DIR = Path(__file__).resolve().parents[2] / "runtime_image"
 REPOSITORY = "chronicle-sandbox"
+
+
+def _shipped_runtime_image() -> Path:
+    """runtime_image/ as shipped in the package (``app.runtime_image``, mapped by
+    pyproject.toml): the Docker build context, and the local sandbox's server code."""
+    found = importlib.resources.files("app.runtime_image")
+    if not isinstance(found, Path):
+        raise RuntimeError(
+            f"app.runtime_image is not installed as files on disk ({found}); install "
+            "Chronicle with pip into a directory, not as a zip"
+        )
+    return found
+
+
+RUNTIME_IMAGE_DIR = _shipped_runtime_image()
 
 
 def content_hash(base_image: str, root: Path = RUNTIME_IMAGE_DIR) -> str:

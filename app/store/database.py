@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from app.config import Settings
 from app.store.embedded import EmbeddedPostgres
+from app.store.migrate import migrations_dir
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 STAMP_NAME = "chronicle-schema.stamp"
 
 
 def _migrations_fingerprint() -> str:
-    return "\n".join(sorted(p.name for p in MIGRATIONS.glob("*.py")))
+    """The names of the shipped migrations: a new one means the embedded server migrates."""
+    return "\n".join(sorted(p.name for p in (migrations_dir() / "versions").glob("*.py")))
 
 
 def ensure_database(settings: Settings) -> str:

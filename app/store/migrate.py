@@ -1,30 +1,56 @@
-"""Schema migrations through alembic, callable from the CLI and the tests."""
+"""Schema migrations through alembic, callable from the CLI and the tests.
+
+The migrations and alembic's configuration ship inside the package (``app.migrations``, the
+repository's ``migrations/`` mapped by pyproject.toml) and are found with
+``importlib.resources``, so an installed wheel migrates exactly like a checkout. alembic is
+imported only when a migration runs: every command checks the migrations' names first.
+"""
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
-
-from alembic import command
-from alembic.config import Config
+from typing import TYPE_CHECKING
 
 from app.store.urls import asyncpg_dsn
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+MIGRATIONS_PACKAGE = "app.migrations"
+
+
+def migrations_dir() -> Path:
+    """The directory of the shipped migrations (alembic reads them as files)."""
+    found = importlib.resources.files(MIGRATIONS_PACKAGE)
+    if not isinstance(found, Path):
+        raise RuntimeError(
+            f"{MIGRATIONS_PACKAGE} is not installed as files on disk ({found}); install "
+            "Chronicle with pip into a directory, not as a zip"
+        )
+    return found
 
 
 def alembic_config(url: str) -> Config:
-    config = Config(str(PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(PROJECT_ROOT / "migrations"))
+    from alembic.config import Config
+
+    scripts = migrations_dir()
+    config = Config(str(scripts / "alembic.ini"))
+    config.set_main_option("script_location", str(scripts))
     # ConfigParser interpolates '%': escape it so URL-encoded passwords survive.
     config.set_main_option("sqlalchemy.url", asyncpg_dsn(url).replace("%", "%%"))
     return config
 
 
 def upgrade(url: str, revision: str = "head") -> None:
+    from alembic import command
+
     command.upgrade(alembic_config(url), revision)
 
 
 def downgrade(url: str, revision: str = "base") -> None:
+    from alembic import command
+
     command.downgrade(alembic_config(url), revision)
 
 

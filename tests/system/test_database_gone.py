@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
-import tempfile
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -20,19 +17,6 @@ from app.store.postmaster import read_postmaster
 from tests.support.agent_cli import agent_environment, file_says, start, until
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
-
-
-@pytest.fixture
-def data_dir() -> Iterator[Path]:
-    """The embedded server's data directory, beneath /tmp itself: the server's own user must
-    pass through its parents, and pytest makes its temporary root 0700 again whenever a
-    pytest session starts on this machine."""
-    path = Path(tempfile.mkdtemp(prefix="chronicle-system-"))
-    try:
-        yield path / "data"
-    finally:
-        EmbeddedPostgres(path / "data").stop()
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.mark.slow

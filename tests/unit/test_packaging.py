@@ -1,0 +1,39 @@
+"""The distribution holds every package: pyproject.toml lists them by name (a directory mapped
+into the package, like migrations/ and runtime_image/, rules out automatic discovery), so a
+new package under app/ or a mapped directory must be added there."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def _packages_in(directory: Path, name: str) -> set[str]:
+    return {
+        ".".join([name, *init.parent.relative_to(directory).parts])
+        for init in directory.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+
+
+def test_every_package_is_listed_for_the_distribution() -> None:
+    config = _setuptools()
+    listed = set(config["packages"])
+    found = _packages_in(ROOT / "app", "app")
+    for name, directory in config["package-dir"].items():
+        found |= _packages_in(ROOT / directory, name)
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+    assert listed <= found, f"listed but not there: {sorted(listed - found)}"
+
+
+def test_the_mapped_directories_are_the_ones_the_code_looks_up() -> None:
+    assert _setuptools()["package-dir"] == {
+        "app.migrations": "migrations",
+        "app.runtime_image": "runtime_image",
+    }
