@@ -71,6 +71,11 @@ async def claim_session(
     """Hold the session's claim for the block; raise ``SessionBusyError`` if another process
     holds it. ``on_lost()`` is called once if the claim's connection dies (the database went
     away): the claim is gone then, and the caller must stop running the session."""
+    if store.pool.get_max_size() < 2:
+        raise StoreError(
+            "running a session needs pool_max_size of 2 or more: one connection holds the "
+            "session's claim for the whole run"
+        )
     connection = await store.pool.acquire()
     try:
         if not await connection.fetchval(TRY_CLAIM_SQL, CLAIM_CLASS, str(session_id)):
