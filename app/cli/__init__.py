@@ -108,7 +108,18 @@ def load_settings() -> Settings:
         raise ConfigurationError(f"invalid configuration ({exc})") from None
 
 
+def _printable_streams() -> None:
+    """Text the log holds but no terminal encoding can (a lone surrogate in a file name the
+    model sent) prints as its escape, ``\\udce9`` — also valid inside ``--json`` output —
+    instead of ending the command with UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _printable_streams()
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -277,3 +277,20 @@ def test_run_records_a_one_line_title_and_summarises_unknown_cost(
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith(f"session {session}: finished")
     assert "1 model call" in summary and "cost -" in summary and "$0.0000" not in done.stdout
+
+
+def test_text_no_terminal_can_encode_prints_as_its_escape(env: dict[str, str]) -> None:
+    """A lone surrogate (a file name the model sent) in the log must not end `chronicle events`
+    with UnicodeEncodeError; its escape is also what makes `--json` output parse back."""
+    session = str(uuid.uuid4())
+    appended = chronicle(
+        "append", session, "message", '{"content": "caf\\udce9.txt and \\u0000"}', env=env
+    )
+    assert appended.returncode == 0, appended.stderr
+    lines = chronicle("events", session, env=env)
+    assert lines.returncode == 0, lines.stderr
+    assert "caf\\udce9.txt" in lines.stdout
+    as_json = chronicle("events", session, "--json", env=env)
+    assert as_json.returncode == 0, as_json.stderr
+    [event] = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert event["payload"]["content"] == "caf\udce9.txt and \x00"
