@@ -2,6 +2,10 @@
 
 Precedence: explicit arguments > environment > the TOML file > defaults. The TOML file is
 ``$CHRONICLE_CONFIG`` if set, else ``config.toml`` in the user config directory.
+
+Only sessions and above (sessions, evaluation, server, cli) read ``Settings``; every lower
+package takes a small config object of its own, which the builders at the end of
+``Settings`` make (``store_config()``, ``runtime_config()``, ...). See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -9,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -23,6 +27,9 @@ from pydantic_settings import (
 
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
 from app.tools.config import McpServerConfig
+
+if TYPE_CHECKING:
+    from app.store.config import DatabaseConfig, StoreConfig
 
 APP_NAME = "chronicle"
 
@@ -217,6 +224,25 @@ class Settings(BaseSettings):
         """The host variables the user named in ``sandbox_env`` (missing ones are skipped)."""
         environ = os.environ if environ is None else environ
         return {name: environ[name] for name in self.sandbox_env if name in environ}
+
+    # -- the lower packages' config objects ------------------------------------------------
+    # Imported when built: quick commands skip what they do not use.
+
+    def store_config(self) -> StoreConfig:
+        from app.store.config import StoreConfig
+
+        return StoreConfig(
+            max_event_bytes=self.max_event_bytes,
+            blob_threshold_bytes=self.blob_threshold_bytes,
+            pool_min_size=self.pool_min_size,
+            pool_max_size=self.pool_max_size,
+            poll_interval=self.poll_interval,
+        )
+
+    def database_config(self) -> DatabaseConfig:
+        from app.store.config import DatabaseConfig
+
+        return DatabaseConfig(database_url=self.database_url, data_dir=self.data_dir)
 
     @classmethod
     def settings_customise_sources(

@@ -139,7 +139,11 @@ async def history_rebuild(store: EventStore) -> tuple[float, int]:
 async def run(url: str) -> list[Measurement]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="chronicle-bench-agent-") as tmp:
-        async with await EventStore.open(url, settings=Settings(data_dir=Path(tmp))) as store:
+        settings = Settings(data_dir=Path(tmp))
+        masker = settings.masker()
+        async with await EventStore.open(
+            url, config=settings.store_config(), masker=masker
+        ) as store:
             print("  ... raw appends", file=sys.stderr, flush=True)
             append_ms = await raw_append_ms(store)
             print(f"  ... {STEPS} controller steps", file=sys.stderr, flush=True)

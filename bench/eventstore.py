@@ -138,8 +138,12 @@ async def delivery_latency(
     goes through PostgreSQL's NOTIFY exactly as it does between processes.
     """
     async with (
-        await EventStore.open(url, settings=settings) as writer,
-        await EventStore.open(url, settings=settings) as reader,
+        await EventStore.open(
+            url, config=settings.store_config(), masker=settings.masker()
+        ) as writer,
+        await EventStore.open(
+            url, config=settings.store_config(), masker=settings.masker()
+        ) as reader,
     ):
         ids = [uuid.uuid4() for _ in range(sessions)]
         sent: dict[uuid.UUID, float] = {}
@@ -219,7 +223,9 @@ async def run(url: str) -> list[Measurement]:
     settings = Settings(pool_max_size=12)
     rows: list[Measurement] = []
     async with (
-        await EventStore.open(url, settings=settings) as store,
+        await EventStore.open(
+            url, config=settings.store_config(), masker=settings.masker()
+        ) as store,
         asyncpg.create_pool(url, min_size=1, max_size=12) as pool,
     ):
         await pool.execute(RAW_TABLE)

@@ -66,7 +66,9 @@ def settings(tmp_path) -> Settings:
 @pytest.fixture
 async def store(app_database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     """The event store as the application opens it: as chronicle_app, least privilege."""
-    async with await EventStore.open(app_database_url, settings=settings) as opened:
+    async with await EventStore.open(
+        app_database_url, config=settings.store_config(), masker=settings.masker()
+    ) as opened:
         yield opened
 
 

@@ -19,14 +19,14 @@ import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import asyncpg
 from pydantic import SecretStr
 
 from app.cli.log import open_store, session_id
 from app.cli.render import render_line
 from app.config import Settings
 from app.sessions.summary import format_cost
-from app.store import DatabaseUnavailableError, EventStore, RecordedEvent
+from app.store import EventStore, RecordedEvent
+from app.store.transient import DATABASE_GONE_ERRORS
 
 #: After these, the next thing is usually the model thinking: show a spinner.
 THINKING_AFTER = frozenset(
@@ -34,14 +34,8 @@ THINKING_AFTER = frozenset(
     | {"mcp.result", "error", "runtime.ready"}
 )
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-#: What a lost database looks like from here (the store's own, and asyncpg's raw errors).
-DATABASE_GONE = (
-    DatabaseUnavailableError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,  # a pooled connection the server closed under it
-    ConnectionError,
-)
+#: What a lost database looks like from here.
+DATABASE_GONE = DATABASE_GONE_ERRORS
 
 
 class Refusal(Exception):

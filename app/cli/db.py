@@ -40,9 +40,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.database import admin_database_url, ensure_database, forget_migrations
 
     command = args.db_command
+    database = settings.database_config()
     if command == "up":
-        url = ensure_database(settings)
-        admin = admin_database_url(settings)
+        url = ensure_database(database)
+        admin = admin_database_url(database)
         migrate.upgrade(admin)
         where = "configured" if settings.database_url else "embedded"
         print(f"database ready ({where}): {redact(url)}")
@@ -52,20 +53,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if args.admin and settings.database_url:
             print("a database URL is configured; Chronicle has no superuser URL of its own")
             return 1
-        url = admin_database_url(settings) if args.admin else ensure_database(settings)
+        url = admin_database_url(database) if args.admin else ensure_database(database)
         print(url if args.show_password else redact(url))
         return 0
     if command == "status":
         return _status(settings)
     if command == "migrate":
-        admin = admin_database_url(settings)
+        admin = admin_database_url(database)
         migrate.upgrade(admin, args.revision)
         print(f"schema at revision {migrate.current_revision(admin)}")
         return 0
     if command == "downgrade":
-        admin = admin_database_url(settings)
+        admin = admin_database_url(database)
         migrate.downgrade(admin, args.revision)
-        forget_migrations(settings)
+        forget_migrations(database)
         print(f"schema at revision {migrate.current_revision(admin) or 'base (empty)'}")
         return 0
     if command == "stop":

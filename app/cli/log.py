@@ -59,7 +59,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
 async def open_store(settings: Settings) -> EventStore:
     """The store on the configured database, or on the embedded one (started if needed)."""
-    return await EventStore.open(await ensure_database_async(settings), settings=settings)
+    url = await ensure_database_async(settings.database_config())
+    return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
 
 
 async def events(args: argparse.Namespace, settings: Settings) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from app.config import Settings
+from app.store.config import DatabaseConfig
 from app.store.embedded import EmbeddedPostgres
 from app.store.migrate import migrations_dir
 
@@ -16,7 +16,7 @@ def _migrations_fingerprint() -> str:
     return "\n".join(sorted(p.name for p in (migrations_dir() / "versions").glob("*.py")))
 
 
-def ensure_database(settings: Settings) -> str:
+def ensure_database(config: DatabaseConfig) -> str:
     """The application's database URL; with none configured, the embedded server's.
 
     A configured server is used as it is: Chronicle never starts its own then, and never
@@ -25,9 +25,9 @@ def ensure_database(settings: Settings) -> str:
     migrations changed; a stamp in its data directory makes the common case skip alembic's
     start-up cost. The application itself connects as ``chronicle_app``.
     """
-    if settings.database_url:
-        return settings.database_url
-    server = EmbeddedPostgres(settings.data_dir)
+    if config.database_url:
+        return config.database_url
+    server = EmbeddedPostgres(config.data_dir)
     urls = server.ensure_running()
     stamp = server.pgdata / STAMP_NAME
     fingerprint = _migrations_fingerprint()
@@ -39,22 +39,22 @@ def ensure_database(settings: Settings) -> str:
     return urls.app
 
 
-def admin_database_url(settings: Settings) -> str:
+def admin_database_url(config: DatabaseConfig) -> str:
     """The URL for migrations and `chronicle db`: the configured one (run those commands with
     the owner's URL there), or the embedded server's superuser, started if needed."""
-    if settings.database_url:
-        return settings.database_url
-    return EmbeddedPostgres(settings.data_dir).ensure_running().admin
+    if config.database_url:
+        return config.database_url
+    return EmbeddedPostgres(config.data_dir).ensure_running().admin
 
 
-def forget_migrations(settings: Settings) -> None:
+def forget_migrations(config: DatabaseConfig) -> None:
     """After a manual downgrade of the embedded database: set it up and migrate it again on
     the next start (a downgrade to base drops the chronicle_app role)."""
-    if not settings.database_url:
-        server = EmbeddedPostgres(settings.data_dir)
+    if not config.database_url:
+        server = EmbeddedPostgres(config.data_dir)
         (server.pgdata / STAMP_NAME).unlink(missing_ok=True)
         server.provision_again()
 
 
-async def ensure_database_async(settings: Settings) -> str:
-    return await asyncio.to_thread(ensure_database, settings)
+async def ensure_database_async(config: DatabaseConfig) -> str:
+    return await asyncio.to_thread(ensure_database, config)

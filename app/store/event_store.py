@@ -2,7 +2,7 @@
 
 Usage::
 
-    async with await EventStore.open(dsn) as store:
+    async with await EventStore.open(dsn, masker=masker) as store:
         recorded = await store.append(session_id, [Message(content="hi")], expected_seq=0)
         async for event in store.subscribe(session_id): ...
 """
@@ -19,7 +19,6 @@ import asyncpg
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.config import Settings
 from app.events.masking import SecretMasker, url_secrets
 from app.events.stored_form import tagged
 from app.store.anchors import AnchorRecord
@@ -32,6 +31,7 @@ from app.store.append import (
 )
 from app.store.blobs import holds_encoded, put_blobs, restore_events
 from app.store.coalescer import AppendCoalescer, AppendRefused, CoalescerStats
+from app.store.config import StoreConfig
 from app.store.errors import (
     ContentMismatchError,
     DatabaseUnavailableError,
@@ -105,33 +105,32 @@ class EventStore:
         self,
         pool: asyncpg.Pool,
         notifier: Notifier,
-        settings: Settings,
-        masker: SecretMasker | None = None,
+        config: StoreConfig,
+        masker: SecretMasker,
     ) -> None:
         self.pool = pool
         self.notifier = notifier
-        self.settings = settings
+        self.config = config
         #: Every appended payload passes through it: known secrets never enter the log.
-        self.masker = masker if masker is not None else settings.masker()
+        self.masker = masker
         self._announcer = Announcer(notifier.notify)
         self._coalescer = AppendCoalescer(pool)
 
     @classmethod
     async def open(
-        cls, dsn: str, *, settings: Settings | None = None, masker: SecretMasker | None = None
+        cls, dsn: str, *, masker: SecretMasker, config: StoreConfig | None = None
     ) -> Self:
-        """Connect; ``masker`` defaults to the secrets the settings and environment know,
-        plus the password of ``dsn`` itself."""
-        settings = settings or Settings()
+        """Connect. ``masker`` knows the deployment's secrets (``Settings.masker()``); it has
+        no default, since a store that forgot them would record them. The password of ``dsn``
+        is masked too."""
+        config = config or StoreConfig()
         url = asyncpg_dsn(dsn)
-        masker = (masker if masker is not None else settings.masker()).with_secrets(
-            url_secrets("database", url)
-        )
+        masker = masker.with_secrets(url_secrets("database", url))
         try:
             pool = await asyncpg.create_pool(
                 url,
-                min_size=settings.pool_min_size,
-                max_size=settings.pool_max_size,
+                min_size=config.pool_min_size,
+                max_size=config.pool_max_size,
                 init=_init_connection,
                 reset=_keep_session,
             )
@@ -146,12 +145,12 @@ class EventStore:
                     f"the database at {redact(url)} has no Chronicle schema; "
                     "run `chronicle db migrate`"
                 )
-            notifier = Notifier(lambda: asyncpg.connect(url), keepalive=settings.poll_interval)
+            notifier = Notifier(lambda: asyncpg.connect(url), keepalive=config.poll_interval)
             await notifier.start()
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, notifier, settings, masker)
+        return cls(pool, notifier, config, masker)
 
     async def close(self) -> None:
         await self._announcer.close()
@@ -194,9 +193,9 @@ class EventStore:
         """
         batch = encode_batch(
             events,
-            self.settings.max_event_bytes,
+            self.config.max_event_bytes,
             self.masker,
-            blob_threshold=self.settings.blob_threshold_bytes,
+            blob_threshold=self.config.blob_threshold_bytes,
         )
         if not batch.event_ids:
             return []
@@ -333,7 +332,13 @@ class EventStore:
     ) -> SessionSubscription:
         """Live tail of one session: every event after ``after_seq`` once, in order, forever
         (payloads as ``read`` gives them)."""
-        return SessionSubscription(self, session_id, after_seq, resolve_blobs=resolve_blobs)
+        return SessionSubscription(
+            self,
+            session_id,
+            after_seq,
+            resolve_blobs=resolve_blobs,
+            poll_interval=self.config.poll_interval,
+        )
 
     def subscribe_all(
         self,
@@ -345,7 +350,14 @@ class EventStore:
     ) -> GlobalSubscription:
         """Live tail of every session; with ``name``, resumes from a durable checkpoint
         (payloads as ``read`` gives them)."""
-        return GlobalSubscription(self, name, start, auto_checkpoint, resolve_blobs=resolve_blobs)
+        return GlobalSubscription(
+            self,
+            name,
+            start,
+            auto_checkpoint,
+            resolve_blobs=resolve_blobs,
+            poll_interval=self.config.poll_interval,
+        )
 
     # -- checkpoints -----------------------------------------------------------------------
 

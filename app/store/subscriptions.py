@@ -15,15 +15,12 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Self
+from typing import Protocol, Self
 from uuid import UUID
 
-from app.store.notifier import Wakeup
+from app.store.notifier import Notifier, Wakeup
 from app.store.records import Position, RecordedEvent
 from app.store.transient import TRANSIENT_ERRORS
-
-if TYPE_CHECKING:
-    from app.store.event_store import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +30,46 @@ CHECKPOINT_EVERY_EVENTS = 500
 CHECKPOINT_EVERY_SECONDS = 1.0
 
 
+class SubscriptionSource(Protocol):
+    """What a subscription needs of the store (``EventStore`` is one): its doorbells, its
+    reads and its checkpoints. Subscriptions know nothing else of it."""
+
+    @property
+    def notifier(self) -> Notifier: ...
+
+    async def read(
+        self,
+        session_id: UUID,
+        after_seq: int = 0,
+        limit: int | None = None,
+        *,
+        resolve_blobs: bool = True,
+    ) -> list[RecordedEvent]: ...
+
+    async def read_all(
+        self, after: Position | None = None, limit: int = 1000, *, resolve_blobs: bool = True
+    ) -> list[RecordedEvent]: ...
+
+    async def load_checkpoint(self, name: str) -> Position | None: ...
+
+    async def save_checkpoint(self, name: str, position: Position) -> None: ...
+
+
 class Subscription:
     """Shared machinery: a buffer of read-ahead events, a doorbell, retrying catch-up reads."""
 
-    def __init__(self, store: EventStore, watch_key: str | None, resolve_blobs: bool) -> None:
+    def __init__(
+        self,
+        store: SubscriptionSource,
+        watch_key: str | None,
+        resolve_blobs: bool,
+        poll_interval: float,
+    ) -> None:
         self._store = store
         self._watch_key = watch_key
+        #: Seconds between reads of the table while no doorbell rings (notifications are lost
+        #: while disconnected), and the longest pause between retries of a failed read.
+        self._poll_interval = poll_interval
         #: Whole payloads (the default), or as stored (see ``EventStore.read``).
         self._resolve_blobs = resolve_blobs
         self._wakeup: Wakeup | None = store.notifier.watch(watch_key)
@@ -80,7 +111,7 @@ class Subscription:
                 self._buffer.extend(page)
                 break
             while True:
-                rang = await wakeup.wait(self._store.settings.poll_interval)
+                rang = await wakeup.wait(self._poll_interval)
                 # A doorbell that only repeats what we already have needs no read.
                 if not rang or wakeup.must_read or self._has_news(wakeup):
                     break
@@ -98,7 +129,7 @@ class Subscription:
             except TRANSIENT_ERRORS as exc:
                 log.warning("subscription read failed (%s); retrying", exc)
                 await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, self._store.settings.poll_interval)
+                backoff = min(backoff * 2, self._poll_interval)
 
     def _unwatch(self) -> None:
         if self._wakeup is not None:
@@ -117,9 +148,15 @@ class SessionSubscription(Subscription):
     """Every event of one session after ``after_seq``, in ``seq`` order."""
 
     def __init__(
-        self, store: EventStore, session_id: UUID, after_seq: int, *, resolve_blobs: bool = True
+        self,
+        store: SubscriptionSource,
+        session_id: UUID,
+        after_seq: int,
+        *,
+        resolve_blobs: bool = True,
+        poll_interval: float,
     ) -> None:
-        super().__init__(store, str(session_id), resolve_blobs)
+        super().__init__(store, str(session_id), resolve_blobs, poll_interval)
         self.session_id = session_id
         self._read_cursor = after_seq
         #: seq of the last event handed to the consumer.
@@ -164,14 +201,15 @@ class GlobalSubscription(Subscription):
 
     def __init__(
         self,
-        store: EventStore,
+        store: SubscriptionSource,
         name: str | None,
         start: Position | None,
         auto_checkpoint: bool,
         *,
         resolve_blobs: bool = True,
+        poll_interval: float,
     ) -> None:
-        super().__init__(store, None, resolve_blobs)
+        super().__init__(store, None, resolve_blobs, poll_interval)
         self.name = name
         self._start = start
         self._auto_checkpoint = auto_checkpoint and name is not None

@@ -46,7 +46,9 @@ async def test_printed_secrets_are_masked_in_events_prompts_and_messages(
         Reply(tool_calls=[tool_call("execute_bash", command=command)]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
     )
-    async with await EventStore.open(database_url, settings=settings) as store:
+    async with await EventStore.open(
+        database_url, config=settings.store_config(), masker=settings.masker()
+    ) as store:
         session, outcome = await run_session(
             store, settings, SessionOptions(workspace=workspace), task=f"Do not print {KEY}."
         )
@@ -76,7 +78,9 @@ async def test_a_provider_error_quoting_the_key_is_masked(
 ) -> None:
     settings = settings_for(fake_llm, tmp_path).model_copy(update={"llm_api_key": SecretStr(KEY)})
     fake_llm.script(Reply(status=401, error=f"Incorrect API key provided: {KEY}"))
-    async with await EventStore.open(database_url, settings=settings) as store:
+    async with await EventStore.open(
+        database_url, config=settings.store_config(), masker=settings.masker()
+    ) as store:
         session, outcome = await run_session(
             store, settings, SessionOptions(workspace=tmp_path / "ws"), task="hello"
         )

@@ -217,7 +217,9 @@ async def test_an_answer_the_store_refuses_becomes_an_error(
     the action unanswered. Long strings go to blobs now, so the refusal needs a per-event
     limit below the smallest blob (1 KiB): 900 characters of output cannot fit in 600 bytes."""
     small = settings.model_copy(update={"max_event_bytes": 600})
-    async with await EventStore.open(app_database_url, settings=small) as store:
+    async with await EventStore.open(
+        app_database_url, config=small.store_config(), masker=small.masker()
+    ) as store:
         session = uuid.uuid4()
         async with executing(store, session, sandbox):
             big = Run(command="head -c 900 /dev/zero | tr '\\0' x")

@@ -125,7 +125,9 @@ def _many_small_strings(n: int) -> McpCall:
 
 async def test_oversized_event_refuses_whole_batch(database_url: str, settings) -> None:
     small = settings.model_copy(update={"max_event_bytes": 10_000})
-    async with await EventStore.open(database_url, settings=small) as store:
+    async with await EventStore.open(
+        database_url, config=small.store_config(), masker=small.masker()
+    ) as store:
         session = uuid.uuid4()
         with pytest.raises(EventTooLargeError, match="over the limit of 10,000"):
             await store.append(session, [Message(content="fits"), _many_small_strings(300)])
@@ -198,11 +200,15 @@ async def test_open_reports_missing_schema(pg_address, settings) -> None:
 
     for url in database_from_template(pg_address, "template1", f"t_{uuid.uuid4().hex[:12]}"):
         with pytest.raises(Exception, match="chronicle db migrate"):
-            await EventStore.open(url, settings=settings)
+            await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
 
 
 async def test_open_reports_unreachable_server(settings) -> None:
     from app.store import DatabaseUnavailableError
 
     with pytest.raises(DatabaseUnavailableError, match="cannot connect"):
-        await EventStore.open("postgresql://nobody@127.0.0.1:1/none", settings=settings)
+        await EventStore.open(
+            "postgresql://nobody@127.0.0.1:1/none",
+            config=settings.store_config(),
+            masker=settings.masker(),
+        )

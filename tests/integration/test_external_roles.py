@@ -64,7 +64,9 @@ async def test_a_non_superuser_migrates_and_chronicle_app_runs(
     assert migrate.current_revision(migrator_url) == migrate.head_revision()
     assert "the tables' owner" in migrate.connected_role(migrator_url)
 
-    async with await EventStore.open(pg_app_address.url(name), settings=settings) as store:
+    async with await EventStore.open(
+        pg_app_address.url(name), config=settings.store_config(), masker=settings.masker()
+    ) as store:
         session = uuid.uuid4()
         await store.append(session, [Message(content="hi"), Run(command="ls")])
         await store.append(session, [RunOutput(exit_code=0, cause=2)])

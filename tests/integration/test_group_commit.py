@@ -69,7 +69,9 @@ async def test_two_stores_grouping_many_sessions_do_not_deadlock(
 ) -> None:
     """Groups from two processes lock sessions in one global order: no deadlock."""
     sessions = [uuid.uuid4() for _ in range(6)]
-    async with await EventStore.open(database_url, settings=store.settings) as other:
+    async with await EventStore.open(
+        database_url, config=store.config, masker=store.masker
+    ) as other:
 
         async def hammer(target: EventStore, order: list[uuid.UUID]) -> None:
             for _ in range(15):

@@ -24,7 +24,9 @@ async def test_one_claim_at_a_time_and_readers_see_it(
 ) -> None:
     session = uuid.uuid4()
     await store.append(session, [SessionCreated(title="t"), AgentState(state="running")])
-    async with await EventStore.open(app_database_url, settings=settings) as other:
+    async with await EventStore.open(
+        app_database_url, config=settings.store_config(), masker=settings.masker()
+    ) as other:
         async with claim_session(store, session, on_lost=never_lost):
             [listed] = await recent_sessions(other)
             assert listed.state == "running"
@@ -58,7 +60,9 @@ async def test_a_pool_of_one_connection_cannot_run_a_session(
     app_database_url: str, settings: Settings
 ) -> None:
     single = settings.model_copy(update={"pool_max_size": 1})
-    async with await EventStore.open(app_database_url, settings=single) as store:
+    async with await EventStore.open(
+        app_database_url, config=single.store_config(), masker=single.masker()
+    ) as store:
         with pytest.raises(StoreError, match="pool_max_size of 2 or more"):
             async with claim_session(store, uuid.uuid4(), on_lost=never_lost):
                 pass

@@ -177,7 +177,9 @@ async def test_subscription_survives_killed_listener(store: EventStore, database
     pid = store.notifier.backend_pid
     assert await store.pool.fetchval("SELECT pg_terminate_backend($1)", pid)
     # Appends from another process while the listener is down: no NOTIFY reaches us.
-    async with await EventStore.open(database_url, settings=store.settings) as other:
+    async with await EventStore.open(
+        database_url, config=store.config, masker=store.masker
+    ) as other:
         await other.append(session, [Message(content="2"), Message(content="3")])
         assert [e.seq for e in await take(stream, 2)] == [2, 3]
         assert [e.seq for e in await take(everything, 2)] == [2, 3]

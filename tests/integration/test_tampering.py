@@ -26,7 +26,9 @@ from app.store.verification import session_ids, stored_message_problem
 @pytest.fixture
 async def attacker(database_url: str, settings) -> AsyncIterator[EventStore]:
     """The database's superuser, with the store's row decoding for convenience."""
-    async with await EventStore.open(database_url, settings=settings) as opened:
+    async with await EventStore.open(
+        database_url, config=settings.store_config(), masker=settings.masker()
+    ) as opened:
         yield opened
 
 

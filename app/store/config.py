@@ -1,0 +1,39 @@
+"""What the store is told by whoever opens it; ``app/config.py`` builds these from the settings.
+
+The store never reads the application's ``Settings`` (docs/architecture.md, the import rule):
+its callers decide, and tests and tools can open a store without a settings file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StoreConfig(BaseModel):
+    """Limits, pool sizes and polling of one ``EventStore``."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    max_event_bytes: int = Field(default=1024 * 1024, gt=0)
+    """Largest payload of one event, after its long strings are moved to blobs."""
+    blob_threshold_bytes: int = Field(default=64 * 1024, ge=1024)
+    """A payload string longer than this (UTF-8 bytes) is stored once in the blobs table."""
+    pool_min_size: int = Field(default=1, ge=0)
+    """Connections kept open when idle."""
+    pool_max_size: int = Field(default=10, ge=1)
+    """Connections at most; running a session needs 2 (one holds its claim)."""
+    poll_interval: float = Field(default=2.0, gt=0)
+    """Seconds between fallback polls of a quiet subscription and keepalives of the listener."""
+
+
+class DatabaseConfig(BaseModel):
+    """Which PostgreSQL: a configured server, or the embedded one in ``data_dir``."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    database_url: str | None = None
+    """A server of the operator's; None: the embedded server of ``data_dir``."""
+    data_dir: Path
+    """Chronicle's data directory; the embedded server lives in its ``postgres/``."""
