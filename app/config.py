@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -29,6 +29,7 @@ from app.events.masking import SecretMasker, environment_secrets, is_secret_name
 from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
+    from app.llm.config import LlmConfig
     from app.store.config import DatabaseConfig, StoreConfig
 
 APP_NAME = "chronicle"
@@ -243,6 +244,26 @@ class Settings(BaseSettings):
         from app.store.config import DatabaseConfig
 
         return DatabaseConfig(database_url=self.database_url, data_dir=self.data_dir)
+
+    def llm_config(self, **overrides: Any) -> LlmConfig:
+        """The ``llm_*`` settings with a session's overrides (None means 'keep'); raises
+        ``LlmNotConfiguredError`` when no model is named anywhere."""
+        from pydantic import SecretStr
+
+        from app.llm.config import LlmConfig
+        from app.llm.errors import LlmNotConfiguredError
+
+        values = {
+            name.removeprefix("llm_"): getattr(self, name)
+            for name in type(self).model_fields
+            if name.startswith("llm_") and name != "llm_api_key_file"
+        }
+        values.update({key: value for key, value in overrides.items() if value is not None})
+        if not values.get("model"):
+            raise LlmNotConfiguredError()
+        if isinstance(values.get("api_key"), str):
+            values["api_key"] = SecretStr(values["api_key"])
+        return LlmConfig(**values)
 
     @classmethod
     def settings_customise_sources(

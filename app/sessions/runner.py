@@ -24,7 +24,7 @@ from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
-from app.llm import LlmConfig, LlmGateway
+from app.llm import LlmGateway
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
@@ -152,8 +152,7 @@ async def _run_claimed(
         raise SessionError("no workspace: pass --workspace DIR")
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
     runtime_kind = options.runtime or recorded.get("runtime") or settings.runtime
-    llm = LlmConfig.from_settings(
-        settings,
+    llm = settings.llm_config(
         model=options.model or recorded.get("model"),
         base_url=options.base_url or recorded.get("base_url"),
         api_key=options.api_key,
