@@ -30,6 +30,7 @@ from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
     from app.llm.config import LlmConfig
+    from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
     from app.store.config import DatabaseConfig, StoreConfig
 
 APP_NAME = "chronicle"
@@ -227,7 +228,7 @@ class Settings(BaseSettings):
         return {name: environ[name] for name in self.sandbox_env if name in environ}
 
     # -- the lower packages' config objects ------------------------------------------------
-    # Imported when built: quick commands skip what they do not use.
+    # Imported when built: the runtime's pulls in the docker SDK, which quick commands skip.
 
     def store_config(self) -> StoreConfig:
         from app.store.config import StoreConfig
@@ -264,6 +265,67 @@ class Settings(BaseSettings):
         if isinstance(values.get("api_key"), str):
             values["api_key"] = SecretStr(values["api_key"])
         return LlmConfig(**values)
+
+    def local_config(self, environ: Mapping[str, str] | None = None) -> LocalConfig:
+        """The local sandbox's; sizes as Docker writes them (4g, 512m) become bytes."""
+        from docker.utils import parse_bytes
+
+        from app.runtime.config import LocalConfig
+        from app.runtime.limits import SandboxLimits
+
+        file_size = self.sandbox_file_size_limit
+        return LocalConfig(
+            network=self.sandbox_network,
+            env=self.sandbox_environment(environ),
+            no_output_timeout=self.sandbox_no_output_timeout,
+            limits=SandboxLimits(
+                processes=self.sandbox_pids_limit,
+                memory_bytes=parse_bytes(self.sandbox_memory),
+                file_size_bytes=parse_bytes(file_size) if file_size else None,
+                cpu_seconds=self.sandbox_cpu_seconds,
+            ),
+            hidden_paths=(default_config_file(), self.data_dir),
+        )
+
+    def docker_config(self, environ: Mapping[str, str] | None = None) -> DockerConfig:
+        from app.runtime.config import DockerConfig
+
+        return DockerConfig(
+            base_image=self.sandbox_base_image,
+            network=self.sandbox_network,
+            env=self.sandbox_environment(environ),
+            no_output_timeout=self.sandbox_no_output_timeout,
+            cpus=self.sandbox_cpus,
+            memory=self.sandbox_memory,
+            pids_limit=self.sandbox_pids_limit,
+            uid=self.sandbox_uid,
+            disk_quota=self.sandbox_disk_quota,
+            tmpfs_size=self.sandbox_tmpfs_size,
+            heartbeat_interval=self.sandbox_heartbeat_interval,
+        )
+
+    def runtime_config(self, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
+        """What the runtime factory needs: the default kind, each kind's config, the pool."""
+        from app.runtime.config import RuntimeConfig
+
+        return RuntimeConfig(
+            kind=self.runtime,
+            local=self.local_config(environ),
+            docker=self.docker_config(environ),
+            workspaces_dir=self.data_dir / "workspaces",
+            pool_size=self.sandbox_pool_size,
+            ready_timeout=self.sandbox_ready_timeout,
+        )
+
+    def executor_config(self) -> ExecutorConfig:
+        from app.runtime.config import ExecutorConfig
+
+        return ExecutorConfig(
+            action_timeouts=self.action_timeouts,
+            heartbeat_interval=self.sandbox_heartbeat_interval,
+            ready_timeout=self.sandbox_ready_timeout,
+            max_restarts=self.sandbox_max_restarts,
+        )
 
     @classmethod
     def settings_customise_sources(

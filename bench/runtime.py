@@ -25,6 +25,7 @@ if __package__ in (None, ""):
 from app.config import Settings
 from app.events import Run
 from app.runtime import LocalRuntime, Runtime
+from app.runtime.config import DockerConfig
 from app.runtime.docker import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
 from bench.harness import Measurement, median, report
@@ -97,14 +98,14 @@ async def local_part(root: Path) -> list[Measurement]:
     ]  # fmt: skip
 
 
-async def docker_part(root: Path, settings: Settings) -> list[Measurement]:
-    warm = DockerRuntime(root / "warm", uuid.uuid4(), settings=settings)
+async def docker_part(root: Path, config: DockerConfig) -> list[Measurement]:
+    warm = DockerRuntime(root / "warm", uuid.uuid4(), config=config)
     await warm.start()  # builds the image if needed: not part of the cold-start measurement
     await warm.wait_ready(60)
     try:
         cold_samples = []
         for _ in range(3):
-            runtime = DockerRuntime(root / "cold", uuid.uuid4(), settings=settings)
+            runtime = DockerRuntime(root / "cold", uuid.uuid4(), config=config)
             start = time.perf_counter()
             await runtime.start()
             await runtime.wait_ready(60)
@@ -117,7 +118,7 @@ async def docker_part(root: Path, settings: Settings) -> list[Measurement]:
     finally:
         await warm.close()
     pool = SandboxPool(
-        lambda: DockerRuntime(root / f"pool-{uuid.uuid4()}", uuid.uuid4(), settings=settings),
+        lambda: DockerRuntime(root / f"pool-{uuid.uuid4()}", uuid.uuid4(), config=config),
         size=1,
     )
     await pool.start()
@@ -162,7 +163,7 @@ async def run() -> tuple[list[Measurement], str | None]:
         rows = await local_part(root)
         problem = docker_problem()
         if problem is None:
-            rows += await docker_part(root, Settings(data_dir=root / "data"))
+            rows += await docker_part(root, Settings(data_dir=root / "data").docker_config())
         return rows, problem
 
 

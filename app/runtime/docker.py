@@ -2,7 +2,7 @@
 
 The container runs the action server on a Unix socket in a host directory mounted at
 /run/chronicle, so it is reachable with the container's networking switched off (the default:
-commands get no network unless ``sandbox_network`` is on). The workspace is a bind mount.
+commands get no network unless ``DockerConfig.network`` is on). The workspace is a bind mount.
 
 Per session, ``<tmp>/chronicle-<uid>/<session>/`` is private (0700, ours, checked: see
 ``private_dir``). Its subdirectory ``mount/`` is handed to the container's user and mounted
@@ -35,9 +35,9 @@ import docker
 import docker.errors
 from docker.models.containers import Container
 
-from app.config import Settings
 from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
+from app.runtime.config import DockerConfig
 from app.runtime.docker_hardening import (
     QUOTA_SUPPORT,
     QuotaSupport,
@@ -66,12 +66,12 @@ def default_socket_root() -> Path:
     return Path(tempfile.gettempdir()) / f"chronicle-{os.geteuid()}"
 
 
-def server_command(settings: Settings) -> list[str]:
+def server_command(config: DockerConfig) -> list[str]:
     """The action server's command line: socket and token file in the private mount."""
     return [
         *("python3", "-m", "chronicle_sandbox", "--workspace", "/workspace"),
         *("--unix-socket", f"{MOUNT}/{SOCKET_NAME}", "--token-file", f"{MOUNT}/{TOKEN_NAME}"),
-        *("--no-output-timeout", str(settings.sandbox_no_output_timeout)),
+        *("--no-output-timeout", str(config.no_output_timeout)),
     ]
 
 
@@ -87,14 +87,14 @@ class DockerRuntime(ClientRuntime):
         workspace: str | Path,
         session_id: UUID | str,
         *,
-        settings: Settings | None = None,
+        config: DockerConfig | None = None,
         client: docker.DockerClient | None = None,
         socket_root: Path | None = None,
         quota_support: QuotaSupport | None = None,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.session_id = str(session_id)
-        self.settings = settings or Settings()
+        self.config = config or DockerConfig()
         self._docker = client
         self.container: Container | None = None
         self.client: SandboxClient | None = None
@@ -123,11 +123,11 @@ class DockerRuntime(ClientRuntime):
     def _start(self) -> None:
         engine = self._docker_client()
         try:
-            self.image_tag, self.image_id = ensure_image(engine, self.settings.sandbox_base_image)
+            self.image_tag, self.image_id = ensure_image(engine, self.config.base_image)
         except (RuntimeError, docker.errors.DockerException) as exc:
             raise SandboxStartError(str(exc)) from None
         try:
-            user = prepare_workspace(self.workspace, self.settings.sandbox_uid)
+            user = prepare_workspace(self.workspace, self.config.uid)
             token = self._private_socket_dir(user)
         except OSError as exc:
             raise SandboxStartError(
@@ -176,26 +176,26 @@ class DockerRuntime(ClientRuntime):
 
     def _run(self, engine: docker.DockerClient, name: str, user: SandboxUser) -> Container:
         """Run the container confined, with the disk quota where the engine can enforce it."""
-        settings = self.settings
+        config = self.config
         options: dict[str, Any] = {
             "name": name,
             "detach": True,
-            "command": server_command(settings),
+            "command": server_command(config),
             "labels": {
                 LABEL: "1",
                 "chronicle.session": self.session_id,
                 "chronicle.created": datetime.now(UTC).isoformat(),
-                "chronicle.heartbeat_interval": str(settings.sandbox_heartbeat_interval),
+                "chronicle.heartbeat_interval": str(config.heartbeat_interval),
                 "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
             },
-            "environment": {**settings.sandbox_environment(), **environment()},
+            "environment": {**config.env, **environment()},
             "volumes": {
                 str(self.workspace): {"bind": "/workspace", "mode": "rw"},
                 str(self.mount_dir): {"bind": MOUNT, "mode": "rw"},
             },
-            **confinement(settings, user),
+            **confinement(config, user),
         }
-        quota = settings.sandbox_disk_quota
+        quota = config.disk_quota
         where = str(engine.api.base_url)
         if quota and self.quota_support.worth_trying(where):
             try:

@@ -19,7 +19,7 @@ from typing import Any
 
 import docker.errors
 
-from app.config import Settings
+from app.runtime.config import DockerConfig
 from app.runtime.sandbox_user import SandboxUser
 
 log = logging.getLogger(__name__)
@@ -28,9 +28,9 @@ HOME = "/home/sandbox"
 TMPFS_FLAGS = "rw,nosuid,nodev,exec"
 
 
-def confinement(settings: Settings, user: SandboxUser) -> dict[str, Any]:
+def confinement(config: DockerConfig, user: SandboxUser) -> dict[str, Any]:
     """Keyword arguments of ``containers.run`` that confine the sandbox (quota aside)."""
-    size = settings.sandbox_tmpfs_size
+    size = config.tmpfs_size
     return {
         "user": user.spec,
         "cap_drop": ["ALL"],
@@ -40,11 +40,11 @@ def confinement(settings: Settings, user: SandboxUser) -> dict[str, Any]:
             "/tmp": f"{TMPFS_FLAGS},size={size},mode=1777",
             HOME: f"{TMPFS_FLAGS},size={size},mode=0700,uid={user.uid},gid={user.gid}",
         },
-        "mem_limit": settings.sandbox_memory,
-        "memswap_limit": settings.sandbox_memory,
-        "pids_limit": settings.sandbox_pids_limit,
-        "nano_cpus": int(settings.sandbox_cpus * 1e9),
-        "network_mode": "bridge" if settings.sandbox_network else "none",
+        "mem_limit": config.memory,
+        "memswap_limit": config.memory,
+        "pids_limit": config.pids_limit,
+        "nano_cpus": int(config.cpus * 1e9),
+        "network_mode": "bridge" if config.network else "none",
         "init": True,
     }
 

@@ -23,8 +23,6 @@ import logging
 from typing import NoReturn
 from uuid import UUID
 
-from pydantic import BaseModel, Field
-
 from app.events import (
     Action,
     ErrorObservation,
@@ -34,6 +32,7 @@ from app.events import (
     RuntimeStatus,
     Service,
 )
+from app.runtime.config import ExecutorConfig
 from app.runtime.errors import SandboxError
 from app.runtime.lifecycle import describe
 from app.runtime.protocol import Runtime
@@ -55,15 +54,6 @@ RESTART_NOTE = (
     "reset. Files in the workspace are kept; files outside it (such as /tmp or installed "
     "packages) may be gone."
 )
-
-
-class ExecutorConfig(BaseModel):
-    """How long actions may take, how often the sandbox is heartbeated, how it is restarted."""
-
-    action_timeouts: dict[str, float] = Field(default_factory=dict)
-    heartbeat_interval: float = Field(default=30.0, gt=0)
-    ready_timeout: float = Field(default=30.0, gt=0)
-    max_restarts: int = Field(default=3, ge=0)
 
 
 def checkpoint_name(session_id: UUID) -> str:

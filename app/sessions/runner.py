@@ -29,7 +29,7 @@ from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
-from app.sessions.services import agent_mcp_tools, drive, executor_config, mcp_log_dir
+from app.sessions.services import agent_mcp_tools, drive, mcp_log_dir
 from app.sessions.summary import one_line_title
 from app.store import EventStore, StoreError
 from app.store.action_worker import ActionWorker
@@ -208,7 +208,7 @@ async def _run_claimed(
             [ErrorObservation(message=problem, error_type="mcp") for problem in tools.problems],
         )
     try:
-        runtime = make_runtime(settings, workspace, session_id, runtime_kind)
+        runtime = make_runtime(settings.runtime_config(), workspace, session_id, runtime_kind)
     except ValueError as exc:
         await tools.close()
         raise SessionError(str(exc)) from None
@@ -243,7 +243,7 @@ async def _run_claimed(
             session_id,
             controller,
             {
-                "executor": Executor(store, session_id, runtime, executor_config(settings)).run(),
+                "executor": Executor(store, session_id, runtime, settings.executor_config()).run(),
                 "MCP tool service": ActionWorker(store, session_id, tools).run(),
             },
         )

@@ -21,20 +21,10 @@ from app.agent.controller import AgentController, Outcome
 from app.agent.tools import mcp_tool_name, mcp_tool_schema
 from app.config import Settings
 from app.events import AgentState
-from app.runtime.executor import ExecutorConfig
 from app.store import EventStore
 from app.tools.mcp import McpTool
 
 log = logging.getLogger(__name__)
-
-
-def executor_config(settings: Settings) -> ExecutorConfig:
-    return ExecutorConfig(
-        action_timeouts=settings.action_timeouts,
-        heartbeat_interval=settings.sandbox_heartbeat_interval,
-        ready_timeout=settings.sandbox_ready_timeout,
-        max_restarts=settings.sandbox_max_restarts,
-    )
 
 
 def mcp_log_dir(settings: Settings, session_id: UUID) -> Path:

@@ -59,7 +59,8 @@ async def started(
     sandbox: LocalRuntime | DockerRuntime
     if kind == "docker":
         request.getfixturevalue("docker_ready")
-        sandbox = DockerRuntime(workspace, uuid.uuid4(), settings=sandbox_settings(tmp_path))
+        config = sandbox_settings(tmp_path).docker_config()
+        sandbox = DockerRuntime(workspace, uuid.uuid4(), config=config)
     else:
         sandbox = LocalRuntime(workspace, no_output_timeout=1.5)
     await sandbox.start()

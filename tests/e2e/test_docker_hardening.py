@@ -60,7 +60,9 @@ async def sh(runtime: DockerRuntime, command: str, timeout: float = 60) -> RunOu
 async def sandbox(
     workspace: Path, settings: Settings, quota_support: QuotaSupport | None = None
 ) -> AsyncIterator[DockerRuntime]:
-    runtime = DockerRuntime(workspace, uuid.uuid4(), settings=settings, quota_support=quota_support)
+    runtime = DockerRuntime(
+        workspace, uuid.uuid4(), config=settings.docker_config(), quota_support=quota_support
+    )
     await runtime.start()
     try:
         await runtime.wait_ready(60)
@@ -313,7 +315,10 @@ async def test_squatted_socket_directory_is_refused(
     planted, session_dir = squat(kind, short_dir, session)
     impostor = Impostor(session_dir / SOCKET_NAME)
     runtime = DockerRuntime(
-        tmp_path / "ws", session, settings=sandbox_settings(tmp_path), socket_root=planted
+        tmp_path / "ws",
+        session,
+        config=sandbox_settings(tmp_path).docker_config(),
+        socket_root=planted,
     )
     try:
         with pytest.raises(SandboxStartError, match="refusing to use") as refused:
@@ -445,7 +450,7 @@ def test_non_root_chronicle_runs_a_sandbox_as_itself(docker_ready: None, short_d
         "from app.runtime.docker import DockerRuntime\n"
         "async def main():\n"
         f"    runtime = DockerRuntime(Path({str(workspace)!r}), uuid.uuid4(),\n"
-        f"        settings=Settings(data_dir=Path({str(short_dir / 'data')!r})))\n"
+        f"        config=Settings(data_dir=Path({str(short_dir / 'data')!r})).docker_config())\n"
         "    await runtime.start()\n"
         "    try:\n"
         "        await runtime.wait_ready(60)\n"

@@ -22,7 +22,8 @@ async def test_start_is_recorded_with_the_image_digest(
     runtime: Runtime
     if kind == "docker":
         request.getfixturevalue("docker_ready")
-        runtime = DockerRuntime(tmp_path / "ws", session, settings=sandbox_settings(tmp_path))
+        config = sandbox_settings(tmp_path).docker_config()
+        runtime = DockerRuntime(tmp_path / "ws", session, config=config)
     else:
         runtime = LocalRuntime(tmp_path / "ws")
     try:

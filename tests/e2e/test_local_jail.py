@@ -292,7 +292,7 @@ def test_factory_passes_named_variables_limits_and_hidden_paths(
         sandbox_file_size_limit="2m",
         sandbox_cpu_seconds=9,
     )
-    runtime = make_runtime(settings, tmp_path / "ws", "s1", "local")
+    runtime = make_runtime(settings.runtime_config(), tmp_path / "ws", "s1", "local")
     assert isinstance(runtime, LocalRuntime)
     assert runtime.env == {"NAMED_FOR_SANDBOX": "yes"}
     assert runtime.limits == SandboxLimits(

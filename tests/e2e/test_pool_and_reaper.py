@@ -48,9 +48,9 @@ async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("docker_ready")
 async def test_reaper_removes_silent_sandboxes_and_keeps_live_ones(tmp_path: Path) -> None:
     engine = docker.from_env()
-    settings = sandbox_settings(tmp_path)
-    quiet = DockerRuntime(tmp_path / "quiet", uuid.uuid4(), settings=settings)
-    busy = DockerRuntime(tmp_path / "busy", uuid.uuid4(), settings=settings)
+    config = sandbox_settings(tmp_path).docker_config()
+    quiet = DockerRuntime(tmp_path / "quiet", uuid.uuid4(), config=config)
+    busy = DockerRuntime(tmp_path / "busy", uuid.uuid4(), config=config)
     for runtime in (quiet, busy):
         await runtime.start()
         await runtime.wait_ready(60)
@@ -85,7 +85,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
             "from pathlib import Path\n"
             "async def main():\n"
             f"    rt = DockerRuntime(Path({str(tmp_path)!r}) / 'ws', {str(session)!r},"
-            f" settings=sandbox_settings(Path({str(tmp_path)!r})))\n"
+            f" config=sandbox_settings(Path({str(tmp_path)!r})).docker_config())\n"
             "    await rt.start(); await rt.wait_ready(60); print('up', flush=True)\n"
             "    await asyncio.sleep(3600)\n"
             "asyncio.run(main())\n",
@@ -143,7 +143,9 @@ def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("docker_ready")
 async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
-    quiet = DockerRuntime(tmp_path / "ws", uuid.uuid4(), settings=sandbox_settings(tmp_path))
+    quiet = DockerRuntime(
+        tmp_path / "ws", uuid.uuid4(), config=sandbox_settings(tmp_path).docker_config()
+    )
     await quiet.start()
     await quiet.wait_ready(60)
     reaper = asyncio.create_task(reap_forever(1.0, 0.5, sessions={quiet.session_id}))
@@ -164,11 +166,11 @@ async def test_pool_and_runtime_from_settings(tmp_path: Path) -> None:
     from app.config import Settings
     from app.runtime.factory import make_pool, make_runtime
 
-    settings = Settings(data_dir=tmp_path / "data", sandbox_pool_size=1)
-    assert isinstance(make_runtime(settings, tmp_path / "ws", uuid.uuid4()), LocalRuntime)
+    config = Settings(data_dir=tmp_path / "data", sandbox_pool_size=1).runtime_config()
+    assert isinstance(make_runtime(config, tmp_path / "ws", uuid.uuid4()), LocalRuntime)
     with pytest.raises(ValueError, match="unknown runtime"):
-        make_runtime(settings, tmp_path / "ws", uuid.uuid4(), kind="vm")
-    pool = make_pool(settings)
+        make_runtime(config, tmp_path / "ws", uuid.uuid4(), kind="vm")
+    pool = make_pool(config)
     await pool.start()
     try:
         assert pool.available == 1
