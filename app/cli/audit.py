@@ -18,9 +18,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from app.cli.log import open_store, session_id
 from app.config import Settings
 from app.store import EventStore, VerifyReport
-from app.store.anchor_key import public_key_pem, signing_key, trusted_public_key
-from app.store.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
-from app.store.verification import session_ids, stored_blob_problem, stored_message_problem
+from app.store.integrity.anchor_key import public_key_pem, signing_key, trusted_public_key
+from app.store.integrity.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
+from app.store.integrity.verification import (
+    session_ids,
+    stored_blob_problem,
+    stored_message_problem,
+)
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:

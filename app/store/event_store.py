@@ -21,7 +21,6 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.events.masking import SecretMasker, url_secrets
 from app.events.stored_form import tagged
-from app.store.anchors import AnchorRecord
 from app.store.announcer import Announcer
 from app.store.append import (
     EventLike,
@@ -38,12 +37,13 @@ from app.store.errors import (
     DuplicateEventError,
     StoreError,
 )
+from app.store.integrity.anchors import AnchorRecord
+from app.store.integrity.verification import verify_session
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import GlobalSubscription, SessionSubscription
 from app.store.transient import TRANSIENT_ERRORS
 from app.store.urls import asyncpg_dsn, redact
-from app.store.verification import verify_session
 
 T = TypeVar("T")
 
@@ -390,7 +390,7 @@ class EventStore:
     ) -> VerifyReport:
         """Check the session's hash chain, its sessions row and its prompt messages, and with
         ``anchors`` (signed heads) that they are still there and signed by ``trusted``; the
-        report names the first problem (see app/store/verification.py)."""
+        report names the first problem (see app/store/integrity/verification.py)."""
         return await verify_session(
             self, session_id, anchors=anchors, trusted=trusted, page_size=page_size
         )

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.store.anchors import sign_anchor
+from app.store.integrity.anchors import sign_anchor
 from tests.support.cli import chronicle, cli_environment
 
 

@@ -24,7 +24,7 @@ from app.events.llm import LlmCall, LlmResponse, ToolCall
 from app.llm.fingerprint import content_hash
 from app.store import ContentMismatchError, EventStore, migrate
 from app.store.blobs import MissingBlobError
-from app.store.verification import stored_blob_problem, stored_message_problem
+from app.store.integrity.verification import stored_blob_problem, stored_message_problem
 from tests.support.cli import chronicle, cli_environment
 from tests.support.postgres import ServerAddress, database_from_template
 

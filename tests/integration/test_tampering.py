@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from app.events import LlmCall, Message
 from app.events.canonical import canonical_json, chain_hash
 from app.store import EventStore
-from app.store.anchors import AnchorRecord, sign_anchor
-from app.store.verification import session_ids, stored_message_problem
+from app.store.integrity.anchors import AnchorRecord, sign_anchor
+from app.store.integrity.verification import session_ids, stored_message_problem
 
 
 @pytest.fixture

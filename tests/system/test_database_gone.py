@@ -13,7 +13,7 @@ import psutil
 import pytest
 
 from app.store.embedded import EmbeddedPostgres
-from app.store.postmaster import read_postmaster
+from app.store.embedded.postmaster import read_postmaster
 from tests.support.agent_cli import agent_environment, file_says, start, until
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call

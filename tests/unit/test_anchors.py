@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.store.anchor_key import (
+from app.store.integrity.anchor_key import (
     AnchorKeyError,
     load_public_key,
     public_key_pem,
     signing_key,
     trusted_public_key,
 )
-from app.store.anchors import (
+from app.store.integrity.anchors import (
     AnchorFileError,
     AnchorRecord,
     anchor_problem,

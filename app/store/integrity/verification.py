@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.events.canonical import CanonicalJsonError, chain_hash, stored_json
 from app.events.stored_form import is_encoded, references
-from app.store.anchors import AnchorRecord, anchor_problem
+from app.store.integrity.anchors import AnchorRecord, anchor_problem
 from app.store.records import RecordedEvent, VerifyReport
 
 if TYPE_CHECKING:

@@ -37,9 +37,9 @@ import psycopg
 from psycopg import sql
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.pg_auth import PG_HBA, hba_requires_passwords, set_password
-from app.store.pg_programs import (
+from app.store.embedded.auth import PG_HBA, hba_requires_passwords, set_password
+from app.store.embedded.postmaster import Postmaster, read_postmaster
+from app.store.embedded.programs import (
     ServerUser,
     allow_traversal,
     process_gid,
@@ -47,7 +47,7 @@ from app.store.pg_programs import (
     server_user,
     write_server_file,
 )
-from app.store.postmaster import Postmaster, read_postmaster
+from app.store.errors import StoreError
 from app.store.private_files import private_dir, read_secret, secret_in
 
 log = logging.getLogger(__name__)
