@@ -271,7 +271,7 @@ class Settings(BaseSettings):
         from docker.utils import parse_bytes
 
         from app.runtime.config import LocalConfig
-        from app.runtime.limits import SandboxLimits
+        from app.runtime.local.limits import SandboxLimits
 
         file_size = self.sandbox_file_size_limit
         return LocalConfig(

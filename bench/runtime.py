@@ -26,7 +26,7 @@ from app.config import Settings
 from app.events import Run
 from app.runtime import LocalRuntime, Runtime
 from app.runtime.config import DockerConfig
-from app.runtime.docker import DockerRuntime, container_name
+from app.runtime.docker.runtime import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
 from bench.harness import Measurement, median, report
 

@@ -36,7 +36,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import docker.errors
 
-    from app.runtime.reaper import list_sandboxes, reap
+    from app.runtime.docker.reaper import list_sandboxes, reap
 
     try:
         if args.runtime_command == "ls":

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.limits import SandboxLimits
 
 RuntimeKind = Literal["local", "docker"]
 
@@ -32,7 +32,7 @@ class LocalConfig(BaseModel):
 
 
 class DockerConfig(BaseModel):
-    """How a Docker sandbox is made and confined (``docker_hardening``)."""
+    """How a Docker sandbox is made and confined (``app.runtime.docker.hardening``)."""
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 

@@ -12,8 +12,8 @@ from uuid import UUID
 
 from app.runtime.attached import ClientRuntime
 from app.runtime.config import RuntimeConfig
-from app.runtime.docker import DockerRuntime
-from app.runtime.local import LocalRuntime
+from app.runtime.docker.runtime import DockerRuntime
+from app.runtime.local.runtime import LocalRuntime
 from app.runtime.pool import SandboxPool
 
 

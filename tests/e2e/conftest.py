@@ -15,7 +15,7 @@ import pytest
 
 from app.config import Settings
 from app.runtime import LocalRuntime, Runtime
-from app.runtime.docker import DockerRuntime
+from app.runtime.docker.runtime import DockerRuntime
 
 IN_CI = os.environ.get("CI") == "true"
 

@@ -33,10 +33,10 @@ from app.config import Settings
 from app.events import Run, RunOutput
 from app.runtime import SandboxStartError
 from app.runtime.client import SandboxClient
-from app.runtime.docker import MOUNT_NAME, SOCKET_NAME, DockerRuntime, container_name
-from app.runtime.docker_hardening import QuotaSupport
-from app.runtime.private_dir import ensure_private_dir, verify_private_dir
-from app.runtime.sandbox_user import prepare_workspace
+from app.runtime.docker.hardening import QuotaSupport
+from app.runtime.docker.private_dir import ensure_private_dir, verify_private_dir
+from app.runtime.docker.runtime import MOUNT_NAME, SOCKET_NAME, DockerRuntime, container_name
+from app.runtime.docker.sandbox_user import prepare_workspace
 from tests.e2e.conftest import sandbox_settings
 from tests.support import pg_probe
 from tests.support.pg_probe import answered, listening_tcp, probe_tcp, probe_unix
@@ -411,7 +411,7 @@ def test_non_root_chronicle_needs_a_workspace_of_its_own(short_dir: Path) -> Non
         "import json, sys\n"
         "from pathlib import Path\n"
         "from app.runtime.errors import SandboxStartError\n"
-        "from app.runtime.sandbox_user import prepare_workspace\n"
+        "from app.runtime.docker.sandbox_user import prepare_workspace\n"
         f"user = prepare_workspace(Path({str(mine)!r}), 10001)\n"
         "try:\n"
         f"    prepare_workspace(Path({str(roots)!r}), 10001)\n"
@@ -447,7 +447,7 @@ def test_non_root_chronicle_runs_a_sandbox_as_itself(docker_ready: None, short_d
         "from pathlib import Path\n"
         "from app.config import Settings\n"
         "from app.events import Run\n"
-        "from app.runtime.docker import DockerRuntime\n"
+        "from app.runtime.docker.runtime import DockerRuntime\n"
         "async def main():\n"
         f"    runtime = DockerRuntime(Path({str(workspace)!r}), uuid.uuid4(),\n"
         f"        config=Settings(data_dir=Path({str(short_dir / 'data')!r})).docker_config())\n"
@@ -529,7 +529,7 @@ async def test_disk_quota_where_the_driver_allows_it(
     settings = sandbox_settings(tmp_path).model_copy(update={"sandbox_disk_quota": "1g"})
     support = QuotaSupport()
     engine = docker.from_env()
-    caplog.set_level(logging.WARNING, logger="app.runtime.docker_hardening")
+    caplog.set_level(logging.WARNING, logger="app.runtime.docker.hardening")
     for attempt in range(2):
         async with sandbox(workspace / str(attempt), settings, quota_support=support) as runtime:
             assert (await sh(runtime, "echo up")).output == "up\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.runtime import LocalRuntime, Runtime, SandboxStartError
-from app.runtime.docker import DockerRuntime
+from app.runtime.docker.runtime import DockerRuntime
 from app.runtime.lifecycle import start_sandbox
 from app.store import EventStore
 from tests.e2e.conftest import sandbox_settings

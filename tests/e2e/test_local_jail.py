@@ -37,8 +37,8 @@ import pytest
 from app.config import Settings, default_config_file
 from app.runtime import LocalRuntime
 from app.runtime.factory import make_runtime
-from app.runtime.jail import ENV_ALLOWED
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.jail import ENV_ALLOWED
+from app.runtime.local.limits import SandboxLimits
 from tests.e2e.conftest import IN_CI
 from tests.support import jail_attacks
 from tests.support.pg_probe import answered, listening_tcp, probe_unix
@@ -365,8 +365,8 @@ async def test_leftovers_of_a_killed_owner_are_removed(
         while await asyncio.to_thread(os.path.exists, f"/proc/{jail_pid}"):
             await asyncio.sleep(0.05)
     assert await asyncio.to_thread(os.path.exists, private)
-    monkeypatch.setattr("app.runtime.local.STALE_AFTER", 3.0)
-    monkeypatch.setattr("app.runtime.cgroup.STALE_AFTER", 3.0)
+    monkeypatch.setattr("app.runtime.local.runtime.STALE_AFTER", 3.0)
+    monkeypatch.setattr("app.runtime.local.cgroup.STALE_AFTER", 3.0)
     await asyncio.sleep(3.5)
     runtime = await started(LocalRuntime(tmp_path / "ws2", jail="bwrap"))
     try:
@@ -380,7 +380,7 @@ async def test_leftovers_of_a_killed_owner_are_removed(
 async def test_opting_out_of_the_jail_warns(
     workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="app.runtime.local"):
+    with caplog.at_level(logging.WARNING, logger="app.runtime.local.runtime"):
         runtime = await started(LocalRuntime(workspace, jail="none"))
     try:
         assert any("WITHOUT a jail" in record.getMessage() for record in caplog.records)

@@ -16,9 +16,9 @@ import pytest
 
 from app.events import Run, RunOutput
 from app.runtime import LocalRuntime
-from app.runtime.docker import DockerRuntime, container_name
+from app.runtime.docker.reaper import list_sandboxes, reap, reap_forever
+from app.runtime.docker.runtime import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
-from app.runtime.reaper import list_sandboxes, reap, reap_forever
 from tests.e2e.conftest import sandbox_settings
 
 
@@ -80,7 +80,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
             sys.executable,
             "-c",
             "import asyncio, sys, uuid\n"
-            "from app.runtime.docker import DockerRuntime\n"
+            "from app.runtime.docker.runtime import DockerRuntime\n"
             "from tests.e2e.conftest import sandbox_settings\n"
             "from pathlib import Path\n"
             "async def main():\n"

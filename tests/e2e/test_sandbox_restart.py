@@ -19,7 +19,7 @@ import docker
 import pytest
 
 from app.config import Settings
-from app.runtime.docker import container_name
+from app.runtime.docker.runtime import container_name
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore, RecordedEvent
 from tests.support.agent_session import settings_for

@@ -19,7 +19,7 @@ from app.runtime import (
     SandboxClient,
     SandboxUnavailableError,
 )
-from app.runtime.docker import DockerRuntime
+from app.runtime.docker.runtime import DockerRuntime
 from tests.e2e.conftest import IN_CI
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from app.runtime import LocalRuntime
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.limits import SandboxLimits
 from tests.support import jail_attacks
 from tests.support.pg_probe import listening_tcp
 

@@ -11,7 +11,7 @@ import pytest
 from app.config import Settings, default_config_file
 from app.llm.errors import LlmNotConfiguredError
 from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.limits import SandboxLimits
 from app.store.config import DatabaseConfig, StoreConfig
 
 MIB = 1024**2

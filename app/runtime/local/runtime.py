@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Literal
 
 from app.runtime.attached import ClientRuntime
-from app.runtime.cgroup import SandboxCgroup, enter_cgroup
 from app.runtime.client import SandboxClient
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import RUNTIME_IMAGE_DIR
-from app.runtime.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environment, system_python
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.cgroup import SandboxCgroup, enter_cgroup
+from app.runtime.local.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environment, system_python
+from app.runtime.local.limits import SandboxLimits
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ import docker.errors
 from pydantic import BaseModel
 
 from app.runtime.client import SandboxClient
-from app.runtime.docker import LABEL
+from app.runtime.docker.runtime import LABEL
 
 log = logging.getLogger(__name__)
 

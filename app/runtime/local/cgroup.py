@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.runtime.limits import SandboxLimits
+from app.runtime.local.limits import SandboxLimits
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ inspect`` would show. When the server's socket appears in ``mount/`` (before any
 run), it is moved up into the session directory, which the sandbox cannot write: we and the
 reaper then connect to a path no command in the sandbox can swap for a socket of its own.
 The container runs as an unprivileged user (``sandbox_user``) with the confinement of
-``docker_hardening``.
+``hardening``.
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ from docker.models.containers import Container
 from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
 from app.runtime.config import DockerConfig
-from app.runtime.docker_hardening import (
+from app.runtime.docker.hardening import (
     QUOTA_SUPPORT,
     QuotaSupport,
     confinement,
     environment,
     is_quota_refusal,
 )
+from app.runtime.docker.private_dir import fresh_private_dir, write_secret
+from app.runtime.docker.sandbox_user import SandboxUser, prepare_workspace
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
-from app.runtime.private_dir import fresh_private_dir, write_secret
-from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 
 log = logging.getLogger(__name__)
 
