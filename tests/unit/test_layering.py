@@ -87,7 +87,9 @@ def package_of(module: str) -> str | None:
     return parts[1]
 
 
-def imported_modules(tree: ast.AST, module: str, is_package: bool, root: Path) -> Iterator:
+def imported_modules(
+    tree: ast.AST, module: str, is_package: bool, root: Path
+) -> Iterator[tuple[int, str]]:
     """(line, imported module) for every import in ``tree``, at any depth. ``from X import y``
     yields X, and X.y too when that is a module of app/ (``from app.store import migrate``)."""
     for node in ast.walk(tree):
@@ -109,7 +111,9 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool, root: Path) -
                     yield node.lineno, candidate
 
 
-def import_violations(path: str, module: str, imports: Iterator) -> Iterator[Violation]:
+def import_violations(
+    path: str, module: str, imports: Iterator[tuple[int, str]]
+) -> Iterator[Violation]:
     source = package_of(module)
     for line, target in imports:
         top = target.split(".")[0]
@@ -292,10 +296,6 @@ def test_every_package_has_a_place_in_the_stack() -> None:
 
 
 # -- the checker itself ------------------------------------------------------------------------
-
-
-def _rules(text: str, relative: str) -> list[str]:
-    return [v.rule.split(";")[0].split(":")[0] for v in check_source(text, relative)]
 
 
 def test_settings_below_sessions_are_found_at_any_depth() -> None:
