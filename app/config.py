@@ -116,6 +116,11 @@ class Settings(BaseSettings):
         "tools (unknown models, e.g. behind an OpenAI-compatible base URL, are native); "
         "false: tools described in the prompt",
     )
+    llm_vision: bool | None = Field(
+        default=None,
+        description="send tools' images to the model; unset: unless litellm's map says it "
+        "takes none",
+    )
 
     # -- tools ---------------------------------------------------------------------------
     mcp_servers: list[McpServerConfig] = Field(

@@ -34,6 +34,9 @@ class LlmConfig(BaseModel):
     native_tool_calling: bool | None = None
     """None: native unless litellm's model map says the model cannot call tools; false:
     tools described in the prompt."""
+    vision: bool | None = None
+    """Whether image parts (an MCP tool's images) are sent. None: unless litellm's model map
+    says the model takes no images; false: each image is replaced by a note."""
 
     def public(self) -> dict[str, Any]:
         """What may be recorded in the log: everything but the key."""

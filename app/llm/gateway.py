@@ -28,6 +28,7 @@ from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
+from app.llm.images import vision_by_default, without_images
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import to_prompt_messages
@@ -85,6 +86,7 @@ class LlmGateway:
         self.config = config
         self._limits: dict[str, asyncio.Semaphore] = {}
         self._native: bool | None = config.native_tool_calling
+        self._vision: bool | None = config.vision
         # Messages of a conversation come back step after step as the same objects (the agent
         # keeps them); hashing each only once keeps a step's cost flat as a session grows.
         self._hashes: dict[int, tuple[dict[str, Any], str, str]] = {}
@@ -295,8 +297,21 @@ class LlmGateway:
         masked = message
         if masker and masker.leaks_into_json(canonical_json(message)):
             masked = masker.mask_value(message)
+        if not self.takes_images():  # recorded as sent: the note, not the image
+            masked = without_images(masked, self.config.model)
         self._masks[id(message)] = (message, masked)
         return masked
+
+    def takes_images(self) -> bool:
+        """Whether image parts go to the model: as configured, else ``vision_by_default``."""
+        if self._vision is None:
+            litellm = _import_litellm()
+            try:
+                info = dict(litellm.get_model_info(model=self.config.model))
+            except Exception:  # not in litellm's map
+                info = None
+            self._vision = vision_by_default(info)
+        return self._vision
 
     def _masked_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self._tools_masked is not None and self._tools_masked[0] is tools:

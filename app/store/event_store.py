@@ -20,7 +20,7 @@ import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.events.masking import SecretMasker, url_secrets
-from app.events.stored_form import tagged
+from app.events.stored_form import restore, tagged
 from app.store.announcer import Announcer
 from app.store.append import (
     EventLike,
@@ -64,6 +64,9 @@ ORDER BY tx, global_position
 LIMIT $3
 """
 PUT_MESSAGES_SQL = "SELECT chronicle_put_messages($1::bytea[], $2::text[])"
+READ_MESSAGES_SQL = (
+    "SELECT encode(hash, 'hex') AS key, message FROM llm_messages WHERE hash = ANY($1::bytea[])"
+)
 SAVE_CHECKPOINT_SQL = """
 INSERT INTO checkpoints (name, tx, global_position, updated_at) VALUES ($1, $2, $3, now())
 ON CONFLICT (name) DO UPDATE
@@ -257,6 +260,16 @@ class EventStore:
         except asyncpg.PostgresError as exc:
             raise translate_error(exc, None, None) from None
         return int(inserted or 0)
+
+    async def read_messages(self, hashes: Sequence[str]) -> dict[str, Any]:
+        """Stored prompt messages (and tool lists) by sha256 hex: what a model was sent, as an
+        ``llm.call``'s ``prompt`` and ``tools`` name them. Keys not stored are left out."""
+        try:
+            keys = [bytes.fromhex(key) for key in hashes]
+        except ValueError:
+            raise ContentMismatchError("a message key is not a sha256 hex digest") from None
+        rows = await self._retrying(lambda: self.pool.fetch(READ_MESSAGES_SQL, keys))
+        return {row["key"]: restore(row["message"], {}) for row in rows}
 
     async def put_blobs(self, blobs: Mapping[str, str]) -> int:
         """Store texts once each under their sha256 hex (the database checks every key); the
