@@ -110,6 +110,7 @@ class EventStore:
         notifier: Notifier,
         config: StoreConfig,
         masker: SecretMasker,
+        connect: Callable[[], Awaitable[asyncpg.Connection]] | None = None,
     ) -> None:
         self.pool = pool
         self.notifier = notifier
@@ -118,6 +119,7 @@ class EventStore:
         self.masker = masker
         self._announcer = Announcer(notifier.notify)
         self._coalescer = AppendCoalescer(pool)
+        self._connect = connect
 
     @classmethod
     async def open(
@@ -153,7 +155,17 @@ class EventStore:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, notifier, config, masker)
+        return cls(pool, notifier, config, masker, connect=lambda: asyncpg.connect(url))
+
+    async def connect(self) -> asyncpg.Connection:
+        """A connection of its own, outside the pool and set up like the pool's, for work that
+        holds a session-level lock for as long as it runs (a projection runner: its lock and
+        its writes share the connection, so they end together). The caller closes it."""
+        if self._connect is None:
+            raise StoreError("this store was opened without a URL; use EventStore.open")
+        connection = await self._retrying(self._connect)
+        await _init_connection(connection)
+        return connection
 
     async def close(self) -> None:
         await self._announcer.close()

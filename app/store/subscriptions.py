@@ -80,6 +80,11 @@ class Subscription:
     def __aiter__(self) -> Self:
         return self
 
+    def buffered(self) -> int:
+        """Events read and not yet handed out: that many ``__anext__`` calls return without
+        waiting (a consumer that applies events in batches takes them together)."""
+        return len(self._buffer)
+
     async def __aenter__(self) -> Self:
         return self
 
