@@ -1,16 +1,19 @@
-"""Shared fixtures: a real PostgreSQL, a migrated template, a fresh database per test."""
+"""Fixtures shared by every folder: a real PostgreSQL, a migrated template, a fresh database
+per test, the fake model server, a workspace and the Docker engine."""
 
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
 from app.config import Settings
 from app.store import EventStore
+from tests.support.docker_engine import require_docker
 from tests.support.fake_llm import FakeLlmServer
 from tests.support.postgres import (
     PgServer,
@@ -99,3 +102,18 @@ async def app_login(app_database_url: str) -> AsyncIterator[asyncpg.Connection]:
         yield connection
     finally:
         await connection.close()
+
+
+@pytest.fixture(scope="session")
+def docker_ready() -> None:
+    """Request it before starting a Docker sandbox: skips without an engine, fails instead
+    with CI=true (CI must exercise Docker, never skip it)."""
+    require_docker()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty directory for a sandbox's workspace."""
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return path

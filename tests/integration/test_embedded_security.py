@@ -26,6 +26,7 @@ import pytest
 
 from app.store.embedded import EmbeddedPostgres
 from tests.support.postgres import ServerAddress
+from tests.support.repository import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -214,7 +215,7 @@ finally:
 
 def test_as_a_non_root_user(tmp_path: Path) -> None:
     """Run by a normal user the server runs as that user, with the same lock-down."""
-    repo = Path(__file__).resolve().parents[2]
+    repo = ROOT
     prefix: list[str] = []
     base = Path(tempfile.mkdtemp(prefix="chronicle-nonroot-pg-"))
     try:

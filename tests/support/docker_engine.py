@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-IN_CI = os.environ.get("CI") == "true"
+from tests.support.ci import IN_CI
 
 
 def docker_engine_problem() -> str | None:

@@ -1,8 +1,8 @@
 """Attacks on a local sandbox from inside it, as a command or an agent would try them.
 
-Shared by the root tests (tests/e2e/test_local_jail.py) and the script that repeats them as
-a non-root user (``nonroot_jail.py``). Each attack returns plain JSON-able facts; the tests
-say what they must be.
+Shared by the root tests (tests/system/runtime/test_local_jail.py) and the script that
+repeats them as a non-root user (``nonroot_jail.py``). Each attack returns plain JSON-able
+facts; the tests say what they must be.
 """
 
 from __future__ import annotations

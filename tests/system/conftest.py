@@ -11,12 +11,6 @@ from pathlib import Path
 import pytest
 
 from app.store.embedded import EmbeddedPostgres
-from tests.support.docker_engine import require_docker
-
-
-@pytest.fixture(scope="session")
-def docker_ready() -> None:
-    require_docker()
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.repository import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = (
     "app/migrations/alembic.ini",
     "app/migrations/env.py",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.repository import ROOT
+
 CHECKED = ("app", "tests", "bench", "migrations", "runtime_image")
 
 

@@ -28,7 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.repository import ROOT
+
 APP = ROOT / "app"
 
 #: Each package's place in the stack; a package imports only packages of a lower level.

@@ -1,4 +1,10 @@
-"""Real sandboxes: every runtime test runs against each runtime.
+"""The runtime contract: every test in this folder runs once against each Runtime.
+
+What a sandbox promises the executor (docs/architecture.md, "Sandboxes") holds for every
+implementation: a test here takes the ``runtime`` fixture and says nothing about which one it
+got. A new runtime joins the suite by adding its kind to ``RUNTIME_KINDS`` and to
+``started_runtime`` (tests/support/sandboxes.py). Tests of one runtime's own defences (the
+local jail, Docker's hardening) are in tests/system/runtime/.
 
 The Docker runtime needs a Docker engine. Without one its tests are skipped, except with
 CI=true, where a missing engine fails the run (CI must exercise Docker, never skip it).
@@ -6,93 +12,24 @@ CI=true, where a missing engine fails the run (CI must exercise Docker, never sk
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from app.config import Settings
-from app.runtime import LocalRuntime, Runtime
+from app.runtime import Runtime
 from app.runtime.docker.runtime import DockerRuntime
-
-IN_CI = os.environ.get("CI") == "true"
-
-
-def docker_engine_problem() -> str | None:
-    """Why Docker tests cannot run here, or None when they can."""
-    import docker
-
-    try:
-        docker.from_env().ping()
-    except Exception as exc:  # any failure to reach the engine
-        return f"no Docker engine ({exc})"
-    return None
+from tests.support.sandboxes import RUNTIME_KINDS, started_runtime
 
 
-@pytest.fixture(scope="session")
-def docker_ready() -> None:
-    problem = docker_engine_problem()
-    if problem:
-        if IN_CI:
-            pytest.fail(f"CI=true but the Docker tests cannot run: {problem}")
-        pytest.skip(problem)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return path
-
-
-def sandbox_settings(tmp_path: Path) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data", sandbox_no_output_timeout=1.5, sandbox_pids_limit=256
-    )
-
-
-async def started(
-    request: pytest.FixtureRequest, kind: str, workspace: Path, tmp_path: Path
-) -> AsyncIterator[Runtime]:
-    sandbox: LocalRuntime | DockerRuntime
-    if kind == "docker":
-        request.getfixturevalue("docker_ready")
-        config = sandbox_settings(tmp_path).docker_config()
-        sandbox = DockerRuntime(workspace, uuid.uuid4(), config=config)
-    else:
-        sandbox = LocalRuntime(workspace, no_output_timeout=1.5)
-    await sandbox.start()
-    try:
-        await sandbox.wait_ready(60)
-        yield sandbox
-    finally:
-        await sandbox.close()
-
-
-@pytest.fixture(params=["local", "docker"])
+@pytest.fixture(params=RUNTIME_KINDS)
 async def runtime(
     request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
 ) -> AsyncIterator[Runtime]:
     """Each test that takes this runs once per runtime."""
-    async for sandbox in started(request, request.param, workspace, tmp_path):
-        yield sandbox
-
-
-@pytest.fixture
-async def local_runtime(
-    request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
-) -> AsyncIterator[Runtime]:
-    async for sandbox in started(request, "local", workspace, tmp_path):
-        yield sandbox
-
-
-@pytest.fixture
-async def docker_runtime(
-    request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
-) -> AsyncIterator[Runtime]:
-    async for sandbox in started(request, "docker", workspace, tmp_path):
+    if request.param == "docker":
+        request.getfixturevalue("docker_ready")
+    async with started_runtime(request.param, workspace, tmp_path) as sandbox:
         yield sandbox
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from app.events import ErrorObservation, FileEdit, FileEditOutput, FileWrite, FileWriteOutput
 from app.runtime import Runtime
-from tests.e2e.conftest import IN_CI
+from tests.support.ci import IN_CI
 
 ORIGINAL = "".join(
     f"line {n:04} of the original file, long enough to fill pages\n" for n in range(110)

@@ -20,18 +20,8 @@ from app.runtime import (
     SandboxUnavailableError,
 )
 from app.runtime.docker.runtime import DockerRuntime
-from tests.e2e.conftest import IN_CI
-
-
-def client_of(runtime: Runtime) -> SandboxClient:
-    client = getattr(runtime, "client", None)
-    assert isinstance(client, SandboxClient)
-    return client
-
-
-async def still_works(runtime: Runtime) -> None:
-    result = await runtime.execute(Run(command="echo still here"))
-    assert isinstance(result, RunOutput) and result.output == "still here\n"
+from tests.support.ci import IN_CI
+from tests.support.sandboxes import client_of, still_works
 
 
 async def raw_execute(runtime: Runtime, body: bytes) -> httpx.Response:
@@ -106,42 +96,3 @@ async def test_commands_have_no_network_by_default(runtime: Runtime) -> None:
     result = await runtime.execute(Run(command=probe, timeout=30))
     assert isinstance(result, RunOutput)
     assert result.output.strip().endswith("0"), result.output  # no interface but loopback
-
-
-async def test_local_jail_has_a_read_only_root(local_runtime: Runtime) -> None:
-    runtime = local_runtime
-    if shutil.which("bwrap") is None:
-        assert not IN_CI, "CI must install bubblewrap"
-        pytest.skip("bubblewrap is not installed")
-    result = await runtime.execute(Run(command="touch /usr/x; echo > inside.txt && echo wrote"))
-    assert isinstance(result, RunOutput)
-    assert "Read-only file system" in result.output and "wrote" in result.output
-
-
-async def test_fork_bomb_is_bounded_in_docker(docker_runtime: Runtime) -> None:
-    """Docker bounds processes with its pids limit (the local jail: test_local_jail.py)."""
-    runtime = docker_runtime
-    bomb = "bomb() { bomb | bomb & }; bomb"
-    result = await runtime.execute(Run(command=bomb, timeout=10))
-    assert isinstance(result, RunOutput)
-    await asyncio.sleep(1)
-    cleanup = await runtime.execute(Run(command="pkill -9 -f bash -n; true", timeout=30))
-    assert isinstance(cleanup, (RunOutput, ErrorObservation))
-    for _ in range(30):  # the limit kept the container alive and answering
-        probe = await runtime.execute(Run(command="echo alive", timeout=20))
-        if isinstance(probe, RunOutput) and "alive" in probe.output:
-            break
-        await asyncio.sleep(1)
-    else:
-        pytest.fail("the sandbox did not recover from the fork bomb")
-
-
-async def test_unconfined_when_asked(workspace: Path) -> None:
-    runtime = LocalRuntime(workspace, jail="none")
-    await runtime.start()
-    try:
-        await runtime.wait_ready(10)
-        result = await runtime.execute(Run(command="echo free"))
-        assert isinstance(result, RunOutput) and result.output == "free\n"
-    finally:
-        await runtime.close()

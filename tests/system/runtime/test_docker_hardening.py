@@ -30,17 +30,18 @@ import docker.errors
 import pytest
 
 from app.config import Settings
-from app.events import Run, RunOutput
+from app.events import ErrorObservation, Run, RunOutput
 from app.runtime import SandboxStartError
 from app.runtime.client import SandboxClient
 from app.runtime.docker.hardening import QuotaSupport
 from app.runtime.docker.private_dir import ensure_private_dir, verify_private_dir
 from app.runtime.docker.runtime import MOUNT_NAME, SOCKET_NAME, DockerRuntime, container_name
 from app.runtime.docker.sandbox_user import prepare_workspace
-from tests.e2e.conftest import sandbox_settings
 from tests.support import pg_probe
 from tests.support.pg_probe import answered, listening_tcp, probe_tcp, probe_unix
 from tests.support.postgres import ServerAddress
+from tests.support.repository import ROOT
+from tests.support.sandboxes import sandbox_settings
 
 NOBODY = 65534
 AS_NOBODY = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
@@ -130,6 +131,23 @@ async def test_limits_are_set(hardened: DockerRuntime) -> None:
     assert config["ReadonlyRootfs"] is True and config["CapDrop"] == ["ALL"]
     assert config["SecurityOpt"] == ["no-new-privileges:true"]
     assert config["NetworkMode"] == "none"
+
+
+async def test_fork_bomb_is_bounded(hardened: DockerRuntime) -> None:
+    """Docker bounds processes with its pids limit (the local jail: test_local_jail.py)."""
+    bomb = "bomb() { bomb | bomb & }; bomb"
+    result = await hardened.execute(Run(command=bomb, timeout=10))
+    assert isinstance(result, RunOutput)
+    await asyncio.sleep(1)
+    cleanup = await hardened.execute(Run(command="pkill -9 -f bash -n; true", timeout=30))
+    assert isinstance(cleanup, (RunOutput, ErrorObservation))
+    for _ in range(30):  # the limit kept the container alive and answering
+        probe = await hardened.execute(Run(command="echo alive", timeout=20))
+        if isinstance(probe, RunOutput) and "alive" in probe.output:
+            break
+        await asyncio.sleep(1)
+    else:
+        pytest.fail("the sandbox did not recover from the fork bomb")
 
 
 async def test_tmpfs_is_bounded(docker_ready: None, workspace: Path, tmp_path: Path) -> None:
@@ -425,7 +443,7 @@ def test_non_root_chronicle_needs_a_workspace_of_its_own(short_dir: Path) -> Non
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=ROOT,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
     assert ran.returncode == 0, ran.stderr
@@ -467,7 +485,7 @@ def test_non_root_chronicle_runs_a_sandbox_as_itself(docker_ready: None, short_d
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=ROOT,
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(short_dir)},
     )
     assert ran.returncode == 0, ran.stderr[-3000:]

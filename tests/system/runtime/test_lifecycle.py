@@ -11,7 +11,7 @@ from app.runtime import LocalRuntime, Runtime, SandboxStartError
 from app.runtime.docker.runtime import DockerRuntime
 from app.runtime.lifecycle import start_sandbox
 from app.store import EventStore
-from tests.e2e.conftest import sandbox_settings
+from tests.support.sandboxes import sandbox_settings
 
 
 @pytest.mark.parametrize("kind", ["local", "docker"])

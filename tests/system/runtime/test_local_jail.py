@@ -39,12 +39,13 @@ from app.runtime import LocalRuntime
 from app.runtime.factory import make_runtime
 from app.runtime.local.jail import ENV_ALLOWED
 from app.runtime.local.limits import SandboxLimits
-from tests.e2e.conftest import IN_CI
 from tests.support import jail_attacks
+from tests.support.ci import IN_CI
 from tests.support.pg_probe import answered, listening_tcp, probe_unix
 from tests.support.postgres import ServerAddress
+from tests.support.repository import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT
 NONROOT_USER = "chronicle-jail-test"
 SMALL = SandboxLimits(
     processes=64, memory_bytes=256 * 1024**2, file_size_bytes=1024**2, cpu_seconds=2
@@ -385,6 +386,19 @@ async def test_opting_out_of_the_jail_warns(
     try:
         assert any("WITHOUT a jail" in record.getMessage() for record in caplog.records)
         assert "free" in await jail_attacks.run(runtime, "echo free")
+    finally:
+        await runtime.close()
+
+
+async def test_root_is_read_only(local_runtime: LocalRuntime) -> None:
+    result = await jail_attacks.run(local_runtime, "touch /usr/x; echo > inside.txt && echo wrote")
+    assert "Read-only file system" in result and "wrote" in result
+
+
+async def test_unconfined_when_asked(workspace: Path) -> None:
+    runtime = await started(LocalRuntime(workspace, jail="none"))
+    try:
+        assert await jail_attacks.run(runtime, "echo free") == "free\n"
     finally:
         await runtime.close()
 

@@ -19,7 +19,7 @@ from app.runtime import LocalRuntime
 from app.runtime.docker.reaper import list_sandboxes, reap, reap_forever
 from app.runtime.docker.runtime import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
-from tests.e2e.conftest import sandbox_settings
+from tests.support.sandboxes import sandbox_settings
 
 
 async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
             "-c",
             "import asyncio, sys, uuid\n"
             "from app.runtime.docker.runtime import DockerRuntime\n"
-            "from tests.e2e.conftest import sandbox_settings\n"
+            "from tests.support.sandboxes import sandbox_settings\n"
             "from pathlib import Path\n"
             "async def main():\n"
             f"    rt = DockerRuntime(Path({str(tmp_path)!r}) / 'ws', {str(session)!r},"

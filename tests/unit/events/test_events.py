@@ -25,6 +25,7 @@ from app.events import (
     parse_event,
 )
 from app.events.ids import new_event_id
+from tests.support.repository import ROOT
 
 REQUIRED_KINDS = {
     "message", "run", "run.output", "file.read", "file.read.output", "file.write",
@@ -112,9 +113,8 @@ def test_runtime_status_serves_three_kinds() -> None:
 
 def test_observation_kinds_match_the_database_index() -> None:
     import importlib.util
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parents[2] / "migrations/versions/0001_event_store.py"
+    path = ROOT / "migrations/versions/0001_event_store.py"
     spec = importlib.util.spec_from_file_location("m0001", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

@@ -7,9 +7,9 @@ that drops the connection while it still answers ``/alive``, costs that one acti
 that was not JSON raised ``JSONDecodeError`` out of ``execute`` (no ``SandboxError``, so the
 executor's task died), and a dropped connection made the whole sandbox "unavailable".
 
-The server here is a real HTTP server that answers as scripted: the real action server
-never misbehaves on purpose (see test_sandbox_bad_requests.py), a proxy or another version
-in front of a remote runtime can.
+The server here is a real HTTP server in a thread of this process that answers as scripted:
+the real action server never misbehaves on purpose (tests/contract/runtime/test_bad_requests.py),
+a proxy or another version in front of a remote runtime can.
 """
 
 from __future__ import annotations
