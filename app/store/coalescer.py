@@ -18,6 +18,7 @@ from uuid import UUID
 import asyncpg
 
 from app.store.append import APPEND_SQL, EncodedBatch
+from app.store.transient import TRANSIENT_ERRORS
 
 APPEND_MANY_SQL = (
     "SELECT * FROM chronicle_append_many($1, $2, $3, $4, $5, $6, $7, $8, $9) ORDER BY grp, seq"
@@ -112,7 +113,7 @@ class AppendCoalescer:
                 batch.versions,
             )
         except asyncpg.PostgresError as exc:
-            if isinstance(exc, asyncpg.PostgresConnectionError):
+            if isinstance(exc, TRANSIENT_ERRORS):  # shutting down, starting, connection lost
                 raise
             raise AppendRefused.from_postgres(exc) from None
 
