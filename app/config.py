@@ -30,6 +30,7 @@ from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
     from app.llm.config import LlmConfig
+    from app.projections.config import ProjectionsConfig
     from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
     from app.store.config import DatabaseConfig, StoreConfig
 
@@ -89,6 +90,19 @@ class Settings(BaseSettings):
     pool_max_size: int = Field(default=10, ge=1)
     poll_interval: float = Field(
         default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
+    )
+    projections_inline: bool = Field(
+        default=True,
+        description="keep the projections (session_state) current inside `chronicle run`; "
+        "off when `chronicle projections run` runs them in a process of their own",
+    )
+    projections_standby_interval: float = Field(
+        default=2.0,
+        gt=0,
+        description="seconds between a waiting projection runner's attempts to take over",
+    )
+    projections_batch_size: int = Field(
+        default=2000, ge=1, description="most events a projection runner applies in one transaction"
     )
 
     # -- model (CHRONICLE_LLM_*) -----------------------------------------------------------
@@ -330,6 +344,15 @@ class Settings(BaseSettings):
             heartbeat_interval=self.sandbox_heartbeat_interval,
             ready_timeout=self.sandbox_ready_timeout,
             max_restarts=self.sandbox_max_restarts,
+        )
+
+    def projections_config(self) -> ProjectionsConfig:
+        from app.projections.config import ProjectionsConfig
+
+        return ProjectionsConfig(
+            inline=self.projections_inline,
+            standby_interval=self.projections_standby_interval,
+            batch_size=self.projections_batch_size,
         )
 
     @classmethod

@@ -14,6 +14,7 @@ from app.cli import agent as agent_cli
 from app.cli import audit as audit_cli
 from app.cli import db as db_cli
 from app.cli import log as log_cli
+from app.cli import projections as projections_cli
 from app.cli import runtime as runtime_cli
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     db_cli.add_parser(commands)
     log_cli.add_parsers(commands)
+    projections_cli.add_parser(commands)
     audit_cli.add_parsers(commands)
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
@@ -56,6 +58,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "append": log_cli.append,
         "demo": log_cli.demo,
         "sessions": log_cli.sessions,
+        "projections": projections_cli.run,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

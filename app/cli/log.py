@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import uuid
+from datetime import UTC, datetime, timedelta
 
 from app.cli.render import render_json, render_line
 from app.config import Settings
 from app.store import EventStore
 from app.store.database import ensure_database_async
+from app.store.session_rows import LISTED_STATES
 
 
 def session_id(text: str) -> uuid.UUID:
@@ -29,6 +32,36 @@ def seq_number(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not a seq: seqs start at 1")
     return value
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
+    return value
+
+
+SPANS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def since_time(text: str) -> datetime:
+    """A moment from ``--since``: ISO date or time (local time unless it has an offset), or a
+    span back from now such as ``90s``, ``30m``, ``2h``, ``7d``, ``2w``."""
+    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
+    if found:
+        seconds = float(found.group(1)) * SPANS[found.group(2)]
+        return datetime.now(UTC) - timedelta(seconds=seconds)
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither a date or time (2026-12-01, 2026-12-01T14:30) nor a span "
+            "back from now (30m, 2h, 7d)"
+        ) from None
+    return moment if moment.tzinfo else moment.astimezone()
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -53,7 +86,23 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     commands.add_parser("demo", help="record a short example session and print it")
 
     sessions = commands.add_parser("sessions", help="the latest sessions, one line each")
-    sessions.add_argument("--limit", type=int, default=20)
+    sessions.add_argument(
+        "--limit", type=positive, default=20, metavar="N", help="at most N (default 20)"
+    )
+    sessions.add_argument(
+        "--state",
+        choices=LISTED_STATES,
+        help="only sessions in this state (running and interrupted: the agent was working, "
+        "and a process runs it still, or none does)",
+    )
+    sessions.add_argument("--model", help="only sessions whose last model call used MODEL")
+    sessions.add_argument(
+        "--since",
+        type=since_time,
+        metavar="WHEN",
+        help="only sessions started since WHEN: a date or time (2026-12-01, "
+        "2026-12-01T14:30, with an offset or local time) or a span back from now (30m, 2h, 7d)",
+    )
     sessions.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
@@ -137,10 +186,21 @@ async def demo(args: argparse.Namespace, settings: Settings) -> int:
 async def sessions(args: argparse.Namespace, settings: Settings) -> int:
     from app.sessions.summary import recent_sessions
 
+    filtered = args.state or args.model or args.since
     async with await open_store(settings) as store:
-        found = await recent_sessions(store, args.limit)
+        found = await recent_sessions(
+            store,
+            args.limit,
+            state=args.state,
+            model=args.model,
+            since=args.since,
+            config=settings.projections_config(),
+        )
     if not found:
-        print("no sessions yet (`chronicle demo` records one)", file=sys.stderr)
+        if filtered:
+            print("no sessions match", file=sys.stderr)
+        else:
+            print("no sessions yet (`chronicle demo` records one)", file=sys.stderr)
         return 0
     for summary in found:
         if args.json:

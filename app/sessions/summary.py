@@ -1,7 +1,9 @@
 """A line per session for people: what it was, how it ended, what it cost.
 
-A session whose last state says the agent is working while no process runs it (its process
-died: kill -9, a crash, a lost machine) is shown as ``interrupted``, never ``running``.
+Read from the ``session_state`` projection, brought up to date first when no runner keeps it
+current (so the list right after ``chronicle run`` shows the run as it ended). A session
+whose agent was working while no process runs it any more (its process died: kill -9, a
+crash, a lost machine) is shown as ``interrupted``, never ``running``.
 """
 
 from __future__ import annotations
@@ -11,11 +13,10 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import EventStore
-from app.store.session_rows import latest_sessions
+from app.store.session_rows import ListedState, SessionRow, list_sessions
 
-#: States in which the controller is working on the session: true only while a process runs it.
-WORKING_STATES = frozenset({"loading", "running", "rate_limited"})
 TITLE_WIDTH = 80
 
 
@@ -32,39 +33,90 @@ def format_cost(known_usd: float, unpriced_calls: int, calls: int) -> str:
     return ("≥" if unpriced_calls else "") + f"${known_usd:.4f}"
 
 
+def shown_state(status: str | None, claimed: bool) -> str | None:
+    """What a person is told: a working session runs while a process holds its claim and
+    was interrupted otherwise; any other status is shown as stored."""
+    if status == "working":
+        return "running" if claimed else "interrupted"
+    return status
+
+
 class SessionSummary(BaseModel):
     id: UUID
     created_at: datetime
+    updated_at: datetime
+    #: When the agent last stopped working (None while it works).
+    ended_at: datetime | None
     events: int
     title: str | None
+    #: running, interrupted, finished, awaiting_user_input, paused, stopped, limit, error
+    #: (None: no agent state recorded yet).
     state: str | None
+    #: The reason the agent gave for its state, as recorded.
+    reason: str | None
+    agent: str | None
+    model: str | None
+    runtime: str | None
+    workspace: str | None
+    steps: int
     model_calls: int
+    failed_calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
     #: The known total; None when no call's price is known (a model without a price).
     cost_usd: float | None
     #: Calls whose price is unknown: ``cost_usd`` is then a lower bound.
     unpriced_calls: int = 0
+    errors: int
+    replay_of: UUID | None
+    forked_from: UUID | None
+    evaluation_run: str | None
 
     def cost_text(self) -> str:
-        return format_cost(self.cost_usd or 0.0, self.unpriced_calls, self.model_calls)
+        unpriced = self.unpriced_calls if self.cost_usd is not None else self.model_calls
+        return format_cost(self.cost_usd or 0.0, unpriced, self.model_calls)
 
-
-async def recent_sessions(store: EventStore, limit: int = 20) -> list[SessionSummary]:
-    summaries = []
-    for row in await latest_sessions(store, limit):
-        state = row.state
-        if state in WORKING_STATES and not row.claimed:
-            state = "interrupted"
-        unknown = row.model_calls > 0 and row.unpriced_calls == row.model_calls
-        summaries.append(
-            SessionSummary(
-                id=row.id,
-                created_at=row.created_at,
-                events=row.last_seq,
-                title=one_line_title(row.title) if row.title else row.title,
-                state=state,
-                model_calls=row.model_calls,
-                cost_usd=None if unknown else row.known_cost_usd,
-                unpriced_calls=row.unpriced_calls,
-            )
+    @classmethod
+    def of(cls, row: SessionRow) -> SessionSummary:
+        return cls(
+            id=row.session_id,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            ended_at=row.ended_at,
+            events=row.last_seq,
+            title=one_line_title(row.title) if row.title else row.title,
+            state=shown_state(row.status, row.claimed),
+            reason=row.state_reason,
+            agent=row.agent,
+            model=row.model,
+            runtime=row.runtime,
+            workspace=row.workspace,
+            steps=row.steps,
+            model_calls=row.model_calls,
+            failed_calls=row.failed_calls,
+            input_tokens=row.input_tokens,
+            output_tokens=row.output_tokens,
+            cached_tokens=row.cached_tokens,
+            cost_usd=float(row.cost_usd) if row.cost_usd is not None else None,
+            unpriced_calls=row.unpriced_calls,
+            errors=row.errors,
+            replay_of=row.replay_of,
+            forked_from=row.forked_from,
+            evaluation_run=row.evaluation_run,
         )
-    return summaries
+
+
+async def recent_sessions(
+    store: EventStore,
+    limit: int = 20,
+    *,
+    state: ListedState | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    config: ProjectionsConfig | None = None,
+) -> list[SessionSummary]:
+    """The newest sessions matching the filters, from ``session_state`` brought up to date."""
+    await bring_up_to_date(store, SessionState(), config)
+    rows = await list_sessions(store, limit=limit, state=state, model=model, since=since)
+    return [SessionSummary.of(row) for row in rows]

@@ -1,15 +1,18 @@
-"""The latest sessions as rows of facts, for the session list (plain SQL over the log).
+"""The session list: rows of the ``session_state`` projection, newest first, filtered.
 
-The last agent state is the controller's (source ``agent``); ``claimed`` says whether a process
-is running the session now (see ``session_claims``); cost is split into what is known and how
-many answered calls have no price, so nobody reads an unknown cost as zero (a failed call
-costs nothing).
+Every variant of the query is a range of one index in ``created_at`` order (all sessions,
+one status, one model; ``since`` bounds the range), so it reads only the rows it returns
+even with hundreds of thousands of sessions (tests/integration/projections/test_query_plans.py
+checks the plans). ``claimed`` says whether a process runs the session now (see
+``session_claims``): a session whose status is ``working`` while nobody holds its claim was
+interrupted, which no event records, so it is decided here, when reading.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -19,45 +22,109 @@ from app.store.session_claims import claimed_sql
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-LATEST_SQL = f"""
-SELECT s.id, s.created_at, s.last_seq,
-       first.payload->>'title' AS title,
-       (SELECT e.payload->>'state' FROM events e
-         WHERE e.session_id = s.id AND e.kind = 'agent.state' AND e.source = 'agent'
-         ORDER BY e.seq DESC LIMIT 1) AS state,
-       {claimed_sql("s.id")} AS claimed,
-       calls.count AS model_calls,
-       calls.known_cost AS known_cost_usd,
-       calls.unpriced AS unpriced_calls
-FROM sessions s
-LEFT JOIN events first
-       ON first.session_id = s.id AND first.seq = 1 AND first.kind = 'session.created'
-CROSS JOIN LATERAL (
-    SELECT count(*) AS count,
-           coalesce(sum((e.payload->>'cost_usd')::float8), 0) AS known_cost,
-           count(*) FILTER (WHERE e.payload->>'cost_usd' IS NULL
-                              AND e.payload->>'error' IS NULL) AS unpriced
-    FROM events e WHERE e.session_id = s.id AND e.kind = 'llm.call'
-) AS calls
-ORDER BY s.created_at DESC
-LIMIT $1
-"""
+#: What a session list can be narrowed to: a stored status, or whether a working session's
+#: process is alive (``running``) or gone (``interrupted``).
+ListedState = Literal[
+    "running",
+    "interrupted",
+    "finished",
+    "awaiting_user_input",
+    "paused",
+    "stopped",
+    "limit",
+    "error",
+]
+LISTED_STATES: tuple[ListedState, ...] = (
+    "running",
+    "interrupted",
+    "finished",
+    "awaiting_user_input",
+    "paused",
+    "stopped",
+    "limit",
+    "error",
+)
+
+COLUMNS = (
+    "session_id, title, created_at, updated_at, ended_at, status, agent_state, state_reason, "
+    "agent, model, runtime, workspace, steps, model_calls, failed_calls, priced_calls, "
+    "unpriced_calls, input_tokens, output_tokens, cached_tokens, cost_usd, errors, last_seq, "
+    "replay_of, forked_from, evaluation_run"
+)
+CLAIMED = claimed_sql("s.session_id")
 
 
 class SessionRow(BaseModel):
-    id: UUID
-    created_at: datetime
-    last_seq: int
+    """A ``session_state`` row and whether a process runs the session now."""
+
+    session_id: UUID
     title: str | None
-    #: The controller's last ``agent.state``, as recorded.
-    state: str | None
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None
+    #: working, finished, awaiting_user_input, paused, stopped, limit, error (None: no
+    #: agent state recorded yet).
+    status: str | None
+    agent_state: str | None
+    state_reason: str | None
+    agent: str | None
+    model: str | None
+    runtime: str | None
+    workspace: str | None
+    steps: int
+    model_calls: int
+    failed_calls: int
+    priced_calls: int
+    unpriced_calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    #: None when no call has a price and some have none.
+    cost_usd: Decimal | None
+    errors: int
+    last_seq: int
+    replay_of: UUID | None
+    forked_from: UUID | None
+    evaluation_run: str | None
     #: A process holds the session's claim: it is running it now.
     claimed: bool
-    model_calls: int
-    known_cost_usd: float
-    unpriced_calls: int
 
 
-async def latest_sessions(store: EventStore, limit: int) -> list[SessionRow]:
-    rows = await store.pool.fetch(LATEST_SQL, limit)
+def list_sql(*, state: ListedState | None, model: bool, since: bool) -> tuple[str, list[str]]:
+    """The list query for these filters, and the order of its parameters (the limit last)."""
+    where: list[str] = []
+    params: list[str] = []
+    if state in ("running", "interrupted"):
+        where.append("s.status = 'working'")
+        where.append(CLAIMED if state == "running" else f"NOT {CLAIMED}")
+    elif state is not None:
+        params.append("state")
+        where.append(f"s.status = ${len(params)}")
+    if model:
+        params.append("model")
+        where.append(f"s.model = ${len(params)}")
+    if since:
+        params.append("since")
+        where.append(f"s.created_at >= ${len(params)}")
+    params.append("limit")
+    return (
+        f"SELECT {COLUMNS}, {CLAIMED} AS claimed FROM session_state s"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY s.created_at DESC, s.session_id DESC LIMIT ${len(params)}",
+        params,
+    )
+
+
+async def list_sessions(
+    store: EventStore,
+    *,
+    limit: int,
+    state: ListedState | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+) -> list[SessionRow]:
+    """The newest sessions (by start) that match every filter given, at most ``limit``."""
+    sql, params = list_sql(state=state, model=model is not None, since=since is not None)
+    values: dict[str, Any] = {"state": state, "model": model, "since": since, "limit": limit}
+    rows = await store.pool.fetch(sql, *(values[name] for name in params))
     return [SessionRow(**dict(row)) for row in rows]

@@ -1,0 +1,121 @@
+"""`chronicle projections run|status|rebuild`: keep the read models current, see how far they
+are, and build one afresh from the log."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from datetime import datetime
+
+from app.cli.log import open_store
+from app.config import Settings
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    projections = commands.add_parser(
+        "projections", help="keep the read models (session_state) current; status; rebuild"
+    )
+    actions = projections.add_subparsers(dest="action", required=True, metavar="ACTION")
+    run = actions.add_parser(
+        "run",
+        help="apply the log to the projections until stopped (SIGINT/SIGTERM); a second "
+        "process of the same projection stands by and takes over when the first ends",
+    )
+    run.add_argument("names", nargs="*", metavar="NAME", help="only these (default: all)")
+    status = actions.add_parser(
+        "status", help="each projection's position, lag (events and seconds) and runner"
+    )
+    status.add_argument("--json", action="store_true", help="one JSON object per line")
+    rebuild = actions.add_parser(
+        "rebuild", help="build a projection afresh from the start of the log and swap it in"
+    )
+    rebuild.add_argument("name", metavar="NAME")
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from app.projections import UnknownProjectionError
+
+    try:
+        return await {"run": _run, "status": _status, "rebuild": _rebuild}[args.action](
+            args, settings
+        )
+    except UnknownProjectionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    from app.projections import all_projections, projection_named, running_projections
+
+    chosen = [projection_named(n) for n in args.names] if args.names else all_projections()
+    stopped = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for number in STOP_SIGNALS:
+        loop.add_signal_handler(number, stopped.set)
+    try:
+        async with await open_store(settings) as store:
+            config = settings.projections_config()
+            async with running_projections(store, chosen, config):
+                names = ", ".join(p.name for p in chosen)
+                print(f"running projections: {names} (stop with Ctrl-C)", file=sys.stderr)
+                await stopped.wait()
+    finally:
+        for number in STOP_SIGNALS:
+            loop.remove_signal_handler(number)
+    print("stopped", file=sys.stderr)
+    return 0
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+async def _status(args: argparse.Namespace, settings: Settings) -> int:
+    from app.projections import PROJECTIONS
+    from app.store.projection_status import projection_status
+
+    async with await open_store(settings) as store:
+        found = await projection_status(store, [p.name for p in PROJECTIONS])
+    for status in found:
+        if args.json:
+            print(status.model_dump_json())
+            continue
+        runner = f"live ({status.runner})" if status.live else "no runner live"
+        version = f"v{status.version}" if status.version is not None else "never run"
+        print(
+            f"{status.name}  {version}  behind {status.behind} events "
+            f"({status.lag_seconds:.1f} s)  {runner}  "
+            f"updated {_when(status.updated_at)}  rebuilt {_when(status.rebuilt_at)}"
+        )
+    return 0
+
+
+async def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
+    from app.projections import projection_named, rebuild
+    from app.store.projection_store import ProjectionConnection
+
+    projection = projection_named(args.name)
+    config = settings.projections_config()
+    shown = 0
+
+    def progress(done: int) -> None:
+        nonlocal shown
+        if sys.stderr.isatty() and done - shown >= 10 * config.batch_size:
+            shown = done
+            print(f"\r{done} events applied…", end="", file=sys.stderr, flush=True)
+
+    async with await open_store(settings) as store:
+        async with await ProjectionConnection.dedicated(store) as connection:
+            position = await rebuild(
+                store, connection, projection, batch_size=config.batch_size, progress=progress
+            )
+    with contextlib.suppress(OSError):
+        if shown:
+            print(file=sys.stderr)
+    print(f"rebuilt {projection.name} up to global position {position.global_position}")
+    return 0

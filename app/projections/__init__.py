@@ -1,0 +1,37 @@
+"""Read models built from the log: the runner, rebuilds, and the projections themselves.
+
+A projection (``Projection``) folds events into tables it owns; a ``ProjectionRunner`` applies
+it in global order with its position in the same transaction, in one process at a time;
+``rebuild`` recomputes it from the start of the log and swaps it in; ``bring_up_to_date``
+lets a reader catch it up when no runner is live. ``session_state`` is the first projection.
+"""
+
+from app.projections.base import Projection
+from app.projections.catch_up import catch_up, rebuild
+from app.projections.config import ProjectionsConfig
+from app.projections.registry import (
+    PROJECTIONS,
+    UnknownProjectionError,
+    all_projections,
+    projection_named,
+)
+from app.projections.runner import ProjectionRunner, running_projections
+from app.projections.session_state import SESSION_STATE, SessionState, SessionStateRow
+from app.projections.up_to_date import bring_up_to_date
+
+__all__ = [
+    "PROJECTIONS",
+    "SESSION_STATE",
+    "Projection",
+    "ProjectionRunner",
+    "ProjectionsConfig",
+    "SessionState",
+    "SessionStateRow",
+    "UnknownProjectionError",
+    "all_projections",
+    "bring_up_to_date",
+    "catch_up",
+    "projection_named",
+    "rebuild",
+    "running_projections",
+]

@@ -1,0 +1,228 @@
+"""The runner: keeps one projection current, in one process at a time.
+
+A runner takes the projection's lock on a connection of its own (``ProjectionConnection``)
+and, while it holds it: rebuilds the tables if an older version of the projection built them,
+applies the backlog page by page, then follows ``subscribe_all`` and applies what arrives in
+batches (every event already read ahead goes into the same transaction). Each batch commits
+with its position, so a runner killed at any point resumes exactly after the last committed
+batch.
+
+Runners of the same projection in other processes stand by: they try the lock every
+``standby_interval`` and take over when its holder ends (its connection closes, however the
+process died). A runner whose connection or database goes away lets go and starts over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Literal
+
+from app.projections.base import Projection
+from app.projections.catch_up import Applied, catch_up, rebuild
+from app.projections.config import ProjectionsConfig
+from app.store import EventStore, Position, RecordedEvent
+from app.store.projection_store import (
+    NewerVersionError,
+    PositionMovedError,
+    ProjectionConnection,
+    runner_identity,
+)
+from app.store.subscriptions import GlobalSubscription
+from app.store.transient import DATABASE_GONE_ERRORS, TRANSIENT_ERRORS
+
+log = logging.getLogger(__name__)
+
+RunnerState = Literal["starting", "standby", "rebuilding", "applying", "stopped"]
+#: The database or the runner's connection went away: let go, and try again a little later.
+LET_GO: tuple[type[BaseException], ...] = (*TRANSIENT_ERRORS, *DATABASE_GONE_ERRORS)
+#: Longest pause before trying again after the database went away.
+MAX_BACKOFF = 10.0
+
+
+class ProjectionRunner:
+    """Applies one projection while it holds its lock; stands by while another runner does."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        projection: Projection,
+        config: ProjectionsConfig | None = None,
+        *,
+        applied: Applied | None = None,
+    ) -> None:
+        self.store = store
+        self.projection = projection
+        self.config = config or ProjectionsConfig()
+        self._applied = applied
+        self._stop = asyncio.Event()
+        self.state: RunnerState = "starting"
+        #: The position applied up to, while applying.
+        self.position: Position | None = None
+        #: Set whenever the runner is caught up with the head of the log.
+        self.caught_up = asyncio.Event()
+
+    @property
+    def name(self) -> str:
+        return self.projection.name
+
+    def stop(self) -> None:
+        """Ask the runner to apply what is left (within ``drain_timeout``) and let go."""
+        self._stop.set()
+
+    async def run(self) -> None:
+        """Run until ``stop()``: apply while holding the lock, stand by otherwise."""
+        backoff = 0.1
+        try:
+            while not self._stop.is_set():
+                try:
+                    await self._run_once()
+                    backoff = 0.1
+                except NewerVersionError as exc:
+                    log.warning("%s; this process stands by", exc)
+                    self.state = "standby"
+                    await self._stop.wait()
+                except LET_GO as exc:
+                    log.warning("projection %s: %s; trying again", self.name, exc)
+                    self.state = "standby"
+                    await self._pause(backoff)
+                    backoff = min(backoff * 2, MAX_BACKOFF)
+        finally:
+            self.state = "stopped"
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stop.wait()
+
+    async def _run_once(self) -> None:
+        async with await ProjectionConnection.dedicated(self.store) as connection:
+            while not await connection.try_lock(self.name):
+                if self.state != "standby":
+                    log.info("projection %s: another process applies it; standing by", self.name)
+                self.state = "standby"
+                await self._pause(self.config.standby_interval)
+                if self._stop.is_set():
+                    return
+            await self._hold(connection)
+
+    async def _hold(self, connection: ProjectionConnection) -> None:
+        """Holding the lock: start where the tables are, then follow the log until stopped."""
+        projection = self.projection
+        checkpoint = await connection.register(projection.name, projection.version)
+        await connection.set_runner(projection.name, runner_identity())
+        if checkpoint.version > projection.version:
+            raise NewerVersionError(projection.name, checkpoint.version, projection.version)
+        position = checkpoint.position
+        if checkpoint.version < projection.version:
+            log.info(
+                "projection %s: built by version %d, this is %d: rebuilding",
+                projection.name,
+                checkpoint.version,
+                projection.version,
+            )
+            self.state = "rebuilding"
+            position = await rebuild(
+                self.store, connection, projection, batch_size=self.config.batch_size
+            )
+        self.state = "applying"
+        log.info("projection %s: applying from %s", projection.name, position)
+        while True:
+            try:
+                position = await self._catch_up(connection, position)
+                if self._stop.is_set():
+                    return
+                await self._follow(connection, position)
+                with contextlib.suppress(TimeoutError):  # stopped: what is left, briefly
+                    async with asyncio.timeout(self.config.drain_timeout):
+                        await self._catch_up(connection, self.position or position)
+                return
+            except PositionMovedError as moved:
+                log.info("projection %s: rebuilt elsewhere; going on from %s", self.name, moved)
+                position = moved.stored
+
+    async def _catch_up(self, connection: ProjectionConnection, position: Position) -> Position:
+        self.position = await catch_up(
+            self.store,
+            connection,
+            self.projection,
+            position,
+            batch_size=self.config.batch_size,
+            applied=self._done,
+        )
+        self.caught_up.set()
+        return self.position
+
+    async def _follow(self, connection: ProjectionConnection, position: Position) -> None:
+        """Apply what ``subscribe_all`` delivers, a batch at a time, until stopped."""
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
+        try:
+            async with self.store.subscribe_all(start=position, auto_checkpoint=False) as events:
+                while (batch := await self._next_batch(events, stopping)) is not None:
+                    self.caught_up.clear()
+                    position = await connection.apply(self.projection, batch, position)
+                    self.position = position
+                    self._done(batch)
+                    if not events.buffered():
+                        self.caught_up.set()
+        finally:
+            stopping.cancel()
+
+    async def _next_batch(
+        self, events: GlobalSubscription, stopping: asyncio.Future[Any]
+    ) -> list[RecordedEvent] | None:
+        """The next event and every one already read after it (up to a batch); None once
+        stopped (a cancelled ``__anext__`` loses nothing: the subscription's promise)."""
+        following: asyncio.Future[RecordedEvent] = asyncio.ensure_future(anext(events))
+        waiting: set[asyncio.Future[Any]] = {following, stopping}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not following.done():
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+            return None
+        batch = [following.result()]
+        while len(batch) < self.config.batch_size and events.buffered():
+            batch.append(await anext(events))
+        return batch
+
+    def _done(self, batch: Sequence[RecordedEvent]) -> None:
+        log.info(
+            "projection %s: applied %d events, global positions %d..%d",
+            self.name,
+            len(batch),
+            batch[0].global_position,
+            batch[-1].global_position,
+        )
+        if self._applied is not None:
+            self._applied(batch)
+
+
+@contextlib.asynccontextmanager
+async def running_projections(
+    store: EventStore,
+    projections: Sequence[Projection],
+    config: ProjectionsConfig | None = None,
+    *,
+    applied: Applied | None = None,
+) -> AsyncIterator[list[ProjectionRunner]]:
+    """Run a runner per projection beside the block; at its end they apply what is left
+    (within ``drain_timeout``) and stop."""
+    config = config or ProjectionsConfig()
+    runners = [ProjectionRunner(store, p, config, applied=applied) for p in projections]
+    tasks = [
+        asyncio.create_task(runner.run(), name=f"chronicle-projection-{runner.name}")
+        for runner in runners
+    ]
+    try:
+        yield runners
+    finally:
+        for runner in runners:
+            runner.stop()
+        if tasks:
+            _, late = await asyncio.wait(tasks, timeout=config.drain_timeout + 1.0)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)

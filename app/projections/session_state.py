@@ -1,0 +1,257 @@
+"""``session_state``: one row per session, what the session list and SQL readers need.
+
+Everything comes from the session's own events, in seq order:
+
+- ``session.created``: title, agent, model, runtime, workspace (its ``config``), and the
+  session's origin (``replay_of``; ``forked_from`` and ``evaluation_run`` where a later kind of
+  session records them, in the payload or in its config);
+- ``agent.state`` from the controller (source ``agent``): the state, its reason, the
+  ``status`` (below) and when the agent stopped working (``ended_at``). A user's steering
+  (source ``user``) is a request the controller answers with its own state, so it is not one;
+- ``llm.call``: model calls, failures, tokens and cost, and the model actually called;
+- actions (``steps``), ``error`` events (``errors``), ``runtime.ready`` / ``runtime.restarted``
+  (the runtime that answered).
+
+``status`` is ``working`` while the controller last said loading, running or rate_limited; a
+reader shows ``running`` while a process holds the session's claim and ``interrupted``
+otherwise (its process died: that is no event, so it is decided when reading, see
+app/sessions/summary.py). ``stopped`` at the iteration or cost limit is ``limit``.
+
+Cost is exact: each call's ``cost_usd`` (a JSON number) as a Decimal, summed, so the rows do
+not depend on how events were batched. It is None when no call has a price and some have
+none, never a misleading zero.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Context, Decimal
+from typing import Any
+from uuid import UUID
+
+from app.events import ACTION_KINDS
+from app.events.stored_form import needs_escape
+from app.projections.base import Projection
+from app.store import RecordedEvent
+from app.store.projection_store import ProjectionRows, Table
+
+#: The controller's states while it works on the session.
+WORKING_STATES = frozenset({"loading", "running", "rate_limited"})
+#: How the controller words a stop at a limit (app/agent/controller.py; a test runs it).
+LIMIT_REASON = re.compile(r"^reached the (iteration|cost) limit\b")
+STATUSES = (
+    "working",
+    "finished",
+    "awaiting_user_input",
+    "paused",
+    "stopped",
+    "limit",
+    "error",
+)
+#: What PostgreSQL text cannot hold; shown as U+FFFD in the table (the log keeps the original).
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: Sums of costs without rounding (a float's decimal has at most 17 significant digits).
+EXACT = Context(prec=80)
+
+
+@dataclass(slots=True)
+class SessionStateRow:
+    """One row of ``session_state``; the fields are its columns, in order."""
+
+    session_id: UUID
+    title: str | None
+    created_at: datetime
+    updated_at: datetime
+    ended_at: datetime | None = None
+    status: str | None = None
+    agent_state: str | None = None
+    state_reason: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    runtime: str | None = None
+    workspace: str | None = None
+    steps: int = 0
+    model_calls: int = 0
+    failed_calls: int = 0
+    priced_calls: int = 0
+    unpriced_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_usd: Decimal | None = Decimal(0)
+    errors: int = 0
+    last_seq: int = 0
+    replay_of: UUID | None = None
+    forked_from: UUID | None = None
+    evaluation_run: str | None = None
+
+
+SESSION_STATE: Table[SessionStateRow] = Table(
+    name="session_state",
+    key="session_id",
+    columns=(
+        ("session_id", "uuid"),
+        ("title", "text"),
+        ("created_at", "timestamptz"),
+        ("updated_at", "timestamptz"),
+        ("ended_at", "timestamptz"),
+        ("status", "text"),
+        ("agent_state", "text"),
+        ("state_reason", "text"),
+        ("agent", "text"),
+        ("model", "text"),
+        ("runtime", "text"),
+        ("workspace", "text"),
+        ("steps", "integer"),
+        ("model_calls", "integer"),
+        ("failed_calls", "integer"),
+        ("priced_calls", "integer"),
+        ("unpriced_calls", "integer"),
+        ("input_tokens", "bigint"),
+        ("output_tokens", "bigint"),
+        ("cached_tokens", "bigint"),
+        ("cost_usd", "numeric"),
+        ("errors", "integer"),
+        ("last_seq", "integer"),
+        ("replay_of", "uuid"),
+        ("forked_from", "uuid"),
+        ("evaluation_run", "text"),
+    ),
+    row_type=SessionStateRow,
+)
+
+
+def status_of(state: str, reason: str) -> str:
+    """The status an agent state (with its reason) puts the session in."""
+    if state in WORKING_STATES:
+        return "working"
+    if state == "stopped" and LIMIT_REASON.match(reason):
+        return "limit"
+    return state if state in STATUSES else "error"
+
+
+def storable(value: Any) -> str | None:
+    """A payload's text as a text column holds it (None for anything but a string)."""
+    if not isinstance(value, str):
+        return None
+    return UNSTORABLE.sub("\ufffd", value) if needs_escape(value) else value
+
+
+def uuid_or_none(value: Any) -> UUID | None:
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def count(value: Any) -> int:
+    """A token count from a payload (0 for anything that is not a whole number)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def exact_cost(value: Any) -> Decimal | None:
+    """A call's ``cost_usd`` as the decimal its JSON text says (None when unknown)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+class SessionState(Projection):
+    name = "session_state"
+    version = 1
+    tables = (SESSION_STATE,)
+
+    def keys(self, event: RecordedEvent) -> Iterable[tuple[Table[Any], Any]]:
+        return ((SESSION_STATE, event.session_id),)
+
+    def apply(self, rows: ProjectionRows, event: RecordedEvent) -> None:
+        row = rows.get(SESSION_STATE, event.session_id)
+        if row is None:
+            row = SessionStateRow(
+                session_id=event.session_id,
+                title=None,
+                created_at=event.created_at,
+                updated_at=event.created_at,
+            )
+        row.last_seq = event.seq
+        row.updated_at = event.created_at
+        fold = FOLDS.get(event.kind)
+        if fold is not None:
+            fold(row, event)
+        elif event.kind in ACTION_KINDS and event.source == "agent":
+            row.steps += 1
+        rows.put(SESSION_STATE, row)
+
+
+def _created(row: SessionStateRow, event: RecordedEvent) -> None:
+    payload = event.payload
+    config = payload.get("config")
+    config = config if isinstance(config, dict) else {}
+    row.title = storable(payload.get("title"))
+    row.agent = storable(config.get("agent"))
+    row.model = storable(config.get("model"))
+    row.runtime = storable(config.get("runtime"))
+    row.workspace = storable(config.get("workspace"))
+    row.replay_of = uuid_or_none(payload.get("replay_of") or config.get("replay_of"))
+    row.forked_from = uuid_or_none(payload.get("forked_from") or config.get("forked_from"))
+    row.evaluation_run = storable(payload.get("evaluation_run") or config.get("evaluation_run"))
+
+
+def _agent_state(row: SessionStateRow, event: RecordedEvent) -> None:
+    if event.source != "agent":
+        return
+    state = storable(event.payload.get("state")) or ""
+    reason = storable(event.payload.get("reason")) or ""
+    row.agent_state = state
+    row.state_reason = reason
+    row.status = status_of(state, reason)
+    row.ended_at = None if row.status == "working" else event.created_at
+
+
+def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
+    payload = event.payload
+    row.model_calls += 1
+    model = storable(payload.get("model"))
+    if model:
+        row.model = model
+    usage = payload.get("usage")
+    if isinstance(usage, dict):
+        row.input_tokens += count(usage.get("prompt_tokens"))
+        row.output_tokens += count(usage.get("completion_tokens"))
+        row.cached_tokens += count(usage.get("cached_tokens"))
+    failed = payload.get("error") is not None
+    cost = exact_cost(payload.get("cost_usd"))
+    if failed:
+        row.failed_calls += 1
+    if cost is not None:
+        row.priced_calls += 1
+        row.cost_usd = EXACT.add(row.cost_usd or Decimal(0), cost)
+    elif not failed:
+        row.unpriced_calls += 1
+        if row.priced_calls == 0:
+            row.cost_usd = None
+
+
+def _error(row: SessionStateRow, event: RecordedEvent) -> None:
+    row.errors += 1
+
+
+def _runtime(row: SessionStateRow, event: RecordedEvent) -> None:
+    runtime = storable(event.payload.get("runtime"))
+    if runtime:
+        row.runtime = runtime
+
+
+FOLDS = {
+    "session.created": _created,
+    "agent.state": _agent_state,
+    "llm.call": _llm_call,
+    "error": _error,
+    "runtime.ready": _runtime,
+    "runtime.restarted": _runtime,
+}

@@ -1,0 +1,45 @@
+"""Reading a projection without a live runner: bring it up to date first.
+
+``chronicle sessions`` right after ``chronicle run`` must list the run as it ended, with no
+server running. So a reader takes the projection's lock itself for a moment: if it gets it,
+no runner is live, and it applies what is behind (rebuilding first if an older version built
+the tables) before it reads. If it does not, a live runner keeps the tables current and the
+reader reads them as they are.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from app.projections.base import Projection
+from app.projections.catch_up import catch_up, rebuild
+from app.projections.config import ProjectionsConfig
+from app.store import EventStore
+from app.store.projection_store import ProjectionConnection
+
+log = logging.getLogger(__name__)
+
+
+async def bring_up_to_date(
+    store: EventStore, projection: Projection, config: ProjectionsConfig | None = None
+) -> bool:
+    """Apply what is behind unless a runner is live; False when one is (or when newer code
+    built the tables: they are then left as they are)."""
+    config = config or ProjectionsConfig()
+    async with await ProjectionConnection.pooled(store) as connection:
+        if not await connection.try_lock(projection.name):
+            return False
+        checkpoint = await connection.register(projection.name, projection.version)
+        if checkpoint.version > projection.version:
+            log.warning(
+                "projection %s was built by a newer Chronicle (version %d); read as it is",
+                projection.name,
+                checkpoint.version,
+            )
+            return False
+        position = checkpoint.position
+        if checkpoint.version < projection.version:
+            position = await rebuild(store, connection, projection, batch_size=config.batch_size)
+        if await connection.anything_after(position):
+            await catch_up(store, connection, projection, position, batch_size=config.batch_size)
+        return True
