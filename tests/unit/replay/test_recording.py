@@ -1,0 +1,147 @@
+"""Reading a recording: its calls, what each led to, the answers, and the user's segments."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from app.replay.divergence import Divergence, ExtraCall, OutcomeDivergence
+from app.replay.recording import RecordingError, read_recording
+from app.store import RecordedEvent
+
+SESSION = uuid.uuid4()
+
+
+class Log:
+    """Builds a session's recorded events in seq order."""
+
+    def __init__(self) -> None:
+        self.events: list[RecordedEvent] = []
+
+    def add(self, kind: str, source: str, cause: int | None = None, **payload: Any) -> int:
+        seq = len(self.events) + 1
+        self.events.append(
+            RecordedEvent(
+                global_position=seq,
+                session_id=SESSION,
+                seq=seq,
+                event_id=uuid.uuid4(),
+                tx=1,
+                kind=kind,
+                source=source,
+                cause=cause,
+                payload=payload,
+                schema_version=1,
+                created_at=datetime.now(UTC),
+                hash=b"",
+            )
+        )
+        return seq
+
+    def state(self, state: str, reason: str = "", source: str = "agent") -> int:
+        return self.add("agent.state", source, state=state, reason=reason)
+
+    def call(self, **payload: Any) -> int:
+        return self.add("llm.call", "agent", model="m", fingerprint="f", **payload)
+
+
+def started(log: Log, task: str = "Fix it.") -> None:
+    log.add("session.created", "system", title="Fix it", config={"model": "m"})
+    log.add("message", "user", content=task)
+
+
+def test_calls_consequences_and_answers() -> None:
+    log = Log()
+    started(log)
+    log.state("running")
+    first = log.call()
+    run = log.add("run", "agent", first, command="ls")
+    output = log.add("run.output", "environment", run, output="a.py", exit_code=0)
+    second = log.call()
+    log.add("finish", "agent", second, message="done")
+    log.state("finished", "the agent called finish")
+    recording = read_recording(log.events)
+    assert [c.seq for c in recording.calls] == [first, second]
+    assert [e.seq for e in recording.consequences[first]] == [run]
+    assert recording.answers[run].seq == output
+    assert recording.step_of(second) == 2
+    assert recording.outcome == "finished" and recording.title == "Fix it"
+    [segment] = recording.segments
+    assert [e.kind for e in segment.feed] == ["message"] and segment.calls == 2
+
+
+def test_an_interrupted_call_answered_nothing_and_is_left_out() -> None:
+    log = Log()
+    started(log)
+    log.call(error="interrupted before the model answered", error_kind="interrupted")
+    log.state("stopped", "interrupted by SIGINT")
+    again = log.call()
+    log.add("finish", "agent", again, message="done")
+    log.state("finished")
+    recording = read_recording(log.events)
+    assert [c.seq for c in recording.calls] == [again]
+    assert len(recording.segments) == 1 and recording.outcome == "finished"
+
+
+def test_the_user_coming_back_starts_a_segment() -> None:
+    log = Log()
+    started(log)
+    asked = log.call()
+    log.add("message", "agent", asked, content="Which file?")
+    log.state("awaiting_user_input", "the agent asked for your input")
+    log.add("message", "user", content="main.py")
+    done = log.call()
+    log.add("finish", "agent", done, message="ok")
+    log.state("finished", "the agent called finish")
+    first, second = read_recording(log.events).segments
+    assert (first.end_state, first.calls) == ("awaiting_user_input", 1)
+    assert [e.payload["content"] for e in second.feed] == ["main.py"]
+    assert (second.end_state, second.calls) == ("finished", 2)
+
+
+def test_a_recording_that_ends_while_the_agent_works_has_no_outcome() -> None:
+    log = Log()
+    started(log)
+    log.state("running")
+    log.call()
+    assert read_recording(log.events).outcome is None
+
+
+def test_sessions_that_cannot_be_replayed_say_why() -> None:
+    log = Log()
+    log.add("message", "user", content="hi")
+    with pytest.raises(RecordingError, match=r"no session\.created"):
+        read_recording(log.events)
+    replayed = Log()
+    replayed.add("session.created", "system", replay_of=str(uuid.uuid4()))
+    with pytest.raises(RecordingError, match="itself a replay"):
+        read_recording(replayed.events)
+    steered = Log()
+    started(steered)
+    steered.state("running")
+    steered.call()
+    steered.add("message", "user", content="also do this")
+    with pytest.raises(RecordingError, match="while the agent was working"):
+        read_recording(steered.events)
+
+
+def test_divergences_are_frozen_and_round_trip_as_json() -> None:
+    adapter: TypeAdapter[Divergence] = TypeAdapter(Divergence)
+    for divergence in (
+        ExtraCall(step=3, summary="model call 3: more"),
+        OutcomeDivergence(
+            step=2,
+            recorded_state="finished",
+            recorded_reason="",
+            new_state="error",
+            new_reason="stuck",
+            summary="ended error",
+        ),
+    ):
+        assert adapter.validate_json(adapter.dump_json(divergence)) == divergence
+        with pytest.raises(ValidationError):
+            divergence.step = 9  # type: ignore[misc]
