@@ -55,3 +55,27 @@ async def test_sessions_right_after_run_shows_the_run_as_it_ended(
     assert row["id"] in only.stdout
     none = chronicle("sessions", "--state", "error", env=env)
     assert none.stdout == "" and "no sessions match" in none.stderr
+
+
+async def test_a_run_stopped_at_its_iteration_limit_is_listed_as_limit(
+    fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path
+) -> None:
+    """The controller's own wording of a stop at the limit is what the fold recognises."""
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo 1")]),
+        Reply(tool_calls=[tool_call("execute_bash", command="echo 2")]),
+    )
+    env = agent_environment(fake_llm, app_database_url, tmp_path)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = chronicle(
+        "run", "--workspace", str(workspace), "--max-iterations", "1", "Loop.", env=env,
+        timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 1 and "iteration limit" in done.stdout, done.stdout + done.stderr
+    [row] = [
+        json.loads(line)
+        for line in chronicle("sessions", "--state", "limit", "--json", env=env).stdout.splitlines()
+    ]
+    assert row["state"] == "limit" and row["reason"].startswith("reached the iteration limit")
+    assert chronicle("sessions", "--state", "stopped", env=env).stdout == ""
