@@ -1,7 +1,9 @@
-"""Append: validate and encode a batch in Python, record it with one call to chronicle_append().
+"""Append: validate and encode a batch in Python, record it with one database call.
 
-The database function (see migrations) does the parts that must be serialised per session:
-the lock, the expected-seq check, seq numbering, the hash chain and the notification.
+The database functions (see migrations) do the parts that must be serialised per session:
+the lock, the expected-seq check, seq numbering, the hash chain and the notification. One
+event goes through chronicle_append_one() (scalar arguments), a batch through
+chronicle_append(); both take ``p_notify`` (see coalescer.py for who asks for it).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from app.store.errors import (
 )
 from app.store.records import RecordedEvent
 
-# p_notify => false: the store sends the NOTIFY after the commit (see announcer.py).
-APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, false)"
+APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+APPEND_ONE_SQL = "SELECT * FROM chronicle_append_one($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 
 EventLike = Event | Mapping[str, Any]
 

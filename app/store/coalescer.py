@@ -6,18 +6,27 @@ in one process), the ones that find every slot busy are queued and sent together
 ``chronicle_append_many()``: one round trip, one commit, each append still atomic on its own
 (a subtransaction per append), failures reported per append. A lone writer never waits: its
 append goes out at once, exactly as it would without this.
+
+Appends go out on connections of their own (``AppendConnections``), not through the pool:
+acquiring and releasing a pooled connection costs more client time than the round trip it
+wraps on a busy machine. A single event goes through ``chronicle_append_one()`` (scalar
+arguments, one row back); an append that has nothing else of this process in flight asks the
+database to send its NOTIFY in the same transaction, so it costs one round trip in all (see
+``AppendResult.notified``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 from uuid import UUID
 
 import asyncpg
 
-from app.store.append import APPEND_SQL, EncodedBatch
+from app.store.append import APPEND_ONE_SQL, APPEND_SQL, EncodedBatch
 from app.store.transient import TRANSIENT_ERRORS
 
 APPEND_MANY_SQL = (
@@ -52,20 +61,72 @@ class CoalescerStats(NamedTuple):
     appends: int
 
 
+class AppendResult(NamedTuple):
+    """What the database assigned to each event, and whether it already sent the NOTIFY."""
+
+    rows: list[Any]
+    #: True when the append's own transaction notified; else the caller announces it.
+    notified: bool
+
+
+class AppendConnections:
+    """The connections appends go out on: opened when first needed, at most one per append
+    in flight, and dropped (to be opened again) when one breaks or a call on it is
+    interrupted, so a lost server costs a reconnect, never a connection in an unknown state."""
+
+    def __init__(self, connect: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
+        self._connect = connect
+        self._idle: list[asyncpg.Connection] = []
+        self._closed = False
+
+    async def run(self, call: Callable[[asyncpg.Connection], Awaitable[Any]]) -> Any:
+        connection = self._idle.pop() if self._idle else await self._connect()
+        try:
+            result = await call(connection)
+        except asyncpg.PostgresError as exc:
+            if isinstance(exc, TRANSIENT_ERRORS):  # the server is going away or gone
+                connection.terminate()
+            else:  # refused: the connection is fine, its transaction rolled back
+                self._keep(connection)
+            raise
+        except BaseException:
+            connection.terminate()
+            raise
+        self._keep(connection)
+        return result
+
+    def _keep(self, connection: asyncpg.Connection) -> None:
+        if self._closed or connection.is_closed():
+            connection.terminate()
+        else:
+            self._idle.append(connection)
+
+    async def close(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            with contextlib.suppress(*TRANSIENT_ERRORS):
+                await asyncio.wait_for(connection.close(), 2)
+
+
 class _Request(NamedTuple):
     session_id: UUID
     expected_seq: int | None
     batch: EncodedBatch
-    result: asyncio.Future[list[Any]]
+    result: asyncio.Future[AppendResult]
 
 
 class AppendCoalescer:
     """At most ``max_in_flight`` append calls at once; the rest wait and go out together."""
 
     def __init__(
-        self, pool: asyncpg.Pool, *, max_in_flight: int = 2, max_events_per_call: int = 20_000
+        self,
+        connect: Callable[[], Awaitable[asyncpg.Connection]],
+        *,
+        max_in_flight: int = 2,
+        max_events_per_call: int = 20_000,
     ) -> None:
-        self._pool = pool
+        self._connections = AppendConnections(connect)
         self._max_in_flight = max_in_flight
         self._max_events = max_events_per_call
         self._in_flight = 0
@@ -81,37 +142,63 @@ class AppendCoalescer:
 
     async def append(
         self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch
-    ) -> list[Any]:
-        """The rows chronicle_append() returned; ``AppendRefused`` if the database said no."""
+    ) -> AppendResult:
+        """The rows the database returned (seq, position, tx, time, hash of each event);
+        ``AppendRefused`` if it said no."""
         if self._in_flight < self._max_in_flight and not self._queue:
+            # Alone: the transaction may notify, no other commit of ours waits for its lock.
+            notify = self._in_flight == 0
             self._in_flight += 1
             try:
-                return await self._one(session_id, expected_seq, batch)
+                return await self._one(session_id, expected_seq, batch, notify=notify)
             finally:
                 self._in_flight -= 1
                 self._start_flushes()
-        result: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
+        result: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
         self._queue.append(_Request(session_id, expected_seq, batch, result))
         self._start_flushes()
         return await result
 
+    async def close(self) -> None:
+        await self._connections.close()
+
     async def _one(
-        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch
-    ) -> list[Any]:
+        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch, *, notify: bool
+    ) -> AppendResult:
         self._calls += 1
         self._appends += 1
         try:
-            return await self._pool.fetch(
-                APPEND_SQL,
-                session_id,
-                expected_seq,
-                batch.event_ids,
-                batch.kinds,
-                batch.sources,
-                batch.causes,
-                batch.payload_texts,
-                batch.versions,
+            if len(batch.event_ids) == 1:
+                row = await self._connections.run(
+                    lambda connection: connection.fetchrow(
+                        APPEND_ONE_SQL,
+                        session_id,
+                        expected_seq,
+                        batch.event_ids[0],
+                        batch.kinds[0],
+                        batch.sources[0],
+                        batch.causes[0],
+                        batch.payload_texts[0],
+                        batch.versions[0],
+                        notify,
+                    )
+                )
+                return AppendResult([row], notify)
+            rows = await self._connections.run(
+                lambda connection: connection.fetch(
+                    APPEND_SQL,
+                    session_id,
+                    expected_seq,
+                    batch.event_ids,
+                    batch.kinds,
+                    batch.sources,
+                    batch.causes,
+                    batch.payload_texts,
+                    batch.versions,
+                    notify,
+                )
             )
+            return AppendResult(rows, notify)
         except asyncpg.PostgresError as exc:
             if isinstance(exc, TRANSIENT_ERRORS):  # shutting down, starting, connection lost
                 raise
@@ -134,16 +221,21 @@ class AppendCoalescer:
             if len(group) == 1:
                 request = group[0]
                 try:
-                    rows = await self._one(request.session_id, request.expected_seq, request.batch)
+                    one = await self._one(
+                        request.session_id, request.expected_seq, request.batch, notify=False
+                    )
                 except BaseException as exc:
                     _settle(request.result, exception=exc)
                 else:
-                    _settle(request.result, rows=rows)
+                    _settle(request.result, result=one)
                 return
             self._calls += 1
             self._appends += len(group)
+            arguments = _many_arguments(group)
             try:
-                rows = await self._pool.fetch(APPEND_MANY_SQL, *_many_arguments(group))
+                rows = await self._connections.run(
+                    lambda connection: connection.fetch(APPEND_MANY_SQL, *arguments)
+                )
             except BaseException as exc:
                 for request in group:
                     _settle(request.result, exception=exc)
@@ -162,16 +254,16 @@ class AppendCoalescer:
                     )
                     _settle(request.result, exception=refused)
                 else:
-                    _settle(request.result, rows=its_rows)
+                    _settle(request.result, result=AppendResult(its_rows, False))
         finally:
             self._in_flight -= 1
             self._start_flushes()
 
 
 def _settle(
-    future: asyncio.Future[list[Any]],
+    future: asyncio.Future[AppendResult],
     *,
-    rows: list[Any] | None = None,
+    result: AppendResult | None = None,
     exception: BaseException | None = None,
 ) -> None:
     if future.done():  # the writer was cancelled while it waited
@@ -179,7 +271,7 @@ def _settle(
     if exception is not None:
         future.set_exception(exception)
     else:
-        future.set_result(rows or [])
+        future.set_result(result or AppendResult([], False))
 
 
 def _many_arguments(group: list[_Request]) -> tuple[list[Any], ...]:

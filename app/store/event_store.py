@@ -87,6 +87,10 @@ def _decode_json(text: str) -> Any:
     return value
 
 
+async def _no_url() -> asyncpg.Connection:
+    raise StoreError("this store was opened without a URL; use EventStore.open")
+
+
 async def _keep_session(connection: asyncpg.Connection) -> None:
     """Release hook: nothing to reset (the pool already rolls back an open transaction).
 
@@ -118,8 +122,8 @@ class EventStore:
         #: Every appended payload passes through it: known secrets never enter the log.
         self.masker = masker
         self._announcer = Announcer(notifier.notify)
-        self._coalescer = AppendCoalescer(pool)
         self._connect = connect
+        self._coalescer = AppendCoalescer(connect or _no_url)
 
     @classmethod
     async def open(
@@ -169,6 +173,7 @@ class EventStore:
 
     async def close(self) -> None:
         await self._announcer.close()
+        await self._coalescer.close()
         await self.notifier.close()
         await self.pool.close()
 
@@ -217,7 +222,7 @@ class EventStore:
         if batch.blobs:  # before the events that refer to them
             await self.put_blobs(batch.blobs)
         try:
-            rows = await self._retrying(
+            result = await self._retrying(
                 lambda: self._coalescer.append(session_id, expected_seq, batch)
             )
         except AppendRefused as exc:
@@ -228,10 +233,11 @@ class EventStore:
                 if already is not None:
                     return already
             raise translate_error(exc, session_id, expected_seq) from None
-        recorded = recorded_from_result(session_id, batch, rows)
+        recorded = recorded_from_result(session_id, batch, result.rows)
         last_seq = recorded[-1].seq
         self.notifier.announce(str(session_id), last_seq, recorded)  # ours: now, no read
-        self._announcer.announce(str(session_id), last_seq)  # everyone else: NOTIFY
+        if not result.notified:
+            self._announcer.announce(str(session_id), last_seq)  # everyone else: NOTIFY
         return recorded
 
     async def _already_recorded(

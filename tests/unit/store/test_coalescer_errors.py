@@ -13,14 +13,31 @@ from app.store.append import EncodedBatch
 from app.store.coalescer import AppendCoalescer, AppendRefused
 
 
-class _Pool:
+class _Connection:
     """Answers every call with the error it was given, as a server would."""
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+        self.terminated = False
 
     async def fetch(self, *_: Any) -> list[Any]:
         raise self.error
+
+    async def fetchrow(self, *_: Any) -> Any:
+        raise self.error
+
+    def terminate(self) -> None:
+        self.terminated = True
+
+    def is_closed(self) -> bool:
+        return self.terminated
+
+
+def _coalescer(connection: _Connection) -> AppendCoalescer:
+    async def connect() -> Any:
+        return connection
+
+    return AppendCoalescer(connect)
 
 
 def _batch() -> EncodedBatch:
@@ -45,13 +62,17 @@ def _batch() -> EncodedBatch:
     ],
 )
 def test_a_server_going_away_is_passed_on_for_a_retry(error: BaseException) -> None:
-    coalescer = AppendCoalescer(_Pool(error))  # type: ignore[arg-type]
+    connection = _Connection(error)
     with pytest.raises(type(error)):
-        asyncio.run(coalescer.append(uuid.uuid4(), 0, _batch()))
+        asyncio.run(_coalescer(connection).append(uuid.uuid4(), 0, _batch()))
+    # A connection to a server going away is dropped, never handed to the next append.
+    assert connection.terminated
 
 
 def test_a_refusal_stays_a_refusal() -> None:
     error = asyncpg.UniqueViolationError("duplicate key")
-    coalescer = AppendCoalescer(_Pool(error))  # type: ignore[arg-type]
+    connection = _Connection(error)
     with pytest.raises(AppendRefused):
-        asyncio.run(coalescer.append(uuid.uuid4(), 0, _batch()))
+        asyncio.run(_coalescer(connection).append(uuid.uuid4(), 0, _batch()))
+    # Refused: the transaction rolled back, the connection is kept for the next append.
+    assert not connection.terminated
