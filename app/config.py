@@ -69,6 +69,11 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL URL; unset means an embedded PostgreSQL in data_dir",
     )
+    analyst_database_url: str | None = Field(
+        default=None,
+        description="URL of a login in chronicle_analyst (read-only) for `chronicle sql` and "
+        "`chronicle export --view`; unset: the embedded server's chronicle_analyst login",
+    )
     data_dir: Path = Field(default_factory=default_data_dir)
     anchor_key_file: Path | None = Field(
         default=None,
@@ -229,6 +234,7 @@ class Settings(BaseSettings):
         if self.llm_api_key is not None:
             found[self.llm_api_key.get_secret_value()] = "CHRONICLE_LLM_API_KEY"
         found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
+        found.update(url_secrets("CHRONICLE_ANALYST_DATABASE_URL", self.analyst_database_url))
         found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm_base_url))
         for server in self.mcp_servers:
             found.update(url_secrets(f"mcp_servers.{server.name}.url", server.url))
@@ -263,7 +269,11 @@ class Settings(BaseSettings):
     def database_config(self) -> DatabaseConfig:
         from app.store.config import DatabaseConfig
 
-        return DatabaseConfig(database_url=self.database_url, data_dir=self.data_dir)
+        return DatabaseConfig(
+            database_url=self.database_url,
+            data_dir=self.data_dir,
+            analyst_database_url=self.analyst_database_url,
+        )
 
     def llm_config(self, **overrides: Any) -> LlmConfig:
         """The ``llm_*`` settings with a session's overrides (None means 'keep'); raises

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from app.cli import agent as agent_cli
+from app.cli import analytics as analytics_cli
+from app.cli import archive as archive_cli
 from app.cli import audit as audit_cli
 from app.cli import db as db_cli
 from app.cli import log as log_cli
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cli.add_parsers(commands)
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
+    analytics_cli.add_parsers(commands)
+    archive_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument("name", choices=["eventstore", "runtime", "agent"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -58,6 +62,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "append": log_cli.append,
         "demo": log_cli.demo,
         "sessions": log_cli.sessions,
+        "sql": analytics_cli.sql,
+        "export": archive_cli.export,
+        "import": archive_cli.import_,
         "projections": projections_cli.run,
     }[args.command]
     return asyncio.run(handler(args, settings))

@@ -8,6 +8,7 @@ anchored_at, key_id, signature}`` records (JSONL) to a file kept outside the dat
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 import uuid
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TextIO
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from app.cli import archive as archive_cli
 from app.cli.log import open_store, session_id
 from app.config import Settings
 from app.store import EventStore, VerifyReport
@@ -43,6 +45,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="the trusted key (PEM) the anchors must be signed with; default: the anchor key's",
     )
+    archive_cli.add_verify_arguments(verify)
 
     anchor = commands.add_parser(
         "anchor", help="verify sessions, then append their signed heads to a file (JSONL)"
@@ -85,8 +88,16 @@ def _anchors_by_session(records: list[AnchorRecord]) -> dict[uuid.UUID, list[Anc
 
 
 async def verify(args: argparse.Namespace, settings: Settings) -> int:
+    if args.file is not None:
+        if args.session is not None or args.all or args.anchors:
+            print(
+                "error: --file checks the file alone: no SESSION, --all or --anchors",
+                file=sys.stderr,
+            )
+            return 2
+        return await asyncio.to_thread(archive_cli.verify_file, args.file)
     if (args.session is None) == (not args.all):
-        print("error: name one SESSION, or --all", file=sys.stderr)
+        print("error: name one SESSION, or --all, or --file FILE", file=sys.stderr)
         return 2
     records = read_anchors(args.anchors) if args.anchors else []
     trusted = None

@@ -37,3 +37,5 @@ class DatabaseConfig(BaseModel):
     """A server of the operator's; None: the embedded server of ``data_dir``."""
     data_dir: Path
     """Chronicle's data directory; the embedded server lives in its ``postgres/``."""
+    analyst_database_url: str | None = None
+    """A login in ``chronicle_analyst`` (read-only analytics); None: the embedded server's."""

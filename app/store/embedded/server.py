@@ -9,8 +9,10 @@ server runs as; how the server is set up and started is decided here:
   is in a private directory: the server's own data directory, or a fresh 0700 temporary
   directory when that path is too long for a socket (never a shared, world-writable one);
 - every connection needs a password (scram-sha-256 for every line of pg_hba.conf);
-- two generated passwords are kept in ``<data_dir>/secrets`` (0600): the superuser's, for
-  migrations and `chronicle db`, and ``chronicle_app``'s, the application's login;
+- three generated passwords are kept in ``<data_dir>/secrets`` (0600): the superuser's, for
+  migrations and `chronicle db`, ``chronicle_app``'s, the application's login, and
+  ``chronicle_analyst``'s, the read-only login of `chronicle sql` (its transactions are read
+  only by default, for psql and BI tools too);
 - a data directory made by older versions (trust authentication) is upgraded in place on the
   next start: passwords set, pg_hba.conf rewritten, configuration reloaded.
 
@@ -55,6 +57,7 @@ log = logging.getLogger(__name__)
 DATABASE = "chronicle"
 SUPERUSER = "postgres"
 APP_ROLE = "chronicle_app"
+ANALYST_ROLE = "chronicle_analyst"
 PORT = 5432
 SOCKET_NAME = f".s.PGSQL.{PORT}"
 #: sun_path holds 108 bytes with the final NUL; keep a margin.
@@ -71,10 +74,12 @@ SERVER_SETTINGS = {
 
 
 class EmbeddedUrls(NamedTuple):
-    """How to reach the running server: as the superuser (admin) and as the application."""
+    """How to reach the running server: as the superuser (admin), as the application, and as
+    the read-only analyst."""
 
     admin: str
     app: str
+    analyst: str
 
 
 class EmbeddedStatus(BaseModel):
@@ -103,6 +108,7 @@ class EmbeddedPostgres:
         self.secrets_dir = self.data_dir / "secrets"
         self.superuser_password_file = self.secrets_dir / "postgres-superuser.password"
         self.app_password_file = self.secrets_dir / "postgres-chronicle_app.password"
+        self.analyst_password_file = self.secrets_dir / "postgres-chronicle_analyst.password"
         self._log_file = self.pgdata / "log"
         self._provisioned = self.pgdata / "chronicle-provisioned"
 
@@ -136,6 +142,9 @@ class EmbeddedPostgres:
             return EmbeddedUrls(
                 admin=_url(SUPERUSER, self._superuser_password(), DATABASE, server),
                 app=_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
+                analyst=_url(
+                    ANALYST_ROLE, read_secret(self.analyst_password_file), DATABASE, server
+                ),
             )
 
     def status(self) -> EmbeddedStatus:
@@ -374,17 +383,33 @@ class EmbeddedPostgres:
             time.sleep(0.1)
 
     def _is_provisioned(self) -> bool:
-        return self._provisioned.exists() and self.app_password_file.exists()
+        return (
+            self._provisioned.exists()
+            and self.app_password_file.exists()
+            and self.analyst_password_file.exists()
+        )
 
     def _provision(self, server: Postmaster) -> None:
-        """The application's login with its password, and the ``chronicle`` database."""
+        """The application's and the analyst's logins with their passwords, and the
+        ``chronicle`` database (the migrations grant each role its privileges)."""
         admin_url = _url(SUPERUSER, self._superuser_password(), "postgres", server)
         with psycopg.connect(admin_url, autocommit=True) as admin:
-            exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,))
-            if exists.fetchone() is None:
-                admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(APP_ROLE)))
-            set_password(admin, APP_ROLE, secret_in(self.app_password_file))
+            for role, password_file in (
+                (APP_ROLE, self.app_password_file),
+                (ANALYST_ROLE, self.analyst_password_file),
+            ):
+                exists = admin.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,))
+                if exists.fetchone() is None:
+                    admin.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(role)))
+                set_password(admin, role, secret_in(password_file))
+            admin.execute(
+                sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(
+                    sql.Identifier(ANALYST_ROLE)
+                )
+            )
             found = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
             if found.fetchone() is None:
                 admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-        self._provisioned.write_text("chronicle_app login and database created\n")
+        self._provisioned.write_text(
+            "chronicle_app and chronicle_analyst logins, database created\n"
+        )

@@ -1,0 +1,144 @@
+"""`chronicle export | import` and `chronicle verify --file`: whole sessions in a JSONL file.
+
+An export holds every column of every event (blobs resolved, the hash chain intact), so a
+file can be checked without a database (`verify --file`) and loaded into another one
+(`import`), which refuses a file that does not verify. `export --view` writes an analytics
+view instead (app/cli/analytics.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+from app.cli import analytics as analytics_cli
+from app.cli.log import session_id
+from app.config import Settings
+from app.store import EventStore
+from app.store.archive import FileReport, check_file, export_sessions, import_file
+from app.store.database import admin_database_url, ensure_database
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser(
+        "export",
+        help="write whole sessions as JSONL (for archiving or another database), or a view "
+        "as CSV/Parquet (--view)",
+    )
+    export.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
+    export.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)"
+    )
+    export.add_argument(
+        "--timeout",
+        type=analytics_cli.positive_seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="with --view: cancel the query after SECONDS (default 300)",
+    )
+    analytics_cli.add_view_arguments(export)
+
+    load = commands.add_parser(
+        "import",
+        help="load sessions from a `chronicle export` file (idempotent; refuses a changed file)",
+    )
+    load.add_argument("file", type=Path, metavar="FILE")
+
+
+def add_verify_arguments(verify: argparse.ArgumentParser) -> None:
+    """`chronicle verify --file FILE` (the parser itself is app/cli/audit.py's)."""
+    verify.add_argument(
+        "--file",
+        type=Path,
+        metavar="FILE",
+        help="check a `chronicle export` file instead of the database (no database needed)",
+    )
+
+
+async def export(args: argparse.Namespace, settings: Settings) -> int:
+    if args.view:
+        if args.sessions:
+            print("error: give SESSIONs or --view NAME, not both", file=sys.stderr)
+            return 2
+        return await analytics_cli.export_view(args, settings)
+    if args.since or args.format:
+        print("error: --since and --format go with --view NAME", file=sys.stderr)
+        return 2
+    if not args.sessions:
+        print("error: name the SESSIONs to export, or --view NAME", file=sys.stderr)
+        return 2
+    sessions = list(dict.fromkeys(args.sessions))
+    url = await asyncio.to_thread(ensure_database, settings.database_config())
+    async with await EventStore.open(
+        url, config=settings.store_config(), masker=settings.masker()
+    ) as store:
+        if args.output is None:
+            report = await export_sessions(store, sessions, sys.stdout)
+        else:
+            report = await _export_to_file(store, sessions, args.output)
+    events = sum(session.events for session in report.sessions)
+    where = f" to {args.output}" if args.output else ""
+    print(
+        f"exported {len(report.sessions)} sessions, {events} events, {report.messages} "
+        f"prompt messages{where}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+async def _export_to_file(store: EventStore, sessions: list[uuid.UUID], path: Path) -> FileReport:
+    """Written beside ``path`` and renamed over it when complete: a failed export leaves no
+    partial file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            report = await export_sessions(store, sessions, out)
+        os.replace(temporary, path)
+    except BaseException:
+        await asyncio.to_thread(Path(temporary).unlink, missing_ok=True)
+        raise
+    return report
+
+
+async def import_(args: argparse.Namespace, settings: Settings) -> int:
+    if not args.file.is_file():
+        print(f"error: {args.file} is not a file", file=sys.stderr)
+        return 2
+    config = settings.database_config()
+    await asyncio.to_thread(ensure_database, config)  # the embedded one started, migrated
+    url = await asyncio.to_thread(admin_database_url, config)
+    async with await EventStore.open(
+        url, config=settings.store_config(), masker=settings.masker()
+    ) as store:
+        report = await import_file(store, args.file)
+    print(
+        f"imported {report.sessions} sessions: {report.imported} events written, "
+        f"{report.present} already present, {report.messages} prompt messages, "
+        f"{report.blobs} blobs"
+    )
+    return 0
+
+
+def verify_file(path: Path) -> int:
+    """`chronicle verify --file`: every session of the file, or its first bad line."""
+    if not path.is_file():
+        print(f"error: {path} is not a file", file=sys.stderr)
+        return 2
+    report = check_file(path)
+    for session in report.sessions:
+        print(f"{session.session_id}  ok: {session.events} events, hash chain intact")
+    if not report.ok:
+        where = f"line {report.line}: " if report.line else ""
+        print(f"{path}  BROKEN at {where}{report.reason}")
+        return 1
+    print(
+        f"{path}  ok: {len(report.sessions)} sessions, {report.messages} prompt messages and "
+        f"{report.blobs} blobs match their hashes"
+    )
+    return 0
