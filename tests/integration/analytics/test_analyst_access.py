@@ -10,6 +10,7 @@ and the SECURITY DEFINER writers callable: each test here names what it would ca
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -176,3 +177,19 @@ async def test_read_only_even_where_privileges_would_allow(analyst_database_url:
         await run_query(analyst_database_url, "CREATE TEMP TABLE t (x int)")
     with pytest.raises(AnalystError):
         await run_query(analyst_database_url, "SELECT 1; SET transaction_read_only = off")
+
+
+async def test_other_logins_queries_are_hidden(
+    attacker: asyncpg.Connection, app_login: asyncpg.Connection
+) -> None:
+    """pg_stat_activity would show the application's statements (and their literals) to a
+    member of pg_read_all_stats; the analyst sees only that a session exists."""
+    marker = f"marker_{uuid.uuid4().hex}"
+    query = app_login.fetchval(f"SELECT pg_sleep(2), '{marker}'")
+    task = asyncio.ensure_future(query)
+    try:
+        await asyncio.sleep(0.5)
+        texts = await attacker.fetch("SELECT coalesce(query, '') AS q FROM pg_stat_activity")
+        assert texts and all(marker not in row["q"] for row in texts)
+    finally:
+        await task
