@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 from uuid import UUID
 
 from app.agent.calls import consequences
@@ -11,9 +11,25 @@ from app.agent.history import to_messages
 from app.agent.prompts import system_prompt
 from app.agent.tools import BUILTIN_TOOLS
 from app.events import Event
-from app.llm import LlmGateway, LlmReply
+from app.llm import LlmReply
 from app.llm.retry import Failure
 from app.store import RecordedEvent
+
+
+class ModelGateway(Protocol):
+    """What the agent asks the model through: ``LlmGateway`` live, the replay gateway
+    (``app.replay``) when a recording answers instead."""
+
+    async def complete(
+        self,
+        session_id: UUID,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        cause: int | None = None,
+        on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
+        record: bool = True,
+    ) -> LlmReply: ...
 
 
 class CodeActAgent:
@@ -21,23 +37,39 @@ class CodeActAgent:
 
     def __init__(
         self,
-        gateway: LlmGateway,
+        gateway: ModelGateway,
         workspace: str,
         *,
         mcp_tools: list[dict[str, Any]] | None = None,
         mcp_index: dict[str, tuple[str, str]] | None = None,
+        system_prompt: str | None = None,
+        builtin_tools: Sequence[str] | None = None,
     ) -> None:
+        """``system_prompt`` replaces the agent's own (``{workspace}`` is filled in);
+        ``builtin_tools`` names the built-in tools offered (None: all) — both for trying an
+        agent change against recordings."""
         self.gateway = gateway
         self.workspace = workspace
         self.mcp_tools = mcp_tools or []
         self.mcp_index = mcp_index or {}
+        self.system_prompt = system_prompt
+        self.builtin_tools = [
+            tool
+            for tool in BUILTIN_TOOLS
+            if builtin_tools is None or tool["function"]["name"] in builtin_tools
+        ]
         self._history_cache: dict[int, list[dict[str, Any]]] = {}
 
     def tools(self) -> list[dict[str, Any]]:
-        return [*BUILTIN_TOOLS, *self.mcp_tools]
+        return [*self.builtin_tools, *self.mcp_tools]
 
     def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
-        return to_messages(system_prompt(self.workspace), events, self._history_cache)
+        return to_messages(self._system(), events, self._history_cache)
+
+    def _system(self) -> str:
+        if self.system_prompt is None:
+            return system_prompt(self.workspace)
+        return self.system_prompt.replace("{workspace}", self.workspace)
 
     async def step(
         self,

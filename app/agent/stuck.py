@@ -8,7 +8,9 @@ from app.events import AWAITED_KINDS
 from app.events.canonical import canonical_json
 from app.store import RecordedEvent
 
-VOLATILE = ("thought", "tool_call_id")
+#: Not part of what an action or a result is (``replayed_from`` marks an event a replay served
+#: from its recording: a replay must find the agent stuck where the recording did).
+VOLATILE = ("thought", "tool_call_id", "replayed_from")
 
 
 class StuckConfig(BaseModel):

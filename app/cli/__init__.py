@@ -77,7 +77,7 @@ QUIET_LOGGERS = {
     "app.store.subscriptions": logging.ERROR,
     "app.store.notifier": logging.ERROR,
     "asyncpg.pool": logging.ERROR,
-    "app.sessions.services": logging.CRITICAL,
+    "app.agent.driving": logging.CRITICAL,
     "app.store.action_worker": logging.CRITICAL,
     "app.runtime.executor": logging.CRITICAL,
 }

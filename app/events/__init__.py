@@ -25,6 +25,7 @@ from app.events.registry import (
     event_from_stored,
     parse_event,
 )
+from app.events.replay import ReplayResultEvent
 
 __all__ = [
     "ACTION_KINDS",
@@ -53,6 +54,7 @@ __all__ = [
     "McpResult",
     "Message",
     "Observation",
+    "ReplayResultEvent",
     "Run",
     "RunOutput",
     "RuntimeRestarted",

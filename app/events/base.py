@@ -21,6 +21,8 @@ Source = Literal["user", "agent", "environment", "system"]
 Service = Literal["sandbox", "mcp"]
 
 ENVELOPE_FIELDS: frozenset[str] = frozenset({"kind", "source", "cause", "event_id"})
+#: What an event that was not served from a recording leaves out of its payload.
+NOT_REPLAYED: frozenset[str] = ENVELOPE_FIELDS | {"replayed_from"}
 
 
 class Event(BaseModel):
@@ -40,10 +42,15 @@ class Event(BaseModel):
     source: Source
     cause: int | None = Field(default=None, ge=1)
     event_id: UUID = Field(default_factory=new_event_id)
+    #: In a replay session only: the seq, in the recorded session, of the event this one was
+    #: served from (a model call's response, an observation). Left out of the payload when
+    #: None, so every other event's payload is as it always was.
+    replayed_from: int | None = Field(default=None, ge=1)
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""
-        return self.model_dump(mode="json", exclude=ENVELOPE_FIELDS)  # type: ignore[arg-type]
+        exclude = ENVELOPE_FIELDS if self.replayed_from is not None else NOT_REPLAYED
+        return self.model_dump(mode="json", exclude=exclude)  # type: ignore[arg-type]
 
     @classmethod
     def upcast(cls, version: int, payload: dict[str, Any]) -> dict[str, Any]:

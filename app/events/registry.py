@@ -25,6 +25,7 @@ from app.events.observations import (
     McpResult,
     RunOutput,
 )
+from app.events.replay import ReplayResultEvent
 
 EVENT_CLASSES: tuple[type[Event], ...] = (
     Message,
@@ -48,6 +49,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     SessionClosed,
     RuntimeStatus,
     RuntimeRestarted,
+    ReplayResultEvent,
 )
 
 

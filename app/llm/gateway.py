@@ -18,7 +18,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
@@ -48,6 +48,18 @@ class LlmReply(BaseModel):
     tool_calls: list[ToolCall]
     finish_reason: str | None
     error: str | None = None
+
+
+class PreparedRequest(NamedTuple):
+    """A request as recorded (see ``LlmGateway.prepare``)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    params: dict[str, Any]
+    #: content hashes of the messages, as the llm.call's ``prompt`` names them
+    prompt: list[str]
+    tools_hash: str
+    fingerprint: str
 
 
 #: Added to a refused request that offered tools natively and whose refusal mentions tools.
@@ -123,6 +135,34 @@ class LlmGateway:
             params["max_tokens"] = self.config.max_output_tokens
         return params
 
+    def prepare(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> PreparedRequest:
+        """The request as it is recorded: messages and tools masked (images left out for a
+        model that takes none), their hashes and the request's fingerprint. Replay prepares
+        each request with this too, so its fingerprints are computed exactly as recorded."""
+        messages = [self._masked(message) for message in messages]
+        tools = self._masked_tools(tools)
+        params = self._params()
+        hashed = [self._hash(message) for message in messages]
+        tools_hash = content_hash({"tools": tools})
+        return PreparedRequest(
+            messages=messages,
+            tools=tools,
+            params=params,
+            prompt=[content for content, _ in hashed],
+            tools_hash=tools_hash,
+            fingerprint=fingerprint(
+                self.config.model, [stable for _, stable in hashed], tools_hash, params
+            ),
+        )
+
+    async def store_prompt(self, request: PreparedRequest) -> None:
+        """Store the request's messages and tool list once each (an llm.call names them)."""
+        await self._store_messages(
+            [*request.messages, {"tools": request.tools}], [*request.prompt, request.tools_hash]
+        )
+
     async def complete(
         self,
         session_id: UUID,
@@ -142,22 +182,14 @@ class LlmGateway:
         """
         native = self.native_tool_calling()
         _import_litellm()  # imported before the clock starts: not part of the call's latency
-        messages = [self._masked(message) for message in messages]
-        tools = self._masked_tools(tools)
+        request = self.prepare(messages, tools)
+        messages, tools, params = request.messages, request.tools, request.params
         wire_messages = [self._on_the_wire(message) for message in messages]
         offered = self._on_the_wire_tools(tools)
         sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
-        params = self._params()
-        hashed = [self._hash(message) for message in messages]
-        tools_entry = {"tools": tools}
-        tools_hash = content_hash(tools_entry)
-        prompt_hashes = [content for content, _ in hashed]
-        request_fingerprint = fingerprint(
-            self.config.model, [stable for _, stable in hashed], tools_hash, params
-        )
-        storing = asyncio.create_task(
-            self._store_messages([*messages, tools_entry], [*prompt_hashes, tools_hash])
-        )
+        tools_hash, prompt_hashes = request.tools_hash, request.prompt
+        request_fingerprint = request.fingerprint
+        storing = asyncio.create_task(self.store_prompt(request))
         started = time.monotonic()
         attempts = 0
 

@@ -5,3 +5,28 @@ model or touching a sandbox, and name the first step where the agent behaves dif
 ``recording`` reads a recorded session; ``gateway`` and ``answers`` serve it; ``engine``
 runs a replay as a session of its own (``replay``).
 """
+
+from app.replay.agent_config import AgentConfig
+from app.replay.divergence import (
+    ActionDivergence,
+    Divergence,
+    ExtraCall,
+    MissingCall,
+    OutcomeDivergence,
+    RequestDivergence,
+)
+from app.replay.engine import ReplayError, ReplayMode, ReplayResult, replay
+
+__all__ = [
+    "ActionDivergence",
+    "AgentConfig",
+    "Divergence",
+    "ExtraCall",
+    "MissingCall",
+    "OutcomeDivergence",
+    "ReplayError",
+    "ReplayMode",
+    "ReplayResult",
+    "RequestDivergence",
+    "replay",
+]

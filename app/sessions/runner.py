@@ -20,6 +20,7 @@ from pydantic import BaseModel, SecretStr
 
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits, Outcome
+from app.agent.driving import drive
 from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
@@ -29,7 +30,7 @@ from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
-from app.sessions.services import agent_mcp_tools, drive, mcp_log_dir
+from app.sessions.services import agent_mcp_tools, mcp_log_dir
 from app.sessions.summary import one_line_title
 from app.store import EventStore, StoreError
 from app.store.action_worker import ActionWorker

@@ -1,0 +1,67 @@
+"""The replay's action workers: recorded observations answer actions equal to the recorded
+ones, and nothing runs.
+
+Each service's ``ActionWorker`` (``app/store/action_worker.py``, the loop every live service
+uses) gets a ``RecordedAnswers`` handler in place of the sandbox or the MCP tools. An action
+is matched with the recorded action at the same place among what the same recorded model
+call led to, and compared in canonical form (``canonical.py``). Equal: the recorded
+observation is appended again, marked ``replayed_from``. Different (or no recorded answer):
+there is nothing to answer it with, so the replay stops with an ``action`` divergence — in
+either mode — and the worker stops (the run ends in ``error``, saying why).
+"""
+
+from __future__ import annotations
+
+from app.events import Action, Observation, Service, new_event_id
+from app.replay.canonical import canonical_action, compare_consequences
+from app.replay.divergence import ActionDivergence
+from app.replay.progress import ReplayProgress
+from app.store.action_worker import ServiceFailed
+
+
+class RecordedAnswers:
+    """An ``ActionHandler`` answering ``service``'s actions from the recording."""
+
+    def __init__(self, service: Service, progress: ReplayProgress) -> None:
+        self.service: Service = service
+        self.name = f"replay-{service}"
+        self.title = f"replay of the {'sandbox' if service == 'sandbox' else 'MCP tools'}"
+        self.progress = progress
+
+    async def handle(self, action: Action) -> Observation:
+        progress = self.progress
+        await progress.sync()
+        call_seq = action.cause
+        recorded_call = progress.recorded_call(call_seq) if call_seq is not None else None
+        if call_seq is None or recorded_call is None:
+            raise ServiceFailed(
+                f"the replay cannot answer this {action.kind}: it does not come from a model "
+                "call served from the recording"
+            )
+        step = progress.recording.step_of(recorded_call)
+        siblings = progress.caused_by(call_seq)
+        index = next(i for i, e in enumerate(siblings) if e.event_id == action.event_id)
+        recorded = progress.recording.consequences.get(recorded_call, [])
+        new = [(e.kind, e.payload) for e in siblings[: index + 1]]
+        old = [(e.seq, e.kind, e.payload) for e in recorded[: index + 1]]
+        divergence = compare_consequences(step, recorded_call, old, new)
+        if divergence is None:
+            answer = progress.recording.answers.get(recorded[index].seq)
+            if answer is not None:
+                observation = answer.event()
+                assert isinstance(observation, Observation)
+                return observation.model_copy(
+                    update={"event_id": new_event_id(), "replayed_from": answer.seq}
+                )
+            same = canonical_action(action.kind, action.payload())
+            divergence = ActionDivergence(
+                step=step,
+                recorded_seq=recorded[index].seq,
+                index=index,
+                recorded=same,
+                new=same,
+                summary=f"model call {step}: the recording holds no answer to this "
+                f"{action.kind} (its run ended before one came)",
+            )
+        progress.stop(divergence)
+        raise ServiceFailed(f"the replay diverged: {divergence.summary}")

@@ -1,0 +1,290 @@
+"""``replay()``: run the real agent and controller against a recorded session, as a session of
+its own in the same tables.
+
+The replay session starts with ``session.created`` (``replay_of``, the mode and the agent
+configuration used), gets the recording's user events where they were recorded, and runs a
+fresh ``AgentController`` with a ``CodeActAgent`` over a ``ReplayGateway`` and the replay's
+action workers — ``drive`` runs them exactly as it runs a live session's. It ends with a
+``replay.result`` event, whose content ``ReplayResult`` is.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.agent.codeact import CodeActAgent
+from app.agent.controller import AgentController, Limits
+from app.agent.driving import drive
+from app.agent.stuck import StuckConfig
+from app.agent.tools import BUILTIN_TOOLS
+from app.events import AgentState, Event, ReplayResultEvent, SessionCreated, new_event_id
+from app.events.registry import SERVICES
+from app.llm import LlmConfig
+from app.replay.agent_config import AgentConfig
+from app.replay.answers import RecordedAnswers
+from app.replay.divergence import (
+    Divergence,
+    MissingCall,
+    OutcomeDivergence,
+    RequestDivergence,
+)
+from app.replay.gateway import ReplayGateway
+from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
+from app.replay.recording import Recording, RecordingError, Segment, read_recording
+from app.store import EventStore, RecordedEvent
+from app.store.action_worker import ActionWorker
+
+__all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
+
+BUILTIN_NAMES = [tool["function"]["name"] for tool in BUILTIN_TOOLS]
+
+
+class ReplayError(Exception):
+    """The session cannot be replayed; the message says why and what to do."""
+
+
+class ReplayResult(BaseModel):
+    """How a replay went: ``matched`` when no divergence stopped it and it ended as recorded.
+
+    ``steps_*`` count model calls: in the recording, served from it, and served with the
+    same request and the same consequences. ``differences`` are the request differences a
+    positional replay reported and went on after.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: UUID
+    replay_of: UUID
+    mode: ReplayMode
+    matched: bool
+    outcome: str | None
+    recorded_outcome: str | None
+    steps_recorded: int
+    steps_served: int
+    steps_matched: int
+    divergence: Divergence | None
+    differences: list[RequestDivergence]
+    model_calls: int
+    seconds: float
+
+
+async def replay(
+    store: EventStore,
+    session_id: UUID,
+    agent_config: AgentConfig | None = None,
+    *,
+    mode: ReplayMode = "strict",
+) -> ReplayResult:
+    """Replay ``session_id`` (see the module) and return how it went; ``ReplayError`` when
+    the session cannot be replayed (no session, not started by a run, ...)."""
+    started = time.monotonic()
+    agent_config = agent_config or AgentConfig()
+    events = await store.read(session_id)
+    if not events:
+        raise ReplayError(f"there is no session {session_id}; `chronicle sessions` lists them")
+    try:
+        recording = read_recording(events)
+    except RecordingError as exc:
+        raise ReplayError(str(exc)) from None
+    if agent_config.agent != CodeActAgent.name:
+        raise ReplayError(
+            f"there is no agent {agent_config.agent!r}; the agents are: {CodeActAgent.name}"
+        )
+    try:
+        llm = _llm_config(recording, agent_config)
+    except ValueError as exc:
+        raise ReplayError(str(exc)) from None
+    replay_id = uuid.uuid4()
+    progress = ReplayProgress(store, replay_id, recording, mode)
+    gateway = ReplayGateway(store, llm, progress)
+    agent = await _agent(store, recording, agent_config, gateway)
+    limits = Limits(
+        max_iterations=agent_config.max_iterations
+        or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
+        max_cost_usd=recording.config.get("max_cost_usd"),
+    )
+    config = {
+        **recording.config,
+        "model": llm.model,
+        "llm": llm.public(),
+        "tools": [tool["function"]["name"] for tool in agent.tools()],
+        "max_iterations": limits.max_iterations,
+        "replay_mode": mode,
+        "agent_config": agent_config.model_dump(mode="json"),
+    }
+    await store.append(
+        replay_id,
+        [
+            SessionCreated(
+                title=f"replay of {recording.title}"[:200], config=config, replay_of=session_id
+            )
+        ],
+        expected_seq=0,
+    )
+    outcome = await _run_segments(
+        store, replay_id, recording, progress, agent, agent_config, limits
+    )
+    matched = progress.divergence is None
+    result = ReplayResult(
+        session_id=replay_id,
+        replay_of=session_id,
+        mode=mode,
+        matched=matched,
+        outcome=outcome,
+        recorded_outcome=recording.outcome,
+        steps_recorded=len(recording.calls),
+        steps_served=progress.served,
+        steps_matched=progress.matched,
+        divergence=progress.divergence,
+        differences=progress.differences,
+        model_calls=gateway.model_calls,
+        seconds=time.monotonic() - started,
+    )
+    await store.append(
+        replay_id,
+        [ReplayResultEvent.model_validate(result.model_dump(mode="json", exclude={"session_id"}))],
+    )
+    return result
+
+
+def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
+    """The gateway settings the recording's calls were made with, and the overrides."""
+    recorded = dict(recording.config.get("llm") or {})
+    model = recorded.get("model") or recording.config.get("model")
+    if recording.calls:
+        model = recording.calls[0].payload.get("model") or model
+    if not model:
+        raise ValueError("the recording names no model")
+    values: dict[str, Any] = {
+        "model": model,
+        "base_url": recorded.get("base_url"),
+        "temperature": recorded.get("temperature", 0.0),
+        "max_output_tokens": recorded.get("max_output_tokens"),
+    }
+    values.update(agent_config.llm_overrides())
+    return LlmConfig(**values)
+
+
+async def _agent(
+    store: EventStore, recording: Recording, agent_config: AgentConfig, gateway: ReplayGateway
+) -> CodeActAgent:
+    """The agent as the recording configured it: its workspace path, and its MCP tools as the
+    first recorded call offered them (their schemas are stored with the prompt)."""
+    config = recording.config
+    workspace = "/workspace" if config.get("runtime") == "docker" else str(config.get("workspace"))
+    mcp_tools: list[dict[str, Any]] = []
+    servers = [str(s.get("name")) for s in config.get("mcp_servers") or [] if isinstance(s, dict)]
+    first_tools = recording.calls[0].payload.get("tools") if recording.calls else None
+    if servers and first_tools:
+        stored = await store.read_messages([first_tools])
+        offered = (stored.get(first_tools) or {}).get("tools", [])
+        mcp_tools = [t for t in offered if t.get("function", {}).get("name") not in BUILTIN_NAMES]
+    index: dict[str, tuple[str, str]] = {}
+    for tool in mcp_tools:
+        name = str(tool["function"]["name"])
+        server = next((s for s in servers if name.startswith(f"{s}__")), None)
+        if server is not None:
+            index[name] = (server, name.removeprefix(f"{server}__"))
+    wanted = agent_config.tools
+    if wanted is not None:
+        unknown = sorted(set(wanted) - set(BUILTIN_NAMES) - set(index))
+        if unknown:
+            raise ReplayError(
+                f"there is no tool {', '.join(unknown)}; the tools are: "
+                f"{', '.join([*BUILTIN_NAMES, *index])}"
+            )
+        mcp_tools = [t for t in mcp_tools if t["function"]["name"] in wanted]
+    return CodeActAgent(
+        gateway,
+        workspace,
+        mcp_tools=mcp_tools,
+        mcp_index=index,
+        system_prompt=agent_config.system_prompt,
+        builtin_tools=wanted,
+    )
+
+
+def _fed(event: RecordedEvent) -> Event:
+    """A user event of the recording as the replay records it (marked, with a fresh id)."""
+    return event.event().model_copy(update={"event_id": new_event_id(), "replayed_from": event.seq})
+
+
+async def _run_segments(
+    store: EventStore,
+    replay_id: UUID,
+    recording: Recording,
+    progress: ReplayProgress,
+    agent: CodeActAgent,
+    agent_config: AgentConfig,
+    limits: Limits,
+) -> str | None:
+    """Each go of the recording in turn; the replay's last outcome (None if it diverged in
+    the middle of a go)."""
+    outcome: str | None = None
+    for segment in recording.segments:
+        if segment.feed:
+            await store.append(replay_id, [_fed(event) for event in segment.feed])
+        controller = AgentController(
+            store,
+            replay_id,
+            agent,
+            limits=limits,
+            stuck=StuckConfig(enabled=agent_config.stuck_detection),
+            stop_when_paused=True,
+        )
+        workers = {
+            f"replay of the {service} service": ActionWorker(
+                store, replay_id, RecordedAnswers(service, progress)
+            ).run()
+            for service in SERVICES
+        }
+        try:
+            outcome = await drive(store, replay_id, controller, workers)
+            await progress.sync()
+            progress.check_consequences()
+        except ReplayDiverged as diverged:
+            await store.append(
+                replay_id,
+                [AgentState(state="stopped", reason=f"the replay diverged: {diverged}")],
+            )
+            return None
+        if progress.divergence is not None:  # an action worker found it
+            return outcome
+        problem = _ending(progress, segment, outcome)
+        if problem is not None:
+            progress.stop(problem)
+            return outcome
+    return outcome
+
+
+def _ending(progress: ReplayProgress, segment: Segment, outcome: str) -> Divergence | None:
+    """A go of the controller ended: was it where and how the recording's did?"""
+    recording = progress.recording
+    reason = progress.last_state()[1]
+    if progress.served < segment.calls:
+        recorded = recording.calls[progress.served]
+        return MissingCall(
+            step=progress.served + 1,
+            recorded_seq=recorded.seq,
+            remaining=segment.calls - progress.served,
+            outcome=outcome,
+            summary=f"model call {progress.served + 1}: the agent stopped ({outcome}: "
+            f"{reason}) where the recording went on with {segment.calls - progress.served} "
+            "more model calls",
+        )
+    if outcome != segment.end_state:
+        return OutcomeDivergence(
+            step=progress.served,
+            recorded_state=segment.end_state,
+            recorded_reason=segment.end_reason,
+            new_state=outcome,
+            new_reason=reason,
+            summary=f"after model call {progress.served}: the run ended {outcome} ({reason}) "
+            f"where the recording ended {segment.end_state} ({segment.end_reason})",
+        )
+    return None

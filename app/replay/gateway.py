@@ -1,0 +1,143 @@
+"""ReplayGateway: the model gateway of a replay. The Nth model call is answered with the
+Nth recorded response; no model is ever called.
+
+Each request is prepared by a real ``LlmGateway`` (masking, hashing, fingerprint: the very
+code that recorded the session), so its fingerprint is comparable with the recorded one.
+*strict*: a fingerprint that differs stops the replay with a ``request`` divergence.
+*positional*: the recorded response is served anyway and the difference reported. A call the
+recording does not have stops either way (``extra_call``). Before each request, what the
+previous served calls led to is compared with the recording (``action``).
+
+The served ``llm.call`` carries the recorded response, usage and cost (the controller's cost
+limit counts it as the recording did) and ``replayed_from`` = the recorded call's seq; its
+prompt is the replay's own. A call that failed for good in the recording fails the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from uuid import UUID
+
+from app.events import LlmCall, LlmResponse, LlmUsage
+from app.llm import LlmConfig, LlmError, LlmGateway, LlmReply
+from app.llm.errors import FailureKind
+from app.llm.gateway import PreparedRequest
+from app.llm.retry import Failure
+from app.replay.divergence import ExtraCall, RequestDivergence
+from app.replay.progress import ReplayDiverged, ReplayProgress
+from app.replay.requests import ModelRequest, compare_requests
+from app.store import EventStore, RecordedEvent
+
+
+class ReplayGateway:
+    def __init__(self, store: EventStore, config: LlmConfig, progress: ReplayProgress) -> None:
+        #: prepares requests only; its model-calling path is never used
+        self._requests = LlmGateway(store, config.model_copy(update={"api_key": None}))
+        self.store = store
+        self.config = config
+        self.progress = progress
+        #: calls made to a model: there is no path to one, so this stays 0
+        self.model_calls = 0
+
+    async def complete(
+        self,
+        session_id: UUID,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        cause: int | None = None,
+        on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
+        record: bool = True,
+    ) -> LlmReply:
+        """The recorded reply to the next call (see the module); ``ReplayDiverged`` when the
+        replay must stop, ``LlmError`` when the recorded call failed for good."""
+        progress = self.progress
+        if progress.divergence is not None:  # an action worker stopped the replay
+            raise ReplayDiverged(progress.divergence)
+        await progress.sync()
+        progress.check_consequences()
+        step = progress.served + 1
+        if progress.served >= len(progress.recording.calls):
+            raise progress.stop(
+                ExtraCall(
+                    step=step,
+                    summary=f"model call {step}: the agent asked the model again, but the "
+                    f"recording has only {len(progress.recording.calls)} model calls",
+                )
+            )
+        recorded = progress.recording.calls[progress.served]
+        request = self._requests.prepare(messages, tools)
+        if request.fingerprint != recorded.payload.get("fingerprint"):
+            difference = await self._difference(step, recorded, request)
+            if progress.mode == "strict":
+                raise progress.stop(difference)
+            progress.report(difference)
+        await self._requests.store_prompt(request)
+        progress.served += 1
+        call = self._served(recorded, request, cause)
+        if call.error and call.error_kind != "bad_response":
+            await self.store.append(session_id, [call])  # a failed call is always recorded
+            kind: FailureKind = call.error_kind or "unavailable"  # type: ignore[assignment]
+            raise LlmError(kind, call.error, attempts=call.attempts)
+        event = (await self.store.append(session_id, [call]))[0] if record else None
+        response = call.response
+        return LlmReply(
+            call=call,
+            event=event,
+            content=None if call.error else response.content,
+            tool_calls=[] if call.error else list(response.tool_calls),
+            finish_reason=response.finish_reason,
+            error=call.error,
+        )
+
+    def _served(
+        self, recorded: RecordedEvent, request: PreparedRequest, cause: int | None
+    ) -> LlmCall:
+        """The llm.call of the replay: the replay's request, the recording's answer."""
+        payload = recorded.payload
+        return LlmCall(
+            model=self.config.model,
+            params={**request.params, "base_url": payload.get("params", {}).get("base_url")},
+            fingerprint=request.fingerprint,
+            prompt=request.prompt,
+            tools=request.tools_hash,
+            tool_calling=payload.get("tool_calling", "native"),
+            response=LlmResponse.model_validate(payload.get("response") or {}),
+            usage=LlmUsage.model_validate(payload.get("usage") or {}),
+            cost_usd=payload.get("cost_usd"),
+            latency_ms=0.0,
+            attempts=payload.get("attempts") or 1,
+            error=payload.get("error"),
+            error_kind=payload.get("error_kind"),
+            cause=cause,
+            replayed_from=recorded.seq,
+        )
+
+    async def _difference(
+        self, step: int, recorded: RecordedEvent, request: PreparedRequest
+    ) -> RequestDivergence:
+        """What differs between the recorded request (its stored messages) and this one."""
+        payload = recorded.payload
+        prompt: list[str] = list(payload.get("prompt") or [])
+        tools_hash = payload.get("tools")
+        stored = await self.store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
+        recorded_params = dict(payload.get("params") or {})
+        recorded_params.pop("base_url", None)
+        old = ModelRequest(
+            model=str(payload.get("model", "")),
+            params=recorded_params,
+            messages=[stored[key] for key in prompt if key in stored],
+            tools=list((stored.get(tools_hash) or {}).get("tools", [])) if tools_hash else [],
+            fingerprint=str(payload.get("fingerprint", "")),
+        )
+        new = ModelRequest(
+            model=self.config.model,
+            params=request.params,
+            messages=request.messages,
+            tools=request.tools,
+            fingerprint=request.fingerprint,
+        )
+        difference = compare_requests(step, recorded.seq, old, new)
+        assert difference is not None  # the fingerprints differ
+        return difference

@@ -1,0 +1,105 @@
+"""What a replay has served and found so far, shared by its gateway and its action workers.
+
+The replay session is read incrementally (``sync``); each model call the controller recorded
+names the recorded call it was served from (``replayed_from``), which is how an action is
+matched with the recorded one, and how what each call led to is compared.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+from uuid import UUID
+
+from app.replay.canonical import compare_consequences
+from app.replay.divergence import ActionDivergence, Divergence, RequestDivergence
+from app.replay.recording import Recording
+from app.store import EventStore, RecordedEvent
+
+ReplayMode = Literal["strict", "positional"]
+
+
+class ReplayDiverged(Exception):
+    """Raised where the replay must stop; ``divergence`` says how it differed."""
+
+    def __init__(self, divergence: Divergence) -> None:
+        super().__init__(divergence.summary)
+        self.divergence = divergence
+
+
+class ReplayProgress:
+    def __init__(
+        self, store: EventStore, replay_id: UUID, recording: Recording, mode: ReplayMode
+    ) -> None:
+        self.store = store
+        self.replay_id = replay_id
+        self.recording = recording
+        self.mode = mode
+        #: model calls served from the recording
+        self.served = 0
+        #: served calls whose request and consequences both matched
+        self.matched = 0
+        #: the difference that stopped the replay
+        self.divergence: Divergence | None = None
+        #: request differences a positional replay reported and went on after
+        self.differences: list[RequestDivergence] = []
+        self._differing: set[int] = set()  # recorded seqs of calls with a reported difference
+        self._events: list[RecordedEvent] = []
+        self._caused: dict[int, list[RecordedEvent]] = {}
+        self._calls: dict[int, int] = {}  # replay call seq -> recorded call seq
+        self._unchecked: list[int] = []  # replay call seqs whose consequences await a check
+
+    def stop(self, divergence: Divergence) -> ReplayDiverged:
+        """Remember the first divergence that stops the replay; the exception to raise."""
+        if self.divergence is None:
+            self.divergence = divergence
+        return ReplayDiverged(divergence)
+
+    def report(self, difference: RequestDivergence) -> None:
+        self.differences.append(difference)
+        self._differing.add(difference.recorded_seq)
+
+    async def sync(self) -> None:
+        """Read what the replay session recorded since the last look."""
+        after = self._events[-1].seq if self._events else 0
+        for event in await self.store.read(self.replay_id, after_seq=after):
+            self._events.append(event)
+            if event.cause is not None:
+                self._caused.setdefault(event.cause, []).append(event)
+            origin = event.payload.get("replayed_from")
+            if event.kind == "llm.call" and isinstance(origin, int):
+                self._calls[event.seq] = origin
+                self._unchecked.append(event.seq)
+
+    def last_state(self) -> tuple[str | None, str]:
+        """The replayed agent's last state and its reason (as of the last ``sync``)."""
+        for event in reversed(self._events):
+            if event.kind == "agent.state" and event.source == "agent":
+                return event.payload.get("state"), str(event.payload.get("reason", ""))
+        return None, ""
+
+    def recorded_call(self, replay_call_seq: int) -> int | None:
+        """The recorded call a call of the replay session was served from."""
+        return self._calls.get(replay_call_seq)
+
+    def caused_by(self, replay_seq: int) -> list[RecordedEvent]:
+        return self._caused.get(replay_seq, [])
+
+    def check_consequences(self) -> None:
+        """Compare what each served call led to with the recording (every call recorded since
+        the last check); raise ``ReplayDiverged`` at the first difference."""
+        while self._unchecked:
+            replay_seq = self._unchecked.pop(0)
+            recorded_seq = self._calls[replay_seq]
+            step = self.recording.step_of(recorded_seq)
+            recorded = [
+                (e.seq, e.kind, e.payload)
+                for e in self.recording.consequences.get(recorded_seq, [])
+            ]
+            new = [(e.kind, e.payload) for e in self.caused_by(replay_seq)]
+            divergence: ActionDivergence | None = compare_consequences(
+                step, recorded_seq, recorded, new
+            )
+            if divergence is not None:
+                raise self.stop(divergence)
+            if recorded_seq not in self._differing:
+                self.matched += 1

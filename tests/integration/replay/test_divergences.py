@@ -1,0 +1,275 @@
+"""Every kind of divergence, on recordings written here step by step as the controller writes
+them (the request prepared by a real LlmGateway, the actions made by the real agent from the
+reply), so a test can say exactly what the recorded agent did. Real PostgreSQL; nothing runs:
+a replay starts no sandbox and calls no model."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+
+from app.agent.codeact import CodeActAgent
+from app.events import (
+    AgentState,
+    Event,
+    LlmCall,
+    LlmResponse,
+    Message,
+    Run,
+    RunOutput,
+    SessionCreated,
+    ToolCall,
+)
+from app.llm import LlmConfig, LlmGateway
+from app.replay import AgentConfig, ReplayError, replay
+from app.store import EventStore
+
+WORKSPACE = "/home/user/project"
+
+
+class Recorder:
+    """Writes a session as a live run would have recorded it."""
+
+    def __init__(self, store: EventStore, max_iterations: int = 100) -> None:
+        self.store = store
+        self.session = uuid.uuid4()
+        self.max_iterations = max_iterations
+        self.llm = LlmConfig(model="openai/fake-model", base_url="http://model.invalid/v1")
+        self.gateway = LlmGateway(store, self.llm)
+        self.agent = CodeActAgent(self.gateway, WORKSPACE)
+        self.calls = 0
+
+    async def start(self, task: str = "Fix the tests.") -> None:
+        config = {
+            "agent": "codeact",
+            "workspace": WORKSPACE,
+            "runtime": "local",
+            "model": self.llm.model,
+            "base_url": self.llm.base_url,
+            "llm": self.llm.public(),
+            "tools": [tool["function"]["name"] for tool in self.agent.tools()],
+            "mcp_servers": [],
+            "max_iterations": self.max_iterations,
+            "max_cost_usd": None,
+        }
+        await self.store.append(
+            self.session,
+            [SessionCreated(title=task, config=config), Message(content=task)],
+            expected_seq=0,
+        )
+
+    async def call(self, *tools: tuple[str, dict[str, Any]], content: str = "") -> list[int]:
+        """A model call answered with ``tools`` (name, arguments) and what the agent made of
+        it; the seqs of what it led to."""
+        events = await self.store.read(self.session)
+        request = self.gateway.prepare(self.agent.messages(events), self.agent.tools())
+        await self.gateway.store_prompt(request)
+        self.calls += 1
+        tool_calls = [
+            ToolCall(id=f"call_{self.calls}_{i}", name=name, arguments=json.dumps(arguments))
+            for i, (name, arguments) in enumerate(tools)
+        ]
+        call = LlmCall(
+            model=self.llm.model,
+            params={**request.params, "base_url": self.llm.base_url},
+            fingerprint=request.fingerprint,
+            prompt=request.prompt,
+            tools=request.tools_hash,
+            response=LlmResponse(
+                content=content,
+                tool_calls=tool_calls,
+                finish_reason="tool_calls" if tool_calls else "stop",
+            ),
+        )
+        seq = events[-1].seq + 1
+        return [
+            e.seq
+            for e in (await self.append(call, *self.agent.consequences(call.payload(), seq)))[1:]
+        ]
+
+    async def append(self, *events: Event) -> list[Any]:
+        return await self.store.append(self.session, list(events))
+
+    async def output(self, action: int, output: str, exit_code: int = 0) -> None:
+        await self.append(RunOutput(output=output, exit_code=exit_code, cause=action))
+
+    async def state(self, state: Any, reason: str = "") -> None:
+        await self.append(AgentState(state=state, reason=reason))
+
+
+async def fix_and_finish(recorder: Recorder) -> None:
+    await recorder.start()
+    await recorder.state("running")
+    [run] = await recorder.call(("execute_bash", {"command": "pytest -q"}))
+    await recorder.output(run, "1 failed", exit_code=1)
+    [run] = await recorder.call(("execute_bash", {"command": "pytest -q -x"}))
+    await recorder.output(run, "1 passed")
+    await recorder.call(("finish", {"message": "fixed"}))
+    await recorder.state("finished", "the agent called finish")
+
+
+async def test_a_recording_written_like_the_controller_writes_replays_to_a_match(
+    store: EventStore,
+) -> None:
+    recorder = Recorder(store)
+    await fix_and_finish(recorder)
+    result = await replay(store, recorder.session)
+    assert result.matched and result.divergence is None, result.divergence
+    assert (result.steps_served, result.steps_matched, result.outcome) == (3, 3, "finished")
+
+
+async def test_an_action_unlike_the_recorded_one_is_not_answered_and_stops_the_replay(
+    store: EventStore,
+) -> None:
+    # The recorded agent turned the reply's `pytest -q` into `pytest -q --lf` (an older
+    # version, say); today's agent makes `pytest -q` of the same reply.
+    recorder = Recorder(store)
+    await recorder.start()
+    events = await store.read(recorder.session)
+    request = recorder.gateway.prepare(recorder.agent.messages(events), recorder.agent.tools())
+    await recorder.gateway.store_prompt(request)
+    reply = ToolCall(id="call_1", name="execute_bash", arguments='{"command": "pytest -q"}')
+    call = LlmCall(
+        model=recorder.llm.model,
+        params={**request.params, "base_url": recorder.llm.base_url},
+        fingerprint=request.fingerprint,
+        prompt=request.prompt,
+        tools=request.tools_hash,
+        response=LlmResponse(tool_calls=[reply], finish_reason="tool_calls"),
+    )
+    call_seq = events[-1].seq + 1
+    older = Run(command="pytest -q --lf", tool_call_id="call_1", cause=call_seq)
+    [_, action] = await recorder.append(call, older)
+    await recorder.output(action.seq, "SECRET RECORDED OUTPUT")
+    await recorder.call(("finish", {"message": "done"}))
+    await recorder.state("finished")
+
+    for mode in ("strict", "positional"):
+        result = await replay(store, recorder.session, mode=mode)  # type: ignore[arg-type]
+        divergence = result.divergence
+        assert divergence is not None and divergence.kind == "action", mode
+        assert (divergence.step, divergence.recorded_seq, divergence.index) == (1, action.seq, 0)
+        assert [(c.field, c.recorded, c.new) for c in divergence.fields] == [
+            ("command", "pytest -q --lf", "pytest -q")
+        ]
+        assert result.steps_served == 1 and result.steps_matched == 0
+        replayed = await store.read(result.session_id)
+        answer = next(e for e in replayed if e.kind in ("run.output", "error") and e.cause)
+        assert answer.kind == "error" and "replay diverged" in answer.payload["message"]
+        assert "SECRET RECORDED OUTPUT" not in json.dumps([e.payload for e in replayed])
+        # The run ends there, however it learns first (the worker stopping, or the next call).
+        state = [e for e in replayed if e.kind == "agent.state"][-1]
+        assert state.payload["state"] in ("error", "stopped")
+        assert state.payload["reason"] == f"the replay diverged: {divergence.summary}"
+        assert replayed[-1].kind == "replay.result"
+        assert replayed[-1].payload["divergence"]["fields"][0]["field"] == "command"
+
+
+async def test_a_call_the_recording_does_not_have_is_an_extra_call(store: EventStore) -> None:
+    recorder = Recorder(store)
+    await recorder.start()
+    await recorder.state("running")
+    [run] = await recorder.call(("execute_bash", {"command": "pytest -q"}))
+    await recorder.output(run, "1 failed", exit_code=1)
+    # The recording ends here (its process was killed): nothing says what came next.
+    result = await replay(store, recorder.session)
+    divergence = result.divergence
+    assert divergence is not None and divergence.kind == "extra_call"
+    assert divergence.step == 2 and result.steps_matched == 1
+    assert result.recorded_outcome is None and result.outcome is None
+
+
+async def test_stopping_before_the_recording_did_is_a_missing_call(store: EventStore) -> None:
+    recorder = Recorder(store)
+    await fix_and_finish(recorder)
+    result = await replay(store, recorder.session, AgentConfig(max_iterations=1))
+    divergence = result.divergence
+    assert divergence is not None and divergence.kind == "missing_call"
+    assert (divergence.step, divergence.remaining, divergence.outcome) == (2, 2, "stopped")
+    assert result.steps_served == 1 and result.outcome == "stopped"
+
+
+async def stuck_recording(store: EventStore) -> Recorder:
+    """Four times the same failing command with the same result: stuck detection ends it."""
+    recorder = Recorder(store, max_iterations=10)
+    await recorder.start()
+    await recorder.state("running")
+    for _ in range(4):
+        [run] = await recorder.call(("execute_bash", {"command": "make"}))
+        await recorder.output(run, "make: *** No targets.  Stop.", exit_code=2)
+    await recorder.state(
+        "error", "the agent looks stuck: it repeated the same action with the same result 4 times"
+    )
+    return recorder
+
+
+async def test_the_controller_ending_otherwise_is_an_outcome_divergence(store: EventStore) -> None:
+    recorder = await stuck_recording(store)
+    # The served results carry replayed_from, and still count as "the same result" (before
+    # stuck detection ignored that marker, this replay wanted a fifth call: extra_call).
+    same = await replay(store, recorder.session)
+    assert same.matched, same.divergence
+    assert same.outcome == "error"
+
+    changed = AgentConfig(stuck_detection=False, max_iterations=4)
+    result = await replay(store, recorder.session, changed)
+    divergence = result.divergence
+    assert divergence is not None and divergence.kind == "outcome"
+    assert (divergence.recorded_state, divergence.new_state) == ("error", "stopped")
+    assert "looks stuck" in divergence.recorded_reason
+    assert "iteration limit (4)" in divergence.new_reason
+    assert result.steps_matched == 4
+
+
+async def test_the_user_coming_back_is_fed_where_it_was_recorded(store: EventStore) -> None:
+    recorder = Recorder(store)
+    await recorder.start("Fix the bug.")
+    await recorder.state("running")
+    await recorder.call(content="Which file should I change?")
+    await recorder.state("awaiting_user_input", "the agent asked for your input")
+    await recorder.append(Message(content="main.py"))
+    await recorder.state("running")
+    await recorder.call(("finish", {"message": "changed main.py"}))
+    await recorder.state("finished", "the agent called finish")
+
+    result = await replay(store, recorder.session)
+    assert result.matched, result.divergence
+    replayed = await store.read(result.session_id)
+    said = [(e.source, e.payload["content"]) for e in replayed if e.kind == "message"]
+    assert said == [
+        ("user", "Fix the bug."),
+        ("agent", "Which file should I change?"),
+        ("user", "main.py"),
+    ]
+    states = [e.payload["state"] for e in replayed if e.kind == "agent.state"]
+    assert "awaiting_user_input" in states and states[-1] == "finished"
+
+
+async def test_what_cannot_be_replayed_is_refused_with_a_reason(store: EventStore) -> None:
+    with pytest.raises(ReplayError, match="no session"):
+        await replay(store, uuid.uuid4())
+    recorder = Recorder(store)
+    await fix_and_finish(recorder)
+    with pytest.raises(ReplayError, match="no agent 'other'"):
+        await replay(store, recorder.session, AgentConfig(agent="other"))
+    with pytest.raises(ReplayError, match="no tool teleport"):
+        await replay(store, recorder.session, AgentConfig(tools=["teleport"]))
+    with pytest.raises(ReplayError, match="unknown model parameter top_k"):
+        await replay(store, recorder.session, AgentConfig(model_params={"top_k": 3}))
+    done = await replay(store, recorder.session)
+    with pytest.raises(ReplayError, match="itself a replay"):
+        await replay(store, done.session_id)
+
+
+async def test_a_model_parameter_override_is_a_params_divergence(store: EventStore) -> None:
+    recorder = Recorder(store)
+    await fix_and_finish(recorder)
+    result = await replay(store, recorder.session, AgentConfig(model_params={"temperature": 0.5}))
+    divergence = result.divergence
+    assert divergence is not None and divergence.kind == "request"
+    assert divergence.params is not None and divergence.message is None
+    assert divergence.params.recorded["temperature"] == 0.0
+    assert divergence.params.new["temperature"] == 0.5
