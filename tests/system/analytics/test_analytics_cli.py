@@ -240,3 +240,22 @@ def test_the_embedded_server_has_an_analyst_login(data_dir: Path, tmp_path: Path
         assert connection.execute("SHOW default_transaction_read_only").fetchone() == ("on",)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             connection.execute("SELECT * FROM events")
+
+
+def test_export_from_one_embedded_server_and_import_into_another(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """Without any URL: export reads as the application, import writes as the embedded
+    server's owner (superuser), each server started on demand."""
+    base = {**os.environ, "CHRONICLE_CONFIG": str(empty_settings_file(tmp_path))}
+    base.pop("CHRONICLE_DATABASE_URL", None)
+    here = {**base, "CHRONICLE_DATA_DIR": str(data_dir)}
+    there = {**base, "CHRONICLE_DATA_DIR": str(data_dir.parent / "other" / "data")}
+    session = _demo(here)
+    archive = tmp_path / "one.jsonl"
+    assert chronicle("export", session, "-o", str(archive), env=here, timeout=120).returncode == 0
+    loaded = chronicle("import", str(archive), env=there, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "8 events written" in loaded.stdout
+    verified = chronicle("verify", session, env=there)
+    assert verified.returncode == 0 and "8 events" in verified.stdout
