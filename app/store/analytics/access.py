@@ -25,13 +25,17 @@ ANALYST_ROLE = "chronicle_analyst"
 DEFAULT_TIMEOUT = 30.0
 
 # What the login can do besides reading: a member of the owner or of the application (or a
-# superuser) could change the log, so it is not an analyst's login.
+# superuser, a member of pg_write_all_data, a role that may create roles and so grant itself
+# others) could change the log, so it is not an analyst's login.
 WRITER_SQL = """
 SELECT current_user AS login,
        r.rolsuper AS superuser,
+       r.rolcreaterole AS createrole,
        coalesce(pg_has_role(current_user, to_regrole('chronicle_owner'), 'MEMBER'), false)
            AS owner,
-       coalesce(pg_has_role(current_user, to_regrole('chronicle_app'), 'MEMBER'), false) AS app
+       coalesce(pg_has_role(current_user, to_regrole('chronicle_app'), 'MEMBER'), false) AS app,
+       coalesce(pg_has_role(current_user, to_regrole('pg_write_all_data'), 'MEMBER'), false)
+           AS write_all
 FROM pg_roles r WHERE r.rolname = current_user
 """
 
@@ -100,8 +104,10 @@ async def _check_login(connection: asyncpg.Connection, url: str) -> None:
         what
         for what, flag in (
             ("a superuser", row["superuser"]),
+            ("allowed to create roles", row["createrole"]),
             ("a member of chronicle_owner", row["owner"]),
             ("a member of chronicle_app", row["app"]),
+            ("a member of pg_write_all_data", row["write_all"]),
         )
         if flag
     ]

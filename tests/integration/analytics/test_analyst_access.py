@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
 
 import asyncpg
 import pytest
@@ -168,6 +169,25 @@ async def test_a_login_that_can_write_is_refused_for_analytics(
     for url, who in ((app_database_url, "chronicle_app"), (database_url, "superuser")):
         with pytest.raises(AnalystError, match=who):
             await run_query(url, "SELECT 1")
+
+
+@pytest.mark.parametrize(
+    ("grant", "said"),
+    [
+        ("GRANT pg_write_all_data TO {}", "a member of pg_write_all_data"),
+        ("ALTER ROLE {} CREATEROLE", "allowed to create roles"),
+        ("GRANT chronicle_app TO {}", "a member of chronicle_app"),
+    ],
+)
+async def test_an_analyst_login_that_can_also_write_is_refused(
+    analyst_database_url: str, superuser: asyncpg.Connection, grant: str, said: str
+) -> None:
+    """In chronicle_analyst, but also able to write (or to grant itself what writes):
+    refused, not trusted to stay inside READ ONLY."""
+    login = urlsplit(analyst_database_url).username
+    await superuser.execute(grant.format(f'"{login}"'))
+    with pytest.raises(AnalystError, match=said):
+        await run_query(analyst_database_url, "SELECT 1")
 
 
 async def test_read_only_even_where_privileges_would_allow(analyst_database_url: str) -> None:
