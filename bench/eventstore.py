@@ -1,9 +1,14 @@
-"""Event store benchmark: Chronicle against raw asyncpg on the same server, in one run.
+"""Event store benchmark: Chronicle against raw asyncpg and a peer, interleaved, in one run.
 
-    python -m bench.eventstore [--json] [--url URL]     (or: chronicle bench eventstore)
+    python -m bench.eventstore [--json] [--url URL] [--rounds N] [--only NAME ...]
+    (or: chronicle bench eventstore)
 
-Baselines: single-row INSERT + COMMIT into an equivalent table without triggers, hash chain
-or NOTIFY; COPY for batches; a bare LISTEN/NOTIFY round trip; a raw fetch of the same rows.
+Every figure alternates its baseline and Chronicle in rounds (bench/harness.py: A B, B A, ...),
+the first round discarded as warm-up; the table gives medians, the range over the rounds and
+the median of the per-round ratios. Baselines: single-row INSERT + COMMIT into an equivalent
+table without triggers, hash chain or NOTIFY; COPY for batches; a bare NOTIFY → LISTEN between
+two processes; a raw fetch of the same rows; and, as a peer, the pyeventsourcing PostgreSQL
+recorder (the optional ``bench`` extra) appending one event per call into its own table.
 Without --url a throwaway embedded PostgreSQL is started, so your data is never touched.
 """
 
@@ -11,29 +16,38 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import asyncpg
 
-from app.config import Settings
 from app.events import Message
 from app.events.canonical import canonical_json
 from app.events.ids import new_event_id
+from app.events.masking import SecretMasker
 from app.store import EventStore
+from app.store.config import StoreConfig
 from bench.harness import (
+    BenchDatabase,
     Measurement,
     Stopwatch,
-    median,
+    bench_database,
+    interleave,
     percentile,
+    ratio_row,
     report,
-    throwaway_database,
+    this_machine,
 )
 
 RAW_TABLE = """
@@ -51,13 +65,23 @@ RAW_INSERT = (
     "INSERT INTO raw_events (session_id, seq, event_id, kind, source, payload, hash) "
     "VALUES ($1, $2, $3, 'message', 'user', $4::jsonb, $5)"
 )
-SINGLE_APPENDS = 1500
+#: Appends per measured sample, by number of concurrent writers.
+SINGLE_APPENDS = {1: 800, 8: 2000}
 BATCH = 10_000
 READ_EVENTS = 100_000
+SUBSCRIBER = Path(__file__).resolve().parent / "eventstore_subscriber.py"
+FIGURES = ("append", "peer", "batch", "delivery", "read")
+
+
+def _text(i: int) -> str:
+    return f"message number {i} " + "x" * 80
 
 
 def _payload(i: int) -> str:
-    return canonical_json({"content": f"message number {i} " + "x" * 80})
+    return canonical_json({"content": _text(i)})
+
+
+# -- single-event appends -----------------------------------------------------------------
 
 
 async def raw_single(pool: asyncpg.Pool, sessions: int, total: int) -> float:
@@ -78,15 +102,55 @@ async def raw_single(pool: asyncpg.Pool, sessions: int, total: int) -> float:
 async def chronicle_single(store: EventStore, sessions: int, total: int) -> float:
     async def writer(session: uuid.UUID, n: int) -> None:
         for seq in range(1, n + 1):
-            await store.append(
-                session,
-                [Message(content=f"message number {seq} " + "x" * 80)],
-                expected_seq=seq - 1,
-            )
+            await store.append(session, [Message(content=_text(seq))], expected_seq=seq - 1)
 
     with Stopwatch() as watch:
         await asyncio.gather(*(writer(uuid.uuid4(), total // sessions) for _ in range(sessions)))
     return total / watch.seconds
+
+
+class Peer:
+    """pyeventsourcing's PostgreSQL application recorder (psycopg 3, its own pool and table),
+    one event per ``insert_events`` call, from ``writers`` threads."""
+
+    def __init__(self, url: str) -> None:
+        from urllib.parse import parse_qs, unquote, urlsplit
+
+        from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        self.datastore = PostgresDatastore(
+            dbname=parts.path.lstrip("/"),
+            host=query.get("host", [parts.hostname or "localhost"])[0],
+            port=query.get("port", [str(parts.port or 5432)])[0],
+            user=unquote(parts.username or "postgres"),
+            password=unquote(parts.password or ""),
+            pool_size=8,
+        )
+        self.recorder = PostgresApplicationRecorder(self.datastore, events_table_name="peer")
+        self.recorder.create_table()
+
+    def _writer(self, n: int) -> None:
+        from eventsourcing.persistence import StoredEvent
+
+        originator = uuid.uuid4()
+        for version in range(1, n + 1):
+            event = StoredEvent(originator, version, "bench:Message", _payload(version).encode())
+            self.recorder.insert_events([event])
+
+    async def single(self, writers: int, total: int) -> float:
+        with Stopwatch() as watch:
+            await asyncio.gather(
+                *(asyncio.to_thread(self._writer, total // writers) for _ in range(writers))
+            )
+        return total / watch.seconds
+
+    def close(self) -> None:
+        self.datastore.close()
+
+
+# -- batches and reads --------------------------------------------------------------------
 
 
 async def raw_copy(pool: asyncpg.Pool, n: int) -> float:
@@ -108,191 +172,280 @@ async def raw_copy(pool: asyncpg.Pool, n: int) -> float:
 async def chronicle_batch(store: EventStore, n: int) -> float:
     session = uuid.uuid4()
     with Stopwatch() as watch:
-        events = [Message(content=f"message number {i} " + "x" * 80) for i in range(n)]
+        events = [Message(content=_text(i)) for i in range(n)]
         await store.append(session, events, expected_seq=0)
     return n / watch.seconds
 
 
-async def raw_notify_latency(url: str, samples: int) -> list[float]:
-    """Milliseconds from pg_notify() on one connection to the callback on another."""
-    listener = await asyncpg.connect(url)
-    sender = await asyncpg.connect(url)
-    arrived: asyncio.Queue[float] = asyncio.Queue()
-    await listener.add_listener("bench", lambda *_: arrived.put_nowait(time.perf_counter()))
-    latencies = []
-    for _ in range(samples):
-        start = time.perf_counter()
-        await sender.execute("SELECT pg_notify('bench', 'x')")
-        latencies.append((await arrived.get() - start) * 1000)
-    await listener.close()
-    await sender.close()
-    return latencies
-
-
-async def delivery_latency(
-    url: str, settings: Settings, sessions: int, seconds: float
-) -> list[float]:
-    """Milliseconds from calling append to the event reaching a subscriber of another store.
-
-    Writer and readers use separate stores (pools and listening connections), so delivery
-    goes through PostgreSQL's NOTIFY exactly as it does between processes.
-    """
-    async with (
-        await EventStore.open(
-            url, config=settings.store_config(), masker=settings.masker()
-        ) as writer,
-        await EventStore.open(
-            url, config=settings.store_config(), masker=settings.masker()
-        ) as reader,
-    ):
-        ids = [uuid.uuid4() for _ in range(sessions)]
-        sent: dict[uuid.UUID, float] = {}
-        latencies: list[float] = []
-        stop = asyncio.Event()
-
-        warm_until = time.perf_counter() + 1.0  # connections prepared, plans cached
-
-        async def subscribe(session: uuid.UUID) -> None:
-            async with reader.subscribe(session) as stream:
-                async for event in stream:
-                    start = sent.pop(event.event_id)
-                    if start > warm_until:
-                        latencies.append((time.perf_counter() - start) * 1000)
-
-        # One session appends every 5 ms; with 100 sessions each appends twice a second
-        # (200 events/s in all, several times what 100 agents waiting on a model produce).
-        interval = 0.005 if sessions == 1 else 0.5
-
-        async def write(session: uuid.UUID) -> None:
-            seq = 0
-            await asyncio.sleep(random.random() * interval)
-            while not stop.is_set():
-                event = Message(content="ping")
-                sent[event.event_id] = time.perf_counter()
-                await writer.append(session, [event], expected_seq=seq)
-                seq += 1
-                await asyncio.sleep(interval)
-
-        readers = [asyncio.create_task(subscribe(s)) for s in ids]
-        await asyncio.sleep(0.2)
-        writers = [asyncio.create_task(write(s)) for s in ids]
-        await asyncio.sleep(seconds + 1.0)
-        stop.set()
-        await asyncio.gather(*writers)
-        await asyncio.sleep(0.2)
-        for task in readers:
-            task.cancel()
-        await asyncio.gather(*readers, return_exceptions=True)
-        return latencies
-
-
-async def read_throughput(store: EventStore, pool: asyncpg.Pool) -> tuple[float, float]:
+async def long_session(store: EventStore) -> uuid.UUID:
     session = uuid.uuid4()
     for start in range(0, READ_EVENTS, BATCH):
         events = [Message(content=f"event {start + i} " + "y" * 60) for i in range(BATCH)]
         await store.append(session, events, expected_seq=start)
-    raw, ours = [], []
-    for _ in range(3):
-        with Stopwatch() as watch:
-            rows = await pool.fetch(
-                "SELECT * FROM events WHERE session_id = $1 AND seq > 0 ORDER BY seq", session
-            )
-        assert len(rows) == READ_EVENTS
-        raw.append(READ_EVENTS / watch.seconds)
-        with Stopwatch() as watch:
-            events = await store.read(session)
-        assert len(events) == READ_EVENTS
-        ours.append(READ_EVENTS / watch.seconds)
-    return median(raw), median(ours)
+    return session
 
 
-def ratio_row(name: str, unit: str, base: float, ours: float, minimum: float) -> Measurement:
-    ratio = ours / base
-    return Measurement(
-        name=name,
-        unit=unit,
-        baseline=base,
-        chronicle=ours,
-        ratio=ratio,
-        target=f">= {minimum}x baseline",
-        met=ratio >= minimum,
-    )
+async def raw_read(pool: asyncpg.Pool, session: uuid.UUID) -> float:
+    with Stopwatch() as watch:
+        rows = await pool.fetch(
+            "SELECT * FROM events WHERE session_id = $1 AND seq > 0 ORDER BY seq", session
+        )
+    assert len(rows) == READ_EVENTS
+    return READ_EVENTS / watch.seconds
 
 
-async def run(url: str) -> list[Measurement]:
-    settings = Settings(pool_max_size=12)
-    rows: list[Measurement] = []
-    async with (
-        await EventStore.open(
-            url, config=settings.store_config(), masker=settings.masker()
-        ) as store,
-        asyncpg.create_pool(url, min_size=1, max_size=12) as pool,
-    ):
-        await pool.execute(RAW_TABLE)
+async def chronicle_read(store: EventStore, session: uuid.UUID) -> float:
+    with Stopwatch() as watch:
+        events = await store.read(session)
+    assert len(events) == READ_EVENTS
+    return READ_EVENTS / watch.seconds
 
-        def progress(text: str) -> None:
-            print(f"  ... {text}", file=sys.stderr, flush=True)
 
-        for sessions in (1, 8):
-            progress(f"single appends, {sessions} session(s)")
-            base = median([await raw_single(pool, sessions, SINGLE_APPENDS) for _ in range(3)])
-            ours = median(
-                [await chronicle_single(store, sessions, SINGLE_APPENDS) for _ in range(3)]
-            )
-            rows.append(
-                ratio_row(
-                    f"single-event append, {sessions} session(s)", "events/s", base, ours, 0.7
-                )
-            )
+# -- delivery to another process ----------------------------------------------------------
 
-        progress("10,000-event batches")
-        base = median([await raw_copy(pool, BATCH) for _ in range(5)])
-        ours = median([await chronicle_batch(store, BATCH) for _ in range(5)])
-        rows.append(ratio_row("10,000-event batch append (vs COPY)", "events/s", base, ours, 0.3))
 
-        progress("delivery latency")
-        notify = await raw_notify_latency(url, 300)
-        for sessions in (1, 100):
-            latencies = await delivery_latency(url, settings, sessions, 3.0)
-            for pct in (50, 99):
-                value = percentile(latencies, pct)
-                rows.append(
-                    Measurement(
-                        name=f"append→subscriber p{pct}, {sessions} active session(s)",
-                        unit="ms",
-                        baseline=percentile(notify, pct),
-                        chronicle=value,
-                        ratio=None,
-                        target="<= 5 ms" if pct == 99 and sessions == 100 else "-",
-                        met=value <= 5 if pct == 99 else True,
-                    )
-                )
+class Subscriber:
+    """bench/eventstore_subscriber.py in a process of its own, driven over its stdin."""
 
-        progress("reading one 100,000-event session")
-        base, ours = await read_throughput(store, pool)
+    def __init__(self, url: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(SUBSCRIBER), url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    async def ask(self, **command: Any) -> dict[str, Any]:
+        def exchange() -> dict[str, Any]:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            self.process.stdin.write(json.dumps(command) + "\n")
+            self.process.stdin.flush()
+            answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+            return answer
+
+        return await asyncio.to_thread(exchange)
+
+    async def close(self) -> None:
+        """``exit`` has no answer: the process ends."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"op": "exit"}) + "\n")
+        self.process.stdin.close()
+        await asyncio.to_thread(self.process.wait, 10)
+
+
+class Latencies:
+    """Milliseconds from the return of the send (append, or pg_notify) to the other process."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.per_round_p99: list[float] = []
+
+    def add_round(self, sent: dict[str, int], arrivals: list[list[Any]]) -> None:
+        values = [(ns - sent[key]) / 1e6 for key, ns in arrivals if key in sent]
+        self.values.extend(values)
+        if values:
+            self.per_round_p99.append(percentile(values, 99))
+
+
+async def _paced(
+    sessions: int, seconds: float, send: Callable[[int, int], Awaitable[str]]
+) -> dict[str, int]:
+    """Each of ``sessions`` sends every 5 ms (one session) or twice a second (more), for
+    ``seconds``; returns when each send returned (monotonic ns), by key."""
+    interval = 0.005 if sessions == 1 else 0.5
+    sent: dict[str, int] = {}
+    deadline = time.monotonic() + seconds
+
+    async def sender(index: int) -> None:
+        await asyncio.sleep(random.random() * interval)
+        count = 0
+        while time.monotonic() < deadline:
+            key = await send(index, count)
+            sent[key] = time.monotonic_ns()
+            count += 1
+            await asyncio.sleep(interval)
+
+    await asyncio.gather(*(sender(i) for i in range(sessions)))
+    await asyncio.sleep(0.3)  # the last arrivals
+    return sent
+
+
+async def delivery(
+    database: BenchDatabase, store: EventStore, sessions: int, rounds: int, seconds: float
+) -> tuple[Latencies, Latencies]:
+    """Raw NOTIFY → LISTEN and append → ``subscribe`` in another process, in alternating
+    rounds of ``seconds``; the first round of each is warm-up."""
+    subscriber = Subscriber(database.app)
+    raw, ours = Latencies(), Latencies()
+    sender = await asyncpg.create_pool(database.app, min_size=2, max_size=4)
+    try:
+        ids = [uuid.uuid4() for _ in range(sessions)]
+        for session in ids:
+            await store.append(session, [Message(content="start")], expected_seq=0)
+        await subscriber.ask(op="listen", channel="bench")
+        await subscriber.ask(op="subscribe", sessions=[str(s) for s in ids])
+        heads = dict.fromkeys(range(sessions), 1)
+
+        async def notify(_index: int, _count: int) -> str:
+            key = uuid.uuid4().hex
+            await sender.execute("SELECT pg_notify('bench', $1)", key)
+            return key
+
+        async def append(index: int, _count: int) -> str:
+            event = Message(content="ping")
+            await store.append(ids[index], [event], expected_seq=heads[index])
+            heads[index] += 1
+            return str(event.event_id)
+
+        for index in range(rounds + 1):
+            order = [(raw, notify), (ours, append)]
+            for side, send in order if index % 2 == 0 else order[::-1]:
+                await subscriber.ask(op="collect")
+                sent = await _paced(sessions, seconds, send)
+                arrivals = (await subscriber.ask(op="collect"))["arrivals"]
+                if index > 0:
+                    side.add_round(sent, arrivals)
+        await subscriber.ask(op="unsubscribe")
+    finally:
+        await sender.close()
+        await subscriber.close()
+    return raw, ours
+
+
+def latency_rows(sessions: int, raw: Latencies, ours: Latencies) -> list[Measurement]:
+    rows = []
+    for pct in (50, 95, 99, 100):
+        value = percentile(ours.values, pct)
+        name = "max" if pct == 100 else f"p{pct}"
+        target = "<= 5 ms" if pct == 99 else "-"
         rows.append(
             Measurement(
-                name="read one long session",
-                unit="events/s",
-                baseline=base,
-                chronicle=ours,
-                ratio=ours / base,
-                target=">= 100,000 events/s",
-                met=ours >= 100_000,
+                name=f"append → subscriber in another process {name}, {sessions} session(s)",
+                unit="ms",
+                baseline=percentile(raw.values, pct),
+                chronicle=value,
+                ratio=None,
+                target=target,
+                met=value <= 5 if pct == 99 else True,
+                chronicle_spread=(
+                    f"p99 per round {min(ours.per_round_p99):.2f}-{max(ours.per_round_p99):.2f}"
+                    if pct == 99 and ours.per_round_p99
+                    else ""
+                ),
+                detail={"samples": len(ours.values), "baseline_samples": len(raw.values)},
             )
         )
     return rows
 
 
+# -- the run ------------------------------------------------------------------------------
+
+
+def _progress(text: str) -> None:
+    print(f"  ... {text}", file=sys.stderr, flush=True)
+
+
+async def run(database: BenchDatabase, rounds: int, only: set[str]) -> list[Measurement]:
+    config = StoreConfig(pool_max_size=12)
+    rows: list[Measurement] = []
+    async with (
+        await EventStore.open(database.app, config=config, masker=SecretMasker()) as store,
+        asyncpg.create_pool(database.admin, min_size=1, max_size=12) as pool,
+    ):
+        await pool.execute(RAW_TABLE)
+        if "append" in only:
+            for sessions in (1, 8):
+                _progress(f"single appends, {sessions} session(s)")
+                total = SINGLE_APPENDS[sessions]
+                result = await interleave(
+                    partial(raw_single, pool, sessions, total),
+                    partial(chronicle_single, store, sessions, total),
+                    rounds=rounds,
+                )
+                rows.append(
+                    ratio_row(
+                        f"single-event append, {sessions} session(s), vs INSERT + COMMIT",
+                        "events/s",
+                        result,
+                        0.7,
+                    )
+                )
+        if "peer" in only:
+            peer = Peer(database.admin)
+            try:
+                for writers in (1, 8):
+                    _progress(f"pyeventsourcing recorder, {writers} writer(s)")
+                    total = SINGLE_APPENDS[writers]
+                    result = await interleave(
+                        partial(peer.single, writers, total),
+                        partial(chronicle_single, store, writers, total),
+                        rounds=rounds,
+                    )
+                    rows.append(
+                        ratio_row(
+                            f"single-event append, {writers} writer(s), vs pyeventsourcing",
+                            "events/s",
+                            result,
+                            2.0,
+                        )
+                    )
+            finally:
+                peer.close()
+        if "batch" in only:
+            _progress("10,000-event batches")
+            result = await interleave(
+                lambda: raw_copy(pool, BATCH), lambda: chronicle_batch(store, BATCH), rounds=rounds
+            )
+            rows.append(ratio_row("10,000-event batch append vs COPY", "events/s", result, 0.5))
+        if "delivery" in only:
+            for sessions in (1, 100):
+                _progress(f"delivery to another process, {sessions} session(s)")
+                raw, ours = await delivery(database, store, sessions, rounds, 2.5)
+                rows.extend(latency_rows(sessions, raw, ours))
+        if "read" in only:
+            _progress("reading one 100,000-event session")
+            session = await long_session(store)
+            result = await interleave(
+                lambda: raw_read(pool, session),
+                lambda: chronicle_read(store, session),
+                rounds=rounds,
+            )
+            row = ratio_row("read one 100,000-event session vs raw fetch", "events/s", result, 0.8)
+            row.target = ">= 150,000/s and >= 0.8x"
+            row.met = result.chronicle.median >= 150_000 and result.ratio >= 0.8
+            rows.append(row)
+    return rows
+
+
+async def _postgres_version(url: str) -> str:
+    connection = await asyncpg.connect(url)
+    try:
+        version: str = await connection.fetchval("SHOW server_version")
+        return version
+    finally:
+        await connection.close()
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print results as JSON")
     parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
+    parser.add_argument("--rounds", type=int, default=7, help="measured rounds per figure")
+    parser.add_argument("--only", nargs="+", choices=FIGURES, help="measure only these figures")
     args = parser.parse_args(argv)
-    with throwaway_database(args.url) as url:
-        rows = asyncio.run(run(url))
-    title = "Event store (baseline = raw asyncpg on the same server, same run)"
-    return report("eventstore", title, rows, as_json=args.json)
+    only = set(args.only or FIGURES)
+    with bench_database(args.url) as database:
+        machine = this_machine(asyncio.run(_postgres_version(database.admin)))
+        rows = asyncio.run(run(database, args.rounds, only))
+    title = "Event store (baselines on the same server, interleaved rounds in one run)"
+    how = (
+        f"python -m bench.eventstore --rounds {args.rounds}"
+        + (f" --only {' '.join(sorted(only))}" if args.only else "")
+        + f"; {args.rounds} measured rounds after 1 warm-up, baseline and Chronicle alternating;"
+        " medians, ranges over the rounds, ratio = median of per-round ratios; latencies pooled"
+        " over the rounds from the return of the send to the other process"
+    )
+    return report("eventstore", title, rows, as_json=args.json, machine=machine, how=how)
 
 
 if __name__ == "__main__":
