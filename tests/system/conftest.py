@@ -1,5 +1,8 @@
-"""System tests: the `chronicle` command as real processes (signals, crashes, restarts, an
-installed package), against real PostgreSQL, sandboxes and Docker."""
+"""System tests: real processes. The `chronicle` command as a subprocess (cli/: signals,
+crashes, restarts, the embedded server), whole agent sessions with real sandboxes (agent/),
+MCP servers (tools/), the sandboxes themselves and what drives them (runtime/), a PostgreSQL
+server of the test's own killed, restarted or reached as another user (store/), and the
+installed package, against real PostgreSQL and Docker."""
 
 from __future__ import annotations
 

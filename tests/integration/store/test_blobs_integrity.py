@@ -1,4 +1,5 @@
-"""Blobs and escaped text under attack: verify, tampering, privileges, and migration 0004.
+"""Blobs and escaped text under attack: verify, tampering, privileges, and migration 0004
+(`chronicle verify` reporting a forged blob: tests/system/cli/test_audit_cli.py).
 
 An attacker is the database's superuser (``session_replication_role = replica`` switches the
 append-only triggers off) or the application's own login. Before 0004 there was no blobs
@@ -8,10 +9,8 @@ lone surrogate, a 5 MB output or a 1.2 MB create refused by ``append``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -25,16 +24,8 @@ from app.llm.fingerprint import content_hash
 from app.store import ContentMismatchError, EventStore, migrate
 from app.store.blobs import MissingBlobError
 from app.store.integrity.verification import stored_blob_problem, stored_message_problem
-from tests.support.cli import chronicle, cli_environment
+from tests.support.payloads import BIG, OUTPUT, SHA, sha256_hex
 from tests.support.postgres import ServerAddress, database_from_template
-
-BIG = "x" * 1_200_000  # a 1.2 MB file text
-OUTPUT = "".join(f"line {i} of a long build log\n" for i in range(180_000))  # ~5 MB
-SHA = "ab" * 32
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 async def test_verify_checks_the_blobs_a_session_refers_to(
@@ -53,7 +44,7 @@ async def test_verify_checks_the_blobs_a_session_refers_to(
     assert report.ok and report.blobs == 1 and report.checked == 3
     assert await stored_blob_problem(store) == (1, None)
 
-    key = _sha256(OUTPUT)
+    key = sha256_hex(OUTPUT)
     async with superuser.transaction():
         await superuser.execute("SET LOCAL session_replication_role = replica")
         await superuser.execute(
@@ -73,7 +64,7 @@ async def test_a_reference_to_a_missing_blob_is_named(
 ) -> None:
     session = uuid.uuid4()
     await store.append(session, [FileEdit(command="create", path="/w/big.txt", file_text=BIG)])
-    key = _sha256(BIG)
+    key = sha256_hex(BIG)
     async with superuser.transaction():
         await superuser.execute("SET LOCAL session_replication_role = replica")
         await superuser.execute("DELETE FROM blobs WHERE sha256 = decode($1, 'hex')", key)
@@ -98,15 +89,15 @@ async def test_the_application_writes_blobs_only_through_the_checking_function(
     with pytest.raises(asyncpg.PostgresError, match="blob 1 of 1 does not match") as raised:
         await app_login.fetchval(
             "SELECT chronicle_put_blobs($1::bytea[], $2::text[])",
-            [bytes.fromhex(_sha256(text))],
+            [bytes.fromhex(sha256_hex(text))],
             ["forged"],
         )
     assert raised.value.sqlstate == "CR004"
     with pytest.raises(ContentMismatchError, match="blob 2 of 2 does not match"):
-        await store.put_blobs({_sha256(text): text, _sha256("a"): "b"})
+        await store.put_blobs({sha256_hex(text): text, sha256_hex("a"): "b"})
     assert await store.pool.fetchval("SELECT count(*) FROM blobs") == 0
-    assert await store.put_blobs({_sha256(text): text}) == 1
-    assert await store.put_blobs({_sha256(text): text}) == 0  # stored once
+    assert await store.put_blobs({sha256_hex(text): text}) == 1
+    assert await store.put_blobs({sha256_hex(text): text}) == 0  # stored once
     for statement in ("UPDATE blobs SET content = 'x'", "DELETE FROM blobs", "TRUNCATE blobs"):
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await app_login.execute(statement)
@@ -210,26 +201,3 @@ def test_migration_0004_up_down_up(pg_address: ServerAddress) -> None:
                 "SELECT chronicle_put_blobs(ARRAY[sha256('abc')], ARRAY['abc'])"
             ).fetchone()
         assert inserted == (1,)
-
-
-def test_chronicle_verify_reports_blobs(
-    app_database_url: str, database_url: str, tmp_path: Path
-) -> None:
-    env = cli_environment(app_database_url, tmp_path)
-    session = str(uuid.uuid4())
-    text = "v" * 100_000  # a blob, and still one command-line argument
-    big = json.dumps({"command": "create", "path": "/w/big.txt", "file_text": text})
-    appended = chronicle("append", session, "file.edit", big, env=env)
-    assert appended.returncode == 0, appended.stderr
-    one = chronicle("verify", session, env=env)
-    assert one.returncode == 0 and "1 blobs match their hashes" in one.stdout, one.stdout
-    everything = chronicle("verify", "--all", env=env)
-    assert everything.returncode == 0 and "blobs  ok: 1" in everything.stdout
-
-    with psycopg.connect(database_url) as attacker:
-        attacker.execute("SET session_replication_role = replica")
-        attacker.execute("UPDATE blobs SET content = 'forged'")
-    broken = chronicle("verify", "--all", env=env)
-    assert broken.returncode == 1
-    assert f"blobs  BROKEN: blob {_sha256(text)} does not match its hash" in broken.stdout
-    assert f"the blob {_sha256(text)} that event 1 refers to does not match" in broken.stdout

@@ -12,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.integrity.anchors import sign_anchor
 from tests.support.cli import chronicle, cli_environment
+from tests.support.payloads import sha256_hex
 
 
 @pytest.fixture
@@ -112,3 +113,26 @@ def test_anchor_refuses_a_session_that_does_not_verify(
     assert not anchors.exists()
     unnamed = chronicle("anchor", env=env)
     assert unnamed.returncode == 2 and "or --all" in unnamed.stderr
+
+
+def test_chronicle_verify_reports_blobs(
+    app_database_url: str, database_url: str, tmp_path: Path
+) -> None:
+    env = cli_environment(app_database_url, tmp_path)
+    session = str(uuid.uuid4())
+    text = "v" * 100_000  # a blob, and still one command-line argument
+    big = json.dumps({"command": "create", "path": "/w/big.txt", "file_text": text})
+    appended = chronicle("append", session, "file.edit", big, env=env)
+    assert appended.returncode == 0, appended.stderr
+    one = chronicle("verify", session, env=env)
+    assert one.returncode == 0 and "1 blobs match their hashes" in one.stdout, one.stdout
+    everything = chronicle("verify", "--all", env=env)
+    assert everything.returncode == 0 and "blobs  ok: 1" in everything.stdout
+
+    with psycopg.connect(database_url) as attacker:
+        attacker.execute("SET session_replication_role = replica")
+        attacker.execute("UPDATE blobs SET content = 'forged'")
+    broken = chronicle("verify", "--all", env=env)
+    assert broken.returncode == 1
+    assert f"blobs  BROKEN: blob {sha256_hex(text)} does not match its hash" in broken.stdout
+    assert f"the blob {sha256_hex(text)} that event 1 refers to does not match" in broken.stdout

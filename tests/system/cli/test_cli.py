@@ -294,3 +294,17 @@ def test_text_no_terminal_can_encode_prints_as_its_escape(env: dict[str, str]) -
     assert as_json.returncode == 0, as_json.stderr
     [event] = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert event["payload"]["content"] == "caf\udce9.txt and \x00"
+
+
+def test_cause_zero_is_an_error_on_the_command_line(app_database_url: str, tmp_path: Path) -> None:
+    """Before migration 0003 the command silently dropped the cause."""
+    env = cli_environment(app_database_url, tmp_path)
+    session = str(uuid.uuid4())
+    assert chronicle("append", session, "run", '{"command": "ls"}', env=env).returncode == 0
+    zero = chronicle("append", session, "run.output", "{}", "--cause", "0", env=env)
+    assert zero.returncode == 2 and "0 is not a seq: seqs start at 1" in zero.stderr
+    assert "Traceback" not in zero.stderr
+    answered = chronicle(
+        "append", session, "run.output", '{"exit_code": 0}', "--cause", "1", env=env
+    )
+    assert answered.returncode == 0, answered.stderr

@@ -13,7 +13,7 @@ from app.config import Settings
 from app.events import Message
 from app.store import EventStore, migrate
 from app.store.embedded import EmbeddedPostgres
-from tests.integration.test_subscriptions import nothing_more, take
+from tests.support.subscriptions import nothing_more, take
 
 
 @pytest.fixture

@@ -44,18 +44,6 @@ async def test_append_only_trigger_refuses_changes(
     assert await store.pool.fetchval("SELECT count(*) FROM events") == 2
 
 
-async def test_verify_accepts_an_intact_chain(store: EventStore) -> None:
-    session = await _session_with(store, 5)
-    report = await store.verify(session)
-    assert report.ok and report.checked == 5 and report.first_bad_seq is None
-
-
-async def test_verify_pages_through_long_sessions(store: EventStore) -> None:
-    session = await _session_with(store, 25)
-    report = await store.verify(session, page_size=7)
-    assert report.ok and report.checked == 25
-
-
 async def test_tampered_payload_is_caught_at_its_seq(
     store: EventStore, superuser: asyncpg.Connection
 ) -> None:

@@ -2,16 +2,13 @@
 
 Before migration 0003 the function checked only that a cause was an earlier seq, so an
 observation could "answer" a message or a seq taken from another session, and a session could
-be created twice; `chronicle append --cause 0` silently dropped the cause.
+be created twice (`chronicle append --cause 0`, which silently dropped the cause:
+tests/system/cli/test_cli.py).
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import asyncpg
 import pytest
@@ -28,7 +25,6 @@ from app.events import (
     SessionCreated,
 )
 from app.store import EventStore, InvalidEventError
-from tests.support.cli import empty_settings_file
 
 ACTION_KINDS = frozenset(kind for kind, cls in EVENT_TYPES.items() if issubclass(cls, Action))
 
@@ -100,26 +96,3 @@ async def test_a_session_is_created_once(store: EventStore) -> None:
     with pytest.raises(InvalidEventError, match=r"already has its session\.created"):
         await store.append(other, [SessionCreated(title="a"), SessionCreated(title="b")])
     assert await store.last_seq(session) == 1 and await store.last_seq(other) == 0
-
-
-def test_cause_zero_is_an_error_on_the_command_line(app_database_url: str, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "CHRONICLE_DATABASE_URL": app_database_url,
-        "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
-        "CHRONICLE_CONFIG": str(empty_settings_file(tmp_path)),
-    }
-    session = str(uuid.uuid4())
-
-    def chronicle(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "app.cli", *args],
-            env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-
-    assert chronicle("append", session, "run", '{"command": "ls"}').returncode == 0
-    zero = chronicle("append", session, "run.output", "{}", "--cause", "0")
-    assert zero.returncode == 2 and "0 is not a seq: seqs start at 1" in zero.stderr
-    assert "Traceback" not in zero.stderr
-    answered = chronicle("append", session, "run.output", '{"exit_code": 0}', "--cause", "1")
-    assert answered.returncode == 0, answered.stderr

@@ -1,0 +1,99 @@
+"""Live delivery: every event once, in order, through concurrent writers, and durable
+checkpoints (the event store contract: tests/contract/store/conftest.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import Counter
+
+from app.events import Message
+from app.store import ConcurrencyError, EventStore
+from tests.support.subscriptions import nothing_more, take
+
+
+async def test_subscribe_delivers_backlog_then_live_events(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="before")])
+    stream = store.subscribe(session)
+    assert [e.payload["content"] for e in await take(stream, 1)] == ["before"]
+    waiter = asyncio.create_task(take(stream, 2))
+    await asyncio.sleep(0.05)
+    await store.append(session, [Message(content="live 1")])
+    await store.append(session, [Message(content="live 2")])
+    assert [e.seq for e in await waiter] == [2, 3]
+    assert await nothing_more(stream)
+    await stream.aclose()
+
+
+async def test_subscribe_after_seq_skips_earlier_events(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Message(content=str(i)) for i in range(5)])
+    stream = store.subscribe(session, after_seq=3)
+    assert [e.seq for e in await take(stream, 2)] == [4, 5]
+    await stream.aclose()
+
+
+async def test_eight_concurrent_writers_end_gapless(store: EventStore) -> None:
+    session = uuid.uuid4()
+    per_writer = 25
+    conflicts = Counter()
+
+    async def writer(name: int) -> None:
+        written = 0
+        last = await store.last_seq(session)
+        while written < per_writer:
+            try:
+                recorded = await store.append(
+                    session, [Message(content=f"w{name}-{written}")], expected_seq=last
+                )
+            except ConcurrencyError as exc:
+                conflicts[name] += 1
+                last = exc.actual_seq
+                continue
+            last = recorded[-1].seq
+            written += 1
+
+    subscriber = asyncio.create_task(take(store.subscribe(session), 8 * per_writer, timeout=60))
+    await asyncio.gather(*(writer(i) for i in range(8)))
+    events = await store.read(session)
+    assert [e.seq for e in events] == list(range(1, 8 * per_writer + 1))
+    contents = [e.payload["content"] for e in events]
+    assert len(set(contents)) == len(contents)
+    assert sum(conflicts.values()) > 0, "the writers never raced; the test proves nothing"
+    assert [e.seq for e in await subscriber] == [e.seq for e in events]
+    assert (await store.verify(session)).ok
+
+
+async def test_fifty_sessions_seen_exactly_once_by_subscribe_all(store: EventStore) -> None:
+    sessions = [uuid.uuid4() for _ in range(50)]
+    per_session = 20
+    total = len(sessions) * per_session
+    consumer = asyncio.create_task(take(store.subscribe_all(name="fifty"), total, timeout=60))
+
+    async def write(session: uuid.UUID) -> None:
+        for i in range(per_session):
+            await store.append(session, [Message(content=f"{session}:{i}")])
+
+    await asyncio.gather(*(write(s) for s in sessions))
+    seen = await consumer
+    keys = Counter((e.session_id, e.seq) for e in seen)
+    assert len(keys) == total and max(keys.values()) == 1
+    positions = [e.position for e in seen]
+    assert positions == sorted(positions)
+    for session in sessions:
+        assert [e.seq for e in seen if e.session_id == session] == list(range(1, per_session + 1))
+
+
+async def test_durable_subscription_resumes_after_its_checkpoint(store: EventStore) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [Message(content=str(i)) for i in range(1, 6)])
+    first = store.subscribe_all(name="projector")
+    got = await take(first, 3)
+    await first.aclose()  # events 1 and 2 were finished; 3 was handed out last
+    checkpoint = await store.load_checkpoint("projector")
+    assert checkpoint == got[1].position
+    await store.append(session, [Message(content="6")])
+    second = store.subscribe_all(name="projector")
+    assert [e.seq for e in await take(second, 4)] == [3, 4, 5, 6]
+    await second.aclose()
