@@ -17,6 +17,7 @@ from app.cli import audit as audit_cli
 from app.cli import db as db_cli
 from app.cli import log as log_cli
 from app.cli import projections as projections_cli
+from app.cli import replay as replay_cli
 from app.cli import runtime as runtime_cli
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit_cli.add_parsers(commands)
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
+    replay_cli.add_parser(commands)
     analytics_cli.add_parsers(commands)
     archive_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
@@ -62,6 +64,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "append": log_cli.append,
         "demo": log_cli.demo,
         "sessions": log_cli.sessions,
+        "replay": replay_cli.run,
         "sql": analytics_cli.sql,
         "export": archive_cli.export,
         "import": archive_cli.import_,

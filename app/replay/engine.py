@@ -49,7 +49,8 @@ class ReplayError(Exception):
 
 
 class ReplayResult(BaseModel):
-    """How a replay went: ``matched`` when no divergence stopped it and it ended as recorded.
+    """How a replay went: ``matched`` when it ended as recorded with no difference at all
+    (no divergence stopped it, and a positional replay reported no request difference).
 
     ``steps_*`` count model calls: in the recording, served from it, and served with the
     same request and the same consequences. ``differences`` are the request differences a
@@ -129,7 +130,7 @@ async def replay(
     outcome = await _run_segments(
         store, replay_id, recording, progress, agent, agent_config, limits
     )
-    matched = progress.divergence is None
+    matched = progress.divergence is None and not progress.differences
     result = ReplayResult(
         session_id=replay_id,
         replay_of=session_id,

@@ -6,51 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from uuid import UUID
 
 from app.events import parse_event
 from app.replay import AgentConfig, replay
-from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
-from tests.support.agent_session import settings_for
-from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
-
-SCRIPT = [
-    Reply(
-        tool_calls=[
-            tool_call(
-                "str_replace_editor", command="create", path="hello.py", file_text="print(1/0)\n"
-            )
-        ]
-    ),
-    Reply(tool_calls=[tool_call("execute_bash", command="python3 hello.py")]),
-    Reply(
-        content="Division by zero; fixing it.",
-        tool_calls=[
-            tool_call(
-                "str_replace_editor",
-                command="str_replace",
-                path="hello.py",
-                old_str="1/0",
-                new_str="'hello'",
-            )
-        ],
-    ),
-    Reply(tool_calls=[tool_call("execute_bash", command="python3 hello.py")]),
-    Reply(tool_calls=[tool_call("finish", message="hello.py prints hello")]),
-]
-
-
-async def record(store: EventStore, fake: FakeLlmServer, tmp_path: Path) -> UUID:
-    fake.script(*SCRIPT)
-    session, outcome = await run_session(
-        store,
-        settings_for(fake, tmp_path),
-        SessionOptions(workspace=tmp_path / "ws"),
-        task="Write hello.py that prints hello, and run it.",
-    )
-    assert outcome == "finished"
-    return session
+from tests.support.fake_llm import FakeLlmServer
+from tests.support.recordings import record
 
 
 async def test_a_recording_replays_to_a_match_without_the_model_or_the_sandbox(
@@ -136,7 +97,7 @@ async def test_positional_mode_serves_through_request_differences_and_reports_th
 
     result = await replay(store, session, changed, mode="positional")
 
-    assert result.divergence is None and result.matched
+    assert result.divergence is None and not result.matched  # not a stop, not a match
     assert result.outcome == "finished" and result.steps_served == 5
     assert result.steps_matched == 0  # every request differed (the prompt starts them all)
     assert [d.step for d in result.differences] == [1, 2, 3, 4, 5]
