@@ -80,6 +80,7 @@ QUIET_LOGGERS = {
     "app.store.subscriptions": logging.ERROR,
     "app.store.notifier": logging.ERROR,
     "asyncpg.pool": logging.ERROR,
+    "app.projections.runner": logging.ERROR,
     "app.agent.driving": logging.CRITICAL,
     "app.store.action_worker": logging.CRITICAL,
     "app.runtime.executor": logging.CRITICAL,

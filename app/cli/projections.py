@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from datetime import datetime
@@ -53,6 +54,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import all_projections, projection_named, running_projections
 
     chosen = [projection_named(n) for n in args.names] if args.names else all_projections()
+    runner_log = logging.getLogger("app.projections.runner")
+    if runner_log.level > logging.WARNING:  # quiet inside `run`; here its news is the output
+        runner_log.setLevel(logging.WARNING)
     stopped = asyncio.Event()
     loop = asyncio.get_running_loop()
     for number in STOP_SIGNALS:

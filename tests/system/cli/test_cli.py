@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from app.config import Settings
+from app.store.migrate import head_revision
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle, cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
@@ -118,7 +119,7 @@ def test_db_status_and_url_with_a_configured_server(
 ) -> None:
     status = chronicle("db", "status", env=env)
     assert status.returncode == 0, status.stdout
-    assert "configured" in status.stdout and "(head: 0004)" in status.stdout
+    assert "configured" in status.stdout and f"(head: {head_revision()})" in status.stdout
     assert "(chronicle_app: append and read only)" in status.stdout
     password = urlsplit(app_database_url).password
     assert password and password not in status.stdout
