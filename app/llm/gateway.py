@@ -28,7 +28,7 @@ from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
-from app.llm.images import vision_by_default, without_images
+from app.llm.images import has_images, vision_by_default, without_images
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.text_tools import to_prompt_messages
@@ -329,7 +329,9 @@ class LlmGateway:
         masked = message
         if masker and masker.leaks_into_json(canonical_json(message)):
             masked = masker.mask_value(message)
-        if not self.takes_images():  # recorded as sent: the note, not the image
+        # Recorded as sent: the note, not the image. Asked only when there is an image, so a
+        # prompt without one never waits for litellm's model map (a replay never imports it).
+        if has_images(masked) and not self.takes_images():
             masked = without_images(masked, self.config.model)
         self._masks[id(message)] = (message, masked)
         return masked

@@ -15,11 +15,17 @@ from typing import Any
 OMITTED = "[an image was left out: {model} does not take images (set llm_vision to send them)]"
 
 
+def has_images(message: dict[str, Any]) -> bool:
+    """Whether ``message`` holds an ``image_url`` part."""
+    content = message.get("content")
+    return isinstance(content, list) and any(_is_image(part) for part in content)
+
+
 def without_images(message: dict[str, Any], model: str) -> dict[str, Any]:
     """``message`` with every ``image_url`` part replaced by a note (the same object if none)."""
-    content = message.get("content")
-    if not isinstance(content, list) or not any(_is_image(part) for part in content):
+    if not has_images(message):
         return message
+    content = message["content"]
     note = {"type": "text", "text": OMITTED.format(model=model)}
     return {**message, "content": [note if _is_image(part) else part for part in content]}
 

@@ -76,6 +76,29 @@ def describe_divergence(divergence: Divergence) -> list[str]:
     return lines
 
 
+def _differences(differences: list[RequestDivergence]) -> list[str]:
+    """The request differences a positional replay reported, the same change at several
+    calls shown once (a changed system prompt differs at every call)."""
+    groups: list[tuple[list[int], str, list[str]]] = []
+    for difference in differences:
+        what = difference.summary.split(": ", 1)[-1]
+        details = describe_request(difference)
+        if groups and groups[-1][1] == what and groups[-1][2] == details:
+            groups[-1][0].append(difference.step)
+        else:
+            groups.append(([difference.step], what, details))
+    lines: list[str] = []
+    for steps, what, details in groups:
+        calls = (
+            f"model call {steps[0]}"
+            if len(steps) == 1
+            else (f"model calls {', '.join(str(step) for step in steps)}")
+        )
+        lines.append(f"request differs (reported, served anyway) at {calls}: {what}")
+        lines += details
+    return lines
+
+
 def describe(result: ReplayResult) -> str:
     """What a person reads after ``chronicle replay``."""
     head = (
@@ -84,9 +107,7 @@ def describe(result: ReplayResult) -> str:
         f"{result.steps_served} served, {result.model_calls} made, {result.seconds:.2f} s"
     )
     lines = [head]
-    for difference in result.differences:
-        lines.append(f"request differs (reported, served anyway): {difference.summary}")
-        lines += describe_request(difference)
+    lines += _differences(result.differences)
     if result.divergence is not None:
         lines += describe_divergence(result.divergence)
     elif result.differences:

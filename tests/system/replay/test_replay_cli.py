@@ -20,7 +20,11 @@ async def test_replay_from_the_command_line(
     fake_llm.stop()
     env = cli_environment(app_database_url, tmp_path)
 
-    same = chronicle("replay", str(session), env=env)
+    # No model client at all: litellm cannot even be imported by this replay.
+    blocker = tmp_path / "no-model-client" / "litellm"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('a replay must not import litellm')\n")
+    same = chronicle("replay", str(session), env={**env, "PYTHONPATH": str(blocker.parent)})
     assert same.returncode == 0, same.stderr
     assert "5 of 5 model calls matched, 5 served, 0 made" in same.stdout
     assert "matched: ended finished as recorded" in same.stdout

@@ -5,7 +5,14 @@ from __future__ import annotations
 import uuid
 
 from app.replay import ReplayResult
-from app.replay.divergence import ActionDivergence, FieldChange, MissingCall, OutcomeDivergence
+from app.replay.divergence import (
+    ActionDivergence,
+    FieldChange,
+    MessageChange,
+    MissingCall,
+    OutcomeDivergence,
+    RequestDivergence,
+)
 from app.replay.report import describe
 
 
@@ -68,3 +75,27 @@ def test_missing_calls_and_outcomes_say_where_and_how() -> None:
 def test_a_match() -> None:
     text = describe(result(matched=True, outcome="finished", steps_served=3, steps_matched=3))
     assert text.endswith("matched: ended finished as recorded")
+
+
+def test_the_same_request_difference_at_every_call_is_shown_once() -> None:
+    change = MessageChange(
+        index=0,
+        recorded_role="system",
+        new_role="system",
+        diff="--- recorded\n+++ replay\n-old\n+new\n",
+    )
+    differences = [
+        RequestDivergence(
+            step=step,
+            recorded_seq=step * 3,
+            recorded_fingerprint="a",
+            new_fingerprint="b",
+            message=change,
+            summary=f"model call {step}: prompt message 0 (system) differs",
+        )
+        for step in (1, 2, 3)
+    ]
+    text = describe(result(outcome="finished", differences=differences))
+    assert text.count("request differs") == 1 and text.count("+new") == 1
+    assert "at model calls 1, 2, 3: prompt message 0 (system) differs" in text
+    assert text.endswith("not stopped: ended finished (finished recorded)")
