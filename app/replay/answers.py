@@ -5,7 +5,8 @@ Each service's ``ActionWorker`` (``app/store/action_worker.py``, the loop every 
 uses) gets a ``RecordedAnswers`` handler in place of the sandbox or the MCP tools. An action
 is matched with the recorded action at the same place among what the same recorded model
 call led to, and compared in canonical form (``canonical.py``). Equal: the recorded
-observation is appended again, marked ``replayed_from``. Different (or no recorded answer):
+observation is appended again, marked ``replayed_from`` (after the sandbox restarts recorded
+while the action ran, which the model reads too). Different (or no recorded answer):
 there is nothing to answer it with, so the replay stops with an ``action`` divergence — in
 either mode — and the worker stops (the run ends in ``error``, saying why).
 """
@@ -48,6 +49,7 @@ class RecordedAnswers:
         if divergence is None:
             answer = progress.recording.answers.get(recorded[index].seq)
             if answer is not None:
+                await self._restarts(recorded[index].seq, answer.seq)
                 observation = answer.event()
                 assert isinstance(observation, Observation)
                 return observation.model_copy(
@@ -65,3 +67,16 @@ class RecordedAnswers:
             )
         progress.stop(divergence)
         raise ServiceFailed(f"the replay diverged: {divergence.summary}")
+
+    async def _restarts(self, action_seq: int, answer_seq: int) -> None:
+        """The sandbox restarts recorded while this action ran, appended before its answer
+        as the executor appended them (the model reads them in the conversation)."""
+        restarts = [
+            restart.event().model_copy(
+                update={"event_id": new_event_id(), "replayed_from": restart.seq}
+            )
+            for restart in self.progress.recording.restarts
+            if action_seq < restart.seq < answer_seq
+        ]
+        if restarts:
+            await self.progress.store.append(self.progress.replay_id, restarts)

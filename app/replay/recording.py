@@ -52,6 +52,8 @@ class Recording(BaseModel):
     consequences: dict[int, list[RecordedEvent]] = Field(default_factory=dict)
     #: action seq -> its observation
     answers: dict[int, RecordedEvent] = Field(default_factory=dict)
+    #: ``runtime.restarted`` events: the model reads them, so the replay serves them too
+    restarts: list[RecordedEvent] = Field(default_factory=list)
     segments: list[Segment]
 
     @property
@@ -100,6 +102,7 @@ def read_recording(events: list[RecordedEvent]) -> Recording:
         calls=calls,
         consequences=consequences,
         answers=answers,
+        restarts=[e for e in events if e.kind == "runtime.restarted"],
         segments=_segments(events, call_seqs),
     )
 

@@ -20,6 +20,7 @@ from app.events import (
     Message,
     Run,
     RunOutput,
+    RuntimeRestarted,
     SessionCreated,
     ToolCall,
 )
@@ -273,3 +274,26 @@ async def test_a_model_parameter_override_is_a_params_divergence(store: EventSto
     assert divergence.params is not None and divergence.message is None
     assert divergence.params.recorded["temperature"] == 0.0
     assert divergence.params.new["temperature"] == 0.5
+
+
+async def test_a_sandbox_restart_the_model_read_is_served_before_the_answer(
+    store: EventStore,
+) -> None:
+    recorder = Recorder(store)
+    await recorder.start()
+    await recorder.state("running")
+    [run] = await recorder.call(("execute_bash", {"command": "make"}))
+    note = "The sandbox was restarted: every process you started is gone."
+    await recorder.append(RuntimeRestarted(runtime="local", reason="died", message=note))
+    await recorder.output(run, "make: ok")
+    await recorder.call(("finish", {"message": "built"}))
+    await recorder.state("finished")
+
+    result = await replay(store, recorder.session)
+    # Without the restart served, the second request lacks the note: a request divergence.
+    assert result.matched, result.divergence
+    replayed = await store.read(result.session_id)
+    kinds = [e.kind for e in replayed]
+    assert kinds.index("runtime.restarted") == kinds.index("run.output") - 1
+    restarted = replayed[kinds.index("runtime.restarted")]
+    assert restarted.payload["message"] == note and restarted.payload["replayed_from"]
