@@ -15,7 +15,7 @@ from app.projections.base import Projection
 from app.projections.catch_up import catch_up, rebuild
 from app.projections.config import ProjectionsConfig
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
+from app.store.projection_store import ProjectionConnection, is_current
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +23,12 @@ log = logging.getLogger(__name__)
 async def bring_up_to_date(
     store: EventStore, projection: Projection, config: ProjectionsConfig | None = None
 ) -> bool:
-    """Apply what is behind unless a runner is live; False when one is (or when newer code
-    built the tables: they are then left as they are)."""
+    """Make the projection current unless a runner is live; whether it is current now (False:
+    a live runner is applying what is behind, or newer code built the tables, which are then
+    left as they are). A projection that is current costs one query and takes no lock."""
     config = config or ProjectionsConfig()
+    if await is_current(store, projection.name, projection.version):
+        return True  # nothing to apply: no lock needed to read what is there
     async with await ProjectionConnection.pooled(store) as connection:
         if not await connection.try_lock(projection.name):
             return False

@@ -123,6 +123,10 @@ async def test_a_read_leaves_applying_to_a_live_runner(store: EventStore) -> Non
         assert await recent_sessions(store) == []  # nothing applied behind the holder's back
     assert await bring_up_to_date(store, SessionState()) is True
     assert len(await recent_sessions(store)) == 1
+    async with await ProjectionConnection.dedicated(store) as holder:
+        assert await holder.try_lock("session_state")
+        # Current: the reader needs no lock (and takes none) to read what is there.
+        assert await bring_up_to_date(store, SessionState()) is True
 
 
 async def test_a_second_runner_stands_by_and_takes_over(
