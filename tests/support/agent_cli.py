@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
@@ -37,18 +36,6 @@ def start(*args: str, env: dict[str, str], cwd: Path | None = None) -> subproces
         [sys.executable, "-m", "app.cli", *args],
         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-
-
-async def until(
-    condition: Callable[[], bool], process: subprocess.Popen[str], timeout: float = 60
-) -> None:
-    """Wait until ``condition()`` holds; fail at once with its output if ``process`` ends."""
-    async with asyncio.timeout(timeout):
-        while not condition():
-            if process.poll() is not None:
-                out, err = process.communicate()
-                raise AssertionError(f"exited {process.returncode} first:\n{out}\n{err}")
-            await asyncio.sleep(0.05)
 
 
 def file_says(path: Path, text: str) -> Callable[[], bool]:

@@ -9,10 +9,12 @@ as ``\\udce9`` or ``\\u0000``, numbers like ``1e999`` that ``json.dumps`` would 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -62,6 +64,8 @@ class FakeLlmServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
+        #: Tasks in ``wait_until``: their loop and the event the server's threads set.
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -81,11 +85,38 @@ class FakeLlmServer:
         self._server.shutdown()
         self._server.server_close()
 
+    async def wait_until(
+        self, condition: Callable[[FakeLlmServer], bool], timeout: float = 60
+    ) -> None:
+        """Return once ``condition(server)`` holds (``len(s.requests) >= 2``, ``s.in_flight ==
+        1``); it is checked again whenever a request starts or ends, so nothing polls."""
+        changed = asyncio.Event()
+        waiter = (asyncio.get_running_loop(), changed)
+        with self._lock:
+            self._waiters.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    changed.clear()
+                    with self._lock:
+                        if condition(self):
+                            return
+                    await changed.wait()
+        finally:
+            with self._lock:
+                self._waiters.remove(waiter)
+
+    def _changed(self) -> None:
+        """Under the lock: wake every ``wait_until`` to check its condition again."""
+        for loop, changed in self._waiters:
+            loop.call_soon_threadsafe(changed.set)
+
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._changed()
             return (
                 self.replies.popleft()
                 if self.replies
@@ -95,6 +126,7 @@ class FakeLlmServer:
     def _done(self) -> None:
         with self._lock:
             self.in_flight -= 1
+            self._changed()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

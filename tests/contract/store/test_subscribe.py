@@ -17,8 +17,8 @@ async def test_subscribe_delivers_backlog_then_live_events(store: EventStore) ->
     await store.append(session, [Message(content="before")])
     stream = store.subscribe(session)
     assert [e.payload["content"] for e in await take(stream, 1)] == ["before"]
+    # The subscription has read its backlog (only "before"): what follows is new to it.
     waiter = asyncio.create_task(take(stream, 2))
-    await asyncio.sleep(0.05)
     await store.append(session, [Message(content="live 1")])
     await store.append(session, [Message(content="live 2")])
     assert [e.seq for e in await waiter] == [2, 3]

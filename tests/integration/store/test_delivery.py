@@ -7,10 +7,12 @@ import asyncio
 import uuid
 
 import asyncpg
+import pytest
 
 from app.events import Message
 from app.store import EventStore
 from tests.support.subscriptions import nothing_more, take
+from tests.support.waiting import until
 
 
 async def test_late_commit_is_delivered_not_skipped(store: EventStore) -> None:
@@ -78,9 +80,12 @@ async def test_subscription_survives_killed_listener(store: EventStore, database
         await other.append(session, [Message(content="2"), Message(content="3")])
         assert [e.seq for e in await take(stream, 2)] == [2, 3]
         assert [e.seq for e in await take(everything, 2)] == [2, 3]
-        async with asyncio.timeout(10):
-            while store.notifier.connections_made < 2:
-                await asyncio.sleep(0.05)
+        # The notifier tells no one it reconnected: its counter is looked at.
+        await until(
+            lambda: store.notifier.connections_made >= 2,
+            timeout=10,
+            what="the listening connection re-established",
+        )
         assert store.notifier.backend_pid != pid
         await other.append(session, [Message(content="4")])
     assert [e.seq for e in await take(stream, 1)] == [4]
@@ -93,26 +98,26 @@ async def test_subscription_survives_killed_listener(store: EventStore, database
 async def test_one_notification_per_append_after_commit(
     store: EventStore, database_url: str
 ) -> None:
-    received: list[str] = []
+    received: asyncio.Queue[str] = asyncio.Queue()
     listener = await asyncpg.connect(database_url)
-    await listener.add_listener("chronicle_events", lambda *args: received.append(args[-1]))
+    await listener.add_listener("chronicle_events", lambda *args: received.put_nowait(args[-1]))
+
+    async def notified(count: int) -> list[str]:
+        async with asyncio.timeout(5):
+            return [await received.get() for _ in range(count)]
+
     try:
         session = uuid.uuid4()
         await store.append(session, [Message(content="a")])
         await store.append(session, [Message(content=str(i)) for i in range(5)])  # one batch
-        async with asyncio.timeout(5):
-            while len(received) < 2:
-                await asyncio.sleep(0.01)
-        await asyncio.sleep(0.2)
-        assert received == [f"{session}:1", f"{session}:6"]
+        assert await notified(2) == [f"{session}:1", f"{session}:6"]
+        with pytest.raises(TimeoutError):  # and no more: waiting it out is the check
+            await asyncio.wait_for(received.get(), 0.2)
         # A writer calling the SQL function directly gets the NOTIFY inside its transaction.
         await store.pool.fetch(
             "SELECT * FROM chronicle_append($1, 6, $2, '{message}', '{user}', '{NULL}', $3, '{1}')",
             session, [uuid.uuid4()], ['{"content":"direct"}'],
         )  # fmt: skip
-        async with asyncio.timeout(5):
-            while len(received) < 3:
-                await asyncio.sleep(0.01)
-        assert received[2] == f"{session}:7"
+        assert await notified(1) == [f"{session}:7"]
     finally:
         await listener.close()

@@ -15,6 +15,7 @@ from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.waiting import wait_for_event
 
 
 async def test_pause_then_resume_then_stop(
@@ -29,8 +30,7 @@ async def test_pause_then_resume_then_stop(
     session = uuid.uuid4()
 
     async def pause_soon() -> None:  # while the first model call is in flight
-        while not fake_llm.requests:
-            await asyncio.sleep(0.02)
+        await fake_llm.wait_until(lambda fake: len(fake.requests) >= 1)
         await store.append(session, [AgentState(state="paused", source="user")])
 
     pausing = asyncio.create_task(pause_soon())
@@ -45,8 +45,15 @@ async def test_pause_then_resume_then_stop(
     assert outcome == "paused"
     assert len(fake_llm.requests) == 1  # the step in flight finished, no new one started
 
-    async def stop_soon() -> None:
-        await asyncio.sleep(0.3)
+    paused_at = await store.last_seq(session)
+
+    async def stop_soon() -> None:  # once the resumed session runs
+        await wait_for_event(
+            store,
+            session,
+            lambda e: e.kind == "agent.state" and e.payload["state"] == "running",
+            after_seq=paused_at,
+        )
         await store.append(session, [AgentState(state="stopped", source="user")])
 
     stopping = asyncio.create_task(stop_soon())

@@ -22,6 +22,7 @@ from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.cli import cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, raw_tool_call, tool_call
+from tests.support.waiting import before_exit
 
 FINISH = Reply(tool_calls=[tool_call("finish", message="done")])
 
@@ -53,10 +54,12 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        async with asyncio.timeout(60):  # until the model call is in flight
-            while not fake_llm.requests:
-                assert run.poll() is None, run.communicate()
-                await asyncio.sleep(0.05)
+        await before_exit(
+            fake_llm.wait_until(lambda fake: len(fake.requests) >= 1),
+            run,
+            timeout=60,
+            what="the model call in flight",
+        )
     finally:
         run.send_signal(signal.SIGKILL)
         run.wait(10)

@@ -14,6 +14,7 @@ from app.store import EventStore
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.waiting import until
 
 # &&, not ;: when the process tree is killed, `sleep` may die before bash does.
 SLOW = "echo started >> log.txt && sleep 30 && echo slow >> log.txt"
@@ -51,10 +52,12 @@ async def test_kill_mid_session_and_resume(
     )  # fmt: skip
     try:
         log_file = workspace / "log.txt"
-        async with asyncio.timeout(60):  # until the slow command is running
-            while not (log_file.exists() and "started" in log_file.read_text()):
-                assert run.poll() is None, run.communicate()
-                await asyncio.sleep(0.05)
+        await until(
+            lambda: log_file.exists() and "started" in log_file.read_text(),
+            timeout=60,
+            what="the slow command running",
+            process=run,
+        )
         assert await asyncio.to_thread(listed_state, session, env) == "running"
         second = await asyncio.to_thread(chronicle, "resume", str(session), env=env)
         assert second.returncode == 1 and "is running in another process" in second.stderr

@@ -14,9 +14,10 @@ import pytest
 
 from app.store.embedded import EmbeddedPostgres
 from app.store.embedded.postmaster import read_postmaster
-from tests.support.agent_cli import agent_environment, file_says, start, until
+from tests.support.agent_cli import agent_environment, file_says, start
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.waiting import until
 
 
 @pytest.mark.slow
@@ -64,7 +65,12 @@ async def test_a_database_that_goes_away_mid_run_is_one_line_and_the_session_res
     session = str(uuid.uuid4())
     run = start("run", "--workspace", str(workspace), "--session", session, "Go.", env=env)
     try:
-        await until(file_says(workspace / "log.txt", "started"), run, timeout=240)
+        await until(
+            file_says(workspace / "log.txt", "started"),
+            timeout=240,
+            what="the command started",
+            process=run,
+        )
         await asyncio.to_thread(server.stop)
         out, err = await asyncio.to_thread(run.communicate, timeout=60)
     finally:

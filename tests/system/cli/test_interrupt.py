@@ -19,16 +19,11 @@ from pathlib import Path
 import pytest
 
 from app.store import EventStore
-from tests.support.agent_cli import (
-    agent_environment,
-    file_says,
-    process_with_argument,
-    start,
-    until,
-)
+from tests.support.agent_cli import agent_environment, file_says, process_with_argument, start
 from tests.support.cli import chronicle
 from tests.support.docker_engine import session_containers
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.waiting import before_exit, until
 
 
 async def finish(process: subprocess.Popen[str], timeout: float = 90) -> tuple[str, str]:
@@ -69,8 +64,18 @@ async def test_a_signal_mid_command_stops_the_session_in_the_log(
     session = uuid.uuid4()
     run = start("run", "--workspace", str(workspace), "--session", str(session), "Wait.", env=env)
     try:
-        await until(file_says(workspace / "log.txt", "started"), run, timeout=300)
-        await until(lambda: bool(process_with_argument(marker)), run)
+        await until(
+            file_says(workspace / "log.txt", "started"),
+            timeout=300,
+            what="the command started",
+            process=run,
+        )
+        await until(
+            lambda: bool(process_with_argument(marker)),
+            timeout=60,
+            what="the command's process running",
+            process=run,
+        )
         run.send_signal(stop)
     finally:
         out, err = await finish(run)
@@ -110,7 +115,12 @@ async def test_a_signal_during_a_model_call_records_the_call(
     session = uuid.uuid4()
     run = start("run", "--workspace", str(workspace), "--session", str(session), "Hi.", env=env)
     try:
-        await until(lambda: fake_llm.in_flight == 1, run)
+        await before_exit(
+            fake_llm.wait_until(lambda fake: fake.in_flight == 1),
+            run,
+            timeout=60,
+            what="the model call in flight",
+        )
         run.send_signal(signal.SIGINT)
     finally:
         out, err = await finish(run)

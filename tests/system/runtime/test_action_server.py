@@ -11,6 +11,7 @@ bad request is in tests/contract/runtime/test_bad_requests.py.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import socket
@@ -26,6 +27,7 @@ import pytest
 
 from app.runtime.image import RUNTIME_IMAGE_DIR
 from tests.support.sandbox_server import connect, exchange, sandbox_server, threads_of
+from tests.support.waiting import until
 
 # -- every route answers its own failure (the fault is injected: no known input causes one) --
 
@@ -118,19 +120,33 @@ def test_a_silent_connection_is_closed(tmp_path: Path) -> None:
         assert status == 200
 
 
-def test_a_flood_of_connections_is_bounded(tmp_path: Path) -> None:
+async def test_a_flood_of_connections_is_bounded(tmp_path: Path) -> None:
     with sandbox_server(tmp_path, "--max-connections", "4", "--idle-timeout", "30") as server:
         pid = server.process.pid
         baseline = threads_of(pid)
         flood: list[socket.socket] = []
         refused = 0
+
+        def one_more() -> bool:
+            try:
+                flood.append(connect(server.socket_path))
+            except BlockingIOError:  # the listen queue is full: the server accepts first
+                return False
+            return True
+
+        def alive() -> bool:
+            try:
+                status, _ = exchange(server.socket_path, b"GET /alive HTTP/1.1\r\nHost: s\r\n\r\n")
+            except ConnectionError:
+                return False
+            return status == 200
+
         try:
-            while len(flood) < 40:
-                try:
-                    flood.append(connect(server.socket_path))
-                except BlockingIOError:  # the listen queue is full: wait for the server
-                    time.sleep(0.01)
-            time.sleep(0.5)  # let the server accept what it will
+            for _ in range(40):
+                await until(one_more, timeout=10, what="a connection queued", interval=0.01)
+            # Time for the server to accept what it will (and, unbounded, start a thread for
+            # each): the quiet period is the check.
+            await asyncio.sleep(0.5)
             assert threads_of(pid) <= baseline + 4  # before: one thread per connection
             for conn in flood[4:]:  # the ones over the bound were told so and closed
                 conn.settimeout(5)
@@ -141,16 +157,8 @@ def test_a_flood_of_connections_is_bounded(tmp_path: Path) -> None:
         finally:
             for conn in flood:
                 conn.close()
-        deadline = time.monotonic() + 10
-        while True:  # the held slots come free once their connections are gone
-            try:
-                status, _ = exchange(server.socket_path, b"GET /alive HTTP/1.1\r\nHost: s\r\n\r\n")
-            except ConnectionError:
-                status = 0
-            if status == 200 or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
-        assert status == 200
+        # The held slots come free once their connections are gone (the server says nothing).
+        await until(alive, timeout=10, what="a slot free again", interval=0.1)
         auth = f"Authorization: Bearer {server.token}\r\n"
         body = b'{"kind": "run", "command": "echo ok"}'
         request = (
@@ -182,6 +190,6 @@ def test_a_slow_reader_is_not_cut_off(tmp_path: Path) -> None:
                 received += chunk
                 if received.endswith(data[-64:]) and len(received) > len(data):
                     break
-                time.sleep(0.06)
+                time.sleep(0.06)  # a slow reader: the test
         head, _, body = received.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 200") and body == data

@@ -19,6 +19,8 @@ from app.runtime import LocalRuntime
 from app.runtime.executor import Executor, ExecutorConfig, checkpoint_name
 from app.store import EventStore, Position, RecordedEvent
 from app.store.action_worker import WorkerStopped
+from tests.support.subscriptions import nothing_more
+from tests.support.waiting import wait_for_events
 
 
 @contextlib.asynccontextmanager
@@ -38,13 +40,8 @@ async def executing(
 
 
 async def observations(store: EventStore, session: uuid.UUID, count: int) -> list[RecordedEvent]:
-    """Wait until the session has ``count`` events from the environment; return them."""
-    async with asyncio.timeout(60):
-        while True:
-            found = [e for e in await store.read(session) if e.source == "environment"]
-            if len(found) >= count:
-                return found
-            await asyncio.sleep(0.05)
+    """The session's first ``count`` events from the environment, once they are recorded."""
+    return await wait_for_events(store, session, count, lambda e: e.source == "environment")
 
 
 async def kill(sandbox: LocalRuntime) -> None:
@@ -95,8 +92,9 @@ async def test_a_restarted_executor_runs_nothing_twice(
         await observations(store, session, 5)
     async with executing(store, session, sandbox):
         await store.append(session, [Run(command="echo last >> ran.txt")])
-        await observations(store, session, 6)
-        await asyncio.sleep(0.3)
+        sixth = (await observations(store, session, 6))[-1]
+        async with store.subscribe(session, after_seq=sixth.seq) as later:
+            assert await nothing_more(later)  # no action answered twice
     assert (workspace / "ran.txt").read_text().split() == ["0", "1", "2", "3", "4", "last"]
     assert len([e for e in await store.read(session) if e.source == "environment"]) == 6
 
@@ -266,7 +264,7 @@ async def test_executor_heartbeats_an_idle_sandbox(
     config = ExecutorConfig(heartbeat_interval=0.2)
     task = asyncio.create_task(Executor(store, uuid.uuid4(), sandbox, config).run())
     try:
-        await asyncio.sleep(1.2)
+        await asyncio.sleep(1.2)  # the time passing is the test: six heartbeats are due
         assert sandbox.client is not None
         idle = await sandbox.client.idle_seconds()
         assert idle is not None and idle < 0.6

@@ -44,6 +44,7 @@ from tests.support.ci import IN_CI
 from tests.support.pg_probe import answered, listening_tcp, probe_unix
 from tests.support.postgres import ServerAddress
 from tests.support.repository import ROOT
+from tests.support.waiting import pid_ended
 
 REPO = ROOT
 NONROOT_USER = "chronicle-jail-test"
@@ -362,13 +363,11 @@ async def test_leftovers_of_a_killed_owner_are_removed(
     jail_pid, private, cgroups = json.loads(await owner.stdout.readline())
     owner.kill()
     await owner.wait()
-    async with asyncio.timeout(10):
-        while await asyncio.to_thread(os.path.exists, f"/proc/{jail_pid}"):
-            await asyncio.sleep(0.05)
+    await pid_ended(jail_pid, timeout=10, what="the jail (its owner was killed)")
     assert await asyncio.to_thread(os.path.exists, private)
     monkeypatch.setattr("app.runtime.local.runtime.STALE_AFTER", 3.0)
     monkeypatch.setattr("app.runtime.local.cgroup.STALE_AFTER", 3.0)
-    await asyncio.sleep(3.5)
+    await asyncio.sleep(3.5)  # the age that makes them stale (3 s): the time is the test
     runtime = await started(LocalRuntime(tmp_path / "ws2", jail="bwrap"))
     try:
         assert not await asyncio.to_thread(os.path.exists, private)

@@ -20,6 +20,7 @@ from app.runtime.docker.reaper import list_sandboxes, reap, reap_forever
 from app.runtime.docker.runtime import DockerRuntime, container_name
 from app.runtime.pool import SandboxPool
 from tests.support.sandboxes import sandbox_settings
+from tests.support.waiting import exited, pid_ended, until
 
 
 async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
@@ -34,9 +35,8 @@ async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
         result = await runtime.execute(Run(command="echo warm"))
         assert isinstance(result, RunOutput) and result.output == "warm\n"
         await runtime.close()
-        async with asyncio.timeout(20):
-            while pool.available < 2:  # refilled in the background
-                await asyncio.sleep(0.05)
+        # Refilled in the background; the pool tells no one, its count is looked at.
+        await until(lambda: pool.available >= 2, timeout=20, what="the pool refilled")
         cold = [await pool.acquire() for _ in range(3)]  # more than it holds: started on demand
         assert len(cold) == 3
         for runtime in cold:
@@ -57,7 +57,7 @@ async def test_reaper_removes_silent_sandboxes_and_keeps_live_ones(tmp_path: Pat
     try:
         names = {info.name for info in await list_sandboxes(engine)}
         assert {container_name(quiet.session_id), container_name(busy.session_id)} <= names
-        await asyncio.sleep(2.5)
+        await asyncio.sleep(2.5)  # the silence the reaper measures (2 s): the time is the test
         await busy.heartbeat()
         mine = {quiet.session_id, busy.session_id}  # never touch other runs' sandboxes
         removed = {info.name for info in await reap(2.0, engine, sessions=mine)}
@@ -99,7 +99,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
         owner.wait(10)
         engine = docker.from_env()
         assert engine.containers.get(container_name(session)).status == "running"
-        time.sleep(1.5)
+        time.sleep(1.5)  # the silence the reaper measures (1 s): the time is the test
         removed = {info.name for info in asyncio.run(reap(1.0, engine, sessions={str(session)}))}
         assert container_name(session) in removed
     finally:
@@ -110,7 +110,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
             pass
 
 
-def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
+async def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
     owner = subprocess.Popen(
         [
             sys.executable,
@@ -130,15 +130,8 @@ def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
     assert owner.stdout is not None
     sandbox_pid = int(owner.stdout.readline())
     os.kill(owner.pid, signal.SIGKILL)
-    owner.wait(10)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            os.kill(sandbox_pid, 0)
-        except ProcessLookupError:
-            break
-        assert time.monotonic() < deadline, "the sandbox outlived its owner"
-        time.sleep(0.05)
+    await exited(owner)
+    await pid_ended(sandbox_pid, timeout=10, what="the sandbox (its owner was killed)")
 
 
 @pytest.mark.usefixtures("docker_ready")
@@ -152,11 +145,14 @@ async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
     try:
         engine = docker.from_env()
         name = container_name(quiet.session_id)
-        async with asyncio.timeout(20):
-            # The low-level list: containers.list() inspects each container it found, which
-            # raced the reaper removing this one (NotFound).
-            while engine.api.containers(all=True, filters={"name": name}):
-                await asyncio.sleep(0.25)
+        # The low-level list: containers.list() inspects each container it found, which
+        # raced the reaper removing this one (NotFound).
+        await until(
+            lambda: not engine.api.containers(all=True, filters={"name": name}),
+            timeout=20,
+            what="the reaper removing the silent sandbox",
+            interval=0.25,
+        )
     finally:
         reaper.cancel()
         await quiet.close()

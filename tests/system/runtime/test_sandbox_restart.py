@@ -25,6 +25,7 @@ from app.store import EventStore, RecordedEvent
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.processes import kill_with_argument
+from tests.support.waiting import wait_for_event
 
 THINKING = 4.0  # seconds the model takes for the step during which the sandbox is killed
 
@@ -37,9 +38,7 @@ def restart_settings(fake: FakeLlmServer, tmp_path: Path, **extra: object) -> Se
 async def kill_sandbox_after_first_output(
     store: EventStore, session: uuid.UUID, kind: str, workspace: Path
 ) -> None:
-    async with asyncio.timeout(120):
-        while not any(e.kind == "run.output" for e in await store.read(session)):
-            await asyncio.sleep(0.05)
+    await wait_for_event(store, session, lambda e: e.kind == "run.output", timeout=120)
     if kind == "docker":
         await asyncio.to_thread(
             lambda: docker.from_env().containers.get(container_name(session)).kill()

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,6 +21,7 @@ from app.store import EventStore
 from app.store.action_worker import ActionWorker
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
+from tests.support.waiting import until, wait_for_events
 
 PATHS = {"sse": "/sse", "http": "/mcp"}
 
@@ -36,8 +37,13 @@ class Served(NamedTuple):
     process: subprocess.Popen[bytes]
 
 
+def listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
 @pytest.fixture(params=["sse", "http"])
-def served(request: pytest.FixtureRequest) -> Iterator[Served]:
+async def served(request: pytest.FixtureRequest) -> AsyncIterator[Served]:
     transport = request.param
     port = free_port()
     process = subprocess.Popen(
@@ -46,12 +52,12 @@ def served(request: pytest.FixtureRequest) -> Iterator[Served]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        for _ in range(200):  # until it listens
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert process.poll() is None, "the MCP test server exited"
-            time.sleep(0.05)
+        await until(
+            lambda: listening(port),
+            timeout=10,
+            what="the MCP test server listening",
+            process=process,
+        )
         url = f"http://127.0.0.1:{port}{PATHS[transport]}"
         yield Served(McpServerConfig(name="echo", transport=transport, url=url), process)
     finally:
@@ -111,15 +117,11 @@ async def test_a_server_that_dies_fails_every_pending_call_at_once(
     worker = asyncio.create_task(ActionWorker(store, session, service).run())
     try:
         await store.append(session, calls)
-        async with asyncio.timeout(30):
-            while not effects.exists():
-                await asyncio.sleep(0.05)
+        await until(effects.exists, timeout=30, what="the slow tool started")
         served.process.kill()
         served.process.wait(10)
         killed = time.monotonic()
-        async with asyncio.timeout(60):
-            while len(found := [e for e in await store.read(session) if e.cause]) < 3:
-                await asyncio.sleep(0.05)
+        found = await wait_for_events(store, session, 3, lambda e: e.cause is not None)
         took = time.monotonic() - killed
     finally:
         worker.cancel()

@@ -21,6 +21,7 @@ from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 from tests.support.mcp_echo_server import STARTED, stdio_config
 from tests.support.processes import kill_with_argument
+from tests.support.waiting import until, wait_for_events
 
 
 @contextlib.asynccontextmanager
@@ -43,18 +44,8 @@ async def serving(
 
 
 async def answers(store: EventStore, session: uuid.UUID, count: int) -> list[RecordedEvent]:
-    async with asyncio.timeout(60):
-        while True:
-            found = [e for e in await store.read(session) if e.source == "environment"]
-            if len(found) >= count:
-                return found
-            await asyncio.sleep(0.05)
-
-
-async def until(condition: object, seconds: float = 30) -> None:
-    async with asyncio.timeout(seconds):
-        while not condition():  # type: ignore[operator]
-            await asyncio.sleep(0.05)
+    """The session's first ``count`` answers (events from the environment)."""
+    return await wait_for_events(store, session, count, lambda e: e.source == "environment")
 
 
 async def test_a_call_interrupted_by_a_crash_is_reported_never_run_again(
@@ -71,7 +62,11 @@ async def test_a_call_interrupted_by_a_crash_is_reported_never_run_again(
     )
     async with serving(store, session, McpToolService([stdio_config()], log_dir=tmp_path)):
         await store.append(session, [call])
-        await until(lambda: effects.exists() and effects.read_text() == "ran\n")
+        await until(  # the server process writes it and says nothing
+            lambda: effects.exists() and effects.read_text() == "ran\n",
+            timeout=30,
+            what="the tool's side effect",
+        )
     # the process "crashed" while the tool ran; a new one starts
     async with serving(store, session, McpToolService([stdio_config()], log_dir=tmp_path)):
         [answer] = await answers(store, session, 1)
@@ -101,7 +96,7 @@ async def test_a_server_that_dies_fails_every_pending_call_at_once(
     calls = [slow, *(McpCall(server="echo", tool="echo", arguments={"text": t}) for t in "ab")]
     async with serving(store, session, service):
         await store.append(session, calls)
-        await until(effects.exists)
+        await until(effects.exists, timeout=30, what="the slow tool started")
         kill_with_argument(marker)
         killed = time.monotonic()
         found = await answers(store, session, 3)

@@ -56,7 +56,7 @@ class Scripted(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if answer == "slow":
-            time.sleep(3)
+            time.sleep(3)  # a slow sandbox: what the client does meanwhile is the test
             answer = (200, "application/json", json.dumps(OUTPUT).encode())
         assert isinstance(answer, tuple)
         status, content_type, payload = answer
