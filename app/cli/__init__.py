@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     analytics_cli.add_parsers(commands)
     archive_cli.add_parsers(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
-    bench.add_argument("name", choices=["eventstore", "runtime", "agent", "projections"])
+    bench.add_argument("name", choices=["eventstore", "runtime", "agent", "projections", "replay"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
 

@@ -27,7 +27,7 @@ class AgentConfig(BaseModel):
     tools: list[str] | None = None
     max_iterations: int | None = Field(default=None, ge=1)
     model_params: dict[str, Any] = Field(default_factory=dict)
-    stuck_detection: bool = True
+    stuck_detection: bool | None = None
 
     def llm_overrides(self) -> dict[str, Any]:
         """``model_params`` as gateway settings; ``ValueError`` names an unknown one."""

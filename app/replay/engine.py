@@ -210,6 +210,13 @@ async def _agent(
     )
 
 
+def _stuck_detection(recording: Recording, agent_config: AgentConfig) -> bool:
+    """As overridden, else as recorded (on when the recording does not say)."""
+    if agent_config.stuck_detection is not None:
+        return agent_config.stuck_detection
+    return bool(recording.config.get("stuck_detection", True))
+
+
 def _fed(event: RecordedEvent) -> Event:
     """A user event of the recording as the replay records it (marked, with a fresh id)."""
     return event.event().model_copy(update={"event_id": new_event_id(), "replayed_from": event.seq})
@@ -235,7 +242,7 @@ async def _run_segments(
             replay_id,
             agent,
             limits=limits,
-            stuck=StuckConfig(enabled=agent_config.stuck_detection),
+            stuck=StuckConfig(enabled=_stuck_detection(recording, agent_config)),
             stop_when_paused=True,
         )
         workers = {
@@ -243,6 +250,7 @@ async def _run_segments(
                 store, replay_id, RecordedAnswers(service, progress)
             ).run()
             for service in SERVICES
+            if service != "mcp" or agent.mcp_index  # no MCP tools: no mcp.call to answer
         }
         try:
             outcome = await drive(store, replay_id, controller, workers)

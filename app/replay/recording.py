@@ -55,6 +55,8 @@ class Recording(BaseModel):
     #: ``runtime.restarted`` events: the model reads them, so the replay serves them too
     restarts: list[RecordedEvent] = Field(default_factory=list)
     segments: list[Segment]
+    #: call seq -> its 1-based number among the calls
+    steps: dict[int, int] = Field(default_factory=dict)
 
     @property
     def outcome(self) -> str | None:
@@ -62,10 +64,7 @@ class Recording(BaseModel):
 
     def step_of(self, call_seq: int) -> int:
         """The 1-based number of the recorded call at ``call_seq``."""
-        for number, call in enumerate(self.calls, start=1):
-            if call.seq == call_seq:
-                return number
-        raise KeyError(call_seq)
+        return self.steps[call_seq]
 
 
 def _answers_nothing(call: RecordedEvent) -> bool:
@@ -104,6 +103,7 @@ def read_recording(events: list[RecordedEvent]) -> Recording:
         answers=answers,
         restarts=[e for e in events if e.kind == "runtime.restarted"],
         segments=_segments(events, call_seqs),
+        steps={call.seq: number for number, call in enumerate(calls, start=1)},
     )
 
 

@@ -184,6 +184,7 @@ async def _run_claimed(
             "mcp_servers": [server.public() for server in mcp_configs],
             "max_iterations": limits.max_iterations,
             "max_cost_usd": limits.max_cost_usd,
+            "stuck_detection": options.stuck_detection,
         }
         await store.append(
             session_id,

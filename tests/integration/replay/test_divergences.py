@@ -34,8 +34,11 @@ WORKSPACE = "/home/user/project"
 class Recorder:
     """Writes a session as a live run would have recorded it."""
 
-    def __init__(self, store: EventStore, max_iterations: int = 100) -> None:
+    def __init__(
+        self, store: EventStore, max_iterations: int = 100, stuck_detection: bool = True
+    ) -> None:
         self.store = store
+        self.stuck_detection = stuck_detection
         self.session = uuid.uuid4()
         self.max_iterations = max_iterations
         self.llm = LlmConfig(model="openai/fake-model", base_url="http://model.invalid/v1")
@@ -55,6 +58,7 @@ class Recorder:
             "mcp_servers": [],
             "max_iterations": self.max_iterations,
             "max_cost_usd": None,
+            "stuck_detection": self.stuck_detection,
         }
         await self.store.append(
             self.session,
@@ -297,3 +301,20 @@ async def test_a_sandbox_restart_the_model_read_is_served_before_the_answer(
     assert kinds.index("runtime.restarted") == kinds.index("run.output") - 1
     restarted = replayed[kinds.index("runtime.restarted")]
     assert restarted.payload["message"] == note and restarted.payload["replayed_from"]
+
+
+async def test_a_run_without_stuck_detection_replays_without_it(store: EventStore) -> None:
+    recorder = Recorder(store, stuck_detection=False)  # `chronicle run --no-stuck-detection`
+    await recorder.start()
+    await recorder.state("running")
+    for _ in range(5):
+        [run] = await recorder.call(("execute_bash", {"command": "make"}))
+        await recorder.output(run, "make: *** No targets.  Stop.", exit_code=2)
+    await recorder.call(("finish", {"message": "gave up"}))
+    await recorder.state("finished", "the agent called finish")
+    # Before the setting was recorded, the replay found the agent stuck at the 4th result.
+    result = await replay(store, recorder.session)
+    assert result.matched, result.divergence
+    checked = await replay(store, recorder.session, AgentConfig(stuck_detection=True))
+    assert checked.divergence is not None and checked.divergence.kind == "missing_call"
+    assert checked.outcome == "error"
