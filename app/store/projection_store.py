@@ -2,15 +2,16 @@
 
 A projection (app/projections) is pure Python: it names the tables it owns (``Table``: name,
 key, columns; created by migrations) and folds events into their rows. Every statement runs
-here, so nothing above the store runs SQL (docs/architecture.md). A batch of events is one
-transaction on the runner's ``ProjectionConnection``:
+here, so nothing above the store runs SQL (docs/architecture.md). A batch of events costs two
+round trips on the runner's ``ProjectionConnection``:
 
-1. lock the projection's row of ``projections`` and check that it still says the position
-   this runner applied up to (a rebuild elsewhere may have swapped the tables: the runner
-   then starts again from the stored position);
-2. load the rows the batch touches (one query per table);
-3. fold every event into them (``apply(rows, event)``, no I/O);
-4. write the changed rows (one upsert per table) and the new position.
+1. load the rows the batch touches (one query per table), and fold every event into them in
+   memory (``apply(rows, event)``, no I/O);
+2. one statement (a data-modifying ``WITH``, atomic without a transaction block) moves the
+   projection's position in ``projections`` *only from the position this runner applied up
+   to*, and upserts the changed rows only if it did. A rebuild swapped in meanwhile (it moves
+   the position under the row's lock) makes it write nothing: the runner then starts again
+   from the stored position. Rows loaded before such a swap are therefore never written.
 
 Rows and position commit together or not at all, so every event is applied exactly once in
 ``(tx, global_position)`` order, across crashes and restarts (pyeventsourcing's Tracking /
@@ -110,6 +111,36 @@ def _upsert_sql(table: Table[Any], target: str) -> str:
     )
 
 
+def _apply_sql(tables: Sequence[Table[Any]]) -> str:
+    """One statement that moves the projection's position from the expected one and, only if
+    it did, upserts the batch's rows of ``tables``: atomic without a transaction block, so a
+    batch costs two round trips (this and the load). Parameters: $1 name, $2 version, $3/$4
+    the expected position, $5/$6 the new one, $7 the last event's time, then each table's
+    column arrays in order. Returns whether the position moved (false: nothing written)."""
+    parts = [
+        "advanced AS (UPDATE projections SET tx = $5::xid8, global_position = $6::bigint, "
+        "last_event_at = coalesce($7::timestamptz, last_event_at), updated_at = now() "
+        "WHERE name = $1 AND version = $2 AND tx = $3::xid8 AND global_position = $4::bigint "
+        "RETURNING 1)"
+    ]
+    first = 8
+    for index, table in enumerate(tables):
+        names = ", ".join(quoted(name) for name in table.column_names)
+        arrays = ", ".join(f"${first + i}::{kind}[]" for i, (_, kind) in enumerate(table.columns))
+        first += len(table.columns)
+        updates = ", ".join(
+            f"{quoted(name)} = excluded.{quoted(name)}"
+            for name in table.column_names
+            if name != table.key
+        )
+        parts.append(
+            f"written{index} AS (INSERT INTO {quoted(table.name)} ({names}) "
+            f"SELECT * FROM unnest({arrays}) WHERE EXISTS (SELECT 1 FROM advanced) "
+            f"ON CONFLICT ({quoted(table.key)}) DO UPDATE SET {updates} RETURNING 1)"
+        )
+    return "WITH " + ",\n".join(parts) + "\nSELECT EXISTS (SELECT 1 FROM advanced)"
+
+
 def _select_sql(table: Table[Any], source: str) -> str:
     names = ", ".join(quoted(name) for name in table.column_names)
     return f"SELECT {names} FROM {source} WHERE {quoted(table.key)} = ANY($1::{table.key_type()}[])"
@@ -125,11 +156,6 @@ INSERT INTO projections (name, version) VALUES ($1, $2) ON CONFLICT (name) DO NO
 """
 CHECKPOINT_SQL = f"SELECT {CHECKPOINT_COLUMNS} FROM projections WHERE name = $1"
 LOCK_CHECKPOINT_SQL = f"{CHECKPOINT_SQL} FOR UPDATE"
-ADVANCE_SQL = """
-UPDATE projections
-SET tx = $2, global_position = $3, last_event_at = coalesce($4, last_event_at), updated_at = now()
-WHERE name = $1
-"""
 SWAPPED_SQL = """
 UPDATE projections
 SET version = $2, tx = $3, global_position = $4, last_event_at = $5, updated_at = now(),
@@ -196,6 +222,7 @@ class ProjectionConnection:
         self._building: set[str] = set()
         self._select_sql: dict[tuple[str, str], str] = {}
         self._upsert_sql: dict[tuple[str, str], str] = {}
+        self._apply_sql: dict[tuple[str, ...], str] = {}
 
     @classmethod
     async def dedicated(cls, store: EventStore) -> Self:
@@ -280,32 +307,48 @@ class ProjectionConnection:
         self, projection: ProjectionCode, events: Sequence[RecordedEvent], expected: Position
     ) -> Position:
         """Apply ``events`` (the next ones after ``expected``, in order) to the projection's
-        tables and move its position past them, in one transaction; the new position.
+        tables and move its position past them, atomically; the new position.
 
-        Raises ``PositionMovedError`` (nothing written) when the stored position is not
-        ``expected``, and ``NewerVersionError`` when newer code built the tables.
+        The rows are loaded, folded in memory, and written by one statement that moves the
+        position only from ``expected`` (and writes only if it did). A rebuild swapped in
+        meanwhile moved it, so nothing is written: ``PositionMovedError``; tables built by
+        newer code: ``NewerVersionError``.
         """
         if not events:
             return expected
         last = events[-1]
-        async with self._connection.transaction():
-            row = await self._connection.fetchrow(LOCK_CHECKPOINT_SQL, projection.name)
-            if row is None:
-                raise StoreError(f"projection {projection.name} has no row in projections")
-            stored = checkpoint_from_row(row)
+        changed = await self._load_and_fold(projection, events, building=False)
+        tables = tuple(table for table, _ in changed)
+        key = (projection.name, *(table.name for table in tables))
+        sql = self._apply_sql.get(key)
+        if sql is None:
+            sql = self._apply_sql[key] = _apply_sql(tables)
+        columns: list[list[Any]] = []
+        for table, rows in changed:
+            values = [table.values(row) for row in rows]
+            columns.extend(list(column) for column in zip(*values, strict=True))
+        moved = await self._connection.fetchval(
+            sql,
+            projection.name,
+            projection.version,
+            expected.tx,
+            expected.global_position,
+            last.tx,
+            last.global_position,
+            last.created_at,
+            *columns,
+        )
+        if not moved:
+            stored = await self.checkpoint(projection.name)
             if stored.version > projection.version:
                 raise NewerVersionError(projection.name, stored.version, projection.version)
-            if stored.position != expected or stored.version != projection.version:
-                raise PositionMovedError(projection.name, stored.position)
-            await self._fold(projection, events, building=False)
-            await self._connection.execute(
-                ADVANCE_SQL, projection.name, last.tx, last.global_position, last.created_at
-            )
+            raise PositionMovedError(projection.name, stored.position)
         return last.position
 
-    async def _fold(
+    async def _load_and_fold(
         self, projection: ProjectionCode, events: Sequence[RecordedEvent], *, building: bool
-    ) -> None:
+    ) -> list[tuple[Table[Any], list[Any]]]:
+        """Load the rows the events touch, fold the events into them; the changed rows."""
         wanted: dict[Table[Any], set[Any]] = {}
         for event in events:
             for table, key in projection.keys(event):
@@ -321,7 +364,12 @@ class ProjectionConnection:
             rows.loaded(table, (make(*record) for record in found))
         for event in events:
             projection.apply(rows, event)
-        for table, changed in rows.changed():
+        return list(rows.changed())
+
+    async def _fold(
+        self, projection: ProjectionCode, events: Sequence[RecordedEvent], *, building: bool
+    ) -> None:
+        for table, changed in await self._load_and_fold(projection, events, building=building):
             target = self._target(table, building)
             sql = self._upsert_sql.get((table.name, target))
             if sql is None:

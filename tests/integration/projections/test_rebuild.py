@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 import asyncpg
+import pytest
 
 from app.projections import (
     ProjectionRunner,
@@ -15,8 +16,8 @@ from app.projections import (
     SessionState,
     rebuild,
 )
-from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
+from app.store import EventStore, Position
+from app.store.projection_store import PositionMovedError, ProjectionConnection
 from tests.support.projection_workload import Workload, append_workload
 
 ROWS_SQL = "SELECT * FROM session_state ORDER BY session_id"
@@ -100,3 +101,44 @@ async def test_a_rebuild_replaces_rows_that_do_not_follow_from_the_log(
     async with await ProjectionConnection.dedicated(store) as connection:
         await rebuild(store, connection, SessionState(), batch_size=7)
     check_against_workload(await rows(superuser), workload)
+
+
+async def test_rebuilds_while_a_runner_applies_lose_and_double_nothing(
+    store: EventStore, superuser: asyncpg.Connection
+) -> None:
+    """A rebuild swaps in under a runner that is applying: the runner's next batch finds the
+    position moved, writes nothing, and goes on from the rebuilt position."""
+    runner = ProjectionRunner(store, SessionState(), ProjectionsConfig(batch_size=11))
+    running = asyncio.create_task(runner.run())
+    try:
+        writing = asyncio.create_task(append_workload(store, 150, seed=44, concurrency=4))
+        while not writing.done():
+            async with await ProjectionConnection.dedicated(store) as connection:
+                await rebuild(store, connection, SessionState(), batch_size=97)
+        workload = await writing
+        async with asyncio.timeout(60):
+            while await store.read_all(after=runner.position, limit=1) or not (
+                runner.caught_up.is_set()
+            ):
+                await asyncio.sleep(0.05)
+    finally:
+        runner.stop()
+        await running
+    check_against_workload(await rows(superuser), workload)
+
+
+async def test_a_batch_from_a_stale_position_writes_nothing(
+    store: EventStore, superuser: asyncpg.Connection
+) -> None:
+    await append_workload(store, 5, seed=1)
+    events = await store.read_all()
+    projection = SessionState()
+    async with await ProjectionConnection.dedicated(store) as connection:
+        await connection.register(projection.name, projection.version)
+        moved = await connection.apply(projection, events[:10], Position.origin())
+        with pytest.raises(PositionMovedError) as raised:
+            await connection.apply(projection, events[10:], Position.origin())
+        assert raised.value.stored == moved
+    assert await superuser.fetchval("SELECT sum(last_seq) FROM session_state") == 10
+    stored = await superuser.fetchrow("SELECT * FROM projections")
+    assert stored["global_position"] == moved.global_position
