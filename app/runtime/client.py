@@ -1,4 +1,4 @@
-"""One HTTP client for the sandbox protocol, shared by every runtime."""
+"""One client for the sandbox protocol, shared by every runtime (HTTP/JSON, see ``http``)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import time
 from typing import Any
 
-import httpx
-
 from app.events import Action, ErrorObservation, Observation, Run, parse_event
 from app.runtime.errors import SandboxAuthError, SandboxStartError, SandboxUnavailableError
+from app.runtime.http import HttpClient, HttpError, HttpResponse, HttpTimeout
 
 #: Seconds added to an action's own timeout before the HTTP request gives up.
 TRANSPORT_MARGIN = 30.0
@@ -25,11 +24,12 @@ class SandboxClient:
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.unix_socket = unix_socket
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
+        self._http = HttpClient(
+            self.base_url,
+            unix_socket=unix_socket,
             headers={"Authorization": f"Bearer {token}"} if token else {},
-            timeout=httpx.Timeout(DEFAULT_ACTION_TIMEOUT, connect=5.0),
-            transport=httpx.AsyncHTTPTransport(uds=unix_socket) if unix_socket else None,
+            timeout=DEFAULT_ACTION_TIMEOUT,
+            connect_timeout=5.0,
         )
 
     async def close(self) -> None:
@@ -42,7 +42,7 @@ class SandboxClient:
         """Seconds since the sandbox last served an authorised request; None if it is down."""
         try:
             response = await self._http.get("/alive", timeout=2.0)
-        except httpx.HTTPError:
+        except HttpError:
             return None
         if response.status_code != 200:
             return None
@@ -64,15 +64,15 @@ class SandboxClient:
             delay = min(delay * 2, 0.25)
         raise SandboxStartError(f"the sandbox at {self.base_url} was not ready after {timeout:g} s")
 
-    async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def request(self, method: str, path: str, **kwargs: Any) -> HttpResponse:
         """A raw request to the sandbox; transport failures become ``SandboxUnavailableError``."""
         try:
             response = await self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException as exc:
+        except HttpTimeout as exc:
             raise SandboxUnavailableError(
-                f"the sandbox at {self.base_url} did not answer in time ({type(exc).__name__})"
+                f"the sandbox at {self.base_url} did not answer in time ({exc})"
             ) from exc
-        except httpx.HTTPError as exc:
+        except HttpError as exc:
             raise SandboxUnavailableError(
                 f"the sandbox at {self.base_url} is unreachable: {exc}"
             ) from exc
@@ -81,7 +81,7 @@ class SandboxClient:
         return response
 
     @staticmethod
-    def _refusal(response: httpx.Response) -> str:
+    def _refusal(response: HttpResponse) -> str:
         try:
             return str(response.json().get("error", response.text))
         except (ValueError, AttributeError):  # not JSON, or not an object
@@ -120,7 +120,7 @@ class SandboxClient:
         return self._observation(response)
 
     @classmethod
-    def _observation(cls, response: httpx.Response) -> Observation:
+    def _observation(cls, response: HttpResponse) -> Observation:
         """The observation in ``response``, or an ``error`` observation saying what came."""
         if response.status_code != 200:
             return _failed(
@@ -163,7 +163,7 @@ def _failed(message: str, error_type: str) -> ErrorObservation:
 
 def _lost_action(cause: BaseException | None, timeout: float) -> str:
     """Why an action got no answer from a sandbox that still passes its liveness check."""
-    if isinstance(cause, httpx.TimeoutException):
+    if isinstance(cause, HttpTimeout):
         return (
             f"the sandbox gave no answer to the action within {timeout:g} s; it still answers "
             "its liveness check, so the action may still be running (check before repeating it)"
