@@ -64,13 +64,28 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         async with await open_store(settings) as store:
             config = settings.projections_config()
-            async with running_projections(store, chosen, config):
+            async with running_projections(store, chosen, config) as runners:
                 names = ", ".join(p.name for p in chosen)
                 print(f"running projections: {names} (stop with Ctrl-C)", file=sys.stderr)
-                await stopped.wait()
+                waits = [asyncio.ensure_future(stopped.wait())]
+                waits += [asyncio.ensure_future(runner.ended.wait()) for runner in runners]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for waiting in waits:
+                        waiting.cancel()
+                failed = [runner for runner in runners if runner.error is not None]
     finally:
         for number in STOP_SIGNALS:
             loop.remove_signal_handler(number)
+    for runner in failed:
+        print(
+            f"error: projection {runner.name} stopped: {runner.error}; after fixing the cause, "
+            f"`chronicle projections rebuild {runner.name}` or run again",
+            file=sys.stderr,
+        )
+    if failed:
+        return 1
     print("stopped", file=sys.stderr)
     return 0
 

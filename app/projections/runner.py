@@ -63,6 +63,9 @@ class ProjectionRunner:
         self.position: Position | None = None
         #: Set whenever the runner is caught up with the head of the log.
         self.caught_up = asyncio.Event()
+        #: Set when ``run`` returns, whether stopped or failed (``error`` then says why).
+        self.ended = asyncio.Event()
+        self.error: BaseException | None = None
 
     @property
     def name(self) -> str:
@@ -89,8 +92,15 @@ class ProjectionRunner:
                     self.state = "standby"
                     await self._pause(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF)
+        except Exception as exc:
+            # A fold that fails on an event would fail on it again: stop, and say which.
+            log.error("projection %s stopped: %s", self.name, exc)
+            log.debug("projection %s stopped", self.name, exc_info=exc)
+            self.error = exc
+            raise
         finally:
             self.state = "stopped"
+            self.ended.set()
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):

@@ -11,12 +11,12 @@ import asyncpg
 import pytest
 
 from app.config import Settings
-from app.events import AgentState, SessionCreated
+from app.events import AgentState, ErrorObservation, Run, SessionCreated
 from app.projections import ProjectionRunner, ProjectionsConfig, SessionState, bring_up_to_date
 from app.sessions.summary import recent_sessions
-from app.store import EventStore
+from app.store import EventStore, RecordedEvent
 from app.store.projection_status import projection_status
-from app.store.projection_store import ProjectionConnection
+from app.store.projection_store import ProjectionConnection, ProjectionRows
 from app.store.session_rows import ListedState
 from tests.support.projection_workload import append_workload
 
@@ -178,3 +178,33 @@ async def test_sessions_filters_by_state_model_and_since(
     assert 0 < len(since) < 60
     newest = await recent_sessions(store, 5)
     assert [s.id for s in newest] == [s.id for s in everything[:5]]
+
+
+class FailsOnErrors(SessionState):
+    """A fold with a bug: it cannot take an ``error`` event."""
+
+    def apply(self, rows: ProjectionRows, event: RecordedEvent) -> None:
+        if event.kind == "error":
+            raise ValueError(f"cannot fold event {event.seq} of {event.session_id}")
+        super().apply(rows, event)
+
+
+async def test_a_fold_that_fails_stops_the_runner_and_keeps_what_was_applied(
+    store: EventStore, superuser: asyncpg.Connection
+) -> None:
+    """Retrying would fail on the same event forever: the runner ends, says why, and the
+    position stays before the batch that failed (nothing of it written)."""
+    session = uuid.uuid4()
+    await store.append(session, [SessionCreated(title="t"), AgentState(state="running")])
+    runner = ProjectionRunner(store, FailsOnErrors(), QUICK)
+    task = asyncio.create_task(runner.run())
+    await until(runner.caught_up)
+    await store.append(session, [Run(command="x"), ErrorObservation(message="could not", cause=3)])
+    async with asyncio.timeout(10):
+        await runner.ended.wait()
+    with pytest.raises(ValueError, match="cannot fold event 4"):
+        await task
+    assert isinstance(runner.error, ValueError)
+    assert await superuser.fetchval("SELECT last_seq FROM session_state") < 4
+    failing = await superuser.fetchval("SELECT global_position FROM events WHERE seq = 4")
+    assert await superuser.fetchval("SELECT global_position FROM projections") < failing
