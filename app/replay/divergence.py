@@ -27,11 +27,13 @@ class MessageChange(Frozen):
 
 
 class ToolsChange(Frozen):
-    """The tool lists differ: tools (by name) only recorded, only new, or with another schema."""
+    """The tool lists differ: tools (by name) only recorded, only new, or with another schema
+    (``diff``: a unified diff of each changed tool's schema, as indented JSON)."""
 
     removed: list[str] = Field(default_factory=list)
     added: list[str] = Field(default_factory=list)
     changed: list[str] = Field(default_factory=list)
+    diff: str = ""
 
 
 class ParamsChange(Frozen):

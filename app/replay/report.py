@@ -44,6 +44,8 @@ def describe_request(divergence: RequestDivergence) -> list[str]:
         ):
             if names:
                 lines.append(f"  tools {label}: {', '.join(names)}")
+        if tools.diff:
+            lines += _indented(tools.diff)
     if divergence.params is not None:
         params = divergence.params
         for key in sorted(set(params.recorded) | set(params.new)):

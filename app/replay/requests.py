@@ -97,14 +97,18 @@ def tools_change(recorded: list[dict[str, Any]], new: list[dict[str, Any]]) -> T
         return None
     old_by_name = {_tool_name(tool): canonical_json(tool) for tool in recorded}
     new_by_name = {_tool_name(tool): canonical_json(tool) for tool in new}
+    changed = [
+        name
+        for name in old_by_name
+        if name in new_by_name and old_by_name[name] != new_by_name[name]
+    ]
+    old_tools = {_tool_name(tool): tool for tool in recorded}
+    new_tools = {_tool_name(tool): tool for tool in new}
     change = ToolsChange(
         removed=[name for name in old_by_name if name not in new_by_name],
         added=[name for name in new_by_name if name not in old_by_name],
-        changed=[
-            name
-            for name in old_by_name
-            if name in new_by_name and old_by_name[name] != new_by_name[name]
-        ],
+        changed=changed,
+        diff="".join(_diff(_fields(old_tools[name]), _fields(new_tools[name])) for name in changed),
     )
     if not (change.removed or change.added or change.changed):  # the same tools, reordered
         change = ToolsChange(changed=list(new_by_name))

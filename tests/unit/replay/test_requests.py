@@ -89,6 +89,9 @@ def test_tools_removed_added_and_changed_by_name() -> None:
     assert divergence.tools.removed == ["execute_bash"]
     assert divergence.tools.added == ["think"]
     assert divergence.tools.changed == ["finish"]
+    diff = divergence.tools.diff
+    assert '-  "description": "Declare the task done, with a short summary for the user.",' in diff
+    assert '+  "description": "other",' in diff and "execute_bash" not in diff
 
 
 def test_parameters_and_model() -> None:
