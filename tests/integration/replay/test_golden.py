@@ -1,9 +1,9 @@
-"""Golden histories: recorded sessions kept under tests/golden/ (JSON lines) are replayed,
+"""Golden histories: recorded sessions kept in golden/ beside this file (JSON lines) are replayed,
 strictly, against the current agent code. A change to the system prompt, a tool schema or
 the way a reply becomes actions makes one of them diverge, and the failure shows the
 difference (the replay's report: the prompt message diffed, the tools, the action's fields).
 
-After an intended change, write them again (and review the diff of tests/golden/ in git):
+After an intended change, write them again (and review the diff of golden/ in git):
 
     CHRONICLE_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/integration/replay/test_golden.py
 
@@ -30,10 +30,9 @@ from app.events import Message, canonical_json, parse_event
 from app.replay import AgentConfig, replay
 from app.replay.report import describe
 from app.store import EventStore
-from tests.support.repository import ROOT
 from tests.support.written_sessions import Recorder
 
-GOLDEN = ROOT / "tests" / "golden"
+GOLDEN = Path(__file__).with_name("golden")
 UPDATE = os.environ.get("CHRONICLE_UPDATE_GOLDEN") == "1"
 
 
