@@ -76,6 +76,9 @@ class Subscription:
         self._buffer: deque[RecordedEvent] = deque()
         self._closed = False
         self._must_read = True
+        #: The last read came back short of a page: it had everything there was, so the next
+        #: one waits for a doorbell (or the poll) instead of asking the table again at once.
+        self._caught_up = False
 
     def __aiter__(self) -> Self:
         return self
@@ -109,21 +112,25 @@ class Subscription:
         await self._before_next()
         while not self._buffer:
             wakeup = self._wakeup
+            if self._caught_up:
+                await self._news(wakeup)
             self._must_read = wakeup.must_read  # a reconnect or a fallback poll: read the table
-            wakeup.clear()
+            wakeup.clear()  # a ring during the read below stays set for the next wait
             page = await self._read_retrying()
-            if page:
-                self._buffer.extend(page)
-                break
-            while True:
-                rang = await wakeup.wait(self._poll_interval)
-                # A doorbell that only repeats what we already have needs no read.
-                if not rang or wakeup.must_read or self._has_news(wakeup):
-                    break
-                wakeup.clear()
+            self._caught_up = len(page) < PAGE_SIZE
+            self._buffer.extend(page)
         event = self._buffer.popleft()
         self._advance(event)
         return event
+
+    async def _news(self, wakeup: Wakeup) -> None:
+        """Wait for a doorbell with something we have not read, or for the fallback poll."""
+        while True:
+            rang = await wakeup.wait(self._poll_interval)
+            # A doorbell that only repeats what we already have needs no read.
+            if not rang or wakeup.must_read or self._has_news(wakeup):
+                return
+            wakeup.clear()
 
     async def _read_retrying(self) -> list[RecordedEvent]:
         """Keep trying through connection loss and server restarts."""
