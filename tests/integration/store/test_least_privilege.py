@@ -105,10 +105,12 @@ async def test_the_writers_run_as_the_owner_with_a_pinned_search_path(
     rows = await superuser.fetch(
         "SELECT p.proname, pg_get_userbyid(p.proowner) AS owner, p.prosecdef, p.proconfig "
         "FROM pg_proc p WHERE p.proname IN "
-        "('chronicle_append', 'chronicle_append_many', 'chronicle_put_messages')"
+        "('chronicle_append', 'chronicle_append_one', 'chronicle_append_many', "
+        "'chronicle_put_messages')"
     )
     assert {row["proname"] for row in rows} == {
         "chronicle_append",
+        "chronicle_append_one",
         "chronicle_append_many",
         "chronicle_put_messages",
     }
@@ -144,6 +146,13 @@ async def test_a_login_outside_chronicle_app_cannot_append(
                     "'{NULL}', '{\"{}\"}', '{1}')",
                     uuid.uuid4(),
                     [uuid.uuid4()],
+                )
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await stranger.fetch(
+                    "SELECT * FROM chronicle_append_one($1, NULL, $2, 'message', 'user', "
+                    "NULL, '{}', 1::smallint)",
+                    uuid.uuid4(),
+                    uuid.uuid4(),
                 )
             with pytest.raises(asyncpg.InsufficientPrivilegeError):
                 await stranger.fetch("SELECT * FROM events")
