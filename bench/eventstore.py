@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import random
 import subprocess
@@ -370,7 +371,9 @@ async def run(database: BenchDatabase, rounds: int, only: set[str]) -> list[Meas
                         0.7,
                     )
                 )
-        if "peer" in only:
+        if "peer" in only and importlib.util.find_spec("eventsourcing") is None:
+            _progress("pyeventsourcing not installed (pip install '.[bench]'): no peer row")
+        elif "peer" in only:
             peer = Peer(database.admin)
             try:
                 for writers in (1, 8):
