@@ -1,0 +1,1 @@
+"""Offline evaluation: task suites, scorers over recorded sessions, the ``eval.score`` events."""
