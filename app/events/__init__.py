@@ -4,6 +4,7 @@ from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, R
 from app.events.base import Action, Event, Observation, Service, Source
 from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
 from app.events.conversation import AgentState, Condensation, Message
+from app.events.evaluation import EvalScore
 from app.events.ids import new_event_id
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
@@ -38,6 +39,7 @@ __all__ = [
     "CanonicalJsonError",
     "Condensation",
     "ErrorObservation",
+    "EvalScore",
     "Event",
     "FileEdit",
     "FileEditOutput",

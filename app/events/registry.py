@@ -15,6 +15,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
 from app.events.base import Action, Event, Observation, Service
 from app.events.conversation import AgentState, Condensation, Message
+from app.events.evaluation import EvalScore
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall
 from app.events.observations import (
@@ -43,6 +44,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     McpCall,
     McpResult,
     LlmCall,
+    EvalScore,
     AgentState,
     Condensation,
     SessionCreated,

@@ -1,0 +1,119 @@
+"""The built-in scorers, and finding a scorer by name (a built-in, or ``module:object``).
+
+``check`` (run the task's check against the recorded final workspace in a fresh sandbox) is
+not here yet: it needs the workspace-state events the replay engine records.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError
+
+
+class Finished:
+    """Pass when the agent called ``finish``: it declared the task done."""
+
+    name = "finished"
+    version = 1
+
+    def score(self, session: ScoredSession) -> Score:
+        finish = session.finish
+        if finish is not None:
+            return Score.verdict(True, f"the agent called finish at seq {finish.seq}")
+        state, reason = session.final_state
+        ended = f"the session ended {state}" + (f" ({reason})" if reason else "")
+        if state is None:
+            ended = "the session recorded no agent state"
+        return Score.verdict(False, f"the agent never called finish; {ended}")
+
+
+class Answer:
+    """Pass when the finish message matches the task's expected answer: the whole message
+    (trimmed) for an exact answer, a search for ``regex:``, a substring for ``contains:``.
+    Does not apply to a task without an answer."""
+
+    name = "answer"
+    version = 1
+
+    def score(self, session: ScoredSession) -> Score | None:
+        expected = session.task.expected_answer if session.task else None
+        if expected is None:
+            return None
+        message = session.finish_message
+        if message is None:
+            return Score.verdict(False, "the agent never called finish, so it gave no answer")
+        if expected.mode == "exact":
+            passed = message.strip() == expected.text.strip()
+            how = ("equals", "does not equal", expected.text.strip())
+        elif expected.mode == "regex":
+            passed = re.search(expected.text, message) is not None
+            how = ("matches the regex", "does not match the regex", expected.text)
+        else:
+            passed = expected.text in message
+            how = ("contains", "does not contain", expected.text)
+        verb = how[0] if passed else how[1]
+        return Score.verdict(passed, f"the finish message {_short(message)} {verb} {how[2]!r}")
+
+
+class Cost:
+    """What the session's model calls cost, in US dollars (a measure, not a verdict)."""
+
+    name = "cost"
+    version = 1
+
+    def score(self, session: ScoredSession) -> Score:
+        total, unpriced = session.cost()
+        calls = len(session.model_calls)
+        if total is None:
+            return Score(
+                label="unpriced", explanation=f"none of the {calls} model calls had a price"
+            )
+        note = f"; {unpriced} had no price and are not counted" if unpriced else ""
+        return Score(value=float(total), explanation=f"{calls} model calls cost ${total}{note}")
+
+
+class Steps:
+    """How many actions the agent took (a measure, not a verdict)."""
+
+    name = "steps"
+    version = 1
+
+    def score(self, session: ScoredSession) -> Score:
+        steps, calls = session.steps, len(session.model_calls)
+        return Score(value=float(steps), explanation=f"{steps} actions over {calls} model calls")
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+BUILTIN: dict[str, Scorer] = {s.name: s for s in (Finished(), Answer(), Cost(), Steps())}
+#: What ``chronicle eval score`` runs without ``--scorer``.
+DEFAULT_SCORERS = ("finished", "answer", "cost", "steps")
+
+
+def scorer_named(name: str) -> Scorer:
+    """A built-in scorer, or ``package.module:NAME`` (an object, or a class taking no
+    arguments, with a name, a version and ``score``)."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    if ":" not in name:
+        raise ScoringError(
+            f"no scorer named {name!r}; the built-in scorers are {', '.join(BUILTIN)}, "
+            "or name your own as package.module:NAME"
+        )
+    module_name, _, attribute = name.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except ImportError as exc:
+        raise ScoringError(f"cannot import the scorer module {module_name!r}: {exc}") from None
+    except AttributeError:
+        raise ScoringError(f"the module {module_name!r} has no {attribute!r}") from None
+    scorer = found() if isinstance(found, type) else found
+    if not isinstance(scorer, Scorer) or not isinstance(getattr(scorer, "version", None), int):
+        raise ScoringError(
+            f"{name} is not a scorer: it needs a name, an integer version and score(session)"
+        )
+    return scorer

@@ -1,0 +1,178 @@
+"""What a scorer is, and the recorded session it reads.
+
+Scoring is pure: a scorer reads a recorded session (its events, as the log holds them) and
+returns a ``Score``; it never calls the model or a sandbox, so a session can be scored again
+at any time, offline, and the same recording always gets the same score. Recording the score
+as an ``eval.score`` event is the caller's business (``app/evaluation/rescoring.py``).
+
+Adding a scorer in Python: write a class with a ``name``, a ``version`` (bump it when the
+scorer judges differently, so old and new scores are never mixed) and
+``score(session) -> Score | None`` (None: the scorer does not apply to this session, e.g.
+the task has no expected answer; nothing is recorded). Pass an instance to
+``rescore(..., scorers=[...])``, or name it on the command line as ``--scorer
+package.module:NAME`` (an importable object or a class taking no arguments)::
+
+    class MentionsTests:
+        name = "mentions_tests"
+        version = 1
+
+        def score(self, session: ScoredSession) -> Score | None:
+            said = session.finish_message or ""
+            return Score.verdict("test" in said, explanation="the finish message ...")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any, Protocol, runtime_checkable
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from app.evaluation.suite import Task
+from app.events import ACTION_KINDS, EvalScore
+from app.store import RecordedEvent
+
+#: The session.created config keys an evaluation run records (see ``evaluation_config``).
+RUN_KEY = "evaluation_run"
+TASK_KEY = "evaluation_task"
+EPOCH_KEY = "evaluation_epoch"
+
+
+class ScoringError(ValueError):
+    """A session cannot be scored; the message says which and why."""
+
+
+class Score(BaseModel):
+    """A scorer's verdict: a value (1.0 / 0.0 for pass / fail, or a measure such as cost), a
+    low-cardinality label (``pass`` / ``fail``) and why, in words."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None = None
+    label: str | None = None
+    explanation: str = ""
+
+    @classmethod
+    def verdict(cls, passed: bool, explanation: str) -> Score:
+        return cls(value=1.0 if passed else 0.0, label="pass" if passed else "fail",
+                   explanation=explanation)  # fmt: skip
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Anything with a name, a version and a pure ``score`` (see the module)."""
+
+    name: str
+    version: int
+
+    def score(self, session: ScoredSession) -> Score | None: ...
+
+
+class ScoredSession:
+    """A recorded session as scorers read it: its events, and what they say once, derived
+    here so every scorer reads the same facts the same way."""
+
+    def __init__(self, events: Sequence[RecordedEvent], task: Task | None = None) -> None:
+        if not events or events[0].kind != "session.created":
+            raise ScoringError("the session has no session.created event: nothing to score")
+        self.events = list(events)
+        self.session_id: UUID = events[0].session_id
+        config = events[0].payload.get("config")
+        self.config: dict[str, Any] = config if isinstance(config, dict) else {}
+        run = self.config.get(RUN_KEY)
+        self.evaluation_run: str | None = run if isinstance(run, str) else None
+        self.task: Task | None = task if task is not None else _recorded_task(self.config)
+        self.last_seq: int = events[-1].seq
+
+    @property
+    def finish(self) -> RecordedEvent | None:
+        """The agent's last ``finish`` action (None: it never called finish)."""
+        return next(
+            (e for e in reversed(self.events) if e.kind == "finish" and e.source == "agent"),
+            None,
+        )
+
+    @property
+    def finish_message(self) -> str | None:
+        finish = self.finish
+        if finish is None:
+            return None
+        message = finish.payload.get("message")
+        return message if isinstance(message, str) else ""
+
+    @property
+    def final_state(self) -> tuple[str | None, str]:
+        """The controller's last state and its reason (a user's steering is not one)."""
+        for event in reversed(self.events):
+            if event.kind == "agent.state" and event.source == "agent":
+                return str(event.payload.get("state")), str(event.payload.get("reason") or "")
+        return None, ""
+
+    @property
+    def model_calls(self) -> list[RecordedEvent]:
+        """Calls this session made to a model (a replay's served calls made none)."""
+        return [
+            e
+            for e in self.events
+            if e.kind == "llm.call" and e.payload.get("replayed_from") is None
+        ]
+
+    @property
+    def steps(self) -> int:
+        """The agent's actions, as ``session_state.steps`` counts them."""
+        return sum(1 for e in self.events if e.kind in ACTION_KINDS and e.source == "agent")
+
+    def cost(self) -> tuple[Decimal | None, int]:
+        """The exact cost of the session's model calls and how many had no price; the cost
+        is None when no call had a price and some had none (never a misleading zero)."""
+        total, priced, unpriced = Decimal(0), 0, 0
+        for call in self.model_calls:
+            cost = call.payload.get("cost_usd")
+            if isinstance(cost, int | float) and not isinstance(cost, bool):
+                total += Decimal(repr(cost)) if isinstance(cost, float) else Decimal(cost)
+                priced += 1
+            elif call.payload.get("error") is None:
+                unpriced += 1
+        return (None if priced == 0 and unpriced else total), unpriced
+
+
+def _recorded_task(config: dict[str, Any]) -> Task | None:
+    raw = config.get(TASK_KEY)
+    if raw is None:
+        return None
+    try:
+        return Task.model_validate(raw)
+    except ValidationError as exc:
+        raise ScoringError(
+            f"the session's recorded {TASK_KEY} is not a valid task: {exc}"
+        ) from None
+
+
+def evaluation_config(run: str, task: Task, epoch: int) -> dict[str, Any]:
+    """What a session run for an evaluation records in its ``session.created`` config."""
+    return {RUN_KEY: run, TASK_KEY: task.model_dump(mode="json"), EPOCH_KEY: epoch}
+
+
+def score_event(scorer: Scorer, score: Score, session: ScoredSession) -> EvalScore:
+    """The ``eval.score`` event recording ``score`` on ``session``."""
+    return EvalScore(
+        name=scorer.name,
+        scorer_version=scorer.version,
+        score_value=score.value,
+        score_label=score.label,
+        explanation=score.explanation,
+        scored_seq=session.last_seq,
+        evaluation_run=session.evaluation_run,
+    )
+
+
+def latest_scores(events: Sequence[RecordedEvent]) -> dict[tuple[str, int], RecordedEvent]:
+    """The newest ``eval.score`` per (scorer, version): the one that counts."""
+    latest: dict[tuple[str, int], RecordedEvent] = {}
+    for event in events:
+        if event.kind == "eval.score":
+            key = (str(event.payload.get("name")), int(event.payload.get("scorer_version", 1)))
+            latest[key] = event
+    return latest
