@@ -15,6 +15,7 @@ from app.cli import analytics as analytics_cli
 from app.cli import archive as archive_cli
 from app.cli import audit as audit_cli
 from app.cli import db as db_cli
+from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
 from app.cli import projections as projections_cli
 from app.cli import replay as replay_cli
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay_cli.add_parser(commands)
     analytics_cli.add_parsers(commands)
     archive_cli.add_parsers(commands)
+    evaluation_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument("name", choices=["eventstore", "runtime", "agent", "projections", "replay"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -69,6 +71,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "export": archive_cli.export,
         "import": archive_cli.import_,
         "projections": projections_cli.run,
+        "eval": evaluation_cli.run,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

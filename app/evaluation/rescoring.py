@@ -1,0 +1,143 @@
+"""Scoring recorded sessions and recording each score as an ``eval.score`` event.
+
+Nothing here calls a model or a sandbox: a session is read from the log, the scorers judge
+it, and their scores are appended to it. Re-scoring appends new scores; the old ones stay in
+the log, and the newest per scorer and version counts (``latest_scores``). Sessions are
+scored a few at a time, so re-scoring a thousand costs about as many round trips as there
+are sessions, overlapped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError, score_event
+from app.evaluation.suite import Suite, Task
+from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
+from app.store import ConcurrencyError, EventStore
+from app.store.evaluation_rows import evaluation_run_sessions
+
+#: Sessions read and scored at once (each costs a read and an append).
+CONCURRENCY = 8
+#: How often a session that grew while it was scored is read and scored again.
+RETRIES = 3
+
+
+class ScoredResult(BaseModel):
+    """What the scorers said of one session, as recorded (scorer name -> score)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: UUID
+    task_id: str | None
+    evaluation_run: str | None
+    scored_seq: int = 0
+    scores: dict[str, Score]
+    #: why the session could not be scored (nothing was recorded on it)
+    error: str | None = None
+
+
+async def sessions_to_score(
+    store: EventStore, targets: Sequence[str], config: ProjectionsConfig | None = None
+) -> list[UUID]:
+    """Each target as the session it names (a UUID) or the sessions of the evaluation run of
+    that name, in order, without repeats."""
+    found: list[UUID] = []
+    looked_up = False
+    for target in targets:
+        try:
+            ids = [UUID(target)]
+        except ValueError:
+            if not looked_up:
+                await bring_up_to_date(store, SessionState(), config)
+                looked_up = True
+            ids = await evaluation_run_sessions(store, target)
+            if not ids:
+                raise ScoringError(
+                    f"no evaluation run is named {target!r} (and it is not a session id); "
+                    "`chronicle sessions` lists sessions, with their evaluation run"
+                ) from None
+        found.extend(i for i in ids if i not in found)
+    return found
+
+
+def suite_tasks(suite: Suite | None, answer: str | None) -> Callable[[ScoredSession], Task | None]:
+    """Which task a session is judged against: the suite's task of the id it recorded (the
+    suite may have been edited since), else an ad-hoc task expecting ``answer``, else the
+    task the session recorded."""
+
+    def task_for(session: ScoredSession) -> Task | None:
+        if suite is not None and session.task is not None:
+            edited = suite.task(session.task.id)
+            if edited is not None:
+                return edited
+        if answer is not None and session.task is None:
+            return Task(id="answer", prompt="(given on the command line)", answer=answer)
+        return session.task
+
+    return task_for
+
+
+async def score_session(
+    store: EventStore,
+    session_id: UUID,
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
+) -> ScoredResult:
+    """Score one session and append the scores, as of its last event; a session that grew
+    meanwhile (its agent still running) is read and scored again."""
+    for _ in range(RETRIES):
+        events = await store.read(session_id)
+        if not events:
+            raise ScoringError(f"session {session_id} has no events: nothing to score")
+        session = ScoredSession(events)
+        recorded_task = session.task
+        session.task = task_for(session)
+        results = [(scorer, scorer.score(session)) for scorer in scorers]
+        recorded = [(s, score) for s, score in results if score is not None]
+        try:
+            await store.append(
+                session_id,
+                [score_event(scorer, score, session) for scorer, score in recorded],
+                expected_seq=session.last_seq,
+            )
+        except ConcurrencyError:
+            continue
+        return ScoredResult(
+            session_id=session_id,
+            task_id=recorded_task.id if recorded_task else None,
+            evaluation_run=session.evaluation_run,
+            scored_seq=session.last_seq,
+            scores={scorer.name: score for scorer, score in recorded},
+        )
+    raise ScoringError(
+        f"session {session_id} kept growing while it was scored ({RETRIES} tries); "
+        "score it once its agent has stopped"
+    )
+
+
+async def rescore(
+    store: EventStore,
+    session_ids: Sequence[UUID],
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
+) -> list[ScoredResult]:
+    """Score every session (a few at a time); results in the order given. A session that
+    cannot be scored has its ``error`` said in its result, and the others are scored."""
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def one(session_id: UUID) -> ScoredResult:
+        async with limit:
+            try:
+                return await score_session(store, session_id, scorers, task_for)
+            except ScoringError as exc:
+                return ScoredResult(
+                    session_id=session_id, task_id=None, evaluation_run=None, scores={},
+                    error=str(exc),
+                )  # fmt: skip
+
+    return list(await asyncio.gather(*(one(session_id) for session_id in session_ids)))
