@@ -16,9 +16,9 @@ from tests.support.cli import empty_settings_file
 
 
 @pytest.mark.slow
-def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path) -> None:
+def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path, data_dir: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "CHRONICLE_DATABASE_URL"}
-    env["CHRONICLE_DATA_DIR"] = str(tmp_path / "data")
+    env["CHRONICLE_DATA_DIR"] = str(data_dir)  # not under tmp_path: see data_dir's doc
     env["CHRONICLE_CONFIG"] = str(empty_settings_file(tmp_path))
 
     def chronicle(*args: str) -> subprocess.CompletedProcess:
@@ -27,7 +27,7 @@ def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path) -> Non
             timeout=120,
         )  # fmt: skip
 
-    server = EmbeddedPostgres(tmp_path / "data")
+    server = EmbeddedPostgres(data_dir)
     try:
         assert chronicle("db", "status").returncode == 1  # not created yet
         up = chronicle("db", "up")

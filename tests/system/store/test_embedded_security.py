@@ -31,9 +31,13 @@ from tests.support.repository import ROOT
 pytestmark = pytest.mark.slow
 
 
+# Every server's data dir is the `data_dir` fixture's (tests/system/conftest.py), never under
+# tmp_path: as root the server runs as pgserver's user, who must pass through the directory's
+# parents, and any pytest session starting on the machine makes pytest's temporary root 0700
+# again (initdb, pg_ctl and pgserver then failed with "Permission denied" or a missing log).
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
-    embedded = EmbeddedPostgres(tmp_path / "data")
+def server(data_dir: Path) -> Iterator[EmbeddedPostgres]:
+    embedded = EmbeddedPostgres(data_dir)
     try:
         yield embedded
     finally:
@@ -109,8 +113,8 @@ def test_secrets_and_directories_are_private(server: EmbeddedPostgres) -> None:
     assert server.superuser_password_file.read_text() != server.app_password_file.read_text()
 
 
-def test_a_long_data_dir_path_gets_a_private_socket_directory(tmp_path: Path) -> None:
-    server = EmbeddedPostgres(tmp_path / ("d" * 100))
+def test_a_long_data_dir_path_gets_a_private_socket_directory(data_dir: Path) -> None:
+    server = EmbeddedPostgres(data_dir.parent / ("d" * 100))
     try:
         urls = server.ensure_running()
         socket_dir = Path(ServerAddress.from_url(urls.app).host)

@@ -18,8 +18,10 @@ from tests.support.waiting import until
 
 
 @pytest.fixture
-def own_server(tmp_path: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
-    server = EmbeddedPostgres(tmp_path / "restart")
+def own_server(data_dir: Path) -> Iterator[tuple[EmbeddedPostgres, str]]:
+    """Not under tmp_path: pytest makes its root 0700 whenever a session starts, and the
+    server's user (as root) could no longer reach its data dir to restart (data_dir's doc)."""
+    server = EmbeddedPostgres(data_dir)
     url = server.start()
     migrate.upgrade(url)
     try:
