@@ -107,6 +107,16 @@ class LlmGateway:
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._wire: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._client_loaded = False
+
+    async def load_client(self) -> None:
+        """Import litellm in a thread, once: its import takes seconds of CPU, which on the
+        event loop would stall every other task of the process (subscriptions, the executor,
+        other sessions) for as long. A caller that wants a step's clock to exclude it calls
+        this first."""
+        if not self._client_loaded:
+            await asyncio.to_thread(_import_litellm)
+            self._client_loaded = True
 
     def _limit(self) -> asyncio.Semaphore:
         return self._limits.setdefault(
@@ -180,8 +190,8 @@ class LlmGateway:
         append in one batch with its consequences (a failed call is always recorded here).
         ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
         """
+        await self.load_client()  # before the clock starts: not part of the call's latency
         native = self.native_tool_calling()
-        _import_litellm()  # imported before the clock starts: not part of the call's latency
         request = self.prepare(messages, tools)
         messages, tools, params = request.messages, request.tools, request.params
         wire_messages = [self._on_the_wire(message) for message in messages]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import uuid
 
@@ -283,3 +284,48 @@ async def test_a_prompt_with_nul_and_lone_surrogates_is_stored_and_sent(
     assert fake_llm.requests[0]["messages"][-1]["content"] == "caf\\udce9 a\x00b"
     rows = await store.pool.fetch("SELECT encode(hash, 'hex') AS h FROM llm_messages")
     assert set(reply.event.payload["prompt"]) <= {row["h"] for row in rows}
+
+
+async def test_loading_litellm_never_stalls_the_event_loop(
+    store: EventStore, fake_llm: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """litellm's import takes seconds of CPU; done on the event loop (as `complete` did
+    before), every other task of the process (subscriptions, the executor) stood still as
+    long. Here the import is made to take 0.5 s: the loop keeps ticking meanwhile (the
+    import runs in another thread), and the call still goes through litellm."""
+    import app.llm.gateway as gateway_module
+
+    real_import = gateway_module._import_litellm
+    threads: list[bool] = []
+    importing: list[float] = []
+
+    def slow_import() -> object:
+        if not threads:  # the first import is the slow one; later ones find it loaded
+            threads.append(threading.current_thread() is threading.main_thread())
+            importing.append(time.monotonic())
+            time.sleep(0.5)  # the import's CPU time, as the loop would feel it
+            importing.append(time.monotonic())
+        return real_import()
+
+    monkeypatch.setattr(gateway_module, "_import_litellm", slow_import)
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    fake_llm.script(Reply(content="one"), Reply(content="two"))
+    gateway = LlmGateway(store, config(fake_llm))
+    ticking = asyncio.create_task(ticker())
+    try:
+        await asyncio.sleep(0.02)
+        first = await gateway.complete(uuid.uuid4(), MESSAGES, [])
+        second = await gateway.complete(uuid.uuid4(), MESSAGES, [])
+    finally:
+        ticking.cancel()
+    assert (first.content, second.content) == ("one", "two")
+    assert threads == [False], "first imported in a worker thread"
+    start, end = importing
+    during = [tick for tick in ticks if start < tick < end]
+    assert len(during) >= 10, f"the event loop ticked {len(during)} times in the 0.5 s import"
