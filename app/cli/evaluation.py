@@ -9,11 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from app.cli.log import open_store
+from app.cli.log import open_store, positive
 from app.config import Settings
 
 
@@ -55,8 +56,77 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     score.add_argument("--json", action="store_true", help="one JSON object per session")
 
+    run = actions.add_parser(
+        "run",
+        help="run every task x epoch of a suite as a recorded session, then score each",
+        description="Run each task of the suite (epochs times) as an ordinary recorded "
+        "session tagged with the evaluation run, at most N at a time, with a progress line "
+        "on stderr, then score it (finished, answer, cost, steps).",
+    )
+    run.add_argument("suite", type=Path, metavar="SUITE", help="the suite's YAML file")
+    run.add_argument("--model", help="the model (default: the configured llm_model)")
+    run.add_argument("--base-url", help="the model server's URL (default: llm_base_url)")
+    run.add_argument("--runtime", choices=["local", "docker"], help="the sandbox runtime")
+    run.add_argument("--epochs", type=positive, default=1, metavar="K", help="runs per task")
+    run.add_argument(
+        "--concurrency", type=positive, default=1, metavar="N", help="sessions at once"
+    )
+    run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
+    run.add_argument("--json", action="store_true", help="print the results as JSON")
+
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.eval_command == "run":
+        return await run_suite_command(args, settings)
+    return await score(args, settings)
+
+
+async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int:
+    from app.evaluation.running import Progress, RunError, RunOptions, run_suite
+    from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+    from app.evaluation.suite import SuiteError, load_suite
+
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = args.name or f"{suite.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    options = RunOptions(
+        name=name, epochs=args.epochs, concurrency=args.concurrency, model=args.model,
+        base_url=args.base_url, runtime=args.runtime,
+    )  # fmt: skip
+
+    def show(progress: Progress) -> None:
+        end = "\n" if progress.done == progress.total else ""
+        print(f"\r{name} {progress.line()}", end=end, file=sys.stderr, flush=True)
+
+    async with await open_store(settings) as store:
+        try:
+            results = await run_suite(
+                store, settings, suite, args.suite.resolve().parent, options,
+                [BUILTIN[n] for n in DEFAULT_SCORERS], show,
+            )  # fmt: skip
+        except RunError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    passed = sum(r.passed for r in results)
+    if args.json:
+        print(json.dumps({
+            "name": name, "total": len(results), "passed": passed,
+            "pass_rate": passed / len(results),
+            "tasks": [r.model_dump(mode="json") for r in results],
+        }))  # fmt: skip
+    else:
+        for r in results:
+            verdict = "pass" if r.passed else "fail"
+            why = f"  {r.error}" if r.error else ""
+            print(f"{r.task_id} epoch {r.epoch}  {verdict}  {r.outcome}  {r.session_id}{why}")
+        print(f"{name}: {passed} of {len(results)} passed")
+    return 0
+
+
+async def score(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.rescoring import rescore, sessions_to_score, suite_tasks
     from app.evaluation.scorers import DEFAULT_SCORERS, scorer_named
     from app.evaluation.scoring import ScoringError

@@ -53,6 +53,9 @@ class SessionOptions(BaseModel):
     max_cost_usd: float | None = None
     stuck_detection: bool = True
     mcp_servers: list[McpServerConfig] | None = None
+    #: what an evaluation run records about the session in ``session.created``'s config
+    #: (``evaluation_run``, the task, the epoch: app/evaluation/scoring.py)
+    evaluation: dict[str, Any] | None = None
 
 
 class SessionError(Exception):
@@ -185,6 +188,7 @@ async def _run_claimed(
             "max_iterations": limits.max_iterations,
             "max_cost_usd": limits.max_cost_usd,
             "stuck_detection": options.stuck_detection,
+            **(options.evaluation or {}),
         }
         await store.append(
             session_id,
