@@ -8,7 +8,10 @@ Everything comes from the session's own events, in seq order:
 - ``agent.state`` from the controller (source ``agent``): the state, its reason, the
   ``status`` (below) and when the agent stopped working (``ended_at``). A user's steering
   (source ``user``) is a request the controller answers with its own state, so it is not one;
-- ``llm.call``: model calls, failures, tokens and cost, and the model actually called;
+- ``llm.call``: model calls, failures, tokens and cost, and the model actually called. A
+  call a replay served from its recording (``replayed_from``) called no model: it counts in
+  ``served_calls`` and ``served_cost_usd`` (the recording's cost, not spent again) only, so
+  a replay's ``cost_usd`` is 0 and spend is counted once, in the recorded session;
 - actions (``steps``), ``error`` events (``errors``), ``runtime.ready`` / ``runtime.restarted``
   (the runtime that answered).
 
@@ -87,6 +90,8 @@ class SessionStateRow:
     replay_of: UUID | None = None
     forked_from: UUID | None = None
     evaluation_run: str | None = None
+    served_calls: int = 0
+    served_cost_usd: Decimal | None = None
 
 
 SESSION_STATE: Table[SessionStateRow] = Table(
@@ -119,6 +124,8 @@ SESSION_STATE: Table[SessionStateRow] = Table(
         ("replay_of", "uuid"),
         ("forked_from", "uuid"),
         ("evaluation_run", "text"),
+        ("served_calls", "integer"),
+        ("served_cost_usd", "numeric"),
     ),
     row_type=SessionStateRow,
 )
@@ -163,7 +170,8 @@ def exact_cost(value: Any) -> Decimal | None:
 
 class SessionState(Projection):
     name = "session_state"
-    version = 1
+    #: 2: calls served from a recording are not model calls (migration 0008)
+    version = 2
     tables = (SESSION_STATE,)
 
     def keys(self, event: RecordedEvent) -> Iterable[tuple[Table[Any], Any]]:
@@ -215,6 +223,9 @@ def _agent_state(row: SessionStateRow, event: RecordedEvent) -> None:
 
 def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
     payload = event.payload
+    if payload.get("replayed_from") is not None:
+        _served_call(row, payload)
+        return
     row.model_calls += 1
     model = storable(payload.get("model"))
     if model:
@@ -235,6 +246,14 @@ def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
         row.unpriced_calls += 1
         if row.priced_calls == 0:
             row.cost_usd = None
+
+
+def _served_call(row: SessionStateRow, payload: dict[str, Any]) -> None:
+    """A replay's call answered from the recording: no model was called, nothing spent."""
+    row.served_calls += 1
+    cost = exact_cost(payload.get("cost_usd"))
+    if cost is not None:
+        row.served_cost_usd = EXACT.add(row.served_cost_usd or Decimal(0), cost)
 
 
 def _error(row: SessionStateRow, event: RecordedEvent) -> None:

@@ -25,19 +25,24 @@ from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
-from app.llm import LlmGateway
+from app.llm import LlmConfig, LlmGateway
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
 from app.sessions.services import agent_mcp_tools, mcp_log_dir
 from app.sessions.summary import one_line_title
+from app.sessions.workspace import (
+    record_workspace_end,
+    record_workspace_start,
+    workspace_baseline,
+)
 from app.store import EventStore, StoreError
 from app.store.action_worker import ActionWorker
 from app.store.session_claims import SessionBusyError, claim_session
 from app.store.transient import TRANSIENT_ERRORS
 from app.tools.config import McpServerConfig
-from app.tools.mcp import McpToolService
+from app.tools.mcp import McpTool, McpToolService
 
 
 class SessionOptions(BaseModel):
@@ -198,7 +203,11 @@ async def _run_claimed(
             ],
             expected_seq=0,
         )
+        if runtime_kind in ("local", "docker"):  # its sandbox would create it empty
+            await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+        baseline = await record_workspace_start(store, session_id, workspace, settings)
     else:
+        baseline = await workspace_baseline(store, session_id, workspace, settings)
         steering = [
             e
             for e in await store.read(session_id)
@@ -208,6 +217,33 @@ async def _run_claimed(
             await store.append(session_id, [AgentState(state="running", source="user")])
         if task:
             await store.append(session_id, [Message(content=task, source="user")])
+    reason = "error"
+    try:
+        result = await _run_with_baseline(
+            store, settings, session_id, workspace, runtime_kind, llm, limits, options, tools,
+            mcp_tools,
+        )  # fmt: skip
+        reason = result[1]
+        return result
+    except asyncio.CancelledError:
+        reason = "interrupted"
+        raise
+    finally:
+        await record_workspace_end(store, session_id, baseline, settings, reason=reason)
+
+
+async def _run_with_baseline(
+    store: EventStore,
+    settings: Settings,
+    session_id: UUID,
+    workspace: Path,
+    runtime_kind: str,
+    llm: LlmConfig,
+    limits: Limits,
+    options: SessionOptions,
+    tools: McpToolService,
+    mcp_tools: list[McpTool],
+) -> tuple[UUID, Outcome]:
     if tools.problems:
         await store.append(
             session_id,

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
+from app.projections import SessionState
 from app.sessions.summary import recent_sessions
 from app.store import EventStore
 from app.store.session_rows import list_sql
@@ -40,7 +41,10 @@ VARIANTS = [
 async def full(superuser: asyncpg.Connection) -> asyncpg.Connection:
     await superuser.execute(FILL, SESSIONS)
     # The projection's position at the head (of an empty log): a read has nothing to apply.
-    await superuser.execute("INSERT INTO projections (name, version) VALUES ('session_state', 1)")
+    await superuser.execute(
+        "INSERT INTO projections (name, version) VALUES ('session_state', $1)",
+        SessionState.version,
+    )
     await superuser.execute("ANALYZE session_state")
     return superuser
 

@@ -37,7 +37,7 @@ async def caught_up(store: EventStore) -> bool:
 class SessionStateV2(SessionState):
     """The same fold under a new version number, as a code change would bump it."""
 
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = SessionState.version + 1
 
 
 async def test_a_version_bump_rebuilds_on_start(
@@ -58,7 +58,7 @@ async def test_a_version_bump_rebuilds_on_start(
     try:
         await until(bumped.caught_up)
         stored = await superuser.fetchrow("SELECT * FROM projections WHERE name='session_state'")
-        assert stored["version"] == 2 and stored["rebuilt_at"] is not None
+        assert stored["version"] == SessionStateV2.version and stored["rebuilt_at"] is not None
         steps = dict(await superuser.fetch("SELECT session_id, steps FROM session_state"))
         assert steps == {s: e.steps for s, e in workload.sessions.items()}
     finally:
@@ -72,7 +72,7 @@ async def test_a_version_bump_rebuilds_on_start(
     assert old.state == "standby"
     old.stop()
     await task
-    assert await superuser.fetchval("SELECT version FROM projections") == 2
+    assert await superuser.fetchval("SELECT version FROM projections") == SessionStateV2.version
 
 
 async def test_status_shows_lag_in_events_and_seconds_and_whether_a_runner_is_live(
@@ -92,7 +92,11 @@ async def test_status_shows_lag_in_events_and_seconds_and_whether_a_runner_is_li
         await until(runner.caught_up)
         [live] = await projection_status(store, ["session_state"])
         assert live.live and live.behind == 0 and live.lag_seconds == 0
-        assert live.version == 1 and live.runner is not None and "pid" in live.runner
+        assert (
+            live.version == SessionState.version
+            and live.runner is not None
+            and "pid" in live.runner
+        )
         assert live.position is not None and live.position == runner.position
     finally:
         runner.stop()
