@@ -177,6 +177,15 @@ class Settings(BaseSettings):
         default="1g", description="size of a Docker sandbox's /tmp and home (tmpfs, in memory)"
     )
     sandbox_ready_timeout: float = Field(default=30.0, gt=0)
+    workspace_snapshot_max_bytes: int = Field(
+        default=10 * 1024 * 1024,
+        ge=0,
+        description="contents a session's workspace.snapshot (and workspace.diff) keeps at "
+        "most; a file that does not fit what is left is named as skipped",
+    )
+    workspace_snapshot_timeout: float = Field(
+        default=60.0, gt=0, description="seconds each git command of a workspace recording may take"
+    )
     sandbox_no_output_timeout: float = Field(
         default=10.0, gt=0, description="seconds without output before a command is 'still running'"
     )

@@ -27,6 +27,7 @@ from app.events.registry import (
     parse_event,
 )
 from app.events.replay import ReplayResultEvent
+from app.events.workspace import SkippedFile, WorkspaceDiff, WorkspaceFile, WorkspaceSnapshot
 
 __all__ = [
     "ACTION_KINDS",
@@ -64,9 +65,13 @@ __all__ = [
     "Service",
     "SessionClosed",
     "SessionCreated",
+    "SkippedFile",
     "Source",
     "Think",
     "ToolCall",
+    "WorkspaceDiff",
+    "WorkspaceFile",
+    "WorkspaceSnapshot",
     "canonical_json",
     "chain_hash",
     "event_from_stored",

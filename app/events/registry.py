@@ -27,6 +27,7 @@ from app.events.observations import (
     RunOutput,
 )
 from app.events.replay import ReplayResultEvent
+from app.events.workspace import WorkspaceDiff, WorkspaceSnapshot
 
 EVENT_CLASSES: tuple[type[Event], ...] = (
     Message,
@@ -52,6 +53,8 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     RuntimeStatus,
     RuntimeRestarted,
     ReplayResultEvent,
+    WorkspaceSnapshot,
+    WorkspaceDiff,
 )
 
 

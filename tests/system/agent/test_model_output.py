@@ -56,7 +56,7 @@ def first_action(events: list[RecordedEvent], kind: str) -> RecordedEvent:
 async def finished_and_sound(store: EventStore, session: UUID, outcome: str) -> None:
     assert outcome == "finished"
     events = await store.read(session)
-    assert events[-1].kind == "agent.state" and events[-1].payload["state"] == "finished"
+    assert events[-2].kind == "agent.state" and events[-2].payload["state"] == "finished"
     assert (await store.verify(session)).ok
 
 
@@ -266,8 +266,8 @@ async def test_empty_replies_again_and_again_end_as_stuck(
         store, fake_llm, tmp_path, *[Reply(content="") for _ in range(10)]
     )
     assert outcome == "error" and len(fake_llm.requests) == 3
-    assert "the model sent an empty reply" in events[-1].payload["reason"]
-    assert "stuck" in events[-1].payload["reason"]
+    assert "the model sent an empty reply" in events[-2].payload["reason"]
+    assert "stuck" in events[-2].payload["reason"]
 
 
 # -- tool calling modes ------------------------------------------------------------------------
@@ -320,7 +320,7 @@ async def test_a_server_refusing_native_tools_says_how_to_switch(
         store, fake_llm, tmp_path, Reply(status=400, error=error), llm_native_tool_calling=None
     )
     assert outcome == "error"
-    assert "llm_native_tool_calling = false" in events[-1].payload["reason"]
+    assert "llm_native_tool_calling = false" in events[-2].payload["reason"]
     assert "llm_native_tool_calling" in calls(events)[0].payload["error"]
 
 

@@ -95,7 +95,7 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
     [written] = [e for e in events if e.kind == "file.edit.output"]
     assert written.cause is not None and events[written.cause - 1].payload["file_text"] == text
     assert (tmp_path / "ws" / "caf\udce9.txt").read_text() == text
-    assert events[-1].payload["state"] == "finished"
+    assert events[-2].payload["state"] == "finished"
     assert (await store.verify(session)).ok
 
 

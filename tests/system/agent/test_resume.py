@@ -84,7 +84,7 @@ async def test_kill_mid_session_and_resume(
     assert len(interrupted) == 1
     assert sum(1 for e in events if e.kind == "llm.call") == 4
     assert "interrupted" in json.dumps(fake_llm.requests[2]["messages"])
-    assert events[-1].payload["state"] == "finished"
+    assert events[-2].payload["state"] == "finished"
     assert (await store.verify(session)).ok
 
 

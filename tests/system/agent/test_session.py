@@ -54,7 +54,8 @@ async def test_write_run_fail_fix_run_finish(
     outputs = [e.payload for e in events if e.kind == "run.output"]
     assert outputs[0]["exit_code"] == 1 and "ZeroDivisionError" in outputs[0]["output"]
     assert outputs[1]["exit_code"] == 0 and outputs[1]["output"] == "hello\n"
-    assert events[-1].kind == "agent.state" and events[-1].payload["state"] == "finished"
+    assert events[-2].kind == "agent.state" and events[-2].payload["state"] == "finished"
+    assert events[-1].kind == "workspace.diff"  # what the run changed, recorded last
     # Every action points at the model call that produced it, and carries its tool_call_id.
     for action in (e for e in events if e.kind in ("run", "file.edit", "finish")):
         assert action.cause is not None and events[action.cause - 1].kind == "llm.call"

@@ -42,7 +42,7 @@ async def test_a_missing_key_is_one_clear_error_then_the_settings_key_is_used(
     events = await store.read(uuid.UUID(session))
     [call] = [e.payload for e in events if e.kind == "llm.call"]
     assert call["attempts"] == 1 and call["error_kind"] == "auth"
-    assert events[-1].kind == "agent.state" and events[-1].payload["state"] == "error"
+    assert events[-2].kind == "agent.state" and events[-2].payload["state"] == "error"
     assert not fake_llm.requests  # the SDK refused to send it
 
     key_file = tmp_path / "model.key"

@@ -106,7 +106,7 @@ async def test_past_the_restart_budget_the_run_ends_in_error(
         "runtime.ready",
         "runtime.failed",
     ]
-    final = events[-1]
+    final = events[-2]
     assert (final.kind, final.payload["state"]) == ("agent.state", "error")
     assert "restarts are off (sandbox_max_restarts = 0)" in final.payload["reason"]
     assert not any(e.kind == "finish" for e in events)

@@ -1,0 +1,196 @@
+"""A session records its workspace at the start (workspace.snapshot) and the change its run
+made at the end (workspace.diff): real sessions with a local sandbox over a plain directory
+and a git repository (dirty tree, untracked file, binary file, a file over the budget).
+
+The diff is checked the way forking and offline scoring use it: the recorded start is
+rebuilt in a fresh directory, the diff applied with ``git apply``, and the result compared
+with the workspace's final tree, file by file.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from app.events import WorkspaceSnapshot
+from app.runtime.workspace_restore import restore
+from app.sessions.runner import SessionOptions, run_session
+from app.store import EventStore
+from tests.support.agent_session import settings_for
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+
+BINARY = bytes(range(256)) * 4
+BUDGET = 64 * 1024
+
+#: The agent edits a file, writes a binary one, deletes one and creates one.
+CHANGES = [
+    Reply(
+        tool_calls=[
+            tool_call(
+                "execute_bash",
+                command="printf 'changed\\n' > notes.txt && rm -f gone.txt && "
+                "python3 -c \"open('out.bin','wb').write(bytes(range(255,-1,-1)))\" && "
+                "mkdir -p sub && echo new > sub/new.txt && echo grown >> big.log",
+            )
+        ]
+    ),
+    Reply(tool_calls=[tool_call("finish", message="done")]),
+]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+
+
+def _tree(root: Path, *, leave_out: frozenset[str] = frozenset()) -> dict[str, bytes]:
+    """Every file under ``root`` but .git and ``leave_out``, as bytes (links as their target)."""
+    found: dict[str, bytes] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            full = Path(dirpath) / name
+            rel = full.relative_to(root).as_posix()
+            if rel in leave_out:
+                continue
+            found[rel] = os.readlink(full).encode() if full.is_symlink() else full.read_bytes()
+    return found
+
+
+async def _recorded(store: EventStore, session: object) -> tuple[WorkspaceSnapshot, dict]:  # type: ignore[type-arg]
+    events = await store.read(session)  # type: ignore[arg-type]
+    snapshots = [e for e in events if e.kind == "workspace.snapshot"]
+    diffs = [e for e in events if e.kind == "workspace.diff"]
+    assert len(snapshots) == 1 and len(diffs) == 1
+    assert events[-1].kind == "workspace.diff", "the change is recorded when the run ends"
+    return WorkspaceSnapshot.model_validate(snapshots[0].payload), diffs[0].payload
+
+
+def _apply(diff: str, start: Path) -> None:
+    subprocess.run(
+        ["git", "apply", "--binary", "-"], cwd=start, check=True,
+        input=diff.encode("utf-8", errors="surrogateescape"), capture_output=True,
+    )  # fmt: skip
+
+
+def _fill(workspace: Path) -> None:
+    workspace.mkdir()
+    (workspace / "notes.txt").write_text("first\n")
+    (workspace / "gone.txt").write_text("to be deleted\n")
+    (workspace / "data.bin").write_bytes(BINARY)
+    (workspace / "big.log").write_bytes(b"x" * (BUDGET + 1))
+    os.symlink("/etc/hostname", workspace / "outside")  # recorded as a link, never read
+
+
+async def test_plain_directory_manifest_and_final_diff(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    _fill(workspace)
+    fake_llm.script(*CHANGES)
+    settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
+    session, outcome = await run_session(
+        store, settings, SessionOptions(workspace=workspace), task="change things"
+    )
+    assert outcome == "finished"
+    snapshot, diff = await _recorded(store, session)
+
+    assert snapshot.vcs == "none" and snapshot.max_bytes == BUDGET
+    files = {f.path: f for f in snapshot.files}
+    assert set(files) == {"notes.txt", "gone.txt", "data.bin", "outside"}
+    assert files["notes.txt"].encoding == "text" and files["notes.txt"].content == "first\n"
+    assert files["data.bin"].encoding == "base64" and files["data.bin"].size == len(BINARY)
+    assert files["outside"].type == "symlink" and files["outside"].content == "/etc/hostname"
+    assert [(s.path, s.size) for s in snapshot.skipped] == [("big.log", BUDGET + 1)]
+    assert "budget" in snapshot.skipped[0].reason
+
+    assert diff["reason"] == "finished"
+    assert sorted(diff["changed"]) == ["gone.txt", "notes.txt", "out.bin", "sub/new.txt"]
+    assert [s["path"] for s in diff["skipped"]] == ["big.log"]
+    start = tmp_path / "start"
+    await restore(snapshot, start, repository=None)
+    made_later = frozenset({"big.log", "out.bin", "sub/new.txt"})
+    assert _tree(start) == _tree(workspace, leave_out=made_later) | {
+        "notes.txt": b"first\n", "gone.txt": b"to be deleted\n"
+    }  # fmt: skip
+    _apply(diff["diff"], start)
+    assert _tree(start) == _tree(workspace, leave_out=frozenset({"big.log"}))
+    assert (start / "out.bin").read_bytes() == bytes(range(255, -1, -1))
+    assert (await store.verify(session)).ok
+
+
+async def test_git_repository_commit_branch_dirty_tree_and_final_diff(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "repo"
+    _fill(workspace)
+    (workspace / ".gitignore").write_text("*.tmp\n")
+    _git(workspace, "init", "-q", "-b", "feature")
+    _git(workspace, "add", "notes.txt", "gone.txt", "data.bin", ".gitignore")
+    _git(workspace, "commit", "-q", "-m", "start")
+    commit = _git(workspace, "rev-parse", "HEAD").strip()
+    # Dirty: a changed tracked text file and binary file, an untracked file, an ignored one.
+    (workspace / "notes.txt").write_text("first, edited before the session\n")
+    (workspace / "data.bin").write_bytes(BINARY[::-1])
+    (workspace / "untracked.txt").write_text("not committed\n")
+    (workspace / "scratch.tmp").write_text("ignored\n")
+    fake_llm.script(*CHANGES)
+    settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
+    session, outcome = await run_session(
+        store, settings, SessionOptions(workspace=workspace), task="change things"
+    )
+    assert outcome == "finished"
+    snapshot, diff = await _recorded(store, session)
+
+    assert snapshot.vcs == "git" and snapshot.commit == commit and snapshot.branch == "feature"
+    assert "b/notes.txt" in snapshot.diff and "b/untracked.txt" in snapshot.diff
+    assert "GIT binary patch" in snapshot.diff and "scratch.tmp" not in snapshot.diff
+    assert [(s.path, s.size) for s in snapshot.skipped] == [("big.log", BUDGET + 1)]
+    assert not (workspace / ".git" / "index.lock").exists()
+
+    start = tmp_path / "start"
+    await restore(snapshot, start, repository=workspace)
+    assert _git(start, "rev-parse", "HEAD").strip() == commit
+    assert _git(start, "symbolic-ref", "--short", "HEAD").strip() == "feature"
+    assert (start / "notes.txt").read_text() == "first, edited before the session\n"
+    assert (start / "data.bin").read_bytes() == BINARY[::-1]
+    assert (start / "untracked.txt").read_text() == "not committed\n"
+
+    assert diff["reason"] == "finished"
+    assert sorted(diff["changed"]) == ["gone.txt", "notes.txt", "out.bin", "sub/new.txt"]
+    _apply(diff["diff"], start)
+    ignored_or_skipped = frozenset({"big.log", "scratch.tmp", "outside"})
+    assert _tree(start, leave_out=ignored_or_skipped) == _tree(
+        workspace, leave_out=ignored_or_skipped
+    )
+    assert (await store.verify(session)).ok
+
+
+async def test_resumed_run_diffs_against_the_recorded_start(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    """A second run (resume, another process in real life: only the log is shared) records
+    the whole change since the session's start, not since the resume."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a\n")
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo one > one.txt")]),
+        Reply(content="Anything else?"),
+        Reply(tool_calls=[tool_call("execute_bash", command="echo two > two.txt")]),
+        Reply(tool_calls=[tool_call("finish", message="done")]),
+    )
+    settings = settings_for(fake_llm, tmp_path)
+    session, first = await run_session(
+        store, settings, SessionOptions(workspace=workspace), task="one"
+    )
+    assert first == "awaiting_user_input"
+    _, second = await run_session(store, settings, SessionOptions(), task="two", session_id=session)
+    assert second == "finished"
+    diffs = [e.payload for e in await store.read(session) if e.kind == "workspace.diff"]
+    assert [d["reason"] for d in diffs] == ["awaiting_user_input", "finished"]
+    assert diffs[0]["changed"] == ["one.txt"]
+    assert diffs[1]["changed"] == ["one.txt", "two.txt"]
