@@ -9,9 +9,13 @@ with the workspace's final tree, file by file.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
+import uuid
 from pathlib import Path
+
+import pytest
 
 from app.events import WorkspaceSnapshot
 from app.runtime.workspace_restore import restore
@@ -19,6 +23,7 @@ from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.waiting import wait_for_event
 
 BINARY = bytes(range(256)) * 4
 BUDGET = 64 * 1024
@@ -194,3 +199,34 @@ async def test_resumed_run_diffs_against_the_recorded_start(
     assert [d["reason"] for d in diffs] == ["awaiting_user_input", "finished"]
     assert diffs[0]["changed"] == ["one.txt"]
     assert diffs[1]["changed"] == ["one.txt", "two.txt"]
+
+
+async def test_interrupted_run_still_records_its_change(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    """A run cancelled mid-command (SIGINT does this) records workspace.diff with reason
+    ``interrupted`` before it stops: what the agent wrote before the interruption is in it."""
+    workspace = tmp_path / "ws"
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo early > early.txt")]),
+        Reply(tool_calls=[tool_call("execute_bash", command="sleep 60")]),
+    )
+    session = uuid.uuid4()
+    running = asyncio.create_task(
+        run_session(
+            store,
+            settings_for(fake_llm, tmp_path),
+            SessionOptions(workspace=workspace),
+            task="write then wait",
+            session_id=session,
+        )
+    )
+    await wait_for_event(
+        store, session, lambda e: e.kind == "run" and "sleep" in e.payload["command"]
+    )
+    running.cancel("interrupted by SIGINT")
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    [diff] = [e.payload for e in await store.read(session) if e.kind == "workspace.diff"]
+    assert diff["reason"] == "interrupted"
+    assert diff["changed"] == ["early.txt"] and "+early" in diff["diff"]
