@@ -4,8 +4,9 @@ evaluation run, at most N at a time, each scored as soon as it ends.
 A task's session is a `chronicle run` session like any other (same runner, sandbox, limits,
 claim): its ``session.created`` config adds ``evaluation_run``, ``evaluation_task`` and
 ``evaluation_epoch`` (``evaluation_config``), so the session list, SQL and the scorers know
-it. A task passes when every verdict its scorers recorded (label ``pass`` / ``fail``) is a
-pass.
+it. A task with a ``check`` has it run right after its session, in a fresh sandbox over the
+final workspace (``live_check.py``). A task passes when every verdict recorded on it (label
+``pass`` / ``fail`` / ``error``) is a pass.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
+from app.evaluation.live_check import record_check, run_check
 from app.evaluation.rescoring import score_session, suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
 from app.evaluation.suite import Suite, Task
@@ -147,7 +149,12 @@ async def _run_task(
         return failed.model_copy(
             update={"session_id": session_id, "outcome": outcome, "error": str(exc)}
         )
-    verdicts = [s.label for s in scored.scores.values() if s.label in ("pass", "fail")]
+    labels = [s.label for s in scored.scores.values()]
+    if task.check is not None:
+        check = await run_check(settings, workspace, session_id, task.check, options.runtime)
+        await record_check(store, session_id, check, options.name)
+        labels.append(check.label)
+    verdicts = [label for label in labels if label in ("pass", "fail", "error")]
     cost = scored.scores.get("cost")
     return TaskResult(
         task_id=task.id,

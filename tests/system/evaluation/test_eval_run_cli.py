@@ -28,9 +28,11 @@ tasks:
     commit: {commit}
     files: {{extra/notes.txt: "from the suite"}}
     setup: [echo ready > setup.txt]
+    check: grep -qx 1 version.txt && grep -qx ready setup.txt && test ! -e {host_file}
   - id: sum
     prompt: What is 6 x 7?
     answer: "regex:\\\\b42\\\\b"
+    check: test -f answer.txt
   - id: loop
     prompt: List the files forever.
     limits: {{max_iterations: 1}}
@@ -63,7 +65,11 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
     suite = tmp_path / "suite" / "smoke.yaml"
     suite.parent.mkdir()
     commit = repository(suite.parent / "repo")
-    suite.write_text(SUITE.format(commit=commit))
+    # The check runs what the agent wrote: in a sandbox, which does not see this machine's
+    # files (run on the host, the hello task's check would find this one and fail).
+    host_file = tmp_path / "host-only.txt"
+    host_file.write_text("the host's")
+    suite.write_text(SUITE.format(commit=commit, host_file=host_file))
     fake_llm.script(
         Reply(tool_calls=[tool_call("finish", message="done")]),
         Reply(tool_calls=[tool_call("finish", message="41")]),
@@ -107,10 +113,14 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
         latest = latest_scores(events)
         labels.append({name: e.payload["score_label"] for (name, _), e in latest.items()})
     assert labels == [
-        {"finished": "pass", "cost": "unpriced", "steps": None},
-        {"finished": "pass", "answer": "fail", "cost": "unpriced", "steps": None},
+        {"finished": "pass", "cost": "unpriced", "steps": None, "check": "pass"},
+        {"finished": "pass", "answer": "fail", "cost": "unpriced", "steps": None, "check": "fail"},
         {"finished": "fail", "cost": "unpriced", "steps": None},
     ]
+
+    check = latest_scores(await store.read(ids[1]))[("check", 1)]
+    assert check.payload["explanation"] == "`test -f answer.txt` exited 1"
+    assert check.payload["evaluation_run"] == "nightly"
 
     again = chronicle("eval", "run", str(suite), "--name", "nightly", env=env)
     assert again.returncode == 2
