@@ -30,6 +30,7 @@ from app.store.append import (
 )
 from app.store.blobs import holds_encoded, put_blobs, restore_events
 from app.store.coalescer import AppendCoalescer, AppendRefused, CoalescerStats
+from app.store.collector_pause import collector_paused
 from app.store.config import StoreConfig
 from app.store.errors import (
     ContentMismatchError,
@@ -307,9 +308,10 @@ class EventStore:
     # -- reading ---------------------------------------------------------------------------
 
     async def _fetch(self, sql: str, *args: Any, resolve_blobs: bool = True) -> list[RecordedEvent]:
-        rows = await self.pool.fetch(sql, *args)
-        make = RecordedEvent._make  # columns are selected in the tuple's field order
-        events = [make(row) for row in rows]
+        with collector_paused():  # rows are decoded as they arrive: see collector_pause.py
+            rows = await self.pool.fetch(sql, *args)
+            make = RecordedEvent._make  # columns are selected in the tuple's field order
+            events = [make(row) for row in rows]
         if resolve_blobs and events and holds_encoded(events):
             return await restore_events(self.pool, events)
         return events
