@@ -60,6 +60,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     handler = {
         "run": agent_cli.run,
         "resume": agent_cli.run,
+        "fork": agent_cli.run,
         "events": log_cli.events,
         "verify": audit_cli.verify,
         "anchor": audit_cli.anchor,

@@ -98,6 +98,23 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     resume.add_argument("message", nargs="?", help="an answer or new instruction for the agent")
     resume.add_argument("--workspace", type=Path, help="default: the recorded one")
     _common(resume)
+    fork = commands.add_parser(
+        "fork",
+        help="a new session copied from SESSION up to --at SEQ, its workspace restored and "
+        "recorded actions run again, then continued live",
+    )
+    fork.add_argument("session", type=session_id, metavar="SESSION")
+    fork.add_argument("message", nargs="?", help="a new instruction for the agent")
+    fork.add_argument(
+        "--at", type=int, required=True, metavar="SEQ", help="copy the events up to this seq"
+    )
+    fork.add_argument(
+        "--workspace",
+        type=Path,
+        help="an empty or new directory for the restored workspace (default: one under "
+        "the data directory)",
+    )
+    _common(fork)
 
 
 async def _print_events(store: EventStore, session: uuid.UUID, after: int) -> None:
@@ -156,6 +173,8 @@ def _workspace(
     """The workspace this command runs in (None: let the runner say what is missing)."""
     from app.sessions.runner import SessionError, recorded_config
 
+    if args.command == "fork":
+        return Path(args.workspace) if args.workspace is not None else None
     if args.command == "run":
         if existing:
             raise Refusal(
@@ -188,13 +207,32 @@ class Interruption:
 
 
 async def _drive(
-    store: EventStore, settings: Settings, options: Any, task: str | None, session: uuid.UUID
+    store: EventStore,
+    settings: Settings,
+    options: Any,
+    task: str | None,
+    session: uuid.UUID,
+    fork_of: tuple[uuid.UUID, int] | None = None,
 ) -> Ending:
     from app.llm import LlmError
     from app.runtime import SandboxError
     from app.sessions.runner import DatabaseGoneError, SessionError, run_session
 
-    work = asyncio.create_task(run_session(store, settings, options, task=task, session_id=session))
+    if fork_of is not None:
+        from app.sessions.fork import fork_session
+
+        async def forking() -> tuple[uuid.UUID, Any]:
+            source, at = fork_of
+            fork, outcome, _ = await fork_session(
+                store, settings, source, at, options, message=task, fork_id=session
+            )
+            return fork, outcome
+
+        work = asyncio.create_task(forking())
+    else:
+        work = asyncio.create_task(
+            run_session(store, settings, options, task=task, session_id=session)
+        )
     stop = Interruption(work)
     loop = asyncio.get_running_loop()
     for number in STOP_SIGNALS:
@@ -268,12 +306,17 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    session = args.session or uuid.uuid4()
+    forking = args.command == "fork"
+    session = uuid.uuid4() if forking else args.session or uuid.uuid4()
+    fork_of = (args.session, args.at) if forking else None
     task = args.task if args.command == "run" else args.message
     async with await open_store(settings) as store:
         existing = await store.read(session, limit=5)
         if args.command == "resume" and not existing:
             print(f"error: session {session} has no events", file=sys.stderr)
+            return 1
+        if forking and not await store.read(args.session, limit=1):
+            print(f"error: session {args.session} has no events", file=sys.stderr)
             return 1
         try:
             workspace = _workspace(args, session, existing)
@@ -294,7 +337,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         printer = asyncio.create_task(_print_events(store, session, after))
         try:
             async with _inline_projections(store, settings):
-                ending = await _drive(store, settings, options, task, session)
+                ending = await _drive(store, settings, options, task, session, fork_of)
         finally:
             if not printer.done():
                 await asyncio.sleep(0.2)  # let the last events print

@@ -18,6 +18,16 @@ class SessionCreated(Event):
     title: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     replay_of: UUID | None = None
+    #: A fork's source session and the seq its copy ends at (left out of other payloads).
+    forked_from: UUID | None = None
+    forked_at: int | None = Field(default=None, ge=1)
+
+    def payload(self) -> dict[str, Any]:
+        payload = super().payload()
+        if self.forked_from is None:
+            payload.pop("forked_from", None)
+            payload.pop("forked_at", None)
+        return payload
 
 
 class SessionClosed(Event):

@@ -26,7 +26,7 @@ from app.events.observations import (
     McpResult,
     RunOutput,
 )
-from app.events.replay import ReplayResultEvent
+from app.events.replay import EnvironmentDivergenceEvent, ReplayResultEvent
 from app.events.workspace import WorkspaceDiff, WorkspaceSnapshot
 
 EVENT_CLASSES: tuple[type[Event], ...] = (
@@ -55,6 +55,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     ReplayResultEvent,
     WorkspaceSnapshot,
     WorkspaceDiff,
+    EnvironmentDivergenceEvent,
 )
 
 

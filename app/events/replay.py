@@ -29,3 +29,15 @@ class ReplayResultEvent(Event):
     differences: list[dict[str, Any]] = Field(default_factory=list)
     model_calls: int = Field(ge=0)
     seconds: float = Field(ge=0)
+
+
+class EnvironmentDivergenceEvent(Event):
+    """In a fork: a copied sandbox action that, run again over the restored workspace,
+    observed something else than the recording (``field``: kind, exit_code, error_type)."""
+
+    kind: Literal["environment.divergence"] = "environment.divergence"
+    source: Source = "environment"
+    action_seq: int = Field(ge=1)
+    field: str
+    recorded: Any = None
+    observed: Any = None

@@ -1,0 +1,122 @@
+"""Forking a recorded session at a seq: its first events copied into a new session, and its
+recorded sandbox actions run again against a real sandbox over the restored workspace.
+
+The copy is a new chain (the store hashes it afresh); each copied event carries
+``replayed_from``, the seq it was copied from, so a copied model call is not counted as
+spend again, and ``session.created`` names the source (``forked_from``, ``forked_at``). An
+action whose real observation differs from the recorded one (another kind, exit code or
+error) is an environment divergence: the fork goes on, the difference is in its log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.events import HANDLED_KINDS, OBSERVATION_KINDS, Action, Event, SessionCreated
+from app.events.ids import new_event_id
+from app.events.replay import EnvironmentDivergenceEvent
+from app.runtime.protocol import Runtime
+from app.store import EventStore, RecordedEvent
+
+
+class ForkError(Exception):
+    """The session cannot be forked at that point; the message says why and what to do."""
+
+
+class EnvironmentDivergence(BaseModel):
+    """A recorded action's observation when it ran again, unlike the recording's."""
+
+    model_config = ConfigDict(frozen=True)
+
+    action_seq: int
+    field: str
+    recorded: Any
+    observed: Any
+
+
+def prefix_of(events: list[RecordedEvent], at: int) -> list[RecordedEvent]:
+    """The events up to ``at``, refusing a cut between an action and its observation (the
+    fork would have an action nobody answers)."""
+    if not events or events[0].kind != "session.created":
+        raise ForkError("this session has no session.created event; it cannot be forked")
+    last = events[-1].seq
+    if not 1 < at <= last:
+        raise ForkError(f"--at must be between 2 and {last}, the session's last seq")
+    prefix = [e for e in events if e.seq <= at]
+    answered = {e.cause for e in prefix if e.kind in OBSERVATION_KINDS}
+    awaited = frozenset().union(*HANDLED_KINDS.values())
+    for event in prefix:
+        if event.kind in awaited and event.seq not in answered:
+            after = next((e.seq for e in events if e.cause == event.seq), None)
+            raise ForkError(
+                f"seq {at} falls between the {event.kind} at seq {event.seq} and its "
+                f"observation{f' at seq {after}' if after else ''}; fork at a seq after it"
+            )
+    return prefix
+
+
+def _typed(event: RecordedEvent) -> Event:
+    return event.event()
+
+
+async def copy_prefix(
+    store: EventStore,
+    source: UUID,
+    fork: UUID,
+    prefix: list[RecordedEvent],
+    config_changes: dict[str, Any],
+) -> None:
+    """Append ``prefix`` (the source's first events) as the fork's first events."""
+    copies: list[Event] = []
+    for event in prefix:
+        typed = _typed(event)
+        update: dict[str, Any] = {"event_id": new_event_id(), "replayed_from": event.seq}
+        if isinstance(typed, SessionCreated):
+            update |= {
+                "config": {**typed.config, **config_changes},
+                "forked_from": source,
+                "forked_at": prefix[-1].seq,
+            }
+        copies.append(typed.model_copy(update=update))
+    await store.append(fork, copies, expected_seq=0)
+
+
+def _compare(
+    action_seq: int, recorded: RecordedEvent, observed: Event
+) -> list[EnvironmentDivergence]:
+    found: list[EnvironmentDivergence] = []
+    if observed.kind != recorded.kind:
+        found.append(EnvironmentDivergence(
+            action_seq=action_seq, field="kind", recorded=recorded.kind, observed=observed.kind
+        ))  # fmt: skip
+        return found
+    payload = observed.payload()
+    for field in ("exit_code", "error_type"):
+        if field in recorded.payload or field in payload:
+            if recorded.payload.get(field) != payload.get(field):
+                found.append(EnvironmentDivergence(
+                    action_seq=action_seq, field=field,
+                    recorded=recorded.payload.get(field), observed=payload.get(field),
+                ))  # fmt: skip
+    return found
+
+
+async def reexecute(runtime: Runtime, prefix: list[RecordedEvent]) -> list[EnvironmentDivergence]:
+    """Run the prefix's sandbox actions again, in order, against ``runtime``; what differs."""
+    answers = {e.cause: e for e in prefix if e.kind in OBSERVATION_KINDS and e.cause}
+    divergences: list[EnvironmentDivergence] = []
+    for event in prefix:
+        if event.kind not in HANDLED_KINDS["sandbox"] or event.seq not in answers:
+            continue
+        action = _typed(event)
+        assert isinstance(action, Action)
+        observed = await runtime.execute(action)
+        divergences += _compare(event.seq, answers[event.seq], observed)
+    return divergences
+
+
+def divergence_events(divergences: list[EnvironmentDivergence]) -> list[Event]:
+    return [EnvironmentDivergenceEvent(**d.model_dump()) for d in divergences]

@@ -1,0 +1,175 @@
+"""Forking a recorded session at a seq: the copy, the restored workspace, the recorded sandbox
+actions run again in a real (local) sandbox, an environment divergence, then the fork goes on
+live with the (fake) model."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from uuid import UUID
+
+from app.projections import SESSION_STATE, SessionState
+from app.sessions.fork import fork_session
+from app.sessions.runner import SessionOptions, run_session
+from app.store import EventStore, RecordedEvent
+from app.store.projection_store import ProjectionRows
+from tests.support.agent_cli import agent_environment
+from tests.support.agent_session import settings_for
+from tests.support.cli import chronicle
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+
+BUDGET = 4096
+
+SOURCE = [
+    Reply(tool_calls=[tool_call("execute_bash", command="cat input.txt")]),
+    Reply(tool_calls=[tool_call("execute_bash", command="echo second >> input.txt")]),
+    Reply(tool_calls=[tool_call("execute_bash", command="wc -c big.log")]),
+    Reply(tool_calls=[tool_call("finish", message="done")]),
+]
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+async def _record(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path, workspace: Path
+) -> tuple[UUID, list[RecordedEvent]]:
+    fake_llm.script(*SOURCE)
+    settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
+    session, outcome = await run_session(
+        store, settings, SessionOptions(workspace=workspace), task="look around"
+    )
+    assert outcome == "finished"
+    return session, await store.read(session)
+
+
+def _outputs(events: list[RecordedEvent]) -> list[RecordedEvent]:
+    return [e for e in events if e.kind == "run.output"]
+
+
+async def _check_fork(
+    store: EventStore,
+    fake_llm: FakeLlmServer,
+    tmp_path: Path,
+    source: UUID,
+    recorded: list[RecordedEvent],
+    at: int,
+    name: str,
+) -> tuple[UUID, list[RecordedEvent], Path]:
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="forked and done")]))
+    settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
+    workspace = tmp_path / name
+    fork, outcome, _ = await fork_session(
+        store, settings, source, at, SessionOptions(workspace=workspace), message="carry on"
+    )
+    assert outcome == "finished"
+    events = await store.read(fork)
+    copied = [e for e in events if e.seq <= at]
+    assert [(e.kind, e.source, e.cause) for e in copied] == [
+        (e.kind, e.source, e.cause) for e in recorded[:at]
+    ]
+    assert [e.payload["replayed_from"] for e in copied] == list(range(1, at + 1))
+    assert all(c.event_id != r.event_id for c, r in zip(copied, recorded, strict=False))
+    created = events[0].payload
+    assert created["forked_from"] == str(source) and created["forked_at"] == at
+    assert created["config"]["workspace"] == str(workspace)
+    live = [e for e in events if e.seq > at]
+    assert any(e.kind == "message" and e.payload["content"] == "carry on" for e in live)
+    assert any(e.kind == "finish" and e.payload["message"] == "forked and done" for e in live)
+    assert (await store.verify(fork)).ok
+    return fork, events, workspace
+
+
+async def test_fork_a_plain_workspace_at_several_points(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "input.txt").write_text("first\n")
+    (workspace / "big.log").write_bytes(b"x" * (BUDGET + 1))  # over the budget: not restored
+    source, recorded = await _record(store, fake_llm, tmp_path, workspace)
+    outputs = _outputs(recorded)
+
+    # After the first command: nothing re-run changes the file; no divergence.
+    fork, events, forked = await _check_fork(
+        store, fake_llm, tmp_path, source, recorded, outputs[0].seq, "fork1"
+    )
+    assert (forked / "input.txt").read_text() == "first\n"
+    assert not [e for e in events if e.kind == "environment.divergence"]
+
+    # After the append: it ran again in the fork's sandbox.
+    fork, events, forked = await _check_fork(
+        store, fake_llm, tmp_path, source, recorded, outputs[1].seq, "fork2"
+    )
+    assert (forked / "input.txt").read_text() == "first\nsecond\n"
+    assert not [e for e in events if e.kind == "environment.divergence"]
+
+    # After `wc -c big.log`: the file was over the snapshot's budget, so it is not in the
+    # restored workspace; the command now fails, which the fork reports.
+    fork, events, forked = await _check_fork(
+        store, fake_llm, tmp_path, source, recorded, outputs[2].seq, "fork3"
+    )
+    [divergence] = [e.payload for e in events if e.kind == "environment.divergence"]
+    assert divergence["action_seq"] == outputs[2].cause
+    assert (divergence["field"], divergence["recorded"]) == ("exit_code", 0)
+    assert divergence["observed"] != 0
+    # The session list (the session_state projection) shows it as a branch of its source.
+    rows = ProjectionRows()
+    for recorded_event in events:
+        SessionState().apply(rows, recorded_event)
+    row = rows.get(SESSION_STATE, fork)
+    assert row is not None and row.forked_from == source
+
+
+async def test_fork_a_git_repository(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    (workspace / "input.txt").write_text("first\n")
+    _git(workspace, "init", "-q", "-b", "work")
+    _git(workspace, "add", "input.txt")
+    _git(workspace, "commit", "-q", "-m", "start")
+    (workspace / "input.txt").write_text("first\n")
+    (workspace / "untracked.txt").write_text("u\n")
+    (workspace / "big.log").write_bytes(b"x" * (BUDGET + 1))
+    source, recorded = await _record(store, fake_llm, tmp_path, workspace)
+    outputs = _outputs(recorded)
+    for number, output in enumerate(outputs[:2], start=1):
+        _, events, forked = await _check_fork(
+            store, fake_llm, tmp_path, source, recorded, output.seq, f"gitfork{number}"
+        )
+        assert (forked / ".git").is_dir() and (forked / "untracked.txt").read_text() == "u\n"
+        expected = "first\n" if number == 1 else "first\nsecond\n"
+        assert (forked / "input.txt").read_text() == expected
+        [diff] = [e.payload for e in events if e.kind == "workspace.diff" and e.seq > output.seq]
+        assert diff["reason"] == "finished"
+
+
+async def test_chronicle_fork_from_the_command_line(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path, app_database_url: str
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "input.txt").write_text("first\n")
+    (workspace / "big.log").write_bytes(b"x" * (BUDGET + 1))
+    source, recorded = await _record(store, fake_llm, tmp_path, workspace)
+    at = _outputs(recorded)[2].seq
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="forked on the CLI")]))
+    env = agent_environment(
+        fake_llm, app_database_url, tmp_path, CHRONICLE_WORKSPACE_SNAPSHOT_MAX_BYTES=str(BUDGET)
+    )
+    forked = tmp_path / "cli-fork"
+    done = chronicle(
+        "fork", str(source), "go on", "--at", str(at), "--workspace", str(forked), env=env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (forked / "input.txt").read_text() == "first\nsecond\n"
+    assert "environment.divergence" in done.stdout
+    bad = chronicle("fork", str(source), "--at", str(at - 1), env=env)
+    assert bad.returncode == 1
+    assert "falls between the run at seq" in bad.stderr and "fork at a seq after it" in bad.stderr
