@@ -11,11 +11,15 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from app.cli.log import open_store, positive
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from app.evaluation.rescoring import ScoredResult
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -38,7 +42,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        help="finished, answer, cost, steps (default: all four), or your own as "
+        help="finished, answer, cost, steps (default: these four), check (the task's check "
+        "on the recorded final workspace, in a fresh sandbox), or your own as "
         "package.module:NAME; repeatable",
     )
     score.add_argument(
@@ -127,13 +132,14 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
 
 
 async def score(args: argparse.Namespace, settings: Settings) -> int:
-    from app.evaluation.rescoring import rescore, sessions_to_score, suite_tasks
+    from app.evaluation.rescoring import check_sessions, rescore, sessions_to_score, suite_tasks
     from app.evaluation.scorers import DEFAULT_SCORERS, scorer_named
     from app.evaluation.scoring import ScoringError
     from app.evaluation.suite import SuiteError, Task, load_suite
 
     try:
-        scorers = [scorer_named(name) for name in (args.scorer or DEFAULT_SCORERS)]
+        names = args.scorer or DEFAULT_SCORERS
+        scorers = [scorer_named(name) for name in names if name != "check"]
         suite = load_suite(args.suite) if args.suite else None
         if args.answer is not None:
             Task(id="answer", prompt="-", answer=args.answer)  # a bad regex is refused here
@@ -152,7 +158,11 @@ async def score(args: argparse.Namespace, settings: Settings) -> int:
         except ScoringError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        results = await rescore(store, session_ids, scorers, suite_tasks(suite, args.answer))
+        task_for = suite_tasks(suite, args.answer)
+        results = await rescore(store, session_ids, scorers, task_for) if scorers else []
+        if "check" in names:
+            checked = await check_sessions(store, settings, session_ids, task_for)
+            results = _merged(results, checked) if results else checked
     failed = 0
     for result in results:
         if result.error is not None:
@@ -166,3 +176,11 @@ async def score(args: argparse.Namespace, settings: Settings) -> int:
                 shown = score.label or ("-" if score.value is None else f"{score.value:g}")
                 print(f"{result.session_id}{task}  {name:<9} {shown:<8} {score.explanation}")
     return 1 if failed else 0
+
+
+def _merged(first: list[ScoredResult], second: list[ScoredResult]) -> list[ScoredResult]:
+    """Each session's scores from both lists (an error in either is kept)."""
+    return [
+        a.model_copy(update={"scores": a.scores | b.scores, "error": a.error or b.error})
+        for a, b in zip(first, second, strict=True)
+    ]

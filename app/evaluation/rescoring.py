@@ -15,8 +15,13 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.config import Settings
+from app.evaluation.offline_check import NAME as CHECK
+from app.evaluation.offline_check import VERSION as CHECK_VERSION
+from app.evaluation.offline_check import score_check
 from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError, score_event
 from app.evaluation.suite import Suite, Task
+from app.events import EvalScore
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import ConcurrencyError, EventStore
 from app.store.evaluation_rows import evaluation_run_sessions
@@ -141,3 +146,41 @@ async def rescore(
                 )  # fmt: skip
 
     return list(await asyncio.gather(*(one(session_id) for session_id in session_ids)))
+
+
+async def check_sessions(
+    store: EventStore,
+    settings: Settings,
+    session_ids: Sequence[UUID],
+    task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
+) -> list[ScoredResult]:
+    """Run each session's task check on its recorded final workspace (``offline_check``), one
+    sandbox at a time, and append the verdicts as the ``check`` scorer's (version 2)."""
+    results = []
+    for session_id in session_ids:
+        try:
+            events = await store.read(session_id)
+            if not events:
+                raise ScoringError(f"session {session_id} has no events: nothing to score")
+            session = ScoredSession(events)
+            recorded_task = session.task
+            session.task = task_for(session)
+            score = await score_check(settings, session)
+        except ScoringError as exc:
+            results.append(ScoredResult(session_id=session_id, task_id=None, evaluation_run=None,
+                                        scores={}, error=str(exc)))  # fmt: skip
+            continue
+        scores = {}
+        if score is not None:
+            event = EvalScore(
+                name=CHECK, scorer_version=CHECK_VERSION, score_value=score.value,
+                score_label=score.label, explanation=score.explanation,
+                scored_seq=session.last_seq, evaluation_run=session.evaluation_run,
+            )  # fmt: skip
+            await store.append(session_id, [event])
+            scores[CHECK] = score
+        results.append(ScoredResult(
+            session_id=session_id, task_id=recorded_task.id if recorded_task else None,
+            evaluation_run=session.evaluation_run, scored_seq=session.last_seq, scores=scores,
+        ))  # fmt: skip
+    return results

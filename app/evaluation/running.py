@@ -24,7 +24,7 @@ from app.evaluation.live_check import record_check, run_check
 from app.evaluation.rescoring import score_session, suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
 from app.evaluation.suite import Suite, Task
-from app.evaluation.workspaces import WorkspaceError, prepare_workspace
+from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
 from app.projections import SessionState, bring_up_to_date
 from app.sessions.runner import SessionError, SessionOptions, run_session
 from app.store import EventStore
@@ -130,6 +130,12 @@ async def _run_task(
         await prepare_workspace(task, workspace, suite_dir)
     except WorkspaceError as exc:
         return failed.model_copy(update={"error": str(exc)})
+    # recorded with its repository as an absolute path: the offline check clones from it
+    recorded = (
+        task
+        if task.repo is None
+        else task.model_copy(update={"repo": str(repository_path(task.repo, suite_dir).resolve())})
+    )
     session_options = SessionOptions(
         workspace=workspace,
         runtime=options.runtime,
@@ -137,7 +143,7 @@ async def _run_task(
         base_url=options.base_url,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
-        evaluation=evaluation_config(options.name, task, epoch),
+        evaluation=evaluation_config(options.name, recorded, epoch),
     )
     try:
         session_id, outcome = await run_session(store, settings, session_options, task=task.prompt)

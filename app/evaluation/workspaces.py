@@ -70,6 +70,11 @@ def _make_room(workspace: Path, repo: str | None, suite_dir: Path) -> Path | Non
     if repo is None:
         workspace.mkdir()
         return None
+    return repository_path(repo, suite_dir)
+
+
+def repository_path(repo: str, suite_dir: Path) -> Path:
+    """A task's ``repo``: absolute, or relative to the suite's directory."""
     path = Path(os.path.expanduser(repo))
     return path if path.is_absolute() else suite_dir / path
 

@@ -7,6 +7,7 @@ refused, and so is a bad suite."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from uuid import UUID
@@ -72,6 +73,11 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
     suite.write_text(SUITE.format(commit=commit, host_file=host_file))
     fake_llm.script(
         Reply(tool_calls=[tool_call("finish", message="done")]),
+        Reply(
+            tool_calls=[
+                tool_call("str_replace_editor", command="create", path="answer.txt", file_text="41")
+            ]
+        ),
         Reply(tool_calls=[tool_call("finish", message="41")]),
         Reply(tool_calls=[tool_call("execute_bash", command="ls")]),
     )
@@ -92,7 +98,7 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
     ]
     assert (tasks["hello"]["outcome"], tasks["sum"]["outcome"]) == ("finished", "finished")
     assert tasks["loop"]["outcome"] == "stopped"
-    assert len(fake_llm.requests) == 3
+    assert len(fake_llm.requests) == 4
 
     workspace = tmp_path / "data" / "evaluations" / "nightly" / "hello" / "epoch-1"
     assert (workspace / "version.txt").read_text() == "1\n"  # the commit, not HEAD
@@ -114,12 +120,12 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
         labels.append({name: e.payload["score_label"] for (name, _), e in latest.items()})
     assert labels == [
         {"finished": "pass", "cost": "unpriced", "steps": None, "check": "pass"},
-        {"finished": "pass", "answer": "fail", "cost": "unpriced", "steps": None, "check": "fail"},
+        {"finished": "pass", "answer": "fail", "cost": "unpriced", "steps": None, "check": "pass"},
         {"finished": "fail", "cost": "unpriced", "steps": None},
     ]
 
     check = latest_scores(await store.read(ids[1]))[("check", 1)]
-    assert check.payload["explanation"] == "`test -f answer.txt` exited 1"
+    assert check.payload["explanation"] == "`test -f answer.txt` exited 0"
     assert check.payload["evaluation_run"] == "nightly"
 
     again = chronicle("eval", "run", str(suite), "--name", "nightly", env=env)
@@ -133,6 +139,20 @@ async def test_a_suite_runs_as_recorded_sessions_and_is_scored(
         ["sum", "finished", "pass"],
         ["loop", "finished", "fail"],
     ]
+
+    # Offline: the sessions' workspaces are gone; the check runs on the final workspace
+    # rebuilt from the log (the start restored from the task's repository, the change applied).
+    shutil.rmtree(tmp_path / "data" / "evaluations")
+    fake_llm.stop()
+    checked = chronicle("eval", "score", "nightly", "--scorer", "check", env=env, timeout=240)
+    assert checked.returncode == 0, checked.stderr
+    assert [line.split()[1:4] for line in checked.stdout.splitlines()] == [
+        ["hello", "check", "pass"],
+        ["sum", "check", "pass"],  # answer.txt is only in the recorded change
+    ]
+    offline = latest_scores(await store.read(ids[0]))[("check", 2)]
+    assert offline.payload["score_label"] == "pass"
+    assert len(fake_llm.requests) == 4
 
 
 def test_a_bad_suite_runs_nothing(tmp_path: Path, app_database_url: str) -> None:

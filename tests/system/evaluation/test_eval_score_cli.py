@@ -77,9 +77,9 @@ async def test_what_cannot_be_used_is_said(
     store: EventStore, tmp_path: Path, app_database_url: str
 ) -> None:
     env = cli_environment(app_database_url, tmp_path)
-    unknown = chronicle("eval", "score", "nightly", "--scorer", "check", env=env)
+    unknown = chronicle("eval", "score", "nightly", "--scorer", "nope", env=env)
     assert unknown.returncode == 2
-    assert "error: no scorer named 'check'; the built-in scorers are" in unknown.stderr
+    assert "error: no scorer named 'nope'; the built-in scorers are" in unknown.stderr
 
     regex = chronicle("eval", "score", "nightly", "--answer", "regex:(", env=env)
     assert regex.returncode == 2
