@@ -39,6 +39,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
     replay.add_argument(
+        "--on-divergence",
+        choices=["stop", "fork"],
+        default="stop",
+        help="fork: at a divergence, fork the recorded session just before it and continue "
+        "live with the model (chronicle fork); stop (default): only report it",
+    )
+    replay.add_argument(
         "--agent-config",
         type=Path,
         metavar="FILE",
@@ -139,5 +146,30 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         except ReplayError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(result.model_dump_json(indent=2) if args.json else describe(result))
+        print(result.model_dump_json(indent=2) if args.json else describe(result))
+        if args.on_divergence == "fork" and result.divergence is not None:
+            code = await _fork_at_divergence(store, settings, args.session, result.divergence)
+            if code:
+                return code
     return 0 if result.matched else DIVERGED
+
+
+async def _fork_at_divergence(store: Any, settings: Settings, source: Any, divergence: Any) -> int:
+    """``--on-divergence fork``: fork the recording just before the divergence, run it live."""
+    from app.replay.fork import ForkError, fork_point
+    from app.sessions.fork import fork_session
+    from app.sessions.runner import SessionError, SessionOptions
+
+    try:
+        at = fork_point(await store.read(source), divergence)
+        fork, outcome, divergences = await fork_session(
+            store, settings, source, at, SessionOptions()
+        )
+    except (ForkError, SessionError) as exc:
+        print(f"error: cannot fork at the divergence: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"forked {source} at seq {at} into {fork}: {outcome}"
+        f"{f', {len(divergences)} environment divergence(s)' if divergences else ''}"
+    )
+    return 0

@@ -58,6 +58,29 @@ def prefix_of(events: list[RecordedEvent], at: int) -> list[RecordedEvent]:
     return prefix
 
 
+def fork_point(events: list[RecordedEvent], divergence: Any) -> int:
+    """Where ``--on-divergence fork`` cuts: just before the recorded event the divergence
+    points at (the model call a request or action divergence belongs to), or the whole
+    recording for a divergence past its end (``extra_call``, ``outcome``); moved back to the
+    nearest seq that is not between an action and its observation."""
+    calls = [e.seq for e in events if e.kind == "llm.call"]
+    recorded_seq = getattr(divergence, "recorded_seq", None)
+    step = getattr(divergence, "step", None)
+    if recorded_seq is not None:
+        at = recorded_seq - 1
+    elif step is not None and divergence.kind != "outcome" and 0 < step <= len(calls):
+        at = calls[step - 1] - 1
+    else:
+        at = events[-1].seq
+    while at > 1:
+        try:
+            prefix_of(events, at)
+            return at
+        except ForkError:
+            at -= 1
+    raise ForkError("the divergence is at the session's start: there is nothing to fork")
+
+
 def _typed(event: RecordedEvent) -> Event:
     return event.event()
 

@@ -173,3 +173,28 @@ async def test_chronicle_fork_from_the_command_line(
     bad = chronicle("fork", str(source), "--at", str(at - 1), env=env)
     assert bad.returncode == 1
     assert "falls between the run at seq" in bad.stderr and "fork at a seq after it" in bad.stderr
+
+
+async def test_replay_on_divergence_forks_just_before_it(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path, app_database_url: str
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "input.txt").write_text("first\n")
+    source, recorded = await _record(store, fake_llm, tmp_path, workspace)
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="live after the fork")]))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("You are a terse agent.\nWorkspace: {workspace}\n")
+    env = agent_environment(fake_llm, app_database_url, tmp_path)
+    done = chronicle(
+        "replay", str(source), "--system-prompt", str(prompt), "--on-divergence", "fork", env=env
+    )
+    assert done.returncode == 3, done.stdout + done.stderr  # the replay still diverged
+    first_call = next(e.seq for e in recorded if e.kind == "llm.call")
+    assert f"forked {source} at seq {first_call - 1} into " in done.stdout
+    assert ": finished" in done.stdout
+    fork = UUID(done.stdout.split(" into ")[1].split(":")[0])
+    events = await store.read(fork)
+    assert events[0].payload["forked_at"] == first_call - 1
+    assert any(e.kind == "finish" and e.payload["message"] == "live after the fork" for e in events)
+    assert (await store.verify(fork)).ok
