@@ -42,7 +42,12 @@ _GIT_ENV = {
     "GIT_OPTIONAL_LOCKS": "0",
     "LC_ALL": "C",
 }
-_GIT_FLAGS = ("-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.quotepath=off")
+#: A Docker sandbox's workspace belongs to the sandbox's uid: git skips its ownership check for an
+#: explicit GIT_DIR (how every command here runs), and safe.directory says so for any other.
+_GIT_FLAGS = (
+    *("-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.quotepath=off"),
+    *("-c", "safe.directory=*"),
+)
 
 
 class WorkspaceStateError(Exception):

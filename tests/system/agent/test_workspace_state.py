@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from app.events import WorkspaceSnapshot
+from app.events import WorkspaceFile, WorkspaceSnapshot
 from app.runtime.workspace_restore import restore
+from app.runtime.workspace_state import WorkspaceStateError, capture, final_diff
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
@@ -230,3 +231,41 @@ async def test_interrupted_run_still_records_its_change(
     [diff] = [e.payload for e in await store.read(session) if e.kind == "workspace.diff"]
     assert diff["reason"] == "interrupted"
     assert diff["changed"] == ["early.txt"] and "+early" in diff["diff"]
+
+
+async def test_a_hostile_repository_runs_nothing_and_a_hostile_snapshot_writes_nowhere(
+    tmp_path: Path,
+) -> None:
+    """The workspace repository's configuration names commands (a clean filter, an fsmonitor
+    hook) that git would run on `git add` / `git status` inside it; recording reads the
+    workspace through a git directory of its own, so neither runs. A snapshot from the log
+    naming a path outside the target is refused. (With `git add` run in the workspace's own
+    repository, the marker file would exist.)"""
+    workspace = tmp_path / "repo"
+    workspace.mkdir()
+    marker = tmp_path / "ran"
+    _git(workspace, "init", "-q")
+    _git(workspace, "config", "filter.evil.clean", f"touch {marker}; cat")
+    _git(workspace, "config", "core.fsmonitor", f"touch {marker}; true")
+    (workspace / ".gitattributes").write_text("* filter=evil\n")
+    (workspace / "a.txt").write_text("a\n")
+    # Owned by another uid, as a Docker sandbox's workspace is: still read.
+    for path in [workspace, *workspace.rglob("*")]:
+        os.chown(path, 10001, 10001, follow_symlinks=False)
+    snapshot, baseline = await capture(workspace, max_bytes=BUDGET)
+    assert baseline is not None
+    (workspace / "a.txt").write_text("b\n")
+    diff = await final_diff(baseline, reason="finished")
+    baseline.close()
+    assert not marker.exists()
+    assert snapshot.vcs == "git" and "b/a.txt" in snapshot.diff and diff.changed == ["a.txt"]
+
+    hostile = WorkspaceSnapshot(
+        vcs="none",
+        files=[WorkspaceFile(
+            path="../escaped.txt", type="file", size=1, sha256="", encoding="text", content="x"
+        )],
+    )  # fmt: skip
+    with pytest.raises(WorkspaceStateError, match="unsafe path"):
+        await restore(hostile, tmp_path / "target", repository=None)
+    assert not (tmp_path / "escaped.txt").exists()
