@@ -11,6 +11,7 @@ import asyncio
 import base64
 import os
 import shutil
+import tempfile
 from pathlib import Path, PurePosixPath
 
 from app.events.workspace import WorkspaceFile, WorkspaceSnapshot
@@ -78,10 +79,16 @@ async def restore(
                 f"the recorded start is commit {snapshot.commit} of a git repository, and "
                 f"{repository} is not one; pass the repository that holds it"
             )
-        await git(
-            ["clone", "-q", "--no-checkout", "--no-hardlinks", str(repository), str(target)],
-            git_dir=target / ".git", work_tree=None, timeout=timeout,
-        )  # fmt: skip
+        # A clone checks who owns the source (a Docker sandbox's workspace belongs to the
+        # sandbox's uid), and only a global config may vouch for it: one of ours, for this.
+        with tempfile.TemporaryDirectory(prefix="chronicle-git-") as scratch:
+            trusting = Path(scratch) / "gitconfig"
+            await asyncio.to_thread(trusting.write_text, "[safe]\n\tdirectory = *\n")
+            await git(
+                ["clone", "-q", "--no-checkout", "--no-hardlinks", str(repository), str(target)],
+                git_dir=target / ".git", work_tree=None, timeout=timeout,
+                global_config=trusting,
+            )  # fmt: skip
         if snapshot.branch:
             await git(["checkout", "-q", "-B", snapshot.branch, snapshot.commit], **run)  # type: ignore[arg-type]
         else:

@@ -82,9 +82,13 @@ async def git(
     timeout: float,
     stdin: bytes | None = None,
     index: Path | None = None,
+    global_config: Path | None = None,
 ) -> bytes:
-    """Run one git command against ``git_dir``; its stdout, or WorkspaceStateError."""
+    """Run one git command against ``git_dir``; its stdout, or WorkspaceStateError.
+    ``global_config``: a git config file of ours to read as the global one."""
     env = {**os.environ, **_GIT_ENV, "GIT_DIR": str(git_dir)}
+    if global_config is not None:
+        env["GIT_CONFIG_GLOBAL"] = str(global_config)
     env.pop("GIT_WORK_TREE", None)
     env.pop("GIT_INDEX_FILE", None)
     if work_tree is not None:

@@ -128,9 +128,18 @@ async def test_plain_directory_manifest_and_final_diff(
     assert (await store.verify(session)).ok
 
 
+@pytest.mark.parametrize("runtime", ["local", "docker"])
 async def test_git_repository_commit_branch_dirty_tree_and_final_diff(
-    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+    runtime: str,
+    request: pytest.FixtureRequest,
+    store: EventStore,
+    fake_llm: FakeLlmServer,
+    tmp_path: Path,
 ) -> None:
+    """The workspace is read from the host's path: the local jail's directory, or the Docker
+    sandbox's bind mount (whose files then belong to the sandbox's uid)."""
+    if runtime == "docker":
+        request.getfixturevalue("docker_ready")
     workspace = tmp_path / "repo"
     _fill(workspace)
     (workspace / ".gitignore").write_text("*.tmp\n")
@@ -146,7 +155,7 @@ async def test_git_repository_commit_branch_dirty_tree_and_final_diff(
     fake_llm.script(*CHANGES)
     settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
     session, outcome = await run_session(
-        store, settings, SessionOptions(workspace=workspace), task="change things"
+        store, settings, SessionOptions(workspace=workspace, runtime=runtime), task="change things"
     )
     assert outcome == "finished"
     snapshot, diff = await _recorded(store, session)

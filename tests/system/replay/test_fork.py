@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 from uuid import UUID
 
+import pytest
+
 from app.projections import SESSION_STATE, SessionState
 from app.sessions.fork import fork_session
 from app.sessions.runner import SessionOptions, run_session
@@ -36,12 +38,16 @@ def _git(repo: Path, *args: str) -> None:
 
 
 async def _record(
-    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path, workspace: Path
+    store: EventStore,
+    fake_llm: FakeLlmServer,
+    tmp_path: Path,
+    workspace: Path,
+    runtime: str = "local",
 ) -> tuple[UUID, list[RecordedEvent]]:
     fake_llm.script(*SOURCE)
     settings = settings_for(fake_llm, tmp_path, workspace_snapshot_max_bytes=BUDGET)
     session, outcome = await run_session(
-        store, settings, SessionOptions(workspace=workspace), task="look around"
+        store, settings, SessionOptions(workspace=workspace, runtime=runtime), task="look around"
     )
     assert outcome == "finished"
     return session, await store.read(session)
@@ -125,9 +131,18 @@ async def test_fork_a_plain_workspace_at_several_points(
     assert row is not None and row.forked_from == source
 
 
+@pytest.mark.parametrize("runtime", ["local", "docker"])
 async def test_fork_a_git_repository(
-    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+    runtime: str,
+    request: pytest.FixtureRequest,
+    store: EventStore,
+    fake_llm: FakeLlmServer,
+    tmp_path: Path,
 ) -> None:
+    """Recorded and forked in a local jail or in Docker (where the source's workspace then
+    belongs to the sandbox's uid, and the fork's clone must still read it)."""
+    if runtime == "docker":
+        request.getfixturevalue("docker_ready")
     workspace = tmp_path / "repo"
     workspace.mkdir()
     (workspace / "input.txt").write_text("first\n")
@@ -137,7 +152,7 @@ async def test_fork_a_git_repository(
     (workspace / "input.txt").write_text("first\n")
     (workspace / "untracked.txt").write_text("u\n")
     (workspace / "big.log").write_bytes(b"x" * (BUDGET + 1))
-    source, recorded = await _record(store, fake_llm, tmp_path, workspace)
+    source, recorded = await _record(store, fake_llm, tmp_path, workspace, runtime)
     outputs = _outputs(recorded)
     for number, output in enumerate(outputs[:2], start=1):
         _, events, forked = await _check_fork(
