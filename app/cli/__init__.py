@@ -136,9 +136,26 @@ def _printable_streams() -> None:
             reconfigure(errors="backslashreplace")
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse, also taking a trailing message after the options (``fork S --at 5 "msg"``,
+    ``resume S --workspace W "msg"``): argparse fills a subcommand's positionals from the
+    first run of them only, so without this the message after an option is refused."""
+    args, extra = parser.parse_known_args(argv)
+    if (
+        len(extra) == 1
+        and not extra[0].startswith("-")
+        and hasattr(args, "message")
+        and args.message is None
+    ):
+        args.message = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _printable_streams()
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
