@@ -9,14 +9,11 @@ each query must answer from the recorded events themselves, in Python, and compa
 from __future__ import annotations
 
 import asyncio
-import secrets
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from app.events import (
     AgentState,
@@ -34,7 +31,8 @@ from app.events import (
 )
 from app.events.llm import LlmResponse, LlmUsage
 from app.store import EventStore, RecordedEvent
-from tests.support.postgres import ServerAddress, database_name
+from tests.support.analyst_login import analyst_login
+from tests.support.postgres import ServerAddress
 
 ITERATION_LIMIT = "reached the iteration limit (3); raise --max-iterations and resume to continue"
 
@@ -42,24 +40,8 @@ ITERATION_LIMIT = "reached the iteration limit (3); raise --max-iterations and r
 @pytest.fixture
 def analyst_database_url(database_url: str, pg_address: ServerAddress) -> Iterator[str]:
     """A login that is a member of chronicle_analyst only, on this test's database."""
-    login = f"analyst_test_{uuid.uuid4().hex[:12]}"
-    password = secrets.token_urlsafe(18)
-    admin = pg_address.url("postgres")
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(
-            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {} IN ROLE chronicle_analyst").format(
-                sql.Identifier(login), sql.Literal(password)
-            )
-        )
-    try:
-        yield replace(pg_address, user=login, password=password).url(database_name(database_url))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (login,),
-            )
-            connection.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(login)))
+    with analyst_login(database_url, pg_address) as url:
+        yield url
 
 
 @dataclass

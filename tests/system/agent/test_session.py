@@ -9,43 +9,14 @@ from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
-
-FIX_A_SCRIPT = [
-    Reply(
-        tool_calls=[
-            tool_call(
-                "str_replace_editor", command="create", path="hello.py", file_text="print(1/0)\n"
-            )
-        ]
-    ),
-    Reply(tool_calls=[tool_call("execute_bash", command="python3 hello.py")]),
-    Reply(
-        content="Division by zero; fixing it.",
-        tool_calls=[
-            tool_call(
-                "str_replace_editor",
-                command="str_replace",
-                path="hello.py",
-                old_str="1/0",
-                new_str="'hello'",
-            )
-        ],
-    ),
-    Reply(tool_calls=[tool_call("execute_bash", command="python3 hello.py")]),
-    Reply(tool_calls=[tool_call("finish", message="hello.py prints hello")]),
-]
+from tests.support.recordings import record
 
 
 async def test_write_run_fail_fix_run_finish(
     store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
 ) -> None:
-    fake_llm.script(*FIX_A_SCRIPT)
+    session = await record(store, fake_llm, tmp_path)  # asserts the run finished
     workspace = tmp_path / "ws"
-    session, outcome = await run_session(
-        store, settings_for(fake_llm, tmp_path), SessionOptions(workspace=workspace),
-        task="Write hello.py that prints hello, and run it.",
-    )  # fmt: skip
-    assert outcome == "finished"
     assert (workspace / "hello.py").read_text() == "print('hello')\n"
     events = await store.read(session)
     kinds = [e.kind for e in events]
