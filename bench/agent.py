@@ -13,18 +13,16 @@ rebuilt into the agent's messages.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-
-import asyncpg
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -41,12 +39,13 @@ from app.store import EventStore
 from bench.harness import (
     BenchDatabase,
     Measurement,
-    bench_database,
+    bench_arguments,
+    command_line,
     interleave,
+    measured_on_database,
     median,
     ratio_row,
     report,
-    this_machine,
 )
 
 STEPS = 200
@@ -82,18 +81,17 @@ class InstantModel(LlmGateway):
         return 0.0
 
 
-async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]:
-    """(full-loop steps/s, median ms from an observation being recorded to the next action
-    being recorded: the controller's own share of a step)."""
-    session = uuid.uuid4()
-    runtime = LocalRuntime(root / "ws")
+async def instant_live_run(
+    store: EventStore, session: uuid.UUID, workspace: Path, model: InstantModel
+) -> float:
+    """Seconds the live loop (controller, executor, a local sandbox in ``workspace``) takes to
+    run ``session`` (its opening events already appended) with ``model`` until it finishes."""
+    runtime = LocalRuntime(workspace)
     await runtime.start()
     await runtime.wait_ready(30)
     executor = asyncio.create_task(Executor(store, session, runtime).run())
     try:
-        model = InstantModel(store, STEPS)
-        await model.load_client()  # once per process in a real run, while the sandbox starts
-        agent = CodeActAgent(model, str(root / "ws"))
+        agent = CodeActAgent(model, str(workspace))
         controller = AgentController(
             store,
             session,
@@ -101,7 +99,6 @@ async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]
             limits=Limits(max_iterations=STEPS + 10),
             stuck=StuckConfig(enabled=False),
         )
-        await store.append(session, [Message(content="run true many times")])
         started = time.perf_counter()
         outcome = await controller.run()
         elapsed = time.perf_counter() - started
@@ -110,6 +107,17 @@ async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]
         executor.cancel()
         await asyncio.gather(executor, return_exceptions=True)
         await runtime.close()
+    return elapsed
+
+
+async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]:
+    """(full-loop steps/s, median ms from an observation being recorded to the next action
+    being recorded: the controller's own share of a step)."""
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="run true many times")])
+    model = InstantModel(store, STEPS)
+    await model.load_client()  # once per process in a real run, while the sandbox starts
+    elapsed = await instant_live_run(store, session, root / "ws", model)
     events = await store.read(session)
     reactions = []
     for index, event in enumerate(events):
@@ -205,27 +213,12 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
     return [controller, loop, rebuild]
 
 
-async def _postgres_version(url: str) -> str:
-    connection = await asyncpg.connect(url)
-    try:
-        version: str = await connection.fetchval("SHOW server_version")
-        return version
-    finally:
-        await connection.close()
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
-    parser.add_argument("--rounds", type=int, default=5, help="measured rounds")
-    args = parser.parse_args(argv)
-    with bench_database(args.url) as database:
-        machine = this_machine(asyncio.run(_postgres_version(database.admin)))
-        rows = asyncio.run(run(database, args.rounds))
+    args = bench_arguments(__doc__, rounds=5).parse_args(argv)
+    machine, rows = measured_on_database(args.url, partial(run, rounds=args.rounds))
     title = "Agent (baseline: raw single-event appends per second, interleaved rounds)"
     how = (
-        f"python -m bench.agent --rounds {args.rounds}; {args.rounds} measured rounds after 1"
+        command_line("agent", args) + f"; {args.rounds} measured rounds after 1"
         f" warm-up, {RAW_APPENDS} single-event appends (median latency as a rate) and a"
         f" {STEPS}-step run alternating; controller rate = 1 / median reaction of a run;"
         " medians and ranges over the rounds, ratio = median of per-round ratios"

@@ -14,7 +14,6 @@ Without --url a throwaway embedded PostgreSQL is started, so your data is never 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import importlib.util
 import json
@@ -43,12 +42,13 @@ from bench.harness import (
     BenchDatabase,
     Measurement,
     Stopwatch,
-    bench_database,
+    bench_arguments,
+    command_line,
     interleave,
+    measured_on_database,
     percentile,
     ratio_row,
     report,
-    this_machine,
 )
 
 RAW_TABLE = """
@@ -423,30 +423,13 @@ async def run(database: BenchDatabase, rounds: int, only: set[str]) -> list[Meas
     return rows
 
 
-async def _postgres_version(url: str) -> str:
-    connection = await asyncpg.connect(url)
-    try:
-        version: str = await connection.fetchval("SHOW server_version")
-        return version
-    finally:
-        await connection.close()
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="print results as JSON")
-    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
-    parser.add_argument("--rounds", type=int, default=7, help="measured rounds per figure")
-    parser.add_argument("--only", nargs="+", choices=FIGURES, help="measure only these figures")
-    args = parser.parse_args(argv)
+    args = bench_arguments(__doc__, rounds=7, figures=FIGURES).parse_args(argv)
     only = set(args.only or FIGURES)
-    with bench_database(args.url) as database:
-        machine = this_machine(asyncio.run(_postgres_version(database.admin)))
-        rows = asyncio.run(run(database, args.rounds, only))
+    machine, rows = measured_on_database(args.url, partial(run, rounds=args.rounds, only=only))
     title = "Event store (baselines on the same server, interleaved rounds in one run)"
     how = (
-        f"python -m bench.eventstore --rounds {args.rounds}"
-        + (f" --only {' '.join(sorted(only))}" if args.only else "")
+        command_line("eventstore", args)
         + f"; {args.rounds} measured rounds after 1 warm-up, baseline and Chronicle alternating;"
         " medians, ranges over the rounds, ratio = median of per-round ratios; latencies pooled"
         " over the rounds from the return of the send to the other process"

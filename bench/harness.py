@@ -1,4 +1,5 @@
-"""Shared benchmark plumbing: interleaved rounds, the machine, a throwaway PostgreSQL, the table.
+"""Shared benchmark plumbing: interleaved rounds, the machine, a throwaway PostgreSQL, the
+command line, the table.
 
 A shared 2-core machine is noisy: a neighbour's test run can halve a measurement for a few
 seconds. So a baseline and Chronicle are never measured one after the other in blocks; they
@@ -16,13 +17,15 @@ which way is better).
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import platform
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -241,6 +244,51 @@ def throwaway_database(url: str | None) -> Iterator[str]:
     """``bench_database``, as its superuser's URL."""
     with bench_database(url) as database:
         yield database.admin
+
+
+def postgres_version(url: str) -> str:
+    """The server's version, for the machine line."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        row = connection.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "unknown"
+
+
+def measured_on_database(
+    url: str | None, run: Callable[[BenchDatabase], Coroutine[Any, Any, list[Measurement]]]
+) -> tuple[Machine, list[Measurement]]:
+    """``run`` on a throwaway migrated database (``bench_database``), and the machine it ran on
+    (the server's version included)."""
+    with bench_database(url) as database:
+        machine = this_machine(postgres_version(database.admin))
+        rows = asyncio.run(run(database))
+    return machine, rows
+
+
+# -- the command line ---------------------------------------------------------------------
+
+
+def bench_arguments(
+    doc: str | None, *, rounds: int | None = None, figures: Sequence[str] = ()
+) -> argparse.ArgumentParser:
+    """The options the database benchmarks share: --json and --url; --rounds when the
+    benchmark measures in rounds (``rounds`` is its default); --only when it has ``figures``."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print results as JSON")
+    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
+    if rounds is not None:
+        parser.add_argument("--rounds", type=int, default=rounds, help="measured rounds per figure")
+    if figures:
+        parser.add_argument("--only", nargs="+", choices=figures, help="measure only these figures")
+    return parser
+
+
+def command_line(name: str, args: argparse.Namespace) -> str:
+    """How the run was started (its rounds and figures), for the table's "how" line."""
+    line = f"python -m bench.{name} --rounds {args.rounds}"
+    only = getattr(args, "only", None)
+    return line + (f" --only {' '.join(sorted(set(only)))}" if only else "")
 
 
 # -- the table ----------------------------------------------------------------------------

@@ -12,7 +12,6 @@ each replay. Every replay must match, with 0 model calls; no sandbox runs during
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import resource
@@ -27,8 +26,6 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.agent.codeact import CodeActAgent
-from app.agent.controller import AgentController, Limits
-from app.agent.stuck import StuckConfig
 from app.config import Settings
 from app.events import (
     AgentState,
@@ -41,13 +38,10 @@ from app.events import (
 )
 from app.llm import LlmConfig, LlmGateway
 from app.replay import replay
-from app.runtime import LocalRuntime
-from app.runtime.executor import Executor
 from app.store import EventStore, RecordedEvent
-from bench.agent import InstantModel
-from bench.harness import Measurement, report, throwaway_database
+from bench.agent import STEPS, InstantModel, instant_live_run
+from bench.harness import Measurement, bench_arguments, report, throwaway_database
 
-STEPS = 200
 LONG = 1000
 
 
@@ -73,32 +67,12 @@ async def record_live(store: EventStore, root: Path) -> tuple[uuid.UUID, float]:
     """A STEPS-step session through the live loop; (its id, steps/s)."""
     session = uuid.uuid4()
     workspace = root / "ws"
-    runtime = LocalRuntime(workspace)
-    await runtime.start()
-    await runtime.wait_ready(30)
     await store.append(
         session,
         [created("openai/instant", str(workspace), STEPS + 10), Message(content="run true")],
         expected_seq=0,
     )
-    executor = asyncio.create_task(Executor(store, session, runtime).run())
-    try:
-        agent = CodeActAgent(InstantModel(store, STEPS), str(workspace))
-        controller = AgentController(
-            store,
-            session,
-            agent,
-            limits=Limits(max_iterations=STEPS + 10),
-            stuck=StuckConfig(enabled=False),
-        )
-        started = time.perf_counter()
-        outcome = await controller.run()
-        elapsed = time.perf_counter() - started
-        assert outcome == "finished", outcome
-    finally:
-        executor.cancel()
-        await asyncio.gather(executor, return_exceptions=True)
-        await runtime.close()
+    elapsed = await instant_live_run(store, session, workspace, InstantModel(store, STEPS))
     return session, (STEPS + 1) / elapsed
 
 
@@ -198,9 +172,7 @@ async def run(url: str, long: int) -> tuple[list[Measurement], dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
+    parser = bench_arguments(__doc__)
     parser.add_argument("--long", type=int, default=LONG, help="also replay this many steps")
     args = parser.parse_args(argv)
     with throwaway_database(args.url) as url:
