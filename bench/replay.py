@@ -72,7 +72,9 @@ async def record_live(store: EventStore, root: Path) -> tuple[uuid.UUID, float]:
         [created("openai/instant", str(workspace), STEPS + 10), Message(content="run true")],
         expected_seq=0,
     )
-    elapsed = await instant_live_run(store, session, workspace, InstantModel(store, STEPS))
+    model = InstantModel(store, STEPS)
+    await model.load_client()  # as bench.agent: a real run loads it while the sandbox starts
+    elapsed = await instant_live_run(store, session, workspace, model)
     return session, (STEPS + 1) / elapsed
 
 
