@@ -1,0 +1,197 @@
+"""An evaluation run's report and the comparison of two runs, from its sessions' rows
+(``app/store/evaluation_results.py``); pure, so the numbers are tested without a database.
+
+Counting: every session (task x epoch) is one trial. The pass rate is passed sessions over
+sessions, which is pass@1 averaged over epochs, with Wilson's 95% interval over the
+sessions. ``pass_at_k`` is the share of tasks passed in at least one of their epochs,
+``pass_hat_k`` (pass^k) the share passed in every epoch; with one epoch both equal the pass
+rate. A session passes when every verdict that counts on it (label pass / fail / error) is a
+pass, as ``chronicle eval run`` decides. In a comparison a task counts as passed in a run
+when it passed in more than half of its epochs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from decimal import Decimal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.evaluation.statistics import Interval, difference_interval, wilson_interval
+from app.store.evaluation_results import EvaluationRow
+
+VERDICTS = ("pass", "fail", "error")
+
+
+def session_passed(labels: dict[str, str | None]) -> bool:
+    """At least one verdict, and all of them pass."""
+    verdicts = [label for label in labels.values() if label in VERDICTS]
+    return bool(verdicts) and all(label == "pass" for label in verdicts)
+
+
+class SessionResult(BaseModel):
+    """One task x epoch (the ``tasks`` entries of ``--json``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    epoch: int
+    passed: bool
+    session_id: UUID
+    status: str | None
+    cost_usd: Decimal | None
+    steps: int
+
+
+class TaskSummary(BaseModel):
+    """One task over its epochs (a row of the per-task table)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    epochs: int
+    passed: int
+    cost_usd: Decimal | None
+    steps: int
+    session_ids: list[UUID]
+
+
+class Report(BaseModel):
+    """What ``chronicle eval report`` prints."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: str
+    total: int
+    passed: int
+    pass_rate: float
+    interval: Interval
+    epochs: int
+    pass_at_k: float
+    pass_hat_k: float
+    cost_usd: Decimal | None
+    #: sessions whose model calls had no price (their cost is left out of ``cost_usd``)
+    unpriced_sessions: int
+    steps: int
+    statuses: dict[str, int]
+    task_table: list[TaskSummary]
+    tasks: list[SessionResult]
+
+
+def build_report(run: str, rows: Sequence[EvaluationRow]) -> Report:
+    """The report of a run's sessions (a session not run from a suite is its own task,
+    named by its session id)."""
+    results = [
+        SessionResult(
+            id=row.task_id or str(row.session_id),
+            epoch=row.epoch or 1,
+            passed=session_passed(row.labels),
+            session_id=row.session_id,
+            status=row.status,
+            cost_usd=row.cost_usd,
+            steps=row.steps,
+        )
+        for row in rows
+    ]
+    results.sort(key=lambda r: (r.epoch, r.id))
+    by_task: dict[str, list[SessionResult]] = {}
+    for result in sorted(results, key=lambda r: (r.id, r.epoch)):
+        by_task.setdefault(result.id, []).append(result)
+    table = [
+        TaskSummary(
+            id=task,
+            epochs=len(runs),
+            passed=sum(r.passed for r in runs),
+            cost_usd=_total(r.cost_usd for r in runs),
+            steps=sum(r.steps for r in runs),
+            session_ids=[r.session_id for r in runs],
+        )
+        for task, runs in by_task.items()
+    ]
+    passed = sum(r.passed for r in results)
+    statuses: dict[str, int] = {}
+    for result in results:
+        statuses[result.status or "unknown"] = statuses.get(result.status or "unknown", 0) + 1
+    return Report(
+        run=run,
+        total=len(results),
+        passed=passed,
+        pass_rate=passed / len(results) if results else 0.0,
+        interval=wilson_interval(passed, len(results)),
+        epochs=max((t.epochs for t in table), default=0),
+        pass_at_k=_share(table, lambda t: t.passed > 0),
+        pass_hat_k=_share(table, lambda t: t.passed == t.epochs),
+        cost_usd=_total(r.cost_usd for r in results),
+        unpriced_sessions=sum(r.cost_usd is None for r in results),
+        steps=sum(r.steps for r in results),
+        statuses=dict(sorted(statuses.items())),
+        task_table=table,
+        tasks=results,
+    )
+
+
+def _share(table: Sequence[TaskSummary], test: Callable[[TaskSummary], bool]) -> float:
+    return sum(1 for t in table if test(t)) / len(table) if table else 0.0
+
+
+def _total(costs: Iterable[Decimal | None]) -> Decimal | None:
+    """The sum of the known costs (None: none was known)."""
+    known = [c for c in costs if c is not None]
+    return sum(known, Decimal(0)) if known else None
+
+
+class Comparison(BaseModel):
+    """What ``chronicle eval compare A B`` prints: the flip table (task ids), both pass rates
+    with their intervals, the difference (B - A) with Newcombe's interval, and the cost and
+    step deltas (B - A)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_a: str
+    run_b: str
+    newly_passing: list[str]
+    regressed: list[str]
+    both: list[str]
+    neither: list[str]
+    only_a: list[str]
+    only_b: list[str]
+    pass_rate_a: float
+    interval_a: Interval
+    pass_rate_b: float
+    interval_b: Interval
+    difference: float
+    difference_interval: Interval
+    cost_delta_usd: Decimal | None
+    steps_delta: int
+
+
+def task_passed(task: TaskSummary) -> bool:
+    """Passed in more than half of its epochs."""
+    return 2 * task.passed > task.epochs
+
+
+def compare(a: Report, b: Report) -> Comparison:
+    """Run B against run A, task by task (tasks are matched by id)."""
+    in_a = {t.id: task_passed(t) for t in a.task_table}
+    in_b = {t.id: task_passed(t) for t in b.task_table}
+    common = sorted(in_a.keys() & in_b.keys())
+    cost_delta = None if a.cost_usd is None or b.cost_usd is None else b.cost_usd - a.cost_usd
+    return Comparison(
+        run_a=a.run,
+        run_b=b.run,
+        newly_passing=[t for t in common if in_b[t] and not in_a[t]],
+        regressed=[t for t in common if in_a[t] and not in_b[t]],
+        both=[t for t in common if in_a[t] and in_b[t]],
+        neither=[t for t in common if not in_a[t] and not in_b[t]],
+        only_a=sorted(in_a.keys() - in_b.keys()),
+        only_b=sorted(in_b.keys() - in_a.keys()),
+        pass_rate_a=a.pass_rate,
+        interval_a=a.interval,
+        pass_rate_b=b.pass_rate,
+        interval_b=b.interval,
+        difference=b.pass_rate - a.pass_rate,
+        difference_interval=difference_interval(a.passed, a.total, b.passed, b.total),
+        cost_delta_usd=cost_delta,
+        steps_delta=b.steps - a.steps,
+    )
