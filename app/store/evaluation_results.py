@@ -19,13 +19,13 @@ SELECT s.session_id, s.status, s.steps, s.cost_usd,
        (COALESCE((
            SELECT jsonb_object_agg(latest.name, latest.label)
            FROM (
-               SELECT DISTINCT ON (score.payload->>'name')
-                      score.payload->>'name' AS name, score.payload->>'score_label' AS label
-               FROM events score
-               WHERE score.session_id = s.session_id AND score.kind = 'eval.score'
-               ORDER BY score.payload->>'name',
-                        (COALESCE((score.payload->>'scorer_version')::int, 1) DESC,
-                        score.seq DESC
+               SELECT DISTINCT ON (e.payload->>'name')
+                      e.payload->>'name' AS name, e.payload->>'score_label' AS label
+               FROM events e
+               WHERE e.session_id = s.session_id AND e.kind = 'eval.score'
+               ORDER BY e.payload->>'name',
+                        COALESCE((e.payload->>'scorer_version')::int, 1) DESC,
+                        e.seq DESC
            ) latest
        ), '{}'::jsonb))::text AS labels
 FROM session_state s

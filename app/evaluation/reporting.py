@@ -1,0 +1,27 @@
+"""Reading a run's report from the store: brings ``session_state`` up to date, then builds
+the report from the run's sessions and the scores that count on them."""
+
+from __future__ import annotations
+
+from app.evaluation.report import Report, build_report
+from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
+from app.store import EventStore
+from app.store.evaluation_results import evaluation_run_results
+
+
+class ReportError(LookupError):
+    """No report can be made; the message says why and what to do."""
+
+
+async def run_report(
+    store: EventStore, run: str, config: ProjectionsConfig | None = None
+) -> Report:
+    """The report of the evaluation run named ``run``."""
+    await bring_up_to_date(store, SessionState(), config)
+    rows = await evaluation_run_results(store, run)
+    if not rows:
+        raise ReportError(
+            f"no evaluation run is named {run!r}; `chronicle sessions` lists sessions, "
+            "with their evaluation run"
+        )
+    return build_report(run, rows)
