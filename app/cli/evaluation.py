@@ -1,7 +1,9 @@
-"""`chronicle eval score RUN|SESSION...`: score recorded sessions again, without the model.
+"""`chronicle eval run|score|report|compare`: run a suite, score recorded sessions again
+without the model, report a run, compare two runs.
 
 Exit codes: 0 when every session was scored, 1 when one could not be (the others are scored
-and printed), 2 for options that cannot be used (an unknown scorer, a bad suite).
+and printed; report and compare: a run of that name has no session), 2 for options that
+cannot be used (an unknown scorer, a bad suite).
 """
 
 from __future__ import annotations
@@ -79,11 +81,76 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
 
+    report = actions.add_parser(
+        "report",
+        help="a run's pass rate (95%% interval), per-task table, cost and step totals",
+        description="Report an evaluation run from its recorded sessions and the scores that "
+        "count on them (the newest per scorer). Every task x epoch is one trial: the pass "
+        "rate is pass@1 averaged over epochs, with Wilson's 95%% interval; pass@k and pass^k "
+        "are the shares of tasks passed in at least one and in every epoch.",
+    )
+    report.add_argument("run_name", metavar="RUN", help="the evaluation run's name")
+    report.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    compare = actions.add_parser(
+        "compare",
+        help="run B against run A: the flip table, pass rates and their difference",
+        description="Compare two evaluation runs task by task (a task passes a run when it "
+        "passed in more than half of its epochs): newly passing, regressed, both, neither; "
+        "both pass rates with Wilson's 95%% interval and the difference B - A with "
+        "Newcombe's interval; cost and step deltas.",
+    )
+    compare.add_argument("run_a", metavar="RUN_A", help="the baseline run")
+    compare.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
+    compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.eval_command == "run":
         return await run_suite_command(args, settings)
+    if args.eval_command == "report":
+        return await report_command(args, settings)
+    if args.eval_command == "compare":
+        return await compare_command(args, settings)
     return await score(args, settings)
+
+
+async def report_command(args: argparse.Namespace, settings: Settings) -> int:
+    from app.evaluation.report_text import report_lines
+    from app.evaluation.reporting import ReportError, run_report
+
+    async with await open_store(settings) as store:
+        try:
+            report = await run_report(store, args.run_name, settings.projections_config())
+        except ReportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    if args.json:
+        print(report.model_dump_json())
+    else:
+        print("\n".join(report_lines(report)))
+    return 0
+
+
+async def compare_command(args: argparse.Namespace, settings: Settings) -> int:
+    from app.evaluation.report import compare
+    from app.evaluation.report_text import comparison_lines
+    from app.evaluation.reporting import ReportError, run_report
+
+    async with await open_store(settings) as store:
+        try:
+            config = settings.projections_config()
+            a = await run_report(store, args.run_a, config)
+            b = await run_report(store, args.run_b, config)
+        except ReportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    comparison = compare(a, b)
+    if args.json:
+        print(comparison.model_dump_json())
+    else:
+        print("\n".join(comparison_lines(comparison)))
+    return 0
 
 
 async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int:

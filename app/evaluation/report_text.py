@@ -1,0 +1,72 @@
+"""A report and a comparison as the terminal shows them (``--json`` prints the models)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from app.evaluation.report import Comparison, Report
+from app.evaluation.statistics import Interval
+
+
+def _rate(rate: float, interval: Interval) -> str:
+    confidence = f"{interval.confidence:.0%}"
+    return f"{rate:.1%} ({confidence} CI {interval.low:.1%} to {interval.high:.1%})"
+
+
+def _usd(cost: Decimal | None) -> str:
+    return "-" if cost is None else f"${cost.normalize():f}"
+
+
+def report_lines(report: Report) -> list[str]:
+    """The summary, the per-task table and the totals."""
+    lines = [
+        f"{report.run}: {report.passed} of {report.total} sessions passed, "
+        f"pass rate {_rate(report.pass_rate, report.interval)}",
+    ]
+    if report.epochs > 1:
+        lines.append(
+            f"epochs: {report.epochs}; the pass rate is pass@1 averaged over epochs "
+            f"(each task x epoch a trial); pass@{report.epochs} {report.pass_at_k:.1%}, "
+            f"pass^{report.epochs} {report.pass_hat_k:.1%}"
+        )
+    width = max([4, *(len(t.id) for t in report.task_table)])
+    lines.append("")
+    lines.append(f"{'task':<{width}}  epochs  passed  {'cost':>10}  {'steps':>5}  sessions")
+    for task in report.task_table:
+        sessions = " ".join(str(s) for s in task.session_ids)
+        lines.append(
+            f"{task.id:<{width}}  {task.epochs:>6}  {task.passed:>6}  "
+            f"{_usd(task.cost_usd):>10}  {task.steps:>5}  {sessions}"
+        )
+    unpriced = (
+        f" ({report.unpriced_sessions} sessions unpriced)" if report.unpriced_sessions else ""
+    )
+    ended = ", ".join(f"{status} {n}" for status, n in report.statuses.items())
+    lines += ["", f"cost {_usd(report.cost_usd)}{unpriced}, steps {report.steps}; ended: {ended}"]
+    return lines
+
+
+def comparison_lines(comparison: Comparison) -> list[str]:
+    """Both pass rates, their difference and the flip table."""
+    a, b = comparison.run_a, comparison.run_b
+    difference = comparison.difference_interval
+    cost = "-" if comparison.cost_delta_usd is None else f"{comparison.cost_delta_usd:+f}"
+    lines = [
+        f"A {a}: pass rate {_rate(comparison.pass_rate_a, comparison.interval_a)}",
+        f"B {b}: pass rate {_rate(comparison.pass_rate_b, comparison.interval_b)}",
+        f"B - A: {comparison.difference:+.1%} ({difference.confidence:.0%} CI "
+        f"{difference.low:+.1%} to {difference.high:+.1%}); cost {cost} USD, "
+        f"steps {comparison.steps_delta:+d}",
+        "",
+    ]
+    for title, tasks in (
+        ("newly passing (failed in A, passed in B)", comparison.newly_passing),
+        ("regressed (passed in A, failed in B)", comparison.regressed),
+        ("both passed", comparison.both),
+        ("neither passed", comparison.neither),
+        (f"only in A ({a})", comparison.only_a),
+        (f"only in B ({b})", comparison.only_b),
+    ):
+        if tasks or not title.startswith("only"):
+            lines.append(f"{title}: {len(tasks)}" + (f"  {' '.join(tasks)}" if tasks else ""))
+    return lines
