@@ -10,6 +10,7 @@ action workers — ``drive`` runs them exactly as it runs a live session's. It e
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from typing import Any
@@ -38,8 +39,12 @@ from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
 from app.replay.recording import Recording, RecordingError, Segment, read_recording
 from app.store import EventStore, RecordedEvent
 from app.store.action_worker import ActionWorker
+from app.store.session_claims import claim_session
 
 __all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
+
+#: The cancellation message of a replay whose database went away.
+DATABASE_GONE = "the database went away"
 
 BUILTIN_NAMES = [tool["function"]["name"] for tool in BUILTIN_TOOLS]
 
@@ -127,9 +132,7 @@ async def replay(
         ],
         expected_seq=0,
     )
-    outcome = await _run_segments(
-        store, replay_id, recording, progress, agent, agent_config, limits
-    )
+    outcome = await _claimed_run(store, replay_id, recording, progress, agent, agent_config, limits)
     matched = progress.divergence is None and not progress.differences
     result = ReplayResult(
         session_id=replay_id,
@@ -151,6 +154,40 @@ async def replay(
         [ReplayResultEvent.model_validate(result.model_dump(mode="json", exclude={"session_id"}))],
     )
     return result
+
+
+async def _claimed_run(
+    store: EventStore,
+    replay_id: UUID,
+    recording: Recording,
+    progress: ReplayProgress,
+    agent: CodeActAgent,
+    agent_config: AgentConfig,
+    limits: Limits,
+) -> str | None:
+    """``_run_segments`` holding the replay session's claim, as a live run holds its own, so
+    a reader sees the replay ``running`` (not ``interrupted``) until it ends; a database that
+    goes away mid-replay stops it with a ``ReplayError``."""
+    this = asyncio.current_task()
+    assert this is not None
+    lost = asyncio.Event()
+
+    def database_gone() -> None:
+        lost.set()
+        this.cancel(DATABASE_GONE)
+
+    try:
+        async with claim_session(store, replay_id, on_lost=database_gone):
+            return await _run_segments(
+                store, replay_id, recording, progress, agent, agent_config, limits
+            )
+    except asyncio.CancelledError:
+        if not lost.is_set():
+            raise
+        this.uncancel()
+        raise ReplayError(
+            f"{DATABASE_GONE} while replay {replay_id} ran; run the replay again"
+        ) from None
 
 
 def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
