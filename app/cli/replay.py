@@ -148,14 +148,19 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             return 1
         print(result.model_dump_json(indent=2) if args.json else describe(result))
         if args.on_divergence == "fork" and result.divergence is not None:
-            code = await _fork_at_divergence(store, settings, args.session, result.divergence)
+            code = await _fork_at_divergence(
+                store, settings, args.session, result.divergence, config
+            )
             if code:
                 return code
     return 0 if result.matched else DIVERGED
 
 
-async def _fork_at_divergence(store: Any, settings: Settings, source: Any, divergence: Any) -> int:
-    """``--on-divergence fork``: fork the recording just before the divergence, run it live."""
+async def _fork_at_divergence(
+    store: Any, settings: Settings, source: Any, divergence: Any, agent_config: Any
+) -> int:
+    """``--on-divergence fork``: fork the recording just before the divergence, run it live
+    with the replay's overrides (system prompt, tools, iterations, model parameters)."""
     from app.replay.fork import ForkError, fork_point
     from app.sessions.fork import fork_session
     from app.sessions.runner import SessionError, SessionOptions
@@ -163,7 +168,7 @@ async def _fork_at_divergence(store: Any, settings: Settings, source: Any, diver
     try:
         at = fork_point(await store.read(source), divergence)
         fork, outcome, divergences = await fork_session(
-            store, settings, source, at, SessionOptions()
+            store, settings, source, at, SessionOptions(), agent_config=agent_config
         )
     except (ForkError, SessionError) as exc:
         print(f"error: cannot fork at the divergence: {exc}", file=sys.stderr)

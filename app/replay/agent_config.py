@@ -29,6 +29,17 @@ class AgentConfig(BaseModel):
     model_params: dict[str, Any] = Field(default_factory=dict)
     stuck_detection: bool | None = None
 
+    def over(self, recorded: dict[str, Any] | None) -> AgentConfig:
+        """These overrides on top of ``recorded`` ones (the ``agent_config`` a replay or a fork
+        recorded in its ``session.created``): what is set here wins, model parameters merge."""
+        if not recorded:
+            return self
+        base = AgentConfig.model_validate(recorded)
+        mine = self.model_dump(exclude_defaults=True)
+        merged = {**base.model_dump(), **mine}
+        merged["model_params"] = {**base.model_params, **self.model_params}
+        return AgentConfig.model_validate(merged)
+
     def llm_overrides(self) -> dict[str, Any]:
         """``model_params`` as gateway settings; ``ValueError`` names an unknown one."""
         unknown = sorted(set(self.model_params) - set(MODEL_PARAMS))

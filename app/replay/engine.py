@@ -16,7 +16,7 @@ import uuid
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits
@@ -89,7 +89,6 @@ async def replay(
     """Replay ``session_id`` (see the module) and return how it went; ``ReplayError`` when
     the session cannot be replayed (no session, not started by a run, ...)."""
     started = time.monotonic()
-    agent_config = agent_config or AgentConfig()
     events = await store.read(session_id)
     if not events:
         raise ReplayError(f"there is no session {session_id}; `chronicle sessions` lists them")
@@ -97,6 +96,11 @@ async def replay(
         recording = read_recording(events)
     except RecordingError as exc:
         raise ReplayError(str(exc)) from None
+    # A fork made by `--on-divergence fork` ran live with the overrides it recorded.
+    try:
+        agent_config = (agent_config or AgentConfig()).over(recording.config.get("agent_config"))
+    except ValidationError as exc:
+        raise ReplayError(f"the recorded agent_config cannot be used: {exc}") from None
     if agent_config.agent != CodeActAgent.name:
         raise ReplayError(
             f"there is no agent {agent_config.agent!r}; the agents are: {CodeActAgent.name}"

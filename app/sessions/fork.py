@@ -3,7 +3,8 @@
 The recorded start of the source's workspace is restored into a fresh directory, the copied
 sandbox actions are run again there (what the environment answers differently is recorded
 as ``environment.divergence``), and the fork is then resumed like any session, with the real
-model, with an optional new message.
+model, with an optional new message (and, from ``chronicle replay --on-divergence fork``, the
+replay's agent overrides).
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ from __future__ import annotations
 import os
 import uuid
 from pathlib import Path
+from typing import Any
 from uuid import UUID
+
+from pydantic import ValidationError
 
 from app.agent.controller import Outcome
 from app.config import Settings
 from app.events import WorkspaceSnapshot
+from app.replay.agent_config import AgentConfig
 from app.replay.fork import (
     EnvironmentDivergence,
     ForkError,
@@ -40,8 +45,12 @@ async def fork_session(
     *,
     message: str | None = None,
     fork_id: UUID | None = None,
+    agent_config: AgentConfig | None = None,
 ) -> tuple[UUID, Outcome, list[EnvironmentDivergence]]:
-    """Fork ``source`` at seq ``at`` and run the fork until it ends or needs the user."""
+    """Fork ``source`` at seq ``at`` and run the fork until it ends or needs the user.
+
+    ``agent_config`` (a replay's overrides, for ``--on-divergence fork``) is recorded in the
+    fork's ``session.created`` config, so its live run and a later replay of it use them."""
     fork_id = fork_id or uuid.uuid4()
     events = await store.read(source)
     try:
@@ -67,9 +76,10 @@ async def fork_session(
     except WorkspaceStateError as exc:
         raise SessionError(f"cannot restore the recorded workspace: {exc}") from None
     runtime_kind = options.runtime or config.get("runtime") or settings.runtime
-    await copy_prefix(
-        store, source, fork_id, prefix, {"workspace": str(workspace), "runtime": runtime_kind}
-    )
+    changes = {"workspace": str(workspace), "runtime": runtime_kind}
+    if agent_config is not None:
+        changes |= _agent_changes(config, agent_config)
+    await copy_prefix(store, source, fork_id, prefix, changes)
     runtime = make_runtime(settings.runtime_config(), workspace, fork_id, runtime_kind)
     try:
         await runtime.start()
@@ -82,3 +92,20 @@ async def fork_session(
     live = options.model_copy(update={"workspace": workspace, "runtime": runtime_kind})
     _, outcome = await run_session(store, settings, live, task=message, session_id=fork_id)
     return fork_id, outcome, divergences
+
+
+def _agent_changes(config: dict[str, Any], agent_config: AgentConfig) -> dict[str, Any]:
+    """The fork's ``session.created`` config changes for running with ``agent_config``: the
+    overrides themselves (on top of any the source recorded), and the limit and tool list
+    they set, where the runner and a reader look for them."""
+    try:
+        merged = agent_config.over(config.get("agent_config"))
+        merged.llm_overrides()
+    except (ValidationError, ValueError) as exc:
+        raise SessionError(f"the agent configuration cannot be used live: {exc}") from None
+    changes: dict[str, Any] = {"agent_config": merged.model_dump(mode="json")}
+    if merged.max_iterations is not None:
+        changes["max_iterations"] = merged.max_iterations
+    if merged.tools is not None:
+        changes["tools"] = list(merged.tools)
+    return changes

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, SecretStr
+from pydantic import BaseModel, SecretStr, ValidationError
 
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits, Outcome
@@ -26,6 +26,7 @@ from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
 from app.llm import LlmConfig, LlmGateway
+from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
@@ -83,6 +84,18 @@ def recorded_config(events: list[Any]) -> dict[str, Any]:
     raise SessionError(
         "this session has no session.created event; it was not started by `chronicle run`"
     )
+
+
+def _agent_overrides(recorded: dict[str, Any]) -> AgentConfig:
+    """The agent changes the session recorded in ``agent_config`` (a fork made by
+    ``chronicle replay --on-divergence fork`` runs live with the replay's system prompt,
+    tools and model parameters); none for a session that recorded none."""
+    try:
+        overrides = AgentConfig.model_validate(recorded.get("agent_config") or {})
+        overrides.llm_overrides()
+    except (ValidationError, ValueError) as exc:
+        raise SessionError(f"the session's recorded agent_config cannot be used: {exc}") from None
+    return overrides
 
 
 async def run_session(
@@ -161,10 +174,12 @@ async def _run_claimed(
         raise SessionError("no workspace: pass --workspace DIR")
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
     runtime_kind = options.runtime or recorded.get("runtime") or settings.runtime
+    overrides = _agent_overrides(recorded)
     llm = settings.llm_config(
         model=options.model or recorded.get("model"),
         base_url=options.base_url or recorded.get("base_url"),
         api_key=options.api_key,
+        **overrides.llm_overrides(),
     )
     limits = Limits(
         max_iterations=options.max_iterations or recorded.get("max_iterations") or 100,
@@ -221,7 +236,7 @@ async def _run_claimed(
     try:
         result = await _run_with_baseline(
             store, settings, session_id, workspace, runtime_kind, llm, limits, options, tools,
-            mcp_tools,
+            mcp_tools, overrides,
         )  # fmt: skip
         reason = result[1]
         return result
@@ -243,6 +258,7 @@ async def _run_with_baseline(
     options: SessionOptions,
     tools: McpToolService,
     mcp_tools: list[McpTool],
+    overrides: AgentConfig,
 ) -> tuple[UUID, Outcome]:
     if tools.problems:
         await store.append(
@@ -269,12 +285,16 @@ async def _run_with_baseline(
         await runtime.close()
         raise
     mcp_schemas, mcp_index = agent_mcp_tools(mcp_tools)
+    if overrides.tools is not None:
+        mcp_schemas = [t for t in mcp_schemas if t["function"]["name"] in overrides.tools]
     try:
         agent = CodeActAgent(
             LlmGateway(store, llm),
             str(workspace) if runtime_kind != "docker" else "/workspace",
             mcp_tools=mcp_schemas,
             mcp_index=mcp_index,
+            system_prompt=overrides.system_prompt,
+            builtin_tools=overrides.tools,
         )
         controller = AgentController(
             store, session_id, agent, limits=limits,

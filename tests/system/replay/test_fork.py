@@ -11,6 +11,7 @@ from uuid import UUID
 import pytest
 
 from app.projections import SESSION_STATE, SessionState
+from app.replay import replay
 from app.sessions.fork import fork_session
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore, RecordedEvent
@@ -198,12 +199,15 @@ async def test_replay_on_divergence_forks_just_before_it(
     (workspace / "input.txt").write_text("first\n")
     source, recorded = await _record(store, fake_llm, tmp_path, workspace)
     fake_llm.script(Reply(tool_calls=[tool_call("finish", message="live after the fork")]))
+    recorded_requests = len(fake_llm.requests)
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("You are a terse agent.\nWorkspace: {workspace}\n")
     env = agent_environment(fake_llm, app_database_url, tmp_path)
     done = chronicle(
-        "replay", str(source), "--system-prompt", str(prompt), "--on-divergence", "fork", env=env
-    )
+        "replay", str(source), "--system-prompt", str(prompt), "--tools", "execute_bash,finish",
+        "--max-iterations", "7", "--model-param", "temperature=0.5", "--on-divergence", "fork",
+        env=env,
+    )  # fmt: skip
     assert done.returncode == 3, done.stdout + done.stderr  # the replay still diverged
     first_call = next(e.seq for e in recorded if e.kind == "llm.call")
     assert f"forked {source} at seq {first_call - 1} into " in done.stdout
@@ -213,3 +217,19 @@ async def test_replay_on_divergence_forks_just_before_it(
     assert events[0].payload["forked_at"] == first_call - 1
     assert any(e.kind == "finish" and e.payload["message"] == "live after the fork" for e in events)
     assert (await store.verify(fork)).ok
+    # The live part ran with the replay's overrides (before, with the recorded prompt, all
+    # four tools and the recorded temperature): the fake model saw them in its one request.
+    [live] = fake_llm.requests[recorded_requests:]
+    forked = events[0].payload["config"]["workspace"]
+    assert live["messages"][0] == {
+        "role": "system",
+        "content": f"You are a terse agent.\nWorkspace: {forked}\n",
+    }
+    assert [t["function"]["name"] for t in live["tools"]] == ["execute_bash", "finish"]
+    assert live["temperature"] == 0.5
+    # ... and the fork recorded them, so a replay of the fork (no options) runs as it did.
+    config = events[0].payload["config"]
+    assert config["agent_config"]["system_prompt"] == prompt.read_text()
+    assert (config["max_iterations"], config["tools"]) == (7, ["execute_bash", "finish"])
+    again = await replay(store, fork)
+    assert again.matched, again.divergence
