@@ -12,30 +12,29 @@ only events appended after the last anchor can be rewritten unseen.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from app.events.canonical import CanonicalJsonError, chain_hash, stored_json
+from app.events.canonical import chain_hash
 from app.events.stored_form import is_encoded, references
 from app.store.integrity.anchors import AnchorRecord, anchor_problem
+from app.store.integrity.content_tables import (
+    BLOBS,
+    MESSAGES,
+    fetch_rows,
+    named_rows_problem,
+    stored_rows_problem,
+)
 from app.store.records import RecordedEvent, VerifyReport
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
 HEAD_SQL = "SELECT created_at, last_seq, last_hash FROM sessions WHERE id = $1"
-MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash = ANY($1::bytea[])"
-ALL_MESSAGES_SQL = "SELECT hash, message FROM llm_messages WHERE hash > $1 ORDER BY hash LIMIT $2"
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
-BLOBS_SQL = "SELECT sha256, content FROM blobs WHERE sha256 = ANY($1::bytea[])"
-ALL_BLOBS_SQL = "SELECT sha256, content FROM blobs WHERE sha256 > $1 ORDER BY sha256 LIMIT $2"
-MESSAGES_PER_QUERY = 1000
-#: Blobs are long: fewer per query.
-BLOBS_PER_QUERY = 50
 
 
 class BrokenSession(Exception):
@@ -46,17 +45,6 @@ class BrokenSession(Exception):
         self.reason = reason
         self.seq = seq
         self.checked = checked
-
-
-def message_key(message: Any) -> bytes:
-    """The key a prompt message read from llm_messages must have: sha256 of the canonical
-    JSON of its stored form (escapes and all, as it was put)."""
-    return hashlib.sha256(stored_json(message).encode()).digest()
-
-
-def blob_key(content: str) -> bytes:
-    """The key a blob must have: sha256 of its UTF-8 text."""
-    return hashlib.sha256(content.encode("utf-8")).digest()
 
 
 def _prompt_hashes(event: RecordedEvent) -> list[str]:
@@ -107,8 +95,7 @@ class _SessionCheck:
                 break
         self._check_nothing_anchored_beyond_the_end()
         await self._check_sessions_row()
-        await self._check_messages()
-        await self._check_blobs()
+        await self._check_named_rows()
         return VerifyReport(
             session_id=self.session_id,
             ok=True,
@@ -166,7 +153,7 @@ class _SessionCheck:
         )
 
     async def _check_sessions_row(self) -> None:
-        rows = await _fetch(self.store, HEAD_SQL, self.session_id)
+        rows = await fetch_rows(self.store, HEAD_SQL, self.session_id)
         row = rows[0] if rows else None
         if self.seq == 0:
             if row is not None:
@@ -196,83 +183,15 @@ class _SessionCheck:
                 None,
             )
 
-    async def _check_messages(self) -> None:
-        names = list(self.messages)
-        for start in range(0, len(names), MESSAGES_PER_QUERY):
-            chunk = names[start : start + MESSAGES_PER_QUERY]
-            keys: dict[bytes, str] = {}
-            for name in chunk:
-                try:
-                    keys[bytes.fromhex(name)] = name
-                except ValueError:
-                    raise self.fail(
-                        f"the llm.call at seq {self.messages[name]} names {name!r}, which is not "
-                        "a message hash",
-                        None,
-                    ) from None
-            rows = await _fetch(self.store, MESSAGES_SQL, list(keys))
-            found = {bytes(row["hash"]): row["message"] for row in rows}
-            for key, name in keys.items():
-                seq = self.messages[name]
-                if key not in found:
-                    raise self.fail(
-                        f"the prompt message {name} of the llm.call at seq {seq} is missing "
-                        "from llm_messages (deleted?)",
-                        None,
-                    )
-                if _rehash(found[key]) != key:
-                    raise self.fail(
-                        f"the prompt message {name} of the llm.call at seq {seq} does not match "
-                        "its hash (llm_messages was edited)",
-                        None,
-                    )
-
-    async def _check_blobs(self) -> None:
-        names = sorted(self.blobs, key=self.blobs.__getitem__)
-        for start in range(0, len(names), BLOBS_PER_QUERY):
-            chunk = names[start : start + BLOBS_PER_QUERY]
-            keys: dict[bytes, str] = {}
-            for name in chunk:
-                try:
-                    keys[bytes.fromhex(name)] = name
-                except ValueError:
-                    raise self.fail(
-                        f"event {self.blobs[name]} refers to blob {name!r}, which is not a "
-                        "sha256 hex digest",
-                        None,
-                    ) from None
-            rows = await _fetch(self.store, BLOBS_SQL, list(keys))
-            found = {bytes(row["sha256"]): row["content"] for row in rows}
-            for key, name in keys.items():
-                seq = self.blobs[name]
-                if key not in found:
-                    raise self.fail(
-                        f"the blob {name} that event {seq} refers to is missing from the blobs "
-                        "table (deleted?)",
-                        None,
-                    )
-                if blob_key(found[key]) != key:
-                    raise self.fail(
-                        f"the blob {name} that event {seq} refers to does not match its hash "
-                        "(the blobs table was edited)",
-                        None,
-                    )
+    async def _check_named_rows(self) -> None:
+        for table, named in ((MESSAGES, self.messages), (BLOBS, self.blobs)):
+            problem = await named_rows_problem(self.store, table, named)
+            if problem is not None:
+                raise self.fail(problem, None)
 
 
 def _when(record: AnchorRecord) -> str:
     return record.anchored_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-async def _fetch(store: EventStore, sql: str, *args: Any) -> list[Any]:
-    """Rows of a read, retried through a lost connection like the store's own reads."""
-    return await store._retrying(lambda: store.pool.fetch(sql, *args))
-
-
-def _rehash(message: Any) -> bytes | None:
-    try:
-        return message_key(message)
-    except CanonicalJsonError:
-        return None
 
 
 async def verify_session(
@@ -303,37 +222,17 @@ async def verify_session(
 
 async def session_ids(store: EventStore) -> list[UUID]:
     """Every session that has a row or an event."""
-    rows = await _fetch(store, ALL_SESSIONS_SQL)
+    rows = await fetch_rows(store, ALL_SESSIONS_SQL)
     return sorted(row["id"] for row in rows)
 
 
 async def stored_blob_problem(store: EventStore, page_size: int = 100) -> tuple[int, str | None]:
     """(blobs checked, the first one that does not re-hash to its key, or None)."""
-    checked, after = 0, b""
-    while True:
-        rows = await _fetch(store, ALL_BLOBS_SQL, after, page_size)
-        for row in rows:
-            key = bytes(row["sha256"])
-            if blob_key(row["content"]) != key:
-                return checked, f"blob {key.hex()} does not match its hash (edited)"
-            checked += 1
-        if len(rows) < page_size:
-            return checked, None
-        after = bytes(rows[-1]["sha256"])
+    return await stored_rows_problem(store, BLOBS, page_size)
 
 
 async def stored_message_problem(
     store: EventStore, page_size: int = 1000
 ) -> tuple[int, str | None]:
     """(messages checked, the first one that does not re-hash to its key, or None)."""
-    checked, after = 0, b""
-    while True:
-        rows = await _fetch(store, ALL_MESSAGES_SQL, after, page_size)
-        for row in rows:
-            key = bytes(row["hash"])
-            if _rehash(row["message"]) != key:
-                return checked, f"stored message {key.hex()} does not match its hash (edited)"
-            checked += 1
-        if len(rows) < page_size:
-            return checked, None
-        after = bytes(rows[-1]["hash"])
+    return await stored_rows_problem(store, MESSAGES, page_size)
