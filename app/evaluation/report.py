@@ -19,7 +19,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from app.evaluation.statistics import Interval, difference_interval, wilson_interval
-from app.store.evaluation_results import EvaluationRow
+from app.store.evaluation_results import EvaluationRow, ReplayRow, RunSections
 
 VERDICTS = ("pass", "fail", "error")
 
@@ -42,6 +42,7 @@ class SessionResult(BaseModel):
     status: str | None
     cost_usd: Decimal | None
     steps: int
+    ending: str | None = None
 
 
 class TaskSummary(BaseModel):
@@ -57,8 +58,47 @@ class TaskSummary(BaseModel):
     session_ids: list[UUID]
 
 
+class Usage(BaseModel):
+    """The ``evaluation_usage`` section: tokens, cost, steps and wall time of the run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal | None
+    unpriced_sessions: int
+    #: the run's cost over its passed trials (None: none passed, or no cost is known)
+    cost_per_passed: Decimal | None
+    steps: int
+    mean_steps: Decimal
+    wall_seconds: Decimal
+    mean_wall_seconds: Decimal
+
+
+class Latency(BaseModel):
+    """The ``evaluation_latency`` section: the model calls made (served calls excepted)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_calls: int
+    p50_ms: Decimal
+    p95_ms: Decimal
+
+
+class ToolErrors(BaseModel):
+    """The ``evaluation_tool_errors`` section: answered tool calls and the share failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool_calls: int
+    failed: int
+    error_rate: Decimal | None
+
+
 class Report(BaseModel):
-    """What ``chronicle eval report`` prints."""
+    """What ``chronicle eval report`` prints: the pass rate and per-task table, then one
+    field per section of the report views (None when read without them)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -77,20 +117,32 @@ class Report(BaseModel):
     statuses: dict[str, int]
     task_table: list[TaskSummary]
     tasks: list[SessionResult]
+    #: how sessions ended: finished, limit, stuck, error, awaiting_input, interrupted, ...
+    endings: dict[str, int] = {}
+    usage: Usage | None = None
+    latency: Latency | None = None
+    tool_errors: ToolErrors | None = None
+    #: how often the run was resumed, and the interrupted sessions it ran again
+    resumes: int = 0
+    rerun_sessions: int = 0
+    replays: list[ReplayRow] = []
 
 
-def build_report(run: str, rows: Sequence[EvaluationRow]) -> Report:
+def build_report(
+    run: str, rows: Sequence[EvaluationRow], sections: RunSections | None = None
+) -> Report:
     """The report of a run's sessions (a session not run from a suite is its own task,
-    named by its session id)."""
+    named by its session id), with the sections the report views computed."""
     results = [
         SessionResult(
             id=row.task_id or str(row.session_id),
             epoch=row.epoch or 1,
-            passed=session_passed(row.labels),
+            passed=session_passed(row.labels) if row.passed is None else row.passed,
             session_id=row.session_id,
             status=row.status,
             cost_usd=row.cost_usd,
             steps=row.steps,
+            ending=row.ending,
         )
         for row in rows
     ]
@@ -128,7 +180,23 @@ def build_report(run: str, rows: Sequence[EvaluationRow]) -> Report:
         statuses=dict(sorted(statuses.items())),
         task_table=table,
         tasks=results,
+        **(_sections(sections) if sections is not None else {}),
     )
+
+
+def _sections(sections: RunSections) -> dict[str, object]:
+    summary = sections.summary
+    return {
+        "endings": dict(sorted(sections.endings.items())),
+        "usage": Usage.model_validate(sections.usage),
+        "latency": None if sections.latency is None else Latency.model_validate(sections.latency),
+        "tool_errors": None
+        if sections.tool_errors is None
+        else ToolErrors.model_validate(sections.tool_errors),
+        "resumes": int(summary["resumes"] or 0),
+        "rerun_sessions": int(summary["rerun_sessions"] or 0),
+        "replays": sections.replays,
+    }
 
 
 def _share(table: Sequence[TaskSummary], test: Callable[[TaskSummary], bool]) -> float:
@@ -164,6 +232,12 @@ class Comparison(BaseModel):
     difference_interval: Interval
     cost_delta_usd: Decimal | None
     steps_delta: int
+    #: per trial (B's mean - A's mean): runs of different sizes compare too
+    mean_cost_delta_usd: Decimal | None = None
+    mean_steps_delta: Decimal | None = None
+    #: when B (or A) is a replay run (``chronicle eval replay``): its replays that diverged
+    replays: int = 0
+    diverged: list[ReplayRow] = []
 
 
 def task_passed(task: TaskSummary) -> bool:
@@ -194,4 +268,16 @@ def compare(a: Report, b: Report) -> Comparison:
         difference_interval=difference_interval(a.passed, a.total, b.passed, b.total),
         cost_delta_usd=cost_delta,
         steps_delta=b.steps - a.steps,
+        mean_cost_delta_usd=_mean_delta(a.cost_usd, a.total, b.cost_usd, b.total),
+        mean_steps_delta=_mean_delta(Decimal(a.steps), a.total, Decimal(b.steps), b.total),
+        replays=len(a.replays) + len(b.replays),
+        diverged=[r for r in [*a.replays, *b.replays] if not r.matched],
     )
+
+
+def _mean_delta(
+    a: Decimal | None, a_trials: int, b: Decimal | None, b_trials: int
+) -> Decimal | None:
+    if a is None or b is None or not a_trials or not b_trials:
+        return None
+    return round(b / b_trials - a / a_trials, 6)

@@ -18,10 +18,10 @@ async def run_report(
 ) -> Report:
     """The report of the evaluation run named ``run``."""
     await bring_up_to_date(store, SessionState(), config)
-    rows = await evaluation_run_results(store, run)
-    if not rows:
+    found = await evaluation_run_results(store, run)
+    if found is None:
         raise ReportError(
             f"no evaluation run is named {run!r}; `chronicle sessions` lists sessions, "
             "with their evaluation run"
         )
-    return build_report(run, rows)
+    return build_report(run, *found)

@@ -3,8 +3,8 @@
 Nothing here calls a model or a sandbox: a session is read from the log, the scorers judge
 it, and their scores are appended to it. Re-scoring appends new scores; the old ones stay in
 the log, and the newest per scorer and version counts (``latest_scores``). Sessions are
-scored a few at a time, so re-scoring a thousand costs about as many round trips as there
-are sessions, overlapped.
+read a batch at a time in one query, and their scores appended together, so re-scoring a
+thousand sessions costs a few reads and the appends the store's group commit makes of them.
 """
 
 from __future__ import annotations
@@ -23,11 +23,13 @@ from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError, s
 from app.evaluation.suite import Suite, Task
 from app.events import EvalScore
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
-from app.store import ConcurrencyError, EventStore
-from app.store.evaluation_rows import evaluation_run_sessions
+from app.store import ConcurrencyError, EventStore, RecordedEvent
+from app.store.evaluation_rows import evaluation_run_sessions, read_sessions
 
-#: Sessions read and scored at once (each costs a read and an append).
-CONCURRENCY = 8
+#: Sessions read in one query, then scored.
+BATCH = 250
+#: Appends in flight at once (they share round trips through the store's group commit).
+CONCURRENCY = 64
 #: How often a session that grew while it was scored is read and scored again.
 RETRIES = 3
 
@@ -131,21 +133,63 @@ async def rescore(
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
 ) -> list[ScoredResult]:
-    """Score every session (a few at a time); results in the order given. A session that
-    cannot be scored has its ``error`` said in its result, and the others are scored."""
+    """Score every session; results in the order given. A session that cannot be scored has
+    its ``error`` said in its result, and the others are scored.
+
+    Sessions are read ``BATCH`` at a time in one query each, and their scores appended
+    together (the store's group commit sends appends that wait together in one round trip);
+    a session that grew since it was read is scored again on its own (``score_session``).
+    """
+    results: dict[UUID, ScoredResult] = {}
     limit = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(session_id: UUID) -> ScoredResult:
+    async def one(session_id: UUID, events: list[RecordedEvent]) -> ScoredResult:
         async with limit:
             try:
-                return await score_session(store, session_id, scorers, task_for)
+                return await _score_read(store, session_id, events, scorers, task_for)
             except ScoringError as exc:
                 return ScoredResult(
                     session_id=session_id, task_id=None, evaluation_run=None, scores={},
                     error=str(exc),
                 )  # fmt: skip
 
-    return list(await asyncio.gather(*(one(session_id) for session_id in session_ids)))
+    for start in range(0, len(session_ids), BATCH):
+        batch = list(dict.fromkeys(session_ids[start : start + BATCH]))
+        read = await read_sessions(store, batch)
+        scored = await asyncio.gather(*(one(i, read.get(i, [])) for i in batch))
+        results.update((result.session_id, result) for result in scored)
+    return [results[session_id] for session_id in session_ids]
+
+
+async def _score_read(
+    store: EventStore,
+    session_id: UUID,
+    events: list[RecordedEvent],
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None],
+) -> ScoredResult:
+    """Score a session from the events already read; if it grew since, read it again."""
+    if not events:
+        raise ScoringError(f"session {session_id} has no events: nothing to score")
+    session = ScoredSession(events)
+    recorded_task = session.task
+    session.task = task_for(session)
+    recorded = [(s, score) for s in scorers if (score := s.score(session)) is not None]
+    try:
+        await store.append(
+            session_id,
+            [score_event(scorer, score, session) for scorer, score in recorded],
+            expected_seq=session.last_seq,
+        )
+    except ConcurrencyError:
+        return await score_session(store, session_id, scorers, task_for)
+    return ScoredResult(
+        session_id=session_id,
+        task_id=recorded_task.id if recorded_task else None,
+        evaluation_run=session.evaluation_run,
+        scored_seq=session.last_seq,
+        scores={scorer.name: score for scorer, score in recorded},
+    )
 
 
 async def check_sessions(
