@@ -7,7 +7,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from app.agent.calls import consequences
-from app.agent.history import to_messages
+from app.agent.history import Conversation
 from app.agent.prompts import system_prompt
 from app.agent.tools import BUILTIN_TOOLS
 from app.events import Event
@@ -58,13 +58,13 @@ class CodeActAgent:
             for tool in BUILTIN_TOOLS
             if builtin_tools is None or tool["function"]["name"] in builtin_tools
         ]
-        self._history_cache: dict[int, list[dict[str, Any]]] = {}
+        self._conversation = Conversation(self._system())
 
     def tools(self) -> list[dict[str, Any]]:
         return [*self.builtin_tools, *self.mcp_tools]
 
     def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
-        return to_messages(self._system(), events, self._history_cache)
+        return self._conversation.messages(events)
 
     def _system(self) -> str:
         if self.system_prompt is None:

@@ -14,8 +14,8 @@ down to their head and tail.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
 
 from app.events import ACTION_KINDS, OBSERVATION_KINDS
 from app.store import RecordedEvent
@@ -111,6 +111,35 @@ def to_messages(
     that can no longer change are built once and reused as the same objects."""
     events = list(events)
     cache = {} if cache is None else cache
+    forget_before = 0
+    forgotten = 0
+    for event in events:
+        if event.kind == "agent.condensation":
+            forget_before = event.payload["forget_before"]
+            forgotten = event.payload.get("forgotten_calls", 0)
+    messages: list[dict[str, Any]] = list(
+        cache.setdefault(0, [{"role": "system", "content": system}])
+    )
+    messages += _conversation(events, cache, forget_before, forgotten).messages
+    return messages
+
+
+class _Built(NamedTuple):
+    """The messages of some events, and how many of the first events (``final_events``) gave
+    the first ``final_messages`` of them for good (nothing later can change those)."""
+
+    messages: list[dict[str, Any]]
+    final_events: int
+    final_messages: int
+
+
+def _conversation(
+    events: list[RecordedEvent],
+    cache: dict[int, list[dict[str, Any]]],
+    forget_before: int,
+    forgotten: int,
+) -> _Built:
+    """The messages of ``events`` after the system prompt (see ``to_messages``)."""
     # Keyed by (call seq, id): servers that number calls per reply repeat ids across replies.
     by_tool_call: dict[tuple[int | None, str], RecordedEvent] = {}
     observations: dict[int, RecordedEvent] = {}
@@ -125,17 +154,11 @@ def to_messages(
                 observations[event.cause] = event
         indexed = True
 
-    forget_before = 0
-    forgotten = 0
-    for event in events:
-        if event.kind == "agent.condensation":
-            forget_before = event.payload["forget_before"]
-            forgotten = event.payload.get("forgotten_calls", 0)
-    messages: list[dict[str, Any]] = list(
-        cache.setdefault(0, [{"role": "system", "content": system}])
-    )
+    messages: list[dict[str, Any]] = []
     noted = False
-    for event in events:
+    final = True  # every event so far gave its messages for good
+    final_events = final_messages = 0
+    for position, event in enumerate(events):
         if event.kind == "message" and event.source == "user":
             built = cache.get(event.seq)
             if built is None:
@@ -169,8 +192,53 @@ def to_messages(
                 told = not event.payload.get("error") or event.seq in observations
                 if told and all(m.get("content") != PENDING for m in turn):  # final: keep
                     cache[event.seq] = turn
+                else:
+                    final = False
             messages.extend(turn)
-    return messages
+        if final:
+            final_events, final_messages = position + 1, len(messages)
+    return _Built(messages, final_events, final_messages)
+
+
+class Conversation:
+    """``to_messages`` kept up to date as a session's log grows, so a step costs what the
+    step added, not the whole history again.
+
+    The messages of the log's first events that can no longer change (user messages, turns
+    whose tool results are all in) are kept; each call rebuilds only what follows them. The
+    log must be the same events each time, grown at the end (a different log starts over);
+    once the conversation was condensed, every call rebuilds it whole (``to_messages``).
+    """
+
+    def __init__(self, system: str) -> None:
+        self.system = system
+        self._reset()
+
+    def _reset(self) -> None:
+        self._cache: dict[int, list[dict[str, Any]]] = {}  # by seq: of this log only
+        self._frozen: list[dict[str, Any]] = [{"role": "system", "content": self.system}]
+        self._frozen_events = 0  # the first events whose messages are in _frozen
+        self._seen = 0  # events looked at for a condensation
+        self._last_seen: RecordedEvent | None = None
+        self._condensed = False
+
+    def messages(self, events: Sequence[RecordedEvent]) -> list[dict[str, Any]]:
+        if self._seen and (
+            len(events) < self._seen or events[self._seen - 1] is not self._last_seen
+        ):
+            self._reset()  # not the log we followed
+        if len(events) > self._seen:
+            self._condensed = self._condensed or any(
+                event.kind == "agent.condensation" for event in events[self._seen :]
+            )
+            self._seen, self._last_seen = len(events), events[-1]
+        if self._condensed:
+            return to_messages(self.system, events, self._cache)
+        tail = list(events[self._frozen_events :])
+        built = _conversation(tail, self._cache, 0, 0)
+        self._frozen += built.messages[: built.final_messages]
+        self._frozen_events += built.final_events
+        return [*self._frozen, *built.messages[built.final_messages :]]
 
 
 def _may_have_turn(call: RecordedEvent) -> bool:

@@ -40,3 +40,34 @@ def fingerprint(
     return content_hash(
         {"model": model, "messages": message_hashes, "tools": tools_hash, "params": params}
     )
+
+
+class PromptDigest:
+    """``fingerprint`` for a prompt that grows at the end, at the cost of what was added.
+
+    The fingerprint is the sha256 of canonical JSON whose first key is ``messages``, so the
+    text up to the last message hash is a prefix shared by every later request of the same
+    conversation. The hash state of that prefix is kept; a request's fingerprint feeds a copy
+    of it the rest (model, parameters, tools). Equal to ``fingerprint`` by construction
+    (tested), so recordings made either way compare.
+    """
+
+    def __init__(self) -> None:
+        self._state = hashlib.sha256(b'{"messages":[')
+        self.count = 0
+
+    def add(self, stable_hashes: list[str]) -> None:
+        """The next messages' ``stable_hash`` es, in order."""
+        for stable in stable_hashes:
+            text = canonical_json(stable)
+            self._state.update((f",{text}" if self.count else text).encode())
+            self.count += 1
+
+    def fingerprint(self, model: str, tools_hash: str, params: dict[str, Any]) -> str:
+        state = self._state.copy()
+        rest = (
+            f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
+            f'"tools":{canonical_json(tools_hash)}}}'
+        )
+        state.update(rest.encode())
+        return state.hexdigest()

@@ -27,7 +27,7 @@ from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
-from app.llm.fingerprint import content_hash, fingerprint, stable_hash
+from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
@@ -60,6 +60,27 @@ class PreparedRequest(NamedTuple):
     prompt: list[str]
     tools_hash: str
     fingerprint: str
+    #: how many of the first messages are stored already (by an earlier request)
+    stored: int = 0
+
+
+class _Prompt:
+    """The last request's messages as given, masked and hashed, and its digest: what the
+    next request of the same conversation starts from."""
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        masked: list[dict[str, Any]],
+        content: list[str],
+        digest: PromptDigest,
+        stored: int = 0,
+    ) -> None:
+        self.messages = messages
+        self.masked = masked
+        self.content = content
+        self.digest = digest
+        self.stored = stored
 
 
 #: Added to a refused request that offered tools natively and whose refusal mentions tools.
@@ -105,6 +126,8 @@ class LlmGateway:
         self._stored: set[str] = set()
         self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        self._prompt: _Prompt | None = None
+        self._tools_hash: tuple[list[dict[str, Any]], str] | None = None
         self._wire: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._client_loaded = False
@@ -150,28 +173,51 @@ class LlmGateway:
     ) -> PreparedRequest:
         """The request as it is recorded: messages and tools masked (images left out for a
         model that takes none), their hashes and the request's fingerprint. Replay prepares
-        each request with this too, so its fingerprints are computed exactly as recorded."""
-        messages = [self._masked(message) for message in messages]
+        each request with this too, so its fingerprints are computed exactly as recorded.
+
+        A conversation grows at the end: when ``messages`` begins with the previous request's
+        messages, only the new ones are masked and hashed, and the fingerprint goes on from
+        the previous one's (``PromptDigest``), so a step costs what it added."""
+        known = self._prompt
+        kept = len(known.messages) if known is not None else 0
+        if known is None or len(messages) < kept or messages[:kept] != known.messages:
+            known, kept = _Prompt([], [], [], PromptDigest()), 0
+        fresh = messages[kept:]
+        masked = [self._masked(message) for message in fresh]
+        hashed = [self._hash(message) for message in masked]
+        known.digest.add([stable for _, stable in hashed])
+        prompt = _Prompt(
+            messages=[*known.messages, *fresh],
+            masked=[*known.masked, *masked],
+            content=[*known.content, *(content for content, _ in hashed)],
+            digest=known.digest,
+            stored=min(known.stored, kept),
+        )
+        self._prompt = prompt
         tools = self._masked_tools(tools)
         params = self._params()
-        hashed = [self._hash(message) for message in messages]
-        tools_hash = content_hash({"tools": tools})
+        if self._tools_hash is None or self._tools_hash[0] != tools:
+            self._tools_hash = (tools, content_hash({"tools": tools}))
+        tools_hash = self._tools_hash[1]
         return PreparedRequest(
-            messages=messages,
+            messages=prompt.masked,
             tools=tools,
             params=params,
-            prompt=[content for content, _ in hashed],
+            prompt=prompt.content,
             tools_hash=tools_hash,
-            fingerprint=fingerprint(
-                self.config.model, [stable for _, stable in hashed], tools_hash, params
-            ),
+            fingerprint=prompt.digest.fingerprint(self.config.model, tools_hash, params),
+            stored=prompt.stored,
         )
 
     async def store_prompt(self, request: PreparedRequest) -> None:
         """Store the request's messages and tool list once each (an llm.call names them)."""
+        first = request.stored
         await self._store_messages(
-            [*request.messages, {"tools": request.tools}], [*request.prompt, request.tools_hash]
+            [*request.messages[first:], {"tools": request.tools}],
+            [*request.prompt[first:], request.tools_hash],
         )
+        if self._prompt is not None and self._prompt.content is request.prompt:
+            self._prompt.stored = len(request.prompt)
 
     async def complete(
         self,

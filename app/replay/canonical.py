@@ -10,6 +10,8 @@ they differ between any two runs without the agent acting differently:
 - ``tool_call_id`` — minted by the model server (served from the recording, but an agent may
   renumber them); the tool call is matched by its position instead;
 - ``replayed_from`` — the marker of events served from a recording;
+- ``user`` — who sent an event through the access service (a user's events, never an
+  action the agent made);
 - the row's own columns (``seq``, ``created_at``, ``hash``, ``global_position``, ``tx``,
   ``session_id``), which are not part of a payload at all.
 
@@ -27,7 +29,7 @@ from app.events import EVENT_TYPES, canonical_json
 from app.replay.divergence import ActionDivergence, FieldChange
 
 #: Payload and envelope fields that never count in a comparison (see the module).
-VOLATILE_FIELDS = frozenset({"event_id", "cause", "tool_call_id", "replayed_from"})
+VOLATILE_FIELDS = frozenset({"event_id", "cause", "tool_call_id", "replayed_from", "user"})
 
 
 def canonical_action(kind: str, payload: Mapping[str, Any]) -> dict[str, Any]:
