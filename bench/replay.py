@@ -25,7 +25,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.agent.codeact import CodeActAgent
+from app.agent.codeact import CodeActAgent, last_call
 from app.config import Settings
 from app.events import (
     AgentState,
@@ -90,7 +90,7 @@ async def record_written(store: EventStore, steps: int) -> uuid.UUID:
         expected_seq=0,
     )
     for step in range(steps + 1):
-        request = gateway.prepare(agent.messages(events), agent.tools())
+        request = gateway.prepare(agent.messages(events), agent.tools(), last_call(events))
         await gateway.store_prompt(request)
         name, arguments = ("execute_bash", json.dumps({"command": f"echo {step}"}))
         if step == steps:
@@ -99,7 +99,8 @@ async def record_written(store: EventStore, steps: int) -> uuid.UUID:
             model=model,
             params={**request.params, "base_url": None},
             fingerprint=request.fingerprint,
-            prompt=request.prompt,
+            prompt=request.recorded_prompt(),
+            prompt_kept=request.kept,
             tools=request.tools_hash,
             response=LlmResponse(
                 tool_calls=[ToolCall(id=f"c{step}", name=name, arguments=arguments)]

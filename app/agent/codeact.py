@@ -29,7 +29,17 @@ class ModelGateway(Protocol):
         cause: int | None = None,
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
         record: bool = True,
+        previous: Mapping[str, Any] | None = None,
     ) -> LlmReply: ...
+
+
+def last_call(events: Sequence[RecordedEvent]) -> Mapping[str, Any] | None:
+    """The payload of the log's last llm.call: the gateway records a prompt as what it adds
+    to that call's (``prompt_kept``)."""
+    for event in reversed(events):
+        if event.kind == "llm.call":
+            return event.payload
+    return None
 
 
 class CodeActAgent:
@@ -87,6 +97,7 @@ class CodeActAgent:
             cause=cause,
             on_retry=on_retry,
             record=False,
+            previous=last_call(events),
         )
 
     def decide(self, llm_call: RecordedEvent) -> list[Event]:

@@ -38,7 +38,12 @@ class LlmCall(Event):
     """One model call: what was asked (by content hash), what came back, and what it cost.
 
     ``prompt`` lists the sha256 (hex) of each message, stored once in ``llm_messages``;
-    ``tools`` is the hash of the tool list offered. A call that failed for good records
+    ``tools`` is the hash of the tool list offered. With ``prompt_kept`` set, the prompt was
+    the first ``prompt_kept`` messages of the previous ``llm.call`` of the session's log,
+    then the ones ``prompt`` lists (``app.llm.prompts.whole_prompts``): a conversation grows
+    at the end, and listing every message again made a session's log, and each step's
+    write, grow with the square of its length. Without it (calls recorded before, the first
+    call of a run) ``prompt`` is the whole prompt. A call that failed for good records
     ``error`` (and no response) so the audit trail has it too; ``error_kind`` says which way
     it failed (``auth``, ``rate_limited``, ...). ``bad_response`` means the server answered
     but nothing in the reply could be used (no choices, not JSON): the agent tells the model
@@ -51,6 +56,9 @@ class LlmCall(Event):
     params: dict[str, Any] = Field(default_factory=dict)
     fingerprint: str
     prompt: list[str] = Field(default_factory=list, description="content hashes of messages")
+    prompt_kept: int | None = Field(
+        default=None, ge=0, description="messages of the previous call's prompt it begins with"
+    )
     tools: str | None = Field(default=None, description="content hash of the tool list")
     tool_calling: Literal["native", "prompt"] = "native"
     response: LlmResponse = Field(default_factory=LlmResponse)

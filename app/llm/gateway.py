@@ -17,7 +17,7 @@ import contextlib
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -62,6 +62,13 @@ class PreparedRequest(NamedTuple):
     fingerprint: str
     #: how many of the first messages are stored already (by an earlier request)
     stored: int = 0
+    #: how many messages of the previous llm.call's prompt this one begins with (None: the
+    #: llm.call lists the whole prompt), as the llm.call's ``prompt_kept``
+    kept: int | None = None
+
+    def recorded_prompt(self) -> list[str]:
+        """The llm.call's ``prompt``: the hashes after the ``kept`` ones."""
+        return self.prompt if self.kept is None else self.prompt[self.kept :]
 
 
 class _Prompt:
@@ -81,6 +88,26 @@ class _Prompt:
         self.content = content
         self.digest = digest
         self.stored = stored
+        #: what its llm.call records: fingerprint, prompt_kept and prompt
+        self.recorded: tuple[str, int | None, list[str]] = ("", None, [])
+
+    def kept_by(self, content: list[str], previous: Mapping[str, Any] | None) -> int | None:
+        """How many of its messages a prompt of ``content`` hashes begins with, when the
+        ``previous`` llm.call of the log (its payload) is this request's; else None."""
+        fingerprint, kept, delta = self.recorded
+        if previous is None or (
+            previous.get("fingerprint"),
+            previous.get("prompt_kept"),
+            previous.get("prompt"),
+        ) != (fingerprint, kept, delta):
+            return None
+        count = len(self.content)
+        if content[:count] == self.content:
+            return count
+        return next(
+            (i for i, (a, b) in enumerate(zip(content, self.content, strict=False)) if a != b),
+            min(len(content), count),
+        )
 
 
 #: Added to a refused request that offered tools natively and whose refusal mentions tools.
@@ -169,7 +196,10 @@ class LlmGateway:
         return params
 
     def prepare(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        previous: Mapping[str, Any] | None = None,
     ) -> PreparedRequest:
         """The request as it is recorded: messages and tools masked (images left out for a
         model that takes none), their hashes and the request's fingerprint. Replay prepares
@@ -177,8 +207,10 @@ class LlmGateway:
 
         A conversation grows at the end: when ``messages`` begins with the previous request's
         messages, only the new ones are masked and hashed, and the fingerprint goes on from
-        the previous one's (``PromptDigest``), so a step costs what it added."""
-        known = self._prompt
+        the previous one's (``PromptDigest``), so a step costs what it added. When
+        ``previous`` (the payload of the log's last llm.call) is the previous request's, the
+        llm.call names only the messages after those it keeps of it (``prompt_kept``)."""
+        known = base = self._prompt
         kept = len(known.messages) if known is not None else 0
         if known is None or len(messages) < kept or messages[:kept] != known.messages:
             known, kept = _Prompt([], [], [], PromptDigest()), 0
@@ -199,7 +231,7 @@ class LlmGateway:
         if self._tools_hash is None or self._tools_hash[0] != tools:
             self._tools_hash = (tools, content_hash({"tools": tools}))
         tools_hash = self._tools_hash[1]
-        return PreparedRequest(
+        request = PreparedRequest(
             messages=prompt.masked,
             tools=tools,
             params=params,
@@ -207,7 +239,10 @@ class LlmGateway:
             tools_hash=tools_hash,
             fingerprint=prompt.digest.fingerprint(self.config.model, tools_hash, params),
             stored=prompt.stored,
+            kept=base.kept_by(prompt.content, previous) if base is not None else None,
         )
+        prompt.recorded = (request.fingerprint, request.kept, request.recorded_prompt())
+        return request
 
     async def store_prompt(self, request: PreparedRequest) -> None:
         """Store the request's messages and tool list once each (an llm.call names them)."""
@@ -228,6 +263,7 @@ class LlmGateway:
         cause: int | None = None,
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
         record: bool = True,
+        previous: Mapping[str, Any] | None = None,
     ) -> LlmReply:
         """Call the model and record the call; raise ``LlmError`` when it failed for good.
 
@@ -235,15 +271,16 @@ class LlmGateway:
         ``record=False`` a reply (usable or not) is returned unrecorded, for the caller to
         append in one batch with its consequences (a failed call is always recorded here).
         ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
+        ``previous`` is the payload of the session's last llm.call (see ``prepare``).
         """
         await self.load_client()  # before the clock starts: not part of the call's latency
         native = self.native_tool_calling()
-        request = self.prepare(messages, tools)
+        request = self.prepare(messages, tools, previous)
         messages, tools, params = request.messages, request.tools, request.params
         wire_messages = [self._on_the_wire(message) for message in messages]
         offered = self._on_the_wire_tools(tools)
         sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
-        tools_hash, prompt_hashes = request.tools_hash, request.prompt
+        tools_hash, prompt_hashes = request.tools_hash, request.recorded_prompt()
         request_fingerprint = request.fingerprint
         storing = asyncio.create_task(self.store_prompt(request))
         started = time.monotonic()
@@ -256,6 +293,7 @@ class LlmGateway:
                 params={**params, "base_url": self.config.base_url},
                 fingerprint=request_fingerprint,
                 prompt=prompt_hashes,
+                prompt_kept=request.kept,
                 tools=tools_hash,
                 tool_calling="native" if native else "prompt",
                 latency_ms=(time.monotonic() - started) * 1000,

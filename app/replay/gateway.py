@@ -15,7 +15,7 @@ prompt is the replay's own. A call that failed for good in the recording fails t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -49,6 +49,7 @@ class ReplayGateway:
         cause: int | None = None,
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
         record: bool = True,
+        previous: Mapping[str, Any] | None = None,
     ) -> LlmReply:
         """The recorded reply to the next call (see the module); ``ReplayDiverged`` when the
         replay must stop, ``LlmError`` when the recorded call failed for good."""
@@ -67,7 +68,7 @@ class ReplayGateway:
                 )
             )
         recorded = progress.recording.calls[progress.served]
-        request = self._requests.prepare(messages, tools)
+        request = self._requests.prepare(messages, tools, previous)
         if request.fingerprint != recorded.payload.get("fingerprint"):
             difference = await self._difference(step, recorded, request)
             if progress.mode == "strict":
@@ -100,7 +101,8 @@ class ReplayGateway:
             model=self.config.model,
             params={**request.params, "base_url": payload.get("params", {}).get("base_url")},
             fingerprint=request.fingerprint,
-            prompt=request.prompt,
+            prompt=request.recorded_prompt(),
+            prompt_kept=request.kept,
             tools=request.tools_hash,
             tool_calling=payload.get("tool_calling", "native"),
             response=LlmResponse.model_validate(payload.get("response") or {}),
@@ -119,7 +121,7 @@ class ReplayGateway:
     ) -> RequestDivergence:
         """What differs between the recorded request (its stored messages) and this one."""
         payload = recorded.payload
-        prompt: list[str] = list(payload.get("prompt") or [])
+        prompt = self.progress.recording.prompt_of(recorded.seq)
         tools_hash = payload.get("tools")
         stored = await self.store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
         recorded_params = dict(payload.get("params") or {})

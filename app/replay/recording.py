@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.events import OBSERVATION_KINDS
+from app.llm.prompts import whole_prompt
 from app.store import RecordedEvent
 
 #: The states in which a controller returns (``app.agent.controller.Outcome``).
@@ -57,6 +58,8 @@ class Recording(BaseModel):
     segments: list[Segment]
     #: call seq -> its 1-based number among the calls
     steps: dict[int, int] = Field(default_factory=dict)
+    #: every llm.call of the log, the interrupted ones too (a prompt may keep messages of one)
+    all_calls: list[RecordedEvent] = Field(default_factory=list)
 
     @property
     def outcome(self) -> str | None:
@@ -65,6 +68,25 @@ class Recording(BaseModel):
     def step_of(self, call_seq: int) -> int:
         """The 1-based number of the recorded call at ``call_seq``."""
         return self.steps[call_seq]
+
+    def prompt_of(self, call_seq: int) -> list[str]:
+        """The hashes of the whole prompt of the recorded call at ``call_seq`` (resolved from
+        the last call before it that lists its whole prompt: ``app.llm.prompts``)."""
+        upto = next(i for i, call in enumerate(self.all_calls) if call.seq == call_seq)
+        start = next(
+            (
+                i
+                for i in range(upto, -1, -1)
+                if self.all_calls[i].payload.get("prompt_kept") is None
+            ),
+            0,
+        )
+        prompt: list[str] = []
+        for call in self.all_calls[start : upto + 1]:
+            prompt = whole_prompt(
+                call.payload, prompt if call is not self.all_calls[start] else None
+            )
+        return prompt
 
 
 def _answers_nothing(call: RecordedEvent) -> bool:
@@ -85,7 +107,8 @@ def read_recording(events: list[RecordedEvent]) -> Recording:
             "this session is itself a replay; replay the session it replays "
             f"({created.payload['replay_of']}) instead"
         )
-    calls = [e for e in events if e.kind == "llm.call" and not _answers_nothing(e)]
+    all_calls = [e for e in events if e.kind == "llm.call"]
+    calls = [e for e in all_calls if not _answers_nothing(e)]
     call_seqs = {call.seq for call in calls}
     consequences: dict[int, list[RecordedEvent]] = {}
     answers: dict[int, RecordedEvent] = {}
@@ -104,6 +127,7 @@ def read_recording(events: list[RecordedEvent]) -> Recording:
         restarts=[e for e in events if e.kind == "runtime.restarted"],
         segments=_segments(events, call_seqs),
         steps={call.seq: number for number, call in enumerate(calls, start=1)},
+        all_calls=all_calls,
     )
 
 

@@ -9,7 +9,7 @@ import json
 import uuid
 from typing import Any
 
-from app.agent.codeact import CodeActAgent
+from app.agent.codeact import CodeActAgent, last_call
 from app.events import (
     AgentState,
     Event,
@@ -71,7 +71,9 @@ class Recorder:
         """A model call answered with ``tools`` (name, arguments) and what the agent made of
         it; the seqs of what it led to."""
         events = await self.store.read(self.session)
-        request = self.gateway.prepare(self.agent.messages(events), self.agent.tools())
+        request = self.gateway.prepare(
+            self.agent.messages(events), self.agent.tools(), last_call(events)
+        )
         await self.gateway.store_prompt(request)
         self.calls += 1
         tool_calls = [
@@ -82,7 +84,8 @@ class Recorder:
             model=self.llm.model,
             params={**request.params, "base_url": self.llm.base_url},
             fingerprint=request.fingerprint,
-            prompt=request.prompt,
+            prompt=request.recorded_prompt(),
+            prompt_kept=request.kept,
             tools=request.tools_hash,
             response=LlmResponse(
                 content=content,

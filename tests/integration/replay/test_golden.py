@@ -165,3 +165,19 @@ async def test_a_changed_prompt_fails_a_golden_history_with_a_readable_diff(
     text = describe(result)
     assert "diverged (request): model call 1: prompt message 0 (system) differs" in text
     assert "-- Work in small steps" in text and "+- Work in big steps" in text
+
+
+async def test_a_later_request_difference_diffs_the_whole_recorded_prompt(
+    store: EventStore,
+) -> None:
+    """A recorded call names only the messages it adds to the previous call's prompt
+    (``prompt_kept``); the difference of a later call must be made against its whole prompt.
+    Against the added messages alone, message 0 would be an assistant or tool message."""
+    session = await load_golden(store, GOLDEN / "fix_the_tests.jsonl")
+    changed = SYSTEM_PROMPT.replace("Work in small steps", "Work in big steps")
+    result = await replay(store, session, AgentConfig(system_prompt=changed), mode="positional")
+    assert len(result.differences) == result.steps_recorded > 2
+    for difference in result.differences:
+        assert difference.message is not None
+        assert (difference.message.index, difference.message.recorded_role) == (0, "system")
+        assert "+- Work in big steps" in difference.message.diff

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from app.llm.prompts import PromptChainError
 from app.replay.divergence import Divergence, ExtraCall, OutcomeDivergence
 from app.replay.recording import RecordingError, read_recording
 from app.store import RecordedEvent
@@ -145,3 +146,32 @@ def test_divergences_are_frozen_and_round_trip_as_json() -> None:
         assert adapter.validate_json(adapter.dump_json(divergence)) == divergence
         with pytest.raises(ValidationError):
             divergence.step = 9  # type: ignore[misc]
+
+
+def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() -> None:
+    # A call lists the messages it adds to what it keeps of the previous call's prompt
+    # (prompt_kept); one recorded before that (no prompt_kept) lists its whole prompt. The
+    # chain goes through an interrupted call, which the replay does not serve.
+    log = Log()
+    log.add("session.created", "user", title="t", config={"agent": "codeact"})
+    log.add("message", "user", content="go")
+    old = log.call(prompt=["s", "u"])
+    grown = log.call(prompt=["a1", "t1"], prompt_kept=2)
+    cut = log.call(prompt=["x"], prompt_kept=3, error="stopped", error_kind="interrupted")
+    last = log.call(prompt=["a2"], prompt_kept=4)
+    again = log.call(prompt=["s", "n"])  # a new run lists its whole prompt again
+    recording = read_recording(log.events)
+    assert [c.seq for c in recording.calls] == [old, grown, last, again]
+    assert recording.prompt_of(old) == ["s", "u"]
+    assert recording.prompt_of(grown) == ["s", "u", "a1", "t1"]
+    assert recording.prompt_of(cut) == ["s", "u", "a1", "x"]
+    assert recording.prompt_of(last) == ["s", "u", "a1", "x", "a2"]
+    assert recording.prompt_of(again) == ["s", "n"]
+
+
+def test_a_prompt_that_keeps_what_is_not_there_is_refused() -> None:
+    log = Log()
+    log.add("session.created", "user", title="t", config={"agent": "codeact"})
+    first = log.call(prompt=["a"], prompt_kept=1)
+    with pytest.raises(PromptChainError, match="keeps 1 messages of the previous call's prompt"):
+        read_recording(log.events).prompt_of(first)
