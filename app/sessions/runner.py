@@ -32,6 +32,7 @@ from app.runtime.factory import make_runtime
 from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
 from app.sessions.services import agent_mcp_tools, mcp_log_dir
+from app.sessions.step_gate import BeforeModelCall, GatedGateway
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import (
     record_workspace_end,
@@ -59,6 +60,9 @@ class SessionOptions(BaseModel):
     max_cost_usd: float | None = None
     stuck_detection: bool = True
     mcp_servers: list[McpServerConfig] | None = None
+    #: a resume by the user continues a session the user paused or stopped; a worker's run
+    #: (``app.sessions.worker``) leaves the user's steering as it is
+    continue_paused: bool = True
     #: what an evaluation run records about the session in ``session.created``'s config
     #: (``evaluation_run``, the task, the epoch: app/evaluation/scoring.py)
     evaluation: dict[str, Any] | None = None
@@ -66,6 +70,10 @@ class SessionOptions(BaseModel):
 
 class SessionError(Exception):
     """The session cannot run; the message says why and what to do."""
+
+
+class RunningElsewhereError(SessionError):
+    """Another process runs the session right now (it holds the session's claim)."""
 
 
 class DatabaseGoneError(SessionError):
@@ -105,8 +113,12 @@ async def run_session(
     *,
     task: str | None = None,
     session_id: UUID | None = None,
+    before_model_call: BeforeModelCall | None = None,
 ) -> tuple[UUID, Outcome]:
     """Start (with ``task``) or resume a session and drive it until it ends or needs the user.
+
+    ``before_model_call`` is awaited before each model call (a worker's drain gate:
+    ``app.sessions.step_gate``).
 
     The session is claimed for the run (``store.session_claims``: a second process is refused,
     and a reader knows it runs). Cancelling the run (``task.cancel("interrupted by SIGINT")``)
@@ -125,13 +137,15 @@ async def run_session(
     try:
         async with claim_session(store, session_id, on_lost=database_gone):
             try:
-                return await _run_claimed(store, settings, options, task, session_id)
+                return await _run_claimed(
+                    store, settings, options, task, session_id, before_model_call
+                )
             except asyncio.CancelledError as exc:
                 if not lost.is_set():
                     await _record_stop(store, session_id, exc)
                 raise
     except SessionBusyError as exc:
-        raise SessionError(str(exc)) from None
+        raise RunningElsewhereError(str(exc)) from None
     except asyncio.CancelledError:
         if not lost.is_set():
             raise
@@ -164,6 +178,7 @@ async def _run_claimed(
     options: SessionOptions,
     task: str | None,
     session_id: UUID,
+    before_model_call: BeforeModelCall | None = None,
 ) -> tuple[UUID, Outcome]:
     existing = await store.read(session_id, limit=5)
     recorded = recorded_config(existing) if existing else {}
@@ -228,7 +243,8 @@ async def _run_claimed(
             for e in await store.read(session_id)
             if e.kind == "agent.state" and e.source == "user"
         ]
-        if steering and steering[-1].payload["state"] in ("paused", "stopped"):
+        paused = steering and steering[-1].payload["state"] in ("paused", "stopped")
+        if paused and options.continue_paused:
             await store.append(session_id, [AgentState(state="running", source="user")])
         if task:
             await store.append(session_id, [Message(content=task, source="user")])
@@ -236,7 +252,7 @@ async def _run_claimed(
     try:
         result = await _run_with_baseline(
             store, settings, session_id, workspace, runtime_kind, llm, limits, options, tools,
-            mcp_tools, overrides,
+            mcp_tools, overrides, before_model_call,
         )  # fmt: skip
         reason = result[1]
         return result
@@ -259,6 +275,7 @@ async def _run_with_baseline(
     tools: McpToolService,
     mcp_tools: list[McpTool],
     overrides: AgentConfig,
+    before_model_call: BeforeModelCall | None = None,
 ) -> tuple[UUID, Outcome]:
     if tools.problems:
         await store.append(
@@ -288,8 +305,9 @@ async def _run_with_baseline(
     if overrides.tools is not None:
         mcp_schemas = [t for t in mcp_schemas if t["function"]["name"] in overrides.tools]
     try:
+        gateway = LlmGateway(store, llm)
         agent = CodeActAgent(
-            LlmGateway(store, llm),
+            gateway if before_model_call is None else GatedGateway(gateway, before_model_call),
             str(workspace) if runtime_kind != "docker" else "/workspace",
             mcp_tools=mcp_schemas,
             mcp_index=mcp_index,
