@@ -1,15 +1,18 @@
-"""`chronicle eval run|score|report|compare`: run a suite, score recorded sessions again
-without the model, report a run, compare two runs.
+"""`chronicle eval run|score|report|compare|replay`: run (or resume) a suite, score recorded
+sessions again without the model, report a run, compare two runs, replay a run.
 
 Exit codes: 0 when every session was scored, 1 when one could not be (the others are scored
 and printed; report and compare: a run of that name has no session), 2 for options that
-cannot be used (an unknown scorer, a bad suite).
+cannot be used (an unknown scorer, a bad suite), 3 when a replay diverged (eval replay), 130
+when a run was interrupted (resume it with --resume).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +25,8 @@ from app.config import Settings
 
 if TYPE_CHECKING:
     from app.evaluation.rescoring import ScoredResult
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -70,7 +75,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "session tagged with the evaluation run, at most N at a time, with a progress line "
         "on stderr, then score it (finished, answer, cost, steps).",
     )
-    run.add_argument("suite", type=Path, metavar="SUITE", help="the suite's YAML file")
+    run.add_argument("suite", type=Path, nargs="?", metavar="SUITE", help="the suite's YAML file")
+    run.add_argument(
+        "--resume",
+        metavar="NAME",
+        help="continue the interrupted run NAME with the options it was started with (its "
+        "suite as recorded, unless SUITE is given): finished task x epochs are kept, "
+        "sessions that were mid-flight are run again from the start",
+    )
     run.add_argument("--model", help="the model (default: the configured llm_model)")
     run.add_argument("--base-url", help="the model server's URL (default: llm_base_url)")
     run.add_argument("--runtime", choices=["local", "docker"], help="the sandbox runtime")
@@ -90,7 +102,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "are the shares of tasks passed in at least one and in every epoch.",
     )
     report.add_argument("run_name", metavar="RUN", help="the evaluation run's name")
-    report.add_argument("--json", action="store_true", help="print the report as JSON")
+    shown = report.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the report as JSON")
+    shown.add_argument("--markdown", action="store_true", help="print the report as Markdown")
 
     compare = actions.add_parser(
         "compare",
@@ -104,6 +118,43 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("run_b", metavar="RUN_B", help="the run compared with it")
     compare.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
+    replayed = actions.add_parser(
+        "replay",
+        help="replay every session of a run against the current agent (no model calls)",
+        description="Replay each trial of the run with chronicle replay's engine (recorded "
+        "model replies and observations; no model, no sandbox) and report per task matched "
+        "or the first divergence. The replays form a run of their own (--name) that eval "
+        "report and eval compare read.",
+    )
+    replayed.add_argument("run_name", metavar="RUN", help="the evaluation run to replay")
+    replayed.add_argument(
+        "--name", help="the replay run's name (default: RUN-replay- and the time)"
+    )
+    replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
+    replayed.add_argument(
+        "--mode",
+        choices=["strict", "positional"],
+        default="strict",
+        help="as chronicle replay: strict stops at a differing request (default)",
+    )
+    replayed.add_argument(
+        "--agent-config", type=Path, metavar="FILE", help="as chronicle replay --agent-config"
+    )
+    replayed.add_argument(
+        "--system-prompt", type=Path, metavar="FILE", help="use this system prompt instead"
+    )
+    replayed.add_argument(
+        "--tools", metavar="LIST", help="offer only these tools (comma-separated)"
+    )
+    replayed.add_argument(
+        "--max-iterations", type=positive, metavar="N", help="model calls allowed"
+    )
+    replayed.add_argument(
+        "--model-param", action="append", default=[], metavar="K=V",
+        help="set a model parameter (temperature, max_tokens); repeatable",
+    )  # fmt: skip
+    replayed.add_argument("--agent", metavar="NAME", help="another registered agent (codeact)")
+
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.eval_command == "run":
@@ -112,11 +163,13 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         return await report_command(args, settings)
     if args.eval_command == "compare":
         return await compare_command(args, settings)
+    if args.eval_command == "replay":
+        return await replay_command(args, settings)
     return await score(args, settings)
 
 
 async def report_command(args: argparse.Namespace, settings: Settings) -> int:
-    from app.evaluation.report_text import report_lines
+    from app.evaluation.report_text import report_lines, report_markdown
     from app.evaluation.reporting import ReportError, run_report
 
     async with await open_store(settings) as store:
@@ -127,6 +180,8 @@ async def report_command(args: argparse.Namespace, settings: Settings) -> int:
             return 1
     if args.json:
         print(report.model_dump_json())
+    elif args.markdown:
+        print(report_markdown(report))
     else:
         print("\n".join(report_lines(report)))
     return 0
@@ -154,34 +209,71 @@ async def compare_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int:
-    from app.evaluation.running import Progress, RunError, RunOptions, run_suite
+    from app.evaluation.running import (
+        Progress,
+        RunError,
+        RunOptions,
+        recorded_plan,
+        run_suite,
+    )
     from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
     from app.evaluation.suite import SuiteError, load_suite
+    from app.projections import SessionState, bring_up_to_date
+    from app.store.evaluation_rows import run_attempts
 
-    try:
-        suite = load_suite(args.suite)
-    except SuiteError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    if args.suite is None and args.resume is None:
+        print("error: name the suite's file (or --resume NAME)", file=sys.stderr)
         return 2
-    name = args.name or f"{suite.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    options = RunOptions(
-        name=name, epochs=args.epochs, concurrency=args.concurrency, model=args.model,
-        base_url=args.base_url, runtime=args.runtime,
-    )  # fmt: skip
-
-    def show(progress: Progress) -> None:
-        end = "\n" if progress.done == progress.total else ""
-        print(f"\r{name} {progress.line()}", end=end, file=sys.stderr, flush=True)
-
     async with await open_store(settings) as store:
+        if args.resume is not None:
+            await bring_up_to_date(store, SessionState(), settings.projections_config())
+            plan = recorded_plan(await run_attempts(store, args.resume))
+            if plan is None:
+                print(f"error: there is no evaluation run named {args.resume!r} to resume "
+                      "(or it recorded no plan)", file=sys.stderr)  # fmt: skip
+                return 2
+            name = args.resume
+            suite_path = args.suite or Path(plan.suite or "")
+            options = plan.model_copy(update={"name": name, "suite": str(suite_path.resolve())})
+        else:
+            suite_path = args.suite
         try:
-            results = await run_suite(
-                store, settings, suite, args.suite.resolve().parent, options,
-                [BUILTIN[n] for n in DEFAULT_SCORERS], show,
+            suite = load_suite(suite_path)
+        except SuiteError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        if args.resume is None:
+            name = args.name or f"{suite.name}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+            options = RunOptions(
+                name=name, epochs=args.epochs, concurrency=args.concurrency, model=args.model,
+                base_url=args.base_url, runtime=args.runtime, suite=str(suite_path.resolve()),
             )  # fmt: skip
+
+        def show(progress: Progress) -> None:
+            end = "\n" if progress.done == progress.total else ""
+            print(f"\r{name} {progress.line()}", end=end, file=sys.stderr, flush=True)
+
+        work = asyncio.create_task(
+            run_suite(
+                store, settings, suite, suite_path.resolve().parent, options,
+                [BUILTIN[n] for n in DEFAULT_SCORERS], show, resume=args.resume is not None,
+            )
+        )  # fmt: skip
+        loop = asyncio.get_running_loop()
+        for number in STOP_SIGNALS:
+            loop.add_signal_handler(number, work.cancel, f"interrupted by {number.name}")
+        try:
+            results = await work
         except RunError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except asyncio.CancelledError:
+            print(f"\n{name}: interrupted; continue it with chronicle eval run --resume {name}",
+                  file=sys.stderr)  # fmt: skip
+            return 130
+        finally:
+            for number in STOP_SIGNALS:
+                loop.remove_signal_handler(number)
     passed = sum(r.passed for r in results)
     if args.json:
         print(json.dumps({
@@ -196,6 +288,49 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
             print(f"{r.task_id} epoch {r.epoch}  {verdict}  {r.outcome}  {r.session_id}{why}")
         print(f"{name}: {passed} of {len(results)} passed")
     return 0
+
+
+async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.replay import OptionError, agent_config_from
+    from app.evaluation.replaying import replay_trial
+    from app.evaluation.reporting import ReportError, run_report
+    from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+
+    try:
+        config = agent_config_from(args)
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = args.name or f"{args.run_name}-replay-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    scorers = [BUILTIN[n] for n in DEFAULT_SCORERS]
+    diverged = failed = model_calls = 0
+    async with await open_store(settings) as store:
+        try:
+            report = await run_report(store, args.run_name, settings.projections_config())
+        except ReportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        for trial in report.tasks:
+            replayed = await replay_trial(store, name, trial.id, trial.epoch, trial.session_id,
+                                          config, args.mode, scorers)  # fmt: skip
+            if replayed.error is not None:
+                failed += 1
+                print(f"error: {trial.id} epoch {trial.epoch}: {replayed.error}", file=sys.stderr)
+                continue
+            diverged += not replayed.matched
+            model_calls += replayed.model_calls
+            if args.json:
+                print(replayed.model_dump_json())
+            elif replayed.matched:
+                print(f"{trial.id} epoch {trial.epoch}  matched  {replayed.steps_matched} of "
+                      f"{replayed.steps_recorded} model calls  {replayed.replay}")  # fmt: skip
+            else:
+                print(f"{trial.id} epoch {trial.epoch}  diverged at step {replayed.step} "
+                      f"({replayed.kind})  {replayed.replay}  {replayed.divergence}")  # fmt: skip
+    if not args.json:
+        print(f"{name}: {len(report.tasks) - diverged - failed} of {len(report.tasks)} matched, "
+              f"{diverged} diverged; model calls made: {model_calls}")  # fmt: skip
+    return 1 if failed else (3 if diverged else 0)
 
 
 async def score(args: argparse.Namespace, settings: Settings) -> int:

@@ -43,7 +43,60 @@ def report_lines(report: Report) -> list[str]:
     )
     ended = ", ".join(f"{status} {n}" for status, n in report.statuses.items())
     lines += ["", f"cost {_usd(report.cost_usd)}{unpriced}, steps {report.steps}; ended: {ended}"]
-    return lines
+    return lines + [f"{name}: {value}" for name, value in section_facts(report)]
+
+
+def section_facts(report: Report) -> list[tuple[str, str]]:
+    """The report views' sections, one fact a line (empty when read without them)."""
+    facts: list[tuple[str, str]] = []
+    if report.endings:
+        facts.append(("endings", ", ".join(f"{k} {n}" for k, n in report.endings.items())))
+    usage = report.usage
+    if usage is not None:
+        facts += [
+            ("tokens", f"{usage.input_tokens} in, {usage.output_tokens} out "
+                       f"({usage.model_calls} model calls)"),
+            ("cost", f"{_usd(usage.cost_usd)}, per passed trial {_usd(usage.cost_per_passed)}"),
+            ("steps", f"{usage.steps} (mean {usage.mean_steps:f})"),
+            ("wall time", f"{usage.wall_seconds:.3f} s (mean {usage.mean_wall_seconds:f} s)"),
+        ]  # fmt: skip
+    if report.latency is not None:
+        latency = report.latency
+        facts.append(("model latency", f"p50 {latency.p50_ms:f} ms, p95 {latency.p95_ms:f} ms"))
+    if report.tool_errors is not None:
+        tools = report.tool_errors
+        rate = "-" if tools.error_rate is None else f"{tools.error_rate:.1%}"
+        facts.append(("tool errors", f"{tools.failed} of {tools.tool_calls} ({rate})"))
+    if report.resumes:
+        facts.append(("resumed", f"{report.resumes} times, {report.rerun_sessions} interrupted "
+                                 "sessions run again"))  # fmt: skip
+    if report.replays:
+        diverged = [r for r in report.replays if not r.matched]
+        facts.append(("replays", f"{len(report.replays) - len(diverged)} of "
+                                 f"{len(report.replays)} matched"))  # fmt: skip
+    return facts
+
+
+def report_markdown(report: Report) -> str:
+    """The report as Markdown: the summary, a per-task table, the sections as a list."""
+    lines = [
+        f"# Evaluation run `{report.run}`",
+        "",
+        f"{report.passed} of {report.total} trials passed: pass rate "
+        f"{_rate(report.pass_rate, report.interval)}; pass@{report.epochs} "
+        f"{report.pass_at_k:.1%}, pass^{report.epochs} {report.pass_hat_k:.1%}.",
+        "",
+        "| task | epochs | passed | cost | steps |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for task in report.task_table:
+        lines.append(
+            f"| {task.id} | {task.epochs} | {task.passed} | {_usd(task.cost_usd)} | {task.steps} |"
+        )
+    facts = section_facts(report)
+    if facts:
+        lines += ["", *(f"- **{name}**: {value}" for name, value in facts)]
+    return "\n".join(lines)
 
 
 def comparison_lines(comparison: Comparison) -> list[str]:
@@ -51,12 +104,18 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     a, b = comparison.run_a, comparison.run_b
     difference = comparison.difference_interval
     cost = "-" if comparison.cost_delta_usd is None else f"{comparison.cost_delta_usd:+f}"
+    mean_cost = comparison.mean_cost_delta_usd
+    mean_steps = comparison.mean_steps_delta
     lines = [
         f"A {a}: pass rate {_rate(comparison.pass_rate_a, comparison.interval_a)}",
         f"B {b}: pass rate {_rate(comparison.pass_rate_b, comparison.interval_b)}",
         f"B - A: {comparison.difference:+.1%} ({difference.confidence:.0%} CI "
         f"{difference.low:+.1%} to {difference.high:+.1%}); cost {cost} USD, "
         f"steps {comparison.steps_delta:+d}",
+        "per trial: cost "
+        + ("-" if mean_cost is None else f"{mean_cost:+f}")
+        + " USD, steps "
+        + ("-" if mean_steps is None else f"{mean_steps:+f}"),
         "",
     ]
     for title, tasks in (
@@ -69,4 +128,13 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     ):
         if tasks or not title.startswith("only"):
             lines.append(f"{title}: {len(tasks)}" + (f"  {' '.join(tasks)}" if tasks else ""))
+    if comparison.replays:
+        lines.append(
+            f"replays: {len(comparison.diverged)} of {comparison.replays} diverged"
+            + "".join(
+                f"\n  {r.task_id} epoch {r.epoch}: step {r.divergence_step} "
+                f"({r.divergence_kind}) {r.divergence}"
+                for r in comparison.diverged
+            )
+        )
     return lines

@@ -7,14 +7,27 @@ claim): its ``session.created`` config adds ``evaluation_run``, ``evaluation_tas
 it. A task with a ``check`` has it run right after its session, in a fresh sandbox over the
 final workspace (``live_check.py``). A task passes when every verdict recorded on it (label
 ``pass`` / ``fail`` / ``error``) is a pass.
+
+Resuming (``chronicle eval run --resume NAME``) reads what the run recorded: the plan (suite,
+epochs, model, runtime: ``evaluation_plan`` in every session's config) and each task x epoch's
+newest session. A session that ended is not run again (one that ended before its run scored
+it is scored now). A session that was mid-flight when its process died (status ``working``
+without a process holding it) or was stopped by a signal (``interrupted by SIGINT``) is run
+again from the start, as a new attempt in a fresh workspace, not resumed: its agent saw an
+interruption no uninterrupted trial sees (an action answered ``interrupted``, a stop) and its
+workspace may hold half a command's effects, so its outcome would not be a comparable trial.
+The interrupted session stays in the log; the report views count the newest attempt
+(``evaluation_attempt``) and say how often the run was resumed (``evaluation_resume``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
@@ -28,7 +41,7 @@ from app.evaluation.workspaces import WorkspaceError, prepare_workspace, reposit
 from app.projections import SessionState, bring_up_to_date
 from app.sessions.runner import SessionError, SessionOptions, run_session
 from app.store import EventStore
-from app.store.evaluation_rows import evaluation_run_sessions
+from app.store.evaluation_rows import RunAttempt, counted_trials, run_attempts
 
 
 class RunOptions(BaseModel):
@@ -42,6 +55,16 @@ class RunOptions(BaseModel):
     model: str | None = None
     base_url: str | None = None
     runtime: str | None = None
+    #: the suite's file, recorded so a resume finds it
+    suite: str | None = None
+
+    def plan(self) -> dict[str, Any]:
+        """What a resume needs to continue the run as it was started."""
+        return self.model_dump(mode="json", exclude={"name"})
+
+
+#: session.created config keys a run adds to ``evaluation_config``'s
+ATTEMPT_KEY, RESUME_KEY, PLAN_KEY = "evaluation_attempt", "evaluation_resume", "evaluation_plan"
 
 
 class TaskResult(BaseModel):
@@ -78,6 +101,21 @@ class RunError(Exception):
     """The run cannot start; the message says why."""
 
 
+def recorded_plan(attempts: Sequence[RunAttempt]) -> RunOptions | None:
+    """The options the run was started with, as its newest session recorded them."""
+    for attempt in reversed(attempts):
+        if attempt.plan is not None:
+            return RunOptions.model_validate(json.loads(attempt.plan) | {"name": "-"})
+    return None
+
+
+def interrupted(attempt: RunAttempt) -> bool:
+    """Mid-flight when its run stopped: no process runs it, and it did not end on its own."""
+    if attempt.status in (None, "working"):
+        return not attempt.claimed
+    return attempt.status == "stopped" and (attempt.state_reason or "").startswith("interrupted")
+
+
 async def run_suite(
     store: EventStore,
     settings: Settings,
@@ -86,31 +124,101 @@ async def run_suite(
     options: RunOptions,
     scorers: Sequence[Scorer],
     on_progress: Callable[[Progress], None] = lambda progress: None,
+    *,
+    resume: bool = False,
 ) -> list[TaskResult]:
-    """Run and score every task x epoch; results in suite order, epoch by epoch."""
+    """Run and score every task x epoch; results in suite order, epoch by epoch. With
+    ``resume`` the run named exists, and what it finished is kept (see the module)."""
     await bring_up_to_date(store, SessionState(), settings.projections_config())
-    if await evaluation_run_sessions(store, options.name):
+    attempts = await run_attempts(store, options.name)
+    if attempts and not resume:
         raise RunError(
-            f"an evaluation run named {options.name!r} exists already; choose another --name"
+            f"an evaluation run named {options.name!r} exists already; choose another --name, "
+            f"or continue it with --resume {options.name}"
         )
+    if resume and not attempts:
+        raise RunError(f"there is no evaluation run named {options.name!r} to resume")
+    running = [a for a in attempts if a.claimed and a.status in (None, "working")]
+    if running:
+        raise RunError(
+            f"evaluation run {options.name!r} is running in another process (session "
+            f"{running[0].session_id}); resume it once that process has stopped"
+        )
+    newest: dict[tuple[str | None, int], RunAttempt] = {}
+    for attempt in attempts:
+        key = (attempt.task_id, attempt.epoch)
+        if key not in newest or attempt.attempt > newest[key].attempt:
+            newest[key] = attempt
+    resume_number = max((a.resume for a in attempts), default=-1) + 1
     work = [(task, epoch) for epoch in range(1, options.epochs + 1) for task in suite.tasks]
     progress = Progress(total=len(work))
     limit = asyncio.Semaphore(options.concurrency)
     task_for = suite_tasks(suite, None)
-    on_progress(progress)
+    done = await _done_results(store, options.name)
 
-    async def one(task: Task, epoch: int) -> TaskResult:
-        async with limit:
-            result = await _run_task(store, settings, suite_dir, options, task, epoch, scorers,
-                                     task_for)  # fmt: skip
+    def count(result: TaskResult) -> TaskResult:
         progress.done += 1
         progress.passed += result.passed
         progress.failed += not result.passed
         progress.cost_usd += Decimal(repr(result.cost_usd))
+        return result
+
+    kept: dict[tuple[str, int], TaskResult] = {}
+    for task, epoch in work:
+        earlier = newest.get((task.id, epoch))
+        if earlier is not None and earlier.scored and not interrupted(earlier):
+            if (task.id, epoch) in done:
+                kept[(task.id, epoch)] = count(done[(task.id, epoch)])
+    on_progress(progress)
+
+    async def one(task: Task, epoch: int) -> TaskResult:
+        if (task.id, epoch) in kept:
+            return kept[(task.id, epoch)]
+        earlier = newest.get((task.id, epoch))
+        async with limit:
+            if earlier is not None and not interrupted(earlier):
+                result = await _score_ended(store, settings, options, task, earlier, scorers,
+                                            task_for)  # fmt: skip
+            else:
+                number = 1 if earlier is None else earlier.attempt + 1
+                attempt = {ATTEMPT_KEY: number, RESUME_KEY: resume_number, PLAN_KEY: options.plan()}
+                result = await _run_task(store, settings, suite_dir, options, task, epoch,
+                                         scorers, task_for, attempt)  # fmt: skip
+        count(result)
         on_progress(progress)
         return result
 
     return list(await asyncio.gather(*(one(task, epoch) for task, epoch in work)))
+
+
+async def _done_results(store: EventStore, run: str) -> dict[tuple[str, int], TaskResult]:
+    """Each finished trial of the run as the report views count it."""
+    return {
+        (trial.task_id, trial.epoch): TaskResult(
+            task_id=trial.task_id,
+            epoch=trial.epoch,
+            session_id=trial.session_id,
+            outcome=trial.status or "unknown",
+            passed=trial.passed,
+            cost_usd=float(trial.cost_usd or 0),
+        )
+        for trial in await counted_trials(store, run)
+    }
+
+
+async def _score_ended(
+    store: EventStore,
+    settings: Settings,
+    options: RunOptions,
+    task: Task,
+    earlier: RunAttempt,
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None],
+) -> TaskResult:
+    """A session that ended before its run scored it: score it (and run its check) now."""
+    workspace = Path(earlier.workspace) if earlier.workspace else None
+    return await _scored(store, settings, options, task, earlier.epoch, earlier.session_id,
+                         earlier.status or "unknown", workspace, scorers, task_for)  # fmt: skip
 
 
 async def _run_task(
@@ -122,8 +230,12 @@ async def _run_task(
     epoch: int,
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
+    attempt: dict[str, Any],
 ) -> TaskResult:
-    workspace = settings.data_dir / "evaluations" / options.name / task.id / f"epoch-{epoch}"
+    where = f"epoch-{epoch}" + (
+        f"-attempt-{attempt[ATTEMPT_KEY]}" if attempt[ATTEMPT_KEY] > 1 else ""
+    )
+    workspace = settings.data_dir / "evaluations" / options.name / task.id / where
     failed = TaskResult(task_id=task.id, epoch=epoch, session_id=None, outcome="error",
                         passed=False, cost_usd=0.0)  # fmt: skip
     try:
@@ -143,20 +255,37 @@ async def _run_task(
         base_url=options.base_url,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
-        evaluation=evaluation_config(options.name, recorded, epoch),
+        evaluation=evaluation_config(options.name, recorded, epoch) | attempt,
     )
     try:
         session_id, outcome = await run_session(store, settings, session_options, task=task.prompt)
     except SessionError as exc:
         return failed.model_copy(update={"error": str(exc)})
+    return await _scored(store, settings, options, task, epoch, session_id, outcome, workspace,
+                         scorers, task_for)  # fmt: skip
+
+
+async def _scored(
+    store: EventStore,
+    settings: Settings,
+    options: RunOptions,
+    task: Task,
+    epoch: int,
+    session_id: UUID,
+    outcome: str,
+    workspace: Path | None,
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None],
+) -> TaskResult:
+    """Score an ended session, run its task's check over its workspace, and say if it passed."""
+    failed = TaskResult(task_id=task.id, epoch=epoch, session_id=session_id, outcome=outcome,
+                        passed=False, cost_usd=0.0)  # fmt: skip
     try:
         scored = await score_session(store, session_id, scorers, task_for)
     except ScoringError as exc:
-        return failed.model_copy(
-            update={"session_id": session_id, "outcome": outcome, "error": str(exc)}
-        )
+        return failed.model_copy(update={"error": str(exc)})
     labels = [s.label for s in scored.scores.values()]
-    if task.check is not None:
+    if task.check is not None and workspace is not None:
         check = await run_check(settings, workspace, session_id, task.check, options.runtime)
         await record_check(store, session_id, check, options.name)
         labels.append(check.label)

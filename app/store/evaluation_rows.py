@@ -5,10 +5,14 @@ one query (re-scoring a thousand sessions must not cost a thousand reads)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
 
 from app.store.event_store import COLUMNS, EventStore
 from app.store.records import RecordedEvent
+from app.store.session_claims import claimed_sql
 
 # A replay or a fork copies its recording's config, evaluation_run included: it is not one of
 # the run's own sessions (a replay run is tagged by its `replay` scores, see app/evaluation).
@@ -37,3 +41,73 @@ async def read_sessions(
     for event in events:
         found.setdefault(event.session_id, []).append(event)
     return found
+
+
+# Every session a run started (superseded attempts too), for `chronicle eval run --resume`.
+RUN_ATTEMPTS_SQL = f"""
+SELECT s.session_id, s.status, s.state_reason, {claimed_sql("s.session_id")} AS claimed,
+       c.payload->'config'->'evaluation_task'->>'id' AS task_id,
+       coalesce((c.payload->'config'->>'evaluation_epoch')::integer, 1) AS epoch,
+       coalesce((c.payload->'config'->>'evaluation_attempt')::integer, 1) AS attempt,
+       coalesce((c.payload->'config'->>'evaluation_resume')::integer, 0) AS resume,
+       (c.payload->'config'->'evaluation_plan')::text AS plan,
+       c.payload->'config'->>'workspace' AS workspace,
+       EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.session_id
+                                        AND e.kind = 'eval.score') AS scored
+FROM session_state s
+JOIN events c ON c.session_id = s.session_id AND c.seq = 1
+WHERE s.evaluation_run = $1 AND s.replay_of IS NULL AND s.forked_from IS NULL
+ORDER BY s.created_at, s.session_id
+"""
+
+
+class RunAttempt(BaseModel):
+    """A session an evaluation run started for one task x epoch."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: UUID
+    task_id: str | None
+    epoch: int
+    attempt: int
+    resume: int
+    status: str | None
+    state_reason: str | None
+    #: a process runs it now
+    claimed: bool
+    #: it has an eval.score: its run scored it
+    scored: bool
+    workspace: str | None
+    #: how the run was started (``evaluation_plan``), as JSON text
+    plan: str | None
+
+
+async def run_attempts(store: EventStore, run: str) -> list[RunAttempt]:
+    """Every session the run started, oldest first; the caller brings ``session_state`` up
+    to date first."""
+    rows = await store.pool.fetch(RUN_ATTEMPTS_SQL, run)
+    return [RunAttempt.model_validate(dict(row)) for row in rows]
+
+
+class FinishedTrial(BaseModel):
+    """A trial as the report views count it (its newest attempt)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    epoch: int
+    session_id: UUID
+    status: str | None
+    passed: bool
+    cost_usd: Decimal | None
+
+
+async def counted_trials(store: EventStore, run: str) -> list[FinishedTrial]:
+    """Each trial of the run from ``evaluation_sessions`` (``session_state`` brought up to
+    date by the caller)."""
+    rows = await store.pool.fetch(
+        "SELECT task_id, epoch, session_id, status, passed, cost_usd FROM evaluation_sessions "
+        "WHERE evaluation_run = $1",
+        run,
+    )
+    return [FinishedTrial.model_validate(dict(row)) for row in rows]

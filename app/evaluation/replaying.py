@@ -1,0 +1,128 @@
+"""Regression testing without the model: replay every trial of an evaluation run against the
+current agent code (or a changed configuration) and say, per task, matched or where it first
+diverged.
+
+Each replay is app/replay's (``replay(store, session_id, agent_config, mode=...)``): a session
+of its own whose model calls are served from the recording, so no model is called. The
+replays of one ``chronicle eval replay`` form a replay run, named by ``--name``: each replay
+session gets a ``replay`` score (pass when it matched, with the divergence in words
+otherwise) whose ``evaluation_run`` is that name, which is how the report views find it
+(``evaluation_sessions``, ``evaluation_replays``), and the default scorers' scores.
+
+The task's check is not run on a replay: a replay touches no sandbox. When the replay matched,
+its agent took the recorded actions and got the recorded observations, so its final
+workspace is the recording's: the recorded check verdict is carried over (said so in its
+explanation). A diverged replay gets no check verdict; its ``replay`` verdict fails it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict
+
+from app.evaluation.rescoring import score_session
+from app.evaluation.scoring import Scorer, ScoringError, latest_scores
+from app.events import EvalScore
+from app.replay import AgentConfig, ReplayError, ReplayMode, replay
+from app.store import EventStore, RecordedEvent
+
+NAME = "replay"
+VERSION = 1
+CHECK = "check"
+
+
+class ReplayedTrial(BaseModel):
+    """One trial of the run, replayed: matched, or the first divergence (step and kind)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    epoch: int
+    recorded: UUID
+    replay: UUID | None
+    matched: bool
+    steps_matched: int = 0
+    steps_recorded: int = 0
+    step: int | None = None
+    kind: str | None = None
+    divergence: str | None = None
+    model_calls: int = 0
+    #: why the trial could not be replayed
+    error: str | None = None
+
+
+async def replay_trial(
+    store: EventStore,
+    run: str,
+    task_id: str,
+    epoch: int,
+    session_id: UUID,
+    agent_config: AgentConfig,
+    mode: ReplayMode,
+    scorers: Sequence[Scorer],
+) -> ReplayedTrial:
+    """Replay one recorded trial, tag the replay with the replay run ``run`` and score it."""
+    trial = ReplayedTrial(task_id=task_id, epoch=epoch, recorded=session_id, replay=None,
+                          matched=False)  # fmt: skip
+    try:
+        result = await replay(store, session_id, agent_config, mode=mode)
+    except ReplayError as exc:
+        return trial.model_copy(update={"error": str(exc)})
+    divergence = result.divergence
+    summary = divergence.summary if divergence is not None else None
+    if divergence is None and result.differences:
+        summary = f"{len(result.differences)} request differences (served anyway)"
+    explanation = (
+        f"matched the recording ({result.steps_matched} of {result.steps_recorded} model calls)"
+        if result.matched
+        else f"diverged: {summary or f'ended {result.outcome}'}"
+    )
+    last = await store.last_seq(result.session_id)
+    tags = [
+        EvalScore(
+            name=NAME, scorer_version=VERSION, score_value=1.0 if result.matched else 0.0,
+            score_label="pass" if result.matched else "fail", explanation=explanation,
+            scored_seq=last, evaluation_run=run,
+        )
+    ]  # fmt: skip
+    if result.matched:
+        tags += _carried_check(await store.read(session_id), session_id, run, last)
+    await store.append(result.session_id, tags)
+    try:
+        await score_session(store, result.session_id, scorers)
+    except ScoringError as exc:
+        return trial.model_copy(update={"replay": result.session_id, "error": str(exc)})
+    return trial.model_copy(
+        update={
+            "replay": result.session_id,
+            "matched": result.matched,
+            "steps_matched": result.steps_matched,
+            "steps_recorded": result.steps_recorded,
+            "step": divergence.step if divergence is not None else None,
+            "kind": divergence.kind if divergence is not None else None,
+            "divergence": summary,
+            "model_calls": result.model_calls,
+        }
+    )
+
+
+def _carried_check(
+    events: Sequence[RecordedEvent], recorded: UUID, run: str, last_seq: int
+) -> list[EvalScore]:
+    """The recorded trial's check verdict that counts, for a replay that matched it."""
+    scores = latest_scores(events)
+    checks = sorted((key for key in scores if key[0] == CHECK), key=lambda key: key[1])
+    if not checks:
+        return []
+    counted = scores[checks[-1]].payload
+    return [
+        EvalScore(
+            name=CHECK, scorer_version=checks[-1][1], score_value=counted.get("score_value"),
+            score_label=counted.get("score_label"),
+            explanation=f"carried over from the recorded session {recorded}, which this replay "
+            f"matched action for action: {counted.get('explanation', '')}",
+            scored_seq=last_seq, evaluation_run=run,
+        )
+    ]  # fmt: skip
