@@ -11,6 +11,7 @@ action workers — ``drive`` runs them exactly as it runs a live session's. It e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from typing import Any
@@ -39,6 +40,7 @@ from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
 from app.replay.recording import Recording, RecordingError, Segment, read_recording
 from app.store import EventStore, RecordedEvent
 from app.store.action_worker import ActionWorker
+from app.store.buffered_session import BufferedSession
 from app.store.session_claims import claim_session
 
 __all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
@@ -110,8 +112,9 @@ async def replay(
     except ValueError as exc:
         raise ReplayError(str(exc)) from None
     replay_id = uuid.uuid4()
-    progress = ReplayProgress(store, replay_id, recording, mode)
-    gateway = ReplayGateway(store, llm, progress)
+    log = BufferedSession(store, replay_id)  # the replay's own log: in memory, then written
+    progress = ReplayProgress(log, replay_id, recording, mode)
+    gateway = ReplayGateway(log, llm, progress)
     agent = await _agent(store, recording, agent_config, gateway)
     limits = Limits(
         max_iterations=agent_config.max_iterations
@@ -127,7 +130,7 @@ async def replay(
         "replay_mode": mode,
         "agent_config": agent_config.model_dump(mode="json"),
     }
-    await store.append(
+    await log.append(
         replay_id,
         [
             SessionCreated(
@@ -136,7 +139,8 @@ async def replay(
         ],
         expected_seq=0,
     )
-    outcome = await _claimed_run(store, replay_id, recording, progress, agent, agent_config, limits)
+    await log.flush()  # the session exists (and can be claimed) from here on
+    outcome = await _claimed_run(log, replay_id, recording, progress, agent, agent_config, limits)
     matched = progress.divergence is None and not progress.differences
     result = ReplayResult(
         session_id=replay_id,
@@ -153,15 +157,16 @@ async def replay(
         model_calls=gateway.model_calls,
         seconds=time.monotonic() - started,
     )
-    await store.append(
+    await log.append(
         replay_id,
         [ReplayResultEvent.model_validate(result.model_dump(mode="json", exclude={"session_id"}))],
     )
+    await log.close()
     return result
 
 
 async def _claimed_run(
-    store: EventStore,
+    log: BufferedSession,
     replay_id: UUID,
     recording: Recording,
     progress: ReplayProgress,
@@ -181,10 +186,14 @@ async def _claimed_run(
         this.cancel(DATABASE_GONE)
 
     try:
-        async with claim_session(store, replay_id, on_lost=database_gone):
-            return await _run_segments(
-                store, replay_id, recording, progress, agent, agent_config, limits
-            )
+        async with claim_session(log.store, replay_id, on_lost=database_gone):
+            try:
+                return await _run_segments(
+                    log, replay_id, recording, progress, agent, agent_config, limits
+                )
+            finally:  # what the replay did is in its log, however it ended
+                with contextlib.suppress(Exception):
+                    await log.flush()
     except asyncio.CancelledError:
         if not lost.is_set():
             raise

@@ -19,6 +19,7 @@ from app.store import EventStore
 from app.store.projection_store import ProjectionConnection
 from app.store.session_claims import claimed_sql
 from app.store.session_rows import SessionRow, list_sessions
+from tests.support.waiting import until
 from tests.support.written_sessions import Recorder
 
 
@@ -33,6 +34,10 @@ async def _row(store: EventStore, session: UUID) -> SessionRow | None:
 async def _shown(store: EventStore, session: UUID) -> str | None:
     row = await _row(store, session)
     return None if row is None else shown_state(row.status, row.claimed)
+
+
+async def _is_shown(store: EventStore, session: UUID, state: str) -> bool:
+    return await _shown(store, session) == state
 
 
 async def test_a_running_replay_is_listed_running_then_finished(
@@ -64,7 +69,12 @@ async def test_a_running_replay_is_listed_running_then_finished(
         replay_id = await asyncio.wait_for(inside.get(), timeout=60)
         claimed = await store.pool.fetchval(f"SELECT {claimed_sql('$1::uuid')}", replay_id)
         assert claimed is True
-        assert await _shown(store, replay_id) == "running"
+        # The replay writes its log in batches, at most FLUSH_AFTER seconds behind.
+        await until(
+            lambda: _is_shown(store, replay_id, "running"),
+            timeout=30,
+            what="the held replay to be listed running",
+        )
     finally:
         go_on.set()
     result = await asyncio.wait_for(replaying, timeout=60)

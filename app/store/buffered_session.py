@@ -1,0 +1,194 @@
+"""One session's log kept in memory while its only writer runs, and written in batches.
+
+A replay runs the live controller and action workers against a recording; they talk through
+the log, and each step appends, reads and waits for what the others appended. Against
+PostgreSQL that is several round trips a step, which kept a replay at the live loop's speed
+although nothing waits for a model or a sandbox. ``BufferedSession`` is a store whose one
+session lives in memory: an append gets its seqs at once and is handed to that session's
+subscribers in this process (as the store hands on this process's own appends), reads are
+answered from memory, and the events go to the store in order: ``flush_every`` at a time,
+``flush_after`` seconds after an event came in at the latest (a reader of the session, such
+as the session list, sees it at most that far behind), and when ``flush`` is called, each
+batch checked against the seq the last one ended at. The
+events then hash and ``verify`` as if they had been appended one by one; ``created_at`` is
+the time of the write. Its writer must be the session's only one (a replay holds the
+session's claim). Prompt messages are kept until the next flush too, and checkpoints of the
+session's consumers stay in memory; everything else goes to the store.
+
+The events handed out before a flush have no hash yet (``b""``) and ``global_position`` =
+``seq`` (``tx`` 0); they are the store's once flushed (read them back for those columns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from app.store.append import EventLike, encode_batch
+from app.store.errors import ConcurrencyError
+from app.store.event_store import EventStore
+from app.store.records import Position, RecordedEvent
+
+#: Events written to the store per batch (and kept unwritten at most).
+FLUSH_EVENTS = 2000
+#: Seconds an event may wait unwritten.
+FLUSH_AFTER = 0.2
+
+
+class BufferedSession(EventStore):
+    """``store``, with ``session_id`` kept in memory and written in batches (see the module).
+
+    The session must not exist yet: its events start at seq 1.
+    """
+
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: UUID,
+        *,
+        flush_every: int = FLUSH_EVENTS,
+        flush_after: float = FLUSH_AFTER,
+    ) -> None:
+        super().__init__(store.pool, store.notifier, store.config, store.masker)
+        self.store = store
+        self.session_id = session_id
+        self.flush_every = flush_every
+        self.flush_after = flush_after
+        self._timer: asyncio.TimerHandle | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        #: every event of the session, seq n at index n - 1 (the controller keeps them too)
+        self._events: list[RecordedEvent] = []
+        self._unwritten: list[EventLike] = []
+        self._written = 0  # seq of the last event in the store
+        self._messages: dict[str, str] = {}  # prompt messages not in the store yet
+        self._checkpoints: dict[str, Position] = {}
+        self._flushing = asyncio.Lock()  # the controller and the workers append side by side
+
+    def _mine(self, session_id: UUID) -> bool:
+        return session_id == self.session_id
+
+    async def append(
+        self,
+        session_id: UUID,
+        events: Iterable[EventLike],
+        *,
+        expected_seq: int | None = None,
+    ) -> list[RecordedEvent]:
+        if not self._mine(session_id):
+            return await self.store.append(session_id, events, expected_seq=expected_seq)
+        events = list(events)
+        batch = encode_batch(  # validated and masked as the store would: what it will hold
+            events,
+            self.config.max_event_bytes,
+            self.masker,
+            blob_threshold=self.config.blob_threshold_bytes,
+        )
+        if not batch.event_ids:
+            return []
+        last = len(self._events)
+        if expected_seq is not None and expected_seq != last:
+            raise ConcurrencyError(session_id, expected_seq, last)
+        now = datetime.now(UTC)
+        recorded = [
+            RecordedEvent(
+                global_position=last + i,
+                session_id=session_id,
+                seq=last + i,
+                event_id=batch.event_ids[i - 1],
+                tx=0,
+                kind=batch.kinds[i - 1],
+                source=batch.sources[i - 1],
+                cause=batch.causes[i - 1],
+                payload=batch.payloads[i - 1],
+                schema_version=batch.versions[i - 1],
+                created_at=now,
+                hash=b"",
+            )
+            for i in range(1, len(events) + 1)
+        ]
+        self._events += recorded
+        self._unwritten += events
+        self.notifier.announce(str(session_id), recorded[-1].seq, recorded)
+        if len(self._unwritten) >= self.flush_every:
+            await self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.flush_after, self._due)
+        return recorded
+
+    def _due(self) -> None:
+        """Write in the background what waited ``flush_after``; a failure is left for the
+        next ``flush`` to meet again (nothing is dropped before it is written)."""
+        self._timer = None
+        task = asyncio.create_task(self.flush())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    async def flush(self) -> None:
+        """Write what is not in the store yet: the prompt messages, then the events."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        async with self._flushing:
+            if self._messages:
+                messages, self._messages = self._messages, {}
+                await self.store.put_messages(list(messages), list(messages.values()))
+            while self._unwritten:
+                batch = self._unwritten[: self.flush_every]
+                await self.store.append(self.session_id, batch, expected_seq=self._written)
+                self._written += len(batch)
+                del self._unwritten[: len(batch)]
+
+    async def read(
+        self,
+        session_id: UUID,
+        after_seq: int = 0,
+        limit: int | None = None,
+        *,
+        resolve_blobs: bool = True,
+    ) -> list[RecordedEvent]:
+        if not self._mine(session_id):
+            return await self.store.read(session_id, after_seq, limit, resolve_blobs=resolve_blobs)
+        page = self._events[after_seq : None if limit is None else after_seq + limit]
+        if resolve_blobs:
+            return page
+        return [event._replace(payload=event.stored_payload) for event in page]
+
+    async def last_seq(self, session_id: UUID) -> int:
+        if not self._mine(session_id):
+            return await self.store.last_seq(session_id)
+        return len(self._events)
+
+    async def put_messages(self, hashes: Sequence[str], texts: Sequence[str]) -> int:
+        self._messages.update(zip(hashes, texts, strict=True))
+        return len(hashes)
+
+    async def read_messages(self, hashes: Sequence[str]) -> dict[str, Any]:
+        await self.flush()  # rare (a difference to show): read them as stored
+        return await self.store.read_messages(hashes)
+
+    def _its_consumer(self, name: str) -> bool:
+        return name.endswith(f":{self.session_id}")
+
+    async def load_checkpoint(self, name: str) -> Position | None:
+        if self._its_consumer(name):
+            return self._checkpoints.get(name)
+        return await self.store.load_checkpoint(name)
+
+    async def save_checkpoint(
+        self, name: str, position: Position, connection: asyncpg.Connection | None = None
+    ) -> None:
+        if self._its_consumer(name) and connection is None:
+            self._checkpoints[name] = position
+            return
+        await self.store.save_checkpoint(name, position, connection)
+
+    async def close(self) -> None:
+        """Write what is left; the store (its pool and notifier) stays open."""
+        await self.flush()
+        await asyncio.gather(*self._background, return_exceptions=True)
