@@ -217,6 +217,55 @@ class Settings(BaseSettings):
         default=3600, gt=0, description="CPU seconds each process in a local sandbox may use"
     )
 
+    # -- access service (chronicle serve) -----------------------------------------------
+    workspace_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="directories under which an API client may name an existing workspace "
+        "(a directory or git repository); unset: only fresh workspaces under data_dir",
+    )
+    server_rate_limit: int = Field(
+        default=600, ge=1, description="requests per minute one token (or one address) may make"
+    )
+    server_max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024, description="largest request body the API reads"
+    )
+    server_max_active_sessions: int = Field(
+        default=5, ge=1, description="sessions one user may have working (or starting) at once"
+    )
+    server_login_hours: float = Field(
+        default=12.0, gt=0, description="lifetime of a browser login's session cookie"
+    )
+    server_max_streams_per_user: int = Field(
+        default=20, ge=1, description="live event streams one user may hold open in one API process"
+    )
+    server_stream_buffer_events: int = Field(
+        default=1000,
+        ge=1,
+        description="events a live stream holds for a client not yet sent; when it stays full "
+        "for server_stream_stall_seconds the client is told where to resume and closed",
+    )
+    server_stream_stall_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a stream client's full buffer may wait for it before it is closed",
+    )
+    server_stream_keepalive_seconds: float = Field(
+        default=15.0, gt=0, description="seconds between SSE keep-alive comments on a quiet stream"
+    )
+    server_secure_cookies: bool = Field(
+        default=False,
+        description="mark the login cookies Secure (set it when clients reach the API over "
+        "HTTPS through a proxy; a request that arrives over HTTPS gets them Secure anyway)",
+    )
+
+    @field_validator("workspace_roots", mode="before")
+    @classmethod
+    def _paths_list(cls, value: object) -> object:
+        """``CHRONICLE_WORKSPACE_ROOTS=/srv/repos:/home/me/src`` as well as a TOML list."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(os.pathsep) if part.strip()]
+        return value
+
     @field_validator("sandbox_env", mode="before")
     @classmethod
     def _names_list(cls, value: object) -> object:

@@ -20,6 +20,8 @@ from app.cli import log as log_cli
 from app.cli import projections as projections_cli
 from app.cli import replay as replay_cli
 from app.cli import runtime as runtime_cli
+from app.cli import server as server_cli
+from app.cli import users as users_cli
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -42,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     analytics_cli.add_parsers(commands)
     archive_cli.add_parsers(commands)
     evaluation_cli.add_parser(commands)
+    users_cli.add_parsers(commands)
+    server_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument("name", choices=["eventstore", "runtime", "agent", "projections", "replay"])
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -53,6 +57,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return db_cli.run(args, settings)
     if args.command == "runtime":
         return runtime_cli.run(args, settings)
+    if args.command == "serve":
+        return server_cli.run(args, settings)
     if args.command == "bench":
         from app.cli.bench import run as run_bench
 
@@ -73,6 +79,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "import": archive_cli.import_,
         "projections": projections_cli.run,
         "eval": evaluation_cli.run,
+        "users": users_cli.users,
+        "tokens": users_cli.tokens,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

@@ -21,8 +21,9 @@ Source = Literal["user", "agent", "environment", "system"]
 Service = Literal["sandbox", "mcp"]
 
 ENVELOPE_FIELDS: frozenset[str] = frozenset({"kind", "source", "cause", "event_id"})
-#: What an event that was not served from a recording leaves out of its payload.
-NOT_REPLAYED: frozenset[str] = ENVELOPE_FIELDS | {"replayed_from"}
+#: Fields an event leaves out of its payload when they are None, so that every payload
+#: without them is as it always was (and hashes as it always did).
+OMITTED_WHEN_NONE: tuple[str, ...] = ("replayed_from", "user")
 
 
 class Event(BaseModel):
@@ -46,11 +47,15 @@ class Event(BaseModel):
     #: served from (a model call's response, an observation). Left out of the payload when
     #: None, so every other event's payload is as it always was.
     replayed_from: int | None = Field(default=None, ge=1)
+    #: The signed-in user who sent it through the access service (app/server): a message,
+    #: a pause, resume or stop, a session's creation. Left out of the payload when None.
+    user: str | None = Field(default=None, min_length=1, max_length=64)
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""
-        exclude = ENVELOPE_FIELDS if self.replayed_from is not None else NOT_REPLAYED
-        return self.model_dump(mode="json", exclude=exclude)  # type: ignore[arg-type]
+        exclude = set(ENVELOPE_FIELDS)
+        exclude.update(name for name in OMITTED_WHEN_NONE if getattr(self, name) is None)
+        return self.model_dump(mode="json", exclude=exclude)
 
     @classmethod
     def upcast(cls, version: int, payload: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Every module under app/ is parsed (nothing is imported) and every import counts:
 inside functions, under ``TYPE_CHECKING``. The rule:
 
 - imports point down the stack ``events ← store ← {llm, runtime, tools, projections} ← agent
-  ← replay ← sessions ← evaluation ← {server, cli}``: a package imports only lower ones
+  ← replay ← sessions ← evaluation ← server ← cli``: a package imports only lower ones
   (packages on one level never import each other);
 - only sessions and above read the app-wide ``Settings`` (``app.config``); ``app/config.py``
   builds the lower packages' own config objects and imports nothing from sessions or above;
@@ -45,11 +45,11 @@ LEVELS = {
     "sessions": 5,
     "evaluation": 6,
     "server": 7,
-    "cli": 7,
+    "cli": 8,  # the command line starts the server (`chronicle serve`); server never imports cli
 }
 STACK = (
     "events ← store ← {llm, runtime, tools, projections} ← agent ← replay ← sessions "
-    "← evaluation ← {server, cli}"
+    "← evaluation ← server ← cli"
 )
 SETTINGS_READERS = frozenset({"sessions", "evaluation", "server", "cli"})
 #: app/config.py sits beside sessions: it may import what sessions may.

@@ -1,0 +1,128 @@
+"""`chronicle serve`: the access service (HTTP API) under uvicorn, with its companions.
+
+``--role all`` (the default) runs the API and the projections runner in one process (on the
+embedded PostgreSQL unless ``CHRONICLE_DATABASE_URL`` is set); ``--role api`` runs the API
+alone, for several API processes against one database (a projections runner, e.g. `chronicle
+projections run`, keeps ``session_state`` current). SIGTERM or SIGINT stops accepting
+connections, lets the requests in flight finish, stops the companions and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from app.config import Settings
+from app.store import EventStore
+
+ROLES = ("all", "api", "worker")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _quiet_server(config: Any) -> Any:
+    """A uvicorn server that leaves signals to us: uvicorn's own handling re-raises the
+    signal once it has shut down, which would end the process by the signal (exit -15)
+    before the projections stop and the store closes."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        listening = asyncio.Event()
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            self.listening.set()
+
+    return Server(config)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser("serve", help="run the HTTP API (and, by default, its workers)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument(
+        "--port", type=int, default=8000, help="port to listen on (0: any free port)"
+    )
+    serve.add_argument(
+        "--role",
+        choices=ROLES,
+        default="all",
+        help="all: API, projections and workers in one process; api: the API only; worker: "
+        "the workers only",
+    )
+
+
+@contextlib.asynccontextmanager
+async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
+    """The projections kept current beside the API (one runner per database applies; the
+    others stand by, so several `serve --role all` processes are safe)."""
+    from app.projections import all_projections, running_projections
+
+    async with running_projections(store, all_projections(), settings.projections_config()):
+        yield
+
+
+async def _serve(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from app.cli.log import open_store
+    from app.server import create_app
+
+    async with await open_store(settings) as store:
+        app = create_app(store, settings)
+        config = uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+        server = _quiet_server(config)
+        loop = asyncio.get_running_loop()
+
+        def stop(received: signal.Signals) -> None:
+            if server.should_exit:  # a second signal: stop without waiting for requests
+                server.force_exit = True
+            server.should_exit = True
+
+        for number in STOP_SIGNALS:
+            loop.add_signal_handler(number, stop, number)
+        async with contextlib.AsyncExitStack() as companions:
+            if args.role == "all":
+                await companions.enter_async_context(_projections(store, settings))
+            serving = asyncio.create_task(server.serve())
+            listening = asyncio.create_task(server.listening.wait())
+            await asyncio.wait({serving, listening}, return_when=asyncio.FIRST_COMPLETED)
+            listening.cancel()
+            if server.started:
+                host, port = server.servers[0].sockets[0].getsockname()[:2]
+                print(f"chronicle serving on http://{host}:{port} (role {args.role})", flush=True)
+            await serving
+        if not server.started:
+            print(f"error: could not listen on {args.host}:{args.port}", file=sys.stderr)
+            return 1
+    print("chronicle serve stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.role == "worker":
+        print(
+            "error: --role worker is not wired into chronicle serve yet; run the workers "
+            "with their own command",
+            file=sys.stderr,
+        )
+        return 2
+    if not 0 <= args.port <= 65535:
+        print(f"error: --port {args.port} is not a port (0 to 65535)", file=sys.stderr)
+        return 2
+    return asyncio.run(_serve(args, settings))

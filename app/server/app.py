@@ -1,0 +1,108 @@
+"""The access service's Litestar app: ``create_app(store, settings)``.
+
+Routes come from one module per idea (login, health, sessions, ...); every route but health,
+login and the OpenAPI document sits under the ``authenticated`` guard, and the
+authentication middleware runs before the per-token rate limit, so each token (or, before
+login, each address) gets ``server_rate_limit`` requests a minute. Every error is a problem
+document (``problems``); bodies over ``server_max_body_bytes`` are refused with 413.
+
+A module with more routes (the live streams, ``app/server/streams.py``) adds its handlers to
+``protected_routes()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from litestar import Litestar, Request, Router
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.middleware import DefineMiddleware
+from litestar.middleware.rate_limit import RateLimitConfig, get_remote_address
+from litestar.openapi.config import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ControllerRouterHandler
+
+from app.config import Settings
+from app.server import health, login, session_routes
+from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
+from app.server.context import ServerContext, provide_context
+from app.server.problems import handle_exception
+from app.store import EventStore
+from app.store.users import Principal
+
+TITLE = "Chronicle"
+VERSION = "0.1.0"
+
+
+def protected_routes() -> list[ControllerRouterHandler]:
+    """Every route that needs a token (under the ``authenticated`` guard)."""
+    return [
+        login.logout,
+        login.me,
+        *session_routes.ROUTES,
+    ]
+
+
+def rate_limit_key(request: Request[Any, Any, Any]) -> str:
+    """Whom a request counts against: its token once authenticated, else its address."""
+    user = request.scope.get("user")
+    if isinstance(user, Principal):
+        return f"token:{user.token_id}"
+    authorization = request.headers.get("authorization")
+    if authorization:  # refused by authentication anyway; counted apart from the address
+        return "credential:" + hashlib.sha256(authorization.encode()).hexdigest()
+    return "address:" + get_remote_address(request)
+
+
+def create_app(
+    store: EventStore,
+    settings: Settings,
+    *,
+    extra_routes: Sequence[ControllerRouterHandler] = (),
+) -> Litestar:
+    """The app over this store; ``extra_routes`` are added under the authentication guard."""
+    context = ServerContext(store=store, settings=settings)
+    api = Router(
+        path="/",
+        route_handlers=[*protected_routes(), *extra_routes],
+        guards=[authenticated],
+        security=[{"bearer": []}],
+    )
+    rate_limit = RateLimitConfig(
+        rate_limit=("minute", settings.server_rate_limit),
+        exclude=PUBLIC_PATHS,
+        identifier_for_request=rate_limit_key,
+    )
+    return Litestar(
+        route_handlers=[health.live, health.ready, login.login, api],
+        state=State({"context": context}),
+        dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
+        middleware=[
+            DefineMiddleware(
+                TokenAuthentication, exclude=PUBLIC_PATHS, exclude_from_auth_key="exclude_from_auth"
+            ),
+            rate_limit.middleware,
+        ],
+        exception_handlers={Exception: handle_exception},
+        request_max_body_size=settings.server_max_body_bytes,
+        openapi_config=OpenAPIConfig(
+            title=TITLE,
+            version=VERSION,
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
+            components=Components(
+                security_schemes={
+                    "bearer": SecurityScheme(
+                        type="http",
+                        scheme="bearer",
+                        description="a token from chronicle tokens create",
+                    )
+                }
+            ),
+        ),
+        debug=False,
+    )

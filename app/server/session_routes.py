@@ -1,0 +1,162 @@
+"""Sessions: list (``session_state``, filtered, keyset-paged), get one, page its
+events, verify its hash chain, export it (JSONL, as ``chronicle export`` writes it)."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime
+from typing import Annotated, Any
+from uuid import UUID
+
+from litestar import Request, Response, get
+from litestar.params import FromPath, QueryParameter
+from pydantic import BaseModel
+
+from app.server.access import ensure_visible, not_found, owner_filter
+from app.server.auth import principal_of
+from app.server.context import Context
+from app.server.cursors import BadCursorError, decode_cursor, encode_cursor
+from app.server.problems import Unprocessable, problem_responses
+from app.sessions.summary import SessionSummary
+from app.store.archive import export_sessions
+from app.store.records import VerifyReport
+from app.store.session_owners import list_visible_sessions, visible_session
+from app.store.session_rows import ListedState
+
+MAX_PAGE = 200
+MAX_EVENTS_PAGE = 1000
+
+
+class SessionPage(BaseModel):
+    sessions: list[SessionSummary]
+    #: Pass it as ``cursor`` for the next page; None on the last page.
+    next_cursor: str | None
+
+
+class EventView(BaseModel):
+    seq: int
+    event_id: UUID
+    kind: str
+    source: str
+    cause: int | None
+    payload: dict[str, Any]
+    schema_version: int
+    created_at: datetime
+    #: sha256 hex of the hash chain at this event.
+    hash: str
+
+
+class EventPage(BaseModel):
+    events: list[EventView]
+    #: Pass it as ``after_seq`` for the next page; None when this page reached the end.
+    next_after_seq: int | None
+    last_seq: int
+
+
+@get("/api/sessions", responses=problem_responses(422))
+async def list_sessions(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    status: Annotated[ListedState | None, QueryParameter(name="state")] = None,
+    model: Annotated[str | None, QueryParameter(max_length=200)] = None,
+    since: Annotated[datetime | None, QueryParameter()] = None,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, QueryParameter(max_length=200)] = None,
+) -> SessionPage:
+    """Your sessions (an admin's: all), newest first, from the session list projection."""
+    try:
+        after = decode_cursor(cursor) if cursor else None
+    except BadCursorError as exc:
+        raise Unprocessable(str(exc)) from None
+    if since is not None and since.tzinfo is None:
+        raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
+    rows = await list_visible_sessions(
+        ctx.store,
+        owner=owner_filter(principal_of(request)),
+        limit=limit + 1,
+        state=status,
+        model=model,
+        since=since,
+        after=after,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].session_id) if more else None
+    return SessionPage(sessions=[SessionSummary.of(row) for row in rows], next_cursor=next_cursor)
+
+
+@get("/api/sessions/{session_id:uuid}", responses=problem_responses(404))
+async def get_session(
+    request: Request[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> SessionSummary:
+    """One session's summary (404 if it is not yours, or not listed yet: retry shortly)."""
+    principal = principal_of(request)
+    await ensure_visible(ctx, principal, session_id)
+    row = await visible_session(ctx.store, session_id, owner=owner_filter(principal))
+    if row is None:
+        raise not_found(session_id)
+    return SessionSummary.of(row)
+
+
+@get("/api/sessions/{session_id:uuid}/events", responses=problem_responses(404))
+async def events(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    session_id: FromPath[UUID],
+    after_seq: Annotated[int, QueryParameter(ge=0)] = 0,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_EVENTS_PAGE)] = 100,
+) -> EventPage:
+    """A page of the session's events after ``after_seq``, in order."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    found = await ctx.store.read(session_id, after_seq=after_seq, limit=limit)
+    last = await ctx.store.last_seq(session_id)
+    views = [
+        EventView(
+            seq=e.seq,
+            event_id=e.event_id,
+            kind=e.kind,
+            source=e.source,
+            cause=e.cause,
+            payload=e.payload,
+            schema_version=e.schema_version,
+            created_at=e.created_at,
+            hash=e.hash.hex(),
+        )
+        for e in found
+    ]
+    reached = views[-1].seq if views else after_seq
+    return EventPage(
+        events=views, next_after_seq=reached if reached < last else None, last_seq=last
+    )
+
+
+@get("/api/sessions/{session_id:uuid}/verify", responses=problem_responses(404))
+async def verify(
+    request: Request[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> VerifyReport:
+    """Check the session's hash chain, its prompt messages and blobs (as chronicle verify)."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    return await ctx.store.verify(session_id)
+
+
+@get(
+    "/api/sessions/{session_id:uuid}/export",
+    media_type="application/x-ndjson",
+    responses=problem_responses(404),
+)
+async def export(
+    request: Request[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> Response[bytes]:
+    """The session as an export file (JSONL, what chronicle export writes; chronicle import
+    reads it)."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    out = io.StringIO()
+    await export_sessions(ctx.store, [session_id], out)
+    return Response(
+        content=out.getvalue().encode("utf-8", "surrogatepass"),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": f'attachment; filename="{session_id}.jsonl"'},
+    )
+
+
+ROUTES = [list_sessions, get_session, events, verify, export]

@@ -1,0 +1,132 @@
+"""Who owns a session (migration 0009), and the session list as one user may see it.
+
+A user sees the sessions they created through the API; an admin sees every session. The
+list is the ``session_state`` rows (``session_rows``) narrowed by owner, by the same filters
+as ``chronicle sessions``, and paged by a keyset cursor ``(created_at, session_id)`` in the
+list's own order, so a page costs the same however deep it is.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from app.store.session_rows import CLAIMED, COLUMNS, ListedState, SessionRow
+
+if TYPE_CHECKING:
+    from app.store.event_store import EventStore
+
+#: A session still counts against its owner's cap until its agent stops working: no state
+#: yet (just created, or the projection has not seen it), or working.
+ACTIVE_SQL = """
+SELECT count(*) FROM session_owners o
+LEFT JOIN session_state s ON s.session_id = o.session_id
+WHERE o.user_id = $1 AND (s.session_id IS NULL OR s.status IS NULL OR s.status = 'working')
+"""
+
+
+async def record_owner(store: EventStore, session_id: UUID, user_id: UUID) -> None:
+    await store.pool.execute(
+        "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2)", session_id, user_id
+    )
+
+
+async def owner_of(store: EventStore, session_id: UUID) -> UUID | None:
+    owner: UUID | None = await store.pool.fetchval(
+        "SELECT user_id FROM session_owners WHERE session_id = $1", session_id
+    )
+    return owner
+
+
+async def active_sessions(store: EventStore, user_id: UUID) -> int:
+    count: int = await store.pool.fetchval(ACTIVE_SQL, user_id)
+    return count
+
+
+def visible_list_sql(
+    *,
+    owner: bool,
+    state: ListedState | None,
+    model: bool,
+    since: bool,
+    after: bool,
+) -> tuple[str, list[str]]:
+    """The query for one page, and the order of its parameters (the limit last)."""
+    where: list[str] = []
+    params: list[str] = []
+    joins = ""
+    if owner:
+        params.append("owner")
+        joins = " JOIN session_owners o ON o.session_id = s.session_id AND o.user_id = $1"
+    if state in ("running", "interrupted"):
+        where.append("s.status = 'working'")
+        where.append(CLAIMED if state == "running" else f"NOT {CLAIMED}")
+    elif state is not None:
+        params.append("state")
+        where.append(f"s.status = ${len(params)}")
+    if model:
+        params.append("model")
+        where.append(f"s.model = ${len(params)}")
+    if since:
+        params.append("since")
+        where.append(f"s.created_at >= ${len(params)}")
+    if after:
+        params.append("after_created")
+        params.append("after_id")
+        where.append(f"(s.created_at, s.session_id) < (${len(params) - 1}, ${len(params)})")
+    params.append("limit")
+    columns = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
+    return (
+        f"SELECT {columns}, {CLAIMED} AS claimed FROM session_state s{joins}"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY s.created_at DESC, s.session_id DESC LIMIT ${len(params)}",
+        params,
+    )
+
+
+async def list_visible_sessions(
+    store: EventStore,
+    *,
+    owner: UUID | None,
+    limit: int,
+    state: ListedState | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    after: tuple[datetime, UUID] | None = None,
+) -> list[SessionRow]:
+    """A page of the newest sessions owned by ``owner`` (every session when None) matching
+    every filter, after the ``(created_at, session_id)`` cursor if given."""
+    sql, params = visible_list_sql(
+        owner=owner is not None,
+        state=state,
+        model=model is not None,
+        since=since is not None,
+        after=after is not None,
+    )
+    values: dict[str, Any] = {
+        "owner": owner,
+        "state": state,
+        "model": model,
+        "since": since,
+        "after_created": after[0] if after else None,
+        "after_id": after[1] if after else None,
+        "limit": limit,
+    }
+    rows = await store.pool.fetch(sql, *(values[name] for name in params))
+    return [SessionRow(**dict(row)) for row in rows]
+
+
+async def visible_session(
+    store: EventStore, session_id: UUID, *, owner: UUID | None
+) -> SessionRow | None:
+    """The session's ``session_state`` row if ``owner`` (None: anyone) may see it."""
+    columns = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
+    row = await store.pool.fetchrow(
+        f"SELECT {columns}, {CLAIMED} AS claimed FROM session_state s "
+        "WHERE s.session_id = $1 AND ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM session_owners o "
+        "WHERE o.session_id = s.session_id AND o.user_id = $2))",
+        session_id,
+        owner,
+    )
+    return SessionRow(**dict(row)) if row else None

@@ -1,0 +1,71 @@
+"""A real `chronicle serve` process for system tests, and the tokens to call it with."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.cli import chronicle
+
+LISTENING = re.compile(r"chronicle serving on (http://\S+)")
+
+
+@dataclass
+class ServerProcess:
+    """A started ``chronicle serve``: its URL, its environment, and its output so far."""
+
+    process: subprocess.Popen[str]
+    url: str
+    env: dict[str, str]
+    output: list[str] = field(default_factory=list)
+
+    def token(self, user: str, *, admin: bool = False, expires: str | None = None) -> str:
+        """A new API token for ``user`` (added first if new), made by the CLI."""
+        added = chronicle("users", "add", user, *(["--admin"] if admin else []), env=self.env)
+        assert added.returncode == 0 or "exists already" in added.stderr, added.stderr
+        made = chronicle(
+            "tokens", "create", user, *(["--expires", expires] if expires else []), env=self.env
+        )
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip()
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 30) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+
+def start_server(
+    env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 60
+) -> ServerProcess:
+    """Start ``chronicle serve --port 0`` and wait for the line that names its URL."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--port", "0", *args],
+        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    os.set_blocking(process.stdout.fileno(), True)
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        found = LISTENING.search(line)
+        if found:
+            return ServerProcess(process=process, url=found.group(1), env=env, output=lines)
+    process.kill()
+    process.wait()
+    raise AssertionError("chronicle serve did not start:\n" + "".join(lines))

@@ -1,0 +1,44 @@
+"""`chronicle users` and `chronicle tokens` as a person uses them: a token shown once and
+never again, mistakes answered with what to do."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from tests.support.cli import chronicle, cli_environment
+
+
+def test_users_and_tokens_from_the_command_line(app_database_url: str, tmp_path: Path) -> None:
+    env = cli_environment(app_database_url, tmp_path)
+    added = chronicle("users", "add", "hana", "--admin", env=env)
+    assert added.returncode == 0 and "added admin hana" in added.stdout
+    again = chronicle("users", "add", "hana", env=env)
+    assert again.returncode == 1 and "exists already" in again.stderr
+    bad = chronicle("users", "add", "two words", env=env)
+    assert bad.returncode == 1 and "not a user name" in bad.stderr
+    users = chronicle("users", "list", env=env).stdout
+    assert "hana" in users and "admin" in users
+
+    made = chronicle("tokens", "create", "hana", "--expires", "30d", "--label", "ci", env=env)
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    assert token.startswith("chr_") and "\n" not in token  # stdout is the token alone
+    assert "shown only now" in made.stderr
+    listed = chronicle("tokens", "list", env=env).stdout
+    assert token not in listed and token[4:] not in listed
+    line = next(line for line in listed.splitlines() if "hana" in line)
+    assert "live" in line and "ci" in line
+
+    nobody = chronicle("tokens", "create", "nobody", env=env)
+    assert nobody.returncode == 1 and "chronicle users add nobody" in nobody.stderr
+    never = chronicle("tokens", "create", "hana", "--expires", "soon", env=env)
+    assert never.returncode == 2 and "30d" in never.stderr
+
+    token_id = line.split()[0]
+    assert chronicle("tokens", "revoke", token_id, env=env).returncode == 0
+    assert "revoked" in chronicle("tokens", "list", env=env).stdout
+    twice = chronicle("tokens", "revoke", token_id, env=env)
+    assert twice.returncode == 1 and "no live token" in twice.stderr
+    unknown = chronicle("tokens", "revoke", str(uuid.uuid4()), env=env)
+    assert unknown.returncode == 1
