@@ -188,7 +188,16 @@ async def run_suite(
         on_progress(progress)
         return result
 
-    return list(await asyncio.gather(*(one(task, epoch) for task, epoch in work)))
+    # return_exceptions: a cancelled run (SIGINT) waits for every trial to record its stop
+    # before the cancellation goes on (else the first trial cancelled ends the gather, and the
+    # caller closes the store under the others).
+    ended = await asyncio.gather(
+        *(one(task, epoch) for task, epoch in work), return_exceptions=True
+    )
+    failed = next((e for e in ended if isinstance(e, BaseException)), None)
+    if failed is not None:
+        raise failed
+    return [result for result in ended if isinstance(result, TaskResult)]
 
 
 async def _done_results(store: EventStore, run: str) -> dict[tuple[str, int], TaskResult]:

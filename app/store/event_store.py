@@ -64,7 +64,14 @@ WHERE (tx, global_position) > ($1::xid8, $2::bigint)
 ORDER BY tx, global_position
 LIMIT $3
 """
-PUT_MESSAGES_SQL = "SELECT chronicle_put_messages($1::bytea[], $2::text[])"
+#: Messages are stored before the events that name them (an ``llm.call``), and that append
+#: commits synchronously: its WAL flush covers every earlier commit, these included. So this
+#: commit need not wait for a flush of its own, which was a second fsync on each agent step's
+#: path; after a crash before that append, the messages lost are ones nothing names.
+PUT_MESSAGES_SQL = (
+    "SELECT chronicle_put_messages($1::bytea[], $2::text[]),"
+    " set_config('synchronous_commit', 'off', true)"
+)
 READ_MESSAGES_SQL = (
     "SELECT encode(hash, 'hex') AS key, message FROM llm_messages WHERE hash = ANY($1::bytea[])"
 )
