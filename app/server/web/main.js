@@ -1,0 +1,123 @@
+// The page's shell: who is signed in, which view the address names (#/, #/new,
+// #/sessions/ID), and one place where errors are shown as messages.
+
+import { api, ApiError, signIn, signOut } from "./api.js";
+import { el, clear } from "./dom.js";
+import { sessionsView, newSessionView } from "./sessions.js";
+import { sessionView } from "./session.js";
+
+const main = document.getElementById("main");
+const notice = document.getElementById("notice");
+const who = document.getElementById("who");
+const logout = document.getElementById("logout");
+let leave = () => {};
+let me = null;
+
+export function showError(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    me = null;
+    route();
+    return;
+  }
+  notice.textContent = error instanceof Error ? error.message : String(error);
+  notice.hidden = false;
+}
+
+export function clearError() {
+  notice.hidden = true;
+  notice.textContent = "";
+}
+
+function signInView(message) {
+  const token = el("input", { id: "token", name: "token", type: "password", autocomplete: "off", required: true,
+    "aria-describedby": "token-help" });
+  const form = el("form", { class: "card narrow", "aria-labelledby": "signin-title" },
+    el("h1", { id: "signin-title" }, "Sign in to Chronicle"),
+    el("p", {}, "Chronicle records everything a coding agent does: each model call, command and file edit, in order, as a log nobody can rewrite. Sign in to watch and steer your agents' sessions."),
+    message ? el("p", { class: "error", role: "alert" }, message) : null,
+    el("label", { for: "token" }, "API token"),
+    token,
+    el("p", { id: "token-help", class: "muted" }, "A token from ", el("code", {}, "chronicle tokens create NAME"), " (or the link ", el("code", {}, "./dev up"), " printed)."),
+    el("button", { type: "submit" }, "Sign in"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearError();
+    try {
+      await signIn(token.value.trim());
+      await route();
+    } catch (error) {
+      clear(main).append(signInView(error.message));
+    }
+  });
+  clear(main).append(form);
+  token.focus();
+}
+
+async function whoAmI() {
+  try {
+    me = await api("/api/me");
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return null;
+    throw error;
+  }
+  return me;
+}
+
+async function route() {
+  leave();
+  leave = () => {};
+  clearError();
+  try {
+    if (!me && !(await whoAmI())) {
+      who.textContent = "";
+      logout.hidden = true;
+      signInView();
+      return;
+    }
+  } catch (error) {
+    clear(main).append(el("p", { class: "error", role: "alert" }, error.message));
+    return;
+  }
+  who.textContent = `${me.user}${me.is_admin ? " (admin)" : ""}`;
+  logout.hidden = false;
+  const path = location.hash.replace(/^#/, "") || "/";
+  const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
+  const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
+  if (session) leave = sessionView(context, session[1]);
+  else if (path === "/new") leave = newSessionView(context);
+  else leave = sessionsView(context);
+  main.focus({ preventScroll: true });
+}
+
+async function start() {
+  // /login?token=... (or #token=...) signs in, then the token leaves the address bar.
+  if (location.pathname === "/login") {
+    const query = new URLSearchParams(location.search);
+    const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
+    const token = query.get("token") || fragment.get("token");
+    history.replaceState(null, "", "/");
+    if (token) {
+      try {
+        await signIn(token);
+      } catch (error) {
+        signInView(`That sign-in link did not work: ${error.message}`);
+        return;
+      }
+    }
+  }
+  await route();
+}
+
+logout.addEventListener("click", async () => {
+  try {
+    await signOut();
+  } catch (error) {
+    showError(error);
+  }
+  me = null;
+  location.hash = "/";
+  route();
+});
+window.addEventListener("hashchange", route);
+window.addEventListener("unhandledrejection", (event) => showError(event.reason));
+start();
