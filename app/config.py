@@ -110,6 +110,29 @@ class Settings(BaseSettings):
         default=2000, ge=1, description="most events a projection runner applies in one transaction"
     )
 
+    # -- workers (app/sessions/worker.py) ----------------------------------------------------
+    worker_lease_duration: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds a worker's lease on a session lasts unless renewed: a worker that "
+        "dies (kill -9) is replaced by another within this",
+    )
+    worker_heartbeat_interval: float = Field(
+        default=10.0, gt=0, description="seconds between a worker's lease renewals"
+    )
+    worker_max_sessions: int = Field(
+        default=4, ge=1, description="sessions one worker runs at once"
+    )
+    worker_max_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="claims of a session whose workers all died running it before one gives "
+        "up on it (recorded as an error in its log)",
+    )
+    worker_reap_interval: float = Field(
+        default=600.0, gt=0, description="seconds between a worker's sweeps for stale sandboxes"
+    )
+
     # -- model (CHRONICLE_LLM_*) -----------------------------------------------------------
     llm_model: str | None = Field(
         default=None, description="litellm model name, e.g. openai/gpt-4o"
@@ -273,6 +296,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [name.strip() for name in value.split(",") if name.strip()]
         return value
+
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> Settings:
+        if self.worker_heartbeat_interval >= self.worker_lease_duration:
+            raise ValueError(
+                f"worker_heartbeat_interval ({self.worker_heartbeat_interval} s) must be shorter "
+                f"than worker_lease_duration ({self.worker_lease_duration} s), or leases expire "
+                "while their workers run them"
+            )
+        return self
 
     @model_validator(mode="after")
     def _key_from_file(self) -> Settings:

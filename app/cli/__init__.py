@@ -22,6 +22,7 @@ from app.cli import replay as replay_cli
 from app.cli import runtime as runtime_cli
 from app.cli import server as server_cli
 from app.cli import users as users_cli
+from app.cli import worker as worker_cli
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     analytics_cli.add_parsers(commands)
     archive_cli.add_parsers(commands)
     evaluation_cli.add_parser(commands)
+    worker_cli.add_parser(commands)
     users_cli.add_parsers(commands)
     server_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
@@ -79,6 +81,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "import": archive_cli.import_,
         "projections": projections_cli.run,
         "eval": evaluation_cli.run,
+        "worker": worker_cli.run,
         "users": users_cli.users,
         "tokens": users_cli.tokens,
     }[args.command]

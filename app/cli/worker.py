@@ -1,0 +1,89 @@
+"""`chronicle worker`: run the sessions that must run, until SIGTERM or SIGINT.
+
+The first signal drains (each session finishes its step in flight, its lease is handed back
+for another worker, exit 0); a second one stops the sessions at once (what was in flight is
+reported interrupted when another worker resumes them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import AsyncIterator
+
+from app.config import Settings
+from app.store import EventStore
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="run requested sessions (leases in PostgreSQL) until SIGTERM; several may run "
+        "against one database",
+    )
+    worker.add_argument(
+        "--max-sessions", type=int, metavar="N", help="sessions at once (worker_max_sessions)"
+    )
+    worker.add_argument("--id", dest="worker_id", help="this worker's id (default: host/pid/…)")
+
+
+@contextlib.asynccontextmanager
+async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
+    """session_state kept current beside the runs, as `chronicle run` does (one runner per
+    database applies; the others stand by), unless ``projections_inline`` is off."""
+    config = settings.projections_config()
+    if not config.inline:
+        yield
+        return
+    from app.projections import all_projections, running_projections
+
+    async with running_projections(store, all_projections(), config):
+        yield
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.log import open_store
+    from app.sessions.worker import new_worker_id, run_worker
+
+    if args.max_sessions is not None and args.max_sessions < 1:
+        print("error: --max-sessions must be 1 or more", file=sys.stderr)
+        return 2
+    stop, abort = asyncio.Event(), asyncio.Event()
+
+    def arrived(received: signal.Signals) -> None:
+        if stop.is_set():
+            print(f"{received.name}: stopping the sessions now", file=sys.stderr, flush=True)
+            abort.set()
+            return
+        print(
+            f"{received.name}: draining (the steps in flight finish; again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+        stop.set()
+
+    loop = asyncio.get_running_loop()
+    for number in STOP_SIGNALS:
+        loop.add_signal_handler(number, arrived, number)
+    worker_id = args.worker_id or new_worker_id()
+    try:
+        async with await open_store(settings) as store, _projections(store, settings):
+            print(f"worker {worker_id} running", file=sys.stderr, flush=True)
+            await run_worker(
+                store,
+                settings,
+                stop=stop,
+                abort=abort,
+                worker_id=worker_id,
+                max_sessions=args.max_sessions,
+            )
+    finally:
+        for number in STOP_SIGNALS:
+            loop.remove_signal_handler(number)
+    print(f"worker {worker_id} stopped", file=sys.stderr, flush=True)
+    return 0

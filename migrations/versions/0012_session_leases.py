@@ -1,0 +1,276 @@
+"""Session leases and workers: which sessions must run, which worker runs each, who is there.
+
+A session that must run (the API took a message for it, the user resumed it) gets a row in
+``session_leases``. Workers claim rows with ``SELECT … FOR UPDATE SKIP LOCKED`` (two workers
+never wait on, or take, the same row), hold them by a lease they extend with heartbeats, and
+release them when the agent ends or needs the user. A worker killed with ``kill -9`` stops
+heartbeating: once its lease expires the row is claimable again and another worker resumes the
+session from the log. ``lease_id`` is a fencing token, new at every claim: a heartbeat or a
+release with an old one is refused, so a worker that lost its lease learns it and stops.
+
+``attempts`` counts claims since the last clean release, so a session that kills every
+worker that runs it is noticed (the worker gives up on it after a limit) instead of looping.
+``requested_at`` later than ``claimed_at`` means the session was asked to run again while it
+ran (a message arrived as the agent finished): its release keeps the row, so that request is
+not lost. A request sends ``NOTIFY chronicle_runs`` (payload: the session id only) so idle
+workers wake at once; they also poll, since notifications are lost while disconnected.
+
+``workers`` lists the worker processes present (a row refreshed by each worker's heartbeat,
+removed when it stops) for ``/health/ready`` and operators.
+
+As 0003 asks of every migration: the tables belong to ``chronicle_owner``; ``chronicle_app``
+reads them and changes them only through the SECURITY DEFINER functions below.
+
+Revision ID: 0012
+Revises: 0011
+Create Date: 2026-12-18
+"""
+
+from alembic import op
+
+revision = "0012"
+down_revision = "0011"
+branch_labels = None
+depends_on = None
+
+TABLES = r"""
+CREATE TABLE session_leases (
+    session_id       uuid        PRIMARY KEY REFERENCES sessions (id),
+    requested_at     timestamptz NOT NULL DEFAULT now(),
+    reason           text        NOT NULL,
+    owner            text,
+    lease_id         uuid,
+    claimed_at       timestamptz,
+    heartbeat_at     timestamptz,
+    lease_expires_at timestamptz,
+    attempts         integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+    CHECK ((owner IS NULL) = (lease_id IS NULL))
+);
+CREATE INDEX session_leases_due ON session_leases (lease_expires_at NULLS FIRST, requested_at);
+COMMENT ON TABLE session_leases IS
+    'One row per session that must run; a worker holds it by a lease (app/store/session_leases.py).';
+COMMENT ON COLUMN session_leases.owner IS 'the worker id holding the lease (NULL: waiting)';
+COMMENT ON COLUMN session_leases.lease_id IS
+    'fencing token, new at every claim: heartbeats and releases must name it';
+COMMENT ON COLUMN session_leases.lease_expires_at IS
+    'claimable again from then (a held lease: unless renewed; a waiting row: retry after)';
+COMMENT ON COLUMN session_leases.attempts IS 'claims since the last clean release';
+
+CREATE TABLE workers (
+    worker_id    text        PRIMARY KEY,
+    host         text        NOT NULL,
+    pid          integer     NOT NULL,
+    role         text        NOT NULL,
+    started_at   timestamptz NOT NULL,
+    last_seen_at timestamptz NOT NULL,
+    running      integer     NOT NULL DEFAULT 0,
+    capacity     integer     NOT NULL DEFAULT 0
+);
+COMMENT ON TABLE workers IS
+    'Worker processes present: refreshed by their heartbeat, removed when they stop.';
+"""
+
+REQUEST_RUN = r"""
+CREATE FUNCTION chronicle_request_run(p_session uuid, p_reason text) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    LOOP
+        INSERT INTO session_leases (session_id, reason) VALUES (p_session, p_reason)
+        ON CONFLICT (session_id) DO NOTHING;
+        IF FOUND THEN
+            PERFORM pg_notify('chronicle_runs', p_session::text);
+            RETURN 'requested';
+        END IF;
+        -- Running: remember the request, so that the run's release keeps the row.
+        UPDATE session_leases l SET requested_at = now(), reason = p_reason
+        WHERE l.session_id = p_session AND l.owner IS NOT NULL;
+        IF FOUND THEN
+            RETURN 'running';
+        END IF;
+        PERFORM 1 FROM session_leases l WHERE l.session_id = p_session AND l.owner IS NULL;
+        IF FOUND THEN
+            RETURN 'waiting';
+        END IF;
+        -- Released between our statements: request it afresh.
+    END LOOP;
+END
+$$;
+"""
+
+CLAIM_RUN = r"""
+CREATE FUNCTION chronicle_claim_run(p_worker text, p_lease_seconds double precision)
+RETURNS TABLE (session_id uuid, lease_id uuid, attempts integer, reason text,
+               requested_at timestamptz, taken_over_from text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+#variable_conflict use_column
+DECLARE
+    v_session uuid;
+    v_previous text;
+BEGIN
+    SELECT l.session_id, l.owner INTO v_session, v_previous
+    FROM session_leases l
+    WHERE l.lease_expires_at IS NULL OR l.lease_expires_at <= now()
+    ORDER BY l.lease_expires_at NULLS FIRST, l.requested_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+        UPDATE session_leases l
+        SET owner = p_worker, lease_id = gen_random_uuid(), claimed_at = now(),
+            heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => p_lease_seconds),
+            attempts = l.attempts + 1
+        WHERE l.session_id = v_session
+        RETURNING l.session_id, l.lease_id, l.attempts, l.reason, l.requested_at, v_previous;
+END
+$$;
+"""
+
+HEARTBEAT_RUN = r"""
+CREATE FUNCTION chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision)
+RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    UPDATE session_leases l
+    SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => p_lease_seconds)
+    WHERE l.session_id = p_session AND l.lease_id = p_lease;
+    RETURN FOUND;
+END
+$$;
+"""
+
+# 'ended': the agent finished, awaits the user or failed; the row goes unless the session was
+# requested again since the claim. 'handed_back': another worker should run it (this one
+# drains, or the session was busy), claimable after p_retry_after seconds.
+RELEASE_RUN = r"""
+CREATE FUNCTION chronicle_release_run(
+    p_session uuid, p_lease uuid, p_outcome text, p_retry_after double precision DEFAULT 0
+) RETURNS text
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    IF p_outcome IS NULL OR p_outcome NOT IN ('ended', 'handed_back') THEN
+        RAISE EXCEPTION 'a release is ended or handed_back, not %', p_outcome
+            USING ERRCODE = 'CR005';
+    END IF;
+    IF p_outcome = 'ended' THEN
+        DELETE FROM session_leases l
+        WHERE l.session_id = p_session AND l.lease_id = p_lease
+          AND l.requested_at <= l.claimed_at;
+        IF FOUND THEN
+            RETURN 'released';
+        END IF;
+    END IF;
+    UPDATE session_leases l
+    SET owner = NULL, lease_id = NULL, claimed_at = NULL, heartbeat_at = NULL, attempts = 0,
+        lease_expires_at = CASE WHEN p_retry_after > 0
+                                THEN now() + make_interval(secs => p_retry_after) END
+    WHERE l.session_id = p_session AND l.lease_id = p_lease;
+    IF NOT FOUND THEN
+        RETURN 'not_held';
+    END IF;
+    PERFORM pg_notify('chronicle_runs', p_session::text);
+    RETURN 'requeued';
+END
+$$;
+"""
+
+WORKER_SEEN = r"""
+CREATE FUNCTION chronicle_worker_seen(
+    p_worker text, p_host text, p_pid integer, p_role text, p_running integer,
+    p_capacity integer, p_forget_after double precision
+) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    INSERT INTO workers AS w (worker_id, host, pid, role, started_at, last_seen_at, running,
+                              capacity)
+    VALUES (p_worker, p_host, p_pid, p_role, now(), now(), p_running, p_capacity)
+    ON CONFLICT (worker_id) DO UPDATE
+    SET last_seen_at = now(), running = EXCLUDED.running, capacity = EXCLUDED.capacity;
+    -- Workers that died without saying so: gone from the list after a while.
+    DELETE FROM workers w
+    WHERE w.last_seen_at < now() - make_interval(secs => p_forget_after);
+END
+$$;
+"""
+
+WORKER_GONE = r"""
+CREATE FUNCTION chronicle_worker_gone(p_worker text) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = {search_path} AS $$
+    DELETE FROM workers WHERE worker_id = p_worker;
+$$;
+"""
+
+FUNCTIONS = (
+    "chronicle_request_run(uuid, text)",
+    "chronicle_claim_run(text, double precision)",
+    "chronicle_heartbeat_run(uuid, uuid, double precision)",
+    "chronicle_release_run(uuid, uuid, text, double precision)",
+    "chronicle_worker_seen(text, text, integer, text, integer, integer, double precision)",
+    "chronicle_worker_gone(text)",
+)
+
+OWNERSHIP = "\n".join(
+    [
+        "ALTER TABLE session_leases OWNER TO chronicle_owner;",
+        "ALTER TABLE workers OWNER TO chronicle_owner;",
+        *(f"ALTER FUNCTION {f} OWNER TO chronicle_owner;" for f in FUNCTIONS),
+    ]
+)
+
+# Functions are executable by PUBLIC unless revoked: they are for chronicle_app only.
+APP_PRIVILEGES = "\n".join(
+    [
+        "REVOKE ALL ON session_leases, workers FROM PUBLIC, chronicle_app;",
+        "GRANT SELECT ON session_leases, workers TO chronicle_app;",
+        *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC;" for f in FUNCTIONS),
+        *(f"GRANT EXECUTE ON FUNCTION {f} TO chronicle_app;" for f in FUNCTIONS),
+    ]
+)
+
+ANALYST_PRIVILEGES = r"""
+DO $$
+BEGIN
+    IF to_regrole('chronicle_analyst') IS NOT NULL THEN
+        GRANT SELECT ON session_leases, workers TO chronicle_analyst;
+    END IF;
+END
+$$;
+"""
+
+DROP = "\n".join(
+    [
+        *(f"DROP FUNCTION {f};" for f in FUNCTIONS),
+        "DROP TABLE workers;",
+        "DROP TABLE session_leases;",
+    ]
+)
+
+
+def _run(sql: str) -> None:
+    # Straight to the driver without parameters, so the SQL is sent as written.
+    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
+        cursor.execute(sql)
+
+
+def _search_path() -> str:
+    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
+    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
+        cursor.execute("SELECT quote_ident(current_schema())")
+        row = cursor.fetchone()
+    assert row is not None
+    return f"pg_catalog, {row[0]}, pg_temp"
+
+
+def upgrade() -> None:
+    search_path = _search_path()
+    _run(TABLES)
+    for function in (REQUEST_RUN, CLAIM_RUN, HEARTBEAT_RUN, RELEASE_RUN, WORKER_SEEN, WORKER_GONE):
+        _run(function.replace("{search_path}", search_path))
+    _run(OWNERSHIP)
+    _run(APP_PRIVILEGES)
+    _run(ANALYST_PRIVILEGES)
+
+
+def downgrade() -> None:
+    _run(DROP)
