@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import math
 import os
 import time
@@ -154,6 +155,7 @@ class LlmGateway:
         self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._prompt: _Prompt | None = None
+        self._texts: dict[int, tuple[dict[str, Any], str]] = {}
         self._tools_hash: tuple[list[dict[str, Any]], str] | None = None
         self._wire: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
@@ -421,7 +423,7 @@ class LlmGateway:
             return known[1]
         masker = self.store.masker
         masked = message
-        if masker and masker.leaks_into_json(canonical_json(message)):
+        if masker and masker.leaks_into_json(self._text(message)):
             masked = masker.mask_value(message)
         # Recorded as sent: the note, not the image. Asked only when there is an image, so a
         # prompt without one never waits for litellm's model map (a replay never imports it).
@@ -467,14 +469,27 @@ class LlmGateway:
         known = self._hashes.get(id(message))
         if known is not None and known[0] is message:
             return known[1], known[2]
-        content, stable = content_hash(message), stable_hash(message)
+        content = hashlib.sha256(self._text(message).encode()).hexdigest()  # = content_hash
+        stable = stable_hash(message)
         self._hashes[id(message)] = (message, content, stable)
         return content, stable
+
+    def _text(self, message: dict[str, Any]) -> str:
+        """The message's canonical JSON, made once for the leak check, its hash and its
+        storing (and dropped once it is stored)."""
+        known = self._texts.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        text = canonical_json(message)
+        self._texts[id(message)] = (message, text)
+        return text
 
     async def _store_messages(self, messages: list[dict[str, Any]], hashes: list[str]) -> None:
         """Store the messages this gateway has not stored yet (the store ignores repeats)."""
         new = [(h, m) for h, m in zip(hashes, messages, strict=True) if h not in self._stored]
         if not new:
             return
-        await self.store.put_messages([h for h, _ in new], [canonical_json(m) for _, m in new])
+        await self.store.put_messages([h for h, _ in new], [self._text(m) for _, m in new])
         self._stored.update(h for h, _ in new)
+        for _, message in new:
+            self._texts.pop(id(message), None)

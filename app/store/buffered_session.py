@@ -29,7 +29,7 @@ from uuid import UUID
 
 import asyncpg
 
-from app.store.append import EventLike, encode_batch
+from app.store.append import EncodedBatch, EventLike, encode_batch
 from app.store.errors import ConcurrencyError
 from app.store.event_store import EventStore
 from app.store.records import Position, RecordedEvent
@@ -63,7 +63,8 @@ class BufferedSession(EventStore):
         self._background: set[asyncio.Task[None]] = set()
         #: every event of the session, seq n at index n - 1 (the controller keeps them too)
         self._events: list[RecordedEvent] = []
-        self._unwritten: list[EventLike] = []
+        self._unwritten: list[EncodedBatch] = []  # as encoded when appended
+        self._unwritten_count = 0
         self._written = 0  # seq of the last event in the store
         self._messages: dict[str, str] = {}  # prompt messages not in the store yet
         self._checkpoints: dict[str, Position] = {}
@@ -112,9 +113,10 @@ class BufferedSession(EventStore):
             for i in range(1, len(events) + 1)
         ]
         self._events += recorded
-        self._unwritten += events
+        self._unwritten.append(batch)
+        self._unwritten_count += len(recorded)
         self.notifier.announce(str(session_id), recorded[-1].seq, recorded)
-        if len(self._unwritten) >= self.flush_every:
+        if self._unwritten_count >= self.flush_every:
             await self.flush()
         elif self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.flush_after, self._due)
@@ -135,14 +137,22 @@ class BufferedSession(EventStore):
             self._timer.cancel()
             self._timer = None
         async with self._flushing:
-            if self._messages:
-                messages, self._messages = self._messages, {}
+            if self._messages:  # dropped once written (a failed write is tried again)
+                messages = dict(self._messages)
                 await self.store.put_messages(list(messages), list(messages.values()))
-            while self._unwritten:
-                batch = self._unwritten[: self.flush_every]
-                await self.store.append(self.session_id, batch, expected_seq=self._written)
-                self._written += len(batch)
-                del self._unwritten[: len(batch)]
+                for key in messages:
+                    del self._messages[key]
+            # What came in until now: chasing the appends that come in while this writes
+            # would make a write of a few events per step, as slow as no buffer at all.
+            waiting = len(self._unwritten)
+            while waiting:
+                taken = _take(self._unwritten[:waiting], self.flush_every)
+                batch = _joined(self._unwritten[:taken])
+                await self.store.append_encoded(self.session_id, batch, expected_seq=self._written)
+                self._written += len(batch.event_ids)
+                self._unwritten_count -= len(batch.event_ids)
+                del self._unwritten[:taken]
+                waiting -= taken
 
     async def read(
         self,
@@ -192,3 +202,31 @@ class BufferedSession(EventStore):
         """Write what is left; the store (its pool and notifier) stays open."""
         await self.flush()
         await asyncio.gather(*self._background, return_exceptions=True)
+
+
+def _take(batches: list[EncodedBatch], events: int) -> int:
+    """How many of the first ``batches`` make at most ``events`` events (one at least: a
+    batch is written whole, as it was appended)."""
+    count = taken = 0
+    for batch in batches:
+        if taken and count + len(batch.event_ids) > events:
+            break
+        count += len(batch.event_ids)
+        taken += 1
+    return taken
+
+
+def _joined(batches: list[EncodedBatch]) -> EncodedBatch:
+    """One batch of the events of ``batches``, in order."""
+    if len(batches) == 1:
+        return batches[0]
+    return EncodedBatch(
+        event_ids=[value for batch in batches for value in batch.event_ids],
+        kinds=[value for batch in batches for value in batch.kinds],
+        sources=[value for batch in batches for value in batch.sources],
+        causes=[value for batch in batches for value in batch.causes],
+        payload_texts=[value for batch in batches for value in batch.payload_texts],
+        versions=[value for batch in batches for value in batch.versions],
+        payloads=[value for batch in batches for value in batch.payloads],
+        blobs={key: text for batch in batches for key, text in batch.blobs.items()},
+    )

@@ -23,6 +23,7 @@ from app.events.masking import SecretMasker, url_secrets
 from app.events.stored_form import restore, tagged
 from app.store.announcer import Announcer
 from app.store.append import (
+    EncodedBatch,
     EventLike,
     encode_batch,
     recorded_from_result,
@@ -225,6 +226,13 @@ class EventStore:
             self.masker,
             blob_threshold=self.config.blob_threshold_bytes,
         )
+        return await self.append_encoded(session_id, batch, expected_seq=expected_seq)
+
+    async def append_encoded(
+        self, session_id: UUID, batch: EncodedBatch, *, expected_seq: int | None = None
+    ) -> list[RecordedEvent]:
+        """``append`` of a batch ``encode_batch`` made with this store's settings (for a
+        writer that needed the encoded events before they were written)."""
         if not batch.event_ids:
             return []
         if batch.blobs:  # before the events that refer to them

@@ -87,3 +87,19 @@ def test_another_kind_more_or_fewer_consequences() -> None:
     assert more.recorded_seq == 2  # nothing recorded there: the call's seq
     fewer = compare_consequences(1, 2, [(3, "run", {"command": "ls"})], [])
     assert fewer is not None and fewer.new is None and "did less" in fewer.summary
+
+
+def test_the_quick_equality_is_canonical_json_equality() -> None:
+    # Actions equal as written skip the event classes; that shortcut must not call equal
+    # what canonical JSON tells apart (True is 1 in Python), nor differ where it agrees.
+    run = {"command": "ls", "is_input": False, "timeout": 5, "tool_call_id": "a"}
+    assert compare_consequences(1, 2, [(3, "run", run)], [("run", {**run, "timeout": 5.0})]) is None
+    assert (
+        compare_consequences(1, 2, [(3, "run", run)], [("run", {**run, "tool_call_id": "b"})])
+        is None
+    )
+    flagged = {"server": "s", "tool": "t", "arguments": {"flag": 1}, "thought": ""}
+    changed = compare_consequences(
+        1, 2, [(3, "mcp.call", flagged)], [("mcp.call", {**flagged, "arguments": {"flag": True}})]
+    )
+    assert changed is not None and [f.field for f in changed.fields] == ["arguments"]
