@@ -19,6 +19,8 @@ from pathlib import Path
 from app.cli import analytics as analytics_cli
 from app.cli.log import session_id
 from app.config import Settings
+from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
+from app.evaluation.importers.writing import ImportConflict, write_session
 from app.store import EventStore
 from app.store.archive import FileReport, check_file, export_sessions, import_file
 from app.store.database import admin_database_url, ensure_database
@@ -45,9 +47,19 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
     load = commands.add_parser(
         "import",
-        help="load sessions from a `chronicle export` file (idempotent; refuses a changed file)",
+        help="load sessions from a `chronicle export` file (idempotent; refuses a changed file), "
+        "or another agent's recording (--from)",
     )
     load.add_argument("file", type=Path, metavar="FILE")
+    load.add_argument(
+        "--from",
+        dest="recording_format",
+        choices=sorted(IMPORTERS),
+        metavar="FORMAT",
+        help="FILE is another agent's recording: openhands (a trajectory's list of events, or "
+        "an evaluation's output.jsonl) or swe-agent (a .traj file); each becomes a session "
+        "(importing it again writes nothing)",
+    )
 
 
 def add_verify_arguments(verify: argparse.ArgumentParser) -> None:
@@ -110,6 +122,8 @@ async def import_(args: argparse.Namespace, settings: Settings) -> int:
     if not args.file.is_file():
         print(f"error: {args.file} is not a file", file=sys.stderr)
         return 2
+    if args.recording_format:
+        return await import_recording(args.recording_format, args.file, settings)
     config = settings.database_config()
     await asyncio.to_thread(ensure_database, config)  # the embedded one started, migrated
     url = await asyncio.to_thread(admin_database_url, config)
@@ -122,6 +136,32 @@ async def import_(args: argparse.Namespace, settings: Settings) -> int:
         f"{report.present} already present, {report.messages} prompt messages, "
         f"{report.blobs} blobs"
     )
+    return 0
+
+
+async def import_recording(format_name: str, path: Path, settings: Settings) -> int:
+    """`chronicle import --from FORMAT FILE`: the file's sessions, each written once."""
+    data = await asyncio.to_thread(path.read_bytes)
+    try:
+        sessions = await asyncio.to_thread(read_recording, format_name, path.name, data)
+    except ImportProblem as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    url = await asyncio.to_thread(ensure_database, settings.database_config())
+    async with await EventStore.open(
+        url, config=settings.store_config(), masker=settings.masker()
+    ) as store:
+        for session in sessions:
+            try:
+                result = await write_session(store, session)
+            except ImportConflict as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                return 1
+            what = "already imported" if result.already_present else "imported"
+            print(
+                f"{session.session_id}  {what}: {len(session.events)} events, "
+                f"{session.model_calls} model calls  {session.title}"
+            )
     return 0
 
 

@@ -6,6 +6,7 @@ from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash,
 from app.events.conversation import AgentState, Condensation, Message
 from app.events.evaluation import EvalScore
 from app.events.ids import new_event_id
+from app.events.imported import ImportedAction, ImportedOutput
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.observations import (
@@ -16,6 +17,7 @@ from app.events.observations import (
     McpResult,
     RunOutput,
 )
+from app.events.origin import ImportOrigin
 from app.events.registry import (
     ACTION_KINDS,
     AWAITED_KINDS,
@@ -49,6 +51,9 @@ __all__ = [
     "FileWrite",
     "FileWriteOutput",
     "Finish",
+    "ImportOrigin",
+    "ImportedAction",
+    "ImportedOutput",
     "InvalidEventError",
     "LlmCall",
     "LlmResponse",

@@ -14,6 +14,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.events.ids import new_event_id
+from app.events.origin import ImportOrigin
 
 Source = Literal["user", "agent", "environment", "system"]
 
@@ -50,12 +51,20 @@ class Event(BaseModel):
     #: The signed-in user who sent it through the access service (app/server): a message,
     #: a pause, resume or stop, a session's creation. Left out of the payload when None.
     user: str | None = Field(default=None, min_length=1, max_length=64)
+    #: Only on events imported from another agent's recording (app/evaluation/importers):
+    #: where in it the event came from. Not one of the kind's fields (a replay compares
+    #: actions without it), so ``payload`` alone writes it, and leaves it out of a replayed
+    #: copy's payload (whose ``replayed_from`` points at the imported event).
+    imported: ImportOrigin | None = Field(default=None, exclude=True)
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""
         exclude = set(ENVELOPE_FIELDS)
         exclude.update(name for name in OMITTED_WHEN_NONE if getattr(self, name) is None)
-        return self.model_dump(mode="json", exclude=exclude)
+        payload = self.model_dump(mode="json", exclude=exclude)
+        if self.imported is not None and self.replayed_from is None:
+            payload["imported"] = self.imported.model_dump(mode="json", exclude_defaults=True)
+        return payload
 
     @classmethod
     def upcast(cls, version: int, payload: dict[str, Any]) -> dict[str, Any]:

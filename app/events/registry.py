@@ -16,6 +16,7 @@ from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, R
 from app.events.base import Action, Event, Observation, Service
 from app.events.conversation import AgentState, Condensation, Message
 from app.events.evaluation import EvalScore
+from app.events.imported import ImportedAction, ImportedOutput
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall
 from app.events.observations import (
@@ -56,6 +57,8 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     WorkspaceSnapshot,
     WorkspaceDiff,
     EnvironmentDivergenceEvent,
+    ImportedAction,
+    ImportedOutput,
 )
 
 

@@ -112,14 +112,20 @@ def test_runtime_status_serves_three_kinds() -> None:
 
 
 def test_observation_kinds_match_the_database_index() -> None:
+    """The newest migration that sets the kinds (0001, then 0003, 0010, ...) lists the
+    protocol's."""
     import importlib.util
 
-    path = ROOT / "migrations/versions/0001_event_store.py"
-    spec = importlib.util.spec_from_file_location("m0001", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert set(module.OBSERVATION_KINDS) == OBSERVATION_KINDS
+    latest = None
+    for path in sorted((ROOT / "migrations/versions").glob("[0-9]*.py")):
+        if "OBSERVATION_KINDS = (" not in path.read_text(encoding="utf-8"):
+            continue
+        spec = importlib.util.spec_from_file_location(f"m{path.stem}", path)
+        assert spec and spec.loader
+        latest = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(latest)
+    assert latest is not None
+    assert set(latest.OBSERVATION_KINDS) == OBSERVATION_KINDS
 
 
 def test_stored_payload_is_upcast_from_old_versions() -> None:

@@ -39,7 +39,7 @@ def test_each_service_answers_its_own_kinds() -> None:
 def test_awaited_kinds_are_the_handled_actions() -> None:
     assert AWAITED_KINDS == HANDLED_KINDS["sandbox"] | HANDLED_KINDS["mcp"]
     assert AWAITED_KINDS < ACTION_KINDS
-    assert ACTION_KINDS - AWAITED_KINDS == {"think", "finish"}  # nothing runs them
+    assert ACTION_KINDS - AWAITED_KINDS == {"think", "finish", "imported"}  # nothing runs them
 
 
 def test_only_actions_are_handled() -> None:

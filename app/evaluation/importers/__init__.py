@@ -1,0 +1,33 @@
+"""Other agents' recordings as Chronicle sessions (``chronicle import --from FORMAT FILE``).
+
+One module per format turns a file's bytes into ``ImportedSession``s (pure code: the field
+by field mapping is in each module's docstring); ``writing.py`` appends them through the
+event store. ``model.py`` is what both formats share: identities, model calls, the ending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.evaluation.importers.model import ImportedSession, ImportProblem
+from app.evaluation.importers.openhands import import_openhands
+from app.evaluation.importers.swe_agent import import_swe_agent
+
+#: format name -> the function reading a file of it: (file name, bytes) -> sessions
+IMPORTERS: dict[str, Callable[[str, bytes], list[ImportedSession]]] = {
+    "openhands": import_openhands,
+    "swe-agent": import_swe_agent,
+}
+
+__all__ = ["IMPORTERS", "ImportProblem", "ImportedSession", "read_recording"]
+
+
+def read_recording(format_name: str, file: str, data: bytes) -> list[ImportedSession]:
+    """The sessions of a recording in ``format_name``; ``ImportProblem`` when it cannot be
+    read (the message names the file, the item and the field)."""
+    importer = IMPORTERS.get(format_name)
+    if importer is None:
+        raise ImportProblem(
+            file, f"unknown format {format_name!r}; the formats are: {', '.join(IMPORTERS)}"
+        )
+    return importer(file, data)
