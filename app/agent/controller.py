@@ -354,11 +354,18 @@ class AgentController:
         return True
 
     async def _answer_overdue(self) -> None:
+        """Answer the actions past their timeout with an error; read only if one was.
+
+        Nothing overdue needs no read: whatever else arrives comes through the subscription
+        (``_wait``). Reading here anyway cost a query per step, while the action ran.
+        """
         now = time.monotonic()
+        answered = False
         for action in self._pending():
             limit = action.payload.get("timeout") or self.limits.default_action_timeout
             seen = self._seen_at.get(action.seq, now)
             if now - seen > limit + self.limits.pending_grace:
+                answered = True
                 with contextlib.suppress(Exception):
                     await self.store.append(
                         self.session_id,
@@ -371,7 +378,8 @@ class AgentController:
                             )
                         ],
                     )
-        await self._catch_up()
+        if answered:
+            await self._catch_up()
 
     async def _wait(self, stream: SessionSubscription) -> None:
         """Until an event we do not know yet arrives (or a pending action may be overdue).
