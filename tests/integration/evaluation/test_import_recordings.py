@@ -7,13 +7,15 @@ with NUL, a lone surrogate and a huge output among its outputs).
 
 from __future__ import annotations
 
+import uuid
 from decimal import Decimal
 from typing import Any
 
 import asyncpg
+import pytest
 
 from app.evaluation.importers import ImportedSession, read_recording
-from app.evaluation.importers.writing import write_session
+from app.evaluation.importers.writing import ImportConflict, write_session
 from app.projections import SessionState, bring_up_to_date
 from app.replay import replay
 from app.store import EventStore
@@ -56,6 +58,14 @@ async def test_an_import_is_written_whole_verified_and_only_once(store: EventSto
 
     again = await write_session(store, openhands())
     assert again.already_present and again.written == 0
+    assert await store.last_seq(session.session_id) == len(session.events)
+
+    # A session of that id holding other events (another importer's) is refused, not mixed.
+    other = session.model_copy(
+        update={"events": [session.events[0].model_copy(update={"event_id": uuid.uuid4()})]}
+    )
+    with pytest.raises(ImportConflict, match="already holds 21 events that are not this import"):
+        await write_session(store, other)
     assert await store.last_seq(session.session_id) == len(session.events)
 
 
@@ -133,6 +143,9 @@ async def test_a_positional_replay_of_an_imported_chat_matches_without_a_model(
     # positional: the prompts differ (Chronicle's system prompt; OpenHands kept none)
     assert [d.step for d in result.differences] == [1, 2]
     assert not result.matched
+    replayed = await store.read(result.session_id)
+    served = [e for e in replayed if "replayed_from" in e.payload]
+    assert served and all("imported" not in e.payload for e in replayed)  # copies, not imports
 
 
 async def test_a_replay_of_an_imported_trajectory_diverges_where_the_agents_differ(
