@@ -66,7 +66,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="K=V",
         help="set a model parameter (temperature, max_tokens); repeatable",
     )
-    replay.add_argument("--agent", metavar="NAME", help="another registered agent (codeact)")
+    replay.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="replay with another registered agent (codeact, shell-only; a name that is "
+        "not registered lists them)",
+    )
 
 
 class OptionError(Exception):
@@ -123,12 +128,19 @@ def agent_config_from(args: argparse.Namespace) -> Any:
     if args.agent is not None:
         values["agent"] = args.agent
     try:
-        return AgentConfig.model_validate(values)
+        config = AgentConfig.model_validate(values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in exc.errors()
         )
         raise OptionError(f"invalid agent configuration ({problems})") from None
+    from app.agent.registry import UnknownAgent, agent_class
+
+    try:
+        agent_class(config.agent)
+    except UnknownAgent as exc:
+        raise OptionError(str(exc)) from None
+    return config
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -139,6 +151,13 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         config = agent_config_from(args)
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.on_divergence == "fork" and config.agent != "codeact":
+        print(
+            "error: --on-divergence fork continues live with the codeact agent only; "
+            f"replay with --agent {config.agent} without --on-divergence fork",
+            file=sys.stderr,
+        )
         return 2
     async with await open_store(settings) as store:
         try:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits
 from app.agent.driving import drive
+from app.agent.registry import UnknownAgent, agent_class
 from app.agent.stuck import StuckConfig
 from app.agent.tools import BUILTIN_TOOLS
 from app.events import AgentState, Event, ReplayResultEvent, SessionCreated, new_event_id
@@ -103,66 +104,77 @@ async def replay(
         agent_config = (agent_config or AgentConfig()).over(recording.config.get("agent_config"))
     except ValidationError as exc:
         raise ReplayError(f"the recorded agent_config cannot be used: {exc}") from None
-    if agent_config.agent != CodeActAgent.name:
-        raise ReplayError(
-            f"there is no agent {agent_config.agent!r}; the agents are: {CodeActAgent.name}"
-        )
+    try:
+        agent_type = agent_class(agent_config.agent)
+    except UnknownAgent as exc:
+        raise ReplayError(str(exc)) from None
     try:
         llm = _llm_config(recording, agent_config)
     except ValueError as exc:
         raise ReplayError(str(exc)) from None
     replay_id = uuid.uuid4()
     log = BufferedSession(store, replay_id)  # the replay's own log: in memory, then written
-    progress = ReplayProgress(log, replay_id, recording, mode)
-    gateway = ReplayGateway(log, llm, progress)
-    agent = await _agent(store, recording, agent_config, gateway)
-    limits = Limits(
-        max_iterations=agent_config.max_iterations
-        or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
-        max_cost_usd=recording.config.get("max_cost_usd"),
-    )
-    config = {
-        **recording.config,
-        "model": llm.model,
-        "llm": llm.public(),
-        "tools": [tool["function"]["name"] for tool in agent.tools()],
-        "max_iterations": limits.max_iterations,
-        "replay_mode": mode,
-        "agent_config": agent_config.model_dump(mode="json"),
-    }
-    await log.append(
-        replay_id,
-        [
-            SessionCreated(
-                title=f"replay of {recording.title}"[:200], config=config, replay_of=session_id
-            )
-        ],
-        expected_seq=0,
-    )
-    await log.flush()  # the session exists (and can be claimed) from here on
-    outcome = await _claimed_run(log, replay_id, recording, progress, agent, agent_config, limits)
-    matched = progress.divergence is None and not progress.differences
-    result = ReplayResult(
-        session_id=replay_id,
-        replay_of=session_id,
-        mode=mode,
-        matched=matched,
-        outcome=outcome,
-        recorded_outcome=recording.outcome,
-        steps_recorded=len(recording.calls),
-        steps_served=progress.served,
-        steps_matched=progress.matched,
-        divergence=progress.divergence,
-        differences=progress.differences,
-        model_calls=gateway.model_calls,
-        seconds=time.monotonic() - started,
-    )
-    await log.append(
-        replay_id,
-        [ReplayResultEvent.model_validate(result.model_dump(mode="json", exclude={"session_id"}))],
-    )
-    await log.close()
-    return result
+    try:
+        progress = ReplayProgress(log, replay_id, recording, mode)
+        gateway = ReplayGateway(log, llm, progress)
+        agent = await _agent(store, recording, agent_config, agent_type, gateway)
+        limits = Limits(
+            max_iterations=agent_config.max_iterations
+            or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
+            max_cost_usd=recording.config.get("max_cost_usd"),
+        )
+        config = {
+            **recording.config,
+            "agent": agent_type.name,
+            "model": llm.model,
+            "llm": llm.public(),
+            "tools": [tool["function"]["name"] for tool in agent.tools()],
+            "max_iterations": limits.max_iterations,
+            "replay_mode": mode,
+            "agent_config": agent_config.model_dump(mode="json"),
+        }
+        await log.append(
+            replay_id,
+            [
+                SessionCreated(
+                    title=f"replay of {recording.title}"[:200], config=config, replay_of=session_id
+                )
+            ],
+            expected_seq=0,
+        )
+        await log.flush()  # the session exists (and can be claimed) from here on
+        outcome = await _claimed_run(
+            log, replay_id, recording, progress, agent, agent_config, limits
+        )
+        matched = progress.divergence is None and not progress.differences
+        result = ReplayResult(
+            session_id=replay_id,
+            replay_of=session_id,
+            mode=mode,
+            matched=matched,
+            outcome=outcome,
+            recorded_outcome=recording.outcome,
+            steps_recorded=len(recording.calls),
+            steps_served=progress.served,
+            steps_matched=progress.matched,
+            divergence=progress.divergence,
+            differences=progress.differences,
+            model_calls=gateway.model_calls,
+            seconds=time.monotonic() - started,
+        )
+        await log.append(
+            replay_id,
+            [
+                ReplayResultEvent.model_validate(
+                    result.model_dump(mode="json", exclude={"session_id"})
+                )
+            ],
+        )
+        await log.flush()
+        return result
+    finally:
+        with contextlib.suppress(Exception):  # written above unless it failed
+            await log.close()
 
 
 async def _claimed_run(
@@ -222,7 +234,11 @@ def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
 
 
 async def _agent(
-    store: EventStore, recording: Recording, agent_config: AgentConfig, gateway: ReplayGateway
+    store: EventStore,
+    recording: Recording,
+    agent_config: AgentConfig,
+    agent_type: type[CodeActAgent],
+    gateway: ReplayGateway,
 ) -> CodeActAgent:
     """The agent as the recording configured it: its workspace path, and its MCP tools as the
     first recorded call offered them (their schemas are stored with the prompt)."""
@@ -250,7 +266,7 @@ async def _agent(
                 f"{', '.join([*BUILTIN_NAMES, *index])}"
             )
         mcp_tools = [t for t in mcp_tools if t["function"]["name"] in wanted]
-    return CodeActAgent(
+    return agent_type(
         gateway,
         workspace,
         mcp_tools=mcp_tools,

@@ -200,8 +200,11 @@ class BufferedSession(EventStore):
 
     async def close(self) -> None:
         """Write what is left; the store (its pool and notifier) stays open."""
-        await self.flush()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        try:
+            await self.flush()
+            await asyncio.gather(*self._background, return_exceptions=True)
+        finally:
+            await self._announcer.close()  # made by EventStore's __init__, never used here
 
 
 def _take(batches: list[EncodedBatch], events: int) -> int:

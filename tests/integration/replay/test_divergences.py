@@ -229,3 +229,44 @@ async def test_a_run_without_stuck_detection_replays_without_it(store: EventStor
     checked = await replay(store, recorder.session, AgentConfig(stuck_detection=True))
     assert checked.divergence is not None and checked.divergence.kind == "missing_call"
     assert checked.outcome == "error"
+
+
+async def test_another_registered_agent_is_the_one_replayed_and_diverges_readably(
+    store: EventStore,
+) -> None:
+    # --agent shell-only: its first request differs from CodeAct's (prompt and tools), and
+    # served the recorded replies anyway (positional), it cannot make the recorded edit.
+    recorder = Recorder(store)
+    await recorder.start()
+    await recorder.state("running")
+    [run] = await recorder.call(("execute_bash", {"command": "cat add.py"}))
+    await recorder.output(run, "def add(a, b):\n    return a - b\n")
+    [edit] = await recorder.call(
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "add.py", "old_str": "-", "new_str": "+"},
+        )
+    )
+    await recorder.append_answer(edit, "file.edit.output", path="add.py", diff="-a - b\n+a + b")
+    await recorder.call(("finish", {"message": "fixed"}))
+    await recorder.state("finished", "the agent called finish")
+
+    strict = await replay(store, recorder.session, AgentConfig(agent="shell-only"))
+    request = strict.divergence
+    assert request is not None and request.kind == "request" and request.step == 1
+    assert request.message is not None and request.message.recorded_role == "system"
+    assert "+You are Chronicle's shell agent." in request.message.diff
+    assert request.tools is not None and request.tools.removed == ["str_replace_editor", "think"]
+    [created] = await store.read(strict.session_id, limit=1)
+    assert created.payload["config"]["agent"] == "shell-only"
+    assert created.payload["config"]["agent_config"]["agent"] == "shell-only"
+
+    positional = await replay(
+        store, recorder.session, AgentConfig(agent="shell-only"), mode="positional"
+    )
+    action = positional.divergence
+    assert action is not None and action.kind == "action" and action.step == 2
+    assert action.recorded is not None and action.recorded["kind"] == "file.edit"
+    assert action.new is not None and action.new["kind"] == "error"
+    assert "there is no tool 'str_replace_editor'" in action.new["message"]
+    assert "the agent made a error where the recording has a file.edit" in action.summary

@@ -66,6 +66,15 @@ async def test_replay_from_the_command_line(
     warm = chronicle("replay", str(session), "--model-param", "temperature=0.5", env=env)
     assert warm.returncode == 3 and "temperature: recorded 0, replay 0.5" in warm.stdout
 
+    shell = chronicle("replay", str(session), "--agent", "shell-only", "--json", env=env)
+    assert shell.returncode == 3, shell.stderr
+    divergence = json.loads(shell.stdout)["divergence"]
+    assert divergence["kind"] == "request" and divergence["message"]["index"] == 0
+    assert divergence["tools"]["removed"] == ["str_replace_editor", "think"]
+    nosuch = chronicle("replay", str(session), "--agent", "nosuch", env=env)
+    assert nosuch.returncode == 2
+    assert "no agent 'nosuch'; the registered agents are: codeact, shell-only" in nosuch.stderr
+
     listed = chronicle("sessions", env=env)
     assert listed.returncode == 0 and str(same.stdout.split()[1]) in listed.stdout
 
@@ -88,3 +97,7 @@ async def test_what_cannot_be_replayed_says_why(app_database_url: str, tmp_path:
     wrong.write_text('{"max_iterations": "many"}')
     refused = chronicle("replay", str(uuid.uuid4()), "--agent-config", str(wrong), env=env)
     assert refused.returncode == 2 and "max_iterations" in refused.stderr
+    live = chronicle(
+        "replay", str(uuid.uuid4()), "--agent", "shell-only", "--on-divergence", "fork", env=env
+    )
+    assert live.returncode == 2 and "codeact agent only" in live.stderr
