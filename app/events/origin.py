@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class ImportOrigin(BaseModel):
     """``format`` (``openhands``, ``swe-agent``) and ``file`` (its name, no directory) say
-    which recording; ``line`` the line of a JSONL file holding several; ``index`` the item's
+    which recording; ``line`` the line of a JSONL file holding several, ``attempt`` the
+    attempt of a file holding several (SWE-agent's retry loop); ``index`` the item's
     position in its list (an OpenHands event, a SWE-agent trajectory step), ``id`` the item's
     own id when it has one, ``field`` which part of the item this event was made from (a
     step's ``response``, ``action``, ``observation``; ``end`` for the ending the importer
@@ -24,6 +25,7 @@ class ImportOrigin(BaseModel):
     format: str
     file: str
     line: int | None = Field(default=None, ge=1)
+    attempt: int | None = Field(default=None, ge=0)
     index: int | None = Field(default=None, ge=0)
     id: str | None = None
     field: str = ""

@@ -6,7 +6,8 @@ each thing the other agent recorded becomes a Chronicle event marked with its
 both formats:
 
 - **Identity.** A session's id is a UUID derived from the format and the sha256 of the bytes
-  it was read from; each event's id from the session's id and its seq. Importing the same
+  it was read from (and the attempt, of a file holding several); each event's id from the
+  session's id and its seq. Importing the same
   recording again therefore names the same session and the same events: the writer
   (``writing.py``) finds them recorded and writes nothing.
 - **Model calls.** Every response of the other agent's model becomes an ``llm.call`` before
@@ -67,12 +68,15 @@ class ImportProblem(ValueError):
         problem: str,
         *,
         line: int | None = None,
+        attempt: int | None = None,
         index: int | None = None,
         field: str | None = None,
     ) -> None:
         where = [file]
         if line is not None:
             where.append(f"line {line}")
+        if attempt is not None:
+            where.append(f"attempt {attempt}")
         if index is not None:
             where.append(f"item {index}")
         if field:
@@ -125,19 +129,29 @@ class ToolUse(BaseModel):
         return ToolCall(id=self.call_id, name=name, arguments=json.dumps(arguments))
 
 
-def session_id_of(format_name: str, sha256: str) -> uuid.UUID:
-    return uuid.uuid5(IMPORT_NAMESPACE, f"{format_name}:{sha256}")
+def session_id_of(format_name: str, sha256: str, attempt: int | None = None) -> uuid.UUID:
+    part = "" if attempt is None else f":attempt {attempt}"
+    return uuid.uuid5(IMPORT_NAMESPACE, f"{format_name}:{sha256}{part}")
 
 
 class SessionBuilder:
     """Collects one recording's events in order (see the module)."""
 
-    def __init__(self, format_name: str, file: str, data: bytes, *, line: int | None = None):
+    def __init__(
+        self,
+        format_name: str,
+        file: str,
+        data: bytes,
+        *,
+        line: int | None = None,
+        attempt: int | None = None,
+    ) -> None:
         self.format = format_name
         self.file = file
         self.line = line
+        self.attempt = attempt
         self.sha256 = hashlib.sha256(data).hexdigest()
-        self.session_id = session_id_of(format_name, self.sha256)
+        self.session_id = session_id_of(format_name, self.sha256, attempt)
         self.events: list[Event] = [SessionCreated()]  # its real content comes in ``build``
         self.messages: dict[str, str] = {}
         self.last_state: str | None = None
@@ -147,6 +161,7 @@ class SessionBuilder:
             format=self.format,
             file=self.file,
             line=self.line,
+            attempt=self.attempt,
             index=index,
             id=None if id is None else str(id),
             field=field,
@@ -250,6 +265,7 @@ class SessionBuilder:
                     "file": self.file,
                     "sha256": self.sha256,
                     **({"line": self.line} if self.line is not None else {}),
+                    **({"attempt": self.attempt} if self.attempt is not None else {}),
                     **config.get("imported", {}),
                 },
             },
@@ -271,4 +287,11 @@ def refused(builder: SessionBuilder, index: int | None, exc: ValidationError) ->
     """A value of item ``index`` that an event refused, as an ``ImportProblem``."""
     error = exc.errors()[0]
     field = ".".join(str(part) for part in error["loc"]) or None
-    return ImportProblem(builder.file, error["msg"], line=builder.line, index=index, field=field)
+    return ImportProblem(
+        builder.file,
+        error["msg"],
+        line=builder.line,
+        attempt=builder.attempt,
+        index=index,
+        field=field,
+    )

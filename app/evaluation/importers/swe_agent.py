@@ -5,6 +5,9 @@ What is read (SWE-agent's ``sweagent/agent/agents.py``: ``get_trajectory_data`` 
 ``sweagent/types.py``: ``TrajectoryStep``, ``HistoryItem``, ``AgentInfo``):
 
 - **The file** is one JSON object. ``trajectory`` (a list, required) holds the steps;
+  a retry loop's file (``RetryAgent``) also has ``attempts``, each an object of the same keys:
+  with a top-level ``trajectory`` (the chosen attempt, copied there) that one is imported and
+  the number of attempts kept in the config, without one every attempt is a session;
   ``history`` (optional) the messages as the model saw them; ``info`` (optional) how the run
   ended — ``exit_status``, ``submission``, ``model_stats`` (``instance_cost``, ``tokens_sent``,
   ``tokens_received``, ``api_calls``: totals, kept in the session's config) and
@@ -83,31 +86,53 @@ MESSAGE_KEYS = ("role", "content", "tool_calls", "name", "tool_call_id")
 
 
 def import_swe_agent(file: str, data: bytes) -> list[ImportedSession]:
-    """The session of a ``.traj`` file (see the module); ``ImportProblem`` names what is
-    wrong with it."""
+    """The session of a ``.traj`` file, or one per attempt of a retry loop's file that
+    chose none (see the module); ``ImportProblem`` names what is wrong with it."""
     document = load_json(file, data)
     if not isinstance(document, dict):
         raise ImportProblem(file, "is not a SWE-agent trajectory: expected a JSON object")
+    attempts = document.get("attempts")
+    if document.get("trajectory") is None and isinstance(attempts, list) and attempts:
+        sessions = []
+        for number, attempt in enumerate(attempts):
+            if not isinstance(attempt, dict):
+                raise ImportProblem(file, "must be an object", field=f"attempts[{number}]")
+            sessions.append(_session(file, data, attempt, number, {}))
+        return sessions
+    # A retry loop's chosen attempt is the file's own trajectory.
+    counted = {"attempts": len(attempts)} if isinstance(attempts, list) else {}
+    return [_session(file, data, document, None, counted)]
+
+
+def _session(
+    file: str,
+    data: bytes,
+    document: dict[str, Any],
+    attempt: int | None,
+    about: dict[str, Any],
+) -> ImportedSession:
+    def problem(message: str, field: str) -> ImportProblem:
+        return ImportProblem(file, message, attempt=attempt, field=field)
+
     steps = document.get("trajectory")
     if not isinstance(steps, list):
         found = "missing" if steps is None else "not a list"
-        raise ImportProblem(
-            file, f"is {found}: a SWE-agent trajectory holds its steps there", field="trajectory"
-        )
+        raise problem(f"is {found}: a SWE-agent trajectory holds its steps there", "trajectory")
     history = document.get("history")
     if history is not None and not isinstance(history, list):
-        raise ImportProblem(file, "must be a list of messages", field="history")
+        raise problem("must be a list of messages", "history")
     info = document.get("info")
     if info is not None and not isinstance(info, dict):
-        raise ImportProblem(file, "must be an object", field="info")
-    reader = _Reader(SessionBuilder(FORMAT, file, data), document, history or [], info or {})
+        raise problem("must be an object", "info")
+    builder = SessionBuilder(FORMAT, file, data, attempt=attempt)
+    reader = _Reader(builder, document, history or [], info or {})
     for index, step in enumerate(steps):
         try:
             reader.step(index, step)
         except ValidationError as exc:
             raise refused(reader.b, index, exc) from None
     reader.end()
-    return [reader.session()]
+    return reader.session(about)
 
 
 class _Reader:
@@ -144,7 +169,7 @@ class _Reader:
         self.last_done = ""
 
     def problem(self, message: str, index: int, field: str | None = None) -> ImportProblem:
-        return ImportProblem(self.b.file, message, index=index, field=field)
+        return ImportProblem(self.b.file, message, attempt=self.b.attempt, index=index, field=field)
 
     def step(self, index: int, step: Any) -> None:
         if not isinstance(step, dict):
@@ -287,10 +312,11 @@ class _Reader:
         else:
             self.b.state("stopped", "the recording ends here, without a submit", origin)
 
-    def session(self) -> ImportedSession:
+    def session(self, about: dict[str, Any]) -> ImportedSession:
+        """The session, ``about`` added to what its config says of the recording."""
         if not self.told:
             self.tell(0, [])
-        imported: dict[str, Any] = {}
+        imported: dict[str, Any] = dict(about)
         for key in ("exit_status", "submission", "model_stats", "swe_agent_version"):
             if self.info.get(key) is not None:
                 imported[key] = self.info[key]
@@ -298,6 +324,8 @@ class _Reader:
             imported["environment"] = self.environment
         # SWE-agent names a trajectory after its instance (django__django-11099.traj).
         title = self.b.file.removesuffix(".traj") or first_line(self.task)
+        if self.b.attempt is not None:
+            title = f"{title} (attempt {self.b.attempt})"
         return self.b.build(
             title=f"swe-agent: {title}",
             config={"agent": FORMAT, "model": self.model, "imported": imported},

@@ -181,3 +181,24 @@ def test_the_edit_action_words_are_read_as_the_shell_reads_them() -> None:
     events = one(document).events
     assert payload(events[6])["old_str"] == "a - b"
     assert EDIT_ACTION.startswith("str_replace_editor str_replace")
+
+
+def test_a_retry_loops_file_holds_its_chosen_attempt_or_every_attempt() -> None:
+    """SWE-agent's RetryAgent writes ``attempts`` (each a trajectory of its own) and, once it
+    chose one, copies that one to the top level."""
+    chosen, other = swe_agent_trajectory(), swe_agent_trajectory(exit_status="exit_context")
+    session = one({"attempts": [other, chosen], **chosen})
+    assert payload(session.events[0])["config"]["imported"]["attempts"] == 2
+    assert payload(session.events[-1])["state"] == "finished"
+
+    first, second = read_recording("swe-agent", "x.traj", as_bytes({"attempts": [other, chosen]}))
+    assert (first.title, second.title) == ("swe-agent: x (attempt 0)", "swe-agent: x (attempt 1)")
+    assert first.session_id != second.session_id
+    assert payload(first.events[-1])["state"] == "error"
+    assert payload(second.events[3])["imported"]["attempt"] == 1
+    assert payload(second.events[0])["config"]["imported"]["attempt"] == 1
+
+    broken = {"attempts": [chosen, {"trajectory": [{"action": 3}]}]}
+    with pytest.raises(ImportProblem) as raised:
+        read_recording("swe-agent", "x.traj", as_bytes(broken))
+    assert str(raised.value) == "x.traj, attempt 1, item 0, field 'action': must be text, not int"
