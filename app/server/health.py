@@ -1,12 +1,11 @@
 """``GET /health/live`` (the process answers) and ``GET /health/ready`` (it can serve).
 
 Ready means: the database answers, its schema is at the revision this code was built for,
-and the projections the API reads (``session_state``) are live and not far behind. Each
+the projections the API reads (``session_state``) are live and not far behind, and some
+worker has been seen within a lease's duration (else a session created now would wait). Each
 check is reported by name with what it found; the status is 503 when any fails, so a load
 balancer takes the process out of rotation and a person sees why.
 
-Workers: whether any worker process is present is the leases' to tell (issue 13 item 5);
-until that lands this check is not made here.
 """
 
 from __future__ import annotations
@@ -18,10 +17,11 @@ from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel
 
 from app.projections import all_projections
-from app.server.context import Context
+from app.server.context import Context, ServerContext
 from app.store.migrate import head_revision
 from app.store.projection_status import projection_status
 from app.store.readiness import schema_revision
+from app.store.session_leases import present_workers
 
 #: Projections further behind than this (seconds) make the API not ready.
 MAX_PROJECTION_LAG = 30.0
@@ -39,13 +39,33 @@ class Readiness(BaseModel):
     checks: list[Check]
 
 
+async def _workers(ctx: ServerContext) -> Check:
+    within = ctx.settings.worker_lease_duration
+    async with asyncio.timeout(CHECK_TIMEOUT):
+        found = await present_workers(ctx.store, seen_within=within)
+    if not found:
+        return Check(
+            name="workers",
+            ok=False,
+            detail=f"no worker seen in the last {within:g} s: sessions wait until one runs "
+            "(chronicle serve --role all or worker, or chronicle worker)",
+        )
+    capacity = sum(worker.capacity for worker in found)
+    running = sum(worker.running for worker in found)
+    return Check(
+        name="workers",
+        ok=True,
+        detail=f"{len(found)} seen in the last {within:g} s, running {running} of {capacity}",
+    )
+
+
 @get("/health/live", sync_to_thread=False)
 def live() -> dict[str, str]:
     """The process is up."""
     return {"status": "ok"}
 
 
-async def _database(ctx: Context) -> list[Check]:
+async def _database(ctx: ServerContext) -> list[Check]:
     try:
         async with asyncio.timeout(CHECK_TIMEOUT):
             revision = await schema_revision(ctx.store)
@@ -63,7 +83,7 @@ async def _database(ctx: Context) -> list[Check]:
     ]
 
 
-async def _projections(ctx: Context) -> list[Check]:
+async def _projections(ctx: ServerContext) -> list[Check]:
     names = [projection.name for projection in all_projections()]
     async with asyncio.timeout(CHECK_TIMEOUT):
         statuses = await projection_status(ctx.store, names)
@@ -83,13 +103,17 @@ async def _projections(ctx: Context) -> list[Check]:
     responses={503: ResponseSpec(Readiness, description="not ready: the failing checks say why")},
 )
 async def ready(ctx: Context) -> Response[Readiness]:
-    """Database reachable, schema at head, projections live and current."""
+    """Database reachable, schema at head, projections live and current, workers present."""
     checks = await _database(ctx)
     if all(check.ok for check in checks):
         try:
             checks += await _projections(ctx)
         except Exception as exc:  # reported, never raised: this is the health answer
             checks.append(Check(name="projections", ok=False, detail=type(exc).__name__))
+        try:
+            checks.append(await _workers(ctx))
+        except Exception as exc:
+            checks.append(Check(name="workers", ok=False, detail=type(exc).__name__))
     ok = all(check.ok for check in checks)
     body = Readiness(status="ready" if ok else "not ready", checks=checks)
     return Response(body, status_code=200 if ok else 503)

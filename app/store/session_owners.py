@@ -17,19 +17,48 @@ from app.store.session_rows import CLAIMED, COLUMNS, ListedState, SessionRow
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-#: A session still counts against its owner's cap until its agent stops working: no state
-#: yet (just created, or the projection has not seen it), or working.
-ACTIVE_SQL = """
+#: A session counts against its owner's cap until its agent stops working: working, or no
+#: state yet — just created (the projection has not seen it), which is trusted for
+#: ``FRESH_SECONDS`` only, so an owner row whose session was never recorded (its creation
+#: failed half-way) does not count for ever.
+FRESH_SECONDS = 300
+ACTIVE_SQL = f"""
 SELECT count(*) FROM session_owners o
 LEFT JOIN session_state s ON s.session_id = o.session_id
-WHERE o.user_id = $1 AND (s.session_id IS NULL OR s.status IS NULL OR s.status = 'working')
+WHERE o.user_id = $1
+  AND (s.status = 'working'
+       OR (s.session_id IS NOT NULL AND s.status IS NULL)
+       OR (s.session_id IS NULL AND o.created_at > now() - interval '{FRESH_SECONDS} seconds'))
 """
+#: One user's creations are serialised while the cap is checked (a transaction lock, in a
+#: key space of its own), so two requests at once cannot both take the last place.
+RESERVE_LOCK_CLASS = 1131
 
 
 async def record_owner(store: EventStore, session_id: UUID, user_id: UUID) -> None:
     await store.pool.execute(
         "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2)", session_id, user_id
     )
+
+
+async def reserve_session(store: EventStore, session_id: UUID, user_id: UUID, cap: int) -> int:
+    """Make ``user_id`` the owner of the new session if fewer than ``cap`` of theirs are
+    active; returns how many were active (the session was not reserved when that is
+    ``cap`` or more)."""
+    async with store.pool.acquire() as connection, connection.transaction():
+        await connection.execute(
+            "SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))",
+            RESERVE_LOCK_CLASS,
+            str(user_id),
+        )
+        active: int = await connection.fetchval(ACTIVE_SQL, user_id)
+        if active < cap:
+            await connection.execute(
+                "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2)",
+                session_id,
+                user_id,
+            )
+        return active
 
 
 async def owner_of(store: EventStore, session_id: UUID) -> UUID | None:

@@ -1,0 +1,190 @@
+"""Creating a session through the API: check, record, ask for a run — never run it here.
+
+The API records what ``chronicle run`` records first (``session.created`` with the
+configuration, the user's task as a ``message``, the workspace's ``workspace.snapshot``), each
+event a user sent carrying the user's name, then asks a worker to run the session
+(``app.sessions.leases.request_run``), which resumes it from the log.
+
+The workspace is a fresh directory under the data directory unless the request names one;
+a named one must be an existing directory inside one of the configured ``workspace_roots``
+(after resolving symbolic links, so a link cannot lead out of them). Anything else is refused:
+the API must not hand an agent any directory of the server's machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+from litestar import Request, post
+from litestar.params import JSONBody
+from pydantic import BaseModel, Field
+
+from app.agent.codeact import CodeActAgent
+from app.config import Settings
+from app.events import Message, SessionCreated
+from app.llm.errors import LlmNotConfiguredError
+from app.server.auth import principal_of
+from app.server.context import Context
+from app.server.problems import TooManyActiveSessions, Unprocessable, problem_responses
+from app.sessions.leases import request_run
+from app.sessions.summary import one_line_title
+from app.sessions.workspace import record_workspace_start
+from app.store import EventStore
+from app.store.session_owners import reserve_session
+from app.store.users import Principal
+
+#: The built-in tools every session offers (MCP servers' tools are listed when a run starts).
+BUILTIN_TOOLS = ["execute_bash", "str_replace_editor", "think", "finish"]
+
+
+class SessionLimits(BaseModel):
+    max_iterations: int | None = Field(default=None, ge=1, le=10_000)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class NewSession(BaseModel):
+    """What a client may choose about a new session; the rest comes from the settings."""
+
+    task: str = Field(min_length=1, max_length=100_000, description="what the agent should do")
+    model: str | None = Field(default=None, max_length=200, description="litellm model name")
+    runtime: Literal["local", "docker"] | None = None
+    limits: SessionLimits = Field(default_factory=SessionLimits)
+    workspace: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="an existing directory under a configured workspace root; default: a "
+        "fresh directory",
+    )
+    stuck_detection: bool = True
+
+
+class CreatedSession(BaseModel):
+    id: UUID
+    title: str
+    workspace: str
+    runtime: str
+    model: str
+    max_iterations: int
+    max_cost_usd: float | None
+    user: str
+
+
+def fresh_workspace(settings: Settings, session_id: UUID) -> Path:
+    return settings.data_dir / "workspaces" / str(session_id)
+
+
+def allowed_workspace(requested: str, roots: list[Path]) -> Path:
+    """The real path of ``requested`` if it is a directory inside a root; else a refusal."""
+    if not roots:
+        raise Unprocessable(
+            "this server takes no existing workspace (no workspace_roots are configured); "
+            "leave workspace out for a fresh one"
+        )
+    path = Path(requested)
+    if not path.is_absolute():
+        raise Unprocessable(f"the workspace {requested!r} must be an absolute path")
+    real = Path(os.path.realpath(path))
+    for root in roots:
+        real_root = Path(os.path.realpath(root))
+        if real == real_root or real.is_relative_to(real_root):
+            if not real.is_dir():
+                raise Unprocessable(f"the workspace {requested} is not an existing directory")
+            return real
+    raise Unprocessable(
+        f"the workspace {requested} is outside the configured workspace roots; use a "
+        "directory under one of them, or none for a fresh one"
+    )
+
+
+def session_config(
+    settings: Settings, new: NewSession, workspace: Path
+) -> tuple[dict[str, Any], str]:
+    """``session.created``'s configuration (as ``chronicle run`` records it) and the model."""
+    try:
+        llm = settings.llm_config(model=new.model)
+    except LlmNotConfiguredError:
+        raise Unprocessable(
+            "no model: name one in the request's model, or configure llm_model on the server"
+        ) from None
+    runtime = new.runtime or settings.runtime
+    image = None
+    if runtime == "docker":
+        from app.runtime.image import image_tag
+
+        image = image_tag(settings.sandbox_base_image)
+    config = {
+        "agent": CodeActAgent.name,
+        "workspace": str(workspace),
+        "runtime": runtime,
+        "image": image,
+        "model": llm.model,
+        "base_url": llm.base_url,
+        "llm": llm.public(),
+        "tools": list(BUILTIN_TOOLS),
+        "mcp_servers": [server.public() for server in settings.mcp_servers],
+        "max_iterations": new.limits.max_iterations or 100,
+        "max_cost_usd": new.limits.max_cost_usd,
+        "stuck_detection": new.stuck_detection,
+    }
+    return config, llm.model
+
+
+async def create_session(
+    store: EventStore, settings: Settings, principal: Principal, new: NewSession, session_id: UUID
+) -> CreatedSession:
+    """Check the user's cap and the workspace, record the session, ask for its run."""
+    if new.workspace is None:
+        workspace = fresh_workspace(settings, session_id)
+    else:
+        workspace = await asyncio.to_thread(
+            allowed_workspace, new.workspace, list(settings.workspace_roots)
+        )
+    config, model = session_config(settings, new, workspace)
+    cap = settings.server_max_active_sessions
+    if await reserve_session(store, session_id, principal.user_id, cap) >= cap:
+        raise TooManyActiveSessions(
+            f"you have {cap} sessions working already (the most one user may have); wait "
+            "until one ends, or stop one",
+            headers={"Retry-After": "30"},
+        )
+    if new.workspace is None:  # made only once the session is sure to be recorded
+        await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
+    title = one_line_title(new.task)
+    await store.append(
+        session_id,
+        [
+            SessionCreated(title=title, config=config, user=principal.name),
+            Message(content=new.task, source="user", user=principal.name),
+        ],
+        expected_seq=0,
+    )
+    baseline = await record_workspace_start(store, session_id, workspace, settings)
+    if baseline is not None:
+        baseline.close()
+    await request_run(store, session_id, reason="created")
+    return CreatedSession(
+        id=session_id,
+        title=title,
+        workspace=str(workspace),
+        runtime=config["runtime"],
+        model=model,
+        max_iterations=config["max_iterations"],
+        max_cost_usd=config["max_cost_usd"],
+        user=principal.name,
+    )
+
+
+@post("/api/sessions", status_code=201, responses=problem_responses(409, 422))
+async def create(
+    request: Request[Any, Any, Any], ctx: Context, data: JSONBody[NewSession]
+) -> CreatedSession:
+    """Record a new session (its configuration and task) and ask a worker to run it."""
+    return await create_session(ctx.store, ctx.settings, principal_of(request), data, uuid.uuid4())
+
+
+ROUTES = [create]
