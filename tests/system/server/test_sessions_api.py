@@ -150,7 +150,9 @@ def test_ready_reports_each_check(shared_server: ServerProcess) -> None:
     body = ready.json()
     checks = {check["name"]: check for check in body["checks"]}
     assert set(checks) == {"database", "migrations", "projection session_state", "workers"}
-    assert all(checks[name]["ok"] for name in ("database", "migrations", "projection session_state"))
+    assert all(
+        checks[name]["ok"] for name in ("database", "migrations", "projection session_state")
+    )
     # workers: ready only once serve runs its workers (their wiring lands with the leases)
     assert ready.status_code == (200 if checks["workers"]["ok"] else 503), body
 
