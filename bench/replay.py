@@ -5,22 +5,28 @@
 A session of STEPS steps is recorded live (the real controller and executor, a local sandbox,
 a model that answers at once: ``bench.agent.InstantModel``), then replayed; the live loop's
 rate, measured in the same run, is the baseline. Longer recordings (1,000 steps, and
-``--long`` steps) are written as the controller writes them (requests prepared by a real
-gateway, actions made by the real agent), replayed, and the process's peak RSS read after
-each replay. Every replay must match, with 0 model calls; no sandbox runs during a replay.
+``--long`` steps, 10,000 by default) are written as the controller writes them (requests
+prepared by a real gateway, actions made by the real agent) and each is replayed in a
+process of its own, which reports the replay's time and its peak RSS (getrusage). Every
+replay must match, with 0 model calls; no sandbox runs during a replay.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
-from typing import Any
+
+from pydantic import BaseModel
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,9 +46,16 @@ from app.llm import LlmConfig, LlmGateway
 from app.replay import replay
 from app.store import EventStore, RecordedEvent
 from bench.agent import STEPS, InstantModel, instant_live_run
-from bench.harness import Measurement, bench_arguments, report, throwaway_database
+from bench.harness import (
+    BenchDatabase,
+    Measurement,
+    bench_arguments,
+    measured_on_database,
+    report,
+)
 
 LONG = 1000
+LONG_DEFAULT = 10_000
 
 
 def created(model: str, workspace: str, max_iterations: int) -> SessionCreated:
@@ -117,7 +130,35 @@ async def record_written(store: EventStore, steps: int) -> uuid.UUID:
 
 
 def peak_rss_mb() -> float:
+    """The process's peak RSS since it started, or since ``reset_peak_rss``."""
+    status = _proc_status()
+    if "VmHWM" in status:
+        return status["VmHWM"]
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    return _proc_status().get("VmRSS", peak_rss_mb())
+
+
+def reset_peak_rss() -> None:
+    """Start the peak over from the current RSS (Linux: ``clear_refs`` 5), so the peak read
+    after a replay is the replay's, not the imports' before it."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _proc_status() -> dict[str, float]:
+    """VmRSS, VmHWM (MB) from /proc/self/status; empty where there is none."""
+    try:
+        lines = Path("/proc/self/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return {
+        key: float(value.split()[0]) / 1024
+        for key, _, value in (line.partition(":") for line in lines)
+        if key in ("VmRSS", "VmHWM")
+    }
 
 
 async def timed_replay(store: EventStore, session: uuid.UUID) -> tuple[float, int]:
@@ -129,13 +170,56 @@ async def timed_replay(store: EventStore, session: uuid.UUID) -> tuple[float, in
     return seconds, result.steps_served
 
 
-async def run(url: str, long: int) -> tuple[list[Measurement], dict[str, Any]]:
-    rows: list[Measurement] = []
-    extra: dict[str, Any] = {}
+class ChildReplay(BaseModel):
+    """What a replay in a process of its own measured."""
+
+    seconds: float
+    cpu_seconds: float
+    steps: int
+    #: RSS before the replay (interpreter, imports, an open store), and the peak during it
+    rss_before_mb: float
+    rss_peak_mb: float
+
+
+async def _child(url: str, session: uuid.UUID) -> ChildReplay:
     with tempfile.TemporaryDirectory(prefix="chronicle-bench-replay-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         async with await EventStore.open(
             url, config=settings.store_config(), masker=settings.masker()
+        ) as store:
+            reset_peak_rss()
+            before = rss_mb()
+            cpu = time.process_time()
+            seconds, steps = await timed_replay(store, session)
+            return ChildReplay(
+                seconds=seconds,
+                cpu_seconds=time.process_time() - cpu,
+                steps=steps,
+                rss_before_mb=before,
+                rss_peak_mb=peak_rss_mb(),
+            )
+
+
+def replay_in_a_process(url: str, session: uuid.UUID) -> ChildReplay:
+    """Replay ``session`` in a fresh process, so its peak RSS is this replay's alone."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.replay", "--child", str(session), "--url", url],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the replay of {session} failed:\n{done.stderr[-4000:]}")
+    return ChildReplay.model_validate_json(done.stdout.strip().splitlines()[-1])
+
+
+async def run(database: BenchDatabase, long: int) -> list[Measurement]:
+    rows: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="chronicle-bench-replay-") as tmp:
+        settings = Settings(data_dir=Path(tmp))
+        async with await EventStore.open(
+            database.app, config=settings.store_config(), masker=settings.masker()
         ) as store:
             print(f"  ... recording {STEPS} live steps", file=sys.stderr, flush=True)
             live_session, live_rate = await record_live(store, Path(tmp))
@@ -153,35 +237,72 @@ async def run(url: str, long: int) -> tuple[list[Measurement], dict[str, Any]]:
                     met=rate > live_rate,
                 )
             )
+            replays: dict[int, ChildReplay] = {}
             for length in sorted({LONG, long}):
-                print(f"  ... writing and replaying {length} steps", file=sys.stderr, flush=True)
+                print(f"  ... writing {length} steps", file=sys.stderr, flush=True)
                 session = await record_written(store, length)
-                seconds, steps = await timed_replay(store, session)
-                rss = peak_rss_mb()
-                extra[f"peak_rss_mb_after_{length}_steps"] = round(rss, 1)
-                rows.append(
-                    Measurement(
-                        name=f"replay of {length} steps end to end (peak RSS {rss:.0f} MB)",
-                        unit="s",
-                        baseline=None,
-                        chronicle=seconds,
-                        ratio=None,
-                        target="< 1 s" if length == LONG else "-",
-                        met=seconds < 1 if length == LONG else True,
-                        detail={"steps": steps, "steps_per_s": steps / seconds},
-                    )
+                print("  ... replaying them in a process", file=sys.stderr, flush=True)
+                replays[length] = await asyncio.to_thread(
+                    replay_in_a_process, database.app, session
                 )
-    return rows, extra
+                print(f"  ... {replays[length]}", file=sys.stderr, flush=True)
+    for length, child in replays.items():
+        rate = child.steps / child.seconds
+        rows.append(
+            Measurement(
+                name=f"replay of {length:,} steps end to end (a process of its own)",
+                unit="s",
+                baseline=None,
+                chronicle=child.seconds,
+                ratio=None,
+                target="< 1 s" if length == LONG else "-",
+                met=child.seconds < 1 if length == LONG else True,
+                detail={
+                    "steps": child.steps,
+                    "steps_per_s": rate,
+                    "x_live": rate / live_rate,
+                    "cpu_s": child.cpu_seconds,
+                },
+            )
+        )
+    peaks = {length: child.rss_peak_mb for length, child in replays.items()}
+    for length, child in replays.items():
+        rows.append(
+            Measurement(
+                name=f"peak RSS, replay of {length:,} steps (before it: "
+                f"{child.rss_before_mb:.0f} MB)",
+                unit="MB",
+                baseline=None,
+                chronicle=child.rss_peak_mb,
+                ratio=None,
+                target="flat in length" if length != LONG else "-",
+                met=length == LONG or child.rss_peak_mb <= 1.2 * peaks[LONG],
+                detail={"grown_mb": child.rss_peak_mb - child.rss_before_mb},
+            )
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__)
-    parser.add_argument("--long", type=int, default=LONG, help="also replay this many steps")
+    parser.add_argument(
+        "--long", type=int, default=LONG_DEFAULT, help="also replay this many steps"
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    with throwaway_database(args.url) as url:
-        rows, extra = asyncio.run(run(url, args.long))
+    if args.child:
+        print(asyncio.run(_child(args.url, uuid.UUID(args.child))).model_dump_json())
+        return 0
+    machine, rows = measured_on_database(args.url, partial(run, long=args.long))
     title = "Replay (baseline: the live loop's steps/s, same run); 0 model calls, no sandbox"
-    return report("replay", title, rows, as_json=args.json, extra=extra)
+    how = (
+        f"python -m bench.replay --long {args.long}; a {STEPS}-step live run (instant model, local "
+        "sandbox) and its replay in one process; recordings of "
+        f"{LONG:,} and {args.long:,} steps written as the controller writes them, each "
+        "replayed in a fresh process (time from replay() call to return, peak RSS by "
+        "getrusage); x_live = replay steps/s over the live run's"
+    )
+    return report("replay", title, rows, as_json=args.json, machine=machine, how=how)
 
 
 if __name__ == "__main__":
