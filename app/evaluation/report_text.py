@@ -17,6 +17,11 @@ def _usd(cost: Decimal | None) -> str:
     return "-" if cost is None else f"${cost.normalize():f}"
 
 
+def _signed(value: Decimal) -> str:
+    """``+0``, ``-0.002``: no trailing zeros (a zero's exponent would print some)."""
+    return "+0" if value == 0 else f"{value.normalize():+f}"
+
+
 def report_lines(report: Report) -> list[str]:
     """The summary, the per-task table and the totals."""
     lines = [
@@ -41,9 +46,12 @@ def report_lines(report: Report) -> list[str]:
     unpriced = (
         f" ({report.unpriced_sessions} sessions unpriced)" if report.unpriced_sessions else ""
     )
+    facts = section_facts(report)
+    if facts:  # the report views' sections
+        return [*lines, "", *(f"{name}: {value}" for name, value in facts)]
     ended = ", ".join(f"{status} {n}" for status, n in report.statuses.items())
-    lines += ["", f"cost {_usd(report.cost_usd)}{unpriced}, steps {report.steps}; ended: {ended}"]
-    return lines + [f"{name}: {value}" for name, value in section_facts(report)]
+    return [*lines, "", f"cost {_usd(report.cost_usd)}{unpriced}, steps {report.steps}; "
+            f"ended: {ended}"]  # fmt: skip
 
 
 def section_facts(report: Report) -> list[tuple[str, str]]:
@@ -52,11 +60,15 @@ def section_facts(report: Report) -> list[tuple[str, str]]:
     if report.endings:
         facts.append(("endings", ", ".join(f"{k} {n}" for k, n in report.endings.items())))
     usage = report.usage
+    unpriced = (
+        f" ({report.unpriced_sessions} sessions unpriced)" if report.unpriced_sessions else ""
+    )
     if usage is not None:
         facts += [
             ("tokens", f"{usage.input_tokens} in, {usage.output_tokens} out "
                        f"({usage.model_calls} model calls)"),
-            ("cost", f"{_usd(usage.cost_usd)}, per passed trial {_usd(usage.cost_per_passed)}"),
+            ("cost", f"{_usd(usage.cost_usd)}{unpriced}, per passed trial "
+                     f"{_usd(usage.cost_per_passed)}"),
             ("steps", f"{usage.steps} (mean {usage.mean_steps:f})"),
             ("wall time", f"{usage.wall_seconds:.3f} s (mean {usage.mean_wall_seconds:f} s)"),
         ]  # fmt: skip
@@ -103,7 +115,8 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     """Both pass rates, their difference and the flip table."""
     a, b = comparison.run_a, comparison.run_b
     difference = comparison.difference_interval
-    cost = "-" if comparison.cost_delta_usd is None else f"{comparison.cost_delta_usd:+f}"
+    delta = comparison.cost_delta_usd
+    cost = "-" if delta is None else _signed(delta)
     mean_cost = comparison.mean_cost_delta_usd
     mean_steps = comparison.mean_steps_delta
     lines = [
@@ -113,9 +126,9 @@ def comparison_lines(comparison: Comparison) -> list[str]:
         f"{difference.low:+.1%} to {difference.high:+.1%}); cost {cost} USD, "
         f"steps {comparison.steps_delta:+d}",
         "per trial: cost "
-        + ("-" if mean_cost is None else f"{mean_cost:+f}")
+        + ("-" if mean_cost is None else _signed(mean_cost))
         + " USD, steps "
-        + ("-" if mean_steps is None else f"{mean_steps:+f}"),
+        + ("-" if mean_steps is None else _signed(mean_steps)),
         "",
     ]
     for title, tasks in (

@@ -34,7 +34,7 @@ def test_a_comparison_names_the_flipped_tasks() -> None:
     b = build_report("b", [row("hello", 1, "fail"), row("fix", 1, "pass"), row("new", 1, "pass")])
     lines = comparison_lines(compare(a, b))
     assert lines[2].startswith("B - A: +16.7% (95% CI ")
-    assert lines[3] == "per trial: cost +0.000000 USD, steps +0.000000"
+    assert lines[3] == "per trial: cost +0 USD, steps +0"
     assert lines[5:] == [
         "newly passing (failed in A, passed in B): 1  fix",
         "regressed (passed in A, failed in B): 1  hello",
