@@ -37,3 +37,14 @@ def test_the_mapped_directories_are_the_ones_the_code_looks_up() -> None:
         "app.migrations": "migrations",
         "app.runtime_image": "runtime_image",
     }
+
+
+def test_the_web_page_files_are_package_data() -> None:
+    """`chronicle serve` from a wheel serves the page: every file of app/server/web/ is
+    matched by a package-data pattern of ``app.server`` (a new kind of file needs one)."""
+    patterns = _setuptools()["package-data"]["app.server"]
+    web = ROOT / "app" / "server"
+    files = [p.relative_to(web) for p in (web / "web").iterdir() if p.is_file()]
+    assert {"index.html", "main.js", "style.css"} <= {p.name for p in files}
+    unmatched = [str(p) for p in files if not any(p.match(pattern) for pattern in patterns)]
+    assert unmatched == [], f"add to [tool.setuptools.package-data] app.server: {unmatched}"
