@@ -9,7 +9,7 @@ export function el(tag, attributes = {}, ...children) {
     else if (value === true) node.setAttribute(name, "");
     else node.setAttribute(name, String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === undefined || child === null || child === false) continue;
     node.append(child instanceof Node ? child : String(child));
   }

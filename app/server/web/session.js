@@ -50,14 +50,15 @@ export function sessionView({ main, showError, clearError }, id) {
     title.textContent = s.title || "Session";
     state.textContent = stateLabel(s.state);
     state.className = `state state-${s.state || "starting"}`;
-    facts.replaceChildren(
+    facts.replaceChildren(...[
       `${s.model || "model ?"} · ${s.runtime || ""} · ${s.steps} step${s.steps === 1 ? "" : "s"} · `,
       `${s.model_calls} model call${s.model_calls === 1 ? "" : "s"} · ${s.input_tokens + s.output_tokens} tokens · `,
       `${cost(s.cost_usd, s.unpriced_calls, s.model_calls)} · started `,
       el("time", { datetime: s.created_at, title: localTime(s.created_at) }, localTime(s.created_at)),
       ` (${age(s.created_at)} ago)`,
       s.replay_of ? el("span", {}, " · replay of ", el("a", { href: `#/sessions/${s.replay_of}` }, s.replay_of.slice(0, 8))) : null,
-      s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null);
+      s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null,
+    ].filter(Boolean));
   }
 
   async function refreshSummary() {

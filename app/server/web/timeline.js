@@ -104,7 +104,7 @@ function commandOutput(event, action) {
   const took = action ? new Date(event.created_at) - new Date(action.created_at) : null;
   const exit = p.still_running ? "still running" : p.timed_out ? "timed out" : `exit ${p.exit_code}`;
   const ok = p.exit_code === 0 && !p.timed_out;
-  const lines = (p.output || "").split("\n").length;
+  const lines = (p.output || "").replace(/\n$/, "").split("\n").length;
   return el("details", { class: `output ${ok ? "ok" : "bad"}`, open: lines <= 12 },
     el("summary", {}, el("span", { class: `exit ${ok ? "ok" : "bad"}` }, exit),
       took !== null ? ` · ${duration(took)}` : "", ` · ${lines} line${lines === 1 ? "" : "s"} of output`,
@@ -164,6 +164,9 @@ export function renderEvent(event) {
       return item(event, "created", "Session created",
         el("p", {}, p.title ? el("strong", {}, p.title) : null),
         el("details", {}, el("summary", {}, "Configuration"), jsonBlock(p.config || {})));
+    case "runtime.starting": case "runtime.ready": case "runtime.failed": case "runtime.restarted":
+      return item(event, event.kind === "runtime.failed" ? "error" : "quiet", `Sandbox ${event.kind.slice(8)}`,
+        el("p", { class: "muted small" }, [p.runtime, p.sandbox_id, p.reason, p.message].filter(Boolean).join(" · ")));
     case "workspace.snapshot":
       return item(event, "quiet", "Workspace snapshot", el("p", { class: "muted small" }, `${(p.files || []).length} files recorded`));
     case "workspace.diff":
