@@ -1,9 +1,10 @@
 """`chronicle serve`: the access service (HTTP API) under uvicorn, with its companions.
 
-``--role all`` (the default) runs the API and the projections runner in one process (on the
-embedded PostgreSQL unless ``CHRONICLE_DATABASE_URL`` is set); ``--role api`` runs the API
-alone, for several API processes against one database (a projections runner, e.g. `chronicle
-projections run`, keeps ``session_state`` current). SIGTERM or SIGINT stops accepting
+``--role all`` (the default) runs the API, the projections runner and a worker in one process
+(on the embedded PostgreSQL unless ``CHRONICLE_DATABASE_URL`` is set); ``--role api`` runs the
+API alone, for several API processes against one database (a projections runner, e.g.
+`chronicle projections run`, keeps ``session_state`` current); ``--role worker`` runs a worker
+alone, as `chronicle worker` does (``app.sessions.worker``). SIGTERM or SIGINT stops accepting
 connections, lets the requests in flight finish, stops the companions and exits 0.
 """
 
@@ -69,6 +70,22 @@ async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[N
         yield
 
 
+@contextlib.asynccontextmanager
+async def _workers(
+    store: EventStore, settings: Settings, stop: asyncio.Event, abort: asyncio.Event
+) -> AsyncIterator[None]:
+    """Sessions run beside the API (``app.sessions.worker``); at the end they drain: each
+    finishes its step in flight and its lease is handed back (``abort``: at once)."""
+    from app.sessions.worker import run_worker
+
+    working = asyncio.create_task(run_worker(store, settings, stop=stop, abort=abort))
+    try:
+        yield
+    finally:
+        stop.set()
+        await working
+
+
 async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
@@ -88,17 +105,23 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         )
         server = _quiet_server(config)
         loop = asyncio.get_running_loop()
+        workers_stop, workers_abort = asyncio.Event(), asyncio.Event()
 
         def stop(received: signal.Signals) -> None:
             if server.should_exit:  # a second signal: stop without waiting for requests
                 server.force_exit = True
+                workers_abort.set()
             server.should_exit = True
+            workers_stop.set()
 
         for number in STOP_SIGNALS:
             loop.add_signal_handler(number, stop, number)
         async with contextlib.AsyncExitStack() as companions:
             if args.role == "all":
                 await companions.enter_async_context(_projections(store, settings))
+                await companions.enter_async_context(
+                    _workers(store, settings, workers_stop, workers_abort)
+                )
             serving = asyncio.create_task(server.serve())
             listening = asyncio.create_task(server.listening.wait())
             await asyncio.wait({serving, listening}, return_when=asyncio.FIRST_COMPLETED)
@@ -115,13 +138,11 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    if args.role == "worker":
-        print(
-            "error: --role worker is not wired into chronicle serve yet; run the workers "
-            "with their own command",
-            file=sys.stderr,
-        )
-        return 2
+    if args.role == "worker":  # no API: what `chronicle worker` runs
+        from app.cli import worker as worker_cli
+
+        args.max_sessions, args.worker_id = None, None
+        return asyncio.run(worker_cli.run(args, settings))
     if not 0 <= args.port <= 65535:
         print(f"error: --port {args.port} is not a port (0 to 65535)", file=sys.stderr)
         return 2
