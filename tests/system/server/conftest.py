@@ -71,3 +71,11 @@ def serve(
 
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+@pytest.fixture
+def database_env(pg_server: PgServer, pg_template: str, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a fresh database, for several processes of one deployment."""
+    root = tmp_path / "deployment"
+    root.mkdir()
+    yield from server_environment(pg_server, pg_template, root)
