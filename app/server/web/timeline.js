@@ -182,6 +182,7 @@ export function renderResult(event, action) {
     case "run.output": return commandOutput(event, action);
     case "file.read.output": case "file.write.output": case "file.edit.output": return fileResult(event);
     case "mcp.result": return mcpResult(event);
+    case "error": return el("p", { class: "error", role: "note" }, `Error: ${event.payload.message}`);
     default: return null;
   }
 }
@@ -199,6 +200,8 @@ export class Timeline {
       const cause = event.cause ? this.actions.get(event.cause) : undefined;
       const result = cause ? renderResult(event, cause.event) : null;
       if (result) {
+        result.dataset.seq = event.seq;
+        result.dataset.kind = event.kind;
         const slot = cause.node.querySelector(".output-slot");
         if (slot) slot.replaceChildren(result);
         else cause.node.append(result);
