@@ -132,6 +132,13 @@ class Settings(BaseSettings):
     worker_reap_interval: float = Field(
         default=600.0, gt=0, description="seconds between a worker's sweeps for stale sandboxes"
     )
+    worker_drain_timeout: float = Field(
+        default=25.0,
+        gt=0,
+        description="seconds a worker stopped by SIGTERM waits for its sessions' steps in "
+        "flight; then it stops them (what is still running is reported interrupted when "
+        "another worker resumes the session)",
+    )
 
     # -- model (CHRONICLE_LLM_*) -----------------------------------------------------------
     llm_model: str | None = Field(

@@ -14,8 +14,9 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
   that run at once.
 - ``stop`` drains: no new claims; each session finishes the step in flight (the model call
   and the actions it asked for) and stops before its next model call; its lease is handed
-  back for another worker; then ``run_worker`` returns. ``abort`` stops the runs at once
-  (what is in flight is reported interrupted when another worker resumes).
+  back for another worker; then ``run_worker`` returns. ``abort``, or a drain longer than
+  ``worker_drain_timeout``, stops the runs at once (what is in flight is reported
+  interrupted when another worker resumes).
 - A session whose workers keep dying while running it is given up after
   ``worker_max_attempts`` claims, with an error in its log.
 
@@ -55,6 +56,7 @@ ROLE = "worker"
 #: Recorded as the session's ``agent.state`` ``stopped`` reason when a worker drains.
 DRAINED = "the worker is shutting down; another worker continues the session"
 ABORTED = "the worker was stopped"
+DRAIN_TIMED_OUT = "the worker was stopped (its steps in flight outlasted worker_drain_timeout)"
 LEASE_LOST = "the worker lost its lease on the session; another worker continues it"
 
 #: How a run ended, as far as its lease is concerned.
@@ -136,7 +138,7 @@ class Worker:
                 await self._claim_until(stop)
                 log.info("worker %s drains %d session(s)", self.worker_id, len(self.runs))
                 self.draining.set()
-                await self._finish_runs(abort)
+                await self.finish_runs(abort)
             finally:
                 for run in self.runs.values():  # cancelled ourselves: stop them, hand them back
                     run.cancel("drained", ABORTED)
@@ -180,15 +182,23 @@ class Worker:
         await stop.wait()
         self._wake.set()
 
-    async def _finish_runs(self, abort: asyncio.Event) -> None:
-        """Until every run has ended and been released; ``abort`` cancels them at once."""
+    async def finish_runs(self, abort: asyncio.Event) -> None:
+        """Until every run has ended and been released; ``abort``, or ``worker_drain_timeout``
+        passing, cancels the runs still going."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.worker_drain_timeout
         aborting = asyncio.create_task(abort.wait())
         try:
             while serving := {task for task in self._serving if not task.done()}:
-                await asyncio.wait({aborting, *serving}, return_when=asyncio.FIRST_COMPLETED)
-                if aborting.done():
+                await asyncio.wait(
+                    {aborting, *serving},
+                    timeout=max(deadline - loop.time(), 0.0),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if aborting.done() or loop.time() >= deadline:
+                    reason = ABORTED if aborting.done() else DRAIN_TIMED_OUT
                     for run in self.runs.values():
-                        run.cancel("drained", ABORTED)
+                        run.cancel("drained", reason)
                     await asyncio.gather(*self._serving, return_exceptions=True)
         finally:
             aborting.cancel()

@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from app.events import AgentState, Message, SessionCreated
+from app.events import AgentState
 from app.sessions.leases import request_run
 from app.sessions.worker import DRAINED
 from app.store import EventStore
 from tests.support.agent_cli import agent_environment, file_says
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.waiting import exited, until, wait_for_event
+from tests.support.worker_sessions import recorded_session
 
 LEASE = 3.0
 # &&, not ;: when the process tree is killed, `sleep` may die before bash does.
@@ -77,27 +78,6 @@ def workers(fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path) -> I
         started.kill_all()
 
 
-async def new_session(
-    store: EventStore, fake: FakeLlmServer, workspace: Path, task: str
-) -> uuid.UUID:
-    """A session as the API creates one: its configuration and the user's task, no run."""
-    session = uuid.uuid4()
-    config = {
-        "agent": "codeact",
-        "workspace": str(workspace),
-        "runtime": "local",
-        "model": "openai/fake-model",
-        "base_url": fake.base_url,
-        "max_iterations": 20,
-    }
-    await store.append(
-        session,
-        [SessionCreated(title=task, config=config), Message(content=task, source="user")],
-        expected_seq=0,
-    )
-    return session
-
-
 async def lease_owner(store: EventStore, session: uuid.UUID) -> str | None:
     return await store.pool.fetchval(  # type: ignore[no-any-return]
         "SELECT owner FROM session_leases WHERE session_id = $1", session
@@ -115,7 +95,7 @@ async def test_a_worker_killed_mid_command_is_replaced_within_the_lease(
         Reply(tool_calls=[tool_call("execute_bash", command="echo after >> log.txt")]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
     )
-    session = await new_session(store, fake_llm, workspace, "Log three lines.")
+    session = await recorded_session(store, fake_llm, workspace, "Log three lines.")
     first, second = workers.start("worker-a"), workers.start("worker-b")
     await request_run(store, session, reason="created")
     log_file = workspace / "log.txt"
@@ -184,7 +164,7 @@ async def test_sigterm_drains_the_step_in_flight_and_hands_the_session_back(
         Reply(tool_calls=[tool_call("execute_bash", command="echo after >> log.txt")]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
     )
-    session = await new_session(store, fake_llm, workspace, "Log lines.")
+    session = await recorded_session(store, fake_llm, workspace, "Log lines.")
     draining = workers.start("draining")
     await request_run(store, session, reason="created")
     log_file = workspace / "log.txt"
@@ -241,7 +221,7 @@ async def test_a_session_the_user_stopped_is_not_run_by_a_worker(
     `chronicle resume` by the user would continue it; a worker has no such say)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    session = await new_session(store, fake_llm, workspace, "Do nothing.")
+    session = await recorded_session(store, fake_llm, workspace, "Do nothing.")
     await store.append(session, [AgentState(state="stopped", source="user")])
     await request_run(store, session, reason="message")
     workers.start("worker")

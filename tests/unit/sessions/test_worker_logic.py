@@ -1,12 +1,28 @@
 """A worker's decisions that need no database: how a run's end releases its lease, how long
-to sleep between claims, its settings."""
+to sleep between claims, its settings, and how long a drain waits for the runs."""
 
 from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import cast
 
 import pytest
 
 from app.config import Settings
-from app.sessions.worker import gave_up_reason, new_worker_id, release_plan, wait_before_claiming
+from app.sessions.step_gate import StepGate
+from app.sessions.worker import (
+    Worker,
+    WorkerRun,
+    gave_up_reason,
+    new_worker_id,
+    release_plan,
+    wait_before_claiming,
+)
+from app.store import EventStore
+from app.store.session_leases import Lease
 
 
 def test_release_plan() -> None:
@@ -37,3 +53,45 @@ def test_heartbeat_must_be_shorter_than_the_lease() -> None:
     with pytest.raises(ValueError, match="worker_heartbeat_interval"):
         Settings(worker_lease_duration=5, worker_heartbeat_interval=5)
     Settings(worker_lease_duration=5, worker_heartbeat_interval=1)
+
+
+def running(worker: Worker, seconds: float) -> WorkerRun:
+    """A run of ``seconds`` registered with ``worker`` as its claim loop would."""
+    lease = Lease(
+        session_id=uuid.uuid4(),
+        lease_id=uuid.uuid4(),
+        attempts=1,
+        reason="message",
+        requested_at=datetime.now(UTC),
+        taken_over_from=None,
+    )
+    run = WorkerRun(lease, asyncio.create_task(asyncio.sleep(seconds)), StepGate(asyncio.Event()))
+    worker.runs[lease.session_id] = run
+    worker._serving.add(asyncio.create_task(asyncio.wait({run.task})))
+    return run
+
+
+async def test_a_drain_waits_for_steps_that_end_in_time() -> None:
+    worker = Worker(cast(EventStore, None), Settings(worker_drain_timeout=5), "w", 2)
+    run = running(worker, 0.2)
+    await worker.finish_runs(asyncio.Event())
+    assert run.task.done() and not run.task.cancelled() and run.cancelled_because is None
+
+
+async def test_a_drain_that_outlasts_its_timeout_stops_the_runs() -> None:
+    worker = Worker(cast(EventStore, None), Settings(worker_drain_timeout=0.3), "w", 2)
+    run = running(worker, 3600)
+    started = time.monotonic()
+    await worker.finish_runs(asyncio.Event())
+    assert run.task.cancelled() and run.cancelled_because == "drained"
+    assert time.monotonic() - started < 3
+
+
+async def test_abort_stops_the_runs_at_once() -> None:
+    worker = Worker(cast(EventStore, None), Settings(worker_drain_timeout=3600), "w", 2)
+    run = running(worker, 3600)
+    abort = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.1, abort.set)
+    async with asyncio.timeout(5):
+        await worker.finish_runs(abort)
+    assert run.task.cancelled() and run.cancelled_because == "drained"
