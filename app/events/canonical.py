@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, NamedTuple
+
+import orjson
 
 from app.events.stored_form import (
     ESC,
@@ -35,6 +38,15 @@ from app.events.stored_form import (
 _encoder = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
 )
+#: What orjson is asked for: the same sorted, compact, unescaped UTF-8 as ``_encoder``.
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS
+#: A number token with a fraction or an exponent inside an object or array in orjson's
+#: output: a float, which orjson formats its own way (``1e-7`` where ``repr`` gives ``1e-07``).
+#: Also matches such text inside a string (``"a:1.5"``); then the text is made again by
+#: ``_encoder``, which is only slower.
+_FLOAT_TOKEN = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
+#: How orjson's output of an object, an array or a string begins (any other is a scalar).
+_CONTAINER_START = frozenset(b'{["')
 #: A reserved key in canonical (compact) JSON text: a key is always followed by ``":``.
 _RESERVED_KEY_TOKENS = tuple(f'"{key}":' for key in sorted(RESERVED_KEYS))
 
@@ -85,6 +97,25 @@ _NO_BLOBS: Mapping[str, str] = MappingProxyType({})
 _new_tuple = tuple.__new__
 
 
+def _json_text(normalised: Any) -> str:
+    """``_encoder.encode(normalised)``, byte for byte, at a tenth of its cost when it can.
+
+    orjson writes sorted keys (code point order, as Python sorts ``str``), no whitespace and
+    UTF-8 with the same escapes (``\\"``, ``\\\\``, ``\\n``-style, ``\\u00XX`` for other
+    controls, nothing else). It differs on floats (its own shortest form) and refuses what it
+    cannot write as the standard library does (integers beyond 64 bits, lone surrogates, deep
+    nesting): those go to ``_encoder``. tests/unit/events/test_canonical_orjson.py holds the two
+    side by side over generated values.
+    """
+    try:
+        data = orjson.dumps(normalised, option=_ORJSON_OPTIONS)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return _encoder.encode(normalised)
+    if data[0] not in _CONTAINER_START or _FLOAT_TOKEN.search(data):
+        return _encoder.encode(normalised)
+    return data.decode()
+
+
 def _number(value: float) -> float | int:
     if value != value or value in (float("inf"), float("-inf")):
         raise CanonicalJsonError("NaN and Infinity are not JSON")
@@ -103,6 +134,8 @@ def _longer_than(text: str, limit: int) -> bool:
 def _normalise(value: Any, limit: int) -> Any:
     """``value`` with integral floats made ints, when it is its own stored form (no NUL, no
     string over ``limit`` bytes); raises ``_NotItsOwnStoredForm`` when it may not be."""
+    if type(value) is dict:  # a payload's own type first: no ABC check for it
+        return _normalise_object(value, limit)
     if isinstance(value, str):
         if "\x00" in value or (len(value) * 4 > limit and _longer_than(value, limit)):
             raise _NotItsOwnStoredForm
@@ -112,26 +145,46 @@ def _normalise(value: Any, limit: int) -> Any:
     if isinstance(value, float):
         return _number(value)
     if isinstance(value, Mapping):
-        out = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CanonicalJsonError(f"object keys must be strings, not {key!r}")
-            if "\x00" in key:
+        return _normalise_object(value, limit)
+    if isinstance(value, list | tuple):
+        items = []
+        for index, item in enumerate(value):
+            leaf = type(item)
+            if leaf is str:  # the common leaves inline, as in objects
+                if "\x00" in item or (len(item) * 4 > limit and _longer_than(item, limit)):
+                    raise _NotItsOwnStoredForm
+                items.append(item)
+            elif leaf is int or leaf is bool or item is None:
+                items.append(item)
+            else:
+                try:
+                    items.append(_normalise(item, limit))
+                except CanonicalJsonError as exc:
+                    raise exc.inside(f"[{index}]") from None
+        return items
+    raise CanonicalJsonError(f"{type(value).__name__} is not JSON")
+
+
+def _normalise_object(value: Mapping[Any, Any], limit: int) -> dict[str, Any]:
+    out = {}
+    for key, item in value.items():
+        if not isinstance(key, str):
+            raise CanonicalJsonError(f"object keys must be strings, not {key!r}")
+        if "\x00" in key:
+            raise _NotItsOwnStoredForm
+        leaf = type(item)
+        if leaf is str:  # the common leaves inline: a call per string saved
+            if "\x00" in item or (len(item) * 4 > limit and _longer_than(item, limit)):
                 raise _NotItsOwnStoredForm
+            out[key] = item
+        elif leaf is int or leaf is bool or item is None:
+            out[key] = item
+        else:
             try:
                 out[key] = _normalise(item, limit)
             except CanonicalJsonError as exc:
                 raise exc.inside(key) from None
-        return out
-    if isinstance(value, list | tuple):
-        items = []
-        for index, item in enumerate(value):
-            try:
-                items.append(_normalise(item, limit))
-            except CanonicalJsonError as exc:
-                raise exc.inside(f"[{index}]") from None
-        return items
-    raise CanonicalJsonError(f"{type(value).__name__} is not JSON")
+    return out
 
 
 class _StoredFormWriter:
@@ -213,7 +266,7 @@ def encode(value: Any, *, blob_threshold: int | None = None) -> Encoded:
     except _NotItsOwnStoredForm:
         pass
     else:
-        text = _encoder.encode(normalised)
+        text = _json_text(normalised)
         if '"$' not in text or not _holds_reserved_key(text):
             try:
                 text.encode("utf-8")
@@ -243,7 +296,7 @@ def stored_json(stored: Any) -> str:
     """Canonical text of a value that is already in stored form (read back from the table):
     its markers are written as they are. What verification re-hashes."""
     try:
-        text = _encoder.encode(_normalise(stored, sys.maxsize))
+        text = _json_text(_normalise(stored, sys.maxsize))
         text.encode("utf-8")
     except (_NotItsOwnStoredForm, UnicodeEncodeError):
         raise CanonicalJsonError(

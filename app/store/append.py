@@ -9,6 +9,7 @@ chronicle_append(); both take ``p_notify`` (see coalescer.py for who asks for it
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
@@ -99,8 +100,13 @@ def encode_batch(
     """Validate every event and encode its payload (``encode_payload``); refuse the whole
     batch on any error. ``max_event_bytes`` limits a payload after its blobs are out."""
     batch = EncodedBatch([], [], [], [], [], [], [], {})
+    masker = masker or None  # an empty masker masks nothing: asked once, not per event
+    # Bound once: this loop runs per event of a batch of up to tens of thousands.
+    add_id, add_kind, add_source = batch.event_ids.append, batch.kinds.append, batch.sources.append
+    add_cause, add_text = batch.causes.append, batch.payload_texts.append
+    add_version, add_payload = batch.versions.append, batch.payloads.append
     for index, item in enumerate(events):
-        event = parse_event(item)
+        event = item if isinstance(item, Event) else parse_event(item)
         try:
             encoded = encode_payload(
                 event.payload(),
@@ -120,17 +126,21 @@ def encode_batch(
                 "long strings stored as blobs; nothing was written",
                 kind=event.kind,
             )
-        batch.event_ids.append(event.event_id)
-        batch.kinds.append(event.kind)
-        batch.sources.append(event.source)
-        batch.causes.append(event.cause)
-        batch.payload_texts.append(text)
-        batch.versions.append(type(event).schema_version)
-        batch.payloads.append(
-            RestoredObject.of(encoded.value, encoded.stored) if encoded.marked else encoded.value
-        )
-        batch.blobs.update(encoded.blobs)
+        add_id(event.event_id)
+        add_kind(event.kind)
+        add_source(event.source)
+        add_cause(event.cause)
+        add_text(text)
+        add_version(type(event).schema_version)
+        if encoded.marked:
+            add_payload(RestoredObject.of(encoded.value, encoded.stored))
+            batch.blobs.update(encoded.blobs)
+        else:
+            add_payload(encoded.value)
     return batch
+
+
+_BY_SEQ = itemgetter("seq")
 
 
 def recorded_from_result(
@@ -152,7 +162,7 @@ def recorded_from_result(
             created_at=row["created_at"],
             hash=row["hash"],
         )
-        for i, row in enumerate(sorted(rows, key=lambda r: r["seq"]))
+        for i, row in enumerate(sorted(rows, key=_BY_SEQ))
     ]
 
 
