@@ -160,11 +160,17 @@ export function sessionView({ main, showError, clearError }, id) {
     if (!items.length) return;
     const at = items.indexOf(document.activeElement?.closest?.(".timeline > li"));
     const next = items[event.key === "j" ? Math.min(items.length - 1, at + 1) : Math.max(0, at < 0 ? items.length - 1 : at - 1)];
-    const summary = next.querySelector(":scope summary, :scope > details > summary");
-    (summary || next).focus();
+    next.focus();
     follow.checked = false;
     event.preventDefault();
   };
+  list.addEventListener("keydown", (event) => {
+    // Enter on an event (not on a control inside it) opens or folds its first part
+    if (event.key !== "Enter" || event.target.parentElement !== list) return;
+    const details = event.target.querySelector("details");
+    if (details) details.open = !details.open;
+    event.preventDefault();
+  });
   document.addEventListener("keydown", keys);
   refreshSummary();
   window.chronicleStream = stream; // for people debugging a stream from the console
