@@ -1,0 +1,394 @@
+"""Live streams of a session's events: ``GET /api/sessions/{id}/stream``, as a WebSocket or as
+Server-Sent Events on the same path.
+
+The ASGI server tells them apart by the request: with ``Upgrade: websocket`` it is a
+WebSocket, else an ``text/event-stream`` response. Both are authenticated like every API route
+(Bearer token or the session cookie) and see only the caller's sessions (an admin's: all):
+another user's session is a 404, for a WebSocket answered before the handshake completes.
+
+What the client gets: every event with ``seq > after_seq`` (the ``after_seq`` query parameter;
+for SSE the ``Last-Event-ID`` header wins over it, so a browser's ``EventSource`` resumes by
+itself), first the backlog, then live events, each once and in order, each as the REST events
+page shows it (``EventView``). A client that reconnects with the last seq it got misses
+nothing and gets nothing twice.
+
+- WebSocket: one text message per event, the ``EventView`` JSON.
+- SSE: one message per event, ``id: <seq>`` and ``data: <EventView JSON>``; a comment every
+  ``server_stream_keepalive_seconds`` while nothing happens.
+
+A client that falls too far behind (its buffer of ``server_stream_buffer_events`` stayed full
+for ``server_stream_stall_seconds``, see ``stream_relay``) is told and closed: a last message
+``{"type": "lagging", "detail": ..., "resume_after_seq": N}`` (SSE: ``event: lagging``), then
+for a WebSocket the close code 1013 (try again later); it catches up by reconnecting with
+``after_seq=N``. A user may hold ``server_max_streams_per_user`` streams open at once in one
+API process; one more is refused with 429 (a problem document, also for a WebSocket: the
+handshake is answered with the HTTP status).
+
+The stream routes are left out of the OpenAPI document: a tool that calls every documented
+route would wait on a stream forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Literal
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import orjson
+from litestar import Litestar, Request, WebSocket, get, websocket
+from litestar.exceptions import WebSocketDisconnect
+from litestar.params import FromPath
+from litestar.types import ASGIApp, HTTPResponseBodyEvent, Receive, Scope, Send
+from pydantic import BaseModel
+
+from app.server.access import ensure_visible
+from app.server.auth import principal_of
+from app.server.context import Context, ServerContext
+from app.server.problems import ApiProblem, Problem, Unprocessable, problem_for, problem_response
+from app.server.session_routes import EventView
+from app.server.stream_limits import OpenStreams, TooManyStreamsError
+from app.server.stream_relay import RelayEnd, relay
+from app.store import RecordedEvent
+from app.store.users import Principal
+
+log = logging.getLogger(__name__)
+
+STREAM_PATH = "/api/sessions/{session_id:uuid}/stream"
+#: The WebSocket close code of a client closed for falling behind (RFC 6455: try again later).
+CLOSE_LAGGING = 1013
+#: The WebSocket close code when the server fails to read the log.
+CLOSE_INTERNAL_ERROR = 1011
+#: Seconds a client that fell behind has to read what its connection still holds and the
+#: message that says where to resume, before the connection is left to close. Its slot and its
+#: subscription are freed already: this holds only a socket.
+FAREWELL_SECONDS = 30.0
+#: What an ``EventSource`` waits before it reconnects (milliseconds).
+SSE_RETRY_MS = 1000
+#: The key of the app's ``OpenStreams`` in its state.
+OPEN_STREAMS_STATE = "open_streams"
+
+
+class TooManyStreams(ApiProblem):
+    status = HTTPStatus.TOO_MANY_REQUESTS
+
+
+class CrossSite(ApiProblem):
+    status = HTTPStatus.FORBIDDEN
+
+
+class Lagging(BaseModel):
+    """The last message to a client closed for falling behind: where to resume."""
+
+    type: Literal["lagging"] = "lagging"
+    detail: str
+    #: Reconnect with ``after_seq`` set to this: the last seq the client was sent.
+    resume_after_seq: int
+
+
+def event_json(event: RecordedEvent) -> bytes:
+    """One event as the REST events page shows it."""
+    view = EventView(
+        seq=event.seq,
+        event_id=event.event_id,
+        kind=event.kind,
+        source=event.source,
+        cause=event.cause,
+        payload=event.payload,
+        schema_version=event.schema_version,
+        created_at=event.created_at,
+        hash=event.hash.hex(),
+    )
+    return view.model_dump_json().encode()
+
+
+def lagging(end: RelayEnd) -> Lagging:
+    return Lagging(
+        detail=(
+            "this client fell too far behind the session's events and was closed; reconnect "
+            f"with after_seq={end.delivered_seq} to carry on from the last event it got"
+        ),
+        resume_after_seq=end.delivered_seq,
+    )
+
+
+def sse_event(event: RecordedEvent) -> bytes:
+    return b"id: %d\ndata: %s\n\n" % (event.seq, event_json(event))
+
+
+def sse_lagging(end: RelayEnd) -> bytes:
+    return b"event: lagging\ndata: %s\n\n" % lagging(end).model_dump_json().encode()
+
+
+def resume_point(after_seq: str | None, last_event_id: str | None) -> int:
+    """The seq a stream starts after: ``Last-Event-ID`` (an SSE reconnect) wins over
+    ``after_seq``; 422 for anything but a whole number >= 0."""
+    for name, value in (("Last-Event-ID", last_event_id), ("after_seq", after_seq)):
+        if value is None or value == "":
+            continue
+        try:
+            seq = int(value.strip())
+        except ValueError:
+            raise Unprocessable(
+                f"{name} must be a seq (a whole number >= 0), not {value!r}"
+            ) from None
+        if seq < 0:
+            raise Unprocessable(f"{name} must be a seq (a whole number >= 0), not {value!r}")
+        return seq
+    return 0
+
+
+def open_streams(app: Litestar) -> OpenStreams:
+    """This app's count of open streams (made on first use; one per app, never global)."""
+    found = app.state.get(OPEN_STREAMS_STATE)
+    if not isinstance(found, OpenStreams):
+        found = OpenStreams()
+        app.state[OPEN_STREAMS_STATE] = found
+    return found
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """What a stream serves: whose, which session, from where, and its limits."""
+
+    ctx: ServerContext
+    principal: Principal
+    session_id: UUID
+    after_seq: int
+
+    async def relay(self, send: Any, client_gone: Any, send_idle: Any = None) -> RelayEnd:
+        settings = self.ctx.settings
+        subscription = self.ctx.store.subscribe(self.session_id, self.after_seq)
+        try:
+            return await relay(
+                subscription,
+                send,
+                after_seq=self.after_seq,
+                capacity=settings.server_stream_buffer_events,
+                stall_seconds=settings.server_stream_stall_seconds,
+                client_gone=client_gone,
+                idle_seconds=settings.server_stream_keepalive_seconds if send_idle else None,
+                send_idle=send_idle,
+            )
+        finally:
+            await subscription.aclose()
+
+
+async def _within(seconds: float, awaitable: Any) -> bool:
+    """Await ``awaitable`` for at most ``seconds`` (a send to a client that may read nothing);
+    False if it did not finish or the connection failed."""
+    try:
+        async with asyncio.timeout(seconds):
+            await awaitable
+    except (TimeoutError, OSError, WebSocketDisconnect):
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class EventStream:
+    """The SSE response, as an ASGI app: it owns its sends, so it can stop one that a client
+    reading nothing holds up, tell the client why, and end."""
+
+    plan: StreamPlan
+    streams: OpenStreams
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        limit = self.plan.ctx.settings.server_max_streams_per_user
+        try:
+            held = self.streams.holding(self.plan.principal.user_id, limit)
+            held.__enter__()
+        except TooManyStreamsError as exc:
+            await _problem_app(TooManyStreams(str(exc)), scope)(scope, receive, send)
+            return
+        try:  # the slot is the relay's: a client told to reconnect finds it free
+            end = await self._stream(receive, send)
+        finally:
+            held.__exit__(None, None, None)
+        await self._farewell(send, end)
+
+    async def _stream(self, receive: Receive, send: Send) -> RelayEnd:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream; charset=utf-8"),
+                    (b"cache-control", b"no-cache"),
+                    (b"x-accel-buffering", b"no"),
+                ],
+            }
+        )
+
+        async def send_event(event: RecordedEvent) -> None:
+            await _body(send, sse_event(event))
+
+        async def keepalive() -> None:
+            await _body(send, b": keep-alive\n\n")
+
+        async def client_gone() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        await _body(send, b"retry: %d\n\n" % SSE_RETRY_MS)
+        return await self.plan.relay(send_event, client_gone(), keepalive)
+
+    async def _farewell(self, send: Send, end: RelayEnd) -> None:
+        """Tell a client that fell behind where to resume, and end the response; a client
+        that reads nothing for ``FAREWELL_SECONDS`` more is left to the server."""
+        grace = FAREWELL_SECONDS
+        if end.reason == "gone":
+            return
+        if end.reason == "behind":
+            log.info(
+                "stream of %s closed: client behind at seq %d",
+                self.plan.session_id,
+                end.delivered_seq,
+            )
+            if not await _within(grace, _body(send, sse_lagging(end))):
+                return
+        last: HTTPResponseBodyEvent = {
+            "type": "http.response.body",
+            "body": b"",
+            "more_body": False,
+        }
+        await _within(grace, send(last))
+
+
+async def _body(send: Send, chunk: bytes) -> None:
+    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+def _problem_app(problem: ApiProblem, scope: Scope) -> ASGIApp:
+    document, headers = problem_for(problem)
+    request: Request[Any, Any, Any] = Request(scope)
+    return problem_response(document, headers).to_asgi_response(app=None, request=request)
+
+
+@get(STREAM_PATH, include_in_schema=False)
+async def stream_sse(
+    request: Request[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> ASGIApp:
+    """The session's events as Server-Sent Events (see the module's docstring)."""
+    principal = principal_of(request)
+    await ensure_visible(ctx, principal, session_id)
+    start = resume_point(
+        request.query_params.get("after_seq"), request.headers.get("last-event-id")
+    )
+    plan = StreamPlan(ctx=ctx, principal=principal, session_id=session_id, after_seq=start)
+    return EventStream(plan=plan, streams=open_streams(request.app))
+
+
+async def _refuse(socket: WebSocket[Any, Any, Any], problem: ApiProblem) -> None:
+    """Answer a WebSocket handshake with the problem's HTTP status and document (the ASGI
+    denial response), or, on a server without it, close with 4000 + the status."""
+    document: Problem
+    document, headers = problem_for(problem)
+    if "websocket.http.response" in (socket.scope.get("extensions") or {}):
+        body = orjson.dumps(document.model_dump(exclude_none=True))
+        await socket.send(
+            {
+                "type": "websocket.http.response.start",
+                "status": document.status,
+                "headers": [
+                    (b"content-type", b"application/problem+json"),
+                    (b"content-length", str(len(body)).encode()),
+                    *((k.lower().encode(), v.encode()) for k, v in headers.items()),
+                ],
+            }
+        )
+        await socket.send(
+            {"type": "websocket.http.response.body", "body": body, "more_body": False}
+        )
+    else:
+        await socket.close(code=4000 + document.status, reason=document.detail[:120])
+
+
+@websocket(STREAM_PATH)
+async def stream_websocket(
+    socket: WebSocket[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> None:
+    """The session's events over a WebSocket (see the module's docstring)."""
+    principal = principal_of(socket)
+    try:
+        refuse_cross_site(socket, principal)
+        await ensure_visible(ctx, principal, session_id)
+        start = resume_point(socket.query_params.get("after_seq"), None)
+        held = open_streams(socket.app).holding(
+            principal.user_id, ctx.settings.server_max_streams_per_user
+        )
+        held.__enter__()
+    except TooManyStreamsError as exc:
+        await _refuse(socket, TooManyStreams(str(exc)))
+        return
+    except ApiProblem as exc:
+        await _refuse(socket, exc)
+        return
+    plan = StreamPlan(ctx=ctx, principal=principal, session_id=session_id, after_seq=start)
+    try:  # the slot is the relay's: a client told to reconnect finds it free
+        await socket.accept()
+        end = await _relay_to_websocket(socket, plan)
+    finally:
+        held.__exit__(None, None, None)
+    await _close_websocket(socket, plan, end)
+
+
+def refuse_cross_site(socket: WebSocket[Any, Any, Any], principal: Principal) -> None:
+    """A WebSocket authenticated by the login cookie must come from a page of this server: a
+    browser sends the cookie with a WebSocket handshake that another site's page opens (no
+    CORS applies to WebSockets), so its ``Origin`` must name this host."""
+    if principal.token_kind != "cookie":
+        return
+    origin = socket.headers.get("origin")
+    if origin is None:
+        return  # not a browser: browsers always send Origin with a WebSocket handshake
+    host = socket.headers.get("host", "")
+    if urlsplit(origin).netloc.lower() != host.lower():
+        raise CrossSite(
+            f"a WebSocket from {origin} may not use this server's login cookie; open it from "
+            "a page of this server, or send a Bearer token"
+        )
+
+
+async def _relay_to_websocket(
+    socket: WebSocket[Any, Any, Any], plan: StreamPlan
+) -> RelayEnd | None:
+    """Relay the events; None if reading the log failed."""
+
+    async def send_event(event: RecordedEvent) -> None:
+        await socket.send_text(event_json(event).decode())
+
+    async def client_gone() -> None:
+        # what a client sends is read and dropped; its close ends the stream
+        while (await socket.receive())["type"] != "websocket.disconnect":
+            pass
+
+    try:
+        return await plan.relay(send_event, client_gone())
+    except Exception:
+        log.exception("stream of session %s failed", plan.session_id)
+        return None
+
+
+async def _close_websocket(
+    socket: WebSocket[Any, Any, Any], plan: StreamPlan, end: RelayEnd | None
+) -> None:
+    """Say why the stream ends (a client that fell behind: where to resume) and close."""
+    grace = FAREWELL_SECONDS
+    if end is None:
+        await _within(
+            grace, socket.close(CLOSE_INTERNAL_ERROR, "the server could not read the log")
+        )
+    elif end.reason == "behind":
+        log.info("stream of %s closed: client behind at seq %d", plan.session_id, end.delivered_seq)
+        if await _within(grace, socket.send_text(lagging(end).model_dump_json())):
+            reason = f"lagging; resume with after_seq={end.delivered_seq}"
+            await _within(grace, socket.close(CLOSE_LAGGING, reason))
+    elif end.reason != "gone":
+        await _within(grace, socket.close())
+
+
+ROUTES = [stream_sse, stream_websocket]
