@@ -27,7 +27,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
-from app.server import creation, health, login, session_routes, steering
+from app.server import creation, evaluation_routes, health, login, session_routes, steering
 from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
@@ -46,6 +46,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *creation.ROUTES,
         *session_routes.ROUTES,
         *steering.ROUTES,
+        *evaluation_routes.ROUTES,
     ]
 
 

@@ -25,6 +25,8 @@ from app.store.session_rows import ListedState
 
 MAX_PAGE = 200
 MAX_EVENTS_PAGE = 1000
+#: seq is an integer column: a larger after_seq is refused as invalid, not sent to PostgreSQL
+MAX_SEQ = 2**31 - 1
 
 
 class SessionPage(BaseModel):
@@ -103,7 +105,7 @@ async def events(
     request: Request[Any, Any, Any],
     ctx: Context,
     session_id: FromPath[UUID],
-    after_seq: Annotated[int, QueryParameter(ge=0)] = 0,
+    after_seq: Annotated[int, QueryParameter(ge=0, le=MAX_SEQ)] = 0,
     limit: Annotated[int, QueryParameter(ge=1, le=MAX_EVENTS_PAGE)] = 100,
 ) -> EventPage:
     """A page of the session's events after ``after_seq``, in order."""

@@ -23,8 +23,12 @@ def server_environment(
     ):
         env = cli_environment(pg_server.app.url(database_name(admin_url)), root)
         env["CHRONICLE_LLM_MODEL"] = "openai/scripted"
-        env["CHRONICLE_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # never called: no worker runs
+        env["CHRONICLE_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens
         env["CHRONICLE_LLM_API_KEY"] = "sk-not-used"
+        # a session the server's worker runs against no model fails at once, so that a
+        # SIGTERM's drain (the step in flight finishes) does not wait on retries
+        env["CHRONICLE_LLM_RETRIES"] = "0"
+        env["CHRONICLE_LLM_TIMEOUT"] = "10"
         env.update({f"CHRONICLE_{name.upper()}": value for name, value in settings.items()})
         yield env
 
