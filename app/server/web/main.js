@@ -5,6 +5,7 @@ import { api, ApiError, signIn, signOut } from "./api.js";
 import { el, clear } from "./dom.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
+import { evaluationView } from "./evaluation.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -83,7 +84,9 @@ async function route() {
   const path = location.hash.replace(/^#/, "") || "/";
   const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
+  const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   if (session) leave = sessionView(context, session[1]);
+  else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
   else leave = sessionsView(context);
   main.focus({ preventScroll: true });
