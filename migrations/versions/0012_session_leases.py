@@ -218,7 +218,9 @@ OWNERSHIP = "\n".join(
     ]
 )
 
-# Functions are executable by PUBLIC unless revoked: they are for chronicle_app only.
+# Functions are executable by PUBLIC unless revoked: they are for chronicle_app only. The
+# analyst reads views and session_state only (test_analyst_access): leases and workers are
+# operational state, not granted to it.
 APP_PRIVILEGES = "\n".join(
     [
         "REVOKE ALL ON session_leases, workers FROM PUBLIC, chronicle_app;",
@@ -227,16 +229,6 @@ APP_PRIVILEGES = "\n".join(
         *(f"GRANT EXECUTE ON FUNCTION {f} TO chronicle_app;" for f in FUNCTIONS),
     ]
 )
-
-ANALYST_PRIVILEGES = r"""
-DO $$
-BEGIN
-    IF to_regrole('chronicle_analyst') IS NOT NULL THEN
-        GRANT SELECT ON session_leases, workers TO chronicle_analyst;
-    END IF;
-END
-$$;
-"""
 
 DROP = "\n".join(
     [
@@ -269,7 +261,6 @@ def upgrade() -> None:
         _run(function.replace("{search_path}", search_path))
     _run(OWNERSHIP)
     _run(APP_PRIVILEGES)
-    _run(ANALYST_PRIVILEGES)
 
 
 def downgrade() -> None:
