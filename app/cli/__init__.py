@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     users_cli.add_parsers(commands)
     server_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
-    bench.add_argument("name", choices=["eventstore", "runtime", "agent", "projections", "replay"])
+    bench.add_argument(
+        "name", choices=["eventstore", "runtime", "agent", "projections", "replay", "server"]
+    )
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
 
