@@ -12,7 +12,7 @@ from app.config import Settings
 from app.events import AgentState, SessionCreated
 from app.sessions.summary import recent_sessions
 from app.store import EventStore, StoreError
-from app.store.session_claims import SessionBusyError, claim_session
+from app.store.session_claims import KEEPALIVE_SQL, SessionBusyError, claim_session
 
 
 def never_lost() -> None:
@@ -66,3 +66,18 @@ async def test_a_pool_of_one_connection_cannot_run_a_session(
         with pytest.raises(StoreError, match="pool_max_size of 2 or more"):
             async with claim_session(store, uuid.uuid4(), on_lost=never_lost):
                 pass
+
+
+async def test_the_claim_connection_asks_the_server_to_notice_a_vanished_host(
+    app_database_url: str,
+) -> None:
+    """The application role may set the keepalives (they are user settings) and, over TCP, the
+    server then probes a silent claimant after 10 s instead of the kernel's two hours."""
+    connection = await asyncpg.connect(app_database_url)
+    try:
+        await connection.execute(KEEPALIVE_SQL)
+        over_tcp = await connection.fetchval("SELECT inet_server_addr() IS NOT NULL")
+        idle = await connection.fetchval("SHOW tcp_keepalives_idle")
+        assert idle == ("10s" if over_tcp else "0"), idle
+    finally:
+        await connection.close()
