@@ -132,6 +132,17 @@ def test_verify_and_export_match_the_command_line(shared_server: ServerProcess) 
     session = httpx.post(
         f"{shared_server.url}/api/sessions", headers=bearer(token), json={"task": "t"}
     ).json()["id"]
+    # the server's worker runs it against no model: it ends in error at once; compare the
+    # exports once it has ended, so that both read the same events
+    deadline = time.monotonic() + 60
+    while (
+        httpx.get(f"{shared_server.url}/api/sessions/{session}", headers=bearer(token))
+        .json()
+        .get("state")
+        != "error"
+    ):
+        assert time.monotonic() < deadline, "the session did not end"
+        time.sleep(0.3)
     report = httpx.get(
         f"{shared_server.url}/api/sessions/{session}/verify", headers=bearer(token)
     ).json()
