@@ -1,4 +1,4 @@
-"""Who owns a session (migration 0009), and the session list as one user may see it.
+"""Who owns a session (migration 0011), and the session list as one user may see it.
 
 A user sees the sessions they created through the API; an admin sees every session. The
 list is the ``session_state`` rows (``session_rows``) narrowed by owner, by the same filters
@@ -12,7 +12,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from app.store.session_rows import CLAIMED, COLUMNS, ListedState, SessionRow
+from app.store.session_rows import (
+    CLAIMED,
+    QUALIFIED_COLUMNS,
+    ListedState,
+    SessionRow,
+    list_sql,
+)
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -73,45 +79,8 @@ async def active_sessions(store: EventStore, user_id: UUID) -> int:
     return count
 
 
-def visible_list_sql(
-    *,
-    owner: bool,
-    state: ListedState | None,
-    model: bool,
-    since: bool,
-    after: bool,
-) -> tuple[str, list[str]]:
-    """The query for one page, and the order of its parameters (the limit last)."""
-    where: list[str] = []
-    params: list[str] = []
-    joins = ""
-    if owner:
-        params.append("owner")
-        joins = " JOIN session_owners o ON o.session_id = s.session_id AND o.user_id = $1"
-    if state in ("running", "interrupted"):
-        where.append("s.status = 'working'")
-        where.append(CLAIMED if state == "running" else f"NOT {CLAIMED}")
-    elif state is not None:
-        params.append("state")
-        where.append(f"s.status = ${len(params)}")
-    if model:
-        params.append("model")
-        where.append(f"s.model = ${len(params)}")
-    if since:
-        params.append("since")
-        where.append(f"s.created_at >= ${len(params)}")
-    if after:
-        params.append("after_created")
-        params.append("after_id")
-        where.append(f"(s.created_at, s.session_id) < (${len(params) - 1}, ${len(params)})")
-    params.append("limit")
-    columns = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
-    return (
-        f"SELECT {columns}, {CLAIMED} AS claimed FROM session_state s{joins}"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY s.created_at DESC, s.session_id DESC LIMIT ${len(params)}",
-        params,
-    )
+#: The page query (``session_rows.list_sql`` with its owner and cursor options).
+visible_list_sql = list_sql
 
 
 async def list_visible_sessions(
@@ -150,9 +119,8 @@ async def visible_session(
     store: EventStore, session_id: UUID, *, owner: UUID | None
 ) -> SessionRow | None:
     """The session's ``session_state`` row if ``owner`` (None: anyone) may see it."""
-    columns = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
     row = await store.pool.fetchrow(
-        f"SELECT {columns}, {CLAIMED} AS claimed FROM session_state s "
+        f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM session_state s "
         "WHERE s.session_id = $1 AND ($2::uuid IS NULL OR EXISTS (SELECT 1 FROM session_owners o "
         "WHERE o.session_id = s.session_id AND o.user_id = $2))",
         session_id,

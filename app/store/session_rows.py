@@ -90,10 +90,27 @@ class SessionRow(BaseModel):
     claimed: bool
 
 
-def list_sql(*, state: ListedState | None, model: bool, since: bool) -> tuple[str, list[str]]:
-    """The list query for these filters, and the order of its parameters (the limit last)."""
+#: The columns qualified by the list's alias (a join may bring another ``session_id``).
+QUALIFIED_COLUMNS = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
+
+
+def list_sql(
+    *,
+    state: ListedState | None,
+    model: bool,
+    since: bool,
+    owner: bool = False,
+    after: bool = False,
+) -> tuple[str, list[str]]:
+    """The list query for these filters, and the order of its parameters (the limit last):
+    narrowed to one ``owner``'s sessions (``session_owners``) and paged after a keyset
+    cursor ``(created_at, session_id)`` in the list's own order when asked."""
     where: list[str] = []
     params: list[str] = []
+    joins = ""
+    if owner:
+        params.append("owner")
+        joins = " JOIN session_owners o ON o.session_id = s.session_id AND o.user_id = $1"
     if state in ("running", "interrupted"):
         where.append("s.status = 'working'")
         where.append(CLAIMED if state == "running" else f"NOT {CLAIMED}")
@@ -106,9 +123,13 @@ def list_sql(*, state: ListedState | None, model: bool, since: bool) -> tuple[st
     if since:
         params.append("since")
         where.append(f"s.created_at >= ${len(params)}")
+    if after:
+        params.append("after_created")
+        params.append("after_id")
+        where.append(f"(s.created_at, s.session_id) < (${len(params) - 1}, ${len(params)})")
     params.append("limit")
     return (
-        f"SELECT {COLUMNS}, {CLAIMED} AS claimed FROM session_state s"
+        f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM session_state s{joins}"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f" ORDER BY s.created_at DESC, s.session_id DESC LIMIT ${len(params)}",
         params,
