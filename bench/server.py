@@ -44,7 +44,7 @@ from websockets.asyncio.client import connect
 from app.events import Message
 from app.events.masking import SecretMasker
 from app.store import EventStore
-from app.store.session_owners import visible_list_sql
+from app.store.session_rows import list_sql
 from bench.harness import (
     BenchDatabase,
     Interleaved,
@@ -335,7 +335,7 @@ async def measure_list(
     if not admin:
         owner = user
         seed_sessions(database, user)
-    sql, params = visible_list_sql(owner=owner is not None, state=None, model=False, since=False,
+    sql, params = list_sql(owner=owner is not None, state=None, model=False, since=False,
                                    after=False)  # fmt: skip
     values = {"owner": owner, "limit": 51}
     arguments = [values.get(name) for name in params]
