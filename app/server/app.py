@@ -27,7 +27,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
-from app.server import creation, evaluation_routes, health, login, session_routes, steering
+from app.server import creation, evaluation_routes, health, login, session_routes, steering, streams
 from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
@@ -47,6 +47,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *session_routes.ROUTES,
         *steering.ROUTES,
         *evaluation_routes.ROUTES,
+        *streams.ROUTES,
     ]
 
 
