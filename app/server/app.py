@@ -31,6 +31,7 @@ from app.server import creation, evaluation_routes, health, login, session_route
 from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
+from app.server.web import web_routes
 from app.store import EventStore
 from app.store.users import Principal
 
@@ -82,7 +83,7 @@ def create_app(
         identifier_for_request=rate_limit_key,
     )
     return Litestar(
-        route_handlers=[health.live, health.ready, login.login, api],
+        route_handlers=[health.live, health.ready, login.login, api, *web_routes()],
         state=State({"context": context}),
         dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
         middleware=[

@@ -1,0 +1,83 @@
+"""An evaluation run's report on the page: an admin opens it by name and sees the pass rate
+with its interval, the per-task table linking each session, and the steps and cost charts;
+another user is told there is no such run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from playwright.sync_api import Page, expect
+
+from app.evaluation.scoring import evaluation_config
+from app.evaluation.suite import Task
+from app.events import AgentState, EvalScore, Event, Finish, LlmCall, Message, SessionCreated
+from app.events.masking import SecretMasker
+from app.store import EventStore
+from tests.support.browser import screenshot_at_both_widths
+from tests.support.chronicle_server import ServerProcess
+
+
+async def record_run(database_url: str, run: str, results: dict[str, str]) -> list[uuid.UUID]:
+    """Finished sessions of ``run``, one per task, scored as given (what `chronicle eval run`
+    records), each with one model call costing $0.50."""
+    made = []
+    async with await EventStore.open(database_url, masker=SecretMasker({})) as store:
+        for task, label in results.items():
+            events: list[Event] = [
+                SessionCreated(config=evaluation_config(run, Task(id=task, prompt="p"), 1)),
+                Message(content="p"),
+                LlmCall(model="m", fingerprint="f", cost_usd=0.5),
+                Finish(message="done", cause=3),
+                AgentState(state="finished"),
+            ]
+            events.append(
+                EvalScore(name="finished", scorer_version=1, score_label=label,
+                          score_value=float(label == "pass"), explanation="e",
+                          scored_seq=len(events), evaluation_run=run)
+            )  # fmt: skip
+            session = uuid.uuid4()
+            await store.append(session, events, expected_seq=0)
+            made.append(session)
+    return made
+
+
+def test_an_admin_reads_a_runs_report_and_nobody_else(
+    server: ServerProcess, new_page: Callable[..., Page], screenshots: Path
+) -> None:
+    # in a thread of its own: Playwright's sync API keeps an event loop running in this one
+    with ThreadPoolExecutor(1) as pool:
+        sessions = pool.submit(
+            asyncio.run,
+            record_run(
+                server.env["CHRONICLE_DATABASE_URL"],
+                "nightly",
+                {"fix-the-bug": "pass", "add-a-test": "fail", "rename-it": "pass"},
+            ),
+        ).result()
+    admin = new_page()
+    admin.goto(f"/login?token={server.token('evaluator', admin=True)}")
+    admin.get_by_role("link", name="Evaluation").click()
+    admin.get_by_label("Evaluation run").fill("nightly")
+    admin.get_by_role("button", name="Open report").click()
+    expect(admin.locator(".pass-rate")).to_have_text("66.7%")
+    expect(admin.locator(".report")).to_contain_text("2 of 3")
+    expect(admin.get_by_role("img", name="pass rate 66.7%")).to_be_visible()
+    rows = admin.locator("table.tasks tbody tr")
+    expect(rows).to_have_count(3)
+    expect(rows.filter(has_text="add-a-test")).to_contain_text("0 / 1")
+    expect(admin.get_by_role("img", name="Steps per task")).to_be_visible()
+    expect(admin.get_by_role("img", name="Cost per task (USD)")).to_be_visible()
+    screenshot_at_both_widths(admin, "evaluation-report", screenshots)
+    rows.filter(has_text="fix-the-bug").get_by_role("link").click()
+    admin.wait_for_url(f"**/#/sessions/{sessions[0]}")
+    expect(admin.locator(".event.finish")).to_contain_text("done")
+
+    someone = new_page()
+    someone.goto(f"/login?token={server.token('someone')}")
+    someone.goto("/#/evaluations/nightly")
+    expect(someone.get_by_role("alert")).to_contain_text("no evaluation run 'nightly'")
+    expect(someone.locator("table.tasks")).to_have_count(0)
