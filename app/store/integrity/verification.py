@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
 HEAD_SQL = "SELECT created_at, last_seq, last_hash FROM sessions WHERE id = $1"
+#: How many times a session that keeps growing while it is verified is read on to its head.
+CATCH_UP_ROUNDS = 100
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
 
 
@@ -85,16 +87,10 @@ class _SessionCheck:
         anchored: dict[int, list[AnchorRecord]] = {}
         for record in self.anchors:
             anchored.setdefault(record.last_seq, []).append(record)
-        while True:
-            page = await self.store.read(
-                self.session_id, after_seq=self.seq, limit=page_size, resolve_blobs=False
-            )
-            for event in page:
-                self._check_event(event, anchored.get(event.seq, ()))
-            if len(page) < page_size:
-                break
+        await self._read_to_end(page_size, anchored)
+        row = await self._head_after_catching_up(page_size, anchored)
         self._check_nothing_anchored_beyond_the_end()
-        await self._check_sessions_row()
+        self._check_sessions_row(row)
         await self._check_named_rows()
         return VerifyReport(
             session_id=self.session_id,
@@ -105,6 +101,35 @@ class _SessionCheck:
             blobs=len(self.blobs),
             anchors=len(self.anchors),
         )
+
+    async def _read_to_end(self, page_size: int, anchored: dict[int, list[AnchorRecord]]) -> None:
+        while True:
+            page = await self.store.read(
+                self.session_id, after_seq=self.seq, limit=page_size, resolve_blobs=False
+            )
+            for event in page:
+                self._check_event(event, anchored.get(event.seq, ()))
+            if len(page) < page_size:
+                return
+
+    async def _head_after_catching_up(
+        self, page_size: int, anchored: dict[int, list[AnchorRecord]]
+    ) -> Any:
+        """The sessions row, read after the events. An append moves the head in the
+        transaction that adds its events, so a head past what was read means the session grew
+        meanwhile (a live session): those events are read too, until the head is reached or
+        no new event comes (then the head is ahead of the log, which the row check reports)."""
+        for _ in range(CATCH_UP_ROUNDS):
+            rows = await fetch_rows(self.store, HEAD_SQL, self.session_id)
+            row = rows[0] if rows else None
+            if row is None or row["last_seq"] <= self.seq:
+                return row
+            before = self.seq
+            await self._read_to_end(page_size, anchored)
+            if self.seq == before:
+                return row
+        rows = await fetch_rows(self.store, HEAD_SQL, self.session_id)
+        return rows[0] if rows else None
 
     def _check_signatures(self) -> None:
         if not self.anchors:
@@ -152,9 +177,7 @@ class _SessionCheck:
             self.seq + 1,
         )
 
-    async def _check_sessions_row(self) -> None:
-        rows = await fetch_rows(self.store, HEAD_SQL, self.session_id)
-        row = rows[0] if rows else None
+    def _check_sessions_row(self, row: Any) -> None:
         if self.seq == 0:
             if row is not None:
                 raise self.fail(

@@ -9,6 +9,7 @@ import pytest
 
 from app.events import Message
 from app.store import EventStore
+from app.store.records import RecordedEvent
 
 
 async def _tamper(superuser: asyncpg.Connection, statement: str, *args: object) -> None:
@@ -82,3 +83,41 @@ async def test_app_role_can_append_and_read_but_not_change(store: EventStore) ->
     for statement in ("UPDATE events SET kind = 'x'", "DELETE FROM events", "TRUNCATE events"):
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await store.pool.execute(statement)
+
+
+async def test_a_session_growing_while_it_is_verified_is_intact(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event appended after the log was read and before the head is read (a live session,
+    as the web page verifies it) is read on to, not reported as a head past the log's end.
+    Without the catch-up this reported "the session head says seq 4 but the log ends at 3"."""
+    session = await _session_with(store, 3)
+    read = store.read
+    appended = 0
+
+    async def read_then_append(
+        session_id: uuid.UUID, after_seq: int = 0, limit: int | None = None, **kwargs: bool
+    ) -> list[RecordedEvent]:
+        nonlocal appended
+        page = await read(session_id, after_seq, limit, **kwargs)
+        # after the last page, twice: the catch-up itself may be overtaken
+        if len(page) < (limit or 0) and appended < 2:
+            appended += 1
+            await store.append(session, [Message(content=f"late {appended}")])
+        return page
+
+    monkeypatch.setattr(store, "read", read_then_append)
+    report = await store.verify(session, page_size=2)
+    assert report.ok, report.reason
+    assert report.checked == 5
+
+
+async def test_a_head_that_stays_past_the_log_is_still_caught(
+    store: EventStore, superuser: asyncpg.Connection
+) -> None:
+    """The catch-up gives up when no new event comes: a head moved past the log (or a tail
+    removed with the head left alone) is reported, as before."""
+    session = await _session_with(store, 3)
+    await superuser.execute("UPDATE sessions SET last_seq = 9 WHERE id = $1", session)
+    report = await store.verify(session)
+    assert not report.ok and "head says seq 9 but the log ends at 3" in (report.reason or "")
