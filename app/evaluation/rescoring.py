@@ -99,28 +99,9 @@ async def score_session(
     meanwhile (its agent still running) is read and scored again."""
     for _ in range(RETRIES):
         events = await store.read(session_id)
-        if not events:
-            raise ScoringError(f"session {session_id} has no events: nothing to score")
-        session = ScoredSession(events)
-        recorded_task = session.task
-        session.task = task_for(session)
-        results = [(scorer, scorer.score(session)) for scorer in scorers]
-        recorded = [(s, score) for s, score in results if score is not None]
-        try:
-            await store.append(
-                session_id,
-                [score_event(scorer, score, session) for scorer, score in recorded],
-                expected_seq=session.last_seq,
-            )
-        except ConcurrencyError:
-            continue
-        return ScoredResult(
-            session_id=session_id,
-            task_id=recorded_task.id if recorded_task else None,
-            evaluation_run=session.evaluation_run,
-            scored_seq=session.last_seq,
-            scores={scorer.name: score for scorer, score in recorded},
-        )
+        result = await _score_events(store, session_id, events, scorers, task_for)
+        if result is not None:
+            return result
     raise ScoringError(
         f"session {session_id} kept growing while it was scored ({RETRIES} tries); "
         "score it once its agent has stopped"
@@ -169,6 +150,21 @@ async def _score_read(
     task_for: Callable[[ScoredSession], Task | None],
 ) -> ScoredResult:
     """Score a session from the events already read; if it grew since, read it again."""
+    result = await _score_events(store, session_id, events, scorers, task_for)
+    if result is None:
+        return await score_session(store, session_id, scorers, task_for)
+    return result
+
+
+async def _score_events(
+    store: EventStore,
+    session_id: UUID,
+    events: list[RecordedEvent],
+    scorers: Sequence[Scorer],
+    task_for: Callable[[ScoredSession], Task | None],
+) -> ScoredResult | None:
+    """Score the session as of ``events`` and append the scores after its last one; None when
+    the session grew since (the append was refused: nothing written)."""
     if not events:
         raise ScoringError(f"session {session_id} has no events: nothing to score")
     session = ScoredSession(events)
@@ -182,7 +178,7 @@ async def _score_read(
             expected_seq=session.last_seq,
         )
     except ConcurrencyError:
-        return await score_session(store, session_id, scorers, task_for)
+        return None
     return ScoredResult(
         session_id=session_id,
         task_id=recorded_task.id if recorded_task else None,
