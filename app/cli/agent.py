@@ -16,12 +16,12 @@ import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from pydantic import SecretStr
 
+from app.cli.inline_projections import inline_projections
 from app.cli.log import open_store, session_id
 from app.cli.render import render_line
 from app.config import Settings
@@ -283,21 +283,6 @@ async def _summary(store: EventStore, session: uuid.UUID, outcome: str | None) -
     )
 
 
-@contextlib.asynccontextmanager
-async def _inline_projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
-    """The projections kept current beside the run (unless ``projections_inline`` is off: a
-    ``chronicle projections run`` process keeps them); where another runner is live, this one
-    stands by. At the end they apply what the run wrote (``drain_timeout``)."""
-    config = settings.projections_config()
-    if not config.inline:
-        yield
-        return
-    from app.projections import all_projections, running_projections
-
-    async with running_projections(store, all_projections(), config):
-        yield
-
-
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.sessions.runner import SessionOptions
 
@@ -336,7 +321,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         after = await store.last_seq(session) if existing else 0
         printer = asyncio.create_task(_print_events(store, session, after))
         try:
-            async with _inline_projections(store, settings):
+            async with inline_projections(store, settings):
                 ending = await _drive(store, settings, options, task, session, fork_of)
         finally:
             if not printer.done():

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator
 
+from app.cli.inline_projections import inline_projections
 from app.config import Settings
-from app.store import EventStore
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -30,20 +28,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--max-sessions", type=int, metavar="N", help="sessions at once (worker_max_sessions)"
     )
     worker.add_argument("--id", dest="worker_id", help="this worker's id (default: host/pid/…)")
-
-
-@contextlib.asynccontextmanager
-async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
-    """session_state kept current beside the runs, as `chronicle run` does (one runner per
-    database applies; the others stand by), unless ``projections_inline`` is off."""
-    config = settings.projections_config()
-    if not config.inline:
-        yield
-        return
-    from app.projections import all_projections, running_projections
-
-    async with running_projections(store, all_projections(), config):
-        yield
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -72,7 +56,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         loop.add_signal_handler(number, arrived, number)
     worker_id = args.worker_id or new_worker_id()
     try:
-        async with await open_store(settings) as store, _projections(store, settings):
+        async with await open_store(settings) as store, inline_projections(store, settings):
             print(f"worker {worker_id} running", file=sys.stderr, flush=True)
             await run_worker(
                 store,

@@ -1,0 +1,24 @@
+"""The projections kept current beside a command that runs sessions (`run`, `resume`, `fork`,
+`worker`), unless ``projections_inline`` is off (then a `chronicle projections run` process
+keeps them). Where another runner is live, this one stands by; at the end it applies what the
+command wrote (``drain_timeout``)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from app.config import Settings
+from app.store import EventStore
+
+
+@contextlib.asynccontextmanager
+async def inline_projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
+    config = settings.projections_config()
+    if not config.inline:
+        yield
+        return
+    from app.projections import all_projections, running_projections
+
+    async with running_projections(store, all_projections(), config):
+        yield
