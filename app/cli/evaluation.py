@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from app.cli.log import open_store, positive
+from app.cli.replay import add_agent_options
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -131,29 +132,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--name", help="the replay run's name (default: RUN-replay- and the time)"
     )
     replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
-    replayed.add_argument(
-        "--mode",
-        choices=["strict", "positional"],
-        default="strict",
-        help="as chronicle replay: strict stops at a differing request (default)",
-    )
-    replayed.add_argument(
-        "--agent-config", type=Path, metavar="FILE", help="as chronicle replay --agent-config"
-    )
-    replayed.add_argument(
-        "--system-prompt", type=Path, metavar="FILE", help="use this system prompt instead"
-    )
-    replayed.add_argument(
-        "--tools", metavar="LIST", help="offer only these tools (comma-separated)"
-    )
-    replayed.add_argument(
-        "--max-iterations", type=positive, metavar="N", help="model calls allowed"
-    )
-    replayed.add_argument(
-        "--model-param", action="append", default=[], metavar="K=V",
-        help="set a model parameter (temperature, max_tokens); repeatable",
-    )  # fmt: skip
-    replayed.add_argument("--agent", metavar="NAME", help="another registered agent (codeact)")
+    add_agent_options(replayed)
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -30,13 +30,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "report the first divergence",
     )
     replay.add_argument("session", type=session_id, metavar="SESSION")
-    replay.add_argument(
-        "--mode",
-        choices=["strict", "positional"],
-        default="strict",
-        help="strict: a request unlike the recorded one stops the replay (default); "
-        "positional: the recorded reply is served anyway and the difference reported",
-    )
+    add_agent_options(replay)
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
     replay.add_argument(
         "--on-divergence",
@@ -45,28 +39,40 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="fork: at a divergence, fork the recorded session just before it and continue "
         "live with the model (chronicle fork); stop (default): only report it",
     )
-    replay.add_argument(
+
+
+def add_agent_options(parser: argparse.ArgumentParser) -> None:
+    """The replay mode and the agent overrides (``agent_config_from`` reads them), shared
+    by `chronicle replay` and `chronicle eval replay`."""
+    parser.add_argument(
+        "--mode",
+        choices=["strict", "positional"],
+        default="strict",
+        help="strict: a request unlike the recorded one stops the replay (default); "
+        "positional: the recorded reply is served anyway and the difference reported",
+    )
+    parser.add_argument(
         "--agent-config",
         type=Path,
         metavar="FILE",
         help="a TOML or JSON file of overrides (agent, system_prompt, tools, max_iterations, "
         "model_params, stuck_detection); the options below override it",
     )
-    replay.add_argument(
+    parser.add_argument(
         "--system-prompt", type=Path, metavar="FILE", help="use this system prompt instead"
     )
-    replay.add_argument(
+    parser.add_argument(
         "--tools", metavar="LIST", help="offer only these tools (comma-separated names)"
     )
-    replay.add_argument("--max-iterations", type=positive, metavar="N", help="model calls allowed")
-    replay.add_argument(
+    parser.add_argument("--max-iterations", type=positive, metavar="N", help="model calls allowed")
+    parser.add_argument(
         "--model-param",
         action="append",
         default=[],
         metavar="K=V",
         help="set a model parameter (temperature, max_tokens); repeatable",
     )
-    replay.add_argument(
+    parser.add_argument(
         "--agent",
         metavar="NAME",
         help="replay with another registered agent (codeact, shell-only; a name that is "
