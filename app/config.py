@@ -282,6 +282,14 @@ class Settings(BaseSettings):
     server_stream_keepalive_seconds: float = Field(
         default=15.0, gt=0, description="seconds between SSE keep-alive comments on a quiet stream"
     )
+    server_token_cache_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        le=300,
+        description="seconds an API process remembers a live Bearer token instead of asking "
+        "the database on every request; a token revoked elsewhere (chronicle tokens revoke) "
+        "stops working within this many seconds (0: check every request)",
+    )
     server_secure_cookies: bool = Field(
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "

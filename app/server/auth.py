@@ -10,9 +10,11 @@ Every request but health, login and the OpenAPI document names a live token:
   cookie), an HMAC of the session cookie, so it needs no server secret shared by API
   processes, and another site that makes the browser send the cookie cannot know it.
 
-A Bearer request needs no CSRF header: a browser never adds that header on its own. The
-middleware puts the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API
-router refuses any route that somehow ran without one.
+A Bearer request needs no CSRF header: a browser never adds that header on its own. A live
+Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``), so a revoked
+one stops working within that bound; a cookie is checked on every request. The middleware
+puts the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API router
+refuses any route that somehow ran without one.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from litestar.middleware.authentication import (
 )
 
 from app.server.context import ServerContext
+from app.server.token_cache import TokenCache
 from app.store.users import Principal, authenticate
 
 SESSION_COOKIE = "chronicle_session"
@@ -41,6 +44,8 @@ PUBLIC_PATHS = ["^/health/", "^/schema"]
 #: The route option that marks a route as reachable without a token (the login).
 PUBLIC_OPTION = "public"
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="chronicle"'}
+#: The key of the app's ``TokenCache`` in its state.
+TOKEN_CACHE_STATE = "token_cache"
 
 
 def csrf_token_for(session_token: str) -> str:
@@ -60,6 +65,18 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
+def token_cache(connection: ASGIConnection[Any, Any, Any, Any]) -> TokenCache:
+    """The app's cache of live Bearer tokens (made on first use; one per app, never global)."""
+    state = connection.app.state
+    found = state.get(TOKEN_CACHE_STATE)
+    if not isinstance(found, TokenCache):
+        context = state.context
+        assert isinstance(context, ServerContext)
+        found = TokenCache(context.settings.server_token_cache_seconds)
+        state[TOKEN_CACHE_STATE] = found
+    return found
+
+
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Authenticates HTTP and WebSocket connections by Bearer token or session cookie."""
 
@@ -68,7 +85,11 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         assert isinstance(context, ServerContext)
         token = bearer_token(connection.headers.get("authorization"))
         if token is not None:
-            principal = await authenticate(context.store, token, "api")
+
+            async def look_up(token: str) -> Principal | None:
+                return await authenticate(context.store, token, "api")
+
+            principal = await token_cache(connection).principal(token, look_up)
             if principal is None:
                 raise NotAuthorizedException(
                     "the token is unknown, revoked or expired; ask for a new one "

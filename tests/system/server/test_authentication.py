@@ -3,6 +3,9 @@ request that changes something needs the login's CSRF token too."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import httpx
 
 from tests.support.chronicle_server import ServerProcess
@@ -57,9 +60,59 @@ def test_an_unknown_malformed_or_revoked_token_is_refused(shared_server: ServerP
     token_id = next(line.split()[0] for line in listed.splitlines() if "revoked-user" in line)
     assert token not in listed  # the list never shows a token
     assert chronicle("tokens", "revoke", token_id, env=shared_server.env).returncode == 0
-    refused = httpx.get(url, headers=bearer(token))
-    assert refused.status_code == 401
+    # the server remembers a live token for server_token_cache_seconds (5 by default)
+    refused = _refused_within(url, token, CACHE_BOUND_DEFAULT)
     assert "revoked" in refused.json()["detail"]
+
+
+#: The default server_token_cache_seconds and a second's margin for the request itself.
+CACHE_BOUND_DEFAULT = 5.0 + 1.0
+
+
+def _refused_within(url: str, token: str, seconds: float) -> httpx.Response:
+    """The first 401 for the token, which must come within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        response = httpx.get(url, headers=bearer(token))
+        if response.status_code == 401:
+            return response
+        assert response.status_code == 200, response.text
+        assert time.monotonic() < deadline, f"a revoked token still works after {seconds} s"
+        time.sleep(0.05)
+
+
+def test_a_revoked_token_stops_working_within_the_token_cache_bound(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    """A live Bearer token is remembered for server_token_cache_seconds, no longer: revoked by
+    another process, it is refused within that bound, while each request before the bound
+    passes skips the database (it still works at once after the revoke)."""
+    server = serve(server_token_cache_seconds="3")
+    url = f"{server.url}/api/me"
+    token = server.token("cached-user")
+    assert httpx.get(url, headers=bearer(token)).status_code == 200  # now remembered
+    listed = chronicle("tokens", "list", env=server.env).stdout
+    token_id = next(line.split()[0] for line in listed.splitlines() if "cached-user" in line)
+    revoking = time.monotonic()
+    assert chronicle("tokens", "revoke", token_id, env=server.env).returncode == 0
+    refused = _refused_within(url, token, 3.0 + 1.0 - (time.monotonic() - revoking))
+    assert "revoked" in refused.json()["detail"]
+    # once refused it stays refused: a revoked token is never remembered
+    for _ in range(5):
+        assert httpx.get(url, headers=bearer(token)).status_code == 401
+
+
+def test_without_the_token_cache_a_revoke_takes_effect_at_once(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    server = serve(server_token_cache_seconds="0")
+    url = f"{server.url}/api/me"
+    token = server.token("uncached-user")
+    assert httpx.get(url, headers=bearer(token)).status_code == 200
+    listed = chronicle("tokens", "list", env=server.env).stdout
+    token_id = next(line.split()[0] for line in listed.splitlines() if "uncached-user" in line)
+    assert chronicle("tokens", "revoke", token_id, env=server.env).returncode == 0
+    assert httpx.get(url, headers=bearer(token)).status_code == 401
 
 
 def test_a_login_sets_a_strict_httponly_cookie_and_a_csrf_token(
