@@ -46,11 +46,12 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
         case "llm.call":
             usage = p.get("usage") or {}
             cost = p.get("cost_usd")
+            latency = p.get("latency_ms")
             return (
                 f"{p.get('model')}  in={usage.get('prompt_tokens', 0)} "
                 f"out={usage.get('completion_tokens', 0)}"
                 + (f"  ${cost:.4f}" if isinstance(cost, int | float) else "")
-                + f"  {p.get('latency_ms', 0):.0f} ms"
+                + (f"  {latency:.0f} ms" if isinstance(latency, int | float) else "")
             )
         case "agent.state":
             reason = p.get("reason")

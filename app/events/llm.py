@@ -64,7 +64,9 @@ class LlmCall(Event):
     response: LlmResponse = Field(default_factory=LlmResponse)
     usage: LlmUsage = Field(default_factory=LlmUsage)
     cost_usd: float | None = None
-    latency_ms: float = 0.0
+    latency_ms: float | None = Field(
+        default=0.0, description="how long the call took; None when a recording does not say"
+    )
     attempts: int = Field(default=1, ge=1)
     error: str | None = None
     error_kind: str | None = None

@@ -69,13 +69,21 @@ def _metadata(function: str, call_id: str, response: dict[str, Any]) -> dict[str
     }
 
 
-def _metrics(accumulated: float) -> dict[str, Any]:
+#: Seconds each response took, as OpenHands' ``Metrics`` lists them (``response_latencies``
+#: grows over the session); the later responses of the trajectory have none recorded.
+LATENCIES = [("resp-1", 1.5), ("resp-2", 2.25)]
+
+
+def _metrics(accumulated: float, responses: int = 0) -> dict[str, Any]:
     return {
         "accumulated_cost": accumulated,
         "max_budget_per_task": None,
         "accumulated_token_usage": {"model": "gpt-4o-2024-08-06", "prompt_tokens": 100},
         "costs": [],
-        "response_latencies": [],
+        "response_latencies": [
+            {"model": "gpt-4o-2024-08-06", "latency": latency, "response_id": response_id}
+            for response_id, latency in LATENCIES[:responses]
+        ],
         "token_usages": [],
     }
 
@@ -164,7 +172,7 @@ def openhands_events() -> list[dict[str, Any]]:
             "message": "Running command: cat calc.py",
             "action": "run",
             "tool_call_metadata": _metadata("execute_bash", "call_1", first),
-            "llm_metrics": _metrics(0.01),
+            "llm_metrics": _metrics(0.01, responses=1),
             "args": {
                 "command": "cat calc.py",
                 "is_input": "false",
@@ -189,7 +197,7 @@ def openhands_events() -> list[dict[str, Any]]:
             "source": "agent",
             "action": "edit",
             "tool_call_metadata": _metadata("str_replace_editor", "call_2", second),
-            "llm_metrics": _metrics(0.025),
+            "llm_metrics": _metrics(0.025, responses=2),
             "args": {
                 "path": "/workspace/calc.py",
                 "command": "str_replace",
@@ -211,7 +219,7 @@ def openhands_events() -> list[dict[str, Any]]:
             "id": 8,
             "action": "run",
             "tool_call_metadata": _metadata("execute_bash", "call_3", second),
-            "llm_metrics": _metrics(0.025),
+            "llm_metrics": _metrics(0.025, responses=2),
             "args": {"command": "python -m pytest -q", "is_input": False},
             "timeout": "30",
         },
@@ -228,7 +236,7 @@ def openhands_events() -> list[dict[str, Any]]:
             "source": "agent",
             "action": "browse_interactive",
             "tool_call_metadata": _metadata("browser", "call_4", browse),
-            "llm_metrics": _metrics(0.03),
+            "llm_metrics": _metrics(0.03, responses=2),
             "args": {"browser_actions": "goto('x')", "thought": "Checking the docs."},
         },
         {
@@ -266,7 +274,7 @@ def openhands_events() -> list[dict[str, Any]]:
             "source": "agent",
             "action": "finish",
             "tool_call_metadata": _metadata("finish", "call_6", finish),
-            "llm_metrics": _metrics(0.04),
+            "llm_metrics": _metrics(0.04, responses=2),
             "args": {"final_thought": "Fixed add().", "outputs": {}, "thought": "Done."},
         },
         {

@@ -21,8 +21,9 @@ both formats:
   was sent, when the recording has them, are stored like a live call's prompt (content
   addressed) and fingerprinted the same way; the parameters are not recorded (``{}``).
 - **Cost.** A call's ``cost_usd`` is what the recording says that call cost, else None
-  (unpriced: the views count it in ``unpriced_calls``, never as spend). Its latency is 0: the
-  recordings do not say.
+  (unpriced: the views count it in ``unpriced_calls``, never as spend). Its ``latency_ms`` is
+  what the recording says that response took, else None — not 0, which would pull the
+  latency percentiles of every report and view down (SQL's percentiles skip NULLs).
 """
 
 from __future__ import annotations
@@ -205,6 +206,7 @@ class SessionBuilder:
         finish_reason: str | None = None,
         usage: LlmUsage | None = None,
         cost_usd: float | None = None,
+        latency_ms: float | None = None,
     ) -> int:
         """The ``llm.call`` of one recorded response; its seq."""
         messages = prompt or []
@@ -228,6 +230,7 @@ class SessionBuilder:
             ),
             usage=usage or LlmUsage(),
             cost_usd=cost_usd,
+            latency_ms=latency_ms,
         )
         return self.add(call, origin)
 

@@ -20,7 +20,8 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
   of which ``id``, ``model``, ``choices[0].message.content``, ``choices[0].finish_reason`` and
   ``usage`` — ``prompt_tokens``, ``completion_tokens``, ``total_tokens``,
   ``prompt_tokens_details.cached_tokens`` — are read) and ``llm_metrics`` (of which
-  ``accumulated_cost``, the session's cost so far) are read; ``message`` and ``timestamp`` are
+  ``accumulated_cost``, the session's cost so far, and ``response_latencies``, the seconds each
+  response took by ``response_id``) are read; ``message`` and ``timestamp`` are
   not (the event's time is when it was imported; the origin says where it came from).
 - **Actions** (``args``): ``message`` (``content``) from the user is a ``message``; from the
   agent it is a model call whose reply is that text, and the agent's ``message``. ``system``
@@ -49,8 +50,9 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
   out; every other type is ``imported.output`` with its ``extras``.
 - **Cost.** A model call costs the growth of ``llm_metrics.accumulated_cost`` since the
   previous one (OpenHands counts the condenser's calls there too); without ``llm_metrics`` it
-  is unpriced. The messages sent to the model are not in the recording: the calls' prompts
-  are empty.
+  is unpriced. A call's latency is the ``response_latencies`` entry of its response's id, else
+  unknown (None). The messages sent to the model are not in the recording: the calls'
+  prompts are empty.
 - **The ending.** Where the recording does not end on the agent's own state, it ends as the
   last thing the agent did says: ``finished`` after a finish, ``awaiting_user_input`` after a
   message, ``error`` with the ``EvalOutput``'s error, else ``stopped``. A user message after
@@ -404,6 +406,7 @@ class _Reader:
             finish_reason=finish_reason,
             usage=_usage(mapping(response.get("usage"))),
             cost_usd=self.cost(item),
+            latency_ms=_latency_ms(item, response.get("id")),
         )
 
     def cost(self, item: dict[str, Any]) -> float | None:
@@ -504,6 +507,19 @@ def _session(
         title=f"openhands: {title}",
         config={"agent": FORMAT, "model": reader.model, "imported": imported},
     )
+
+
+def _latency_ms(item: dict[str, Any], response_id: Any) -> float | None:
+    """What OpenHands measured for this response (seconds, by response id), in ms; else None."""
+    if not response_id:
+        return None
+    latencies = mapping(item.get("llm_metrics")).get("response_latencies")
+    for entry in reversed(latencies if isinstance(latencies, list) else []):
+        fields = mapping(entry)
+        if fields.get("response_id") == response_id:
+            seconds = number(fields.get("latency"))
+            return None if seconds is None or seconds < 0 else seconds * 1000
+    return None
 
 
 def _usage(usage: dict[str, Any]) -> LlmUsage:

@@ -110,6 +110,16 @@ async def test_imported_sessions_are_in_session_state_and_the_views(
         swe.session_id,
     )
     assert (costs["llm_calls"], costs["cost_usd"], costs["unpriced_calls"]) == (7, None, 7)
+    latencies = await superuser.fetch(
+        "SELECT latency_ms FROM llm_calls WHERE session_id = $1 ORDER BY seq", oh.session_id
+    )
+    assert [r["latency_ms"] for r in latencies] == [1500.0, 2250.0, None, None, None]
+    usage = await superuser.fetchrow(
+        "SELECT llm_calls, latency_p50_ms FROM daily_usage WHERE gen_ai_request_model = $1",
+        "gpt-4o-2024-08-06",
+    )
+    # the percentile of what the recording measured, not pulled down by unknown (0) latencies
+    assert (usage["llm_calls"], usage["latency_p50_ms"]) == (5, 1875.0)
     tools = await superuser.fetch(
         "SELECT tool, target, failed FROM tool_calls WHERE session_id = $1 ORDER BY seq",
         oh.session_id,

@@ -137,6 +137,13 @@ def test_cost_is_the_growth_of_the_accumulated_cost_and_usage_is_the_responses()
     assert calls[0]["tools"] is not None  # the system action's tool list
 
 
+def test_latency_is_what_openhands_measured_for_that_response_else_unknown() -> None:
+    calls = [payload(e) for e in one(as_bytes(openhands_events())).events if e.kind == "llm.call"]
+    # resp-1 and resp-2 are in response_latencies (seconds); the other three responses are not,
+    # and an unknown latency is None, never 0 (a 0 would pull every latency percentile down)
+    assert [call["latency_ms"] for call in calls] == [1500.0, 2250.0, None, None, None]
+
+
 def test_every_event_says_where_it_came_from() -> None:
     session = one(as_bytes(openhands_events()), file="run-7.json")
     origins = [payload(event)["imported"] for event in session.events]
