@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     server_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument(
-        "name", choices=["eventstore", "runtime", "agent", "projections", "replay", "server"]
+        "name", choices=["eventstore", "runtime", "agent", "projections", "replay", "server", "ui"]
     )
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser

@@ -64,19 +64,24 @@ async function whoAmI() {
   return me;
 }
 
+let routes = 0; // a route started while another waits on /api/me replaces it
+
 async function route() {
   leave();
   leave = () => {};
   clearError();
+  const mine = ++routes;
   try {
-    if (!me && !(await whoAmI())) {
+    const known = me || (await whoAmI());
+    if (mine !== routes) return;
+    if (!known) {
       who.textContent = "";
       logout.hidden = true;
       signInView();
       return;
     }
   } catch (error) {
-    clear(main).append(el("p", { class: "error", role: "alert" }, error.message));
+    if (mine === routes) clear(main).append(el("p", { class: "error", role: "alert" }, error.message));
     return;
   }
   who.textContent = `${me.user}${me.is_admin ? " (admin)" : ""}`;

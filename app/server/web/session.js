@@ -8,6 +8,12 @@ import { LiveStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
 const SUMMARY_EVERY_MS = 2000;
+// Events drawn when the session opens (fetched as one page of the events API, so the first
+// screen does not wait on the stream's backlog), and how many each "show more" adds.
+const FIRST_PAGE = 200;
+const NEXT_PAGE = 500;
+// The performance mark set once the first page is on the screen (chronicle bench ui reads it).
+export const FIRST_SCREEN_MARK = "chronicle:timeline-first-screen";
 
 export function sessionView({ main, showError, clearError }, id) {
   const title = el("h1", { id: "session-title" }, "Session");
@@ -27,6 +33,7 @@ export function sessionView({ main, showError, clearError }, id) {
     el("label", { for: "message", class: "visually-hidden" }, "Message to the agent"), message, send);
   const list = el("ol", { class: "timeline", "aria-label": "Events, oldest first", "aria-live": "polite", "aria-relevant": "additions" });
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
+  const more = el("div", { class: "timeline-more", "aria-label": "Later events" });
 
   clear(main).append(
     el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ", el("span", {}, id.slice(0, 8))),
@@ -39,9 +46,9 @@ export function sessionView({ main, showError, clearError }, id) {
     el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
       el("label", { for: "follow", class: "small" }, follow, " follow new events")),
     el("p", { class: "muted small" }, "Keys: j / k move between events, Enter opens a model call or an output, m writes a message."),
-    list);
+    list, more);
 
-  const timeline = new Timeline(list);
+  const timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE });
   let closed = false;
   let summaryTimer = null;
   let summaryDue = 0;
@@ -82,25 +89,47 @@ export function sessionView({ main, showError, clearError }, id) {
     summaryTimer = setTimeout(refreshSummary, Math.max(0, summaryDue - Date.now()));
   }
 
-  const stream = new LiveStream(id, {
-    onEvents(events) {
-      const atBottom = follow.checked;
-      timeline.append(events);
-      for (const event of events) {
-        if (event.kind === "agent.state") {
-          state.textContent = stateLabel(event.payload.state);
-          state.className = `state state-${event.payload.state}`;
-        }
-        if (event.kind === "session.created" && event.payload.title) title.textContent = event.payload.title;
+  function onEvents(events) {
+    const atBottom = follow.checked && timeline.caughtUp;
+    timeline.append(events);
+    for (const event of events) {
+      if (event.kind === "agent.state") {
+        state.textContent = stateLabel(event.payload.state);
+        state.className = `state state-${event.payload.state}`;
       }
-      if (atBottom) list.lastElementChild?.scrollIntoView({ block: "nearest" });
-      summarySoon();
-    },
-    onStatus(status) {
-      connection.textContent = status;
-      connection.dataset.status = status;
-    },
-  });
+      if (event.kind === "session.created" && event.payload.title) title.textContent = event.payload.title;
+    }
+    if (atBottom && timeline.caughtUp) list.lastElementChild?.scrollIntoView({ block: "nearest" });
+    summarySoon();
+  }
+
+  let stream = null;
+  async function openTimeline() {
+    // The first page from the events API, drawn at once; then the stream from after it
+    // (its backlog waits in the timeline's "more" bar until asked for).
+    let after = 0;
+    try {
+      const page = await api(`/api/sessions/${id}/events?after_seq=0&limit=${FIRST_PAGE}`);
+      if (closed) return;
+      timeline.knownUpTo(page.last_seq);
+      onEvents(page.events);
+      after = page.events.length ? page.events[page.events.length - 1].seq : 0;
+      requestAnimationFrame(() => setTimeout(() => performance.mark(FIRST_SCREEN_MARK), 0));
+    } catch (error) {
+      if (closed) return;
+      // the summary says when the session is not there; the stream retries the rest
+      if (error.status !== 404) showError(error);
+    }
+    stream = new LiveStream(id, {
+      afterSeq: after,
+      onEvents,
+      onStatus(status) {
+        connection.textContent = status;
+        connection.dataset.status = status;
+      },
+    });
+    window.chronicleStream = stream; // for people debugging a stream from the console
+  }
 
   async function steer(action, target) {
     clearError();
@@ -156,9 +185,13 @@ export function sessionView({ main, showError, clearError }, id) {
       return;
     }
     if (event.key !== "j" && event.key !== "k") return;
-    const items = [...list.children];
+    let items = [...list.children];
     if (!items.length) return;
     const at = items.indexOf(document.activeElement?.closest?.(".timeline > li"));
+    if (event.key === "j" && at === items.length - 1 && !timeline.caughtUp) {
+      timeline.showMore(NEXT_PAGE);
+      items = [...list.children];
+    }
     const next = items[event.key === "j" ? Math.min(items.length - 1, at + 1) : Math.max(0, at < 0 ? items.length - 1 : at - 1)];
     next.focus();
     follow.checked = false;
@@ -173,11 +206,12 @@ export function sessionView({ main, showError, clearError }, id) {
   });
   document.addEventListener("keydown", keys);
   refreshSummary();
-  window.chronicleStream = stream; // for people debugging a stream from the console
+  openTimeline();
 
   return () => {
     closed = true;
-    stream.close();
+    stream?.close();
+    timeline.close();
     clearTimeout(summaryTimer);
     document.removeEventListener("keydown", keys);
     if (window.chronicleStream === stream) delete window.chronicleStream;

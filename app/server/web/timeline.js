@@ -187,16 +187,80 @@ export function renderResult(event, action) {
   }
 }
 
-/** The timeline list: appends events as they come, pairing results with their actions. */
+/** The timeline list, shown a page at a time: the first ``firstPage`` events are drawn at
+ * once, later ones wait (counted in the "more" bar) until the reader asks for them or scrolls
+ * to the bar, so a 10,000-event session opens as fast as a short one. Once everything
+ * received is shown, new events are drawn as they come (live). Results are paired with
+ * their actions whichever page they land on. */
 export class Timeline {
-  constructor(list) {
+  constructor(list, more, { firstPage = 200, page = 500 } = {}) {
     this.list = list;
+    this.more = more;
+    this.page = page;
+    this.limit = firstPage;
+    this.drawn = 0; // events drawn (results inside their action count too)
+    this.lastDrawn = 0; // seq of the last event drawn
+    this.known = 0; // the highest seq the session is known to have
+    this.pending = []; // received, not drawn yet
     this.actions = new Map(); // seq -> {event, node}
+    this.moreText = el("span", { class: "more-text", role: "status", "aria-live": "polite" });
+    this.nextButton = el("button", { type: "button", class: "secondary", onclick: () => this.showMore(this.page) });
+    this.allButton = el("button", { type: "button", class: "secondary", onclick: () => this.showMore(Infinity) }, "Show all");
+    more.replaceChildren(this.moreText, this.nextButton, this.allButton);
+    more.hidden = true;
+    this.observer = new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting) && !this.caughtUp) this.showMore(this.page);
+    }, { rootMargin: "400px 0px" });
+    this.observer.observe(more);
+  }
+
+  /** The session has at least ``seq`` events (from the events page's last_seq). */
+  knownUpTo(seq) {
+    this.known = Math.max(this.known, seq);
+    this.updateMore();
+  }
+
+  /** Whether every event the session is known to have is on the page (then following the
+   * end makes sense). */
+  get caughtUp() {
+    return this.pending.length === 0 && this.lastDrawn >= this.known;
   }
 
   append(events) {
+    if (!events.length) return;
+    // at the live edge (all the session had is drawn) new events are drawn as they come
+    const live = this.caughtUp;
+    this.known = Math.max(this.known, events[events.length - 1].seq);
+    if (this.pending.length) this.pending.push(...events);
+    else {
+      const room = live ? events.length : Math.max(0, this.limit - this.drawn);
+      this.draw(events.slice(0, room));
+      this.pending = events.slice(room);
+    }
+    this.updateMore();
+  }
+
+  showMore(count) {
+    if (this.caughtUp) return;
+    this.limit = this.drawn + count; // events still on their way are drawn up to it
+    const batch = this.pending.splice(0, count);
+    this.draw(batch);
+    this.updateMore();
+  }
+
+  updateMore() {
+    this.more.hidden = this.caughtUp;
+    if (this.more.hidden) return;
+    const next = Math.min(this.page, this.known - this.lastDrawn);
+    this.moreText.textContent = `Showing ${this.drawn.toLocaleString()} of ${this.known.toLocaleString()} events.`;
+    this.nextButton.textContent = `Show the next ${next.toLocaleString()}`;
+  }
+
+  draw(events) {
     const fragment = document.createDocumentFragment();
     for (const event of events) {
+      this.drawn += 1;
+      this.lastDrawn = event.seq;
       const cause = event.cause ? this.actions.get(event.cause) : undefined;
       const result = cause ? renderResult(event, cause.event) : null;
       if (result) {
@@ -212,5 +276,9 @@ export class Timeline {
       fragment.append(node);
     }
     this.list.append(fragment);
+  }
+
+  close() {
+    this.observer.disconnect();
   }
 }

@@ -1,0 +1,99 @@
+"""A 10,000-event session opens on its first page (200 events, fetched as one page of the
+API), says how many events it has, and shows the rest a page at a time (a button, scrolling
+to the end, "Show all"); a command's output on a later page still lands inside its command,
+and once everything is shown new events are drawn live.
+
+Before paging, the page drew every event the stream sent (no first-screen mark, no "more"
+bar): these assertions fail against that version."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from app.events import Event, LlmCall, Message, Run, RunOutput, SessionCreated, Think
+from app.events.masking import SecretMasker
+from app.store import EventStore
+from tests.support.browser import screenshot_at_both_widths
+from tests.support.chronicle_server import ServerProcess
+
+EVENTS = 10_000
+
+
+def long_session() -> list[Event]:
+    """The task, then steps of four events (model call, command, its output, a thought):
+    seq 3 + 4k is a model call, 4 + 4k its command, 5 + 4k the command's output."""
+    events: list[Event] = [SessionCreated(config={}), Message(content="a very long task")]
+    step = 0
+    while len(events) < EVENTS:
+        first = len(events) + 1
+        events += [
+            LlmCall(model="m", fingerprint="f"),
+            Run(command=f"echo step-{step}", cause=first),
+            RunOutput(output=f"step-{step}\n", exit_code=0, cause=first + 1),
+            Think(thought=f"thinking about step {step}"),
+        ]
+        step += 1
+    return events[:EVENTS]
+
+
+async def append(database_url: str, session: uuid.UUID, events: list[Event], after: int) -> None:
+    async with await EventStore.open(database_url, masker=SecretMasker({})) as store:
+        for start in range(0, len(events), 1000):
+            batch = events[start : start + 1000]
+            await store.append(session, batch, expected_seq=after + start)
+
+
+def run_async(work: Coroutine[Any, Any, None]) -> None:
+    # in a thread of its own: Playwright's sync API keeps an event loop running in this one
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work).result()
+
+
+def test_a_long_session_opens_on_its_first_page_and_pages_on(
+    server: ServerProcess, new_page: Callable[..., Page], screenshots: Path
+) -> None:
+    session = uuid.uuid4()
+    database = server.env["CHRONICLE_DATABASE_URL"]
+    run_async(append(database, session, long_session(), 0))
+    page = new_page()
+    page.goto(f"/login?token={server.token('auditor', admin=True)}")
+    page.goto(f"/#/sessions/{session}")
+
+    more = page.locator(".timeline-more")
+    expect(more).to_contain_text("Showing 200 of 10,000 events.")
+    first_screen = page.evaluate(
+        "() => performance.getEntriesByName('chronicle:timeline-first-screen').length"
+    )
+    assert first_screen == 1
+    # 200 events, each command's output drawn inside the command: 151 items
+    expect(page.locator(".timeline > li")).to_have_count(151)
+    # seq 200 is a command whose output (seq 201) is on the next page: still running here
+    command = page.locator('.event[data-seq="200"]')
+    expect(command).to_contain_text("echo step-49")
+    expect(command.locator(".running")).to_be_visible()
+    expect(page.locator('.event[data-seq="202"]')).to_have_count(0)
+    screenshot_at_both_widths(page, "long-session", screenshots)
+
+    page.get_by_role("button", name="Show the next 500").click()
+    expect(more).to_contain_text("Showing 700 of 10,000 events.")
+    expect(command.locator("pre.stdout")).to_have_text("step-49")
+    expect(command.locator(".exit")).to_have_text("exit 0")
+
+    more.scroll_into_view_if_needed()  # reaching the end shows the next page by itself
+    expect(more).to_contain_text("Showing 1,200 of 10,000 events.")
+
+    page.get_by_role("button", name="Show all").click()
+    expect(more).to_be_hidden()
+    expect(page.locator('.event[data-seq="10000"]')).to_contain_text("echo step-2499")
+
+    # everything is shown: a new event is drawn as it is recorded
+    run_async(append(database, session, [Message(content="one more thing")], EVENTS))
+    expect(page.locator('.event[data-seq="10001"]')).to_contain_text("one more thing")
+    expect(more).to_be_hidden()
