@@ -14,15 +14,27 @@ statement (PostgreSQL's notify lock, no Chronicle code), ``chronicle_append_one`
 NOTIFY; and for a 10,000-event batch against COPY into the raw table: COPY into ``events``
 itself (its indexes and checks, no function), an INSERT ... SELECT from arrays into ``events``
 without the hash chain, and ``chronicle_append`` (the chain, as the store sends a batch).
+
+The chain computed client-side (issue 9's fourth pass): the writer keeps its session's head
+hash and seq from its own last append, builds the hashed text and its sha256 itself and sends
+the previous hash, the new hash and the time; the database (``bench_append_client_chain``,
+created for the run beside ``chronicle_append_one``, with its lock, expected-seq check and
+sessions row) refuses a link that is not its stored head, and either recomputes the hash to
+validate it (``validate``) or stores it as sent (link checked only). The client's hashing is
+inside the timing. The same for a 10,000-event batch (``bench_append_batch_client_chain``).
+Each is measured against raw INSERT + COMMIT (or COPY) and, directly, against the function the
+store uses today.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -31,6 +43,7 @@ if __package__ in (None, ""):
 
 import asyncpg
 
+from app.events.canonical import format_timestamp
 from app.events.ids import new_event_id
 from bench.eventstore import BATCH, RAW_INSERT, RAW_TABLE, SINGLE_APPENDS, _payload
 from bench.harness import (
@@ -65,6 +78,208 @@ SELECT $1, t.ord::integer, t.event_id, 'message', 'user', NULL, t.payload::jsonb
        sha256(t.event_id::text::bytea)
 FROM unnest($2::uuid[], $3::text[]) WITH ORDINALITY AS t(event_id, payload, ord)
 """
+
+#: The chain computed client-side, one event: the database checks the link (and, with
+#: p_validate, recomputes the hash over the same text as chronicle_append_one) and stores it.
+CLIENT_CHAIN_FUNCTION = r"""
+CREATE FUNCTION bench_append_client_chain(
+    p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text,
+    p_cause integer, p_payload text, p_version smallint, p_created_at timestamptz,
+    p_prev bytea, p_hash bytea, p_validate boolean,
+    OUT seq integer, OUT global_position bigint, OUT tx xid8
+)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+DECLARE
+    v_last     integer;
+    v_prev     bytea;
+    v_answered text;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT s.last_seq, s.last_hash INTO v_last, v_prev FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_prev := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'session % is at seq %, the writer expected %',
+            p_session, v_last, p_expected USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+    IF p_prev IS DISTINCT FROM v_prev THEN
+        RAISE EXCEPTION 'broken link: the previous hash sent is not the head of session %',
+            p_session
+            USING ERRCODE = 'CR004';
+    END IF;
+    IF p_cause IS NOT NULL AND p_cause <= v_last
+       AND p_kind = ANY (chronicle_observation_kinds()) THEN
+        SELECT e.kind INTO v_answered
+        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause;
+        IF FOUND AND NOT (
+            v_answered = ANY (chronicle_action_kinds())
+            OR (p_kind = 'error' AND v_answered = 'llm.call')
+        ) THEN
+            RAISE EXCEPTION 'observation answers no action' USING ERRCODE = 'CR003';
+        END IF;
+    END IF;
+    seq := v_last + 1;
+    IF p_validate AND p_hash IS DISTINCT FROM sha256(v_prev || convert_to(
+        '{"cause":' || coalesce(p_cause::text, 'null')
+        || ',"created_at":"'
+        || to_char(p_created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || '","event_id":"' || p_event_id::text
+        || '","kind":' || to_json(p_kind)::text
+        || ',"payload":' || p_payload
+        || ',"schema_version":' || p_version::text
+        || ',"seq":' || seq::text
+        || ',"session_id":"' || p_session::text
+        || '","source":' || to_json(p_source)::text
+        || '}', 'UTF8')) THEN
+        RAISE EXCEPTION 'the hash sent does not match the event' USING ERRCODE = 'CR004';
+    END IF;
+    INSERT INTO events AS e
+        (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
+    VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, p_payload::jsonb, p_version,
+            p_created_at, p_hash)
+    RETURNING e.global_position, e.tx INTO global_position, tx;
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash)
+        VALUES (p_session, p_created_at, 1, p_hash);
+    ELSE
+        UPDATE sessions s SET last_seq = seq, last_hash = p_hash WHERE s.id = p_session;
+    END IF;
+END
+$$;
+"""
+#: The same for a batch ('message' events from 'user', no causes, as the batch floors).
+CLIENT_CHAIN_BATCH_FUNCTION = r"""
+CREATE FUNCTION bench_append_batch_client_chain(
+    p_session uuid, p_expected integer, p_event_ids uuid[], p_payloads text[],
+    p_created_at timestamptz, p_prev bytea, p_hashes bytea[], p_validate boolean
+) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+DECLARE
+    n      integer := cardinality(p_event_ids);
+    v_ts   text := to_char(p_created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
+    v_last integer;
+    v_hash bytea;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_hash := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'stale expected seq' USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+    IF p_prev IS DISTINCT FROM v_hash THEN
+        RAISE EXCEPTION 'broken link' USING ERRCODE = 'CR004';
+    END IF;
+    IF p_validate THEN
+        FOR i IN 1 .. n LOOP
+            v_hash := sha256(v_hash || convert_to(
+                '{"cause":null,"created_at":"' || v_ts
+                || '","event_id":"' || p_event_ids[i]::text
+                || '","kind":"message","payload":' || p_payloads[i]
+                || ',"schema_version":1,"seq":' || (v_last + i)::text
+                || ',"session_id":"' || p_session::text
+                || '","source":"user"}', 'UTF8'));
+            IF v_hash IS DISTINCT FROM p_hashes[i] THEN
+                RAISE EXCEPTION 'hash % does not match', i USING ERRCODE = 'CR004';
+            END IF;
+        END LOOP;
+    END IF;
+    INSERT INTO events (session_id, seq, event_id, kind, source, cause, payload,
+                        schema_version, created_at, hash)
+    SELECT p_session, v_last + t.ord::integer, t.event_id, 'message', 'user', NULL,
+           t.payload::jsonb, 1, p_created_at, t.hash
+    FROM unnest(p_event_ids, p_payloads, p_hashes)
+         WITH ORDINALITY AS t(event_id, payload, hash, ord);
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash)
+        VALUES (p_session, p_created_at, n, p_hashes[n]);
+    ELSE
+        UPDATE sessions s SET last_seq = v_last + n, last_hash = p_hashes[n] WHERE s.id = p_session;
+    END IF;
+    RETURN n;
+END
+$$;
+"""
+CLIENT_CHAIN_SIGNATURES = (
+    "bench_append_client_chain(uuid, integer, uuid, text, text, integer, text, smallint,"
+    " timestamptz, bytea, bytea, boolean)",
+    "bench_append_batch_client_chain(uuid, integer, uuid[], text[], timestamptz, bytea,"
+    " bytea[], boolean)",
+)
+CLIENT_CHAIN_SQL = (
+    "SELECT seq FROM bench_append_client_chain($1, $2, $3, 'message', 'user', NULL, $4,"
+    " 1::smallint, $5, $6, $7, $8)"
+)
+CLIENT_CHAIN_BATCH_SQL = "SELECT bench_append_batch_client_chain($1, 0, $2, $3, $4, $5, $6, $7)"
+
+
+async def create_client_chain_functions(admin: asyncpg.Connection) -> None:
+    """The candidates, owned and granted like the store's writers (migrations 0003, 0007)."""
+    schema = await admin.fetchval("SELECT quote_ident(current_schema())")
+    search_path = f"pg_catalog, {schema}, pg_temp"
+    for sql in (CLIENT_CHAIN_FUNCTION, CLIENT_CHAIN_BATCH_FUNCTION):
+        await admin.execute(sql.replace("{search_path}", search_path))
+    for signature in CLIENT_CHAIN_SIGNATURES:
+        await admin.execute(f"ALTER FUNCTION {signature} OWNER TO chronicle_owner")
+        await admin.execute(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC")
+        await admin.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO chronicle_app")
+
+
+def hashed_text(session: uuid.UUID, seq: int, event_id: uuid.UUID, payload: str, at: str) -> str:
+    """What chronicle_append_one hashes for a 'message' from 'user' without a cause: built
+    as a writer holding the payload's canonical text would (the same bytes, checked by the
+    validating candidate, which refuses any other)."""
+    return (
+        f'{{"cause":null,"created_at":"{at}","event_id":"{event_id}","kind":"message",'
+        f'"payload":{payload},"schema_version":1,"seq":{seq},"session_id":"{session}",'
+        '"source":"user"}'
+    )
+
+
+class ClientChain:
+    """A writer that keeps each session's head hash after its own last append."""
+
+    def __init__(self, validate: bool) -> None:
+        self.validate = validate
+        self.heads: dict[uuid.UUID, bytes] = {}
+
+    async def __call__(
+        self, c: asyncpg.Connection, _listening: asyncpg.Connection, s: uuid.UUID, seq: int
+    ) -> None:
+        prev = self.heads.get(s, b"")
+        event_id, payload = new_event_id(), _payload(seq)
+        at = datetime.now(UTC)
+        text = hashed_text(s, seq, event_id, payload, format_timestamp(at))
+        digest = hashlib.sha256(prev + text.encode()).digest()
+        await c.fetchval(
+            CLIENT_CHAIN_SQL, s, seq - 1, event_id, payload, at, prev, digest, self.validate
+        )
+        self.heads[s] = digest
+
+
+async def append_batch_client_chain(app: asyncpg.Connection, validate: bool) -> float:
+    """A 10,000-event batch with its chain computed here (inside the timing)."""
+    with Stopwatch() as watch:
+        session = uuid.uuid4()
+        ids = [new_event_id() for _ in range(BATCH)]
+        payloads = [_payload(seq) for seq in range(1, BATCH + 1)]
+        at = datetime.now(UTC)
+        stamp = format_timestamp(at)
+        hashes, head = [], b""
+        for seq, (event_id, payload) in enumerate(zip(ids, payloads, strict=True), 1):
+            head = hashlib.sha256(
+                head + hashed_text(session, seq, event_id, payload, stamp).encode()
+            ).digest()
+            hashes.append(head)
+        await app.fetchval(
+            CLIENT_CHAIN_BATCH_SQL, session, ids, payloads, at, b"", hashes, validate
+        )
+    return BATCH / watch.seconds
+
 
 #: One append: (connection, the listening connection, session, seq) → awaited.
 Append = Callable[[asyncpg.Connection, asyncpg.Connection, uuid.UUID, int], Awaitable[None]]
@@ -182,6 +397,46 @@ BATCH_FLOORS: dict[str, Callable[[asyncpg.Connection, asyncpg.Connection], Await
 }
 
 
+#: The client-side chain against the function the store uses today (no NOTIFY on either
+#: side: the chain, not the doorbell, is what differs) and against raw INSERT + COMMIT.
+CLIENT_CHAIN: dict[str, tuple[Append, Callable[[], Append]]] = {
+    "client-side chain, database validates the hash, vs chronicle_append_one (no NOTIFY)": (
+        _scalar_no_notify,
+        lambda: ClientChain(validate=True),
+    ),
+    "client-side chain, database checks the link only, vs chronicle_append_one (no NOTIFY)": (
+        _scalar_no_notify,
+        lambda: ClientChain(validate=False),
+    ),
+    "client-side chain, database validates the hash, vs raw INSERT + COMMIT": (
+        _raw,
+        lambda: ClientChain(validate=True),
+    ),
+    "client-side chain, database checks the link only, vs raw INSERT + COMMIT": (
+        _raw,
+        lambda: ClientChain(validate=False),
+    ),
+}
+
+BATCH_CLIENT_CHAIN: dict[
+    str, tuple[Callable[[asyncpg.Connection, asyncpg.Connection], Awaitable[float]], bool]
+] = {
+    "client-side chain batch, database validates, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        True,
+    ),
+    "client-side chain batch, link only, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        False,
+    ),
+    "client-side chain batch, database validates, vs COPY": (
+        lambda admin, _app: copy_raw(admin),
+        True,
+    ),
+    "client-side chain batch, link only, vs COPY": (lambda admin, _app: copy_raw(admin), False),
+}
+
+
 class Writers:
     """One connection per writer and one shared listening connection, opened once."""
 
@@ -225,8 +480,31 @@ async def run(
     postgres = await setup.fetchval("SHOW server_version")
     connections = [await asyncpg.connect(app_url) for _ in range(8)]
     writers = Writers(connections, await asyncpg.connect(app_url))
+    await create_client_chain_functions(setup)
     rows = []
     try:
+        for name, (batch_baseline, validate) in BATCH_CLIENT_CHAIN.items():
+            if only and only not in name:
+                continue
+            print(f"  ... {name}", file=sys.stderr, flush=True)
+            result = await interleave(
+                partial(batch_baseline, setup, connections[0]),
+                partial(append_batch_client_chain, connections[0], validate),
+                rounds=rounds,
+            )
+            rows.append(ratio_row(name, "events/s", result, 0.5))
+        for name, (baseline, candidate) in CLIENT_CHAIN.items():
+            if only and only not in name:
+                continue
+            for count in (1, 8):
+                print(f"  ... {name}, {count} writer(s)", file=sys.stderr, flush=True)
+                total = SINGLE_APPENDS[count]
+                result = await interleave(
+                    partial(writers.rate, baseline, count, total),
+                    partial(writers.rate, candidate(), count, total),
+                    rounds=rounds,
+                )
+                rows.append(ratio_row(f"{name}, {count} writer(s)", "events/s", result, 0.7))
         for name, floor in BATCH_FLOORS.items():
             if only and only not in name:
                 continue
