@@ -43,7 +43,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "the log; the newest per scorer and version counts.",
     )
     score.add_argument(
-        "targets", nargs="+", metavar="RUN|SESSION", help="an evaluation run's name or a session id"
+        "targets",
+        nargs="+",
+        metavar="RUN|SESSION",
+        help="an evaluation run's name (a replay run's too) or a session id",
     )
     score.add_argument(
         "--scorer",

@@ -15,11 +15,29 @@ from app.store.records import RecordedEvent
 from app.store.session_claims import claimed_sql
 
 # A replay or a fork copies its recording's config, evaluation_run included: it is not one of
-# the run's own sessions (a replay run is tagged by its `replay` scores, see app/evaluation).
-RUN_SESSIONS_SQL = (
-    "SELECT session_id FROM session_state WHERE evaluation_run = $1 "
-    "AND replay_of IS NULL AND forked_from IS NULL ORDER BY created_at, session_id"
-)
+# the run's own sessions. A replay run (`chronicle eval replay --name`) is made of replay
+# sessions tagged by their newest `replay` score (app/evaluation/replaying.py), as the
+# `evaluation_sessions` view finds them: `eval score REPLAY_RUN` scores those.
+RUN_SESSIONS_SQL = """
+SELECT session_id FROM (
+    SELECT s.session_id, s.created_at
+    FROM session_state s
+    WHERE s.evaluation_run = $1 AND s.replay_of IS NULL AND s.forked_from IS NULL
+    UNION
+    SELECT s.session_id, s.created_at
+    FROM session_state s
+    CROSS JOIN LATERAL (
+        SELECT e.payload->>'evaluation_run' AS evaluation_run
+        FROM events e
+        WHERE e.session_id = s.session_id AND e.kind = 'eval.score'
+          AND e.payload->>'name' = 'replay' AND e.payload->>'evaluation_run' IS NOT NULL
+        ORDER BY e.seq DESC
+        LIMIT 1
+    ) tag
+    WHERE s.replay_of IS NOT NULL AND tag.evaluation_run = $1
+) members
+ORDER BY created_at, session_id
+"""
 READ_SESSIONS_SQL = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, seq"
 )

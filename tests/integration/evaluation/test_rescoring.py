@@ -142,3 +142,36 @@ async def test_a_target_is_a_session_id_or_a_run_name(store: EventStore) -> None
     assert await sessions_to_score(store, [str(two), "nightly"]) == [two, one]
     with pytest.raises(ScoringError, match="no evaluation run is named 'nope'"):
         await sessions_to_score(store, ["nope"])
+
+
+def replay_of(recorded: uuid.UUID, replay_run: str | None, matched: bool = True) -> list[Event]:
+    """A replay session of ``recorded`` (its config copied, evaluation_run included), tagged
+    with a ``replay`` score of ``replay_run`` as ``chronicle eval replay --name`` tags it."""
+    events: list[Event] = [
+        SessionCreated(config=evaluation_config("nightly", Task(id="t", prompt="p"), 1),
+                       replay_of=recorded),
+        *finished("42"),
+    ]  # fmt: skip
+    if replay_run is not None:
+        label = "pass" if matched else "fail"
+        events.append(
+            EvalScore(name="replay", scorer_version=1, score_value=float(matched),
+                      score_label=label, explanation="e", scored_seq=5,
+                      evaluation_run=replay_run)
+        )  # fmt: skip
+    return events
+
+
+async def test_a_replay_runs_name_scores_its_replay_sessions(store: EventStore) -> None:
+    recorded = await write(store, created("nightly"), *finished("42"))
+    first = await write(store, *replay_of(recorded, "nightly-v2"))
+    second = await write(store, *replay_of(recorded, "nightly-v2", matched=False))
+    untagged = await write(store, *replay_of(recorded, None))  # a plain `chronicle replay`
+    await write(store, *replay_of(recorded, "nightly-v3"))
+    assert untagged not in await sessions_to_score(store, ["nightly-v2"])
+    assert await sessions_to_score(store, ["nightly-v2"]) == [first, second]
+    # the recorded run is still its own sessions only: replays copy its config, not its name
+    assert await sessions_to_score(store, ["nightly"]) == [recorded]
+
+    results = await rescore(store, [first, second], SCORERS)
+    assert [r.scores["finished"].label for r in results] == ["pass", "pass"]
