@@ -20,9 +20,15 @@ A client that falls too far behind (its buffer of ``server_stream_buffer_events`
 for ``server_stream_stall_seconds``, see ``stream_relay``) is told and closed: a last message
 ``{"type": "lagging", "detail": ..., "resume_after_seq": N}`` (SSE: ``event: lagging``), then
 for a WebSocket the close code 1013 (try again later); it catches up by reconnecting with
-``after_seq=N``. A user may hold ``server_max_streams_per_user`` streams open at once in one
-API process; one more is refused with 429 (a problem document, also for a WebSocket: the
-handshake is answered with the HTTP status).
+``after_seq=N``. When the server shuts down, every stream ends at once the same way: a last
+message ``{"type": "closing", ...,  "resume_after_seq": N}`` (SSE: ``event: closing``, then
+the response ends), for a WebSocket the close code 1012 (service restart). A user may hold
+``server_max_streams_per_user`` streams open at once in one API process (a count per
+process, see ``stream_limits``); one more is refused with 429 (a problem document, also for
+a WebSocket: the handshake is answered with the HTTP status).
+
+All the streams of one session in this process follow one shared feed (``stream_hub``): one
+store subscription per session, each event encoded once (``WireEvent``) for every client.
 
 The stream routes are left out of the OpenAPI document: a tool that calls every documented
 route would wait on a stream forever.
@@ -34,7 +40,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -50,6 +56,7 @@ from app.server.auth import principal_of
 from app.server.context import Context, ServerContext
 from app.server.problems import ApiProblem, Problem, Unprocessable, problem_for, problem_response
 from app.server.session_routes import EventView
+from app.server.stream_hub import StreamHub
 from app.server.stream_limits import OpenStreams, TooManyStreamsError
 from app.server.stream_relay import RelayEnd, relay
 from app.store import RecordedEvent
@@ -62,14 +69,20 @@ STREAM_PATH = "/api/sessions/{session_id:uuid}/stream"
 CLOSE_LAGGING = 1013
 #: The WebSocket close code when the server fails to read the log.
 CLOSE_INTERNAL_ERROR = 1011
+#: The WebSocket close code of a stream ended by the server shutting down (service restart).
+CLOSE_RESTARTING = 1012
 #: Seconds a client that fell behind has to read what its connection still holds and the
 #: message that says where to resume, before the connection is left to close. Its slot and its
 #: subscription are freed already: this holds only a socket.
 FAREWELL_SECONDS = 30.0
+#: Seconds a stream ended by the shutdown has to take its last message before it is dropped.
+CLOSING_SECONDS = 1.0
 #: What an ``EventSource`` waits before it reconnects (milliseconds).
 SSE_RETRY_MS = 1000
 #: The key of the app's ``OpenStreams`` in its state.
 OPEN_STREAMS_STATE = "open_streams"
+#: The key of the app's ``StreamHub`` in its state.
+STREAM_HUB_STATE = "stream_hub"
 
 
 class TooManyStreams(ApiProblem):
@@ -89,6 +102,15 @@ class Lagging(BaseModel):
     resume_after_seq: int
 
 
+class Closing(BaseModel):
+    """The last message of a stream ended by the server shutting down: where to resume."""
+
+    type: Literal["closing"] = "closing"
+    detail: str
+    #: Reconnect (to this or another API process) with ``after_seq`` set to this.
+    resume_after_seq: int
+
+
 def event_json(event: RecordedEvent) -> bytes:
     """One event as the REST events page shows it."""
     view = EventView(
@@ -105,6 +127,29 @@ def event_json(event: RecordedEvent) -> bytes:
     return view.model_dump_json().encode()
 
 
+class WireEvent(NamedTuple):
+    """One event encoded once for every client: as a WebSocket message and as an SSE one."""
+
+    seq: int
+    text: str
+    sse: bytes
+
+
+def wire_event(event: RecordedEvent) -> WireEvent:
+    encoded = event_json(event)
+    return WireEvent(seq=event.seq, text=encoded.decode(), sse=sse_event(event, encoded))
+
+
+def closing(end: RelayEnd) -> Closing:
+    return Closing(
+        detail=(
+            "the server is shutting down; reconnect with "
+            f"after_seq={end.delivered_seq} to carry on from the last event this client got"
+        ),
+        resume_after_seq=end.delivered_seq,
+    )
+
+
 def lagging(end: RelayEnd) -> Lagging:
     return Lagging(
         detail=(
@@ -115,8 +160,13 @@ def lagging(end: RelayEnd) -> Lagging:
     )
 
 
-def sse_event(event: RecordedEvent) -> bytes:
-    return b"id: %d\ndata: %s\n\n" % (event.seq, event_json(event))
+def sse_event(event: RecordedEvent, encoded: bytes | None = None) -> bytes:
+    """The SSE message of an event (``encoded``: its ``event_json``, if made already)."""
+    return b"id: %d\ndata: %s\n\n" % (event.seq, encoded or event_json(event))
+
+
+def sse_closing(end: RelayEnd) -> bytes:
+    return b"event: closing\ndata: %s\n\n" % closing(end).model_dump_json().encode()
 
 
 def sse_lagging(end: RelayEnd) -> bytes:
@@ -150,6 +200,25 @@ def open_streams(app: Litestar) -> OpenStreams:
     return found
 
 
+def stream_hub(app: Litestar) -> StreamHub[WireEvent]:
+    """This app's shared feeds (made on first use; one per app, never global)."""
+    found = app.state.get(STREAM_HUB_STATE)
+    if not isinstance(found, StreamHub):
+        context = app.state.context
+        assert isinstance(context, ServerContext)
+        found = StreamHub(context.store, wire_event)
+        app.state[STREAM_HUB_STATE] = found
+    return found
+
+
+def close_streams(app: Litestar) -> None:
+    """End every open stream of the app now (the server is shutting down): each client is
+    told where to resume, so an SSE response does not hold the shutdown for its grace time."""
+    found = app.state.get(STREAM_HUB_STATE)
+    if isinstance(found, StreamHub):
+        found.close()
+
+
 @dataclass(frozen=True)
 class StreamPlan:
     """What a stream serves: whose, which session, from where, and its limits."""
@@ -158,13 +227,13 @@ class StreamPlan:
     principal: Principal
     session_id: UUID
     after_seq: int
+    hub: StreamHub[WireEvent]
 
     async def relay(self, send: Any, client_gone: Any, send_idle: Any = None) -> RelayEnd:
         settings = self.ctx.settings
-        subscription = self.ctx.store.subscribe(self.session_id, self.after_seq)
-        try:
+        async with self.hub.following(self.session_id, self.after_seq) as events:
             return await relay(
-                subscription,
+                events,
                 send,
                 after_seq=self.after_seq,
                 capacity=settings.server_stream_buffer_events,
@@ -172,9 +241,8 @@ class StreamPlan:
                 client_gone=client_gone,
                 idle_seconds=settings.server_stream_keepalive_seconds if send_idle else None,
                 send_idle=send_idle,
+                closing=self.hub.closing.wait(),
             )
-        finally:
-            await subscription.aclose()
 
 
 async def _within(seconds: float, awaitable: Any) -> bool:
@@ -223,8 +291,8 @@ class EventStream:
             }
         )
 
-        async def send_event(event: RecordedEvent) -> None:
-            await _body(send, sse_event(event))
+        async def send_event(event: WireEvent) -> None:
+            await _body(send, event.sse)
 
         async def keepalive() -> None:
             await _body(send, b": keep-alive\n\n")
@@ -249,6 +317,10 @@ class EventStream:
                 end.delivered_seq,
             )
             if not await _within(grace, _body(send, sse_lagging(end))):
+                return
+        elif end.reason == "closing":
+            grace = CLOSING_SECONDS
+            if not await _within(grace, _body(send, sse_closing(end))):
                 return
         last: HTTPResponseBodyEvent = {
             "type": "http.response.body",
@@ -278,7 +350,13 @@ async def stream_sse(
     start = resume_point(
         request.query_params.get("after_seq"), request.headers.get("last-event-id")
     )
-    plan = StreamPlan(ctx=ctx, principal=principal, session_id=session_id, after_seq=start)
+    plan = StreamPlan(
+        ctx=ctx,
+        principal=principal,
+        session_id=session_id,
+        after_seq=start,
+        hub=stream_hub(request.app),
+    )
     return EventStream(plan=plan, streams=open_streams(request.app))
 
 
@@ -327,7 +405,13 @@ async def stream_websocket(
     except ApiProblem as exc:
         await _refuse(socket, exc)
         return
-    plan = StreamPlan(ctx=ctx, principal=principal, session_id=session_id, after_seq=start)
+    plan = StreamPlan(
+        ctx=ctx,
+        principal=principal,
+        session_id=session_id,
+        after_seq=start,
+        hub=stream_hub(socket.app),
+    )
     try:  # the slot is the relay's: a client told to reconnect finds it free
         await socket.accept()
         end = await _relay_to_websocket(socket, plan)
@@ -358,8 +442,8 @@ async def _relay_to_websocket(
 ) -> RelayEnd | None:
     """Relay the events; None if reading the log failed."""
 
-    async def send_event(event: RecordedEvent) -> None:
-        await socket.send_text(event_json(event).decode())
+    async def send_event(event: WireEvent) -> None:
+        await socket.send_text(event.text)
 
     async def client_gone() -> None:
         # what a client sends is read and dropped; its close ends the stream
@@ -387,6 +471,11 @@ async def _close_websocket(
         if await _within(grace, socket.send_text(lagging(end).model_dump_json())):
             reason = f"lagging; resume with after_seq={end.delivered_seq}"
             await _within(grace, socket.close(CLOSE_LAGGING, reason))
+    elif end.reason == "closing":
+        grace = CLOSING_SECONDS
+        if await _within(grace, socket.send_text(closing(end).model_dump_json())):
+            reason = f"server restarting; resume with after_seq={end.delivered_seq}"
+            await _within(grace, socket.close(CLOSE_RESTARTING, reason))
     elif end.reason != "gone":
         await _within(grace, socket.close())
 

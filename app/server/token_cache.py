@@ -57,12 +57,12 @@ class TokenCache:
             if now < kept_until and not _expired(principal):
                 return principal
             del self._entries[key]
-        principal = await look_up(token)
-        if principal is not None and self.ttl > 0:
+        looked_up = await look_up(token)
+        if looked_up is not None and self.ttl > 0:
             if len(self._entries) >= self._max_entries:
                 self._drop_oldest()
-            self._entries[key] = (now + self.ttl, principal)
-        return principal
+            self._entries[key] = (now + self.ttl, looked_up)
+        return looked_up
 
     def forget(self, token: str) -> None:
         """Drop the token (when it is revoked in this process)."""
