@@ -5,7 +5,9 @@
 API alone, for several API processes against one database (a projections runner, e.g.
 `chronicle projections run`, keeps ``session_state`` current); ``--role worker`` runs a worker
 alone, as `chronicle worker` does (``app.sessions.worker``). SIGTERM or SIGINT stops accepting
-connections, lets the requests in flight finish, stops the companions and exits 0.
+connections, ends the live streams at once (each client is told where to resume: a stream
+never ends by itself, so waiting for it would hold the shutdown for uvicorn's whole graceful
+timeout), lets the other requests in flight finish, stops the companions and exits 0.
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.cli.log import open_store
     from app.server import create_app
+    from app.server.streams import close_streams
 
     async with await open_store(settings) as store:
         app = create_app(store, settings)
@@ -112,6 +115,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 server.force_exit = True
                 workers_abort.set()
             server.should_exit = True
+            close_streams(app)
             workers_stop.set()
 
         for number in STOP_SIGNALS:

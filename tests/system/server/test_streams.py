@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import random
+import signal
 import socket
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -544,3 +545,52 @@ async def test_a_user_may_hold_only_so_many_streams_open(
                 return response.status_code == 200
 
         await until(slot_free, timeout=30, what="a closed stream's slot came back")
+
+
+# -- shutdown --------------------------------------------------------------------------------
+
+#: How soon a server with open streams must exit after SIGTERM. Before streams were ended at
+#: the signal, an SSE response (which never ends by itself) held the shutdown for uvicorn's
+#: whole graceful timeout (10 s), so this failed.
+SHUTDOWN_SECONDS = 3.0
+
+
+async def test_sigterm_ends_open_streams_at_once_telling_each_client_where_to_resume(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    server = serve()
+    token = server.token("shutdown-watcher")
+    session = new_session(server, token)  # the server's worker runs it: its events stream too
+    async with log_of(server) as store:
+        last = await append_messages(store, session, 3)
+    async with (
+        httpx.AsyncClient(timeout=STREAM_TIMEOUT) as client,
+        sse_stream(client, server, token, session) as (response, messages),
+        ws_connect(server, token, session) as socket,
+    ):
+        assert response.status_code == 200
+        assert len(await take(messages, last)) == last
+        assert len(await ws_take(socket, last)) == last
+        signalled = asyncio.get_running_loop().time()
+        server.process.send_signal(signal.SIGTERM)
+        sse_seqs: list[int] = []
+        async with asyncio.timeout(SHUTDOWN_SECONDS):
+            async for message in messages:
+                if message.event == "closing":
+                    break
+                sse_seqs.append(int(message.id or 0))
+            assert message.event == "closing" and message.id is None
+            # where to resume: the last event this client got
+            assert message.json()["resume_after_seq"] == (sse_seqs or [last])[-1]
+            assert [m async for m in messages] == []  # then the response ends
+            ws_seqs: list[int] = []
+            while (farewell := json.loads(await socket.recv())).get("type") != "closing":
+                ws_seqs.append(farewell["seq"])
+            assert farewell["resume_after_seq"] == (ws_seqs or [last])[-1]
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await socket.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+        code = await asyncio.to_thread(server.process.wait, 30)
+        elapsed = asyncio.get_running_loop().time() - signalled
+    assert code == 0
+    assert elapsed < SHUTDOWN_SECONDS, f"chronicle serve took {elapsed:.1f} s to stop"
