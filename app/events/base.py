@@ -8,6 +8,8 @@ fields, which become the stored ``payload``. The store adds ``session_id``, ``se
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from itertools import product
 from typing import Any, ClassVar, Literal
 from uuid import UUID
 
@@ -25,6 +27,14 @@ ENVELOPE_FIELDS: frozenset[str] = frozenset({"kind", "source", "cause", "event_i
 #: Fields an event leaves out of its payload when they are None, so that every payload
 #: without them is as it always was (and hashes as it always did).
 OMITTED_WHEN_NONE: tuple[str, ...] = ("replayed_from", "user")
+
+#: The fields ``payload`` leaves out, by which of ``OMITTED_WHEN_NONE`` are None: built once,
+#: not per event (a batch's payloads are dumped tens of thousands at a time).
+_EXCLUDED: Mapping[tuple[bool, ...], frozenset[str]] = {
+    nones: ENVELOPE_FIELDS
+    | {name for name, none in zip(OMITTED_WHEN_NONE, nones, strict=True) if none}
+    for nones in product((False, True), repeat=len(OMITTED_WHEN_NONE))
+}
 
 
 class Event(BaseModel):
@@ -59,9 +69,15 @@ class Event(BaseModel):
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""
-        exclude = set(ENVELOPE_FIELDS)
-        exclude.update(name for name in OMITTED_WHEN_NONE if getattr(self, name) is None)
-        payload = self.model_dump(mode="json", exclude=exclude)
+        # pydantic's serializer called directly: what ``model_dump(mode="json", exclude=...)``
+        # calls with the same arguments, without its per-call Python wrapper (1 µs of 2).
+        exclude = _EXCLUDED[self.replayed_from is None, self.user is None]  # OMITTED_WHEN_NONE
+        # (pydantic-core takes any set for ``exclude``; its stub names only ``set``.)
+        payload: dict[str, Any] = self.__pydantic_serializer__.to_python(
+            self,
+            mode="json",
+            exclude=exclude,  # type: ignore[arg-type]
+        )
         if self.imported is not None and self.replayed_from is None:
             payload["imported"] = self.imported.model_dump(mode="json", exclude_defaults=True)
         return payload
