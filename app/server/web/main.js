@@ -6,6 +6,7 @@ import { el, clear } from "./dom.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { evaluationView } from "./evaluation.js";
+import { replayFormView, replayCompareView } from "./replay.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -90,7 +91,10 @@ async function route() {
   const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
+  const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
   if (session) leave = sessionView(context, session[1]);
+  else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
+  else if (replay) leave = replayFormView(context, replay[1]);
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
   else leave = sessionsView(context);

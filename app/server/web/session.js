@@ -27,6 +27,7 @@ export function sessionView({ main, showError, clearError }, id) {
   const stop = button("Stop", "stop", "stop after the current step");
   const verify = button("Verify", "verify", "check the hash chain now");
   const exportLink = el("a", { class: "button secondary", href: `/api/sessions/${id}/export`, download: `${id}.jsonl` }, "Export");
+  const replayLink = el("a", { class: "button secondary", href: `#/replays/${id}`, title: "run it again with another agent configuration" }, "Replay…");
   const message = el("textarea", { id: "message", name: "message", rows: 2, required: true, placeholder: "Tell the agent something…" });
   const send = el("button", { type: "submit" }, "Send");
   const messageForm = el("form", { class: "message-form", "aria-label": "Send the agent a message" },
@@ -41,7 +42,7 @@ export function sessionView({ main, showError, clearError }, id) {
       el("div", { class: "heading" }, title, state),
       facts,
       el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
-        pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink)),
+        pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink)),
     messageForm,
     el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
       el("label", { for: "follow", class: "small" }, follow, " follow new events")),
@@ -63,7 +64,8 @@ export function sessionView({ main, showError, clearError }, id) {
       `${cost(s.cost_usd, s.unpriced_calls, s.model_calls)} · started `,
       el("time", { datetime: s.created_at, title: localTime(s.created_at) }, localTime(s.created_at)),
       ` (${age(s.created_at)} ago)`,
-      s.replay_of ? el("span", {}, " · replay of ", el("a", { href: `#/sessions/${s.replay_of}` }, s.replay_of.slice(0, 8))) : null,
+      s.replay_of ? el("span", {}, " · replay of ", el("a", { href: `#/sessions/${s.replay_of}` }, s.replay_of.slice(0, 8)),
+        " (", el("a", { href: `#/replays/${s.replay_of}/${id}` }, "compare side by side"), ")") : null,
       s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null,
     ].filter(Boolean));
   }

@@ -1,0 +1,293 @@
+// Replays: run a recorded session again with another agent configuration (system prompt,
+// tools, limits) without calling the model, then step through the recording and the replay
+// side by side, model call by model call, the first divergence highlighted with its diff;
+// "Fork here" starts a live session from any step of either side.
+
+import { api } from "./api.js";
+import { el, clear } from "./dom.js";
+import { diffView, Timeline } from "./timeline.js";
+
+const POLL_MS = 1000;
+
+/** Every event of a session, through the events API a page at a time. */
+async function allEvents(id) {
+  const events = [];
+  let after = 0;
+  for (;;) {
+    const page = await api(`/api/sessions/${id}/events?after_seq=${after}&limit=1000`);
+    events.push(...page.events);
+    if (page.next_after_seq === null || page.next_after_seq === undefined) return events;
+    after = page.next_after_seq;
+  }
+}
+
+/** A session's events cut into steps: step 0 is what came before the first model call, step
+ * N starts at the Nth model call (the unit a replay's divergence names). */
+export function steps(events) {
+  const cut = [[]];
+  for (const event of events) {
+    if (event.kind === "llm.call") cut.push([]);
+    cut[cut.length - 1].push(event);
+  }
+  return cut;
+}
+
+function field(id, label, input, help) {
+  return el("div", { class: "field" }, el("label", { for: id }, label), input,
+    help ? el("p", { class: "muted small", id: `${id}-help` }, help) : null);
+}
+
+/** The replay form of one recorded session (#/replays/ID). */
+export function replayFormView({ main, showError, clearError, go }, source) {
+  const prompt = el("textarea", { id: "r-prompt", name: "system_prompt", rows: 8, "aria-describedby": "r-prompt-help",
+    placeholder: "Empty: the recorded system prompt" });
+  const tools = el("input", { id: "r-tools", name: "tools", type: "text", autocomplete: "off", "aria-describedby": "r-tools-help",
+    placeholder: "e.g. execute_bash, finish" });
+  const iterations = el("input", { id: "r-iterations", name: "max_iterations", type: "number", min: 1, step: 1 });
+  const mode = el("select", { id: "r-mode", name: "mode" },
+    el("option", { value: "strict" }, "strict: stop at the first difference"),
+    el("option", { value: "positional" }, "positional: serve the Nth reply whatever was asked"));
+  const submit = el("button", { type: "submit" }, "Run the replay");
+  const form = el("form", { class: "card", "aria-labelledby": "replay-title" },
+    el("h1", { id: "replay-title" }, "Replay"),
+    el("p", {}, "Run this recorded session again with another agent configuration. The recorded model replies and command results answer the agent, so nothing calls a model or runs a command; the first step where the agent behaves differently is shown with its diff."),
+    el("p", { class: "muted small" }, "Recording ", el("a", { href: `#/sessions/${source}` }, source)),
+    field("r-prompt", "System prompt", prompt, "Replaces the recorded one ({workspace} is filled in). Empty keeps the recording's."),
+    field("r-tools", "Tools", tools, "Tool names the model is offered, separated by commas. Empty keeps the recording's."),
+    el("fieldset", {}, el("legend", {}, "Limits and mode"),
+      field("r-iterations", "Most steps", iterations), field("r-mode", "Mode", mode)),
+    submit);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearError();
+    const body = { mode: mode.value };
+    if (prompt.value.trim()) body.system_prompt = prompt.value;
+    const names = tools.value.split(",").map((t) => t.trim()).filter(Boolean);
+    if (names.length) body.tools = names;
+    if (iterations.value) body.max_iterations = Number(iterations.value);
+    submit.disabled = true;
+    submit.textContent = "Replaying…";
+    try {
+      const made = await api(`/api/sessions/${source}/replays`, { method: "POST", body });
+      const replay = made.session_id || made.replay_id || made.id;
+      go(`/replays/${source}/${replay}`);
+    } catch (error) {
+      showError(error);
+      submit.disabled = false;
+      submit.textContent = "Run the replay";
+    }
+  });
+  clear(main).append(
+    el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ",
+      el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)), " / replay"),
+    form);
+  prompt.focus();
+  return () => {};
+}
+
+/** What the divergence says, in full: its sentence and its diff. */
+function divergenceDetails(d) {
+  const parts = [el("p", { class: "divergence-summary" }, el("strong", {}, `Diverged (${d.kind.replaceAll("_", " ")}): `), d.summary)];
+  if (d.message) {
+    parts.push(el("p", { class: "small" }, `Prompt message ${d.message.index} (recorded ${d.message.recorded_role ?? "none"}, replay ${d.message.new_role ?? "none"})`),
+      diffView(d.message.diff));
+  }
+  if (d.tools) {
+    parts.push(el("p", { class: "small" }, [
+      d.tools.removed.length ? `removed: ${d.tools.removed.join(", ")}` : "",
+      d.tools.added.length ? `added: ${d.tools.added.join(", ")}` : "",
+      d.tools.changed.length ? `changed: ${d.tools.changed.join(", ")}` : "",
+    ].filter(Boolean).join(" · ")));
+    if (d.tools.diff) parts.push(diffView(d.tools.diff));
+  }
+  if (d.params) {
+    parts.push(el("div", { class: "table-wrap" }, el("table", { class: "sessions fields" },
+      el("thead", {}, el("tr", {}, ["", "Recorded", "Replay"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, el("tr", {}, el("th", { scope: "row" }, "model and parameters"),
+        el("td", {}, el("pre", {}, JSON.stringify(d.params.recorded, null, 2))),
+        el("td", {}, el("pre", {}, JSON.stringify(d.params.new, null, 2))))))));
+  }
+  if (d.fields && d.fields.length) {
+    parts.push(el("div", { class: "table-wrap" }, el("table", { class: "sessions fields" },
+      el("thead", {}, el("tr", {}, ["Field", "Recorded", "Replay"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, d.fields.map((f) => el("tr", {}, el("th", { scope: "row" }, f.field),
+        el("td", { class: "d-del" }, el("pre", {}, JSON.stringify(f.recorded, null, 2))),
+        el("td", { class: "d-add" }, el("pre", {}, JSON.stringify(f.new, null, 2)))))))));
+  }
+  if (d.kind === "outcome") {
+    parts.push(el("p", { class: "small" }, `recorded: ${d.recorded_state ?? "none"} ${d.recorded_reason || ""} · replay: ${d.new_state ?? "none"} ${d.new_reason || ""}`));
+  }
+  return parts;
+}
+
+/** The step a divergence points at (0 when there is none). */
+function divergedStep(result) {
+  const d = result?.divergence;
+  if (!d) return 0;
+  return Math.max(1, d.step || 1);
+}
+
+/** The recording and its replay side by side (#/replays/SOURCE/REPLAY). */
+export function replayCompareView({ main, showError, clearError, go }, source, replay) {
+  const status = el("p", { class: "muted", role: "status", "aria-live": "polite" }, "Loading the recording and its replay…");
+  const summary = el("section", { class: "summary replay-summary", "aria-labelledby": "compare-title" },
+    el("h1", { id: "compare-title" }, "Replay"), status);
+  const body = el("div", { class: "compare-body" });
+  clear(main).append(
+    el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ",
+      el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)), " / ",
+      el("a", { href: `#/sessions/${replay}` }, `replay ${replay.slice(0, 8)}`)),
+    summary, body);
+
+  let closed = false;
+  let timer = null;
+  let keys = null;
+
+  function forkForm(session, seq, side) {
+    const message = el("textarea", { id: "fork-message", rows: 2, placeholder: "Optional: a new instruction for the forked agent" });
+    const start = el("button", { type: "submit" }, "Start the fork");
+    const cancel = el("button", { type: "button", class: "secondary" }, "Cancel");
+    const form = el("form", { class: "card fork-form", "aria-label": "Fork" },
+      el("p", {}, `Fork the ${side} after event #${seq}: a new live session that starts with its events up to there and goes on with the real model.`),
+      el("label", { for: "fork-message" }, "Message for the forked agent"), message,
+      el("div", { class: "controls" }, start, cancel));
+    cancel.addEventListener("click", () => form.remove());
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearError();
+      start.disabled = true;
+      const payload = { at: seq };
+      if (message.value.trim()) payload.message = message.value.trim();
+      try {
+        const made = await api(`/api/sessions/${session}/forks`, { method: "POST", body: payload });
+        go(`/sessions/${made.session_id || made.fork_id || made.id}`);
+      } catch (error) {
+        showError(error);
+        start.disabled = false;
+      }
+    });
+    return { form, message };
+  }
+
+  function draw(recorded, replayed, result) {
+    const left = steps(recorded);
+    const right = steps(replayed.filter((e) => e.kind !== "replay.result"));
+    const count = Math.max(left.length, right.length) - 1;
+    const diverged = divergedStep(result);
+    const d = result.divergence;
+    const counts = `${result.steps_matched} of ${result.steps_recorded} model calls matched, ${result.steps_served} served, ${result.model_calls} made`;
+    clear(summary).append(
+      el("div", { class: "heading" }, el("h1", { id: "compare-title" }, "Replay"),
+        el("span", { class: `state ${d ? "state-error" : "state-finished"}`, id: "replay-verdict" }, d ? "diverged" : result.matched ? "matched" : "differs")),
+      el("p", { class: "muted small" }, `${result.mode} replay of `, el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)),
+        ` · ${counts} · ${result.outcome ? `ended ${result.outcome}` : "stopped there"} (the recording ended ${result.recorded_outcome ?? "unfinished"}) · ${result.seconds.toFixed(2)} s`),
+      d ? el("section", { class: "divergence", "aria-label": "First divergence", id: "divergence" }, divergenceDetails(d))
+        : el("p", { class: "ok" }, result.differences.length
+          ? `No stop, but the requests differed at model call${result.differences.length === 1 ? "" : "s"} ${result.differences.map((x) => x.step).join(", ")}.`
+          : "The replay did what the recording did, step for step."),
+      el("div", { class: "controls" }, el("a", { class: "button secondary", href: `#/replays/${source}` }, "Replay again with other settings")));
+
+    const label = el("span", { class: "step-label", role: "status", "aria-live": "polite" });
+    const prev = el("button", { type: "button", class: "secondary" }, "← Previous step");
+    const next = el("button", { type: "button", class: "secondary" }, "Next step →");
+    const toDivergence = el("button", { type: "button", class: "secondary", disabled: !d }, "Go to the divergence");
+    const chips = el("ol", { class: "step-chips", "aria-label": "Steps" });
+    const leftList = el("ol", { class: "timeline", "aria-label": "Recorded events of this step" });
+    const rightList = el("ol", { class: "timeline", "aria-label": "Replayed events of this step" });
+    const leftSide = el("section", { class: "side recorded", "aria-labelledby": "side-recorded" },
+      el("h2", { id: "side-recorded" }, "Recorded ", el("a", { href: `#/sessions/${source}`, class: "small" }, source.slice(0, 8))), leftList);
+    const rightSide = el("section", { class: "side replayed", "aria-labelledby": "side-replayed" },
+      el("h2", { id: "side-replayed" }, "Replay ", el("a", { href: `#/sessions/${replay}`, class: "small" }, replay.slice(0, 8))), rightList);
+    const forkSlot = el("div", { class: "fork-slot" });
+    let at = diverged || (count ? 1 : 0);
+
+    chips.append(...Array.from({ length: count + 1 }, (_, i) => {
+      const kind = !d || i < diverged ? "same" : i === diverged ? "diverged" : "after";
+      return el("li", {}, el("button", { type: "button", class: `chip ${kind}`, "data-step": i,
+        "aria-label": `step ${i}${kind === "diverged" ? ", the divergence" : ""}`, onclick: () => show(i) }, i === 0 ? "start" : String(i)));
+    }));
+
+    function fill(list, events, session, side) {
+      const timeline = new Timeline(list, el("div"), { firstPage: Infinity });
+      timeline.append(events);
+      timeline.close();
+      for (const item of list.children) {
+        const seq = Number(item.dataset.seq);
+        if (d && side === "recording" && d.recorded_seq === seq) {
+          item.classList.add("divergence");
+          item.setAttribute("aria-description", "the recorded event the replay diverged at");
+        }
+        (item.querySelector(".meta") || item).append(el("button", { type: "button", class: "link fork-here",
+          "aria-label": `Fork the ${side} here (after #${seq})`,
+          onclick: () => {
+            const { form, message } = forkForm(session, seq, side);
+            forkSlot.replaceChildren(form);
+            form.scrollIntoView({ block: "nearest" });
+            message.focus();
+          } }, "Fork here"));
+      }
+      if (!events.length) list.append(el("li", { class: "muted small empty" }, side === "replay" ? "The replay has no such step." : "The recording has no such step."));
+    }
+
+    function show(step) {
+      at = Math.max(0, Math.min(count, step));
+      const isDiverged = d && at === diverged;
+      label.textContent = at === 0 ? `Before the first model call (${count} steps)` : `Step ${at} of ${count}${isDiverged ? " · the divergence" : ""}`;
+      leftSide.classList.toggle("diverged", Boolean(isDiverged));
+      rightSide.classList.toggle("diverged", Boolean(isDiverged));
+      for (const chip of chips.querySelectorAll("button")) chip.setAttribute("aria-current", Number(chip.dataset.step) === at ? "step" : "false");
+      clear(leftList);
+      clear(rightList);
+      fill(leftList, left[at] || [], source, "recording");
+      fill(rightList, right[at] || [], replay, "replay");
+      prev.disabled = at === 0;
+      next.disabled = at === count;
+    }
+    prev.addEventListener("click", () => show(at - 1));
+    next.addEventListener("click", () => show(at + 1));
+    toDivergence.addEventListener("click", () => show(diverged));
+
+    clear(body).append(
+      el("div", { class: "stepper", role: "toolbar", "aria-label": "Step through" }, prev, label, next, toDivergence),
+      chips, forkSlot,
+      el("div", { class: "compare" }, leftSide, rightSide),
+      el("p", { class: "muted small" }, "Keys: [ and ] step back and forth. Each event's Fork here starts a live session from it."));
+    keys = (event) => {
+      if (event.target.matches("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (event.key === "[") show(at - 1);
+      else if (event.key === "]") show(at + 1);
+    };
+    document.addEventListener("keydown", keys);
+    show(at);
+  }
+
+  async function load() {
+    timer = null;
+    try {
+      const [recorded, replayed] = await Promise.all([allEvents(source), allEvents(replay)]);
+      if (closed) return;
+      const created = replayed.find((e) => e.kind === "session.created");
+      if (created && created.payload.replay_of && created.payload.replay_of !== source) {
+        throw new Error(`Session ${replay} is a replay of ${created.payload.replay_of}, not of ${source}.`);
+      }
+      const result = replayed.find((e) => e.kind === "replay.result");
+      if (!result) {
+        status.textContent = "The replay is still running…";
+        timer = setTimeout(load, POLL_MS);
+        return;
+      }
+      clearError();
+      draw(recorded, replayed, result.payload);
+    } catch (error) {
+      if (closed) return;
+      status.textContent = "";
+      showError(error);
+    }
+  }
+  load();
+  return () => {
+    closed = true;
+    clearTimeout(timer);
+    if (keys) document.removeEventListener("keydown", keys);
+  };
+}

@@ -1,0 +1,96 @@
+"""A replay on the page: a session recorded through the server, replayed with a changed system
+prompt, opens side by side with its recording; the first divergence is named, its diff shown
+(the old line removed, the new one added) and its step and recorded event highlighted; the
+steps are walked with the buttons and the keyboard."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.support.browser import screenshot_at_both_widths
+from tests.support.chronicle_server import ServerProcess
+from tests.support.cli import chronicle
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+
+NEW_PROMPT = "You are a terse agent.\nWorkspace: {workspace}\n"
+
+
+def recorded_session(server: ServerProcess, fake_llm: FakeLlmServer, page: Page, token: str) -> str:
+    """A two-call session (a command, then finish) run by the server's worker, finished."""
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo recorded-step")]),
+        Reply(tool_calls=[tool_call("finish", message="recorded and done")]),
+    )
+    made = httpx.post(
+        f"{server.url}/api/sessions",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"task": "Echo one line, then finish"},
+    )
+    assert made.status_code == 201, made.text
+    session = str(made.json()["id"])
+    page.goto(f"/#/sessions/{session}")
+    # (the first step starts the sandbox's shell: tens of seconds on a loaded machine)
+    expect(page.locator("#session-state")).to_have_text("finished", timeout=120_000)
+    return session
+
+
+def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
+    server: ServerProcess,
+    fake_llm: FakeLlmServer,
+    new_page: Callable[..., Page],
+    screenshots: Path,
+    tmp_path: Path,
+) -> None:
+    token = server.token("reviewer", admin=True)
+    page = new_page()
+    page.goto(f"/login?token={token}")
+    expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
+    session = recorded_session(server, fake_llm, page, token)
+
+    page.get_by_role("link", name="Replay…").click()
+    expect(page.get_by_role("heading", name="Replay")).to_be_visible()
+    screenshot_at_both_widths(page, "replay-form", screenshots)
+
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(NEW_PROMPT)
+    replayed = chronicle(
+        "replay", session, "--system-prompt", str(prompt), "--json", env=server.env
+    )
+    assert replayed.returncode == 3, replayed.stdout + replayed.stderr
+    replay = json.loads(replayed.stdout)["session_id"]
+
+    page.goto(f"/#/replays/{session}/{replay}")
+    expect(page.locator("#replay-verdict")).to_have_text("diverged")
+    divergence = page.get_by_role("region", name="First divergence")
+    expect(divergence).to_contain_text("model call 1: prompt message 0 (system) differs")
+    expect(divergence.locator(".d-del").first).to_contain_text("-You are Chronicle's coding agent.")
+    expect(divergence.locator(".d-add", has_text="+You are a terse agent.")).to_have_count(1)
+    # it opens on the divergence: step 1, both sides marked, the recorded call outlined
+    expect(page.locator(".step-label")).to_have_text("Step 1 of 2 · the divergence")
+    expect(page.locator(".side.diverged")).to_have_count(2)
+    recorded = page.locator(".side.recorded")
+    expect(recorded.locator(".event.llm.divergence")).to_have_count(1)
+    expect(recorded.locator(".event.run")).to_contain_text("echo recorded-step")
+    expect(page.locator(".chip.diverged")).to_have_text("1")
+    screenshot_at_both_widths(page, "replay-divergence", screenshots)
+
+    page.get_by_role("button", name="Next step →").click()
+    expect(page.locator(".step-label")).to_have_text("Step 2 of 2")
+    expect(recorded.locator(".event.finish")).to_contain_text("recorded and done")
+    expect(page.locator(".side.replayed")).to_contain_text("The replay has no such step.")
+    page.keyboard.press("[")
+    page.keyboard.press("[")
+    expect(page.locator(".step-label")).to_have_text("Before the first model call (2 steps)")
+    expect(page.locator(".side.replayed .event.created")).to_have_count(1)
+    page.get_by_role("button", name="Go to the divergence").click()
+    expect(page.locator(".step-label")).to_contain_text("the divergence")
+
+    # the replay's own page links back to this comparison
+    page.goto(f"/#/sessions/{replay}")
+    page.get_by_role("link", name="compare side by side").click()
+    expect(page.locator("#replay-verdict")).to_have_text("diverged")
