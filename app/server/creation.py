@@ -32,14 +32,12 @@ from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import TooManyActiveSessions, Unprocessable, problem_responses
 from app.sessions.leases import request_run
+from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import EventStore
 from app.store.session_owners import reserve_session
 from app.store.users import Principal
-
-#: The built-in tools every session offers (MCP servers' tools are listed when a run starts).
-BUILTIN_TOOLS = ["execute_bash", "str_replace_editor", "think", "finish"]
 
 
 class SessionLimits(BaseModel):
@@ -111,26 +109,17 @@ def session_config(
         raise Unprocessable(
             "no model: name one in the request's model, or configure llm_model on the server"
         ) from None
-    runtime = new.runtime or settings.runtime
-    image = None
-    if runtime == "docker":
-        from app.runtime.image import image_tag
-
-        image = image_tag(settings.sandbox_base_image)
-    config = {
-        "agent": CodeActAgent.name,
-        "workspace": str(workspace),
-        "runtime": runtime,
-        "image": image,
-        "model": llm.model,
-        "base_url": llm.base_url,
-        "llm": llm.public(),
-        "tools": list(BUILTIN_TOOLS),
-        "mcp_servers": [server.public() for server in settings.mcp_servers],
-        "max_iterations": new.limits.max_iterations or 100,
-        "max_cost_usd": new.limits.max_cost_usd,
-        "stuck_detection": new.stuck_detection,
-    }
+    config = run_config(
+        agent=CodeActAgent,
+        workspace=workspace,
+        runtime=new.runtime or settings.runtime,
+        sandbox_base_image=settings.sandbox_base_image,
+        llm=llm,
+        mcp_servers=settings.mcp_servers,
+        max_iterations=new.limits.max_iterations,
+        max_cost_usd=new.limits.max_cost_usd,
+        stuck_detection=new.stuck_detection,
+    )
     return config, llm.model
 
 

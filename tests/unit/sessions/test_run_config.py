@@ -1,0 +1,66 @@
+"""A new session's recorded configuration is made one way, whether ``chronicle run`` or the
+API creates it: the same keys and values for the same choices, and never a secret."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.agent.codeact import CodeActAgent
+from app.config import Settings
+from app.runtime.image import image_tag
+from app.server.creation import NewSession, SessionLimits, session_config
+from app.sessions.run_config import DEFAULT_MAX_ITERATIONS, run_config
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        data_dir=tmp_path,
+        llm_model="openai/recorded",
+        llm_api_key="sk-secret-key",
+        llm_base_url="http://127.0.0.1:9/v1",
+    )
+
+
+def test_the_api_records_what_a_run_records_for_the_same_choices(tmp_path: Path) -> None:
+    config = settings(tmp_path)
+    new = NewSession(
+        task="fix it", runtime="docker", limits=SessionLimits(max_iterations=7, max_cost_usd=0.5)
+    )
+    recorded, model = session_config(config, new, tmp_path / "ws")
+    as_run = run_config(
+        agent=CodeActAgent,
+        workspace=tmp_path / "ws",
+        runtime="docker",
+        sandbox_base_image=config.sandbox_base_image,
+        llm=config.llm_config(),
+        mcp_servers=config.mcp_servers,
+        max_iterations=7,
+        max_cost_usd=0.5,
+        stuck_detection=True,
+    )
+    assert recorded == as_run and model == "openai/recorded"
+    assert recorded["image"] == image_tag(config.sandbox_base_image)
+    assert recorded["tools"] == CodeActAgent.builtin_tool_names()
+    assert "sk-secret-key" not in json.dumps(recorded)  # the key never enters the log
+
+
+def test_defaults_mcp_tools_and_an_evaluations_additions(tmp_path: Path) -> None:
+    config = settings(tmp_path)
+    recorded = run_config(
+        agent=CodeActAgent,
+        workspace=tmp_path,
+        runtime="local",
+        sandbox_base_image=config.sandbox_base_image,
+        llm=config.llm_config(),
+        mcp_servers=[],
+        mcp_tool_names=["files__read"],
+        max_iterations=None,
+        max_cost_usd=None,
+        stuck_detection=False,
+        extra={"evaluation_run": "nightly"},
+    )
+    assert recorded["image"] is None  # only a docker runtime names an image
+    assert recorded["max_iterations"] == DEFAULT_MAX_ITERATIONS
+    assert recorded["tools"] == [*CodeActAgent.builtin_tool_names(), "files__read"]
+    assert recorded["evaluation_run"] == "nightly" and recorded["stuck_detection"] is False
