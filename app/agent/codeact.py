@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 from uuid import UUID
 
 from app.agent.calls import consequences
@@ -44,6 +44,19 @@ def last_call(events: Sequence[RecordedEvent]) -> Mapping[str, Any] | None:
 
 class CodeActAgent:
     name = "codeact"
+    #: the built-in tools this agent offers at most (None: every one)
+    offers: ClassVar[Sequence[str] | None] = None
+
+    @classmethod
+    def builtin_tool_names(cls, wanted: Sequence[str] | None = None) -> list[str]:
+        """The built-in tools this agent offers, narrowed to ``wanted`` (None: no narrowing),
+        by the name the model sees: what a session records before its agent exists."""
+        names = [tool["function"]["name"] for tool in BUILTIN_TOOLS]
+        return [
+            name
+            for name in names
+            if (cls.offers is None or name in cls.offers) and (wanted is None or name in wanted)
+        ]
 
     def __init__(
         self,
@@ -63,11 +76,8 @@ class CodeActAgent:
         self.mcp_tools = mcp_tools or []
         self.mcp_index = mcp_index or {}
         self.system_prompt = system_prompt
-        self.builtin_tools = [
-            tool
-            for tool in BUILTIN_TOOLS
-            if builtin_tools is None or tool["function"]["name"] in builtin_tools
-        ]
+        offered = self.builtin_tool_names(builtin_tools)
+        self.builtin_tools = [tool for tool in BUILTIN_TOOLS if tool["function"]["name"] in offered]
         self._conversation = Conversation(self._system())
 
     def tools(self) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ Workspace: {workspace}
 
 class ShellOnlyAgent(CodeActAgent):
     name = "shell-only"
+    offers = TOOLS
 
     def __init__(
         self,
@@ -43,12 +44,12 @@ class ShellOnlyAgent(CodeActAgent):
         builtin_tools: Sequence[str] | None = None,
     ) -> None:
         """As ``CodeActAgent``; its own prompt, and of the built-in tools only the shell and
-        ``finish`` (``builtin_tools`` narrows them further)."""
+        ``finish`` (``offers``; ``builtin_tools`` narrows them further)."""
         super().__init__(
             gateway,
             workspace,
             mcp_tools=mcp_tools,
             mcp_index=mcp_index,
             system_prompt=SYSTEM_PROMPT if system_prompt is None else system_prompt,
-            builtin_tools=[t for t in TOOLS if builtin_tools is None or t in builtin_tools],
+            builtin_tools=builtin_tools,
         )
