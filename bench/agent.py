@@ -9,6 +9,11 @@ single-event appends to the same store, and a run of ``STEPS`` steps alternate i
 both sides of a round alike. The model client (litellm) is loaded before the clock starts: a
 real run loads it once, while its sandbox starts. A 1,000-step session is then read back and
 rebuilt into the agent's messages.
+
+The store's floor for a step is measured the same way, interleaved with the same baseline:
+an observation appended, heard through a subscription and answered by one single-event
+append, with no agent code around it (``floor_steps_per_second``): the controller's
+window holds at least that.
 """
 
 from __future__ import annotations
@@ -129,6 +134,33 @@ async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]
     return (STEPS + 1) / elapsed, median(reactions)
 
 
+async def floor_steps_per_second(store: EventStore) -> float:
+    """The store's floor for a controller step: an observation appended, heard through a
+    subscription in this process (as the controller hears the executor) and answered by
+    exactly one single-event append, no agent code; its rate timed like the controller's
+    (1 / median between the two ``created_at``s)."""
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="go")])
+    reactions = []
+    async with store.subscribe(session, after_seq=1) as stream:
+        seq = 1
+        for i in range(STEPS):
+            observed = await store.append(
+                session, [Message(content=f"observation {i}")], expected_seq=seq
+            )
+            while (await anext(stream)).seq < observed[0].seq:
+                pass
+            answer = await store.append(
+                session, [Message(content=f"action {i}", source="agent")], expected_seq=seq + 1
+            )
+            while (await anext(stream)).seq < answer[0].seq:
+                pass
+            seq += 2
+            delta = answer[0].created_at - observed[0].created_at
+            reactions.append(delta.total_seconds() * 1000)
+    return 1000 / median(reactions)
+
+
 async def raw_appends_per_second(store: EventStore) -> float:
     """Single-event appends per second to a new session (one writer, each awaited)."""
     session = uuid.uuid4()
@@ -184,6 +216,17 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
             result = await interleave(
                 lambda: raw_appends_per_second(store), controller_steps, rounds=rounds
             )
+            print(
+                f"  ... {rounds} rounds (+1 warm-up): {RAW_APPENDS} raw appends, {STEPS}"
+                " store-only steps (the floor)",
+                file=sys.stderr,
+                flush=True,
+            )
+            floor = await interleave(
+                lambda: raw_appends_per_second(store),
+                lambda: floor_steps_per_second(store),
+                rounds=rounds,
+            )
             print(f"  ... rebuilding a {HISTORY_STEPS}-step session", file=sys.stderr, flush=True)
             seconds, count = await history_rebuild(store)
     kept = whole_loop[1:]  # the warm-up round's run is dropped, as interleave drops its sample
@@ -194,6 +237,14 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
         0.5,
         target=">= 0.5x raw single append",
     )
+    floor_row = ratio_row(
+        "floor: a step with no agent code (observation appended -> heard by a subscriber"
+        " -> one single-event append; baseline: raw appends/s)",
+        "steps/s",
+        floor,
+        0.5,
+        target="-",
+    ).model_copy(update={"met": True})  # a floor, not a target (as the whole loop's row)
     loop = Measurement(
         name="whole loop incl. local sandbox (model, action, run `true`, observation)",
         unit="steps/s",
@@ -210,7 +261,7 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
         baseline=None, chronicle=seconds * 1000, ratio=None, target="< 1000 ms",
         met=seconds < 1,
     )  # fmt: skip
-    return [controller, loop, rebuild]
+    return [controller, floor_row, loop, rebuild]
 
 
 def main(argv: list[str] | None = None) -> int:
