@@ -1,10 +1,11 @@
-// An evaluation run's report (admins: evaluation sessions have no owner): pass rate with its
-// 95% interval, pass@k, the per-task table linking each session, steps and cost per task
-// drawn as SVG bars.
+// Evaluation (admins: evaluation sessions have no owner): the runs with their pass rates and
+// intervals, a run's report (pass rate with its 95% interval, pass@k, the per-task table
+// linking each session, steps and cost per task drawn as SVG bars), and two runs compared as
+// a flip table.
 
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
-import { cost } from "./format.js";
+import { cost, localTime } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -44,6 +45,64 @@ function barChart(label, rows, value, text) {
         svg("text", { x: 336, y: 14, class: "axis" }, text(row))))));
 }
 
+/** A pass rate's interval as a small whisker on 0-100% (for the runs table). */
+function intervalChart(rate, interval) {
+  const x = (v) => 4 + v * 112;
+  return svg("svg", { viewBox: "0 0 120 16", class: "chart interval", role: "img",
+    "aria-label": `${percent(rate)}, 95% interval ${percent(interval.low)} to ${percent(interval.high)}` },
+  svg("rect", { x: 4, y: 6, width: 112, height: 4, class: "track" }),
+  svg("line", { x1: x(interval.low), x2: x(interval.high), y1: 8, y2: 8, class: "whisker" }),
+  svg("circle", { cx: x(rate), cy: 8, r: 3.5, class: "dot" }));
+}
+
+function interval(i) {
+  return `${percent(i.low)}–${percent(i.high)}`;
+}
+
+function signedPercent(value) {
+  return `${value > 0 ? "+" : value < 0 ? "−" : "±"}${(Math.abs(value) * 100).toFixed(1)}%`;
+}
+
+/** Every run, newest first, with its pass rate and interval; pick two to compare. */
+function runsTable(runs, go) {
+  const picked = [];
+  const compare = el("button", { type: "button", disabled: true }, "Compare the two picked runs");
+  const hint = el("span", { class: "muted small", role: "status", "aria-live": "polite" }, "Pick two runs: A first, then B.");
+  const update = () => {
+    compare.disabled = picked.length !== 2;
+    hint.textContent = picked.length === 2 ? `A ${picked[0]} · B ${picked[1]}` : picked.length === 1 ? `A ${picked[0]}; pick B.` : "Pick two runs: A first, then B.";
+  };
+  compare.addEventListener("click", () => go(`/evaluations/${encodeURIComponent(picked[0])}/vs/${encodeURIComponent(picked[1])}`));
+  const rows = runs.map((r) => {
+    const box = el("input", { type: "checkbox", class: "pick", "aria-label": `pick ${r.run} to compare` });
+    box.addEventListener("change", () => {
+      const at = picked.indexOf(r.run);
+      if (box.checked && at < 0) picked.push(r.run);
+      if (!box.checked && at >= 0) picked.splice(at, 1);
+      while (picked.length > 2) {
+        const dropped = picked.shift();
+        for (const other of document.querySelectorAll("input.pick")) {
+          if (other.getAttribute("aria-label") === `pick ${dropped} to compare`) other.checked = false;
+        }
+      }
+      update();
+    });
+    return el("tr", { "data-run": r.run },
+      el("td", { "data-label": "Compare" }, box),
+      el("td", { "data-label": "Run" }, el("a", { href: `#/evaluations/${encodeURIComponent(r.run)}` }, r.run)),
+      el("td", { "data-label": "Pass rate", class: "num" }, `${percent(r.pass_rate)} (${r.passed} of ${r.total})`),
+      el("td", { "data-label": "95% interval", class: "num" }, intervalChart(r.pass_rate, r.interval), " ", interval(r.interval)),
+      el("td", { "data-label": "Started", class: "num" }, r.started_at ? el("time", { datetime: r.started_at, title: localTime(r.started_at) }, localTime(r.started_at)) : ""));
+  });
+  return el("section", { class: "runs", "aria-labelledby": "runs-title" },
+    el("h2", { id: "runs-title" }, "Runs"),
+    el("div", { class: "table-wrap" }, el("table", { class: "sessions runs-table" },
+      el("caption", { class: "visually-hidden" }, "Evaluation runs with their pass rates"),
+      el("thead", {}, el("tr", {}, ["Compare", "Run", "Pass rate", "95% interval", "Started"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows))),
+    el("div", { class: "controls" }, compare, hint));
+}
+
 export function evaluationView({ main, showError, clearError, go }, run) {
   const name = el("input", { id: "e-run", name: "run", type: "text", required: true, value: run || "", autocomplete: "off" });
   const form = el("form", { class: "filters single", role: "search", "aria-label": "Find a report" },
@@ -57,11 +116,22 @@ export function evaluationView({ main, showError, clearError, go }, run) {
   clear(main).append(el("h1", {}, "Evaluation"),
     el("p", { class: "muted" }, "Runs are started with ", el("code", {}, "chronicle eval run"), "; their sessions belong to no user, so an admin reads their reports."),
     form, body);
-  if (!run) {
-    name.focus();
-    return () => {};
-  }
   let closed = false;
+  if (!run) {
+    body.append(el("p", { class: "muted", role: "status" }, "Loading the runs…"));
+    api("/api/evaluations").then((found) => {
+      if (closed) return;
+      const runs = Array.isArray(found) ? found : found.runs || [];
+      clear(body).append(runs.length ? runsTable(runs, go)
+        : el("p", { class: "muted" }, "No evaluation run yet: start one with ", el("code", {}, "chronicle eval run SUITE"), "."));
+    }).catch((error) => {
+      if (closed) return;
+      clear(body);
+      if (error.status === 404) body.append(el("p", { class: "muted" }, "This server does not list runs; open one by its name."));
+      else showError(error);
+    });
+    return () => { closed = true; };
+  }
   body.append(el("p", { class: "muted", role: "status" }, "Loading the report…"));
   api(`/api/evaluations/${encodeURIComponent(run)}/report`).then((report) => {
     if (closed) return;
@@ -89,6 +159,78 @@ export function evaluationView({ main, showError, clearError, go }, run) {
       el("div", { class: "charts" },
         barChart("Steps per task", tasks, (t) => t.steps, (t) => String(t.steps)),
         barChart("Cost per task (USD)", tasks, (t) => Number(t.cost_usd || 0), (t) => t.cost_usd === null ? "–" : `$${Number(t.cost_usd).toFixed(4)}`)));
+  }).catch((error) => {
+    if (closed) return;
+    clear(body);
+    showError(error);
+  });
+  return () => { closed = true; };
+}
+
+const FLIPS = [
+  ["regressed", "regressed", "passed", "failed"],
+  ["newly_passing", "newly passing", "failed", "passed"],
+  ["both", "passed in both", "passed", "passed"],
+  ["neither", "failed in both", "failed", "failed"],
+  ["only_a", "only in A", "passed or failed", "not run"],
+  ["only_b", "only in B", "not run", "passed or failed"],
+];
+
+function sessionsOf(report) {
+  const found = new Map();
+  for (const task of report?.task_table || []) found.set(task.id, task);
+  return found;
+}
+
+function outcomeCell(label, task, which) {
+  const links = (task?.session_ids || []).map((id, i) =>
+    el("a", { href: `#/sessions/${id}`, class: "session-link", "aria-label": `session ${i + 1} of ${task.id} in run ${which}` }, `#${i + 1}`));
+  const passed = label === "passed";
+  return el("td", { "data-label": `Run ${which}`, class: label === "not run" ? "muted" : passed ? "pass" : "fail" },
+    label === "not run" ? "not run" : `${passed ? "✓" : "✗"} ${label}`, task ? ` ${task.passed} / ${task.epochs} ` : "", links);
+}
+
+/** Two runs compared (#/evaluations/A/vs/B): both pass rates with their intervals, B − A with
+ * its interval, the cost and step deltas, and the flip table task by task. */
+export function comparisonView({ main, showError, clearError }, a, b) {
+  const body = el("div", { class: "report" }, el("p", { class: "muted", role: "status" }, "Comparing…"));
+  clear(main).append(
+    el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/evaluations" }, "Evaluation"), " / ",
+      el("a", { href: `#/evaluations/${encodeURIComponent(a)}` }, a), " vs ",
+      el("a", { href: `#/evaluations/${encodeURIComponent(b)}` }, b)),
+    el("h1", {}, `Compare ${a} (A) with ${b} (B)`), body);
+  let closed = false;
+  const reports = Promise.all([a, b].map((run) =>
+    api(`/api/evaluations/${encodeURIComponent(run)}/report`).catch(() => null)));
+  Promise.all([api(`/api/evaluations/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`), reports]).then(([c, [ra, rb]]) => {
+    if (closed) return;
+    clearError();
+    const inA = sessionsOf(ra);
+    const inB = sessionsOf(rb);
+    const rows = FLIPS.flatMap(([key, change, left, right]) => (c[key] || []).map((task) =>
+      el("tr", { class: `flip ${key}`, "data-task": task },
+        el("td", { "data-label": "Task" }, task),
+        outcomeCell(left === "passed or failed" ? (inA.get(task) && 2 * inA.get(task).passed > inA.get(task).epochs ? "passed" : "failed") : left, inA.get(task), "A"),
+        outcomeCell(right === "passed or failed" ? (inB.get(task) && 2 * inB.get(task).passed > inB.get(task).epochs ? "passed" : "failed") : right, inB.get(task), "B"),
+        el("td", { "data-label": "Change" }, el("span", { class: `flip-tag ${key}` }, change)))));
+    const count = (key) => (c[key] || []).length;
+    const money = (v) => v === null || v === undefined ? "–" : `${Number(v) >= 0 ? "+" : "−"}$${Math.abs(Number(v)).toFixed(4)}`;
+    clear(body).append(
+      el("section", { class: "summary", "aria-labelledby": "compare-rates" },
+        el("h2", { id: "compare-rates" }, "Pass rates"),
+        el("p", {}, el("strong", {}, "A "), `${c.run_a}: `, el("strong", { class: "rate-a" }, percent(c.pass_rate_a)), ` (95% interval ${interval(c.interval_a)}) `, intervalChart(c.pass_rate_a, c.interval_a)),
+        el("p", {}, el("strong", {}, "B "), `${c.run_b}: `, el("strong", { class: "rate-b" }, percent(c.pass_rate_b)), ` (95% interval ${interval(c.interval_b)}) `, intervalChart(c.pass_rate_b, c.interval_b)),
+        el("p", { class: "big" }, "B − A: ", el("strong", { class: "difference" }, signedPercent(c.difference)),
+          ` (95% interval ${signedPercent(c.difference_interval.low)} to ${signedPercent(c.difference_interval.high)})`),
+        el("p", { class: "muted small" }, `cost ${money(c.cost_delta_usd)} · steps ${c.steps_delta >= 0 ? "+" : ""}${c.steps_delta}`,
+          c.replays ? ` · ${c.diverged.length} of ${c.replays} replays diverged` : "")),
+      el("h2", {}, "Flip table"),
+      el("p", { class: "muted small flip-counts" }, `${count("regressed")} regressed · ${count("newly_passing")} newly passing · ${count("both")} passed in both · ${count("neither")} failed in both`,
+        count("only_a") || count("only_b") ? ` · ${count("only_a")} only in A · ${count("only_b")} only in B` : ""),
+      el("div", { class: "table-wrap" }, el("table", { class: "sessions flips" },
+        el("caption", { class: "visually-hidden" }, "Each task's outcome in run A and run B"),
+        el("thead", {}, el("tr", {}, ["Task", `A ${c.run_a}`, `B ${c.run_b}`, "Change"].map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 4 }, "The runs have no task in common."))))));
   }).catch((error) => {
     if (closed) return;
     clear(body);

@@ -5,7 +5,7 @@ import { api, ApiError, signIn, signOut } from "./api.js";
 import { el, clear } from "./dom.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
-import { evaluationView } from "./evaluation.js";
+import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 
 const main = document.getElementById("main");
@@ -90,11 +90,13 @@ async function route() {
   const path = location.hash.replace(/^#/, "") || "/";
   const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
+  const comparison = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
   if (session) leave = sessionView(context, session[1]);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
+  else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
   else leave = sessionsView(context);

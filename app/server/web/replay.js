@@ -208,7 +208,7 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
     }));
 
     function fill(list, events, session, side) {
-      const timeline = new Timeline(list, el("div"), { firstPage: Infinity });
+      const timeline = new Timeline(list, el("div"), { firstPage: Infinity, sessionId: session });
       timeline.append(events);
       timeline.close();
       for (const item of list.children) {

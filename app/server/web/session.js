@@ -49,7 +49,7 @@ export function sessionView({ main, showError, clearError }, id) {
     el("p", { class: "muted small" }, "Keys: j / k move between events, Enter opens a model call or an output, m writes a message."),
     list, more);
 
-  const timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE });
+  const timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id });
   let closed = false;
   let summaryTimer = null;
   let summaryDue = 0;

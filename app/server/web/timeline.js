@@ -3,6 +3,7 @@
 // changes, and each model call expandable to what was asked and answered. An observation
 // is drawn inside the action that caused it.
 
+import { api } from "./api.js";
 import { el } from "./dom.js";
 import { clock, cost, duration, localTime, stateLabel } from "./format.js";
 
@@ -46,7 +47,69 @@ function definition(rows) {
     .map(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
 }
 
-function modelCall(event) {
+function messageText(content) {
+  if (content === null || content === undefined) return "";
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((part) => part.type === "text" ? part.text : `[${part.type}]`).join("\n");
+  return JSON.stringify(content, null, 2);
+}
+
+/** One prompt message as the model got it: its role, its text, the tool calls it carried. */
+function promptMessage(message, index) {
+  const calls = message.tool_calls || [];
+  const text = messageText(message.content);
+  return el("li", { class: `prompt-message role-${message.role}` },
+    el("details", { open: message.role !== "system" && text.length < 2000 },
+      el("summary", {}, el("strong", {}, message.role), ` · message ${index}`,
+        message.name ? ` · ${message.name}` : "", message.tool_call_id ? ` · answers ${message.tool_call_id}` : "",
+        ` · ${text.length.toLocaleString()} characters`),
+      text ? pre(text, "prompt-text") : null,
+      calls.length ? el("ul", { class: "tool-calls" }, calls.map((call) => {
+        const fn = call.function || call;
+        return el("li", {}, el("code", {}, fn.name), " ", pre(prettyArguments(fn.arguments ?? ""), "json"));
+      })) : null));
+}
+
+function toolOffered(tool) {
+  const fn = tool.function || tool;
+  return el("li", {}, el("details", {}, el("summary", {}, el("code", {}, fn.name || "?"), fn.description ? ` — ${fn.description.split("\n")[0]}` : ""),
+    jsonBlock(fn.parameters ?? tool)));
+}
+
+/** The model call as sent and received, from GET /api/sessions/{id}/model-calls/{seq}. */
+function exactCall(call) {
+  const messages = call.messages || call.prompt || [];
+  const tools = call.tools || [];
+  const retries = call.retries ?? (call.attempts ? call.attempts - 1 : null);
+  const usage = call.usage || {};
+  return [
+    definition([
+      ["Tokens", usage.prompt_tokens !== undefined ? `${usage.prompt_tokens} prompt (${usage.cached_tokens ?? 0} cached), ${usage.completion_tokens ?? 0} completion` : null],
+      ["Cost", call.cost_usd === null || call.cost_usd === undefined ? null : `$${Number(call.cost_usd).toFixed(6)}`],
+      ["Latency", call.latency_ms === undefined ? null : duration(call.latency_ms)],
+      ["Retries", retries === null || retries === undefined ? null : String(retries)],
+    ]),
+    el("h3", {}, `Prompt (${messages.length} message${messages.length === 1 ? "" : "s"})`),
+    el("ol", { class: "prompt-messages", start: 0 }, messages.map(promptMessage)),
+    el("h3", {}, `Tools offered (${tools.length})`),
+    tools.length ? el("ul", { class: "tools-offered" }, tools.map(toolOffered)) : el("p", { class: "muted" }, "none"),
+    el("h3", {}, "Raw response"),
+    jsonBlock(call.raw_response ?? call.response ?? null),
+  ];
+}
+
+function loadExact(slot, sessionId, seq) {
+  slot.dataset.loaded = "1";
+  slot.replaceChildren(el("p", { class: "muted small", role: "status" }, "Loading the exact prompt…"));
+  api(`/api/sessions/${sessionId}/model-calls/${seq}`)
+    .then((call) => slot.replaceChildren(...exactCall(call)))
+    .catch((error) => {
+      delete slot.dataset.loaded; // opening it again tries again
+      slot.replaceChildren(el("p", { class: "error", role: "alert" }, `The exact prompt could not be loaded: ${error.message}`));
+    });
+}
+
+function modelCall(event, sessionId) {
   const p = event.payload;
   const usage = p.usage || {};
   const response = p.response || {};
@@ -58,8 +121,8 @@ function modelCall(event) {
     retries ? ` · ${retries} ${retries === 1 ? "retry" : "retries"}` : "");
   const calls = (response.tool_calls || []).map((call) =>
     el("li", {}, el("code", {}, call.name), " ", pre(prettyArguments(call.arguments), "json")));
-  return el("li", { class: `event llm${p.error ? " failed" : ""}`, "data-seq": event.seq, "data-kind": event.kind, tabindex: "-1" },
-    el("details", { class: "model-call" }, summary,
+  const exact = el("section", { class: "exact", "aria-label": "The exact request and response" });
+  const details = el("details", { class: "model-call" }, summary,
       el("div", { class: "details" },
         definition([
           ["When", localTime(event.created_at)],
@@ -80,8 +143,16 @@ function modelCall(event) {
         calls.length ? el("h3", {}, "Tool calls") : null,
         calls.length ? el("ul", { class: "tool-calls" }, calls) : null,
         el("h3", {}, "Parameters"), jsonBlock(p.params || {}),
+        exact,
         el("details", { class: "hashes" }, el("summary", {}, "Prompt message hashes"),
-          el("ol", {}, (p.prompt || []).map((h) => el("li", {}, el("code", {}, h))))))));
+          el("ol", {}, (p.prompt || []).map((h) => el("li", {}, el("code", {}, h)))))));
+  if (sessionId) {
+    details.addEventListener("toggle", () => {
+      if (details.open && !exact.dataset.loaded) loadExact(exact, sessionId, event.seq);
+    });
+  }
+  return el("li", { class: `event llm${p.error ? " failed" : ""}`, "data-seq": event.seq, "data-kind": event.kind, tabindex: "-1" },
+    details);
 }
 
 function prettyArguments(text) {
@@ -135,7 +206,7 @@ function mcpResult(event) {
     pre(text || JSON.stringify(p.structured_content ?? null, null, 2)));
 }
 
-export function renderEvent(event) {
+export function renderEvent(event, sessionId) {
   const p = event.payload;
   switch (event.kind) {
     case "message": {
@@ -147,7 +218,7 @@ export function renderEvent(event) {
         el("p", {}, el("span", { class: `state state-${p.state}` }, stateLabel(p.state)),
           p.user ? ` by ${p.user}` : "", p.reason ? ` — ${p.reason}` : ""));
     case "llm.call":
-      return modelCall(event);
+      return modelCall(event, sessionId);
     case "run":
       return command(event);
     case "think":
@@ -193,8 +264,9 @@ export function renderResult(event, action) {
  * received is shown, new events are drawn as they come (live). Results are paired with
  * their actions whichever page they land on. */
 export class Timeline {
-  constructor(list, more, { firstPage = 200, page = 500 } = {}) {
+  constructor(list, more, { firstPage = 200, page = 500, sessionId = null } = {}) {
     this.list = list;
+    this.sessionId = sessionId; // model calls open to their exact prompt from the API
     this.more = more;
     this.page = page;
     this.limit = firstPage;
@@ -271,7 +343,7 @@ export class Timeline {
         else cause.node.append(result);
         continue;
       }
-      const node = renderEvent(event);
+      const node = renderEvent(event, this.sessionId);
       if (event.source === "agent" && node.querySelector(".output-slot")) this.actions.set(event.seq, { event, node });
       fragment.append(node);
     }
