@@ -82,16 +82,19 @@ class ReplayResult(BaseModel):
     seconds: float
 
 
-async def replay(
-    store: EventStore,
-    session_id: UUID,
-    agent_config: AgentConfig | None = None,
-    *,
-    mode: ReplayMode = "strict",
-) -> ReplayResult:
-    """Replay ``session_id`` (see the module) and return how it went; ``ReplayError`` when
-    the session cannot be replayed (no session, not started by a run, ...)."""
-    started = time.monotonic()
+class _Plan(BaseModel):
+    """What a replay of one recording runs with, checked: the recording, the overrides on top
+    of what it recorded, the agent class and the gateway settings."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    recording: Recording
+    agent_config: AgentConfig
+    agent_type: Any
+    llm: LlmConfig
+
+
+async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig | None) -> _Plan:
     events = await store.read(session_id)
     if not events:
         raise ReplayError(f"there is no session {session_id}; `chronicle sessions` lists them")
@@ -112,37 +115,108 @@ async def replay(
         llm = _llm_config(recording, agent_config)
     except ValueError as exc:
         raise ReplayError(str(exc)) from None
-    replay_id = uuid.uuid4()
-    log = BufferedSession(store, replay_id)  # the replay's own log: in memory, then written
+    return _Plan(recording=recording, agent_config=agent_config, agent_type=agent_type, llm=llm)
+
+
+def _limits(plan: _Plan) -> Limits:
+    recording = plan.recording
+    return Limits(
+        max_iterations=plan.agent_config.max_iterations
+        or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
+        max_cost_usd=recording.config.get("max_cost_usd"),
+    )
+
+
+def _created(
+    plan: _Plan,
+    agent: CodeActAgent,
+    mode: ReplayMode,
+    session_id: UUID,
+    user: str | None = None,
+) -> SessionCreated:
+    """The replay session's first event: the recording's configuration with what the replay
+    runs (agent, model, tools, limit, mode, overrides)."""
+    config = {
+        **plan.recording.config,
+        "agent": plan.agent_type.name,
+        "model": plan.llm.model,
+        "llm": plan.llm.public(),
+        "tools": [tool["function"]["name"] for tool in agent.tools()],
+        "max_iterations": _limits(plan).max_iterations,
+        "replay_mode": mode,
+        "agent_config": plan.agent_config.model_dump(mode="json"),
+    }
+    return SessionCreated(
+        title=f"replay of {plan.recording.title}"[:200],
+        config=config,
+        replay_of=session_id,
+        user=user,
+    )
+
+
+async def prepare_replay(
+    store: EventStore,
+    session_id: UUID,
+    agent_config: AgentConfig | None,
+    *,
+    mode: ReplayMode,
+    replay_id: UUID,
+    user: str | None = None,
+) -> SessionCreated:
+    """Check that ``session_id`` can be replayed so, and return the replay session's
+    ``session.created`` for the caller to record; another process then runs it (``replay``
+    with this ``replay_id``). ``ReplayError`` says what cannot be replayed."""
+    plan = await _plan(store, session_id, agent_config)
+    progress = ReplayProgress(store, replay_id, plan.recording, mode)
+    gateway = ReplayGateway(store, plan.llm, progress)
+    agent = await _agent(store, plan.recording, plan.agent_config, plan.agent_type, gateway)
+    return _created(plan, agent, mode, session_id, user)
+
+
+def _recorded_start(events: list[RecordedEvent], session_id: UUID) -> list[RecordedEvent]:
+    """A replay session ``prepare_replay`` made and nobody ran yet: its one event."""
+    if not events:
+        return []
+    first = events[0]
+    if first.kind != "session.created" or first.payload.get("replay_of") != str(session_id):
+        raise ReplayError(f"session {first.session_id} is not a replay of {session_id}")
+    if len(events) > 1:
+        raise ReplayError(
+            f"replay {first.session_id} was started already and did not end (the process "
+            "running it stopped); start a new replay"
+        )
+    return events
+
+
+async def replay(
+    store: EventStore,
+    session_id: UUID,
+    agent_config: AgentConfig | None = None,
+    *,
+    mode: ReplayMode = "strict",
+    replay_id: UUID | None = None,
+) -> ReplayResult:
+    """Replay ``session_id`` (see the module) and return how it went; ``ReplayError`` when
+    the session cannot be replayed (no session, not started by a run, ...).
+
+    ``replay_id`` names the replay session: by default a new one; or one that
+    ``prepare_replay`` made (then ``agent_config`` and ``mode`` are those it recorded)."""
+    started = time.monotonic()
+    plan = await _plan(store, session_id, agent_config)
+    recording, agent_config = plan.recording, plan.agent_config
+    recorded = await store.read(replay_id) if replay_id is not None else []
+    recorded = _recorded_start(recorded, session_id)
+    replay_id = replay_id or uuid.uuid4()
+    # the replay's own log: in memory, then written
+    log = BufferedSession(store, replay_id, existing=recorded)
     try:
         progress = ReplayProgress(log, replay_id, recording, mode)
-        gateway = ReplayGateway(log, llm, progress)
-        agent = await _agent(store, recording, agent_config, agent_type, gateway)
-        limits = Limits(
-            max_iterations=agent_config.max_iterations
-            or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
-            max_cost_usd=recording.config.get("max_cost_usd"),
-        )
-        config = {
-            **recording.config,
-            "agent": agent_type.name,
-            "model": llm.model,
-            "llm": llm.public(),
-            "tools": [tool["function"]["name"] for tool in agent.tools()],
-            "max_iterations": limits.max_iterations,
-            "replay_mode": mode,
-            "agent_config": agent_config.model_dump(mode="json"),
-        }
-        await log.append(
-            replay_id,
-            [
-                SessionCreated(
-                    title=f"replay of {recording.title}"[:200], config=config, replay_of=session_id
-                )
-            ],
-            expected_seq=0,
-        )
-        await log.flush()  # the session exists (and can be claimed) from here on
+        gateway = ReplayGateway(log, plan.llm, progress)
+        agent = await _agent(store, recording, agent_config, plan.agent_type, gateway)
+        limits = _limits(plan)
+        if not recorded:
+            await log.append(replay_id, [_created(plan, agent, mode, session_id)], expected_seq=0)
+            await log.flush()  # the session exists (and can be claimed) from here on
         outcome = await _claimed_run(
             log, replay_id, recording, progress, agent, agent_config, limits
         )

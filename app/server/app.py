@@ -27,7 +27,16 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
-from app.server import creation, evaluation_routes, health, login, session_routes, steering, streams
+from app.server import (
+    creation,
+    evaluation_routes,
+    health,
+    login,
+    replay_routes,
+    session_routes,
+    steering,
+    streams,
+)
 from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
@@ -47,6 +56,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *creation.ROUTES,
         *session_routes.ROUTES,
         *steering.ROUTES,
+        *replay_routes.ROUTES,
         *evaluation_routes.ROUTES,
         *streams.ROUTES,
     ]

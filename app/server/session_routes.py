@@ -1,5 +1,6 @@
 """Sessions: list (``session_state``, filtered, keyset-paged), get one, page its
-events, verify its hash chain, export it (JSONL, as ``chronicle export`` writes it)."""
+events, verify its hash chain, export it (JSONL, as ``chronicle export`` writes it), open one
+of its model calls (the whole prompt resolved from the stored messages)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,15 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from litestar import Request, Response, get
-from litestar.params import FromPath, QueryParameter
+from litestar.params import FromPath, PathParameter, QueryParameter
 from pydantic import BaseModel
 
+from app.llm.prompts import PromptChainError, whole_prompts
 from app.server.access import ensure_visible, not_found, owner_filter
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.cursors import BadCursorError, decode_cursor, encode_cursor
-from app.server.problems import Unprocessable, problem_responses
+from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.sessions.summary import SessionSummary
 from app.store.archive import export_sessions
 from app.store.records import VerifyReport
@@ -161,4 +163,82 @@ async def export(
     )
 
 
-ROUTES = [list_sessions, get_session, events, verify, export]
+class ModelCallView(BaseModel):
+    """One ``llm.call`` as the model saw it: the whole prompt (resolved from the stored
+    messages, not the call's delta), the tools offered, and what came back."""
+
+    seq: int
+    created_at: datetime
+    model: str
+    params: dict[str, Any]
+    fingerprint: str
+    #: The whole prompt, in order, each message as stored (what ``chronicle export`` writes).
+    messages: list[dict[str, Any]]
+    #: sha256 of each message of ``messages``.
+    message_hashes: list[str]
+    #: The tool list offered (None: no tools).
+    tools: list[dict[str, Any]] | None
+    tool_calling: str
+    #: The reply as recorded: content, tool calls, finish reason.
+    response: dict[str, Any]
+    usage: dict[str, Any]
+    cost_usd: float | None
+    latency_ms: float | None
+    #: Tries it took (1: no retry).
+    attempts: int
+    error: str | None
+    error_kind: str | None
+
+
+@get(
+    "/api/sessions/{session_id:uuid}/model-calls/{seq:int}",
+    responses=problem_responses(404, 422),
+)
+async def model_call(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    session_id: FromPath[UUID],
+    seq: Annotated[int, PathParameter(ge=1, le=MAX_SEQ)],
+) -> ModelCallView:
+    """The model call at ``seq``: its whole prompt, tools, response, tokens, cost, latency."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    upto = await ctx.store.read(session_id, limit=seq)
+    if not upto or upto[-1].seq != seq or upto[-1].kind != "llm.call":
+        raise NotFound(f"session {session_id} has no model call at seq {seq}")
+    try:
+        prompt = list(whole_prompts(e.payload for e in upto if e.kind == "llm.call"))[-1]
+    except PromptChainError as exc:
+        raise Unprocessable(
+            f"the prompt of the call at seq {seq} cannot be resolved: {exc}"
+        ) from None
+    call = upto[-1].payload
+    tools_hash = call.get("tools")
+    stored = await ctx.store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
+    missing = [key for key in prompt if key not in stored]
+    if missing:
+        raise Unprocessable(
+            f"{len(missing)} prompt message(s) of this call are missing from the database; "
+            f"run chronicle verify {session_id}"
+        )
+    tools = stored.get(tools_hash, {}).get("tools") if tools_hash else None
+    return ModelCallView(
+        seq=seq,
+        created_at=upto[-1].created_at,
+        model=str(call.get("model", "")),
+        params=call.get("params") or {},
+        fingerprint=str(call.get("fingerprint", "")),
+        messages=[stored[key] for key in prompt],
+        message_hashes=prompt,
+        tools=tools,
+        tool_calling=str(call.get("tool_calling", "native")),
+        response=call.get("response") or {},
+        usage=call.get("usage") or {},
+        cost_usd=call.get("cost_usd"),
+        latency_ms=call.get("latency_ms"),
+        attempts=int(call.get("attempts", 1)),
+        error=call.get("error"),
+        error_kind=call.get("error_kind"),
+    )
+
+
+ROUTES = [list_sessions, get_session, events, verify, export, model_call]

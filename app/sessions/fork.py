@@ -9,7 +9,9 @@ replay's agent overrides).
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,8 @@ from app.runtime.factory import make_runtime
 from app.runtime.workspace_restore import restore
 from app.runtime.workspace_state import WorkspaceStateError
 from app.sessions.runner import SessionError, SessionOptions, recorded_config, run_session
-from app.store import EventStore
+from app.sessions.step_gate import BeforeModelCall
+from app.store import EventStore, RecordedEvent
 
 
 async def fork_session(
@@ -52,21 +55,79 @@ async def fork_session(
     ``agent_config`` (a replay's overrides, for ``--on-divergence fork``) is recorded in the
     fork's ``session.created`` config, so its live run and a later replay of it use them."""
     fork_id = fork_id or uuid.uuid4()
+    fork_prefix(await store.read(source), at, source)  # before anything is restored
+    workspace = options.workspace or fork_workspace(settings, fork_id)
+    workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
+    await _restore(store, settings, source, workspace)
+    if options.agent is not None:  # `chronicle fork --agent NAME`: recorded as a replay's is
+        agent_config = (agent_config or AgentConfig()).model_copy(update={"agent": options.agent})
+    await record_fork(
+        store, settings, source, at, fork_id=fork_id, workspace=workspace,
+        runtime=options.runtime, agent_config=agent_config,
+    )  # fmt: skip
+    outcome, divergences = await _reexecute_and_run(
+        store, settings, fork_id, options, message=message
+    )
+    return fork_id, outcome, divergences
+
+
+def fork_workspace(settings: Settings, fork_id: UUID) -> Path:
+    """Where a fork's workspace is restored unless told otherwise."""
+    return settings.data_dir / "workspaces" / f"fork-{fork_id}"
+
+
+async def record_fork(
+    store: EventStore,
+    settings: Settings,
+    source: UUID,
+    at: int,
+    *,
+    fork_id: UUID,
+    workspace: Path,
+    runtime: str | None = None,
+    agent_config: AgentConfig | None = None,
+    limits: dict[str, Any] | None = None,
+) -> None:
+    """Copy ``source``'s events up to ``at`` as the fork's first events (checked: ``at`` is a
+    place to cut, the source recorded its workspace); ``SessionError`` says what is wrong.
+    Nothing runs: ``continue_fork`` (a worker) restores, re-executes and runs it. ``limits``
+    (``max_iterations``, ``max_cost_usd``) replace the recorded ones for the live run."""
     events = await store.read(source)
+    prefix = fork_prefix(events, at, source)
+    config = recorded_config(events)
+    runtime_kind = runtime or config.get("runtime") or settings.runtime
+    changes = {"workspace": str(workspace), "runtime": runtime_kind}
+    changes |= limits or {}
+    if agent_config is not None:
+        changes |= _agent_changes(config, agent_config)
+    await copy_prefix(store, source, fork_id, prefix, changes)
+
+
+def fork_prefix(events: list[RecordedEvent], at: int, source: UUID) -> list[RecordedEvent]:
+    """The events a fork at ``at`` copies; ``SessionError`` when it cannot be forked there."""
     try:
         prefix = prefix_of(events, at)
     except ForkError as exc:
         raise SessionError(str(exc)) from None
-    config = recorded_config(events)
+    _first_snapshot(events, source)
+    return prefix
+
+
+def _first_snapshot(events: list[RecordedEvent], source: UUID) -> WorkspaceSnapshot:
     snapshots = [e for e in events if e.kind == "workspace.snapshot"]
     if not snapshots:
         raise SessionError(
             f"session {source} recorded no workspace.snapshot (it predates workspace "
             "recording); it cannot be forked with its workspace"
         )
-    snapshot = WorkspaceSnapshot.model_validate(snapshots[0].payload)
-    workspace = options.workspace or settings.data_dir / "workspaces" / f"fork-{fork_id}"
-    workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
+    return WorkspaceSnapshot.model_validate(snapshots[0].payload)
+
+
+async def _restore(store: EventStore, settings: Settings, source: UUID, workspace: Path) -> None:
+    """The source's recorded start rebuilt in ``workspace``."""
+    events = await store.read(source)
+    config = recorded_config(events)
+    snapshot = _first_snapshot(events, source)
     recorded_workspace = Path(config["workspace"]) if config.get("workspace") else None
     try:
         await restore(
@@ -75,11 +136,58 @@ async def fork_session(
         )  # fmt: skip
     except WorkspaceStateError as exc:
         raise SessionError(f"cannot restore the recorded workspace: {exc}") from None
-    runtime_kind = options.runtime or config.get("runtime") or settings.runtime
-    changes = {"workspace": str(workspace), "runtime": runtime_kind}
-    if agent_config is not None:
-        changes |= _agent_changes(config, agent_config)
-    await copy_prefix(store, source, fork_id, prefix, changes)
+
+
+def awaits_reexecution(events: list[RecordedEvent]) -> bool:
+    """A fork ``record_fork`` recorded that no run has started yet: past its copied events
+    there are only the user's (a message sent with the fork)."""
+    if not events or events[0].kind != "session.created":
+        return False
+    if not events[0].payload.get("forked_from"):
+        return False
+    return all(e.payload.get("replayed_from") is not None or e.source == "user" for e in events)
+
+
+async def continue_fork(
+    store: EventStore,
+    settings: Settings,
+    fork_id: UUID,
+    options: SessionOptions,
+    *,
+    before_model_call: BeforeModelCall | None = None,
+) -> tuple[Outcome, list[EnvironmentDivergence]]:
+    """Run a fork ``record_fork`` recorded: its source's workspace restored where the fork
+    recorded it (a restore a stopped worker left half-done is started again), the copied
+    sandbox actions run again there, then the session live until it ends or needs the user."""
+    events = await store.read(fork_id)
+    if not awaits_reexecution(events):
+        raise SessionError(f"session {fork_id} is not a fork waiting to be run")
+    source = UUID(str(events[0].payload["forked_from"]))
+    workspace = Path(recorded_config(events)["workspace"])
+    if workspace == fork_workspace(settings, fork_id):  # ours alone: clear a half-done restore
+        await asyncio.to_thread(shutil.rmtree, workspace, ignore_errors=True)
+    await _restore(store, settings, source, workspace)
+    return await _reexecute_and_run(
+        store, settings, fork_id, options, before_model_call=before_model_call
+    )
+
+
+async def _reexecute_and_run(
+    store: EventStore,
+    settings: Settings,
+    fork_id: UUID,
+    options: SessionOptions,
+    *,
+    message: str | None = None,
+    before_model_call: BeforeModelCall | None = None,
+) -> tuple[Outcome, list[EnvironmentDivergence]]:
+    """The fork's copied sandbox actions run again over its restored workspace (differences
+    recorded), then the fork run live."""
+    events = await store.read(fork_id)
+    config = recorded_config(events)
+    workspace = Path(config["workspace"])
+    runtime_kind = str(config.get("runtime") or settings.runtime)
+    prefix = [e for e in events if e.payload.get("replayed_from") is not None]
     runtime = make_runtime(settings.runtime_config(), workspace, fork_id, runtime_kind)
     try:
         await runtime.start()
@@ -90,8 +198,11 @@ async def fork_session(
     if divergences:
         await store.append(fork_id, divergence_events(divergences))
     live = options.model_copy(update={"workspace": workspace, "runtime": runtime_kind})
-    _, outcome = await run_session(store, settings, live, task=message, session_id=fork_id)
-    return fork_id, outcome, divergences
+    _, outcome = await run_session(
+        store, settings, live, task=message, session_id=fork_id,
+        before_model_call=before_model_call,
+    )  # fmt: skip
+    return outcome, divergences
 
 
 def _agent_changes(config: dict[str, Any], agent_config: AgentConfig) -> dict[str, Any]:

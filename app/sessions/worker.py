@@ -20,6 +20,8 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
 - A session whose workers keep dying while running it is given up after
   ``worker_max_attempts`` claims, with an error in its log.
 
+A replay or a fork the API recorded is run as one (``app.sessions.worker_runs``).
+
 Stale sandboxes are reaped on a timer (the Docker reaper of ``chronicle runtime reap``).
 """
 
@@ -43,9 +45,9 @@ from app.sessions.runner import (
     SessionError,
     SessionOptions,
     recorded_config,
-    run_session,
 )
 from app.sessions.step_gate import StepGate
+from app.sessions.worker_runs import run_claimed
 from app.store import EventStore
 from app.store import session_leases as leases
 from app.store.session_leases import Lease, ReleaseOutcome
@@ -251,7 +253,8 @@ class Worker:
             await self._release(lease, ending)
 
     async def _run(self, session: UUID, gate: StepGate) -> object:
-        """The session run as recorded (a user's pause or stop stays in force)."""
+        """The session run as recorded (a user's pause or stop stays in force); a replay or a
+        fork the API recorded is run as one (``worker_runs``)."""
         try:
             recorded = recorded_config(await self.store.read(session, limit=5))
         except SessionError:
@@ -261,8 +264,8 @@ class Worker:
             stuck_detection=recorded.get("stuck_detection", True) is not False,
             continue_paused=False,
         )
-        return await run_session(
-            self.store, self.settings, options, session_id=session, before_model_call=gate
+        return await run_claimed(
+            self.store, self.settings, session, options, before_model_call=gate
         )
 
     async def _ending(self, run: WorkerRun) -> RunEnding:

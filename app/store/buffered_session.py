@@ -43,7 +43,8 @@ FLUSH_AFTER = 0.2
 class BufferedSession(EventStore):
     """``store``, with ``session_id`` kept in memory and written in batches (see the module).
 
-    The session must not exist yet: its events start at seq 1.
+    The session must not exist yet (its events start at seq 1), or hold only ``existing``,
+    its events as read from the store (a replay recorded by the API, run by a worker).
     """
 
     def __init__(
@@ -53,6 +54,7 @@ class BufferedSession(EventStore):
         *,
         flush_every: int = FLUSH_EVENTS,
         flush_after: float = FLUSH_AFTER,
+        existing: Sequence[RecordedEvent] = (),
     ) -> None:
         super().__init__(store.pool, store.notifier, store.config, store.masker)
         self.store = store
@@ -62,10 +64,10 @@ class BufferedSession(EventStore):
         self._timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
         #: every event of the session, seq n at index n - 1 (the controller keeps them too)
-        self._events: list[RecordedEvent] = []
+        self._events: list[RecordedEvent] = list(existing)
         self._unwritten: list[EncodedBatch] = []  # as encoded when appended
         self._unwritten_count = 0
-        self._written = 0  # seq of the last event in the store
+        self._written = len(self._events)  # seq of the last event in the store
         self._messages: dict[str, str] = {}  # prompt messages not in the store yet
         self._checkpoints: dict[str, Position] = {}
         self._flushing = asyncio.Lock()  # the controller and the workers append side by side

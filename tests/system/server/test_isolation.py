@@ -13,7 +13,19 @@ from tests.support.chronicle_server import ServerProcess
 
 SECRET_TASK = "fix the bug in payroll.py; the salary table is confidential"
 #: A body for every route that takes one (the others ignore it).
-BODIES = {"/messages": {"content": "hello from the other user"}}
+BODIES = {
+    "/messages": {"content": "hello from the other user"},
+    "/replays": {},
+    "/forks": {"at_seq": 2},
+}
+#: Routes whose answer to the owner depends on the session: theirs is not a replay, its seq 1
+#: is no model call, and once messaged mid-run (above) it cannot be replayed (the statuses,
+#: and what the detail says instead of "not yours").
+OWNER_EXPECTS = {
+    "/api/sessions/{session_id}/replay-result": ({404}, "is not a replay"),
+    "/api/sessions/{session_id}/model-calls/{seq}": ({404}, "no model call at seq 1"),
+    "/api/sessions/{session_id}/replays": ({202, 422}, ""),
+}
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -35,7 +47,7 @@ def call(server: ServerProcess, token: str, method: str, path: str, session: str
     body = next((b for suffix, b in BODIES.items() if path.endswith(suffix)), None)
     return httpx.request(
         method,
-        server.url + path.replace("{session_id}", session),
+        server.url + path.replace("{session_id}", session).replace("{seq}", "1"),
         headers=bearer(token),
         json=body,
         timeout=30,
@@ -58,7 +70,9 @@ def test_another_user_gets_404_on_every_session_route(
     alice, session = alice_session
     mallory = shared_server.token("mallory")
     routes = session_routes(shared_server)
-    assert len(routes) >= 8, routes  # get, events, verify, export, message, pause, resume, stop
+    # get, events, verify, export, message, pause, resume, stop, replays, replay-result, forks,
+    # model-calls
+    assert len(routes) >= 12, routes
 
     def user_events() -> list[dict]:
         """What users sent to the session (the server's worker may add the agent's)."""
@@ -83,6 +97,11 @@ def test_the_owner_reaches_every_session_route(
     alice, session = alice_session
     for method, path in session_routes(shared_server):
         response = call(shared_server, alice, method, path, session)
+        if path in OWNER_EXPECTS:
+            statuses, detail = OWNER_EXPECTS[path]
+            assert response.status_code in statuses, (path, response.text)
+            assert detail in response.text and "not yours" not in response.text
+            continue
         if path == "/api/sessions/{session_id}" and response.status_code == 404:
             # listed once the projection has applied the session; wait for it
             response = _eventually_listed(shared_server, alice, session)
@@ -135,5 +154,5 @@ def test_the_list_shows_a_user_only_their_own_and_an_admin_all(
     assert session in listed(alice) and own not in listed(alice)
     assert {session, own} <= listed(admin)
     for method, path in session_routes(shared_server):
-        if method == "GET":
+        if method == "GET" and path not in OWNER_EXPECTS:
             assert call(shared_server, admin, method, path, session).status_code == 200, path

@@ -1,0 +1,231 @@
+"""Starting a replay or a fork of a session, and reading a replay's result.
+
+Like creating a session, each records what the new session starts with and asks a worker to
+run it (``app.sessions.worker_runs``); the API runs no agent, not even a replay (it needs no
+model and no sandbox, but it runs the real agent and controller, a second of CPU for a long
+recording that would hold up every request of this process, and nobody would finish it if
+the process stopped). A replay's ``session.created`` is recorded here as ``chronicle
+replay`` records it (``replay_of``, the mode, the agent configuration) after the overrides
+were checked, so a bad request is a 422 now rather than a failed replay later. A fork's first
+events are the source's, copied up to ``at_seq`` (``chronicle fork``'s ``record_fork``); the
+worker restores the workspace, runs the copied actions again and goes on live.
+
+The new session belongs to the requesting user and counts against their cap of working
+sessions; a source session they may not see is a 404.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+from uuid import UUID
+
+from litestar import Request, get, post
+from litestar.params import FromPath, JSONBody
+from pydantic import BaseModel, Field
+
+from app.events import Message
+from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult
+from app.replay.engine import prepare_replay
+from app.server.access import ensure_visible
+from app.server.auth import principal_of
+from app.server.context import Context, ServerContext
+from app.server.problems import NotFound, TooManyActiveSessions, Unprocessable, problem_responses
+from app.sessions.fork import fork_prefix, fork_workspace, record_fork
+from app.sessions.leases import request_run
+from app.sessions.runner import SessionError
+from app.store.session_owners import reserve_session
+from app.store.users import Principal
+
+#: seq is an integer column: a larger one is refused as invalid, not sent to PostgreSQL
+MAX_SEQ = 2**31 - 1
+
+
+class AgentOverrides(BaseModel):
+    """What to change in the agent the recording ran (``chronicle replay``'s options)."""
+
+    model_config = {"extra": "forbid"}
+
+    system_prompt: str | None = Field(
+        default=None, min_length=1, max_length=200_000, description="replaces the agent's prompt"
+    )
+    tools: list[str] | None = Field(
+        default=None, max_length=100, description="the tools offered, by name (built-in, MCP)"
+    )
+    max_iterations: int | None = Field(default=None, ge=1, le=100_000)
+    model_params: dict[str, float | int] = Field(
+        default_factory=dict, max_length=10, description="temperature, max_tokens"
+    )
+    agent: str = Field(default="codeact", min_length=1, max_length=100)
+    stuck_detection: bool | None = None
+
+    def agent_config(self) -> AgentConfig:
+        return AgentConfig.model_validate(self.model_dump(exclude_defaults=True))
+
+
+class NewReplay(BaseModel):
+    mode: ReplayMode = "strict"
+    #: ``stop`` only reports a divergence (forking at one: ``POST .../forks`` at the seq the
+    #: result names)
+    on_divergence: Literal["stop"] = "stop"
+    overrides: AgentOverrides = Field(default_factory=AgentOverrides)
+
+
+class StartedReplay(BaseModel):
+    #: The replay session: its events stream as any session's, its result is
+    #: ``GET /api/sessions/{id}/replay-result``.
+    id: UUID
+    replay_of: UUID
+    mode: ReplayMode
+    user: str
+
+
+class ReplayStatus(BaseModel):
+    """``running`` until the worker wrote the result; ``failed`` (with ``error``) when the
+    replay could not run; ``finished`` with ``result`` (``chronicle replay --json``'s)."""
+
+    session_id: UUID
+    replay_of: UUID
+    state: Literal["running", "finished", "failed"]
+    result: ReplayResult | None = None
+    error: str | None = None
+
+
+class Limits(BaseModel):
+    max_iterations: int | None = Field(default=None, ge=1, le=10_000)
+    max_cost_usd: float | None = Field(default=None, ge=0)
+
+
+class NewFork(BaseModel):
+    at_seq: int = Field(ge=2, le=MAX_SEQ, description="the source's last event to copy")
+    message: str | None = Field(
+        default=None, min_length=1, max_length=100_000, description="sent to the agent first"
+    )
+    runtime: Literal["local", "docker"] | None = None
+    limits: Limits = Field(default_factory=Limits)
+
+
+class StartedFork(BaseModel):
+    id: UUID
+    forked_from: UUID
+    forked_at: int
+    user: str
+
+
+async def _reserve(ctx: ServerContext, principal: Principal, session_id: UUID) -> None:
+    """Make the user the new session's owner, within their cap of working sessions."""
+    cap = ctx.settings.server_max_active_sessions
+    if await reserve_session(ctx.store, session_id, principal.user_id, cap) >= cap:
+        raise TooManyActiveSessions(
+            f"you have {cap} sessions working already (the most one user may have); wait "
+            "until one ends, or stop one",
+            headers={"Retry-After": "30"},
+        )
+
+
+@post(
+    "/api/sessions/{session_id:uuid}/replays",
+    status_code=202,
+    responses=problem_responses(404, 422),
+)
+async def start_replay(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    session_id: FromPath[UUID],
+    data: JSONBody[NewReplay],
+) -> StartedReplay:
+    """Replay the session against today's agent with these overrides, in a worker: no model
+    call, no sandbox; the result says where it diverged."""
+    principal = principal_of(request)
+    await ensure_visible(ctx, principal, session_id)
+    replay_id = uuid.uuid4()
+    try:
+        config = data.overrides.agent_config()
+        config.llm_overrides()
+        created = await prepare_replay(
+            ctx.store, session_id, config, mode=data.mode, replay_id=replay_id, user=principal.name
+        )
+    except (ReplayError, ValueError) as exc:
+        raise Unprocessable(str(exc)) from None
+    await _reserve(ctx, principal, replay_id)
+    await ctx.store.append(replay_id, [created], expected_seq=0)
+    await request_run(ctx.store, replay_id, reason="replay")
+    return StartedReplay(id=replay_id, replay_of=session_id, mode=data.mode, user=principal.name)
+
+
+@get("/api/sessions/{session_id:uuid}/replay-result", responses=problem_responses(404))
+async def replay_result(
+    request: Request[Any, Any, Any], ctx: Context, session_id: FromPath[UUID]
+) -> ReplayStatus:
+    """A replay session's result, or that it is still running (or could not run)."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    events = await ctx.store.read(session_id)
+    replay_of = events[0].payload.get("replay_of") if events else None
+    if not replay_of:
+        raise NotFound(f"session {session_id} is not a replay; its replays name it in replay_of")
+    source = UUID(str(replay_of))
+    for event in reversed(events):
+        if event.kind == "replay.result":
+            result = ReplayResult.model_validate({**event.payload, "session_id": session_id})
+            return ReplayStatus(
+                session_id=session_id, replay_of=source, state="finished", result=result
+            )
+    failed = next(
+        (
+            e
+            for e in reversed(events)
+            if e.kind == "agent.state" and e.payload.get("state") == "error"
+        ),
+        None,
+    )
+    if failed is not None:
+        return ReplayStatus(
+            session_id=session_id,
+            replay_of=source,
+            state="failed",
+            error=str(failed.payload.get("reason") or "the replay could not run"),
+        )
+    return ReplayStatus(session_id=session_id, replay_of=source, state="running")
+
+
+@post(
+    "/api/sessions/{session_id:uuid}/forks",
+    status_code=202,
+    responses=problem_responses(404, 422),
+)
+async def start_fork(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    session_id: FromPath[UUID],
+    data: JSONBody[NewFork],
+) -> StartedFork:
+    """A new session: the source's events up to ``at_seq`` copied, its workspace restored and
+    the copied actions run again by a worker, then live with the model."""
+    principal = principal_of(request)
+    await ensure_visible(ctx, principal, session_id)
+    try:
+        fork_prefix(await ctx.store.read(session_id), data.at_seq, session_id)
+    except SessionError as exc:
+        raise Unprocessable(str(exc).replace("--at", "at_seq")) from None
+    fork_id = uuid.uuid4()
+    await _reserve(ctx, principal, fork_id)
+    limits = data.limits.model_dump(exclude_none=True)
+    try:
+        await record_fork(
+            ctx.store, ctx.settings, session_id, data.at_seq,
+            fork_id=fork_id, workspace=fork_workspace(ctx.settings, fork_id),
+            runtime=data.runtime, limits=limits,
+        )  # fmt: skip
+    except SessionError as exc:  # the source changed meanwhile (it cannot shrink: rare)
+        raise Unprocessable(str(exc)) from None
+    if data.message is not None:
+        await ctx.store.append(
+            fork_id, [Message(content=data.message, source="user", user=principal.name)]
+        )
+    await request_run(ctx.store, fork_id, reason="fork")
+    return StartedFork(
+        id=fork_id, forked_from=session_id, forked_at=data.at_seq, user=principal.name
+    )
+
+
+ROUTES = [start_replay, replay_result, start_fork]

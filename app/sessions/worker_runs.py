@@ -1,0 +1,75 @@
+"""What a worker runs for a session it claimed: a replay the API recorded, a fork the API
+recorded, or (any other session) the session itself, resumed from its log.
+
+The API never runs an agent. For a replay it records the replay session's
+``session.created`` (``replay_of``, the mode, the overrides: ``app.replay.engine.
+prepare_replay``); for a fork the copied events (``app.sessions.fork.record_fork``); then it
+asks for a run. The worker tells them apart by their first events: a ``session.created`` with
+``replay_of`` is replayed (unless its ``replay.result`` is there already), a fork whose log
+holds only its copies and the user's events is restored and re-executed before it goes live
+(``continue_fork``); everything else is ``run_session``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from app.config import Settings
+from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult, replay
+from app.sessions.fork import awaits_reexecution, continue_fork
+from app.sessions.runner import RunningElsewhereError, SessionError, SessionOptions, run_session
+from app.sessions.step_gate import BeforeModelCall
+from app.store import EventStore, RecordedEvent
+from app.store.session_claims import SessionBusyError
+
+
+async def run_claimed(
+    store: EventStore,
+    settings: Settings,
+    session_id: UUID,
+    options: SessionOptions,
+    *,
+    before_model_call: BeforeModelCall | None = None,
+) -> object:
+    """Run the session as what it is (see the module); ``SessionError`` when it cannot run."""
+    head = await store.read(session_id, limit=1)
+    created = head[0].payload if head and head[0].kind == "session.created" else {}
+    if created.get("replay_of"):
+        return await run_recorded_replay(store, head[0])
+    if created.get("forked_from") and awaits_reexecution(await store.read(session_id)):
+        return await continue_fork(
+            store, settings, session_id, options, before_model_call=before_model_call
+        )
+    return await run_session(
+        store, settings, options, session_id=session_id, before_model_call=before_model_call
+    )
+
+
+async def run_recorded_replay(store: EventStore, created: RecordedEvent) -> ReplayResult | None:
+    """The replay whose ``session.created`` is ``created``, with the mode and overrides it
+    recorded; None when it has its result already (a second request of the same run)."""
+    replay_id = created.session_id
+    events = await store.read(replay_id)
+    if any(event.kind == "replay.result" for event in events):
+        return None
+    config: dict[str, Any] = created.payload.get("config") or {}
+    try:
+        agent_config = AgentConfig.model_validate(config.get("agent_config") or {})
+    except ValidationError as exc:
+        raise SessionError(f"the replay's recorded agent_config cannot be used: {exc}") from None
+    mode: ReplayMode = "positional" if config.get("replay_mode") == "positional" else "strict"
+    try:
+        return await replay(
+            store,
+            UUID(str(created.payload["replay_of"])),
+            agent_config,
+            mode=mode,
+            replay_id=replay_id,
+        )
+    except SessionBusyError as exc:
+        raise RunningElsewhereError(str(exc)) from None
+    except ReplayError as exc:
+        raise SessionError(f"the replay cannot run: {exc}") from None
