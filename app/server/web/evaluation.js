@@ -63,6 +63,19 @@ function signedPercent(value) {
   return `${value > 0 ? "+" : value < 0 ? "−" : "±"}${(Math.abs(value) * 100).toFixed(1)}%`;
 }
 
+const Z95 = 1.959963984540054; // the normal quantile of a 95% interval
+
+/** Wilson's score interval of ``passed`` out of ``trials``, as the reports compute it
+ * (app/evaluation/statistics.py): 0 trials know nothing, [0, 1]. */
+export function wilson(passed, trials) {
+  if (!trials) return { low: 0, high: 1 };
+  const p = passed / trials;
+  const denominator = 1 + (Z95 * Z95) / trials;
+  const centre = (p + (Z95 * Z95) / (2 * trials)) / denominator;
+  const half = (Z95 * Math.sqrt((p * (1 - p)) / trials + (Z95 * Z95) / (4 * trials * trials))) / denominator;
+  return { low: passed === 0 ? 0 : Math.max(0, centre - half), high: passed === trials ? 1 : Math.min(1, centre + half) };
+}
+
 /** Every run, newest first, with its pass rate and interval; pick two to compare. */
 function runsTable(runs, go) {
   const picked = [];
@@ -73,7 +86,10 @@ function runsTable(runs, go) {
     hint.textContent = picked.length === 2 ? `A ${picked[0]} · B ${picked[1]}` : picked.length === 1 ? `A ${picked[0]}; pick B.` : "Pick two runs: A first, then B.";
   };
   compare.addEventListener("click", () => go(`/evaluations/${encodeURIComponent(picked[0])}/vs/${encodeURIComponent(picked[1])}`));
-  const rows = runs.map((r) => {
+  const rows = runs.map((run) => {
+    const r = { ...run, run: run.name };
+    const rate = r.done ? r.passed / r.done : 0;
+    const ci = wilson(r.passed, r.done);
     const box = el("input", { type: "checkbox", class: "pick", "aria-label": `pick ${r.run} to compare` });
     box.addEventListener("change", () => {
       const at = picked.indexOf(r.run);
@@ -90,15 +106,18 @@ function runsTable(runs, go) {
     return el("tr", { "data-run": r.run },
       el("td", { "data-label": "Compare" }, box),
       el("td", { "data-label": "Run" }, el("a", { href: `#/evaluations/${encodeURIComponent(r.run)}` }, r.run)),
-      el("td", { "data-label": "Pass rate", class: "num" }, `${percent(r.pass_rate)} (${r.passed} of ${r.total})`),
-      el("td", { "data-label": "95% interval", class: "num" }, intervalChart(r.pass_rate, r.interval), " ", interval(r.interval)),
-      el("td", { "data-label": "Started", class: "num" }, r.started_at ? el("time", { datetime: r.started_at, title: localTime(r.started_at) }, localTime(r.started_at)) : ""));
+      el("td", { "data-label": "Status" }, el("span", { class: `state state-${r.status === "finished" ? "finished" : "running"}` }, r.status),
+        r.status === "finished" ? "" : ` ${r.done} of ${r.total} scored`),
+      el("td", { "data-label": "Model" }, r.model || ""),
+      el("td", { "data-label": "Pass rate", class: "num pass-rate-cell" }, r.done ? `${percent(rate)} (${r.passed} of ${r.done})` : "–"),
+      el("td", { "data-label": "95% interval", class: "num" }, r.done ? [intervalChart(rate, ci), " ", interval(ci)] : "–"),
+      el("td", { "data-label": "Started", class: "num" }, r.created_at ? el("time", { datetime: r.created_at, title: localTime(r.created_at) }, localTime(r.created_at)) : ""));
   });
   return el("section", { class: "runs", "aria-labelledby": "runs-title" },
     el("h2", { id: "runs-title" }, "Runs"),
     el("div", { class: "table-wrap" }, el("table", { class: "sessions runs-table" },
       el("caption", { class: "visually-hidden" }, "Evaluation runs with their pass rates"),
-      el("thead", {}, el("tr", {}, ["Compare", "Run", "Pass rate", "95% interval", "Started"].map((h) => el("th", { scope: "col" }, h)))),
+      el("thead", {}, el("tr", {}, ["Compare", "Run", "Status", "Model", "Pass rate", "95% interval", "Started"].map((h) => el("th", { scope: "col" }, h)))),
       el("tbody", {}, rows))),
     el("div", { class: "controls" }, compare, hint));
 }

@@ -60,16 +60,17 @@ export function replayFormView({ main, showError, clearError, go }, source) {
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearError();
-    const body = { mode: mode.value };
-    if (prompt.value.trim()) body.system_prompt = prompt.value;
+    const overrides = {};
+    if (prompt.value.trim()) overrides.system_prompt = prompt.value;
     const names = tools.value.split(",").map((t) => t.trim()).filter(Boolean);
-    if (names.length) body.tools = names;
-    if (iterations.value) body.max_iterations = Number(iterations.value);
+    if (names.length) overrides.tools = names;
+    if (iterations.value) overrides.max_iterations = Number(iterations.value);
+    const body = { mode: mode.value, overrides };
     submit.disabled = true;
     submit.textContent = "Replaying…";
     try {
       const made = await api(`/api/sessions/${source}/replays`, { method: "POST", body });
-      const replay = made.session_id || made.replay_id || made.id;
+      const replay = made.id;
       go(`/replays/${source}/${replay}`);
     } catch (error) {
       showError(error);
@@ -156,11 +157,11 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
       event.preventDefault();
       clearError();
       start.disabled = true;
-      const payload = { at: seq };
+      const payload = { at_seq: seq };
       if (message.value.trim()) payload.message = message.value.trim();
       try {
         const made = await api(`/api/sessions/${session}/forks`, { method: "POST", body: payload });
-        go(`/sessions/${made.session_id || made.fork_id || made.id}`);
+        go(`/sessions/${made.id}`);
       } catch (error) {
         showError(error);
         start.disabled = false;
@@ -212,11 +213,13 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
       timeline.append(events);
       timeline.close();
       for (const item of list.children) {
-        const seq = Number(item.dataset.seq);
-        if (d && side === "recording" && d.recorded_seq === seq) {
+        // an action drawn with its result forks after the result (not between the two)
+        const seq = Math.max(...[item, ...item.querySelectorAll("[data-seq]")].map((node) => Number(node.dataset.seq) || 0));
+        if (d && side === "recording" && d.recorded_seq === Number(item.dataset.seq)) {
           item.classList.add("divergence");
           item.setAttribute("aria-description", "the recorded event the replay diverged at");
         }
+        if (seq < 2) continue; // a fork copies at least the session's creation and its task
         (item.querySelector(".meta") || item).append(el("button", { type: "button", class: "link fork-here",
           "aria-label": `Fork the ${side} here (after #${seq})`,
           onclick: () => {
@@ -271,6 +274,12 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
         throw new Error(`Session ${replay} is a replay of ${created.payload.replay_of}, not of ${source}.`);
       }
       const result = replayed.find((e) => e.kind === "replay.result");
+      const failed = replayed.find((e) => e.kind === "agent.state" && e.payload.state === "error");
+      if (!result && failed) {
+        status.textContent = "";
+        showError(new Error(`The replay could not run: ${failed.payload.reason || "see the replay's own page"}.`));
+        return;
+      }
       if (!result) {
         status.textContent = "The replay is still running…";
         timer = setTimeout(load, POLL_MS);

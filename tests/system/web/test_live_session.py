@@ -98,6 +98,18 @@ def test_a_session_runs_live_pauses_resumes_and_opens_its_model_calls(
     expect(details).to_contain_text("Latency")
     expect(details).to_contain_text("Tools offered")
     assert re.search(r"\d+ messages?", details.inner_text())
+    # ... and to the exact request, from the model-calls route: every prompt message with its
+    # role and text, the tools offered with their schemas, the response as recorded, retries
+    exact = details.locator(".exact")
+    expect(exact.get_by_role("heading", name="Prompt (2 messages)")).to_be_visible()
+    messages = exact.locator(".prompt-message")
+    expect(messages.nth(0)).to_contain_text("system")
+    expect(messages.nth(0)).to_contain_text("You are Chronicle's coding agent.")
+    expect(messages.nth(1)).to_contain_text("Print two lines\nthen finish")
+    expect(exact.locator(".tools-offered")).to_contain_text("execute_bash")
+    expect(exact.locator(".tools-offered")).to_contain_text("finish")
+    expect(exact).to_contain_text('"I will look first."')
+    expect(exact).to_contain_text("Retries")
 
     # Times are the viewer's: the session.created stamp in Asia/Kolkata (UTC+05:30).
     events = httpx.get(

@@ -1,11 +1,12 @@
-"""A replay on the page: a session recorded through the server, replayed with a changed system
-prompt, opens side by side with its recording; the first divergence is named, its diff shown
-(the old line removed, the new one added) and its step and recorded event highlighted; the
-steps are walked with the buttons and the keyboard."""
+"""A replay on the page: a session recorded through the server, replayed from the page's form
+with a changed system prompt (a worker runs it), opens side by side with its recording; the
+first divergence is named, its diff shown (the old line removed, the new one added) and its
+step and recorded event highlighted; the steps are walked with the buttons and the keyboard;
+"Fork here" starts a live session from a recorded step."""
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,6 @@ from playwright.sync_api import Page, expect
 
 from tests.support.browser import screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
-from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 NEW_PROMPT = "You are a terse agent.\nWorkspace: {workspace}\n"
@@ -44,7 +44,6 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
     fake_llm: FakeLlmServer,
     new_page: Callable[..., Page],
     screenshots: Path,
-    tmp_path: Path,
 ) -> None:
     token = server.token("reviewer", admin=True)
     page = new_page()
@@ -54,18 +53,13 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
 
     page.get_by_role("link", name="Replay…").click()
     expect(page.get_by_role("heading", name="Replay")).to_be_visible()
+    page.get_by_label("System prompt").fill(NEW_PROMPT)
     screenshot_at_both_widths(page, "replay-form", screenshots)
-
-    prompt = tmp_path / "prompt.txt"
-    prompt.write_text(NEW_PROMPT)
-    replayed = chronicle(
-        "replay", session, "--system-prompt", str(prompt), "--json", env=server.env
-    )
-    assert replayed.returncode == 3, replayed.stdout + replayed.stderr
-    replay = json.loads(replayed.stdout)["session_id"]
-
-    page.goto(f"/#/replays/{session}/{replay}")
-    expect(page.locator("#replay-verdict")).to_have_text("diverged")
+    page.get_by_role("button", name="Run the replay").click()
+    page.wait_for_url(re.compile(rf"#/replays/{session}/[0-9a-f-]{{36}}$"))
+    replay = page.url.rsplit("/", 1)[-1]
+    # a worker runs the replay: the page waits for its result
+    expect(page.locator("#replay-verdict")).to_have_text("diverged", timeout=60_000)
     divergence = page.get_by_role("region", name="First divergence")
     expect(divergence).to_contain_text("model call 1: prompt message 0 (system) differs")
     expect(divergence.locator(".d-del").first).to_contain_text("-You are Chronicle's coding agent.")
@@ -94,3 +88,17 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
     page.goto(f"/#/sessions/{replay}")
     page.get_by_role("link", name="compare side by side").click()
     expect(page.locator("#replay-verdict")).to_have_text("diverged")
+
+    # Fork here, after the recorded command's output: a live session goes on from there
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="forked and done")]))
+    command = recorded.locator(".event.run")
+    output_seq = command.locator(".output").get_attribute("data-seq")
+    command.get_by_role("button", name=f"Fork the recording here (after #{output_seq})").click()
+    page.get_by_label("Message for the forked agent").fill("finish from here")
+    page.get_by_role("button", name="Start the fork").click()
+    page.wait_for_url(re.compile(r"#/sessions/[0-9a-f-]{36}$"))
+    fork = page.url.rsplit("/", 1)[-1]
+    assert fork not in (session, replay)
+    expect(page.locator(".facts-line")).to_contain_text(f"fork of {session[:8]}")
+    expect(page.locator(".event.message", has_text="finish from here")).to_have_count(1)
+    expect(page.locator(".event.finish").last).to_contain_text("forked and done", timeout=120_000)
