@@ -13,6 +13,10 @@ agent (it appends) and the clients.
    counted from then) with 100,000 sessions in ``session_state``, as a user who owns 10,000 of
    them and as an admin. Baseline: the route's own query on the pool at the same rate.
    Target: p99 <= 20 ms.
+3. The list's throughput ceiling (closed loop): ``CEILING_CLIENTS`` clients each sending the
+   next request as soon as the last one is answered, for ``CEILING_SECONDS``; requests per
+   second (as the member). Baseline: the route's query on the pool the same way. It must be
+   well above the 200/s of the open-loop figure, or that figure measures a queue.
 
     python -m bench.server [--rounds N] [--url POSTGRES_SUPERUSER_URL] [--json]
 """
@@ -65,6 +69,8 @@ LISTED_SESSIONS = 100_000
 MEMBER_SHARE = 10  # the member owns one session in ten
 RATE = 200.0
 REQUESTS = 400  # two seconds at RATE per round
+CEILING_CLIENTS = 16
+CEILING_SECONDS = 2.0
 STREAM_TARGET_MS = 50.0
 LIST_TARGET_MS = 20.0
 LISTENING = re.compile(r"chronicle serving on (http://\S+)")
@@ -322,9 +328,25 @@ async def open_loop(call: Callable[[], Awaitable[None]]) -> float:
     return percentile(latencies, 99)
 
 
+async def closed_loop(call: Callable[[], Awaitable[None]]) -> float:
+    """Requests per second of ``CEILING_CLIENTS`` back-to-back callers over ``CEILING_SECONDS``."""
+    done = 0
+    start = time.monotonic()
+    end = start + CEILING_SECONDS
+
+    async def caller() -> None:
+        nonlocal done
+        while time.monotonic() < end:
+            await call()
+            done += 1
+
+    await asyncio.gather(*(caller() for _ in range(CEILING_CLIENTS)))
+    return done / (time.monotonic() - start)
+
+
 async def measure_list(
     server: Server, database: BenchDatabase, rounds: int, *, admin: bool
-) -> Measurement:
+) -> list[Measurement]:
     who = "admin" if admin else "member"
     token = server.token(f"lister-{who}", admin=admin)
     owner: uuid.UUID | None = None
@@ -367,11 +389,44 @@ async def measure_list(
             return await open_loop(sql_call)
 
         result = await interleave(sql_round, http_round, rounds=rounds)
-    return latency_row(
-        f"GET /api/sessions p99 at {RATE:.0f}/s, {LISTED_SESSIONS:,} sessions, as {who}"
-        + ("" if admin else f" (owns {LISTED_SESSIONS // MEMBER_SHARE:,})"),
-        result,
-        LIST_TARGET_MS,
+        rows = [
+            latency_row(
+                f"GET /api/sessions p99 at {RATE:.0f}/s, {LISTED_SESSIONS:,} sessions, as {who}"
+                + ("" if admin else f" (owns {LISTED_SESSIONS // MEMBER_SHARE:,})"),
+                result,
+                LIST_TARGET_MS,
+            )
+        ]
+        if not admin:
+
+            async def http_ceiling() -> float:
+                return await closed_loop(http_call)
+
+            async def sql_ceiling() -> float:
+                return await closed_loop(sql_call)
+
+            ceiling = await interleave(sql_ceiling, http_ceiling, rounds=rounds)
+            rows.append(ceiling_row(ceiling))
+    return rows
+
+
+def ceiling_row(result: Interleaved) -> Measurement:
+    return Measurement(
+        name=f"GET /api/sessions closed-loop ceiling, {CEILING_CLIENTS} clients, as member",
+        unit="requests/s",
+        baseline=result.baseline.median,
+        chronicle=result.chronicle.median,
+        ratio=result.ratio,
+        target=f">= {RATE:.0f}/s (the open-loop rate)",
+        met=result.chronicle.median >= RATE,
+        baseline_spread=f"{result.baseline.low:.0f}-{result.baseline.high:.0f}",
+        chronicle_spread=f"{result.chronicle.low:.0f}-{result.chronicle.high:.0f}",
+        ratio_spread=f"{result.ratio_low:.2f}-{result.ratio_high:.2f}",
+        detail={
+            "rounds": len(result.ratios),
+            "baseline_samples": result.baseline.values,
+            "chronicle_samples": result.chronicle.values,
+        },
     )
 
 
@@ -419,8 +474,8 @@ def main(argv: list[str] | None = None) -> int:
                 if "streams" in only:
                     rows.append(await measure_streams(server, database, args.rounds))
                 if "list" in only:
-                    rows.append(await measure_list(server, database, args.rounds, admin=False))
-                    rows.append(await measure_list(server, database, args.rounds, admin=True))
+                    rows += await measure_list(server, database, args.rounds, admin=False)
+                    rows += await measure_list(server, database, args.rounds, admin=True)
         return rows
 
     machine, rows = measured_on_database(args.url, run)

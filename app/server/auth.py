@@ -121,8 +121,11 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 
-def authenticated(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Guard of every API route: the request was authenticated."""
+async def authenticated(
+    connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler
+) -> None:
+    """Guard of every API route: the request was authenticated. A coroutine: Litestar runs a
+    plain function guard in a worker thread, a thread hop on every request."""
     if not isinstance(connection.scope.get("user"), Principal):
         raise NotAuthorizedException("this route needs a token", headers=CHALLENGE)
 

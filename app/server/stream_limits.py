@@ -3,7 +3,9 @@
 A stream holds a subscription and a connection for as long as the client likes; the cap keeps
 one user (or one runaway script) from holding them all. One ``OpenStreams`` per app (kept in
 the app's state), counted in the process: with several API processes a user may open the cap
-in each.
+in each. Deliberately: what the cap protects is the process's own (its sockets, its feeds,
+its memory), and a count in the database would be left too high by every process that dies
+with streams open (kill -9), locking users out until someone repairs it.
 """
 
 from __future__ import annotations
