@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -78,9 +79,13 @@ async def _workers(
 ) -> AsyncIterator[None]:
     """Sessions run beside the API (``app.sessions.worker``); at the end they drain: each
     finishes its step in flight and its lease is handed back (``abort``: at once)."""
+    from app.evaluation.api_runs import trial_ended
     from app.sessions.worker import run_worker
 
-    working = asyncio.create_task(run_worker(store, settings, stop=stop, abort=abort))
+    scored = functools.partial(trial_ended, store, settings)  # API evaluation runs' trials
+    working = asyncio.create_task(
+        run_worker(store, settings, stop=stop, abort=abort, after_run=scored)
+    )
     try:
         yield
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
 
@@ -32,6 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_store
+    from app.evaluation.api_runs import trial_ended
     from app.sessions.worker import new_worker_id, run_worker
 
     if args.max_sessions is not None and args.max_sessions < 1:
@@ -65,6 +67,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 abort=abort,
                 worker_id=worker_id,
                 max_sessions=args.max_sessions,
+                after_run=functools.partial(trial_ended, store, settings),
             )
     finally:
         for number in STOP_SIGNALS:

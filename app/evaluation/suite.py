@@ -194,6 +194,18 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         raise _describe(source, exc, data) from None
 
 
+def suite_from_data(data: Any, source: str = "<suite>") -> Suite:
+    """Validate a suite already parsed (the JSON of an API request); errors as ``parse_suite``."""
+    if not isinstance(data, dict):
+        raise SuiteError(
+            f"suite {source} must be a mapping with 'name' and 'tasks', not {type(data).__name__}"
+        )
+    try:
+        return Suite.model_validate(data)
+    except ValidationError as exc:
+        raise _describe(source, exc, data) from None
+
+
 def load_suite(path: Path) -> Suite:
     """Read and validate a suite file."""
     try:

@@ -1,37 +1,193 @@
-"""Reading an evaluation run's results: ``GET /api/evaluations/{run}/report``.
+"""Evaluation runs over the API: start one, list them, read one's progress and report, compare
+two.
 
-Evaluation runs are started from the command line (``chronicle eval run``): their sessions
-have no owner, so only an admin reads their reports; anyone else gets 404, as for a run that
-does not exist. The report is ``chronicle eval report --json``'s.
+A run started here (``POST /api/evaluations``) belongs to the user who started it; its trials
+are sessions the workers run, each scored when it ends (``app.evaluation.api_runs``). A member
+reads only the runs they started; anyone else's run, a run started with ``chronicle eval run``
+(it has no owner) and a run that does not exist all answer 404 alike. An admin reads every run.
+The report is ``chronicle eval report --json``'s, the comparison ``chronicle eval compare
+--json``'s.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+from datetime import datetime
 from typing import Annotated, Any
 
-from litestar import Request, get
-from litestar.params import PathParameter
+import orjson
+from litestar import Request, get, post
+from litestar.params import JSONBody, PathParameter, QueryParameter
+from pydantic import BaseModel
 
-from app.evaluation.report import Report
+from app.evaluation.api_runs import (
+    ActiveSessionsCapError,
+    EvaluationRequest,
+    EvaluationRun,
+    RunExistsError,
+    RunPlan,
+    RunRequestError,
+    plan_run,
+    progress_of,
+    queued,
+    start_run,
+)
+from app.evaluation.report import Comparison, Report, compare
 from app.evaluation.reporting import ReportError, run_report
+from app.projections import SessionState, bring_up_to_date
 from app.server.auth import principal_of
 from app.server.context import Context
-from app.server.problems import NotFound, problem_responses
+from app.server.problems import (
+    Conflict,
+    NotFound,
+    TooManyActiveSessions,
+    Unprocessable,
+    problem_responses,
+)
+from app.store.evaluation_runs import RunOwner, list_runs, run_owner
+from app.store.users import Principal
+
+MAX_PAGE = 200
+RunName = Annotated[str, PathParameter(max_length=200)]
+#: ``GET /api/evaluations/compare`` is that route, so no run may be named so.
+RESERVED_NAMES = frozenset({"compare"})
+
+
+class EvaluationPage(BaseModel):
+    runs: list[EvaluationRun]
+    #: Pass it as ``cursor`` for the next page; None on the last page.
+    next_cursor: str | None
+
+
+def not_found(run: str) -> NotFound:
+    return NotFound(f"no evaluation run {run!r} (or it is not yours)")
+
+
+async def visible_run(ctx: Context, principal: Principal, run: str) -> RunOwner | None:
+    """The run's owner (None: started from the command line, or no such run); 404 unless
+    ``principal`` may read it (an admin reads every run, a member only theirs)."""
+    owner = await run_owner(ctx.store, run)
+    if principal.is_admin:
+        return owner
+    if owner is None or owner.owner != principal.user_id:
+        raise not_found(run)
+    return owner
+
+
+def encode_cursor(created_at: datetime, name: str) -> str:
+    raw = orjson.dumps([created_at.isoformat(), name])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        created, name = orjson.loads(raw)
+        moment = datetime.fromisoformat(created)
+        if moment.tzinfo is None or not isinstance(name, str):
+            raise ValueError("not a cursor")
+        return moment, name
+    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
+        raise Unprocessable(
+            "the cursor is not one this API returned; start again without it"
+        ) from None
+
+
+@post("/api/evaluations", status_code=202, responses=problem_responses(409, 422, 429))
+async def start_evaluation(
+    request: Request[Any, Any, Any], ctx: Context, data: JSONBody[EvaluationRequest]
+) -> EvaluationRun:
+    """Start an evaluation run: its trials are queued as sessions for the workers; follow it
+    with ``GET /api/evaluations/{run}``."""
+    principal = principal_of(request)
+    if data.name in RESERVED_NAMES:
+        raise Unprocessable(f"a run may not be named {data.name!r}; choose another name")
+    try:
+        plan = plan_run(ctx.settings, data, principal.user_id, principal.name)
+        return await start_run(ctx.store, ctx.settings, plan)
+    except RunRequestError as exc:
+        raise Unprocessable(str(exc)) from None
+    except RunExistsError as exc:
+        raise Conflict(str(exc)) from None
+    except ActiveSessionsCapError as exc:
+        raise TooManyActiveSessions(str(exc), headers={"Retry-After": "30"}) from None
+
+
+@get("/api/evaluations", responses=problem_responses(422))
+async def list_evaluations(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, QueryParameter(max_length=400)] = None,
+) -> EvaluationPage:
+    """Your evaluation runs (an admin's: all, those started from the command line too),
+    newest first."""
+    principal = principal_of(request)
+    after = decode_cursor(cursor) if cursor else None
+    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
+    rows = await list_runs(
+        ctx.store,
+        owner=None if principal.is_admin else principal.user_id,
+        limit=limit + 1,
+        after=after,
+    )
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].name) if more else None
+    return EvaluationPage(runs=[progress_of(row) for row in rows], next_cursor=next_cursor)
+
+
+@get("/api/evaluations/compare", responses=problem_responses(404))
+async def compare_evaluations(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    a: Annotated[str, QueryParameter(max_length=200, description="the baseline run")],
+    b: Annotated[str, QueryParameter(max_length=200, description="the run compared with it")],
+) -> Comparison:
+    """Run B against run A (``chronicle eval compare A B --json``): the flip table, pass
+    rates and their difference, cost and step deltas."""
+    principal = principal_of(request)
+    config = ctx.settings.projections_config()
+    reports = []
+    for run in (a, b):
+        await visible_run(ctx, principal, run)
+        try:
+            reports.append(await run_report(ctx.store, run, config))
+        except ReportError:
+            raise not_found(run) from None
+    return compare(reports[0], reports[1])
+
+
+@get("/api/evaluations/{run:str}", responses=problem_responses(404))
+async def evaluation_progress(
+    request: Request[Any, Any, Any], ctx: Context, run: RunName
+) -> EvaluationRun:
+    """A run's progress: queued (no trial started yet), running or finished, and its counts."""
+    owner = await visible_run(ctx, principal_of(request), run)
+    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
+    rows = await list_runs(ctx.store, owner=None, limit=1, name=run)
+    if rows:
+        return progress_of(rows[0])
+    if owner is not None and owner.request is not None:  # the projection has not seen it yet
+        return queued(RunPlan.model_validate(owner.request), owner.started)
+    raise not_found(run)
 
 
 @get("/api/evaluations/{run:str}/report", responses=problem_responses(404))
-async def evaluation_report(
-    request: Request[Any, Any, Any],
-    ctx: Context,
-    run: Annotated[str, PathParameter(max_length=200)],
-) -> Report:
+async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: RunName) -> Report:
     """An evaluation run's report: pass rate with its interval, pass@k, per-task table."""
-    if not principal_of(request).is_admin:
-        raise NotFound(f"no evaluation run {run!r} (or it is not yours)")
+    await visible_run(ctx, principal_of(request), run)
     try:
         return await run_report(ctx.store, run, ctx.settings.projections_config())
     except ReportError:
-        raise NotFound(f"no evaluation run {run!r} (or it is not yours)") from None
+        raise not_found(run) from None
 
 
-ROUTES = [evaluation_report]
+ROUTES = [
+    start_evaluation,
+    list_evaluations,
+    compare_evaluations,
+    evaluation_progress,
+    evaluation_report,
+]

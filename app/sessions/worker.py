@@ -33,6 +33,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
@@ -63,6 +64,9 @@ LEASE_LOST = "the worker lost its lease on the session; another worker continues
 
 #: How a run ended, as far as its lease is concerned.
 RunEnding = Literal["ended", "failed", "drained", "busy", "lease_lost", "database_gone"]
+#: Called with a session's id once its run ended and its lease was released (an evaluation
+#: trial is scored then: ``app.evaluation.api_runs.trial_ended``, passed in by the caller).
+AfterRun = Callable[[UUID], Awaitable[None]]
 
 
 def new_worker_id() -> str:
@@ -115,8 +119,14 @@ class WorkerRun:
 
 class Worker:
     def __init__(
-        self, store: EventStore, settings: Settings, worker_id: str, max_sessions: int
+        self,
+        store: EventStore,
+        settings: Settings,
+        worker_id: str,
+        max_sessions: int,
+        after_run: AfterRun | None = None,
     ) -> None:
+        self.after_run = after_run
         self.store = store
         self.settings = settings
         self.worker_id = worker_id
@@ -251,6 +261,11 @@ class Worker:
         ending = await self._ending(run)
         if ending != "lease_lost":
             await self._release(lease, ending)
+        if ending in ("ended", "failed") and self.after_run is not None:
+            try:
+                await self.after_run(session)
+            except Exception:
+                log.exception("worker %s: after the run of %s", self.worker_id, session)
 
     async def _run(self, session: UUID, gate: StepGate) -> object:
         """The session run as recorded (a user's pause or stop stays in force); a replay or a
@@ -363,15 +378,17 @@ async def run_worker(
     worker_id: str | None = None,
     max_sessions: int | None = None,
     abort: asyncio.Event | None = None,
+    after_run: AfterRun | None = None,
 ) -> None:
     """Run sessions that must run until ``stop`` is set, then drain (see the module) and
     return; ``abort`` (a second signal) cuts the drain short. ``max_sessions`` defaults to
-    ``worker_max_sessions``."""
+    ``worker_max_sessions``; ``after_run`` is called after each run that ended."""
     worker = Worker(
         store,
         settings,
         worker_id or new_worker_id(),
         max_sessions if max_sessions is not None else settings.worker_max_sessions,
+        after_run,
     )
     log.info("worker %s started", worker.worker_id)
     await worker.serve(stop, abort or asyncio.Event())

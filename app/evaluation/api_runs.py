@@ -1,0 +1,376 @@
+"""Evaluation runs started through the API: trials queued as sessions for workers, each scored
+when its worker sees it end, the next ones started then.
+
+``POST /api/evaluations`` checks the request (``plan_run``) and records the run's first
+``concurrency`` trials (``start_run``): each is an ordinary session, recorded as ``chronicle
+eval run`` records one (config tagged with the run, task and epoch; the task's files written
+in a fresh workspace), owned by the requesting user, with a lease request, so a worker runs it.
+Its config also carries the whole request (``evaluation_request``: suite, model, runtime,
+trials, concurrency, owner), which is all a worker needs to continue the run. When a worker's
+run of a trial ends (``trial_ended``, the worker's ``after_run`` hook) the trial is scored
+as ``chronicle eval run`` scores it (the default scorers, then the task's ``check`` in a fresh
+sandbox over the final workspace), and the run's next trials are recorded until
+``concurrency`` trials are unscored again. A trial paused by its user is not scored: the run
+waits for it. Starting a run and starting its next trials hold the run name's lock, so a
+name is taken once and two trials ending at once start each next trial once.
+
+What the API refuses that the command line takes: ``setup`` commands (they run on the
+machine, outside any sandbox: a user of the API must not run commands on the server) and a
+``repo`` outside the configured ``workspace_roots`` (the API must not copy any directory of
+the server's machine into a workspace).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.agent.codeact import CodeActAgent
+from app.config import Settings
+from app.evaluation.live_check import record_check, run_check
+from app.evaluation.rescoring import score_session
+from app.evaluation.running import ATTEMPT_KEY, PLAN_KEY, RESUME_KEY
+from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+from app.evaluation.scoring import ScoringError, evaluation_config
+from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
+from app.evaluation.workspaces import WorkspaceError, prepare_workspace
+from app.events import AgentState, Message, SessionCreated
+from app.llm.errors import LlmNotConfiguredError
+from app.sessions.leases import request_run
+from app.sessions.summary import one_line_title
+from app.sessions.workspace import record_workspace_start
+from app.store import EventStore
+from app.store.evaluation_runs import (
+    REQUEST_KEY,
+    RunRow,
+    name_taken,
+    owned_trials,
+    run_name_lock,
+)
+from app.store.session_owners import record_owner, reserve_session
+
+log = logging.getLogger(__name__)
+
+#: The agent states after which a trial is scored (a paused trial is waited for).
+ENDED = frozenset({"finished", "stopped", "error", "awaiting_user_input"})
+
+
+class EvaluationRequest(BaseModel):
+    """``POST /api/evaluations``: run every task of ``suite`` ``trials`` times."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=TASK_ID, description="the run's name, unique on the server")
+    suite: dict[str, Any] = Field(
+        description="the task suite chronicle eval run reads from YAML, as JSON: "
+        "{name, tasks: [{id, prompt, files, check, answer, limits, repo, commit}]}"
+    )
+    model: str | None = Field(default=None, max_length=200, description="litellm model name")
+    runtime: Literal["local", "docker"] | None = None
+    trials: int = Field(default=1, ge=1, le=100, description="epochs: runs of each task")
+    concurrency: int = Field(default=1, ge=1, le=100, description="trials running at once")
+
+
+class RunPlan(BaseModel):
+    """What an API run was started with, recorded in each of its sessions (``REQUEST_KEY``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    suite: Suite
+    model: str
+    base_url: str | None
+    runtime: Literal["local", "docker"]
+    trials: int
+    concurrency: int
+    owner: UUID
+    user: str
+
+    @property
+    def total(self) -> int:
+        return len(self.suite.tasks) * self.trials
+
+    def trial_order(self) -> list[tuple[Task, int]]:
+        """Every task x epoch, in the order they are started (epoch by epoch, as the CLI)."""
+        return [(task, epoch) for epoch in range(1, self.trials + 1) for task in self.suite.tasks]
+
+
+class RunRequestError(ValueError):
+    """The request cannot start a run (422); the message says what to change."""
+
+
+class RunExistsError(ValueError):
+    """A run of that name exists (409)."""
+
+
+class ActiveSessionsCapError(RuntimeError):
+    """The user has as many active sessions as they may (429)."""
+
+
+class EvaluationRun(BaseModel):
+    """A run's progress: ``GET /api/evaluations/{run}`` and each row of the list."""
+
+    name: str
+    status: Literal["queued", "running", "finished"]
+    #: who started it (None: ``chronicle eval run``)
+    user: str | None
+    model: str | None
+    created_at: datetime | None
+    #: trials (task x epoch) the run has in all (a CLI run: the sessions it recorded)
+    total: int
+    #: trials whose session is recorded (an API run records the next as earlier ones end)
+    started: int
+    #: trials scored
+    done: int
+    passed: int
+    failed: int
+    trials: int | None = None
+    concurrency: int | None = None
+
+
+def progress_of(row: RunRow) -> EvaluationRun:
+    plan = row.request or {}
+    total = len((plan.get("suite") or {}).get("tasks") or []) * int(plan.get("trials") or 0)
+    total = total or row.started
+    finished = row.scored >= total
+    status: Literal["queued", "running", "finished"] = (
+        "finished" if finished else "queued" if row.begun == 0 and row.scored == 0 else "running"
+    )
+    return EvaluationRun(
+        name=row.name,
+        status=status,
+        user=row.user_name,
+        model=row.model,
+        created_at=row.created_at,
+        total=total,
+        started=row.started,
+        done=row.scored,
+        passed=row.passed,
+        failed=row.scored - row.passed,
+        trials=plan.get("trials"),
+        concurrency=plan.get("concurrency"),
+    )
+
+
+def queued(plan: RunPlan, started: int) -> EvaluationRun:
+    """A run just started, before the report views have seen its sessions."""
+    return EvaluationRun(
+        name=plan.name, status="queued", user=plan.user, model=plan.model, created_at=None,
+        total=plan.total, started=started, done=0, passed=0, failed=0, trials=plan.trials,
+        concurrency=plan.concurrency,
+    )  # fmt: skip
+
+
+def _allowed_repository(task: Task, roots: list[Path]) -> Task:
+    """The task with its ``repo`` as a real path inside a workspace root; else a refusal."""
+    if task.repo is None:
+        return task
+    where = f"task {task.id!r}, field 'repo'"
+    if not roots:
+        raise RunRequestError(
+            f"{where}: this server takes no repository (no workspace_roots are configured); "
+            "give the task's files instead"
+        )
+    if not os.path.isabs(task.repo):
+        raise RunRequestError(f"{where}: {task.repo!r} must be an absolute path")
+    real = Path(os.path.realpath(task.repo))
+    for root in roots:
+        real_root = Path(os.path.realpath(root))
+        if (real == real_root or real.is_relative_to(real_root)) and real.is_dir():
+            return task.model_copy(update={"repo": str(real)})
+    raise RunRequestError(
+        f"{where}: {task.repo} is not a directory under the configured workspace roots"
+    )
+
+
+def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: str) -> RunPlan:
+    """Check the request (the suite as ``chronicle eval run`` checks it, plus what the API
+    refuses: see the module) and say what the run will do."""
+    try:
+        suite = suite_from_data(request.suite, "in the request")
+    except SuiteError as exc:
+        raise RunRequestError(str(exc)) from None
+    for task in suite.tasks:
+        if task.setup:
+            raise RunRequestError(
+                f"task {task.id!r}, field 'setup': setup commands run on the server's machine "
+                "outside any sandbox, so the API does not take them; give the task's files "
+                "instead, or run the suite with chronicle eval run"
+            )
+    roots = list(settings.workspace_roots)
+    suite = suite.model_copy(
+        update={"tasks": [_allowed_repository(task, roots) for task in suite.tasks]}
+    )
+    cap = settings.server_max_active_sessions
+    if request.concurrency > cap:
+        raise RunRequestError(
+            f"concurrency {request.concurrency} is more than the {cap} sessions one user may "
+            f"have working at once; ask for {cap} or fewer"
+        )
+    try:
+        llm = settings.llm_config(model=request.model)
+    except LlmNotConfiguredError:
+        raise RunRequestError(
+            "no model: name one in the request's model, or configure llm_model on the server"
+        ) from None
+    return RunPlan(
+        name=request.name, suite=suite, model=llm.model, base_url=llm.base_url,
+        runtime=request.runtime or settings.runtime, trials=request.trials,
+        concurrency=request.concurrency, owner=owner, user=user,
+    )  # fmt: skip
+
+
+async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> EvaluationRun:
+    """Take the run's name and record its first trials for workers (see the module)."""
+    async with run_name_lock(store, plan.name):
+        if await name_taken(store, plan.name):
+            raise RunExistsError(
+                f"an evaluation run named {plan.name!r} exists already; choose another name"
+            )
+        started = await _start_next(store, settings, plan, cap=settings.server_max_active_sessions)
+    if started == 0:
+        raise ActiveSessionsCapError(
+            f"you have {settings.server_max_active_sessions} sessions working already (the "
+            "most one user may have); wait until one ends, or stop one"
+        )
+    return queued(plan, started)
+
+
+async def _start_next(
+    store: EventStore, settings: Settings, plan: RunPlan, *, cap: int | None
+) -> int:
+    """Record the run's next trials until ``concurrency`` are unscored (``cap``: each counts
+    against the owner's cap of active sessions, and the first refused stops); how many."""
+    trials = await owned_trials(store, plan.owner, plan.name)
+    recorded = {(trial.task_id, trial.epoch) for trial in trials}
+    active = sum(not trial.scored for trial in trials)
+    started = 0
+    for task, epoch in plan.trial_order():
+        if active >= plan.concurrency:
+            break
+        if (task.id, epoch) in recorded:
+            continue
+        session_id = uuid.uuid4()
+        if cap is None:
+            await record_owner(store, session_id, plan.owner)
+        elif await reserve_session(store, session_id, plan.owner, cap) >= cap:
+            break
+        started += 1
+        if await _start_trial(store, settings, plan, task, epoch, session_id):
+            active += 1
+    return started
+
+
+def trial_config(
+    settings: Settings, plan: RunPlan, task: Task, epoch: int, workspace: Path
+) -> dict[str, Any]:
+    """``session.created``'s config: ``chronicle run``'s, tagged as ``chronicle eval run``
+    tags it, with the request."""
+    llm = settings.llm_config(model=plan.model, base_url=plan.base_url)
+    image = None
+    if plan.runtime == "docker":
+        from app.runtime.image import image_tag
+
+        image = image_tag(settings.sandbox_base_image)
+    evaluation_plan = {
+        "epochs": plan.trials,
+        "concurrency": plan.concurrency,
+        "model": plan.model,
+        "base_url": plan.base_url,
+        "runtime": plan.runtime,
+    }
+    return {
+        "agent": CodeActAgent.name,
+        "workspace": str(workspace),
+        "runtime": plan.runtime,
+        "image": image,
+        "model": llm.model,
+        "base_url": llm.base_url,
+        "llm": llm.public(),
+        "tools": CodeActAgent.builtin_tool_names(),
+        "mcp_servers": [server.public() for server in settings.mcp_servers],
+        "max_iterations": task.limits.max_iterations or 100,
+        "max_cost_usd": task.limits.max_cost_usd,
+        "stuck_detection": True,
+        **evaluation_config(plan.name, task, epoch),
+        ATTEMPT_KEY: 1,
+        RESUME_KEY: 0,
+        PLAN_KEY: evaluation_plan,
+        REQUEST_KEY: plan.model_dump(mode="json"),
+    }
+
+
+async def _start_trial(
+    store: EventStore, settings: Settings, plan: RunPlan, task: Task, epoch: int, session: UUID
+) -> bool:
+    """Record one trial and ask a worker to run it (True); a trial whose workspace cannot be
+    prepared is recorded as an error and scored at once (False)."""
+    workspace = settings.data_dir / "evaluations" / plan.name / task.id / f"epoch-{epoch}"
+    problem = None
+    try:
+        await prepare_workspace(task, workspace, settings.data_dir)
+    except WorkspaceError as exc:
+        problem = str(exc)
+    config = trial_config(settings, plan, task, epoch, workspace)
+    await store.append(
+        session,
+        [
+            SessionCreated(title=one_line_title(task.prompt), config=config, user=plan.user),
+            Message(content=task.prompt, source="user", user=plan.user),
+        ],
+        expected_seq=0,
+    )
+    if problem is not None:
+        reason = f"the task's workspace could not be prepared: {problem}"
+        await store.append(session, [AgentState(state="error", reason=reason)])
+        await score_trial(store, settings, plan, session)
+        return False
+    baseline = await record_workspace_start(store, session, workspace, settings)
+    if baseline is not None:
+        baseline.close()
+    await request_run(store, session, reason="evaluation")
+    return True
+
+
+async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> None:
+    """Score an ended trial as ``chronicle eval run`` does: the default scorers, then the
+    task's check in a fresh sandbox over the final workspace."""
+    try:
+        await score_session(store, session, [BUILTIN[name] for name in DEFAULT_SCORERS])
+    except ScoringError as exc:
+        log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, exc)
+        return
+    head = await store.read(session, limit=1)
+    config = head[0].payload.get("config") or {}
+    task = Task.model_validate(config["evaluation_task"])
+    if task.check is not None and config.get("workspace"):
+        check = await run_check(
+            settings, Path(config["workspace"]), session, task.check, config.get("runtime")
+        )
+        await record_check(store, session, check, plan.name)
+
+
+async def trial_ended(store: EventStore, settings: Settings, session: UUID) -> None:
+    """The worker's hook after it ran a session: for a trial of an API run that ended, score
+    it, then start the run's next trials (see the module). Any other session: nothing."""
+    head = await store.read(session, limit=1)
+    config = head[0].payload.get("config") if head and head[0].kind == "session.created" else None
+    request = config.get(REQUEST_KEY) if isinstance(config, dict) else None
+    if request is None:
+        return
+    plan = RunPlan.model_validate(request)
+    events = await store.read(session)
+    states = [e.payload.get("state") for e in events if e.kind == "agent.state"]
+    if not states or states[-1] not in ENDED:
+        return  # paused by its user, or not run yet: the run waits for it
+    if not any(e.kind == "eval.score" for e in events):
+        await score_trial(store, settings, plan, session)
+    async with run_name_lock(store, plan.name):
+        await _start_next(store, settings, plan, cap=None)

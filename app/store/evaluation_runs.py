@@ -1,0 +1,191 @@
+"""Evaluation runs started through the API: their trials as the log holds them, the run list
+(``GET /api/evaluations``) and one lock per run name.
+
+A run is no row of its own: it is its sessions (``session.created`` config ``evaluation_run``).
+An API run's sessions each have an owner (``session_owners``, written before the session's
+first event), so its trials are read from the owner's sessions and the log itself, never
+from a projection that may lag; the list reads the report views (``evaluation_sessions``) and
+so includes runs started by ``chronicle eval run``, which have no owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+import orjson
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from app.store.event_store import EventStore
+
+#: Advisory lock class of run names (a key space of its own, as ``session_owners`` has).
+RUN_LOCK_CLASS = 1132
+#: The ``session.created`` config key an API run records its request under.
+REQUEST_KEY = "evaluation_request"
+
+OWNED_TRIALS_SQL = """
+SELECT o.session_id,
+       c.payload->'config'->'evaluation_task'->>'id' AS task_id,
+       coalesce((c.payload->'config'->>'evaluation_epoch')::integer, 1) AS epoch,
+       EXISTS (SELECT 1 FROM events e WHERE e.session_id = o.session_id
+                                        AND e.kind = 'eval.score') AS scored
+FROM session_owners o
+JOIN events c ON c.session_id = o.session_id AND c.seq = 1
+WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = $2
+ORDER BY c.created_at, o.session_id
+"""
+#: Any session of the run's name, owned by anyone (API runs: no projection lag) or recorded
+#: by ``chronicle eval run`` (no owner; the projection's view of it).
+NAME_TAKEN_SQL = """
+SELECT EXISTS (
+    SELECT 1 FROM session_owners o
+    JOIN events c ON c.session_id = o.session_id AND c.seq = 1
+    WHERE c.payload->'config'->>'evaluation_run' = $1
+) OR EXISTS (SELECT 1 FROM session_state s WHERE s.evaluation_run = $1)
+"""
+RUNS_SQL = f"""
+WITH runs AS (
+    SELECT es.evaluation_run AS name,
+           min(es.created_at) AS created_at,
+           count(*) AS started,
+           count(*) FILTER (WHERE es.status IS NOT NULL) AS begun,
+           count(*) FILTER (WHERE es.verdicts <> '{{}}'::jsonb) AS scored,
+           count(*) FILTER (WHERE es.verdicts <> '{{}}'::jsonb AND es.passed) AS passed,
+           (array_agg(o.user_id ORDER BY es.created_at, es.session_id))[1] AS owner,
+           (array_agg(c.payload->'config'->'{REQUEST_KEY}'
+                      ORDER BY es.created_at, es.session_id))[1] AS request,
+           (array_agg(c.payload->'config'->>'model'
+                      ORDER BY es.created_at, es.session_id))[1] AS model
+    FROM evaluation_sessions es
+    JOIN events c ON c.session_id = es.session_id AND c.seq = 1
+    LEFT JOIN session_owners o ON o.session_id = es.session_id
+    GROUP BY es.evaluation_run
+)
+SELECT r.name, r.created_at, r.started, r.begun, r.scored, r.passed, r.owner, r.request,
+       r.model, u.name AS user_name
+FROM runs r
+LEFT JOIN users u ON u.id = r.owner
+WHERE ($1::uuid IS NULL OR r.owner = $1)
+  AND ($2::text IS NULL OR r.name = $2)
+  AND ($3::timestamptz IS NULL OR (r.created_at, r.name) < ($3, $4::text))
+ORDER BY r.created_at DESC, r.name DESC
+LIMIT $5
+"""
+
+
+#: The owner and request of an API run, from its first session (None: no API run is named so).
+RUN_OWNER_SQL = f"""
+SELECT o.user_id AS owner, c.payload->'config'->'{REQUEST_KEY}' AS request,
+       count(*) OVER () AS started
+FROM session_owners o
+JOIN events c ON c.session_id = o.session_id AND c.seq = 1
+WHERE c.payload->'config'->>'evaluation_run' = $1
+ORDER BY c.created_at, o.session_id
+LIMIT 1
+"""
+
+
+class RunOwner(BaseModel):
+    """Who started an API run, with what request, and how many of its trials are recorded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    owner: UUID
+    request: dict[str, Any] | None
+    started: int
+
+    @field_validator("request", mode="before")
+    @classmethod
+    def _decoded(cls, value: Any) -> Any:
+        return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+class OwnedTrial(BaseModel):
+    """A trial session of an API run: which task x epoch, and whether it was scored."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: UUID
+    task_id: str | None
+    epoch: int
+    scored: bool
+
+
+class RunRow(BaseModel):
+    """One evaluation run as the list shows it (counts from the report views)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    created_at: datetime
+    #: sessions recorded so far (an API run records the next trials as earlier ones end)
+    started: int
+    #: sessions whose agent has started
+    begun: int
+    scored: int
+    passed: int
+    owner: UUID | None
+    user_name: str | None
+    model: str | None
+    #: what an API run was started with (None: started by ``chronicle eval run``)
+    request: dict[str, Any] | None
+
+    @field_validator("request", mode="before")
+    @classmethod
+    def _decoded(cls, value: Any) -> Any:
+        return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+@contextlib.asynccontextmanager
+async def run_name_lock(store: EventStore, name: str) -> AsyncIterator[None]:
+    """Hold the run name's lock: starting a run and starting its next trials are serialised
+    (two requests of one name cannot both start it; two trials ending at once do not both
+    start the same next one)."""
+    async with store.pool.acquire() as connection:
+        await connection.execute(
+            "SELECT pg_advisory_lock($1::int, hashtext($2::text))", RUN_LOCK_CLASS, name
+        )
+        try:
+            yield
+        finally:
+            await connection.execute(
+                "SELECT pg_advisory_unlock($1::int, hashtext($2::text))", RUN_LOCK_CLASS, name
+            )
+
+
+async def name_taken(store: EventStore, name: str) -> bool:
+    taken: bool = await store.pool.fetchval(NAME_TAKEN_SQL, name)
+    return taken
+
+
+async def owned_trials(store: EventStore, owner: UUID, name: str) -> list[OwnedTrial]:
+    """The trials of the owner's run ``name`` recorded so far, oldest first."""
+    rows = await store.pool.fetch(OWNED_TRIALS_SQL, owner, name)
+    return [OwnedTrial.model_validate(dict(row)) for row in rows]
+
+
+async def list_runs(
+    store: EventStore,
+    *,
+    owner: UUID | None,
+    limit: int,
+    name: str | None = None,
+    after: tuple[datetime, str] | None = None,
+) -> list[RunRow]:
+    """Runs newest first (``owner``: only that user's; None: every run, ownerless ones
+    too), after the keyset ``after`` = the last row's ``(created_at, name)``; ``session_state``
+    brought up to date by the caller."""
+    rows = await store.pool.fetch(
+        RUNS_SQL, owner, name, after[0] if after else None, after[1] if after else None, limit
+    )
+    return [RunRow.model_validate(dict(row)) for row in rows]
+
+
+async def run_owner(store: EventStore, name: str) -> RunOwner | None:
+    """The owner of the run ``name`` if it was started through the API (read from the log,
+    so a run is found as soon as it is started); None for a CLI run or none at all."""
+    row = await store.pool.fetchrow(RUN_OWNER_SQL, name)
+    return None if row is None else RunOwner.model_validate(dict(row))
