@@ -29,8 +29,8 @@ from app.llm import LlmConfig, LlmGateway
 from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
-from app.runtime.image import image_tag
 from app.runtime.lifecycle import start_sandbox
+from app.sessions.run_config import DEFAULT_MAX_ITERATIONS, run_config
 from app.sessions.services import agent_mcp_tools, mcp_log_dir
 from app.sessions.step_gate import BeforeModelCall, GatedGateway
 from app.sessions.summary import one_line_title
@@ -197,7 +197,9 @@ async def _run_claimed(
         **overrides.llm_overrides(),
     )
     limits = Limits(
-        max_iterations=options.max_iterations or recorded.get("max_iterations") or 100,
+        max_iterations=options.max_iterations
+        or recorded.get("max_iterations")
+        or DEFAULT_MAX_ITERATIONS,
         max_cost_usd=options.max_cost_usd
         if options.max_cost_usd is not None
         else recorded.get("max_cost_usd"),
@@ -209,22 +211,19 @@ async def _run_claimed(
     mcp_tools = await tools.start()
     if not existing:
         assert task is not None
-        config = {
-            "agent": CodeActAgent.name,
-            "workspace": str(workspace),
-            "runtime": runtime_kind,
-            "image": image_tag(settings.sandbox_base_image) if runtime_kind == "docker" else None,
-            "model": llm.model,
-            "base_url": llm.base_url,
-            "llm": llm.public(),
-            "tools": ["execute_bash", "str_replace_editor", "think", "finish"]
-            + [mcp_tool_name(t.server, t.name) for t in mcp_tools],
-            "mcp_servers": [server.public() for server in mcp_configs],
-            "max_iterations": limits.max_iterations,
-            "max_cost_usd": limits.max_cost_usd,
-            "stuck_detection": options.stuck_detection,
-            **(options.evaluation or {}),
-        }
+        config = run_config(
+            agent=CodeActAgent,
+            workspace=workspace,
+            runtime=runtime_kind,
+            sandbox_base_image=settings.sandbox_base_image,
+            llm=llm,
+            mcp_servers=mcp_configs,
+            mcp_tool_names=[mcp_tool_name(t.server, t.name) for t in mcp_tools],
+            max_iterations=limits.max_iterations,
+            max_cost_usd=limits.max_cost_usd,
+            stuck_detection=options.stuck_detection,
+            extra=options.evaluation,
+        )
         await store.append(
             session_id,
             [
