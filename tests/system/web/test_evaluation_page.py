@@ -81,3 +81,58 @@ def test_an_admin_reads_a_runs_report_and_nobody_else(
     someone.goto("/#/evaluations/nightly")
     expect(someone.get_by_role("alert")).to_contain_text("no evaluation run 'nightly'")
     expect(someone.locator("table.tasks")).to_have_count(0)
+
+
+def test_the_runs_list_and_two_runs_compared_as_a_flip_table(
+    server: ServerProcess, new_page: Callable[..., Page], screenshots: Path
+) -> None:
+    database = server.env["CHRONICLE_DATABASE_URL"]
+    with ThreadPoolExecutor(1) as pool:
+        nightly = pool.submit(
+            asyncio.run,
+            record_run(
+                database,
+                "nightly",
+                {"fix-the-bug": "pass", "add-a-test": "fail", "rename-it": "pass", "docs": "fail"},
+            ),
+        ).result()
+        tuned = pool.submit(
+            asyncio.run,
+            record_run(
+                database,
+                "tuned",
+                {"fix-the-bug": "fail", "add-a-test": "pass", "rename-it": "pass", "docs": "fail"},
+            ),
+        ).result()
+    admin = new_page()
+    admin.goto(f"/login?token={server.token('evaluator', admin=True)}")
+    admin.get_by_role("link", name="Evaluation").click()
+    runs = admin.locator("table.runs-table tbody tr")
+    expect(runs).to_have_count(2)
+    # 2 of 4 passed: 50.0%, Wilson's 95% interval 15.0%-85.0% (as chronicle eval report says)
+    row = runs.filter(has_text="nightly")
+    expect(row.locator(".pass-rate-cell")).to_have_text("50.0% (2 of 4)")
+    expect(row).to_contain_text("15.0%\u201385.0%")
+    expect(row.get_by_role("img", name="50.0%, 95% interval 15.0% to 85.0%")).to_be_visible()
+    screenshot_at_both_widths(admin, "evaluation-runs", screenshots)
+
+    admin.get_by_label("pick nightly to compare").check()
+    admin.get_by_label("pick tuned to compare").check()
+    admin.get_by_role("button", name="Compare the two picked runs").click()
+    admin.wait_for_url("**/#/evaluations/nightly/vs/tuned")
+    flips = admin.locator("table.flips tbody tr")
+    expect(flips).to_have_count(4)
+    regressed = flips.filter(has_text="fix-the-bug")
+    expect(regressed).to_contain_text("regressed")
+    expect(regressed.locator("td").nth(1)).to_contain_text("✓ passed")
+    expect(regressed.locator("td").nth(2)).to_contain_text("✗ failed")
+    expect(flips.filter(has_text="add-a-test")).to_contain_text("newly passing")
+    expect(flips.filter(has_text="rename-it")).to_contain_text("passed in both")
+    expect(flips.filter(has_text="docs")).to_contain_text("failed in both")
+    expect(admin.locator(".difference")).to_have_text("±0.0%")
+    expect(admin.locator(".flip-counts")).to_contain_text("1 regressed · 1 newly passing")
+    screenshot_at_both_widths(admin, "evaluation-compare", screenshots)
+    # each task's cell links to its session in that run
+    regressed.get_by_role("link", name="session 1 of fix-the-bug in run B").click()
+    admin.wait_for_url(f"**/#/sessions/{tuned[0]}")
+    assert nightly[0] != tuned[0]
