@@ -13,12 +13,13 @@ rebuilt into the agent's messages.
 The store's floor for a step is measured the same way, interleaved with the same baseline:
 an observation appended, heard through a subscription and answered by one single-event
 append, with no agent code around it (``floor_steps_per_second``): the controller's
-window holds at least that.
+window holds at least that; and the same with the one ``put_messages`` the gateway adds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from app.agent.controller import AgentController, Limits
 from app.agent.stuck import StuckConfig
 from app.config import Settings
 from app.events import LlmCall, LlmResponse, Message, Run, RunOutput, ToolCall
+from app.events.canonical import canonical_json
 from app.llm import LlmConfig, LlmGateway
 from app.runtime import LocalRuntime
 from app.runtime.executor import Executor
@@ -134,11 +136,12 @@ async def steps_per_second(store: EventStore, root: Path) -> tuple[float, float]
     return (STEPS + 1) / elapsed, median(reactions)
 
 
-async def floor_steps_per_second(store: EventStore) -> float:
+async def floor_steps_per_second(store: EventStore, *, with_messages: bool = False) -> float:
     """The store's floor for a controller step: an observation appended, heard through a
     subscription in this process (as the controller hears the executor) and answered by
     exactly one single-event append, no agent code; its rate timed like the controller's
-    (1 / median between the two ``created_at``s)."""
+    (1 / median between the two ``created_at``s). ``with_messages``: one ``put_messages``
+    of a new prompt message before the answer, the store call the gateway adds to a step."""
     session = uuid.uuid4()
     await store.append(session, [Message(content="go")])
     reactions = []
@@ -150,6 +153,9 @@ async def floor_steps_per_second(store: EventStore) -> float:
             )
             while (await anext(stream)).seq < observed[0].seq:
                 pass
+            if with_messages:
+                text = canonical_json({"content": f"observation {i}", "role": "tool"})
+                await store.put_messages([hashlib.sha256(text.encode()).hexdigest()], [text])
             answer = await store.append(
                 session, [Message(content=f"action {i}", source="agent")], expected_seq=seq + 1
             )
@@ -227,6 +233,11 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
                 lambda: floor_steps_per_second(store),
                 rounds=rounds,
             )
+            floor_messages = await interleave(
+                lambda: raw_appends_per_second(store),
+                lambda: floor_steps_per_second(store, with_messages=True),
+                rounds=rounds,
+            )
             print(f"  ... rebuilding a {HISTORY_STEPS}-step session", file=sys.stderr, flush=True)
             seconds, count = await history_rebuild(store)
     kept = whole_loop[1:]  # the warm-up round's run is dropped, as interleave drops its sample
@@ -245,6 +256,13 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
         0.5,
         target="-",
     ).model_copy(update={"met": True})  # a floor, not a target (as the whole loop's row)
+    floor_messages_row = ratio_row(
+        "floor + one put_messages round trip (the gateway's store call per step)",
+        "steps/s",
+        floor_messages,
+        0.5,
+        target="-",
+    ).model_copy(update={"met": True})
     loop = Measurement(
         name="whole loop incl. local sandbox (model, action, run `true`, observation)",
         unit="steps/s",
@@ -261,7 +279,7 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
         baseline=None, chronicle=seconds * 1000, ratio=None, target="< 1000 ms",
         met=seconds < 1,
     )  # fmt: skip
-    return [controller, floor_row, loop, rebuild]
+    return [controller, floor_row, floor_messages_row, loop, rebuild]
 
 
 def main(argv: list[str] | None = None) -> int:
