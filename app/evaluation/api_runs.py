@@ -44,6 +44,7 @@ from app.evaluation.workspaces import WorkspaceError, prepare_workspace
 from app.events import AgentState, Message, SessionCreated
 from app.llm.errors import LlmNotConfiguredError
 from app.sessions.leases import request_run
+from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import EventStore
@@ -271,14 +272,8 @@ async def _start_next(
 def trial_config(
     settings: Settings, plan: RunPlan, task: Task, epoch: int, workspace: Path
 ) -> dict[str, Any]:
-    """``session.created``'s config: ``chronicle run``'s, tagged as ``chronicle eval run``
-    tags it, with the request."""
-    llm = settings.llm_config(model=plan.model, base_url=plan.base_url)
-    image = None
-    if plan.runtime == "docker":
-        from app.runtime.image import image_tag
-
-        image = image_tag(settings.sandbox_base_image)
+    """``session.created``'s config: ``chronicle run``'s (``run_config``), tagged as
+    ``chronicle eval run`` tags it, with the request."""
     evaluation_plan = {
         "epochs": plan.trials,
         "concurrency": plan.concurrency,
@@ -286,25 +281,24 @@ def trial_config(
         "base_url": plan.base_url,
         "runtime": plan.runtime,
     }
-    return {
-        "agent": CodeActAgent.name,
-        "workspace": str(workspace),
-        "runtime": plan.runtime,
-        "image": image,
-        "model": llm.model,
-        "base_url": llm.base_url,
-        "llm": llm.public(),
-        "tools": CodeActAgent.builtin_tool_names(),
-        "mcp_servers": [server.public() for server in settings.mcp_servers],
-        "max_iterations": task.limits.max_iterations or 100,
-        "max_cost_usd": task.limits.max_cost_usd,
-        "stuck_detection": True,
-        **evaluation_config(plan.name, task, epoch),
-        ATTEMPT_KEY: 1,
-        RESUME_KEY: 0,
-        PLAN_KEY: evaluation_plan,
-        REQUEST_KEY: plan.model_dump(mode="json"),
-    }
+    return run_config(
+        agent=CodeActAgent,
+        workspace=workspace,
+        runtime=plan.runtime,
+        sandbox_base_image=settings.sandbox_base_image,
+        llm=settings.llm_config(model=plan.model, base_url=plan.base_url),
+        mcp_servers=settings.mcp_servers,
+        max_iterations=task.limits.max_iterations,
+        max_cost_usd=task.limits.max_cost_usd,
+        stuck_detection=True,
+        extra=evaluation_config(plan.name, task, epoch)
+        | {
+            ATTEMPT_KEY: 1,
+            RESUME_KEY: 0,
+            PLAN_KEY: evaluation_plan,
+            REQUEST_KEY: plan.model_dump(mode="json"),
+        },
+    )
 
 
 async def _start_trial(

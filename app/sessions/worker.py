@@ -240,6 +240,7 @@ class Worker:
         if lease.attempts > self.settings.worker_max_attempts:
             await self._record_error(session, gave_up_reason(lease.attempts))
             await self._release(lease, "failed")
+            await self._after_run(session)
             return
         gate = StepGate(self.draining)
         task: asyncio.Task[object] = asyncio.create_task(
@@ -261,11 +262,17 @@ class Worker:
         ending = await self._ending(run)
         if ending != "lease_lost":
             await self._release(lease, ending)
-        if ending in ("ended", "failed") and self.after_run is not None:
-            try:
-                await self.after_run(session)
-            except Exception:
-                log.exception("worker %s: after the run of %s", self.worker_id, session)
+        if ending in ("ended", "failed"):
+            await self._after_run(session)
+
+    async def _after_run(self, session: UUID) -> None:
+        """The caller's ``after_run`` for a session whose run ended (its lease released)."""
+        if self.after_run is None:
+            return
+        try:
+            await self.after_run(session)
+        except Exception:
+            log.exception("worker %s: after the run of %s", self.worker_id, session)
 
     async def _run(self, session: UUID, gate: StepGate) -> object:
         """The session run as recorded (a user's pause or stop stays in force); a replay or a
