@@ -85,6 +85,15 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _agent_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--agent",
+        metavar="NAME",
+        help=f"{what} with this registered agent (codeact, the default, or shell-only); "
+        "recorded, so resume and replay use it too",
+    )
+
+
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser("run", help="run a coding session headless until it ends")
     run.add_argument("task", help="what the agent should do")
@@ -92,6 +101,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "--workspace", required=True, type=Path, help="the project directory (must exist)"
     )
     run.add_argument("--session", type=session_id, help="the new session's id (a UUID)")
+    _agent_option(run, "run")
     _common(run)
     resume = commands.add_parser("resume", help="continue a session from its log")
     resume.add_argument("session", type=session_id, metavar="SESSION")
@@ -114,6 +124,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="an empty or new directory for the restored workspace (default: one under "
         "the data directory)",
     )
+    _agent_option(fork, "continue the fork")
     _common(fork)
 
 
@@ -291,6 +302,14 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "agent", None) is not None:
+        from app.agent.registry import UnknownAgent, agent_class
+
+        try:
+            agent_class(args.agent)
+        except UnknownAgent as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     forking = args.command == "fork"
     session = uuid.uuid4() if forking else args.session or uuid.uuid4()
     fork_of = (args.session, args.at) if forking else None
@@ -317,6 +336,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             max_iterations=args.max_iterations,
             max_cost_usd=args.max_cost,
             stuck_detection=not args.no_stuck_detection,
+            agent=getattr(args, "agent", None),
         )
         after = await store.last_seq(session) if existing else 0
         printer = asyncio.create_task(_print_events(store, session, after))

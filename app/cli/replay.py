@@ -158,13 +158,6 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     except OptionError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.on_divergence == "fork" and config.agent != "codeact":
-        print(
-            "error: --on-divergence fork continues live with the codeact agent only; "
-            f"replay with --agent {config.agent} without --on-divergence fork",
-            file=sys.stderr,
-        )
-        return 2
     async with await open_store(settings) as store:
         try:
             result = await replay(store, args.session, config, mode=args.mode)

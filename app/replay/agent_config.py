@@ -31,11 +31,12 @@ class AgentConfig(BaseModel):
 
     def over(self, recorded: dict[str, Any] | None) -> AgentConfig:
         """These overrides on top of ``recorded`` ones (the ``agent_config`` a replay or a fork
-        recorded in its ``session.created``): what is set here wins, model parameters merge."""
+        recorded in its ``session.created``): what is set here wins (even when set to the
+        default: ``--agent codeact`` over a recorded ``shell-only``), model parameters merge."""
         if not recorded:
             return self
         base = AgentConfig.model_validate(recorded)
-        mine = self.model_dump(exclude_defaults=True)
+        mine = self.model_dump(exclude_unset=True)
         merged = {**base.model_dump(), **mine}
         merged["model_params"] = {**base.model_params, **self.model_params}
         return AgentConfig.model_validate(merged)

@@ -102,9 +102,10 @@ async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig |
         recording = read_recording(events)
     except RecordingError as exc:
         raise ReplayError(str(exc)) from None
-    # A fork made by `--on-divergence fork` ran live with the overrides it recorded.
+    # A fork made by `--on-divergence fork` ran live with the overrides it recorded; a run
+    # with `--agent NAME` with that agent.
     try:
-        agent_config = (agent_config or AgentConfig()).over(recording.config.get("agent_config"))
+        agent_config = (agent_config or AgentConfig()).over(_recorded_overrides(recording))
     except ValidationError as exc:
         raise ReplayError(f"the recorded agent_config cannot be used: {exc}") from None
     try:
@@ -287,6 +288,16 @@ async def _claimed_run(
         raise ReplayError(
             f"{DATABASE_GONE} while replay {replay_id} ran; run the replay again"
         ) from None
+
+
+def _recorded_overrides(recording: Recording) -> dict[str, Any] | None:
+    """What the recorded session ran with beyond the defaults: its ``agent_config`` (a
+    fork's), else the agent its ``session.created`` names if not the default one."""
+    config = recording.config
+    if config.get("agent_config"):
+        return dict(config["agent_config"])
+    agent = config.get("agent")
+    return {"agent": agent} if agent and agent != CodeActAgent.name else None
 
 
 def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:

@@ -19,7 +19,9 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from app.agent.codeact import CodeActAgent
 from app.agent.controller import Outcome
+from app.agent.registry import UnknownAgent, agent_class
 from app.config import Settings
 from app.events import WorkspaceSnapshot
 from app.replay.agent_config import AgentConfig
@@ -214,9 +216,19 @@ def _agent_changes(config: dict[str, Any], agent_config: AgentConfig) -> dict[st
         merged.llm_overrides()
     except (ValidationError, ValueError) as exc:
         raise SessionError(f"the agent configuration cannot be used live: {exc}") from None
-    changes: dict[str, Any] = {"agent_config": merged.model_dump(mode="json")}
+    try:
+        agent_type = agent_class(merged.agent)
+    except UnknownAgent as exc:
+        raise SessionError(str(exc)) from None
+    changes: dict[str, Any] = {
+        "agent": agent_type.name,
+        "agent_config": merged.model_dump(mode="json"),
+    }
     if merged.max_iterations is not None:
         changes["max_iterations"] = merged.max_iterations
     if merged.tools is not None:
         changes["tools"] = list(merged.tools)
+    elif agent_type.name != config.get("agent", CodeActAgent.name):
+        mcp = [name for name in config.get("tools") or [] if "__" in name]
+        changes["tools"] = [*agent_type.builtin_tool_names(), *mcp]
     return changes

@@ -21,6 +21,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits, Outcome
 from app.agent.driving import drive
+from app.agent.registry import UnknownAgent, agent_class
 from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
@@ -59,6 +60,8 @@ class SessionOptions(BaseModel):
     max_iterations: int | None = None
     max_cost_usd: float | None = None
     stuck_detection: bool = True
+    #: the registered agent to run (``app.agent.registry``); None: as recorded, else codeact
+    agent: str | None = None
     mcp_servers: list[McpServerConfig] | None = None
     #: a resume by the user continues a session the user paused or stopped; a worker's run
     #: (``app.sessions.worker``) leaves the user's steering as it is
@@ -104,6 +107,23 @@ def _agent_overrides(recorded: dict[str, Any]) -> AgentConfig:
     except (ValidationError, ValueError) as exc:
         raise SessionError(f"the session's recorded agent_config cannot be used: {exc}") from None
     return overrides
+
+
+def _agent_type(options: SessionOptions, recorded: dict[str, Any]) -> type[CodeActAgent]:
+    """The agent class to run: the one asked for, else the one the session recorded (a
+    fork's ``agent_config`` first: it is what the fork was made to run), else CodeAct; a
+    resumed session keeps its agent, so its log stays one agent's."""
+    as_recorded = (recorded.get("agent_config") or {}).get("agent") or recorded.get("agent")
+    name = options.agent or as_recorded or CodeActAgent.name
+    if recorded and as_recorded and name != as_recorded:
+        raise SessionError(
+            f"this session was recorded with the agent {as_recorded!r}, so it continues with "
+            f"it; to go on with {name!r}, fork it: chronicle fork SESSION --at SEQ --agent {name}"
+        )
+    try:
+        return agent_class(name)
+    except UnknownAgent as exc:
+        raise SessionError(str(exc)) from None
 
 
 async def run_session(
@@ -190,6 +210,7 @@ async def _run_claimed(
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
     runtime_kind = options.runtime or recorded.get("runtime") or settings.runtime
     overrides = _agent_overrides(recorded)
+    agent_type = _agent_type(options, recorded)
     llm = settings.llm_config(
         model=options.model or recorded.get("model"),
         base_url=options.base_url or recorded.get("base_url"),
@@ -212,7 +233,7 @@ async def _run_claimed(
     if not existing:
         assert task is not None
         config = run_config(
-            agent=CodeActAgent,
+            agent=agent_type,
             workspace=workspace,
             runtime=runtime_kind,
             sandbox_base_image=settings.sandbox_base_image,
@@ -251,7 +272,7 @@ async def _run_claimed(
     try:
         result = await _run_with_baseline(
             store, settings, session_id, workspace, runtime_kind, llm, limits, options, tools,
-            mcp_tools, overrides, before_model_call,
+            mcp_tools, overrides, agent_type, before_model_call,
         )  # fmt: skip
         reason = result[1]
         return result
@@ -274,6 +295,7 @@ async def _run_with_baseline(
     tools: McpToolService,
     mcp_tools: list[McpTool],
     overrides: AgentConfig,
+    agent_type: type[CodeActAgent] = CodeActAgent,
     before_model_call: BeforeModelCall | None = None,
 ) -> tuple[UUID, Outcome]:
     if tools.problems:
@@ -305,7 +327,7 @@ async def _run_with_baseline(
         mcp_schemas = [t for t in mcp_schemas if t["function"]["name"] in overrides.tools]
     try:
         gateway = LlmGateway(store, llm)
-        agent = CodeActAgent(
+        agent = agent_type(
             gateway if before_model_call is None else GatedGateway(gateway, before_model_call),
             str(workspace) if runtime_kind != "docker" else "/workspace",
             mcp_tools=mcp_schemas,

@@ -97,7 +97,3 @@ async def test_what_cannot_be_replayed_says_why(app_database_url: str, tmp_path:
     wrong.write_text('{"max_iterations": "many"}')
     refused = chronicle("replay", str(uuid.uuid4()), "--agent-config", str(wrong), env=env)
     assert refused.returncode == 2 and "max_iterations" in refused.stderr
-    live = chronicle(
-        "replay", str(uuid.uuid4()), "--agent", "shell-only", "--on-divergence", "fork", env=env
-    )
-    assert live.returncode == 2 and "codeact agent only" in live.stderr
