@@ -55,6 +55,9 @@ class PromptDigest:
     def __init__(self) -> None:
         self._state = hashlib.sha256(b'{"messages":[')
         self.count = 0
+        #: the last request's (model, tools hash, parameters) and the text they end it with:
+        #: the same for every step of a session, so made once
+        self._rest: tuple[str, str, dict[str, Any], bytes] | None = None
 
     def add(self, stable_hashes: list[str]) -> None:
         """The next messages' ``stable_hash`` es, in order."""
@@ -64,10 +67,13 @@ class PromptDigest:
             self.count += 1
 
     def fingerprint(self, model: str, tools_hash: str, params: dict[str, Any]) -> str:
+        known = self._rest
+        if known is None or (known[0], known[1], known[2]) != (model, tools_hash, params):
+            rest = (
+                f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
+                f'"tools":{canonical_json(tools_hash)}}}'
+            )
+            known = self._rest = (model, tools_hash, dict(params), rest.encode())
         state = self._state.copy()
-        rest = (
-            f'],"model":{canonical_json(model)},"params":{canonical_json(params)},'
-            f'"tools":{canonical_json(tools_hash)}}}'
-        )
-        state.update(rest.encode())
+        state.update(known[3])
         return state.hexdigest()

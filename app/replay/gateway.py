@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 from uuid import UUID
 
-from app.events import LlmCall, LlmResponse, LlmUsage
+from app.events import LlmCall
 from app.llm import LlmConfig, LlmError, LlmGateway, LlmReply
 from app.llm.errors import FailureKind
 from app.llm.gateway import PreparedRequest
@@ -97,23 +97,30 @@ class ReplayGateway:
     ) -> LlmCall:
         """The llm.call of the replay: the replay's request, the recording's answer."""
         payload = recorded.payload
-        return LlmCall(
-            model=self.config.model,
-            params={**request.params, "base_url": payload.get("params", {}).get("base_url")},
-            fingerprint=request.fingerprint,
-            prompt=request.recorded_prompt(),
-            prompt_kept=request.kept,
-            tools=request.tools_hash,
-            tool_calling=payload.get("tool_calling", "native"),
-            response=LlmResponse.model_validate(payload.get("response") or {}),
-            usage=LlmUsage.model_validate(payload.get("usage") or {}),
-            cost_usd=payload.get("cost_usd"),
-            latency_ms=0.0,
-            attempts=payload.get("attempts") or 1,
-            error=payload.get("error"),
-            error_kind=payload.get("error_kind"),
-            cause=cause,
-            replayed_from=recorded.seq,
+        # One validation of the whole event (its response and usage inside it), not one per
+        # part: a replay makes one of these a step.
+        return LlmCall.model_validate(
+            {
+                "model": self.config.model,
+                "params": {
+                    **request.params,
+                    "base_url": payload.get("params", {}).get("base_url"),
+                },
+                "fingerprint": request.fingerprint,
+                "prompt": request.recorded_prompt(),
+                "prompt_kept": request.kept,
+                "tools": request.tools_hash,
+                "tool_calling": payload.get("tool_calling", "native"),
+                "response": payload.get("response") or {},
+                "usage": payload.get("usage") or {},
+                "cost_usd": payload.get("cost_usd"),
+                "latency_ms": 0.0,
+                "attempts": payload.get("attempts") or 1,
+                "error": payload.get("error"),
+                "error_kind": payload.get("error_kind"),
+                "cause": cause,
+                "replayed_from": recorded.seq,
+            }
         )
 
     async def _difference(

@@ -117,7 +117,10 @@ def read_recording(events: list[RecordedEvent]) -> Recording:
             consequences.setdefault(event.cause, []).append(event)
         elif event.cause is not None and event.kind in OBSERVATION_KINDS:
             answers[event.cause] = event
-    return Recording(
+    # Built, not validated: pydantic would check every field of every event and copy each
+    # RecordedEvent (a NamedTuple) — a second copy of the log, and a tenth of a 1,000-step
+    # replay's time. What goes in is what this function made.
+    return Recording.model_construct(
         session_id=created.session_id,
         title=str(created.payload.get("title", "")),
         config=dict(created.payload.get("config") or {}),
@@ -146,7 +149,9 @@ def _segments(events: list[RecordedEvent], call_seqs: set[int]) -> list[Segment]
                         "working; replaying a session steered mid-run is not supported yet"
                     )
                 segments.append(
-                    Segment(feed=feed, end_state=state[0], end_reason=state[1], calls=calls)
+                    Segment.model_construct(
+                        feed=feed, end_state=state[0], end_reason=state[1], calls=calls
+                    )
                 )
                 feed, agent_since_feed = [], False
             feed.append(event)
@@ -157,5 +162,7 @@ def _segments(events: list[RecordedEvent], call_seqs: set[int]) -> list[Segment]
             calls += 1
             agent_since_feed = True
     ended = state[0] if state[0] in OUTCOME_STATES else None
-    segments.append(Segment(feed=feed, end_state=ended, end_reason=state[1], calls=calls))
+    segments.append(
+        Segment.model_construct(feed=feed, end_state=ended, end_reason=state[1], calls=calls)
+    )
     return segments

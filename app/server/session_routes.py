@@ -66,6 +66,15 @@ async def list_sessions(
     since: Annotated[datetime | None, QueryParameter()] = None,
     limit: Annotated[int, QueryParameter(ge=1, le=MAX_PAGE)] = 50,
     cursor: Annotated[str | None, QueryParameter(max_length=200)] = None,
+    q: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=200,
+            description="words of the title (the task's first line): each must begin a word "
+            "of it, case-insensitive",
+        ),
+    ] = None,
 ) -> SessionPage:
     """Your sessions (an admin's: all), newest first, from the session list projection."""
     try:
@@ -82,6 +91,7 @@ async def list_sessions(
         model=model,
         since=since,
         after=after,
+        words=q,
     )
     more = len(rows) > limit
     rows = rows[:limit]

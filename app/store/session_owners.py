@@ -92,17 +92,21 @@ async def list_visible_sessions(
     model: str | None = None,
     since: datetime | None = None,
     after: tuple[datetime, UUID] | None = None,
+    words: str | None = None,
 ) -> list[SessionRow]:
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
-    every filter, after the ``(created_at, session_id)`` cursor if given."""
+    every filter (``words``: the title has words beginning with each of them), after the
+    ``(created_at, session_id)`` cursor if given."""
     sql, params = visible_list_sql(
         owner=owner is not None,
         state=state,
         model=model is not None,
         since=since is not None,
         after=after is not None,
+        words=words is not None,
     )
     values: dict[str, Any] = {
+        "words": words,
         "owner": owner,
         "state": state,
         "model": model,

@@ -90,6 +90,17 @@ class SessionRow(BaseModel):
     claimed: bool
 
 
+#: A title with a word beginning with each word of the parameter, case-insensitive: the
+#: parameter split into words by the same parser (``simple``: lower case, no stemming), each
+#: made a prefix term, so the GIN index of migration 0013 answers it. Text with no word
+#: matches nothing (a word with a backslash is left out: it cannot be quoted as a term).
+TITLE_WORDS = (
+    "to_tsvector('simple'::regconfig, coalesce(s.title, '')) @@ to_tsquery("
+    "'simple'::regconfig, (SELECT string_agg(quote_literal(w) || ':*', ' & ') "
+    "FROM unnest(tsvector_to_array(to_tsvector('simple'::regconfig, {param}::text))) w "
+    "WHERE strpos(w, '\\') = 0))"
+)
+
 #: The columns qualified by the list's alias (a join may bring another ``session_id``).
 QUALIFIED_COLUMNS = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -101,10 +112,12 @@ def list_sql(
     since: bool,
     owner: bool = False,
     after: bool = False,
+    words: bool = False,
 ) -> tuple[str, list[str]]:
     """The list query for these filters, and the order of its parameters (the limit last):
-    narrowed to one ``owner``'s sessions (``session_owners``) and paged after a keyset
-    cursor ``(created_at, session_id)`` in the list's own order when asked."""
+    narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
+    (``TITLE_WORDS``) and paged after a keyset cursor ``(created_at, session_id)`` in the
+    list's own order when asked."""
     where: list[str] = []
     params: list[str] = []
     joins = ""
@@ -123,6 +136,9 @@ def list_sql(
     if since:
         params.append("since")
         where.append(f"s.created_at >= ${len(params)}")
+    if words:
+        params.append("words")
+        where.append(TITLE_WORDS.format(param=f"${len(params)}"))
     if after:
         params.append("after_created")
         params.append("after_id")

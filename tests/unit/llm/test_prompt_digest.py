@@ -52,3 +52,16 @@ def test_a_growing_or_changed_prompt_prepares_as_from_scratch() -> None:
         asyncio.run(gateway.store_prompt(request))
     assert sorted(set(store.stored)) == sorted(store.stored)  # none stored twice
     assert len(store.stored) == 1 + 4 + 1 + 1  # system, q0..q3, condensed, the tool list
+
+
+def test_the_digest_follows_a_change_of_model_tools_or_parameters() -> None:
+    # The text after the messages is made once and reused while model, tools and parameters
+    # stay the same; each change (even of the same dict, changed in place) must show.
+    digest = PromptDigest()
+    digest.add([stable_hash({"role": "user", "content": "q"})])
+    hashes = [stable_hash({"role": "user", "content": "q"})]
+    params: dict[str, Any] = {"temperature": 0.0}
+    for model, tools in [("m", "t"), ("m", "t"), ("n", "t"), ("n", "u")]:
+        assert digest.fingerprint(model, tools, params) == fingerprint(model, hashes, tools, params)
+    params["temperature"] = 0.5
+    assert digest.fingerprint("n", "u", params) == fingerprint("n", hashes, "u", params)
