@@ -81,6 +81,8 @@ async def list_sessions(
         after = decode_cursor(cursor) if cursor else None
     except BadCursorError as exc:
         raise Unprocessable(str(exc)) from None
+    if q is not None and "\x00" in q:  # PostgreSQL text cannot hold it
+        raise Unprocessable("q cannot contain a NUL character")
     if since is not None and since.tzinfo is None:
         raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
     rows = await list_visible_sessions(
