@@ -3,12 +3,13 @@
 A real `chronicle serve --role api` process on a throwaway database; this process is the
 agent (it appends) and the clients.
 
-1. Live streams: 200 WebSocket clients on 20 active sessions (10 each). A round appends one
-   event to each session, ``WAVES`` times, paced; each arrival at a client is timed from the
-   start of its append. Baseline, in interleaved rounds: the store's own append -> subscriber
-   latency, 200 ``EventStore.subscribe`` tails on the same sessions in this process (a store
-   of their own, so each learns of appends from PostgreSQL's notifications, as the server
-   does). Target (issue 13): client p99 <= 50 ms.
+1. Live streams: 200 WebSocket clients on 20 active sessions (10 each). A round connects
+   them from the sessions' heads, appends one event to each session, ``WAVES`` times, paced,
+   and closes them; each arrival at a client is timed from the start of its append. Baseline,
+   in interleaved rounds: the store's own append -> subscriber latency, 200
+   ``EventStore.subscribe`` tails on the same sessions in this process (a store of their own,
+   so each learns of appends from PostgreSQL's notifications, as the server does), likewise
+   opened for their round only. Target (issue 13): client p99 <= 50 ms.
 2. ``GET /api/sessions`` at 200 requests/s (open loop: each request sent on schedule, its time
    counted from then) with 100,000 sessions in ``session_state``, as a user who owns 10,000 of
    them and as an admin. Baseline: the route's own query on the pool at the same rate.
@@ -191,9 +192,12 @@ async def settle(arrivals: Arrivals, listeners: int) -> None:
 
 async def stream_client(url: str, token: str, after: int, sink: Callable[[str, int], None],
                         ready: asyncio.Event) -> None:  # fmt: skip
+    """A WebSocket client from ``after``: ready once the event at ``after`` came (the stream
+    runs end to end), then every later event timed."""
     async with connect(
-        f"{url}?after_seq={after}", additional_headers={"Authorization": f"Bearer {token}"}
+        f"{url}?after_seq={after - 1}", additional_headers={"Authorization": f"Bearer {token}"}
     ) as socket:
+        await socket.recv()
         ready.set()
         async for message in socket:
             sink(str(orjson.loads(message)["event_id"]), time.monotonic_ns())
@@ -201,13 +205,17 @@ async def stream_client(url: str, token: str, after: int, sink: Callable[[str, i
 
 async def subscriber(store: EventStore, session: uuid.UUID, after: int,
                      sink: Callable[[str, int], None], ready: asyncio.Event) -> None:  # fmt: skip
-    async with store.subscribe(session, after) as tail:
+    """A store subscription from ``after``, ready as ``stream_client`` is."""
+    async with store.subscribe(session, after - 1) as tail:
+        await anext(tail)
         ready.set()
         async for event in tail:
             sink(str(event.event_id), time.monotonic_ns())
 
 
 async def measure_streams(server: Server, database: BenchDatabase, rounds: int) -> Measurement:
+    """Each round opens its side's 200 listeners from the sessions' heads, appends, and closes
+    them: the other side's listeners are not there to read (or be sent) the same events."""
     masker = SecretMasker()
     token = server.token("streamer", admin=True)
     async with (
@@ -217,51 +225,45 @@ async def measure_streams(server: Server, database: BenchDatabase, rounds: int) 
         sessions = [uuid.uuid4() for _ in range(SESSIONS)]
         for session in sessions:
             await agent.append(session, [Message(content="start", source="user")])
-        current: dict[str, Arrivals] = {"ws": Arrivals(), "store": Arrivals()}
-
-        def sink_for(side: str) -> Callable[[str, int], None]:
-            def sink(event: str, at: int) -> None:
-                current[side].arrive(event, at)
-
-            return sink
-
         base = server.url.replace("http://", "ws://")
-        tasks: list[asyncio.Task[None]] = []
-        readies: list[asyncio.Event] = []
-        for index in range(CLIENTS):
-            session = sessions[index % SESSIONS]
-            for side in ("ws", "store"):
-                ready = asyncio.Event()
-                readies.append(ready)
-                if side == "ws":
-                    client = stream_client(
-                        f"{base}/api/sessions/{session}/stream", token, 1, sink_for(side), ready
-                    )
-                else:
-                    client = subscriber(watcher, session, 1, sink_for(side), ready)
-                tasks.append(asyncio.create_task(client))
-        async with asyncio.timeout(120):
-            await asyncio.gather(*(ready.wait() for ready in readies))
         samples: dict[str, list[list[float]]] = {"ws": [], "store": []}
 
         def round_of(side: str) -> Callable[[], Awaitable[float]]:
             async def measure() -> float:
-                for name in current:
-                    current[name] = Arrivals()
-                await append_waves(agent, sessions, current[side])
-                await settle(current[side], CLIENTS // SESSIONS)
-                latencies = current[side].latencies_ms()
+                arrivals = Arrivals()
+                heads = {session: await agent.last_seq(session) for session in sessions}
+                tasks: list[asyncio.Task[None]] = []
+                readies: list[asyncio.Event] = []
+                for index in range(CLIENTS):
+                    session = sessions[index % SESSIONS]
+                    ready = asyncio.Event()
+                    readies.append(ready)
+                    if side == "ws":
+                        url = f"{base}/api/sessions/{session}/stream"
+                        client = stream_client(url, token, heads[session], arrivals.arrive, ready)
+                    else:
+                        client = subscriber(
+                            watcher, session, heads[session], arrivals.arrive, ready
+                        )
+                    tasks.append(asyncio.create_task(client))
+                try:
+                    async with asyncio.timeout(120):
+                        await asyncio.gather(*(ready.wait() for ready in readies))
+                    await append_waves(agent, sessions, arrivals)
+                    await settle(arrivals, CLIENTS // SESSIONS)
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                    for task in tasks:
+                        with contextlib.suppress(asyncio.CancelledError, Exception):
+                            await task
+                latencies = arrivals.latencies_ms()
                 samples[side].append(latencies)
                 return percentile(latencies, 99)
 
             return measure
 
         result = await interleave(round_of("store"), round_of("ws"), rounds=rounds)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
     ws_all = [value for batch in samples["ws"][1:] for value in batch]
     return latency_row(
         f"append -> client p99, {CLIENTS} WebSocket clients on {SESSIONS} sessions",

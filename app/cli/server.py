@@ -110,6 +110,10 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=10,
+            # A compressed WebSocket compresses every message once per client (each connection
+            # keeps its own compressor), so one event sent to 200 clients would be compressed
+            # 200 times; uncompressed, the event encoded once is what every client is sent.
+            ws_per_message_deflate=False,
         )
         server = _quiet_server(config)
         loop = asyncio.get_running_loop()
