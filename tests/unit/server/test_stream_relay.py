@@ -113,6 +113,28 @@ async def test_a_client_that_leaves_ends_the_relay() -> None:
     assert end.delivered_seq == 3
 
 
+async def test_the_server_closing_ends_the_relay_with_the_seq_to_resume_from() -> None:
+    closing = asyncio.Event()
+    sent: list[int] = []
+
+    async def send(item: Item) -> None:
+        sent.append(item.seq)
+        if item.seq == 4:
+            closing.set()
+
+    end = await relay(
+        numbered(4, forever=True),
+        send,
+        after_seq=0,
+        capacity=10,
+        stall_seconds=5,
+        client_gone=asyncio.Event().wait(),  # the client stays
+        closing=closing.wait(),
+    )
+    assert end.reason == "closing"
+    assert end.delivered_seq == 4 == sent[-1]
+
+
 async def test_a_failing_send_means_the_client_is_gone() -> None:
     async def send(item: Item) -> None:
         raise ConnectionResetError("peer reset")
