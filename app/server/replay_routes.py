@@ -34,6 +34,7 @@ from app.server.problems import NotFound, TooManyActiveSessions, Unprocessable, 
 from app.sessions.fork import fork_prefix, fork_workspace, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import SessionError
+from app.sessions.worker_runs import FORK_ON_DIVERGENCE, fork_id_of
 from app.store.session_owners import reserve_session
 from app.store.users import Principal
 
@@ -65,9 +66,9 @@ class AgentOverrides(BaseModel):
 
 class NewReplay(BaseModel):
     mode: ReplayMode = "strict"
-    #: ``stop`` only reports a divergence (forking at one: ``POST .../forks`` at the seq the
-    #: result names)
-    on_divergence: Literal["stop"] = "stop"
+    #: ``stop`` only reports a divergence; ``fork`` also forks the session just before it
+    #: and runs the fork live with the overrides (``chronicle replay --on-divergence fork``)
+    on_divergence: Literal["stop", "fork"] = "stop"
     overrides: AgentOverrides = Field(default_factory=AgentOverrides)
 
 
@@ -89,6 +90,8 @@ class ReplayStatus(BaseModel):
     state: Literal["running", "finished", "failed"]
     result: ReplayResult | None = None
     error: str | None = None
+    #: With ``on_divergence: fork``, the fork made at the divergence (None until it exists).
+    fork_id: UUID | None = None
 
 
 class Limits(BaseModel):
@@ -147,6 +150,10 @@ async def start_replay(
         )
     except (ReplayError, ValueError) as exc:
         raise Unprocessable(str(exc)) from None
+    if data.on_divergence == FORK_ON_DIVERGENCE:
+        created = created.model_copy(
+            update={"config": {**created.config, "on_divergence": FORK_ON_DIVERGENCE}}
+        )
     await _reserve(ctx, principal, replay_id)
     await ctx.store.append(replay_id, [created], expected_seq=0)
     await request_run(ctx.store, replay_id, reason="replay")
@@ -167,8 +174,14 @@ async def replay_result(
     for event in reversed(events):
         if event.kind == "replay.result":
             result = ReplayResult.model_validate({**event.payload, "session_id": session_id})
+            fork_id = fork_id_of(session_id)
+            forked = await ctx.store.last_seq(fork_id) > 0
             return ReplayStatus(
-                session_id=session_id, replay_of=source, state="finished", result=result
+                session_id=session_id,
+                replay_of=source,
+                state="finished",
+                result=result,
+                fork_id=fork_id if forked else None,
             )
     failed = next(
         (

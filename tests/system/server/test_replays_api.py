@@ -124,6 +124,42 @@ def test_replays_match_or_diverge_and_are_sessions_of_the_user(
     assert verify.json()["ok"] is True
 
 
+def test_a_replay_that_diverges_forks_there_when_asked(
+    recorded: tuple[ServerProcess, str, str], fake_llm: FakeLlmServer
+) -> None:
+    server, token, session = recorded
+    prompt = "You are a careful agent. Say what you will do first."
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="done my way")]))
+    calls_before = len(fake_llm.requests)
+    started = httpx.post(
+        f"{server.url}/api/sessions/{session}/replays",
+        headers=bearer(token),
+        json={"on_divergence": "fork", "overrides": {"system_prompt": prompt}},
+    )
+    assert started.status_code == 202, started.text
+    replay = started.json()["id"]
+    deadline = time.monotonic() + 120
+    while (status := replay_status(server, token, replay))["fork_id"] is None:
+        assert time.monotonic() < deadline, status
+        time.sleep(0.3)
+    assert status["result"]["divergence"]["kind"] == "request"
+    fork = status["fork_id"]
+    until_listed(server, token, fork, "finished")
+    events = events_of(server, token, fork)
+    created = events[0]["payload"]
+    assert created["forked_from"] == session
+    assert created["config"]["agent_config"]["system_prompt"] == prompt
+    # forked before the first model call (where it diverged), then live with the new prompt
+    assert not [e for e in events if e["kind"] == "llm.call" and e["payload"].get("replayed_from")]
+    assert len(fake_llm.requests) == calls_before + 1
+    assert fake_llm.requests[calls_before]["messages"][0]["content"] == prompt
+    assert httpx.get(f"{server.url}/api/sessions/{fork}", headers=bearer(token)).status_code == 200
+    mallory = server.token("mallory")
+    assert (
+        httpx.get(f"{server.url}/api/sessions/{fork}", headers=bearer(mallory)).status_code == 404
+    )
+
+
 def test_a_fork_restores_reexecutes_and_continues_live(
     recorded: tuple[ServerProcess, str, str], fake_llm: FakeLlmServer
 ) -> None:
