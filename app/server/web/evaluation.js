@@ -1,4 +1,4 @@
-// Evaluation (admins: evaluation sessions have no owner): the runs with their pass rates and
+// Evaluation (a member reads the runs they started, an admin every run): the runs with their pass rates and
 // intervals, a run's report (pass rate with its 95% interval, pass@k, the per-task table
 // linking each session, steps and cost per task drawn as SVG bars), and two runs compared as
 // a flip table.
@@ -133,7 +133,8 @@ export function evaluationView({ main, showError, clearError, go }, run) {
   });
   const body = el("div", { class: "report" });
   clear(main).append(el("h1", {}, "Evaluation"),
-    el("p", { class: "muted" }, "Runs are started with ", el("code", {}, "chronicle eval run"), "; their sessions belong to no user, so an admin reads their reports."),
+    el("p", { class: "muted" }, "A run started through the API (", el("code", {}, "POST /api/evaluations"), ") is read by whoever started it; one started with ",
+      el("code", {}, "chronicle eval run"), " belongs to no user, so only an admin reads it."),
     form, body);
   let closed = false;
   if (!run) {

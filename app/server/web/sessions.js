@@ -1,5 +1,5 @@
-// The sessions list (live: polled while open; filters by state, model and text; replays and
-// forks under their source) and the new-session form.
+// The sessions list (live: polled while open; filters by state, model and words of the title,
+// all applied by the API; replays and forks under their source) and the new-session form.
 
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
@@ -7,6 +7,7 @@ import { age, cost, localTime, stateLabel } from "./format.js";
 
 const STATES = ["running", "interrupted", "awaiting_user_input", "paused", "stopped", "finished", "limit", "error"];
 const POLL_MS = 3000;
+const TYPING_MS = 250; // the text filter asks the API once typing pauses
 
 function branchesUnderSources(sessions) {
   // A replay or fork follows its source when the source is listed; else it stands alone.
@@ -50,7 +51,7 @@ export function sessionsView({ main, showError, clearError, go }) {
   const state = el("select", { id: "f-state", name: "state" },
     el("option", { value: "" }, "any state"), STATES.map((s) => el("option", { value: s }, stateLabel(s))));
   const model = el("input", { id: "f-model", name: "model", type: "text", placeholder: "e.g. openai/gpt-4o", autocomplete: "off" });
-  const text = el("input", { id: "f-text", name: "text", type: "search", placeholder: "words in the title", autocomplete: "off" });
+  const text = el("input", { id: "f-text", name: "text", type: "search", placeholder: "words in the title", autocomplete: "off", "aria-describedby": "f-text-help" });
   const body = el("tbody");
   const status = el("p", { class: "muted", role: "status", "aria-live": "polite" }, "Loading sessions…");
   const table = el("table", { class: "sessions", "aria-describedby": "sessions-status" },
@@ -62,7 +63,8 @@ export function sessionsView({ main, showError, clearError, go }) {
   const filters = el("form", { class: "filters", role: "search", "aria-label": "Filter sessions" },
     el("div", {}, el("label", { for: "f-state" }, "State"), state),
     el("div", {}, el("label", { for: "f-model" }, "Model"), model),
-    el("div", {}, el("label", { for: "f-text" }, "Text"), text));
+    el("div", {}, el("label", { for: "f-text" }, "Text"), text,
+      el("p", { class: "visually-hidden", id: "f-text-help" }, "Sessions whose title has words beginning with each of these")));
   filters.addEventListener("submit", (e) => e.preventDefault());
   clear(main).append(
     el("div", { class: "heading" }, el("h1", {}, "Sessions"),
@@ -72,34 +74,35 @@ export function sessionsView({ main, showError, clearError, go }) {
 
   let sessions = [];
   let timer = null;
+  let typing = null;
   let stopped = false;
+  let asked = 0; // the newest request's number: an older answer arriving late is dropped
 
   function draw() {
-    const words = text.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
-    const shown = sessions.filter((s) => {
-      const haystack = `${s.title || ""} ${s.id} ${s.model || ""}`.toLowerCase();
-      return words.every((w) => haystack.includes(w));
-    });
+    const shown = sessions;
+    const filtered = Boolean(state.value || model.value.trim() || text.value.trim());
     const focused = document.activeElement?.closest?.("tr")?.dataset.id;
     body.replaceChildren(...branchesUnderSources(shown).map((item) => row(item, go)));
     if (focused) body.querySelector(`tr[data-id="${focused}"] a`)?.focus();
     status.textContent = shown.length
-      ? `${shown.length} session${shown.length === 1 ? "" : "s"}${sessions.length !== shown.length ? ` of ${sessions.length}` : ""}`
-      : sessions.length ? "No session matches these filters." : "No sessions yet: start one with New session.";
+      ? `${shown.length}${shown.length === 200 ? "+" : ""} session${shown.length === 1 ? "" : "s"}`
+      : filtered ? "No session matches these filters." : "No sessions yet: start one with New session.";
   }
 
   async function load() {
     params.set("limit", "200");
     state.value ? params.set("state", state.value) : params.delete("state");
     model.value.trim() ? params.set("model", model.value.trim()) : params.delete("model");
+    text.value.trim() ? params.set("q", text.value.trim()) : params.delete("q");
+    const mine = ++asked;
     try {
       const page = await api(`/api/sessions?${params}`);
-      if (stopped) return;
+      if (stopped || mine !== asked) return;
       sessions = page.sessions;
       clearError();
       draw();
     } catch (error) {
-      if (!stopped) showError(error);
+      if (!stopped && mine === asked) showError(error);
     }
   }
 
@@ -110,7 +113,10 @@ export function sessionsView({ main, showError, clearError, go }) {
 
   state.addEventListener("change", load);
   model.addEventListener("change", load);
-  text.addEventListener("input", draw);
+  text.addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(load, TYPING_MS);
+  });
   const keys = (event) => {
     if (event.target.matches("input, select, textarea")) return;
     if (event.key !== "j" && event.key !== "k") return;
@@ -126,6 +132,7 @@ export function sessionsView({ main, showError, clearError, go }) {
   return () => {
     stopped = true;
     clearTimeout(timer);
+    clearTimeout(typing);
     document.removeEventListener("keydown", keys);
   };
 }

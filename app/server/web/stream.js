@@ -38,6 +38,11 @@ export class LiveStream {
       const lagging = JSON.parse(message.data);
       this.restart(Math.max(this.lastSeq, lagging.resume_after_seq), 0);
     });
+    // the server is stopping: come back (to it or another API process) a moment later
+    source.addEventListener("closing", (message) => {
+      const closing = JSON.parse(message.data);
+      this.restart(Math.max(this.lastSeq, closing.resume_after_seq), 500);
+    });
     source.onerror = () => {
       if (this.closed) return;
       if (source.readyState === EventSource.CLOSED) {

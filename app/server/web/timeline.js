@@ -259,8 +259,10 @@ export function renderResult(event, action) {
 }
 
 /** The timeline list, shown a page at a time: the first ``firstPage`` events are drawn at
- * once, later ones wait (counted in the "more" bar) until the reader asks for them or scrolls
- * to the bar, so a 10,000-event session opens as fast as a short one. Once everything
+ * once, later ones wait (counted in the "more" bar) until the reader asks for them (its
+ * buttons, or j on the last event), so a 10,000-event session opens as fast as a short one.
+ * Nothing is drawn because the bar came into view: a full-page screenshot or a tall window
+ * would then draw page after page until the whole log is on the page. Once everything
  * received is shown, new events are drawn as they come (live). Results are paired with
  * their actions whichever page they land on. */
 export class Timeline {
@@ -280,10 +282,6 @@ export class Timeline {
     this.allButton = el("button", { type: "button", class: "secondary", onclick: () => this.showMore(Infinity) }, "Show all");
     more.replaceChildren(this.moreText, this.nextButton, this.allButton);
     more.hidden = true;
-    this.observer = new IntersectionObserver((entries) => {
-      if (entries.some((entry) => entry.isIntersecting) && !this.caughtUp) this.showMore(this.page);
-    }, { rootMargin: "400px 0px" });
-    this.observer.observe(more);
   }
 
   /** The session has at least ``seq`` events (from the events page's last_seq). */
@@ -351,6 +349,6 @@ export class Timeline {
   }
 
   close() {
-    this.observer.disconnect();
+    this.pending = [];
   }
 }

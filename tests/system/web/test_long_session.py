@@ -1,6 +1,6 @@
 """A 10,000-event session opens on its first page (200 events, fetched as one page of the
-API), says how many events it has, and shows the rest a page at a time (a button, scrolling
-to the end, "Show all"); a command's output on a later page still lands inside its command,
+API), says how many events it has, and shows the rest a page at a time (a button, j on the
+last event, "Show all"); a command's output on a later page still lands inside its command,
 and once everything is shown new events are drawn live.
 
 Before paging, the page drew every event the stream sent (no first-screen mark, no "more"
@@ -86,8 +86,14 @@ def test_a_long_session_opens_on_its_first_page_and_pages_on(
     expect(command.locator("pre.stdout")).to_have_text("step-49")
     expect(command.locator(".exit")).to_have_text("exit 0")
 
-    more.scroll_into_view_if_needed()  # reaching the end shows the next page by itself
+    # j on the last event shown goes on into the next page
+    last = page.locator(".timeline > li").last
+    expect(last).to_have_attribute("data-seq", "700")  # a command; its output (701) waits
+    last.focus()
+    page.keyboard.press("j")
     expect(more).to_contain_text("Showing 1,200 of 10,000 events.")
+    # the next item is the thought at 702 (the output went inside its command)
+    expect(page.locator(".timeline > li:focus")).to_have_attribute("data-seq", "702")
 
     page.get_by_role("button", name="Show all").click()
     expect(more).to_be_hidden()
