@@ -61,6 +61,8 @@ class PreparedRequest(NamedTuple):
     prompt: list[str]
     tools_hash: str
     fingerprint: str
+    #: the messages as they are sent (``wire.for_the_wire`` of each of ``messages``)
+    wire: list[dict[str, Any]]
     #: how many of the first messages are stored already (by an earlier request)
     stored: int = 0
     #: how many messages of the previous llm.call's prompt this one begins with (None: the
@@ -73,19 +75,21 @@ class PreparedRequest(NamedTuple):
 
 
 class _Prompt:
-    """The last request's messages as given, masked and hashed, and its digest: what the
-    next request of the same conversation starts from."""
+    """The last request's messages as given, masked, hashed and as sent, and its digest:
+    what the next request of the same conversation starts from."""
 
     def __init__(
         self,
         messages: list[dict[str, Any]],
         masked: list[dict[str, Any]],
+        wire: list[dict[str, Any]],
         content: list[str],
         digest: PromptDigest,
         stored: int = 0,
     ) -> None:
         self.messages = messages
         self.masked = masked
+        self.wire = wire
         self.content = content
         self.digest = digest
         self.stored = stored
@@ -157,7 +161,6 @@ class LlmGateway:
         self._prompt: _Prompt | None = None
         self._texts: dict[int, tuple[dict[str, Any], str]] = {}
         self._tools_hash: tuple[list[dict[str, Any]], str] | None = None
-        self._wire: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._client_loaded = False
 
@@ -215,7 +218,7 @@ class LlmGateway:
         known = base = self._prompt
         kept = len(known.messages) if known is not None else 0
         if known is None or len(messages) < kept or messages[:kept] != known.messages:
-            known, kept = _Prompt([], [], [], PromptDigest()), 0
+            known, kept = _Prompt([], [], [], [], PromptDigest()), 0
         fresh = messages[kept:]
         masked = [self._masked(message) for message in fresh]
         hashed = [self._hash(message) for message in masked]
@@ -223,6 +226,8 @@ class LlmGateway:
         prompt = _Prompt(
             messages=[*known.messages, *fresh],
             masked=[*known.masked, *masked],
+            # Only the new messages are converted: a step's cost does not grow with the session.
+            wire=[*known.wire, *(for_the_wire(message) for message in masked)],
             content=[*known.content, *(content for content, _ in hashed)],
             digest=known.digest,
             stored=min(known.stored, kept),
@@ -240,6 +245,7 @@ class LlmGateway:
             prompt=prompt.content,
             tools_hash=tools_hash,
             fingerprint=prompt.digest.fingerprint(self.config.model, tools_hash, params),
+            wire=prompt.wire,
             stored=prompt.stored,
             kept=base.kept_by(prompt.content, previous) if base is not None else None,
         )
@@ -279,7 +285,7 @@ class LlmGateway:
         native = self.native_tool_calling()
         request = self.prepare(messages, tools, previous)
         messages, tools, params = request.messages, request.tools, request.params
-        wire_messages = [self._on_the_wire(message) for message in messages]
+        wire_messages = list(request.wire)  # a list of its own: the client may change it
         offered = self._on_the_wire_tools(tools)
         sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
         tools_hash, prompt_hashes = request.tools_hash, request.recorded_prompt()
@@ -449,15 +455,6 @@ class LlmGateway:
         masked = [self._masked(tool) for tool in tools]
         self._tools_masked = (tools, masked)
         return masked
-
-    def _on_the_wire(self, message: dict[str, Any]) -> dict[str, Any]:
-        """The message as it can be sent (see ``wire.py``), computed once per message object."""
-        known = self._wire.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
-        sendable = for_the_wire(message)
-        self._wire[id(message)] = (message, sendable)
-        return sendable
 
     def _on_the_wire_tools(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if self._tools_wire is None or self._tools_wire[0] is not tools:
