@@ -48,12 +48,13 @@ export function replayFormView({ main, showError, clearError, go }, source) {
     el("option", { value: "strict" }, "strict: stop at the first difference"),
     el("option", { value: "positional" }, "positional: serve the Nth reply whatever was asked"));
   const submit = el("button", { type: "submit" }, "Run the replay");
+  const recorded = { prompt: null, tools: [] }; // what the form was filled with
   const form = el("form", { class: "card", "aria-labelledby": "replay-title" },
     el("h1", { id: "replay-title" }, "Replay"),
     el("p", {}, "Run this recorded session again with another agent configuration. The recorded model replies and command results answer the agent, so nothing calls a model or runs a command; the first step where the agent behaves differently is shown with its diff."),
     el("p", { class: "muted small" }, "Recording ", el("a", { href: `#/sessions/${source}` }, source)),
-    field("r-prompt", "System prompt", prompt, "Replaces the recorded one ({workspace} is filled in). Empty keeps the recording's."),
-    field("r-tools", "Tools", tools, "Tool names the model is offered, separated by commas. Empty keeps the recording's."),
+    field("r-prompt", "System prompt", prompt, "The recording's, to edit; a changed one replaces it ({workspace} is filled in)."),
+    field("r-tools", "Tools", tools, "The tools the model is offered, by name, separated by commas."),
     el("fieldset", {}, el("legend", {}, "Limits and mode"),
       field("r-iterations", "Most steps", iterations), field("r-mode", "Mode", mode)),
     submit);
@@ -61,9 +62,10 @@ export function replayFormView({ main, showError, clearError, go }, source) {
     event.preventDefault();
     clearError();
     const overrides = {};
-    if (prompt.value.trim()) overrides.system_prompt = prompt.value;
+    // only what was changed: the recorded values shown in the form are not overrides
+    if (prompt.value.trim() && prompt.value !== recorded.prompt) overrides.system_prompt = prompt.value;
     const names = tools.value.split(",").map((t) => t.trim()).filter(Boolean);
-    if (names.length) overrides.tools = names;
+    if (names.length && names.join(",") !== recorded.tools.join(",")) overrides.tools = names;
     if (iterations.value) overrides.max_iterations = Number(iterations.value);
     const body = { mode: mode.value, overrides };
     submit.disabled = true;
@@ -83,7 +85,29 @@ export function replayFormView({ main, showError, clearError, go }, source) {
       el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)), " / replay"),
     form);
   prompt.focus();
-  return () => {};
+  let closed = false;
+  showRecorded().catch(() => {}); // the form works without them: empty keeps the recording's
+  return () => { closed = true; };
+
+  /** The recording's first model call, as the model saw it: its system prompt and tools
+   * fill the form, to be edited rather than written afresh. */
+  async function showRecorded() {
+    const page = await api(`/api/sessions/${source}/events?after_seq=0&limit=200`);
+    const first = page.events.find((e) => e.kind === "llm.call");
+    if (!first || closed) return;
+    const call = await api(`/api/sessions/${source}/model-calls/${first.seq}`);
+    if (closed) return;
+    const system = (call.messages || []).find((m) => m.role === "system");
+    if (system && typeof system.content === "string" && !prompt.value) {
+      recorded.prompt = system.content;
+      prompt.value = system.content;
+    }
+    const names = (call.tools || []).map((t) => (t.function || t).name).filter(Boolean);
+    if (names.length && !tools.value) {
+      recorded.tools = names;
+      tools.value = names.join(", ");
+    }
+  }
 }
 
 /** What the divergence says, in full: its sentence and its diff. */

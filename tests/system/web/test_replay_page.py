@@ -53,6 +53,11 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
 
     page.get_by_role("link", name="Replay…").click()
     expect(page.get_by_role("heading", name="Replay")).to_be_visible()
+    # the form holds the recording's system prompt and tools, to edit
+    expect(page.get_by_label("System prompt")).to_have_value(
+        re.compile(r"^You are Chronicle's coding agent\.")
+    )
+    expect(page.get_by_label("Tools")).to_have_value(re.compile(r"\bexecute_bash\b.*\bfinish\b"))
     page.get_by_label("System prompt").fill(NEW_PROMPT)
     screenshot_at_both_widths(page, "replay-form", screenshots)
     page.get_by_role("button", name="Run the replay").click()
