@@ -292,10 +292,14 @@ async def _claimed_run(
 
 def _recorded_overrides(recording: Recording) -> dict[str, Any] | None:
     """What the recorded session ran with beyond the defaults: its ``agent_config`` (a
-    fork's), else the agent its ``session.created`` names if not the default one."""
+    fork's), else the agent its ``session.created`` names if not the default one. An imported
+    recording names the other framework's agent (``openhands``, ``swe-agent``): it is replayed
+    against Chronicle's default agent, which is what comparing them means."""
     config = recording.config
     if config.get("agent_config"):
         return dict(config["agent_config"])
+    if config.get("imported") is not None:
+        return None
     agent = config.get("agent")
     return {"agent": agent} if agent and agent != CodeActAgent.name else None
 
