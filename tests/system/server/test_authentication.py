@@ -29,7 +29,7 @@ def test_without_credentials_every_api_route_is_401_with_a_problem(
         for method in operations:
             url = shared_server.url + path.replace(
                 "{session_id}", "00000000-0000-0000-0000-000000000001"
-            )
+            ).replace("{seq}", "1")  # an int path parameter: a literal would match no route
             response = httpx.request(method, url, json={})
             assert response.status_code == 401, (method, path, response.text)
             assert response.headers["content-type"] == PROBLEM
