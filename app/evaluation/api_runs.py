@@ -11,8 +11,10 @@ run of a trial ends (``trial_ended``, the worker's ``after_run`` hook) the trial
 as ``chronicle eval run`` scores it (the default scorers, then the task's ``check`` in a fresh
 sandbox over the final workspace), and the run's next trials are recorded until
 ``concurrency`` trials are unscored again. A trial paused by its user is not scored: the run
-waits for it. Starting a run and starting its next trials hold the run name's lock, so a
-name is taken once and two trials ending at once start each next trial once.
+waits for it. A trial's session id is derived from the run, task and epoch, and claimed by
+inserting its owner row before anything is recorded: two requests of one name, or two
+workers whose trials ended at once, start each trial once (the loser counts it as running),
+with no lock held while the trial is recorded.
 
 What the API refuses that the command line takes: ``setup`` commands (they run on the
 machine, outside any sandbox: a user of the API must not run commands on the server) and a
@@ -48,19 +50,14 @@ from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import EventStore
-from app.store.evaluation_runs import (
-    REQUEST_KEY,
-    RunRow,
-    name_taken,
-    owned_trials,
-    run_name_lock,
-)
-from app.store.session_owners import record_owner, reserve_session
+from app.store.evaluation_runs import REQUEST_KEY, RunRow, claim_trial, name_taken, owned_trials
 
 log = logging.getLogger(__name__)
 
 #: The agent states after which a trial is scored (a paused trial is waited for).
 ENDED = frozenset({"finished", "stopped", "error", "awaiting_user_input"})
+#: Trial session ids are ``uuid5(TRIAL_NAMESPACE, "run\ntask\nepoch")``.
+TRIAL_NAMESPACE = uuid.UUID("6f1d3c2e-4b7a-5e10-9a2c-3d8e5f7a9b01")
 
 
 class EvaluationRequest(BaseModel):
@@ -229,26 +226,44 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
 
 
 async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> EvaluationRun:
-    """Take the run's name and record its first trials for workers (see the module)."""
-    async with run_name_lock(store, plan.name):
-        if await name_taken(store, plan.name):
-            raise RunExistsError(
-                f"an evaluation run named {plan.name!r} exists already; choose another name"
-            )
-        started = await _start_next(store, settings, plan, cap=settings.server_max_active_sessions)
-    if started == 0:
-        raise ActiveSessionsCapError(
-            f"you have {settings.server_max_active_sessions} sessions working already (the "
-            "most one user may have); wait until one ends, or stop one"
+    """Take the run's name and record its first trials for workers (see the module): the
+    name is taken by claiming the run's first trial, so of requests of one name at once one
+    starts the run and the others are refused."""
+    if await name_taken(store, plan.name):
+        raise RunExistsError(
+            f"an evaluation run named {plan.name!r} exists already; choose another name"
         )
+    cap = settings.server_max_active_sessions
+    task, epoch = plan.trial_order()[0]
+    first = trial_session_id(plan.name, task.id, epoch)
+    claim = await claim_trial(store, first, plan.owner, cap)
+    if claim == "taken":
+        raise RunExistsError(
+            f"an evaluation run named {plan.name!r} was started just now; choose another name"
+        )
+    if claim == "capped":
+        raise ActiveSessionsCapError(
+            f"you have {cap} sessions working already (the most one user may have); wait "
+            "until one ends, or stop one"
+        )
+    await _start_trial(store, settings, plan, task, epoch, first)
+    started = 1 + await _start_next(store, settings, plan, cap=cap)
     return queued(plan, started)
+
+
+def trial_session_id(run: str, task_id: str, epoch: int) -> UUID:
+    """The session id of a run's trial: the same for whoever starts it, so it is started
+    once (``claim_trial``)."""
+    return uuid.uuid5(TRIAL_NAMESPACE, f"{run}\n{task_id}\n{epoch}")
 
 
 async def _start_next(
     store: EventStore, settings: Settings, plan: RunPlan, *, cap: int | None
 ) -> int:
     """Record the run's next trials until ``concurrency`` are unscored (``cap``: each counts
-    against the owner's cap of active sessions, and the first refused stops); how many."""
+    against the owner's cap of active sessions, and the first refused stops); how many this
+    call started. One found started by another meanwhile counts as running: whoever started
+    it runs it."""
     trials = await owned_trials(store, plan.owner, plan.name)
     recorded = {(trial.task_id, trial.epoch) for trial in trials}
     active = sum(not trial.scored for trial in trials)
@@ -258,14 +273,16 @@ async def _start_next(
             break
         if (task.id, epoch) in recorded:
             continue
-        session_id = uuid.uuid4()
-        if cap is None:
-            await record_owner(store, session_id, plan.owner)
-        elif await reserve_session(store, session_id, plan.owner, cap) >= cap:
+        session_id = trial_session_id(plan.name, task.id, epoch)
+        claim = await claim_trial(store, session_id, plan.owner, cap)
+        if claim == "capped":
             break
+        active += 1
+        if claim == "taken":
+            continue
         started += 1
-        if await _start_trial(store, settings, plan, task, epoch, session_id):
-            active += 1
+        if not await _start_trial(store, settings, plan, task, epoch, session_id):
+            active -= 1  # scored at once: its workspace could not be prepared
     return started
 
 
@@ -366,5 +383,4 @@ async def trial_ended(store: EventStore, settings: Settings, session: UUID) -> N
         return  # paused by its user, or not run yet: the run waits for it
     if not any(e.kind == "eval.score" for e in events):
         await score_trial(store, settings, plan, session)
-    async with run_name_lock(store, plan.name):
-        await _start_next(store, settings, plan, cap=None)
+    await _start_next(store, settings, plan, cap=None)

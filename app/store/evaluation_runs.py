@@ -1,7 +1,10 @@
 """Evaluation runs started through the API: their trials as the log holds them, the run list
-(``GET /api/evaluations``) and one lock per run name.
+(``GET /api/evaluations``) and the claim of a trial.
 
 A run is no row of its own: it is its sessions (``session.created`` config ``evaluation_run``).
+Each trial's session id is derived from the run, task and epoch, and claimed by inserting its
+owner row: whoever inserts it first records the trial, so two requests of one name, or two
+workers starting a run's next trial at once, start it once.
 An API run's sessions each have an owner (``session_owners``, written before the session's
 first event), so its trials are read from the owner's sessions and the log itself, never
 from a projection that may lag; the list reads the report views (``evaluation_sessions``) and
@@ -10,19 +13,18 @@ so includes runs started by ``chronicle eval run``, which have no owner.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 import orjson
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from app.store.event_store import EventStore
+from app.store.session_owners import ACTIVE_SQL, RESERVE_LOCK_CLASS
 
-#: Advisory lock class of run names (a key space of its own, as ``session_owners`` has).
-RUN_LOCK_CLASS = 1132
+#: What claiming a trial did (see ``claim_trial``).
+TrialClaim = Literal["claimed", "taken", "capped"]
 #: The ``session.created`` config key an API run records its request under.
 REQUEST_KEY = "evaluation_request"
 
@@ -139,21 +141,30 @@ class RunRow(BaseModel):
         return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-@contextlib.asynccontextmanager
-async def run_name_lock(store: EventStore, name: str) -> AsyncIterator[None]:
-    """Hold the run name's lock: starting a run and starting its next trials are serialised
-    (two requests of one name cannot both start it; two trials ending at once do not both
-    start the same next one)."""
-    async with store.pool.acquire() as connection:
-        await connection.execute(
-            "SELECT pg_advisory_lock($1::int, hashtext($2::text))", RUN_LOCK_CLASS, name
-        )
-        try:
-            yield
-        finally:
+async def claim_trial(
+    store: EventStore, session_id: UUID, owner: UUID, cap: int | None
+) -> TrialClaim:
+    """Make ``owner`` the owner of the trial session ``session_id`` (an id derived from the
+    run, task and epoch): ``taken`` when someone recorded that trial first (so each trial is
+    started once, and a run's name once, without a lock held across the recording);
+    ``capped`` when ``cap`` is given and the owner has that many sessions active (checked
+    as ``reserve_session`` checks it, under the same per-user lock)."""
+    async with store.pool.acquire() as connection, connection.transaction():
+        if cap is not None:
             await connection.execute(
-                "SELECT pg_advisory_unlock($1::int, hashtext($2::text))", RUN_LOCK_CLASS, name
+                "SELECT pg_advisory_xact_lock($1::int, hashtext($2::text))",
+                RESERVE_LOCK_CLASS,
+                str(owner),
             )
+            if await connection.fetchval(ACTIVE_SQL, owner) >= cap:
+                return "capped"
+        claimed = await connection.fetchval(
+            "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2) "
+            "ON CONFLICT (session_id) DO NOTHING RETURNING session_id",
+            session_id,
+            owner,
+        )
+        return "claimed" if claimed is not None else "taken"
 
 
 async def name_taken(store: EventStore, name: str) -> bool:

@@ -6,6 +6,7 @@ refused with a problem document."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -159,3 +160,35 @@ def test_bad_requests_are_refused_with_a_problem_document(
         assert refused.headers["content-type"] == "application/problem+json"
     # nothing was started by any of them
     assert httpx.get(f"{server.url}/api/evaluations", headers=bearer(token)).json()["runs"] == []
+
+
+def test_one_name_started_many_times_at_once_is_started_once(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    """Eight requests of one name at once (a client retrying, two users): one run, the rest
+    409, and each trial recorded once. Without the claim of a trial's derived session id,
+    requests that all found the name free would each start the run."""
+    server = serve(server_max_active_sessions="20")
+    tokens = [server.token("carol"), server.token("dave")]
+
+    async def starts() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            body = {"name": "once", "suite": SUITE, "concurrency": 2}
+            return await asyncio.gather(*(
+                client.post("/api/evaluations", headers=bearer(tokens[n % 2]), json=body)
+                for n in range(8)
+            ))  # fmt: skip
+
+    answers = [response.status_code for response in asyncio.run(starts())]
+    assert sorted(answers) == [202] + [409] * 7, answers
+    admin = server.token("root", admin=True)
+    deadline = time.monotonic() + 120
+    while True:  # its trials fail at once (no model listens), each recorded once
+        run = httpx.get(f"{server.url}/api/evaluations/once", headers=bearer(admin)).json()
+        if run.get("status") == "finished":
+            break
+        assert time.monotonic() < deadline, run
+        time.sleep(0.3)
+    assert (run["total"], run["started"], run["done"]) == (2, 2, 2)
+    sessions = httpx.get(f"{server.url}/api/sessions?limit=200", headers=bearer(admin)).json()
+    assert len(sessions["sessions"]) == 2

@@ -19,6 +19,7 @@ from app.evaluation.api_runs import (
     plan_run,
     progress_of,
     trial_config,
+    trial_session_id,
 )
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS
 from app.store.evaluation_runs import REQUEST_KEY, RunRow
@@ -90,6 +91,10 @@ def test_trials_run_epoch_by_epoch_and_record_the_request(tmp_path: Path) -> Non
     assert recorded[REQUEST_KEY]["owner"] == str(OWNER)
     assert "sk-x" not in str(recorded)
     assert trial_config(config, plan, b, 1, tmp_path)["max_iterations"] == DEFAULT_MAX_ITERATIONS
+    # whoever starts a trial gives it the same session id: claiming it twice is a conflict
+    assert trial_session_id("run-1", "a", 2) == trial_session_id("run-1", "a", 2)
+    ids = {trial_session_id("run-1", t.id, e) for t, e in plan.trial_order()}
+    assert len(ids | {trial_session_id("run-2", "a", 1)}) == 5
 
 
 def row(started: int, begun: int, scored: int, passed: int, request: Any) -> RunRow:
