@@ -13,7 +13,8 @@ rebuilt into the agent's messages.
 The store's floor for a step is measured the same way, interleaved with the same baseline:
 an observation appended, heard through a subscription and answered by one single-event
 append, with no agent code around it (``floor_steps_per_second``): the controller's
-window holds at least that; and the same with the one ``put_messages`` the gateway adds.
+window holds at least that; and the same with a prompt message stored by the answer's
+append, as the gateway's step stores them (before: a ``put_messages`` round trip of its own).
 """
 
 from __future__ import annotations
@@ -140,8 +141,9 @@ async def floor_steps_per_second(store: EventStore, *, with_messages: bool = Fal
     """The store's floor for a controller step: an observation appended, heard through a
     subscription in this process (as the controller hears the executor) and answered by
     exactly one single-event append, no agent code; its rate timed like the controller's
-    (1 / median between the two ``created_at``s). ``with_messages``: one ``put_messages``
-    of a new prompt message before the answer, the store call the gateway adds to a step."""
+    (1 / median between the two ``created_at``s). ``with_messages``: a new prompt message
+    stored by the answer's append (``messages=``), as the gateway's step stores them (before,
+    a ``put_messages`` round trip of its own)."""
     session = uuid.uuid4()
     await store.append(session, [Message(content="go")])
     reactions = []
@@ -153,11 +155,15 @@ async def floor_steps_per_second(store: EventStore, *, with_messages: bool = Fal
             )
             while (await anext(stream)).seq < observed[0].seq:
                 pass
+            messages = {}
             if with_messages:
                 text = canonical_json({"content": f"observation {i}", "role": "tool"})
-                await store.put_messages([hashlib.sha256(text.encode()).hexdigest()], [text])
+                messages[hashlib.sha256(text.encode()).hexdigest()] = text
             answer = await store.append(
-                session, [Message(content=f"action {i}", source="agent")], expected_seq=seq + 1
+                session,
+                [Message(content=f"action {i}", source="agent")],
+                expected_seq=seq + 1,
+                messages=messages,
             )
             while (await anext(stream)).seq < answer[0].seq:
                 pass
@@ -257,7 +263,7 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
         target="-",
     ).model_copy(update={"met": True})  # a floor, not a target (as the whole loop's row)
     floor_messages_row = ratio_row(
-        "floor + one put_messages round trip (the gateway's store call per step)",
+        "floor + a new prompt message stored by the answer's append (as the gateway's step)",
         "steps/s",
         floor_messages,
         0.5,

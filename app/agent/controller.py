@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
 
@@ -256,12 +257,13 @@ class AgentController:
                 return None
             await self._set_state("error", f"the model call failed: {exc.message}")
             return "error"
-        await self._record_step(reply.call)
+        await self._record_step(reply.call, reply.messages)
         return None
 
-    async def _record_step(self, call: LlmCall) -> None:
+    async def _record_step(self, call: LlmCall, messages: Mapping[str, str]) -> None:
         """Append the model call and its actions as one batch: the call takes the next seq,
-        and the actions name it as their cause.
+        and the actions name it as their cause. The prompt messages it names and the store
+        may not have yet (``messages``) go in the same transaction.
 
         A paid call is never lost: if the store refuses the batch (an action it cannot hold),
         the call is recorded with an error the model reads instead of the actions; if it
@@ -276,7 +278,9 @@ class AgentController:
             else:
                 batch = _without_refused(call, seq, refused)
             try:
-                recorded = await self.store.append(self.session_id, batch, expected_seq=seq - 1)
+                recorded = await self.store.append(
+                    self.session_id, batch, expected_seq=seq - 1, messages=messages
+                )
             except ConcurrencyError:
                 await self._catch_up()  # an observation or a user message came in between
                 continue

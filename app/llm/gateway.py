@@ -18,7 +18,7 @@ import hashlib
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -49,6 +49,10 @@ class LlmReply(BaseModel):
     tool_calls: list[ToolCall]
     finish_reason: str | None
     error: str | None = None
+    #: prompt messages (and the tool list) the unrecorded ``call`` names that may not be
+    #: stored yet, sha256 hex -> canonical JSON: append them with the call
+    #: (``store.append(..., messages=reply.messages)``), in the same transaction
+    messages: dict[str, str] = {}
 
 
 class PreparedRequest(NamedTuple):
@@ -95,16 +99,24 @@ class _Prompt:
         self.stored = stored
         #: what its llm.call records: fingerprint, prompt_kept and prompt
         self.recorded: tuple[str, int | None, list[str]] = ("", None, [])
+        self.tools_hash = ""
+
+    def recorded_as(self, previous: Mapping[str, Any] | None) -> bool:
+        """Whether ``previous``, the payload of the log's last llm.call, is this request's."""
+        return (
+            previous is not None
+            and (
+                previous.get("fingerprint"),
+                previous.get("prompt_kept"),
+                previous.get("prompt"),
+            )
+            == self.recorded
+        )
 
     def kept_by(self, content: list[str], previous: Mapping[str, Any] | None) -> int | None:
         """How many of its messages a prompt of ``content`` hashes begins with, when the
         ``previous`` llm.call of the log (its payload) is this request's; else None."""
-        fingerprint, kept, delta = self.recorded
-        if previous is None or (
-            previous.get("fingerprint"),
-            previous.get("prompt_kept"),
-            previous.get("prompt"),
-        ) != (fingerprint, kept, delta):
+        if not self.recorded_as(previous):
             return None
         count = len(self.content)
         if content[:count] == self.content:
@@ -156,6 +168,8 @@ class LlmGateway:
         # keeps them); hashing each only once keeps a step's cost flat as a session grows.
         self._hashes: dict[int, tuple[dict[str, Any], str, str]] = {}
         self._stored: set[str] = set()
+        #: messages given to a caller to store (``unstored``): content hash -> message id
+        self._handed: dict[str, int] = {}
         self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._prompt: _Prompt | None = None
@@ -216,6 +230,8 @@ class LlmGateway:
         ``previous`` (the payload of the log's last llm.call) is the previous request's, the
         llm.call names only the messages after those it keeps of it (``prompt_kept``)."""
         known = base = self._prompt
+        if base is not None and base.recorded_as(previous):
+            self._recorded_with_messages(base)
         kept = len(known.messages) if known is not None else 0
         if known is None or len(messages) < kept or messages[:kept] != known.messages:
             known, kept = _Prompt([], [], [], [], PromptDigest()), 0
@@ -250,7 +266,42 @@ class LlmGateway:
             kept=base.kept_by(prompt.content, previous) if base is not None else None,
         )
         prompt.recorded = (request.fingerprint, request.kept, request.recorded_prompt())
+        prompt.tools_hash = tools_hash
         return request
+
+    def _recorded_with_messages(self, prompt: _Prompt) -> None:
+        """The log holds ``prompt``'s llm.call, so its messages and tool list are stored
+        (they were appended with it, or before): they need not go with the next call."""
+        if prompt.stored < len(prompt.content):
+            self._stored_now(prompt.content[prompt.stored :])
+            prompt.stored = len(prompt.content)
+        self._stored_now([prompt.tools_hash])
+
+    def unstored(self, request: PreparedRequest) -> dict[str, str]:
+        """The messages and tool list ``request`` names that this gateway has not seen stored
+        (sha256 hex -> canonical JSON), to append with its llm.call (``store.append``'s
+        ``messages``). Only the messages after those stored by an earlier request are looked
+        at, so this costs what the step added."""
+        first = request.stored
+        hashes = [*request.prompt[first:], request.tools_hash]
+        messages = [*request.messages[first:], {"tools": request.tools}]
+        unstored: dict[str, str] = {}
+        for key, message in zip(hashes, messages, strict=True):
+            if key not in self._stored:
+                unstored[key] = self._text(message)
+                earlier = self._handed.get(key)
+                if earlier is not None and earlier != id(message):  # the same text, again
+                    self._texts.pop(earlier, None)
+                self._handed[key] = id(message)
+        return unstored
+
+    def _stored_now(self, keys: Iterable[str]) -> None:
+        """Remember ``keys`` as stored; their texts are not needed any more."""
+        for key in keys:
+            self._stored.add(key)
+            message_id = self._handed.pop(key, None)
+            if message_id is not None:
+                self._texts.pop(message_id, None)
 
     async def store_prompt(self, request: PreparedRequest) -> None:
         """Store the request's messages and tool list once each (an llm.call names them)."""
@@ -259,6 +310,10 @@ class LlmGateway:
             [*request.messages[first:], {"tools": request.tools}],
             [*request.prompt[first:], request.tools_hash],
         )
+        self._prompt_stored(request)
+
+    def _prompt_stored(self, request: PreparedRequest) -> None:
+        """Every message of ``request`` is stored: the next request starts after them."""
         if self._prompt is not None and self._prompt.content is request.prompt:
             self._prompt.stored = len(request.prompt)
 
@@ -290,7 +345,7 @@ class LlmGateway:
         sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
         tools_hash, prompt_hashes = request.tools_hash, request.recorded_prompt()
         request_fingerprint = request.fingerprint
-        storing = asyncio.create_task(self.store_prompt(request))
+        unstored = self.unstored(request)  # appended with the llm.call, by us or the caller
         started = time.monotonic()
         attempts = 0
 
@@ -311,8 +366,17 @@ class LlmGateway:
             )
 
         async def recorded(call: LlmCall, wanted: bool) -> RecordedEvent | None:
-            await storing  # stored before the event that names them
-            return (await self.store.append(session_id, [call]))[0] if wanted else None
+            if not wanted:
+                return None
+            # the messages it names in the same transaction: no call without its prompt
+            event = (await self.store.append(session_id, [call], messages=unstored))[0]
+            self._stored_now(unstored)
+            self._prompt_stored(request)
+            return event
+
+        def handed(wanted: bool) -> dict[str, str]:
+            """The messages for the caller to append with an unrecorded call."""
+            return {} if wanted else unstored
 
         def unusable(problem: str, **outcome: Any) -> LlmReply:
             call = call_event(error=problem, error_kind="bad_response", **outcome)
@@ -336,7 +400,7 @@ class LlmGateway:
                     if failure.kind == "bad_response":
                         reply = unusable(failure.message)
                         event = await recorded(reply.call, record)
-                        return reply.model_copy(update={"event": event})
+                        return reply.model_copy(update={"event": event, "messages": handed(record)})
                     if not failure.retryable or attempts > self.config.retries:
                         failed = call_event(error=failure.message, error_kind=failure.kind)
                         await recorded(failed, True)
@@ -359,7 +423,8 @@ class LlmGateway:
                 usage=read.usage,
                 cost_usd=cost,
             )
-            return reply.model_copy(update={"event": await recorded(reply.call, record)})
+            event = await recorded(reply.call, record)
+            return reply.model_copy(update={"event": event, "messages": handed(record)})
         answer = LlmResponse(
             content=read.content, tool_calls=read.tool_calls, finish_reason=read.finish_reason
         )
@@ -370,6 +435,7 @@ class LlmGateway:
             content=read.content,
             tool_calls=read.tool_calls,
             finish_reason=read.finish_reason,
+            messages=handed(record),
         )
 
     def _failure(self, exc: BaseException, *, native_tools: bool) -> Failure:
@@ -487,6 +553,6 @@ class LlmGateway:
         if not new:
             return
         await self.store.put_messages([h for h, _ in new], [self._text(m) for _, m in new])
-        self._stored.update(h for h, _ in new)
+        self._stored_now(h for h, _ in new)
         for _, message in new:
             self._texts.pop(id(message), None)

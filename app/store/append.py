@@ -31,6 +31,49 @@ from app.store.records import RecordedEvent
 APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 APPEND_ONE_SQL = "SELECT * FROM chronicle_append_one($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 
+#: The same, also storing prompt messages ($10 keys, $11 texts) in the same statement: one
+#: round trip and one transaction, so the messages commit atomically with the events that
+#: name them, or neither does. A function in FROM runs once (its scan keeps its rows), in
+#: whatever order the planner joins them.
+PUT_MESSAGES_FROM = "chronicle_put_messages($10::bytea[], $11::text[]) AS m"
+APPEND_WITH_MESSAGES_SQL = (
+    f"SELECT a.* FROM {PUT_MESSAGES_FROM},"
+    " chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, $9) AS a"
+)
+APPEND_ONE_WITH_MESSAGES_SQL = (
+    f"SELECT a.* FROM {PUT_MESSAGES_FROM},"
+    " chronicle_append_one($1, $2, $3, $4, $5, $6, $7, $8, $9) AS a"
+)
+
+
+class PromptMessages(NamedTuple):
+    """Prompt messages (and tool lists) to store with an append, keyed by content hash."""
+
+    keys: list[bytes]
+    texts: list[str]
+
+    @classmethod
+    def of(cls, messages: Mapping[str, str]) -> PromptMessages | None:
+        """From sha256 hex -> canonical JSON text; None when there are none. The database
+        checks each key against its text (``chronicle_put_messages``)."""
+        if not messages:
+            return None
+        try:
+            keys = [bytes.fromhex(key) for key in messages]
+        except ValueError:
+            raise ContentMismatchError("a message key is not a sha256 hex digest") from None
+        return cls(keys, list(messages.values()))
+
+    @staticmethod
+    def joined(parts: Iterable[PromptMessages | None]) -> PromptMessages | None:
+        """All of ``parts`` in one (a key given twice is stored once)."""
+        merged: dict[bytes, str] = {}
+        for part in parts:
+            if part is not None:
+                merged.update(zip(part.keys, part.texts, strict=True))
+        return PromptMessages(list(merged), list(merged.values())) if merged else None
+
+
 EventLike = Event | Mapping[str, Any]
 
 #: A payload still over the size limit has its strings down to this size moved to blobs too.

@@ -22,7 +22,7 @@ The events handed out before a flush have no hash yet (``b""``) and ``global_pos
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -81,9 +81,12 @@ class BufferedSession(EventStore):
         events: Iterable[EventLike],
         *,
         expected_seq: int | None = None,
+        messages: Mapping[str, str] | None = None,
     ) -> list[RecordedEvent]:
         if not self._mine(session_id):
-            return await self.store.append(session_id, events, expected_seq=expected_seq)
+            return await self.store.append(
+                session_id, events, expected_seq=expected_seq, messages=messages
+            )
         events = list(events)
         batch = encode_batch(  # validated and masked as the store would: what it will hold
             events,
@@ -115,6 +118,7 @@ class BufferedSession(EventStore):
             for i in range(1, len(events) + 1)
         ]
         self._events += recorded
+        self._messages.update(messages or {})  # written before the events, as put_messages'
         self._unwritten.append(batch)
         self._unwritten_count += len(recorded)
         self.notifier.announce(str(session_id), recorded[-1].seq, recorded)

@@ -26,11 +26,24 @@ from uuid import UUID
 
 import asyncpg
 
-from app.store.append import APPEND_ONE_SQL, APPEND_SQL, EncodedBatch
+from app.store.append import (
+    APPEND_ONE_SQL,
+    APPEND_ONE_WITH_MESSAGES_SQL,
+    APPEND_SQL,
+    APPEND_WITH_MESSAGES_SQL,
+    PUT_MESSAGES_FROM,
+    EncodedBatch,
+    PromptMessages,
+)
 from app.store.transient import TRANSIENT_ERRORS
 
 APPEND_MANY_SQL = (
     "SELECT * FROM chronicle_append_many($1, $2, $3, $4, $5, $6, $7, $8, $9) ORDER BY grp, seq"
+)
+#: A group whose appends carry prompt messages stores them all in the same statement.
+APPEND_MANY_WITH_MESSAGES_SQL = (
+    f"SELECT a.* FROM {PUT_MESSAGES_FROM},"
+    " chronicle_append_many($1, $2, $3, $4, $5, $6, $7, $8, $9) AS a ORDER BY grp, seq"
 )
 
 
@@ -113,6 +126,7 @@ class _Request(NamedTuple):
     session_id: UUID
     expected_seq: int | None
     batch: EncodedBatch
+    messages: PromptMessages | None
     result: asyncio.Future[AppendResult]
 
 
@@ -141,21 +155,25 @@ class AppendCoalescer:
         return CoalescerStats(self._calls, self._appends)
 
     async def append(
-        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch
+        self,
+        session_id: UUID,
+        expected_seq: int | None,
+        batch: EncodedBatch,
+        messages: PromptMessages | None = None,
     ) -> AppendResult:
         """The rows the database returned (seq, position, tx, time, hash of each event);
-        ``AppendRefused`` if it said no."""
+        ``AppendRefused`` if it said no. ``messages`` are stored in the same transaction."""
         if self._in_flight < self._max_in_flight and not self._queue:
             # Alone: the transaction may notify, no other commit of ours waits for its lock.
             notify = self._in_flight == 0
             self._in_flight += 1
             try:
-                return await self._one(session_id, expected_seq, batch, notify=notify)
+                return await self._one(session_id, expected_seq, batch, messages, notify=notify)
             finally:
                 self._in_flight -= 1
                 self._start_flushes()
         result: asyncio.Future[AppendResult] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Request(session_id, expected_seq, batch, result))
+        self._queue.append(_Request(session_id, expected_seq, batch, messages, result))
         self._start_flushes()
         return await result
 
@@ -163,15 +181,22 @@ class AppendCoalescer:
         await self._connections.close()
 
     async def _one(
-        self, session_id: UUID, expected_seq: int | None, batch: EncodedBatch, *, notify: bool
+        self,
+        session_id: UUID,
+        expected_seq: int | None,
+        batch: EncodedBatch,
+        messages: PromptMessages | None,
+        *,
+        notify: bool,
     ) -> AppendResult:
         self._calls += 1
         self._appends += 1
+        stored: tuple[Any, ...] = () if messages is None else tuple(messages)
         try:
             if len(batch.event_ids) == 1:
                 row = await self._connections.run(
                     lambda connection: connection.fetchrow(
-                        APPEND_ONE_SQL,
+                        APPEND_ONE_WITH_MESSAGES_SQL if stored else APPEND_ONE_SQL,
                         session_id,
                         expected_seq,
                         batch.event_ids[0],
@@ -181,12 +206,13 @@ class AppendCoalescer:
                         batch.payload_texts[0],
                         batch.versions[0],
                         notify,
+                        *stored,
                     )
                 )
                 return AppendResult([row], notify)
             rows = await self._connections.run(
                 lambda connection: connection.fetch(
-                    APPEND_SQL,
+                    APPEND_WITH_MESSAGES_SQL if stored else APPEND_SQL,
                     session_id,
                     expected_seq,
                     batch.event_ids,
@@ -196,6 +222,7 @@ class AppendCoalescer:
                     batch.payload_texts,
                     batch.versions,
                     notify,
+                    *stored,
                 )
             )
             return AppendResult(rows, notify)
@@ -219,23 +246,26 @@ class AppendCoalescer:
     async def _flush(self, group: list[_Request]) -> None:
         try:
             if len(group) == 1:
-                request = group[0]
-                try:
-                    one = await self._one(
-                        request.session_id, request.expected_seq, request.batch, notify=False
-                    )
-                except BaseException as exc:
-                    _settle(request.result, exception=exc)
-                else:
-                    _settle(request.result, result=one)
+                await self._each_alone(group)
                 return
             self._calls += 1
             self._appends += len(group)
             arguments = _many_arguments(group)
+            messages = PromptMessages.joined(request.messages for request in group)
+            sql = APPEND_MANY_SQL if messages is None else APPEND_MANY_WITH_MESSAGES_SQL
             try:
                 rows = await self._connections.run(
-                    lambda connection: connection.fetch(APPEND_MANY_SQL, *arguments)
+                    lambda connection: connection.fetch(sql, *arguments, *(messages or ()))
                 )
+            except asyncpg.PostgresError as exc:
+                if messages is not None and not isinstance(exc, TRANSIENT_ERRORS):
+                    # Messages refused (one not matching its key): the whole statement rolled
+                    # back. Each append goes again on its own, so only the one at fault fails.
+                    await self._each_alone(group)
+                    return
+                for request in group:
+                    _settle(request.result, exception=exc)
+                return
             except BaseException as exc:
                 for request in group:
                     _settle(request.result, exception=exc)
@@ -258,6 +288,22 @@ class AppendCoalescer:
         finally:
             self._in_flight -= 1
             self._start_flushes()
+
+    async def _each_alone(self, group: list[_Request]) -> None:
+        """Send each append of ``group`` in a call of its own, settling each with its result."""
+        for request in group:
+            try:
+                one = await self._one(
+                    request.session_id,
+                    request.expected_seq,
+                    request.batch,
+                    request.messages,
+                    notify=False,
+                )
+            except BaseException as exc:
+                _settle(request.result, exception=exc)
+            else:
+                _settle(request.result, result=one)
 
 
 def _settle(

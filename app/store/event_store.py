@@ -25,6 +25,7 @@ from app.store.announcer import Announcer
 from app.store.append import (
     EncodedBatch,
     EventLike,
+    PromptMessages,
     encode_batch,
     recorded_from_result,
     translate_error,
@@ -212,6 +213,7 @@ class EventStore:
         events: Iterable[EventLike],
         *,
         expected_seq: int | None = None,
+        messages: Mapping[str, str] | None = None,
     ) -> list[RecordedEvent]:
         """Record ``events`` atomically at the end of the session's stream.
 
@@ -219,6 +221,10 @@ class EventStore:
         check); a mismatch raises ``ConcurrencyError`` with ``actual_seq``. Re-sending a batch
         (same event_ids) returns the recorded events and writes nothing, which also makes a
         retry after a lost connection safe.
+
+        ``messages`` (sha256 hex -> canonical JSON text, as ``put_messages`` takes them) are
+        stored in the same transaction and round trip: an ``llm.call`` and the prompt
+        messages it names are recorded together or not at all.
         """
         batch = encode_batch(
             events,
@@ -226,20 +232,28 @@ class EventStore:
             self.masker,
             blob_threshold=self.config.blob_threshold_bytes,
         )
-        return await self.append_encoded(session_id, batch, expected_seq=expected_seq)
+        return await self.append_encoded(
+            session_id, batch, expected_seq=expected_seq, messages=messages
+        )
 
     async def append_encoded(
-        self, session_id: UUID, batch: EncodedBatch, *, expected_seq: int | None = None
+        self,
+        session_id: UUID,
+        batch: EncodedBatch,
+        *,
+        expected_seq: int | None = None,
+        messages: Mapping[str, str] | None = None,
     ) -> list[RecordedEvent]:
         """``append`` of a batch ``encode_batch`` made with this store's settings (for a
         writer that needed the encoded events before they were written)."""
         if not batch.event_ids:
             return []
+        stored = PromptMessages.of(messages or {})
         if batch.blobs:  # before the events that refer to them
             await self.put_blobs(batch.blobs)
         try:
             result = await self._retrying(
-                lambda: self._coalescer.append(session_id, expected_seq, batch)
+                lambda: self._coalescer.append(session_id, expected_seq, batch, stored)
             )
         except AppendRefused as exc:
             # A re-sent batch trips over its own recorded seq or event_ids: find out here,

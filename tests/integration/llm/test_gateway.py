@@ -95,6 +95,36 @@ async def test_messages_are_stored_once_and_fingerprints_are_stable(
     assert count == 4  # system, user, tools, and the one new assistant message
 
 
+async def test_a_step_stores_its_messages_with_its_call_in_one_append(
+    store: EventStore, fake_llm: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``put_messages`` round trip of its own: a recorded call takes its new messages into
+    its append; an unrecorded one hands them to the caller, who appends them with it, and
+    they are not handed again once the log shows that call (its ``previous``)."""
+    fake_llm.script(Reply(content="a"), Reply(content="b"), Reply(content="c"))
+    put_messages: list[object] = []
+    monkeypatch.setattr(store, "put_messages", lambda *args: put_messages.append(args))
+    gateway = LlmGateway(store, config(fake_llm))
+    session = uuid.uuid4()
+    prompt = [*MESSAGES]
+    first = await gateway.complete(session, prompt, [BASH], record=False)
+    assert first.event is None and len(first.messages) == 3  # system, user, the tool list
+    recorded = await store.append(session, [first.call], messages=first.messages)
+    prompt += [{"role": "assistant", "content": "a"}, {"role": "user", "content": "go on"}]
+    second = await gateway.complete(
+        session, prompt, [BASH], record=False, previous=recorded[0].payload
+    )
+    assert list(second.messages) == second.call.prompt  # only the two new ones
+    # not appended (as when the caller's append failed): the next call hands them again
+    prompt += [{"role": "assistant", "content": "b"}]
+    third = await gateway.complete(session, prompt, [BASH], previous=recorded[0].payload)
+    assert third.event is not None and third.messages == {}
+    assert put_messages == []
+    stored = await store.read_messages([*first.call.prompt, first.call.tools, *third.call.prompt])
+    assert len(stored) == 3 + 3
+    assert (await store.verify(session)).ok
+
+
 async def test_429_then_200_is_one_call_with_two_attempts(
     store: EventStore, fake_llm: FakeLlmServer
 ) -> None:

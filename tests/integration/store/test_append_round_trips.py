@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import struct
 import uuid
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 
 from app.events import Message
+from app.events.canonical import canonical_json
 from app.events.masking import SecretMasker
 from app.store import EventStore
 from app.store.config import StoreConfig
@@ -164,3 +166,38 @@ async def test_concurrent_appends_each_wake_other_processes_once(app_database_ur
         assert sorted(await _take(received, len(expected))) == sorted(expected)
     finally:
         await listener.close()
+
+
+async def test_an_append_with_its_prompt_messages_is_one_round_trip(
+    app_database_url: str,
+) -> None:
+    """A model step's llm.call and the prompt messages it names: before, ``put_messages``
+    then the append, two round trips a step (40 below); now one statement."""
+    async with _store_through_proxy(app_database_url) as (store, proxy):
+        session = uuid.uuid4()
+
+        def messages(step: int) -> dict[str, str]:
+            texts = [canonical_json({"role": "user", "content": f"{step}-{i}"}) for i in (0, 1)]
+            return {hashlib.sha256(text.encode()).hexdigest(): text for text in texts}
+
+        # Warm-up: the first call of each statement prepares it.
+        await store.append(session, [Message(content="w")], expected_seq=0, messages=messages(0))
+
+        def two() -> list[Message]:
+            return [Message(content="a"), Message(content="b")]
+
+        await store.append(session, two(), expected_seq=1, messages=messages(1))
+        await asyncio.sleep(0.2)
+        before = proxy.round_trips
+        for step in range(10):  # one event, then a batch (a call and its actions)
+            seq = 3 + 3 * step
+            await store.append(
+                session, [Message(content="c")], expected_seq=seq, messages=messages(2 * step + 2)
+            )
+            await store.append(
+                session, two(), expected_seq=seq + 1, messages=messages(2 * step + 3)
+            )
+        await asyncio.sleep(0.3)
+        assert proxy.round_trips - before == 20
+        keys = [key for step in range(22) for key in messages(step)]
+        assert len(await store.read_messages(keys)) == 44

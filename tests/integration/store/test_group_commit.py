@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import uuid
 
 import pytest
 
 from app.events import Message, Run, RunOutput
-from app.store import ConcurrencyError, DuplicateEventError, EventStore, InvalidEventError
+from app.events.canonical import canonical_json
+from app.store import (
+    ConcurrencyError,
+    ContentMismatchError,
+    DuplicateEventError,
+    EventStore,
+    InvalidEventError,
+)
 
 
 async def test_concurrent_appends_share_calls_and_fail_alone(store: EventStore) -> None:
@@ -85,3 +93,38 @@ async def test_two_stores_grouping_many_sessions_do_not_deadlock(
     for session in sessions:
         assert await store.last_seq(session) == 15 * writers
         assert (await store.verify(session)).ok
+
+
+async def test_grouped_appends_store_their_messages_and_a_forgery_fails_alone(
+    store: EventStore,
+) -> None:
+    """Appends carrying prompt messages share a call like any others; the messages go in the
+    same statement. One message not matching its key refuses that statement: each append then
+    goes again on its own, so only the one that sent it fails."""
+    sessions = [uuid.uuid4() for _ in range(20)]
+
+    def keyed(text: str) -> dict[str, str]:
+        return {hashlib.sha256(text.encode()).hexdigest(): text}
+
+    sent = {s: keyed(canonical_json({"role": "user", "content": str(s)})) for s in sessions}
+
+    async def append_all(group: list[uuid.UUID]) -> list[object]:
+        return await asyncio.gather(
+            *(store.append(s, [Message(content="m")], messages=sent[s]) for s in group),
+            return_exceptions=True,
+        )
+
+    before = store.append_stats
+    results = await append_all(sessions[:10])
+    assert all(isinstance(r, list) and r[0].seq == 1 for r in results), results
+    assert store.append_stats.calls - before.calls < 10, "appends should have been grouped"
+
+    forged = sessions[-1]
+    sent[forged] = {next(iter(sent[forged])): canonical_json({"role": "user", "content": "no"})}
+    results = await append_all(sessions[10:])
+    assert all(isinstance(r, list) and r[0].seq == 1 for r in results[:-1]), results
+    assert isinstance(results[-1], ContentMismatchError)
+    stored = await store.read_messages([key for s in sessions[:-1] for key in sent[s]])
+    assert len(stored) == len(sessions) - 1
+    assert await store.read_messages(list(sent[forged])) == {}
+    assert await store.last_seq(forged) == 0
