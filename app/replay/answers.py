@@ -42,12 +42,12 @@ class RecordedAnswers:
         step = progress.recording.step_of(recorded_call)
         siblings = progress.caused_by(call_seq)
         index = next(i for i, e in enumerate(siblings) if e.event_id == action.event_id)
-        recorded = progress.recording.consequences.get(recorded_call, [])
+        recorded = await progress.recording.consequences(recorded_call)
         new = [(e.kind, e.payload) for e in siblings[: index + 1]]
         old = [(e.seq, e.kind, e.payload) for e in recorded[: index + 1]]
         divergence = compare_consequences(step, recorded_call, old, new)
         if divergence is None:
-            answer = progress.recording.answers.get(recorded[index].seq)
+            answer = await progress.recording.answer(recorded[index].seq)
             if answer is not None:
                 await self._restarts(recorded[index].seq, answer.seq)
                 observation = answer.event()
@@ -75,8 +75,7 @@ class RecordedAnswers:
             restart.event().model_copy(
                 update={"event_id": new_event_id(), "replayed_from": restart.seq}
             )
-            for restart in self.progress.recording.restarts
-            if action_seq < restart.seq < answer_seq
+            for restart in await self.progress.recording.restarts_between(action_seq, answer_seq)
         ]
         if restarts:
             await self.progress.store.append(self.progress.replay_id, restarts)

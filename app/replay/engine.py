@@ -38,7 +38,13 @@ from app.replay.divergence import (
 )
 from app.replay.gateway import ReplayGateway
 from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
-from app.replay.recording import Recording, RecordingError, Segment, read_recording
+from app.replay.recording import (
+    Recording,
+    RecordingError,
+    Segment,
+    store_pages,
+    stream_recording,
+)
 from app.store import EventStore, RecordedEvent
 from app.store.action_worker import ActionWorker
 from app.store.buffered_session import BufferedSession
@@ -95,11 +101,10 @@ class _Plan(BaseModel):
 
 
 async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig | None) -> _Plan:
-    events = await store.read(session_id)
-    if not events:
+    if not await store.read(session_id, limit=1):
         raise ReplayError(f"there is no session {session_id}; `chronicle sessions` lists them")
     try:
-        recording = read_recording(events)
+        recording = await stream_recording(store_pages(store, session_id))
     except RecordingError as exc:
         raise ReplayError(str(exc)) from None
     # A fork made by `--on-divergence fork` ran live with the overrides it recorded; a run
@@ -123,7 +128,7 @@ def _limits(plan: _Plan) -> Limits:
     recording = plan.recording
     return Limits(
         max_iterations=plan.agent_config.max_iterations
-        or max(recording.config.get("max_iterations") or 100, len(recording.calls)),
+        or max(recording.config.get("max_iterations") or 100, len(recording.call_seqs)),
         max_cost_usd=recording.config.get("max_cost_usd"),
     )
 
@@ -229,7 +234,7 @@ async def replay(
             matched=matched,
             outcome=outcome,
             recorded_outcome=recording.outcome,
-            steps_recorded=len(recording.calls),
+            steps_recorded=len(recording.call_seqs),
             steps_served=progress.served,
             steps_matched=progress.matched,
             divergence=progress.divergence,
@@ -308,8 +313,8 @@ def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
     """The gateway settings the recording's calls were made with, and the overrides."""
     recorded = dict(recording.config.get("llm") or {})
     model = recorded.get("model") or recording.config.get("model")
-    if recording.calls:
-        model = recording.calls[0].payload.get("model") or model
+    if recording.first_call is not None:
+        model = recording.first_call.payload.get("model") or model
     if not model:
         raise ValueError("the recording names no model")
     values: dict[str, Any] = {
@@ -335,7 +340,8 @@ async def _agent(
     workspace = "/workspace" if config.get("runtime") == "docker" else str(config.get("workspace"))
     mcp_tools: list[dict[str, Any]] = []
     servers = [str(s.get("name")) for s in config.get("mcp_servers") or [] if isinstance(s, dict)]
-    first_tools = recording.calls[0].payload.get("tools") if recording.calls else None
+    first = recording.first_call
+    first_tools = first.payload.get("tools") if first is not None else None
     if servers and first_tools:
         stored = await store.read_messages([first_tools])
         offered = (stored.get(first_tools) or {}).get("tools", [])
@@ -410,7 +416,7 @@ async def _run_segments(
         try:
             outcome = await drive(store, replay_id, controller, workers)
             await progress.sync()
-            progress.check_consequences()
+            await progress.check_consequences()
         except ReplayDiverged as diverged:
             await store.append(
                 replay_id,
@@ -431,10 +437,9 @@ def _ending(progress: ReplayProgress, segment: Segment, outcome: str) -> Diverge
     recording = progress.recording
     reason = progress.last_state()[1]
     if progress.served < segment.calls:
-        recorded = recording.calls[progress.served]
         return MissingCall(
             step=progress.served + 1,
-            recorded_seq=recorded.seq,
+            recorded_seq=recording.call_seqs[progress.served],
             remaining=segment.calls - progress.served,
             outcome=outcome,
             summary=f"model call {progress.served + 1}: the agent stopped ({outcome}: "

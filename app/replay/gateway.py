@@ -57,17 +57,18 @@ class ReplayGateway:
         if progress.divergence is not None:  # an action worker stopped the replay
             raise ReplayDiverged(progress.divergence)
         await progress.sync()
-        progress.check_consequences()
+        await progress.check_consequences()
         step = progress.served + 1
-        if progress.served >= len(progress.recording.calls):
+        if progress.served >= len(progress.recording.call_seqs):
             raise progress.stop(
                 ExtraCall(
                     step=step,
                     summary=f"model call {step}: the agent asked the model again, but the "
-                    f"recording has only {len(progress.recording.calls)} model calls",
+                    f"recording has only {len(progress.recording.call_seqs)} model calls",
                 )
             )
-        recorded = progress.recording.calls[progress.served]
+        progress.recording.serving(progress.served)
+        recorded = await progress.recording.call(progress.served)
         request = self._requests.prepare(messages, tools, previous)
         if request.fingerprint != recorded.payload.get("fingerprint"):
             difference = await self._difference(step, recorded, request)
@@ -128,7 +129,7 @@ class ReplayGateway:
     ) -> RequestDivergence:
         """What differs between the recorded request (its stored messages) and this one."""
         payload = recorded.payload
-        prompt = self.progress.recording.prompt_of(recorded.seq)
+        prompt = await self.progress.recording.prompt_of(recorded.seq)
         tools_hash = payload.get("tools")
         stored = await self.store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
         recorded_params = dict(payload.get("params") or {})

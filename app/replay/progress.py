@@ -43,7 +43,11 @@ class ReplayProgress:
         #: request differences a positional replay reported and went on after
         self.differences: list[RequestDivergence] = []
         self._differing: set[int] = set()  # recorded seqs of calls with a reported difference
-        self._events: list[RecordedEvent] = []
+        # Only what is still to be compared is kept of the replay's own log: the controller
+        # holds it whole already, and a copy here would grow with the session.
+        self._last_seq = 0
+        self._last_state: tuple[str | None, str] = (None, "")
+        #: replay call seq -> what it led to, until its consequences are checked
         self._caused: dict[int, list[RecordedEvent]] = {}
         self._calls: dict[int, int] = {}  # replay call seq -> recorded call seq
         self._unchecked: list[int] = []  # replay call seqs whose consequences await a check
@@ -60,31 +64,34 @@ class ReplayProgress:
 
     async def sync(self) -> None:
         """Read what the replay session recorded since the last look."""
-        after = self._events[-1].seq if self._events else 0
-        for event in await self.store.read(self.replay_id, after_seq=after):
-            self._events.append(event)
-            if event.cause is not None:
-                self._caused.setdefault(event.cause, []).append(event)
+        for event in await self.store.read(self.replay_id, after_seq=self._last_seq):
+            self._last_seq = event.seq
+            if event.cause in self._caused:
+                self._caused[event.cause].append(event)
             origin = event.payload.get("replayed_from")
             if event.kind == "llm.call" and isinstance(origin, int):
                 self._calls[event.seq] = origin
+                self._caused[event.seq] = []
                 self._unchecked.append(event.seq)
+            elif event.kind == "agent.state" and event.source == "agent":
+                self._last_state = (
+                    event.payload.get("state"),
+                    str(event.payload.get("reason", "")),
+                )
 
     def last_state(self) -> tuple[str | None, str]:
         """The replayed agent's last state and its reason (as of the last ``sync``)."""
-        for event in reversed(self._events):
-            if event.kind == "agent.state" and event.source == "agent":
-                return event.payload.get("state"), str(event.payload.get("reason", ""))
-        return None, ""
+        return self._last_state
 
     def recorded_call(self, replay_call_seq: int) -> int | None:
         """The recorded call a call of the replay session was served from."""
         return self._calls.get(replay_call_seq)
 
-    def caused_by(self, replay_seq: int) -> list[RecordedEvent]:
-        return self._caused.get(replay_seq, [])
+    def caused_by(self, replay_call_seq: int) -> list[RecordedEvent]:
+        """What a served call of the replay led to (until its consequences are checked)."""
+        return self._caused.get(replay_call_seq, [])
 
-    def check_consequences(self) -> None:
+    async def check_consequences(self) -> None:
         """Compare what each served call led to with the recording (every call recorded since
         the last check); raise ``ReplayDiverged`` at the first difference."""
         while self._unchecked:
@@ -92,10 +99,9 @@ class ReplayProgress:
             recorded_seq = self._calls[replay_seq]
             step = self.recording.step_of(recorded_seq)
             recorded = [
-                (e.seq, e.kind, e.payload)
-                for e in self.recording.consequences.get(recorded_seq, [])
+                (e.seq, e.kind, e.payload) for e in await self.recording.consequences(recorded_seq)
             ]
-            new = [(e.kind, e.payload) for e in self.caused_by(replay_seq)]
+            new = [(e.kind, e.payload) for e in self._caused.pop(replay_seq, [])]
             divergence: ActionDivergence | None = compare_consequences(
                 step, recorded_seq, recorded, new
             )

@@ -7,22 +7,38 @@ recording into segments: the replay feeds each segment's user events, runs the c
 a resumed session would, and expects it to stop as the recording did before the next user
 event. Model calls that were interrupted (the run was cancelled while the model thought)
 answered nothing and are left out: the resumed run asked again.
+
+The recording is read twice, a page at a time, so a replay's memory does not grow with the
+length of the session it replays: once up front for its index (seqs only: which event is a
+call, what each call led to, which observation answers which action, and the segments), and
+again as the replay advances (``RecordedWindow``), keeping the events from the recorded call
+before the one being served onwards. Reporting a request difference reads the calls it needs
+again (``prompt_of``).
 """
 
 from __future__ import annotations
 
+import bisect
+from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.events import OBSERVATION_KINDS
 from app.llm.prompts import whole_prompt
-from app.store import RecordedEvent
+from app.store import EventStore, RecordedEvent
 
 #: The states in which a controller returns (``app.agent.controller.Outcome``).
 OUTCOME_STATES = frozenset({"finished", "awaiting_user_input", "stopped", "error", "paused"})
 #: The user's events, fed to the replay where they were recorded.
 USER_KINDS = frozenset({"message", "agent.state"})
+#: Events read from the store at a time.
+PAGE_EVENTS = 256
+
+#: The events of the recorded session with ``seq > after``, at most ``limit`` of them.
+Pages = Callable[[int, int], Awaitable[list[RecordedEvent]]]
 
 
 class RecordingError(Exception):
@@ -42,24 +58,63 @@ class Segment(BaseModel):
     calls: int
 
 
+class RecordedWindow:
+    """The recorded events a replay still needs, read ahead a page at a time: from the
+    ``forget_before`` mark on (the session's seqs run 1, 2, ... without a gap)."""
+
+    def __init__(self, pages: Pages, page_events: int = PAGE_EVENTS) -> None:
+        self.pages = pages
+        self.page_events = page_events
+        self._events: deque[RecordedEvent] = deque()
+        self._first = 1  # seq of self._events[0]
+        self._read = 0  # seq of the last event read
+
+    async def get(self, seq: int) -> RecordedEvent:
+        if seq < self._first:
+            raise LookupError(f"recorded event {seq} was forgotten (kept from {self._first})")
+        while seq > self._read:
+            page = await self.pages(self._read, self.page_events)
+            if not page:
+                raise LookupError(f"the recording has no event {seq}")
+            self._read = page[-1].seq
+            self._events.extend(event for event in page if event.seq >= self._first)
+        return self._events[seq - self._first]
+
+    def forget_before(self, seq: int) -> None:
+        """Events before ``seq`` will not be asked for again."""
+        while self._events and self._first < seq:
+            self._events.popleft()
+            self._first += 1
+        self._first = max(self._first, seq)
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
 class Recording(BaseModel):
+    """The index of a recorded session (seqs) and the window its events are read through."""
+
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     session_id: Any
     title: str
     config: dict[str, Any]
-    calls: list[RecordedEvent]
-    #: call seq -> the events it led to (actions, the agent's message, errors), in order
-    consequences: dict[int, list[RecordedEvent]] = Field(default_factory=dict)
-    #: action seq -> its observation
-    answers: dict[int, RecordedEvent] = Field(default_factory=dict)
-    #: ``runtime.restarted`` events: the model reads them, so the replay serves them too
-    restarts: list[RecordedEvent] = Field(default_factory=list)
+    #: seqs of the calls the replay serves, in order
+    call_seqs: list[int]
+    #: the first of them (its model and tools configure the replay)
+    first_call: RecordedEvent | None = None
+    #: call seq -> seqs of the events it led to (actions, the agent's message, errors)
+    consequence_seqs: dict[int, tuple[int, ...]] = Field(default_factory=dict)
+    #: action seq -> seq of its observation
+    answer_seqs: dict[int, int] = Field(default_factory=dict)
+    #: seqs of ``runtime.restarted`` events: the model reads them, so the replay serves them
+    restart_seqs: list[int] = Field(default_factory=list)
     segments: list[Segment]
-    #: call seq -> its 1-based number among the calls
-    steps: dict[int, int] = Field(default_factory=dict)
-    #: every llm.call of the log, the interrupted ones too (a prompt may keep messages of one)
-    all_calls: list[RecordedEvent] = Field(default_factory=list)
+    #: seqs of every llm.call of the log, the interrupted ones too (a prompt may keep
+    #: messages of one), and of those that list their whole prompt
+    all_call_seqs: list[int] = Field(default_factory=list)
+    whole_prompt_seqs: list[int] = Field(default_factory=list)
+    window: RecordedWindow
 
     @property
     def outcome(self) -> str | None:
@@ -67,102 +122,200 @@ class Recording(BaseModel):
 
     def step_of(self, call_seq: int) -> int:
         """The 1-based number of the recorded call at ``call_seq``."""
-        return self.steps[call_seq]
+        index = bisect.bisect_left(self.call_seqs, call_seq)
+        if index == len(self.call_seqs) or self.call_seqs[index] != call_seq:
+            raise KeyError(call_seq)
+        return index + 1
 
-    def prompt_of(self, call_seq: int) -> list[str]:
+    async def call(self, index: int) -> RecordedEvent:
+        """The recorded call the replay serves ``index``-th (0-based)."""
+        return await self.window.get(self.call_seqs[index])
+
+    async def consequences(self, call_seq: int) -> list[RecordedEvent]:
+        return [await self.window.get(seq) for seq in self.consequence_seqs.get(call_seq, ())]
+
+    async def answer(self, action_seq: int) -> RecordedEvent | None:
+        seq = self.answer_seqs.get(action_seq)
+        return None if seq is None else await self.window.get(seq)
+
+    async def restarts_between(self, after: int, before: int) -> list[RecordedEvent]:
+        low = bisect.bisect_right(self.restart_seqs, after)
+        high = bisect.bisect_left(self.restart_seqs, before)
+        return [await self.window.get(seq) for seq in self.restart_seqs[low:high]]
+
+    def serving(self, index: int) -> None:
+        """The replay serves call ``index`` now: what came before the call it served last
+        is not needed any more."""
+        if index > 0:
+            self.window.forget_before(self.call_seqs[index - 1])
+
+    async def prompt_of(self, call_seq: int) -> list[str]:
         """The hashes of the whole prompt of the recorded call at ``call_seq`` (resolved from
-        the last call before it that lists its whole prompt: ``app.llm.prompts``)."""
-        upto = next(i for i, call in enumerate(self.all_calls) if call.seq == call_seq)
-        start = next(
-            (
-                i
-                for i in range(upto, -1, -1)
-                if self.all_calls[i].payload.get("prompt_kept") is None
-            ),
-            0,
-        )
-        prompt: list[str] = []
-        for call in self.all_calls[start : upto + 1]:
-            prompt = whole_prompt(
-                call.payload, prompt if call is not self.all_calls[start] else None
-            )
-        return prompt
+        the last call before it that lists its whole prompt: ``app.llm.prompts``), read again
+        from the store: a difference is reported once."""
+        starts = self.whole_prompt_seqs
+        before = bisect.bisect_right(starts, call_seq)
+        start = starts[before - 1] if before else self.all_call_seqs[0]
+        prompt: list[str] | None = None
+        after = start - 1
+        while after < call_seq:
+            page = await self.window.pages(after, self.window.page_events)
+            if not page:
+                break
+            for event in page:
+                if event.seq > call_seq:
+                    break
+                if event.kind == "llm.call":
+                    prompt = whole_prompt(event.payload, prompt)
+            after = page[-1].seq
+        return prompt or []
 
 
 def _answers_nothing(call: RecordedEvent) -> bool:
     return call.payload.get("error_kind") == "interrupted"
 
 
-def read_recording(events: list[RecordedEvent]) -> Recording:
-    """The recording of one session's events (in seq order); ``RecordingError`` when it was
-    not started by a session run or when a user event came while the agent worked."""
-    if not events or events[0].kind != "session.created":
+class _Index:
+    """What ``Recording`` holds, folded over the recorded events a page at a time."""
+
+    def __init__(self) -> None:
+        self.created: RecordedEvent | None = None
+        self.call_seqs: list[int] = []
+        self.first_call: RecordedEvent | None = None
+        self.consequences: dict[int, list[int]] = {}
+        self.answers: dict[int, int] = {}
+        self.restarts: list[int] = []
+        self.all_calls: list[int] = []
+        self.whole_prompts: list[int] = []
+        self.segments: list[Segment] = []
+        self._call_set: set[int] = set()
+        self._feed: list[RecordedEvent] = []
+        self._state: tuple[str | None, str] = (None, "")
+        self._agent_since_feed = False
+
+    def add(self, events: list[RecordedEvent]) -> None:
+        for event in events:
+            if self.created is None:
+                self._start(event)
+            self._event(event)
+
+    def _start(self, event: RecordedEvent) -> None:
+        if event.kind != "session.created":
+            raise RecordingError(
+                "this session has no session.created event, so nothing says how its agent "
+                "was configured; only sessions started by `chronicle run` can be replayed"
+            )
+        if event.payload.get("replay_of"):
+            raise RecordingError(
+                "this session is itself a replay; replay the session it replays "
+                f"({event.payload['replay_of']}) instead"
+            )
+        self.created = event
+
+    def _event(self, event: RecordedEvent) -> None:
+        kind = event.kind
+        if kind == "llm.call":
+            self.all_calls.append(event.seq)
+            if event.payload.get("prompt_kept") is None:
+                self.whole_prompts.append(event.seq)
+            if not _answers_nothing(event):
+                self.call_seqs.append(event.seq)
+                self._call_set.add(event.seq)
+                if self.first_call is None:
+                    self.first_call = event
+        elif kind == "runtime.restarted":
+            self.restarts.append(event.seq)
+        if event.cause in self._call_set:
+            self.consequences.setdefault(event.cause, []).append(event.seq)
+        elif event.cause is not None and kind in OBSERVATION_KINDS:
+            self.answers[event.cause] = event.seq
+        self._segment(event)
+
+    def _segment(self, event: RecordedEvent) -> None:
+        if event.source == "user" and event.kind in USER_KINDS:
+            if self._agent_since_feed:
+                if self._state[0] not in OUTCOME_STATES:
+                    raise RecordingError(
+                        f"the user's {event.kind} at seq {event.seq} came while the agent "
+                        "was working; replaying a session steered mid-run is not supported yet"
+                    )
+                self.segments.append(
+                    Segment.model_construct(
+                        feed=self._feed,
+                        end_state=self._state[0],
+                        end_reason=self._state[1],
+                        calls=len(self.call_seqs),
+                    )
+                )
+                self._feed, self._agent_since_feed = [], False
+            self._feed.append(event)
+        elif event.kind == "agent.state" and event.source == "agent":
+            self._state = (event.payload.get("state"), str(event.payload.get("reason", "")))
+            self._agent_since_feed = True
+        elif event.kind == "llm.call" and event.seq in self._call_set:
+            self._agent_since_feed = True
+
+    def recording(self, window: RecordedWindow) -> Recording:
+        created = self.created
+        if created is None:
+            raise RecordingError("the session has no events")
+        ended = self._state[0] if self._state[0] in OUTCOME_STATES else None
+        segments = [
+            *self.segments,
+            Segment.model_construct(
+                feed=self._feed,
+                end_state=ended,
+                end_reason=self._state[1],
+                calls=len(self.call_seqs),
+            ),
+        ]
+        # Built, not validated: what goes in is what this class made.
+        return Recording.model_construct(
+            session_id=created.session_id,
+            title=str(created.payload.get("title", "")),
+            config=dict(created.payload.get("config") or {}),
+            call_seqs=self.call_seqs,
+            first_call=self.first_call,
+            consequence_seqs={seq: tuple(seqs) for seq, seqs in self.consequences.items()},
+            answer_seqs=self.answers,
+            restart_seqs=self.restarts,
+            segments=segments,
+            all_call_seqs=self.all_calls,
+            whole_prompt_seqs=self.whole_prompts,
+            window=window,
+        )
+
+
+async def stream_recording(pages: Pages, page_events: int = PAGE_EVENTS) -> Recording:
+    """The recording of the session ``pages`` reads (see the module): its index read now, a
+    page at a time, its events as the replay asks for them. ``RecordingError`` when it was not
+    started by a session run, or when a user event came while the agent worked."""
+    index = _Index()
+    after = 0
+    while page := await pages(after, page_events):
+        index.add(page)
+        after = page[-1].seq
+    if index.created is None:
         raise RecordingError(
             "this session has no session.created event, so nothing says how its agent was "
             "configured; only sessions started by `chronicle run` can be replayed"
         )
-    created = events[0]
-    if created.payload.get("replay_of"):
-        raise RecordingError(
-            "this session is itself a replay; replay the session it replays "
-            f"({created.payload['replay_of']}) instead"
-        )
-    all_calls = [e for e in events if e.kind == "llm.call"]
-    calls = [e for e in all_calls if not _answers_nothing(e)]
-    call_seqs = {call.seq for call in calls}
-    consequences: dict[int, list[RecordedEvent]] = {}
-    answers: dict[int, RecordedEvent] = {}
-    for event in events:
-        if event.cause in call_seqs:
-            consequences.setdefault(event.cause, []).append(event)
-        elif event.cause is not None and event.kind in OBSERVATION_KINDS:
-            answers[event.cause] = event
-    # Built, not validated: pydantic would check every field of every event and copy each
-    # RecordedEvent (a NamedTuple) — a second copy of the log, and a tenth of a 1,000-step
-    # replay's time. What goes in is what this function made.
-    return Recording.model_construct(
-        session_id=created.session_id,
-        title=str(created.payload.get("title", "")),
-        config=dict(created.payload.get("config") or {}),
-        calls=calls,
-        consequences=consequences,
-        answers=answers,
-        restarts=[e for e in events if e.kind == "runtime.restarted"],
-        segments=_segments(events, call_seqs),
-        steps={call.seq: number for number, call in enumerate(calls, start=1)},
-        all_calls=all_calls,
-    )
+    return index.recording(RecordedWindow(pages, page_events))
 
 
-def _segments(events: list[RecordedEvent], call_seqs: set[int]) -> list[Segment]:
-    segments: list[Segment] = []
-    feed: list[RecordedEvent] = []
-    state: tuple[str | None, str] = (None, "")
-    calls = 0
-    agent_since_feed = False
-    for event in events:
-        if event.source == "user" and event.kind in USER_KINDS:
-            if agent_since_feed:
-                if state[0] not in OUTCOME_STATES:
-                    raise RecordingError(
-                        f"the user's {event.kind} at seq {event.seq} came while the agent was "
-                        "working; replaying a session steered mid-run is not supported yet"
-                    )
-                segments.append(
-                    Segment.model_construct(
-                        feed=feed, end_state=state[0], end_reason=state[1], calls=calls
-                    )
-                )
-                feed, agent_since_feed = [], False
-            feed.append(event)
-        elif event.kind == "agent.state" and event.source == "agent":
-            state = (event.payload.get("state"), str(event.payload.get("reason", "")))
-            agent_since_feed = True
-        elif event.kind == "llm.call" and event.seq in call_seqs:
-            calls += 1
-            agent_since_feed = True
-    ended = state[0] if state[0] in OUTCOME_STATES else None
-    segments.append(
-        Segment.model_construct(feed=feed, end_state=ended, end_reason=state[1], calls=calls)
-    )
-    return segments
+def store_pages(store: EventStore, session_id: UUID) -> Pages:
+    """``Pages`` of one session of ``store``."""
+
+    async def read(after: int, limit: int) -> list[RecordedEvent]:
+        return await store.read(session_id, after_seq=after, limit=limit)
+
+    return read
+
+
+def list_pages(events: list[RecordedEvent]) -> Pages:
+    """``Pages`` of a session's events held in a list (seq order, from seq 1)."""
+
+    async def read(after: int, limit: int) -> list[RecordedEvent]:
+        return [event for event in events if event.seq > after][:limit]
+
+    return read

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from app.llm.prompts import PromptChainError
 from app.replay.divergence import Divergence, ExtraCall, OutcomeDivergence
-from app.replay.recording import RecordingError, read_recording
+from app.replay.recording import Recording, RecordingError, list_pages, stream_recording
 from app.store import RecordedEvent
 
 SESSION = uuid.uuid4()
@@ -50,12 +50,17 @@ class Log:
         return self.add("llm.call", "agent", model="m", fingerprint="f", **payload)
 
 
+async def read_recording(events: list[RecordedEvent]) -> Recording:
+    """The recording read two events at a time, so every lookup crosses pages."""
+    return await stream_recording(list_pages(events), page_events=2)
+
+
 def started(log: Log, task: str = "Fix it.") -> None:
     log.add("session.created", "system", title="Fix it", config={"model": "m"})
     log.add("message", "user", content=task)
 
 
-def test_calls_consequences_and_answers() -> None:
+async def test_calls_consequences_and_answers() -> None:
     log = Log()
     started(log)
     log.state("running")
@@ -65,17 +70,18 @@ def test_calls_consequences_and_answers() -> None:
     second = log.call()
     log.add("finish", "agent", second, message="done")
     log.state("finished", "the agent called finish")
-    recording = read_recording(log.events)
-    assert [c.seq for c in recording.calls] == [first, second]
-    assert [e.seq for e in recording.consequences[first]] == [run]
-    assert recording.answers[run].seq == output
+    recording = await read_recording(log.events)
+    assert recording.call_seqs == [first, second]
+    assert [e.seq for e in await recording.consequences(first)] == [run]
+    answer = await recording.answer(run)
+    assert answer is not None and answer.seq == output
     assert recording.step_of(second) == 2
     assert recording.outcome == "finished" and recording.title == "Fix it"
     [segment] = recording.segments
     assert [e.kind for e in segment.feed] == ["message"] and segment.calls == 2
 
 
-def test_an_interrupted_call_answered_nothing_and_is_left_out() -> None:
+async def test_an_interrupted_call_answered_nothing_and_is_left_out() -> None:
     log = Log()
     started(log)
     log.call(error="interrupted before the model answered", error_kind="interrupted")
@@ -83,12 +89,12 @@ def test_an_interrupted_call_answered_nothing_and_is_left_out() -> None:
     again = log.call()
     log.add("finish", "agent", again, message="done")
     log.state("finished")
-    recording = read_recording(log.events)
-    assert [c.seq for c in recording.calls] == [again]
+    recording = await read_recording(log.events)
+    assert recording.call_seqs == [again]
     assert len(recording.segments) == 1 and recording.outcome == "finished"
 
 
-def test_the_user_coming_back_starts_a_segment() -> None:
+async def test_the_user_coming_back_starts_a_segment() -> None:
     log = Log()
     started(log)
     asked = log.call()
@@ -98,36 +104,36 @@ def test_the_user_coming_back_starts_a_segment() -> None:
     done = log.call()
     log.add("finish", "agent", done, message="ok")
     log.state("finished", "the agent called finish")
-    first, second = read_recording(log.events).segments
+    first, second = (await read_recording(log.events)).segments
     assert (first.end_state, first.calls) == ("awaiting_user_input", 1)
     assert [e.payload["content"] for e in second.feed] == ["main.py"]
     assert (second.end_state, second.calls) == ("finished", 2)
 
 
-def test_a_recording_that_ends_while_the_agent_works_has_no_outcome() -> None:
+async def test_a_recording_that_ends_while_the_agent_works_has_no_outcome() -> None:
     log = Log()
     started(log)
     log.state("running")
     log.call()
-    assert read_recording(log.events).outcome is None
+    assert (await read_recording(log.events)).outcome is None
 
 
-def test_sessions_that_cannot_be_replayed_say_why() -> None:
+async def test_sessions_that_cannot_be_replayed_say_why() -> None:
     log = Log()
     log.add("message", "user", content="hi")
     with pytest.raises(RecordingError, match=r"no session\.created"):
-        read_recording(log.events)
+        (await read_recording(log.events))
     replayed = Log()
     replayed.add("session.created", "system", replay_of=str(uuid.uuid4()))
     with pytest.raises(RecordingError, match="itself a replay"):
-        read_recording(replayed.events)
+        await read_recording(replayed.events)
     steered = Log()
     started(steered)
     steered.state("running")
     steered.call()
     steered.add("message", "user", content="also do this")
     with pytest.raises(RecordingError, match="while the agent was working"):
-        read_recording(steered.events)
+        await read_recording(steered.events)
 
 
 def test_divergences_are_frozen_and_round_trip_as_json() -> None:
@@ -148,7 +154,7 @@ def test_divergences_are_frozen_and_round_trip_as_json() -> None:
             divergence.step = 9  # type: ignore[misc]
 
 
-def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() -> None:
+async def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() -> None:
     # A call lists the messages it adds to what it keeps of the previous call's prompt
     # (prompt_kept); one recorded before that (no prompt_kept) lists its whole prompt. The
     # chain goes through an interrupted call, which the replay does not serve.
@@ -160,18 +166,46 @@ def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() -> Non
     cut = log.call(prompt=["x"], prompt_kept=3, error="stopped", error_kind="interrupted")
     last = log.call(prompt=["a2"], prompt_kept=4)
     again = log.call(prompt=["s", "n"])  # a new run lists its whole prompt again
-    recording = read_recording(log.events)
-    assert [c.seq for c in recording.calls] == [old, grown, last, again]
-    assert recording.prompt_of(old) == ["s", "u"]
-    assert recording.prompt_of(grown) == ["s", "u", "a1", "t1"]
-    assert recording.prompt_of(cut) == ["s", "u", "a1", "x"]
-    assert recording.prompt_of(last) == ["s", "u", "a1", "x", "a2"]
-    assert recording.prompt_of(again) == ["s", "n"]
+    recording = await read_recording(log.events)
+    assert recording.call_seqs == [old, grown, last, again]
+    assert await recording.prompt_of(old) == ["s", "u"]
+    assert await recording.prompt_of(grown) == ["s", "u", "a1", "t1"]
+    assert await recording.prompt_of(cut) == ["s", "u", "a1", "x"]
+    assert await recording.prompt_of(last) == ["s", "u", "a1", "x", "a2"]
+    assert await recording.prompt_of(again) == ["s", "n"]
 
 
-def test_a_prompt_that_keeps_what_is_not_there_is_refused() -> None:
+async def test_a_prompt_that_keeps_what_is_not_there_is_refused() -> None:
     log = Log()
     log.add("session.created", "user", title="t", config={"agent": "codeact"})
     first = log.call(prompt=["a"], prompt_kept=1)
     with pytest.raises(PromptChainError, match="keeps 1 messages of the previous call's prompt"):
-        read_recording(log.events).prompt_of(first)
+        await (await read_recording(log.events)).prompt_of(first)
+
+
+async def test_the_window_keeps_only_what_the_replay_still_needs() -> None:
+    # The memory a replay keeps of its recording must not grow with the recording: events
+    # before the call served last are forgotten, and those ahead are read a page at a time.
+    log = Log()
+    started(log)
+    calls = []
+    for step in range(50):
+        call = log.call()
+        run = log.add("run", "agent", call, command=f"echo {step}")
+        log.add("run.output", "environment", run, output=str(step), exit_code=0)
+        calls.append(call)
+    log.state("finished")
+    recording = await read_recording(log.events)
+    window = recording.window
+    assert len(window) == 0  # the index read the log; the window reads as asked
+    largest = 0
+    for index, call in enumerate(calls):
+        recording.serving(index)
+        assert (await recording.call(index)).seq == call
+        [action] = await recording.consequences(call)
+        answer = await recording.answer(action.seq)
+        assert answer is not None and answer.payload["output"] == str(index)
+        largest = max(largest, len(window))
+    assert largest <= 3 + 3 + 2  # the call before, this one with its action and answer, a page
+    with pytest.raises(LookupError, match="forgotten"):
+        await recording.call(0)
