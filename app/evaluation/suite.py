@@ -184,14 +184,7 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise SuiteError(f"suite {source} is not valid YAML{where}: {problem}") from None
-    if not isinstance(data, dict):
-        raise SuiteError(
-            f"suite {source} must be a mapping with 'name' and 'tasks', not {type(data).__name__}"
-        )
-    try:
-        return Suite.model_validate(data)
-    except ValidationError as exc:
-        raise _describe(source, exc, data) from None
+    return suite_from_data(data, source)
 
 
 def suite_from_data(data: Any, source: str = "<suite>") -> Suite:
