@@ -69,3 +69,16 @@ def start_server(
     process.kill()
     process.wait()
     raise AssertionError("chronicle serve did not start:\n" + "".join(lines))
+
+
+def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start ``chronicle serve --role worker`` (no HTTP) and wait for its ``running`` line."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "serve", "--role", "worker"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    os.set_blocking(process.stdout.fileno(), True)
+    line = process.stdout.readline()
+    assert "running" in line, line
+    return process

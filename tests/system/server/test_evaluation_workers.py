@@ -7,16 +7,13 @@ finish; without the run's bound the third trial would be recorded before any was
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime
 
 import httpx
 
-from tests.support.chronicle_server import start_server
+from tests.support.chronicle_server import start_server, start_worker
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 SUITE = {
@@ -30,18 +27,6 @@ SUITE = {
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
-
-
-def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--role", "worker"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    assert process.stdout is not None
-    os.set_blocking(process.stdout.fileno(), True)
-    line = process.stdout.readline()
-    assert "running" in line, line
-    return process
 
 
 def test_a_run_is_run_and_scored_by_a_worker_process_concurrency_at_a_time(

@@ -4,33 +4,18 @@ through the other, run by the worker — the processes meet only in PostgreSQL."
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
-import sys
 import time
 from typing import Any
 
 import httpx
 
-from tests.support.chronicle_server import start_server
+from tests.support.chronicle_server import start_server, start_worker
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
-
-
-def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--role", "worker"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    assert process.stdout is not None
-    os.set_blocking(process.stdout.fileno(), True)
-    line = process.stdout.readline()
-    assert "running" in line, line
-    return process
 
 
 def wait_state(url: str, token: str, session: str, state: str) -> dict[str, Any]:
