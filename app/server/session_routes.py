@@ -19,10 +19,10 @@ from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.cursors import BadCursorError, decode_cursor, encode_cursor
 from app.server.problems import NotFound, Unprocessable, problem_responses
-from app.sessions.summary import SessionSummary
+from app.sessions.summary import SessionSummary, summary_fields
 from app.store.archive import export_sessions
 from app.store.records import VerifyReport
-from app.store.session_owners import list_visible_sessions, visible_session
+from app.store.session_owners import list_visible_records, visible_session
 from app.store.session_rows import ListedState
 
 MAX_PAGE = 200
@@ -85,7 +85,7 @@ async def list_sessions(
         raise Unprocessable("q cannot contain a NUL character")
     if since is not None and since.tzinfo is None:
         raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
-    rows = await list_visible_sessions(
+    rows = await list_visible_records(
         ctx.store,
         owner=owner_filter(principal_of(request)),
         limit=limit + 1,
@@ -97,8 +97,11 @@ async def list_sessions(
     )
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].session_id) if more else None
-    return SessionPage(sessions=[SessionSummary.of(row) for row in rows], next_cursor=next_cursor)
+    next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["session_id"]) if more else None
+    # one validation for the page (not a model per row, then one per summary): see summary_fields
+    return SessionPage.model_validate(
+        {"sessions": [summary_fields(row) for row in rows], "next_cursor": next_cursor}
+    )
 
 
 @get("/api/sessions/{session_id:uuid}", responses=problem_responses(404))

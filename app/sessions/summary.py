@@ -8,7 +8,9 @@ crash, a lost machine) is shown as ``interrupted``, never ``running``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -79,32 +81,41 @@ class SessionSummary(BaseModel):
 
     @classmethod
     def of(cls, row: SessionRow) -> SessionSummary:
-        return cls(
-            id=row.session_id,
-            created_at=row.created_at,
-            updated_at=row.updated_at,
-            ended_at=row.ended_at,
-            events=row.last_seq,
-            title=one_line_title(row.title) if row.title else row.title,
-            state=shown_state(row.status, row.claimed),
-            reason=row.state_reason,
-            agent=row.agent,
-            model=row.model,
-            runtime=row.runtime,
-            workspace=row.workspace,
-            steps=row.steps,
-            model_calls=row.model_calls,
-            failed_calls=row.failed_calls,
-            input_tokens=row.input_tokens,
-            output_tokens=row.output_tokens,
-            cached_tokens=row.cached_tokens,
-            cost_usd=float(row.cost_usd) if row.cost_usd is not None else None,
-            unpriced_calls=row.unpriced_calls,
-            errors=row.errors,
-            replay_of=row.replay_of,
-            forked_from=row.forked_from,
-            evaluation_run=row.evaluation_run,
-        )
+        return cls.model_validate(summary_fields(dict(row)))
+
+
+def summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``SessionSummary``'s fields from a ``session_state`` row (``SessionRow``'s columns,
+    a ``SessionRow`` or the database record itself), so a page of records is validated once,
+    as the page, instead of a model per row and another per summary."""
+    title = row["title"]
+    cost = row["cost_usd"]
+    return {
+        "id": row["session_id"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "ended_at": row["ended_at"],
+        "events": row["last_seq"],
+        "title": one_line_title(title) if title else title,
+        "state": shown_state(row["status"], row["claimed"]),
+        "reason": row["state_reason"],
+        "agent": row["agent"],
+        "model": row["model"],
+        "runtime": row["runtime"],
+        "workspace": row["workspace"],
+        "steps": row["steps"],
+        "model_calls": row["model_calls"],
+        "failed_calls": row["failed_calls"],
+        "input_tokens": row["input_tokens"],
+        "output_tokens": row["output_tokens"],
+        "cached_tokens": row["cached_tokens"],
+        "cost_usd": float(cost) if cost is not None else None,
+        "unpriced_calls": row["unpriced_calls"],
+        "errors": row["errors"],
+        "replay_of": row["replay_of"],
+        "forked_from": row["forked_from"],
+        "evaluation_run": row["evaluation_run"],
+    }
 
 
 async def recent_sessions(

@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import asyncpg
+
 from app.store.session_rows import (
     CLAIMED,
     QUALIFIED_COLUMNS,
@@ -83,7 +85,7 @@ async def active_sessions(store: EventStore, user_id: UUID) -> int:
 visible_list_sql = list_sql
 
 
-async def list_visible_sessions(
+async def list_visible_records(
     store: EventStore,
     *,
     owner: UUID | None,
@@ -93,10 +95,11 @@ async def list_visible_sessions(
     since: datetime | None = None,
     after: tuple[datetime, UUID] | None = None,
     words: str | None = None,
-) -> list[SessionRow]:
+) -> list[asyncpg.Record]:
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
     every filter (``words``: the title has words beginning with each of them), after the
-    ``(created_at, session_id)`` cursor if given."""
+    ``(created_at, session_id)`` cursor if given: the records as fetched (``SessionRow``'s
+    columns), since the API validates the page it answers with once, not a model per row."""
     sql, params = visible_list_sql(
         owner=owner is not None,
         state=state,
@@ -115,8 +118,8 @@ async def list_visible_sessions(
         "after_id": after[1] if after else None,
         "limit": limit,
     }
-    rows = await store.pool.fetch(sql, *(values[name] for name in params))
-    return [SessionRow(**dict(row)) for row in rows]
+    records: list[asyncpg.Record] = await store.pool.fetch(sql, *(values[name] for name in params))
+    return records
 
 
 async def visible_session(
