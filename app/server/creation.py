@@ -123,6 +123,20 @@ def session_config(
     return config, llm.model
 
 
+async def reserve_within_cap(
+    store: EventStore, settings: Settings, principal: Principal, session_id: UUID
+) -> None:
+    """Make the user the new session's owner, within their cap of working sessions (every
+    route that starts a session: a new one, a replay, a fork)."""
+    cap = settings.server_max_active_sessions
+    if await reserve_session(store, session_id, principal.user_id, cap) >= cap:
+        raise TooManyActiveSessions(
+            f"you have {cap} sessions working already (the most one user may have); wait "
+            "until one ends, or stop one",
+            headers={"Retry-After": "30"},
+        )
+
+
 async def create_session(
     store: EventStore, settings: Settings, principal: Principal, new: NewSession, session_id: UUID
 ) -> CreatedSession:
@@ -134,13 +148,7 @@ async def create_session(
             allowed_workspace, new.workspace, list(settings.workspace_roots)
         )
     config, model = session_config(settings, new, workspace)
-    cap = settings.server_max_active_sessions
-    if await reserve_session(store, session_id, principal.user_id, cap) >= cap:
-        raise TooManyActiveSessions(
-            f"you have {cap} sessions working already (the most one user may have); wait "
-            "until one ends, or stop one",
-            headers={"Retry-After": "30"},
-        )
+    await reserve_within_cap(store, settings, principal, session_id)
     if new.workspace is None:  # made only once the session is sure to be recorded
         await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
     title = one_line_title(new.task)

@@ -29,14 +29,13 @@ from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult
 from app.replay.engine import prepare_replay
 from app.server.access import ensure_visible
 from app.server.auth import principal_of
-from app.server.context import Context, ServerContext
-from app.server.problems import NotFound, TooManyActiveSessions, Unprocessable, problem_responses
+from app.server.context import Context
+from app.server.creation import reserve_within_cap
+from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.sessions.fork import fork_prefix, fork_workspace, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import SessionError
 from app.sessions.worker_runs import FORK_ON_DIVERGENCE, fork_id_of
-from app.store.session_owners import reserve_session
-from app.store.users import Principal
 
 #: seq is an integer column: a larger one is refused as invalid, not sent to PostgreSQL
 MAX_SEQ = 2**31 - 1
@@ -115,17 +114,6 @@ class StartedFork(BaseModel):
     user: str
 
 
-async def _reserve(ctx: ServerContext, principal: Principal, session_id: UUID) -> None:
-    """Make the user the new session's owner, within their cap of working sessions."""
-    cap = ctx.settings.server_max_active_sessions
-    if await reserve_session(ctx.store, session_id, principal.user_id, cap) >= cap:
-        raise TooManyActiveSessions(
-            f"you have {cap} sessions working already (the most one user may have); wait "
-            "until one ends, or stop one",
-            headers={"Retry-After": "30"},
-        )
-
-
 @post(
     "/api/sessions/{session_id:uuid}/replays",
     status_code=202,
@@ -154,7 +142,7 @@ async def start_replay(
         created = created.model_copy(
             update={"config": {**created.config, "on_divergence": FORK_ON_DIVERGENCE}}
         )
-    await _reserve(ctx, principal, replay_id)
+    await reserve_within_cap(ctx.store, ctx.settings, principal, replay_id)
     await ctx.store.append(replay_id, [created], expected_seq=0)
     await request_run(ctx.store, replay_id, reason="replay")
     return StartedReplay(id=replay_id, replay_of=session_id, mode=data.mode, user=principal.name)
@@ -221,7 +209,7 @@ async def start_fork(
     except SessionError as exc:
         raise Unprocessable(str(exc).replace("--at", "at_seq")) from None
     fork_id = uuid.uuid4()
-    await _reserve(ctx, principal, fork_id)
+    await reserve_within_cap(ctx.store, ctx.settings, principal, fork_id)
     limits = data.limits.model_dump(exclude_none=True)
     try:
         await record_fork(
