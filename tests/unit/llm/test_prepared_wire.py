@@ -3,6 +3,7 @@ converting the whole prompt every step (what the gateway did before)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -77,3 +78,51 @@ def test_a_step_converts_only_its_new_messages(monkeypatch: pytest.MonkeyPatch) 
         assert converted == conversation[-2:]
         assert request.wire[-1] == {"role": "tool", "content": f"caf\\udce9 {n}"}
         assert len(request.wire) == len(conversation)
+
+
+class _Answering(LlmGateway):
+    """The gateway with a model that answers at once and is never imported (no litellm)."""
+
+    def __init__(self) -> None:
+        super().__init__(_NoStore(), LlmConfig(model="m", native_tool_calling=True))  # type: ignore[arg-type]
+        self.sent_tools: list[Any] = []
+
+    async def load_client(self) -> None:
+        return None
+
+    async def _call(self, messages: Any, tools: Any, params: Any) -> Any:
+        self.sent_tools.append(tools)
+        message = {"role": "assistant", "content": "ok"}
+        return {"choices": [{"message": message, "finish_reason": "stop"}], "usage": {}}
+
+    def _cost(self, response: Any, usage: Any) -> float | None:
+        return None
+
+
+async def test_the_tools_are_converted_once_while_they_are_the_same_objects(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An agent builds a new list of the same tool objects each step (CodeActAgent.tools()).
+    # Before, a new list meant masking into a new list and converting every tool schema for
+    # the wire again, each step (the counter below saw the tools at every step); now the
+    # tools are converted once, and again only when a tool object changes.
+    converted: list[Any] = []
+
+    def counting(value: Any) -> Any:
+        converted.append(value)
+        return for_the_wire(value)
+
+    monkeypatch.setattr(gateway_module, "for_the_wire", counting)
+    tool = {"type": "function", "function": {"name": "caf\udce9", "parameters": {}}}
+    gateway = _Answering()
+    conversation: list[dict[str, Any]] = [{"role": "system", "content": "s"}]
+    for n in range(5):
+        conversation = [*conversation, {"role": "user", "content": f"u{n}"}]
+        converted.clear()
+        await gateway.complete(uuid.uuid4(), conversation, [tool], record=False)
+        assert [value for value in converted if value is tool] == ([tool] if n == 0 else [])
+        assert gateway.sent_tools[-1] == [for_the_wire(tool)]
+    other = {**tool, "function": {"name": "g", "parameters": {}}}
+    converted.clear()
+    await gateway.complete(uuid.uuid4(), conversation, [tool, other], record=False)
+    assert other in converted and gateway.sent_tools[-1] == [for_the_wire(tool), other]
