@@ -132,6 +132,12 @@ class Settings(BaseSettings):
     worker_reap_interval: float = Field(
         default=600.0, gt=0, description="seconds between a worker's sweeps for stale sandboxes"
     )
+    worker_sweep_interval: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds between a worker's sweeps for API evaluation runs a dead worker "
+        "left unfinished (a trial ended but unscored, or the next trials not queued)",
+    )
     worker_drain_timeout: float = Field(
         default=25.0,
         gt=0,

@@ -80,11 +80,13 @@ async def _workers(
     """Sessions run beside the API (``app.sessions.worker``); at the end they drain: each
     finishes its step in flight and its lease is handed back (``abort``: at once)."""
     from app.evaluation.api_runs import trial_ended
+    from app.evaluation.run_recovery import recover_runs
     from app.sessions.worker import run_worker
 
     scored = functools.partial(trial_ended, store, settings)  # API evaluation runs' trials
+    recovered = functools.partial(recover_runs, store, settings)  # what a dead worker left
     working = asyncio.create_task(
-        run_worker(store, settings, stop=stop, abort=abort, after_run=scored)
+        run_worker(store, settings, stop=stop, abort=abort, after_run=scored, sweep=recovered)
     )
     try:
         yield

@@ -34,6 +34,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_store
     from app.evaluation.api_runs import trial_ended
+    from app.evaluation.run_recovery import recover_runs
     from app.sessions.worker import new_worker_id, run_worker
 
     if args.max_sessions is not None and args.max_sessions < 1:
@@ -68,6 +69,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 worker_id=worker_id,
                 max_sessions=args.max_sessions,
                 after_run=functools.partial(trial_ended, store, settings),
+                sweep=functools.partial(recover_runs, store, settings),
             )
     finally:
         for number in STOP_SIGNALS:

@@ -10,11 +10,13 @@ trials, concurrency, owner), which is all a worker needs to continue the run. Wh
 run of a trial ends (``trial_ended``, the worker's ``after_run`` hook) the trial is scored
 as ``chronicle eval run`` scores it (the default scorers, then the task's ``check`` in a fresh
 sandbox over the final workspace), and the run's next trials are recorded until
-``concurrency`` trials are unscored again. A trial paused by its user is not scored: the run
-waits for it. A trial's session id is derived from the run, task and epoch, and claimed by
-inserting its owner row before anything is recorded: two requests of one name, or two
-workers whose trials ended at once, start each trial once (the loser counts it as running),
-with no lock held while the trial is recorded.
+``concurrency`` trials are unscored again. A trial is scored once: under the session's claim,
+every score in one append after the events judged (``score_trial``); what a worker that died
+left undone, any worker's sweep does (``app.evaluation.run_recovery``). A trial paused by its
+user is not scored: the run waits for it. A trial's session id is derived from the run, task
+and epoch, and claimed by inserting its owner row before anything is recorded: two requests
+of one name, or two workers whose trials ended at once, start each trial once (the loser
+counts it as running), with no lock held while the trial is recorded.
 
 What the API refuses that the command line takes: ``setup`` commands (they run on the
 machine, outside any sandbox: a user of the API must not run commands on the server) and a
@@ -24,6 +26,7 @@ the server's machine into a workspace).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import uuid
@@ -36,21 +39,23 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
-from app.evaluation.live_check import record_check, run_check
-from app.evaluation.rescoring import score_session
+from app.evaluation.live_check import NAME as CHECK
+from app.evaluation.live_check import VERSION as CHECK_VERSION
+from app.evaluation.live_check import run_check
 from app.evaluation.running import ATTEMPT_KEY, PLAN_KEY, RESUME_KEY
 from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
-from app.evaluation.scoring import ScoringError, evaluation_config
+from app.evaluation.scoring import ScoredSession, ScoringError, evaluation_config, score_event
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
-from app.events import AgentState, Message, SessionCreated
+from app.events import AgentState, EvalScore, Message, SessionCreated
 from app.llm.errors import LlmNotConfiguredError
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
-from app.store import EventStore
+from app.store import ConcurrencyError, EventStore, RecordedEvent
 from app.store.evaluation_runs import REQUEST_KEY, RunRow, claim_trial, name_taken, owned_trials
+from app.store.session_claims import SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 
@@ -350,37 +355,96 @@ async def _start_trial(
     return True
 
 
-async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> None:
-    """Score an ended trial as ``chronicle eval run`` does: the default scorers, then the
-    task's check in a fresh sandbox over the final workspace."""
+async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> bool:
+    """Score an ended trial as ``chronicle eval run`` does (the default scorers, then the
+    task's check in a fresh sandbox over the final workspace), once: under the session's
+    claim, so a second scorer (a worker's sweep, see ``run_recovery``) finds it busy and
+    leaves it, and every score in one append after the events judged, so a trial scored or
+    grown meanwhile is not scored again. True when this call recorded the scores."""
+    this = asyncio.current_task()
+    assert this is not None
+    lost = asyncio.Event()
+
+    def database_gone() -> None:
+        lost.set()
+        this.cancel("the database went away while the trial was scored")
+
     try:
-        await score_session(store, session, [BUILTIN[name] for name in DEFAULT_SCORERS])
+        async with claim_session(store, session, on_lost=database_gone):
+            return await _score_claimed(store, settings, plan, session)
+    except SessionBusyError:
+        log.info("trial %s of run %s is being scored by another process", session, plan.name)
+        return False
+    except asyncio.CancelledError:
+        if not lost.is_set():
+            raise
+        this.uncancel()
+        log.warning("trial %s of run %s: the database went away while scoring", session, plan.name)
+        return False
+
+
+async def _score_claimed(
+    store: EventStore, settings: Settings, plan: RunPlan, session: UUID
+) -> bool:
+    events = await store.read(session)
+    if not has_ended(events) or any(event.kind == "eval.score" for event in events):
+        return False
+    try:
+        judged = ScoredSession(events)
+        scores = [
+            score_event(scorer, score, judged)
+            for scorer in (BUILTIN[name] for name in DEFAULT_SCORERS)
+            if (score := scorer.score(judged)) is not None
+        ]
     except ScoringError as exc:
         log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, exc)
-        return
-    head = await store.read(session, limit=1)
-    config = head[0].payload.get("config") or {}
+        return False
+    config = judged.config
     task = Task.model_validate(config["evaluation_task"])
     if task.check is not None and config.get("workspace"):
         check = await run_check(
             settings, Path(config["workspace"]), session, task.check, config.get("runtime")
         )
-        await record_check(store, session, check, plan.name)
+        check_score = EvalScore(
+            name=CHECK, scorer_version=CHECK_VERSION, score_value=check.value,
+            score_label=check.label, explanation=check.explanation,
+            scored_seq=judged.last_seq, evaluation_run=plan.name,
+        )  # fmt: skip
+        scores.append(check_score)
+    try:
+        await store.append(session, scores, expected_seq=judged.last_seq)
+    except ConcurrencyError:
+        log.info("trial %s of run %s was scored or grew meanwhile", session, plan.name)
+        return False
+    return True
+
+
+def has_ended(events: list[RecordedEvent]) -> bool:
+    """Whether the trial's agent last said it ended (a paused or running one has not)."""
+    states = [event.payload.get("state") for event in events if event.kind == "agent.state"]
+    return bool(states) and states[-1] in ENDED
+
+
+async def plan_of(store: EventStore, session: UUID) -> RunPlan | None:
+    """The API run the session is a trial of (its recorded request); None for any other."""
+    head = await store.read(session, limit=1)
+    config = head[0].payload.get("config") if head and head[0].kind == "session.created" else None
+    request = config.get(REQUEST_KEY) if isinstance(config, dict) else None
+    return None if request is None else RunPlan.model_validate(request)
+
+
+async def continue_run(store: EventStore, settings: Settings, plan: RunPlan) -> int:
+    """Record the run's next trials until ``concurrency`` are unscored again (how many)."""
+    return await _start_next(store, settings, plan, cap=None)
 
 
 async def trial_ended(store: EventStore, settings: Settings, session: UUID) -> None:
     """The worker's hook after it ran a session: for a trial of an API run that ended, score
     it, then start the run's next trials (see the module). Any other session: nothing."""
-    head = await store.read(session, limit=1)
-    config = head[0].payload.get("config") if head and head[0].kind == "session.created" else None
-    request = config.get(REQUEST_KEY) if isinstance(config, dict) else None
-    if request is None:
+    plan = await plan_of(store, session)
+    if plan is None:
         return
-    plan = RunPlan.model_validate(request)
-    events = await store.read(session)
-    states = [e.payload.get("state") for e in events if e.kind == "agent.state"]
-    if not states or states[-1] not in ENDED:
+    if not has_ended(await store.read(session)):
         return  # paused by its user, or not run yet: the run waits for it
-    if not any(e.kind == "eval.score" for e in events):
-        await score_trial(store, settings, plan, session)
-    await _start_next(store, settings, plan, cap=None)
+    await score_trial(store, settings, plan, session)
+    await continue_run(store, settings, plan)

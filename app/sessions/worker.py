@@ -22,7 +22,9 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
 
 A replay or a fork the API recorded is run as one (``app.sessions.worker_runs``).
 
-Stale sandboxes are reaped on a timer (the Docker reaper of ``chronicle runtime reap``).
+Stale sandboxes are reaped on a timer (the Docker reaper of ``chronicle runtime reap``), and
+the caller's ``sweep`` runs on another (an evaluation run a dead worker left unscored is
+finished by whichever worker sweeps next).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ RunEnding = Literal["ended", "failed", "drained", "busy", "lease_lost", "databas
 #: Called with a session's id once its run ended and its lease was released (an evaluation
 #: trial is scored then: ``app.evaluation.api_runs.trial_ended``, passed in by the caller).
 AfterRun = Callable[[UUID], Awaitable[None]]
+#: Called every ``worker_sweep_interval`` seconds: finishes what a worker that died left half
+#: done after a run ended (``app.evaluation.run_recovery.recover_runs``, passed in by the caller).
+Sweep = Callable[[], Awaitable[None]]
 
 
 def new_worker_id() -> str:
@@ -125,8 +130,10 @@ class Worker:
         worker_id: str,
         max_sessions: int,
         after_run: AfterRun | None = None,
+        sweep: Sweep | None = None,
     ) -> None:
         self.after_run = after_run
+        self.sweep = sweep
         self.store = store
         self.settings = settings
         self.worker_id = worker_id
@@ -145,6 +152,7 @@ class Worker:
                 asyncio.create_task(self._ring_on(stop), name="chronicle-worker-stop"),
                 asyncio.create_task(self._presence(), name="chronicle-worker-presence"),
                 asyncio.create_task(self._reaper(), name="chronicle-worker-reaper"),
+                asyncio.create_task(self._sweeper(), name="chronicle-worker-sweeper"),
             ]
             try:
                 await self._claim_until(stop)
@@ -371,6 +379,17 @@ class Worker:
                 log.warning("worker %s cannot record its presence: %s", self.worker_id, exc)
             await asyncio.sleep(self.settings.worker_heartbeat_interval)
 
+    async def _sweeper(self) -> None:
+        """The caller's ``sweep`` on a timer, while the worker claims sessions."""
+        if self.sweep is None:
+            return
+        while not self.draining.is_set():
+            await asyncio.sleep(self.settings.worker_sweep_interval)
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("worker %s: the sweep failed", self.worker_id)
+
     async def _reaper(self) -> None:
         from app.runtime.docker.reaper import reap_forever
 
@@ -386,16 +405,19 @@ async def run_worker(
     max_sessions: int | None = None,
     abort: asyncio.Event | None = None,
     after_run: AfterRun | None = None,
+    sweep: Sweep | None = None,
 ) -> None:
     """Run sessions that must run until ``stop`` is set, then drain (see the module) and
     return; ``abort`` (a second signal) cuts the drain short. ``max_sessions`` defaults to
-    ``worker_max_sessions``; ``after_run`` is called after each run that ended."""
+    ``worker_max_sessions``; ``after_run`` is called after each run that ended, ``sweep``
+    every ``worker_sweep_interval`` seconds."""
     worker = Worker(
         store,
         settings,
         worker_id or new_worker_id(),
         max_sessions if max_sessions is not None else settings.worker_max_sessions,
         after_run,
+        sweep,
     )
     log.info("worker %s started", worker.worker_id)
     await worker.serve(stop, abort or asyncio.Event())
