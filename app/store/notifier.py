@@ -4,6 +4,13 @@ A notification is only a doorbell: it says "session S reached seq N" and carries
 Subscribers catch up by reading the table after every ring, after every reconnect (when
 notifications may have been lost) and on a slow poll, so a lost ring delays but never loses
 an event.
+
+The connection LISTENs only while something in the process watches: a listener hears every
+append of the cluster, its process's own included, and taking each one in costs the client
+~75-100 us of CPU (asyncpg's parsing, an event-loop wake-up), which a process that only writes
+paid on every append for nothing (README, issue 9's fifth pass). When the first watcher comes,
+LISTEN is sent and then every watcher rung, so whatever committed before the LISTEN took effect
+is found by the catch-up read that ring causes.
 """
 
 from __future__ import annotations
@@ -93,18 +100,42 @@ class Notifier:
         self._task: asyncio.Task[None] | None = None
         self._connection: asyncpg.Connection | None = None
         self._in_use = asyncio.Lock()  # one statement at a time on the listening connection
+        #: Set when the watchers come or go: LISTEN or UNLISTEN may be due.
+        self._watchers_changed = asyncio.Event()
+        #: Whether the current connection LISTENs (only while someone watches).
+        self._listening = False
+        self._reconciler: asyncio.Task[None] | None = None
         #: How many times the listening connection was (re)established; 1 after start.
         self.connections_made = 0
+        #: Notifications received (tests and benchmarks look: none while nobody watches).
+        self.notifications_heard = 0
 
     async def start(self) -> None:
         """Connect once (errors reach the caller), then supervise in the background."""
         first = await self._listen(await self._connect())
         self._task = asyncio.create_task(self._supervise(first), name="chronicle-notifier")
+        self._reconciler = asyncio.create_task(
+            self._follow_watchers(), name="chronicle-notifier-listen"
+        )
 
     @property
     def backend_pid(self) -> int | None:
         """PostgreSQL pid of the listening connection (tests terminate it on purpose)."""
         return self._connection.get_server_pid() if self._connection else None
+
+    @property
+    def listening(self) -> bool:
+        """Whether the connection LISTENs now (it does only while someone watches)."""
+        return self._listening
+
+    def _watched(self) -> bool:
+        return bool(self._sessions or self._all)
+
+    def _follow(self) -> None:
+        """LISTEN or UNLISTEN when watching started or stopped (done by _follow_watchers)."""
+        if self._watched() != self._listening:
+            with contextlib.suppress(RuntimeError):  # called from __del__ after the loop closed
+                self._watchers_changed.set()
 
     def watch(self, session_id: str | None) -> Wakeup:
         """A doorbell for one session, or for every session when ``session_id`` is None."""
@@ -113,17 +144,19 @@ class Notifier:
             self._all.add(wakeup)
         else:
             self._sessions.setdefault(session_id, set()).add(wakeup)
+        self._follow()
         return wakeup
 
     def unwatch(self, session_id: str | None, wakeup: Wakeup) -> None:
         if session_id is None:
             self._all.discard(wakeup)
-            return
-        watchers = self._sessions.get(session_id)
-        if watchers is not None:
-            watchers.discard(wakeup)
-            if not watchers:
-                del self._sessions[session_id]
+        else:
+            watchers = self._sessions.get(session_id)
+            if watchers is not None:
+                watchers.discard(wakeup)
+                if not watchers:
+                    del self._sessions[session_id]
+        self._follow()
 
     def announce(
         self, session_id: str, last_seq: int, events: Sequence[RecordedEvent] = ()
@@ -153,6 +186,7 @@ class Notifier:
             wakeup.ring(None)
 
     def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        self.notifications_heard += 1
         session_id, _, seq = payload.rpartition(":")
         try:
             self.announce(session_id, int(seq))
@@ -160,14 +194,43 @@ class Notifier:
             log.warning("ignoring malformed notification %r", payload)
 
     async def _listen(self, connection: asyncpg.Connection) -> asyncio.Event:
+        """Take ``connection`` as the listening one: LISTEN on it if anyone watches."""
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _c: lost.set())
-        await connection.add_listener(CHANNEL, self._on_notification)
+        self._listening = False
+        if self._watched():
+            await connection.add_listener(CHANNEL, self._on_notification)
+            self._listening = True
         self._connection = connection
         self.connections_made += 1
         # Anything announced while we were not listening is found by a catch-up read.
         self._ring_everyone()
+        self._follow()  # watchers that came or went during the LISTEN
         return lost
+
+    async def _follow_watchers(self) -> None:
+        """LISTEN when the first watcher comes, UNLISTEN when the last one goes."""
+        while True:
+            await self._watchers_changed.wait()
+            self._watchers_changed.clear()
+            try:
+                async with self._in_use:
+                    # Until it matches: watchers may come or go while (UN)LISTEN is on its way.
+                    while self._watched() != self._listening:
+                        connection = self._connection
+                        if connection is None or connection.is_closed():
+                            break  # the supervisor's reconnect LISTENs if anyone watches then
+                        if self._listening:
+                            await connection.remove_listener(CHANNEL, self._on_notification)
+                            self._listening = False
+                        else:
+                            await connection.add_listener(CHANNEL, self._on_notification)
+                            self._listening = True
+                            # What committed before the LISTEN took effect: every watcher
+                            # reads it after this ring.
+                            self._ring_everyone()
+            except TRANSIENT_ERRORS as exc:  # the supervisor reconnects, LISTENing if needed
+                log.info("could not change LISTEN on the listening connection (%s)", exc)
 
     async def _supervise(self, lost: asyncio.Event) -> None:
         backoff = 0.05
@@ -204,15 +267,17 @@ class Notifier:
 
     async def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
+        self._listening = False
         if connection is not None and not connection.is_closed():
             connection.terminate()
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        for task in (self._reconciler, self._task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._task = self._reconciler = None
         connection, self._connection = self._connection, None
         if connection is not None and not connection.is_closed():
             with contextlib.suppress(*TRANSIENT_ERRORS):

@@ -10,7 +10,9 @@ import asyncpg
 import pytest
 
 from app.events import Message
+from app.events.masking import SecretMasker
 from app.store import EventStore
+from app.store.config import StoreConfig
 from tests.support.subscriptions import nothing_more, take
 from tests.support.waiting import until
 
@@ -121,3 +123,68 @@ async def test_one_notification_per_append_after_commit(
         assert await notified(1) == [f"{session}:7"]
     finally:
         await listener.close()
+
+
+async def test_a_process_that_only_writes_hears_no_notifications(
+    app_database_url: str, database_url: str
+) -> None:
+    """Its listening connection LISTENs only while something watches: before, it heard the
+    NOTIFY of each of its own appends (20 below) and paid ~75-100 us of CPU for each."""
+    received: asyncio.Queue[str] = asyncio.Queue()
+    outside = await asyncpg.connect(database_url)
+    await outside.add_listener("chronicle_events", lambda *args: received.put_nowait(args[-1]))
+    # No fallback poll within the test: only a doorbell can deliver in time.
+    config = StoreConfig(poll_interval=600)
+    try:
+        async with (
+            await EventStore.open(app_database_url, config=config, masker=SecretMasker()) as store,
+            await EventStore.open(app_database_url, config=config, masker=SecretMasker()) as other,
+        ):
+            session = uuid.uuid4()
+            for seq in range(20):
+                await store.append(session, [Message(content=str(seq))], expected_seq=seq)
+            async with asyncio.timeout(5):  # other processes are still woken, once each
+                assert [await received.get() for _ in range(20)][-1] == f"{session}:20"
+            assert store.notifier.notifications_heard == 0 and not store.notifier.listening
+
+            stream = store.subscribe(session, after_seq=20)
+            await until(lambda: store.notifier.listening, timeout=5, what="LISTEN")
+            await other.append(session, [Message(content="from elsewhere")], expected_seq=20)
+            assert [e.seq for e in await take(stream, 1, timeout=5)] == [21]
+            await stream.aclose()
+            await until(lambda: not store.notifier.listening, timeout=5, what="UNLISTEN")
+            heard = store.notifier.notifications_heard
+            assert heard >= 1
+            await other.append(session, [Message(content="unheard")], expected_seq=21)
+            await store.append(session, [Message(content="ours")], expected_seq=22)
+            async with asyncio.timeout(5):
+                assert [await received.get() for _ in range(3)][-1] == f"{session}:23"
+            assert store.notifier.notifications_heard == heard
+    finally:
+        await outside.close()
+
+
+async def test_an_append_before_the_listen_takes_effect_is_delivered(
+    app_database_url: str,
+) -> None:
+    """The first watcher starts the LISTEN in the background; an event committed by another
+    process after the subscription's first read and before the LISTEN is in effect rings no
+    doorbell. The ring sent once the LISTEN is in effect makes the subscription read it; take
+    that ring out of Notifier._follow_watchers and this waits for the fallback poll (600 s)."""
+    config = StoreConfig(poll_interval=600)
+    async with (
+        await EventStore.open(app_database_url, config=config, masker=SecretMasker()) as store,
+        await EventStore.open(app_database_url, config=config, masker=SecretMasker()) as other,
+    ):
+        session = uuid.uuid4()
+        await store.append(session, [Message(content="first")], expected_seq=0)
+        # Keep the listening connection busy, so the LISTEN waits until the append is in.
+        async with store.notifier._in_use:
+            stream = store.subscribe(session)
+            assert [e.seq for e in await take(stream, 1, timeout=5)] == [1]
+            reading = asyncio.create_task(take(stream, 1, timeout=5))
+            await asyncio.sleep(0.2)  # the subscription has read the table and waits
+            assert not store.notifier.listening
+            await other.append(session, [Message(content="second")], expected_seq=1)
+        assert [e.seq for e in await reading] == [2]
+        await stream.aclose()
