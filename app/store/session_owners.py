@@ -8,6 +8,7 @@ list's own order, so a page costs the same however deep it is.
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -17,6 +18,7 @@ import asyncpg
 from app.store.session_rows import (
     CLAIMED,
     QUALIFIED_COLUMNS,
+    STEERED_PAGES,
     ListedState,
     SessionRow,
     list_sql,
@@ -99,15 +101,13 @@ async def list_visible_records(
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
     every filter (``words``: the title has words beginning with each of them), after the
     ``(created_at, session_id)`` cursor if given: the records as fetched (``SessionRow``'s
-    columns), since the API validates the page it answers with once, not a model per row."""
-    sql, params = visible_list_sql(
-        owner=owner is not None,
-        state=state,
-        model=model is not None,
-        since=since is not None,
-        after=after is not None,
-        words=words is not None,
-    )
+    columns), since the API validates the page it answers with once, not a model per row.
+
+    ``words`` are looked for first in the newest ``limit * STEERED_PAGES`` rows the filters pass
+    (walking the newest-first index): a word in many titles fills the page there, where the
+    title index would have the planner read and sort all its matches. Only a page that did
+    not fill is asked again of the title index (a rare word: few matches to read). Either
+    answer is the page the one query would give, so the order and the cursors are the same."""
     values: dict[str, Any] = {
         "words": words,
         "owner": owner,
@@ -117,8 +117,25 @@ async def list_visible_records(
         "after_created": after[0] if after else None,
         "after_id": after[1] if after else None,
         "limit": limit,
+        "scan": limit * STEERED_PAGES,
     }
-    records: list[asyncpg.Record] = await store.pool.fetch(sql, *(values[name] for name in params))
+    query = functools.partial(
+        visible_list_sql,
+        owner=owner is not None,
+        state=state,
+        model=model is not None,
+        since=since is not None,
+        after=after is not None,
+        words=words is not None,
+    )
+    records: list[asyncpg.Record]
+    if words is not None:
+        sql, params = query(newest_first=True)
+        records = await store.pool.fetch(sql, *(values[name] for name in params))
+        if len(records) >= limit:
+            return records
+    sql, params = query()
+    records = await store.pool.fetch(sql, *(values[name] for name in params))
     return records
 
 

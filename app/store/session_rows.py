@@ -101,6 +101,12 @@ TITLE_WORDS = (
     "WHERE strpos(w, '\\') = 0))"
 )
 
+#: Pages' worth of rows the steered text filter reads newest first before it asks the title
+#: index (see ``session_owners.list_visible_records``): a page of ``limit`` is filled from
+#: these ``limit * STEERED_PAGES`` rows when the words are in more than about one title in
+#: ``STEERED_PAGES``, so that a common word never costs more than these rows' read.
+STEERED_PAGES = 4
+
 #: The columns qualified by the list's alias (a join may bring another ``session_id``).
 QUALIFIED_COLUMNS = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -113,11 +119,13 @@ def list_sql(
     owner: bool = False,
     after: bool = False,
     words: bool = False,
+    newest_first: bool = False,
 ) -> tuple[str, list[str]]:
     """The list query for these filters, and the order of its parameters (the limit last):
     narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
     (``TITLE_WORDS``) and paged after a keyset cursor ``(created_at, session_id)`` in the
-    list's own order when asked."""
+    list's own order when asked. ``newest_first`` (with ``words``): the words are looked for
+    only in the newest ``scan`` rows the other filters pass (``STEERED_PAGES``)."""
     where: list[str] = []
     params: list[str] = []
     joins = ""
@@ -136,18 +144,25 @@ def list_sql(
     if since:
         params.append("since")
         where.append(f"s.created_at >= ${len(params)}")
-    if words:
-        params.append("words")
-        where.append(TITLE_WORDS.format(param=f"${len(params)}"))
     if after:
         params.append("after_created")
         params.append("after_id")
         where.append(f"(s.created_at, s.session_id) < (${len(params) - 1}, ${len(params)})")
+    order = " ORDER BY s.created_at DESC, s.session_id DESC"
+    source = f"session_state s{joins}"
+    if words and newest_first:
+        params.append("scan")
+        scanned = " WHERE " + " AND ".join(where) if where else ""
+        source = f"(SELECT s.* FROM {source}{scanned}{order} LIMIT ${len(params)}) s"
+        where = []
+    if words:
+        params.append("words")
+        where.append(TITLE_WORDS.format(param=f"${len(params)}"))
     params.append("limit")
     return (
-        f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM session_state s{joins}"
+        f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM {source}"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY s.created_at DESC, s.session_id DESC LIMIT ${len(params)}",
+        + f"{order} LIMIT ${len(params)}",
         params,
     )
 
