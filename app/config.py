@@ -296,6 +296,13 @@ class Settings(BaseSettings):
         "the database on every request; a token revoked elsewhere (chronicle tokens revoke) "
         "stops working within this many seconds (0: check every request)",
     )
+    server_shutdown_grace: int = Field(
+        default=3,
+        ge=1,
+        description="seconds a server stopped by SIGTERM lets the requests in flight finish "
+        "before it cancels them (a client that never finishes sending its request would "
+        "otherwise hold the exit); live streams end at once",
+    )
     server_secure_cookies: bool = Field(
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "

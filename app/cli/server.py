@@ -7,7 +7,9 @@ API alone, for several API processes against one database (a projections runner,
 alone, as `chronicle worker` does (``app.sessions.worker``). SIGTERM or SIGINT stops accepting
 connections, ends the live streams at once (each client is told where to resume: a stream
 never ends by itself, so waiting for it would hold the shutdown for uvicorn's whole graceful
-timeout), lets the other requests in flight finish, stops the companions and exits 0.
+timeout), lets the other requests in flight finish within ``server_shutdown_grace`` (then
+cancels them: a client that never finishes sending its request must not hold the exit),
+stops the companions and exits 0.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             log_level="warning",
             access_log=False,
             lifespan="on",
-            timeout_graceful_shutdown=10,
+            timeout_graceful_shutdown=settings.server_shutdown_grace,
             # A compressed WebSocket compresses every message once per client (each connection
             # keeps its own compressor), so one event sent to 200 clients would be compressed
             # 200 times; uncompressed, the event encoded once is what every client is sent.
