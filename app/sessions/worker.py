@@ -16,7 +16,8 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
   and the actions it asked for) and stops before its next model call; its lease is handed
   back for another worker; then ``run_worker`` returns. ``abort``, or a drain longer than
   ``worker_drain_timeout``, stops the runs at once (what is in flight is reported
-  interrupted when another worker resumes).
+  interrupted when another worker resumes), and the caller's ``after_run`` work still going
+  (an evaluation trial's scoring: a worker's sweep scores it later).
 - A session whose workers keep dying while running it is given up after
   ``worker_max_attempts`` claims, with an error in its log.
 
@@ -142,6 +143,7 @@ class Worker:
         self.runs: dict[UUID, WorkerRun] = {}
         self._wake = asyncio.Event()
         self._serving: set[asyncio.Task[None]] = set()
+        self._hooks: set[asyncio.Future[None]] = set()
 
     # -- the claim loop --------------------------------------------------------------------
 
@@ -160,8 +162,7 @@ class Worker:
                 self.draining.set()
                 await self.finish_runs(abort)
             finally:
-                for run in self.runs.values():  # cancelled ourselves: stop them, hand them back
-                    run.cancel("drained", ABORTED)
+                self._stop_all(ABORTED)  # cancelled ourselves: stop them, hand them back
                 await asyncio.gather(*self._serving, return_exceptions=True)
                 for helper in helpers:
                     helper.cancel()
@@ -216,9 +217,7 @@ class Worker:
                     return_when=asyncio.FIRST_COMPLETED,
                 )
                 if aborting.done() or loop.time() >= deadline:
-                    reason = ABORTED if aborting.done() else DRAIN_TIMED_OUT
-                    for run in self.runs.values():
-                        run.cancel("drained", reason)
+                    self._stop_all(ABORTED if aborting.done() else DRAIN_TIMED_OUT)
                     await asyncio.gather(*self._serving, return_exceptions=True)
         finally:
             aborting.cancel()
@@ -274,13 +273,31 @@ class Worker:
             await self._after_run(session)
 
     async def _after_run(self, session: UUID) -> None:
-        """The caller's ``after_run`` for a session whose run ended (its lease released)."""
+        """The caller's ``after_run`` for a session whose run ended (its lease released), in
+        a task of its own that the drain's deadline or ``abort`` cancels as it cancels runs
+        (what it left undone, e.g. an evaluation trial's scoring, a worker's sweep does)."""
         if self.after_run is None:
             return
+        hook: asyncio.Future[None] = asyncio.ensure_future(self.after_run(session))
+        self._hooks.add(hook)
         try:
-            await self.after_run(session)
+            await hook
+        except asyncio.CancelledError:
+            this = asyncio.current_task()
+            if this is not None and this.cancelling():
+                raise
+            log.warning("worker %s: stopped the after-run work of %s", self.worker_id, session)
         except Exception:
             log.exception("worker %s: after the run of %s", self.worker_id, session)
+        finally:
+            self._hooks.discard(hook)
+
+    def _stop_all(self, reason: str) -> None:
+        """Cancel every run (handed back) and every after-run hook."""
+        for run in self.runs.values():
+            run.cancel("drained", reason)
+        for hook in self._hooks:
+            hook.cancel(reason)
 
     async def _run(self, session: UUID, gate: StepGate) -> object:
         """The session run as recorded (a user's pause or stop stays in force); a replay or a

@@ -15,9 +15,12 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
+import psutil
 from websockets.sync.client import connect
 
+from app.evaluation.api_runs import trial_session_id
 from tests.support.chronicle_server import ServerProcess
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 #: What "a few seconds" means here (uvicorn's graceful timeout alone was 10 s).
 EXIT_WITHIN = 8.0
@@ -84,3 +87,51 @@ def test_sigterm_with_streams_idle_and_half_sent_requests_exits_within_seconds(
             connection.close()
         ws.close()
         sse.join(timeout=10)
+
+
+#: The check's marker: a process of this command line runs while the trial is scored.
+CHECK_SLEEP = "300.5"
+
+
+def test_sigterm_while_the_worker_scores_a_trial_exits_after_the_drain_timeout(
+    serve: Callable[..., ServerProcess], fake_llm: FakeLlmServer
+) -> None:
+    """The drain's deadline stops the after-run work too (here an evaluation trial's check,
+    which runs up to ten minutes); the trial is left unscored for a worker's sweep. Before,
+    the deadline cancelled runs only, and the shutdown waited for the check: the stop below
+    timed out after 60 s."""
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="42")]))
+    server = serve(llm_base_url=fake_llm.base_url, runtime="local", worker_drain_timeout="2")
+    headers = bearer(server.token("ada"))
+    suite = {
+        "name": "slow",
+        "tasks": [{"id": "slow", "prompt": "Six times seven?", "answer": "42",
+                   "check": f"sleep {CHECK_SLEEP}"}],
+    }  # fmt: skip
+    started = httpx.post(
+        f"{server.url}/api/evaluations", headers=headers, json={"name": "slow", "suite": suite}
+    )
+    assert started.status_code == 202, started.text
+    deadline = time.monotonic() + 120
+    while not any(
+        process.info["cmdline"] == ["sleep", CHECK_SLEEP]
+        for process in psutil.process_iter(["cmdline"])
+    ):
+        assert time.monotonic() < deadline, "the trial's check never started"
+        time.sleep(0.1)
+    session = trial_session_id("slow", "slow", 1)
+    events = httpx.get(f"{server.url}/api/sessions/{session}/events", headers=headers).json()
+    assert not [e for e in events["events"] if e["kind"] == "eval.score"]
+
+    begun = time.monotonic()
+    code = server.stop(timeout=60)
+    took = time.monotonic() - begun
+    assert code == 0, "".join(server.output)
+    assert took < 2 + EXIT_WITHIN, f"the server took {took:.1f} s to exit"
+    deadline = time.monotonic() + 10
+    while any(
+        process.info["cmdline"] == ["sleep", CHECK_SLEEP]
+        for process in psutil.process_iter(["cmdline"])
+    ):  # the check's sandbox was closed with it
+        assert time.monotonic() < deadline, "the check outlived the server"
+        time.sleep(0.1)
