@@ -8,6 +8,7 @@ client that never finishes sending it) held the exit that long: this test measur
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -61,10 +62,13 @@ def test_sigterm_with_streams_idle_and_half_sent_requests_exits_within_seconds(
     sse = threading.Thread(target=follow, daemon=True)
     sse.start()
     assert sse_ready.wait(30)
-    ws = connect(
-        f"ws://{host}:{port}/api/sessions/{session}/stream",
-        additional_headers=headers,
-        open_timeout=30,
+    streams = contextlib.ExitStack()
+    streams.enter_context(
+        connect(
+            f"ws://{host}:{port}/api/sessions/{session}/stream",
+            additional_headers=headers,
+            open_timeout=30,
+        )
     )
     # an idle keep-alive connection, and a request whose body never finishes arriving
     idle = socket.create_connection((host, port))
@@ -85,7 +89,7 @@ def test_sigterm_with_streams_idle_and_half_sent_requests_exits_within_seconds(
     finally:
         for connection in (idle, half):
             connection.close()
-        ws.close()
+        streams.close()
         sse.join(timeout=10)
 
 
