@@ -83,7 +83,9 @@ class CodeActAgent:
     def tools(self) -> list[dict[str, Any]]:
         return [*self.builtin_tools, *self.mcp_tools]
 
-    def messages(self, events: list[RecordedEvent]) -> list[dict[str, Any]]:
+    def messages(self, events: Sequence[RecordedEvent]) -> list[dict[str, Any]]:
+        """The conversation for the model, given the log from some event on: every event
+        after those given before (``history.Conversation``); the agent keeps what it needs."""
         return self._conversation.messages(events)
 
     def _system(self) -> str:
@@ -94,20 +96,23 @@ class CodeActAgent:
     async def step(
         self,
         session_id: UUID,
-        events: list[RecordedEvent],
+        events: Sequence[RecordedEvent],
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
     ) -> LlmReply:
-        """Ask the model what to do next. The llm.call comes back unrecorded: the controller
-        appends it together with the actions it leads to (one write per step)."""
+        """Ask the model what to do next. ``events`` is the log from some event on, with
+        every event after those of the previous step (the controller keeps a window of recent
+        events, not the log). The llm.call comes back unrecorded: the controller appends it
+        together with the actions it leads to (one write per step)."""
         cause = events[-1].seq if events else None
+        messages = self.messages(events)
         return await self.gateway.complete(
             session_id,
-            self.messages(events),
+            messages,
             self.tools(),
             cause=cause,
             on_retry=on_retry,
             record=False,
-            previous=last_call(events),
+            previous=self._conversation.last_call,
         )
 
     def decide(self, llm_call: RecordedEvent) -> list[Event]:

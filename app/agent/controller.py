@@ -14,9 +14,11 @@ reason; a higher limit (a new controller with it) lets the user continue.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import logging
 import time
+from array import array
 from collections.abc import Mapping
 from typing import Any, Literal
 from uuid import UUID
@@ -45,6 +47,9 @@ log = logging.getLogger(__name__)
 
 #: Stuck detection looks at this many recent events (enough for every default threshold).
 STUCK_WINDOW = 80
+#: The controller's window of the log: the last STUCK_WINDOW events and those the agent was
+#: not given yet, trimmed when this many more have come in (a trim moves the list).
+TRIM_EVERY = 256
 Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
 
 
@@ -73,40 +78,57 @@ class AgentController:
         self.limits = limits or Limits()
         self.stuck = stuck or StuckConfig()
         self.stop_when_paused = stop_when_paused
+        #: the log's recent events (a window, not the log: see ``_trim``), in seq order
         self.events: list[RecordedEvent] = []
-        self._seen_at: dict[int, float] = {}
+        self._last_seq = 0  # the last event taken in
+        self._given = 0  # the last event the agent was given (it keeps what it needs)
+        self._seen_at: dict[int, float] = {}  # awaited actions: when they came in
         self._progressed = False
         # What the decisions need, kept up to date as events come in (no rescans per step).
         self._state: tuple[AgentStateName | None, str] = (None, "")
         self._request: tuple[str | None, int] = (None, 0)
         self._last_user_message: RecordedEvent | None = None
         self._last_call: RecordedEvent | None = None
-        self._caused: set[int] = set()
+        self._last_call_led = False  # whether an event names the last call as its cause
         self._awaiting: dict[int, RecordedEvent] = {}
         self._calls = 0
         self._spent = 0.0
         self._finished_since_user = False
+        self._answered_calls = array("q")  # seqs of the calls that did not fail: condensing
+        self._condensation: RecordedEvent | None = None  # the last one
 
     # -- the log ---------------------------------------------------------------------------
 
     async def _catch_up(self) -> None:
-        after = self.events[-1].seq if self.events else 0
-        self._remember(await self.store.read(self.session_id, after_seq=after))
+        self._remember(await self.store.read(self.session_id, after_seq=self._last_seq))
 
     def _remember(self, fresh: list[RecordedEvent]) -> None:
         self._progressed = self._progressed or bool(fresh)
-        now = time.monotonic()
         for event in fresh:
-            self._seen_at[event.seq] = now
             self._track(event)
         self.events.extend(fresh)
+        if fresh:
+            self._last_seq = fresh[-1].seq
+        self._trim()
+
+    def _trim(self) -> None:
+        """Keep a window of the log, not the log: what stuck detection looks at (the last
+        STUCK_WINDOW events) and what the agent was not given yet. Everything else the
+        decisions need is kept as events come in (``_track``); the agent keeps its own
+        conversation. A long session's memory no longer grows with the log here."""
+        keep_from = min(self._given + 1, self._last_seq - STUCK_WINDOW + 1)
+        drop = keep_from - (self.events[0].seq if self.events else keep_from)
+        if drop >= TRIM_EVERY:
+            del self.events[:drop]
 
     def _track(self, event: RecordedEvent) -> None:
         kind = event.kind
         if event.cause is not None:
-            self._caused.add(event.cause)
-            if event.source == "environment":
-                self._awaiting.pop(event.cause, None)
+            if self._last_call is not None and event.cause == self._last_call.seq:
+                self._last_call_led = True
+            if event.source == "environment" and event.cause in self._awaiting:
+                del self._awaiting[event.cause]
+                self._seen_at.pop(event.cause, None)
         if kind == "agent.state":
             if event.source == "agent":
                 self._state = (event.payload["state"], event.payload.get("reason", ""))
@@ -116,18 +138,22 @@ class AgentController:
             self._last_user_message = event
             self._finished_since_user = False
         elif kind == "llm.call":
-            self._last_call = event
+            self._last_call, self._last_call_led = event, False
             self._calls += 1
             self._spent += event.payload.get("cost_usd") or 0.0
-        elif kind in AWAITED_KINDS and event.seq not in self._caused:
+            if not event.payload.get("error"):
+                self._answered_calls.append(event.seq)
+        elif kind in AWAITED_KINDS:  # its answer comes later in the log
             self._awaiting[event.seq] = event
+            self._seen_at[event.seq] = time.monotonic()
         elif kind == "finish":
             self._finished_since_user = True
+        elif kind == "agent.condensation":
+            self._condensation = event
 
     async def _record(self, recorded: list[RecordedEvent]) -> None:
         """Take in what we just appended; read instead if someone else wrote in between."""
-        last = self.events[-1].seq if self.events else 0
-        if recorded and recorded[0].seq == last + 1:
+        if recorded and recorded[0].seq == self._last_seq + 1:
             self._remember(recorded)
         else:
             await self._catch_up()
@@ -149,17 +175,11 @@ class AgentController:
 
     # -- deciding --------------------------------------------------------------------------
 
-    def _last(self, kind: str, source: str | None = None) -> RecordedEvent | None:
-        for event in reversed(self.events):
-            if event.kind == kind and (source is None or event.source == source):
-                return event
-        return None
-
     def _unprocessed_call(self) -> RecordedEvent | None:
         """The last model call, if what it leads to was never appended. A call that failed
         for good leads to nothing; an unusable reply (``bad_response``) leads to an error."""
         call = self._last_call
-        if call is None or call.seq in self._caused:
+        if call is None or self._last_call_led:
             return None
         if call.payload.get("error") and call.payload.get("error_kind") != "bad_response":
             return None
@@ -195,9 +215,7 @@ class AgentController:
         await self._catch_up()
         if self._state[0] is None:
             await self._set_state("loading", "reading the session")
-        async with self.store.subscribe(
-            self.session_id, after_seq=self.events[-1].seq if self.events else 0
-        ) as stream:
+        async with self.store.subscribe(self.session_id, after_seq=self._last_seq) as stream:
             while True:
                 self._progressed = False
                 outcome = await self._advance()
@@ -251,6 +269,7 @@ class AgentController:
             return "error"
         await self._set_state("running")
         try:
+            self._given = self._last_seq
             reply = await self.agent.step(self.session_id, self.events, on_retry=self._retrying)
         except LlmError as exc:
             if exc.kind == "context_window" and await self._condense():
@@ -272,7 +291,7 @@ class AgentController:
         payload = call.payload()
         refused: InvalidEventError | None = None  # why the last batch was refused
         while True:
-            seq = (self.events[-1].seq if self.events else 0) + 1
+            seq = self._last_seq + 1
             if refused is None:
                 batch = [call, *self._consequences(payload, seq)]
             else:
@@ -333,21 +352,16 @@ class AgentController:
     async def _condense(self) -> bool:
         """Leave the older half of the model turns out of the prompt; False if nothing is left
         to drop."""
-        last = self._last("agent.condensation")
+        last = self._condensation
         since = last.payload["forget_before"] if last else 0
-        calls = [
-            e
-            for e in self.events
-            if e.kind == "llm.call" and e.seq >= since and not e.payload.get("error")
-        ]
+        calls = self._answered_calls[bisect.bisect_left(self._answered_calls, since) :]
         if len(calls) < 2:
             return False
-        keep_from = calls[len(calls) // 2]
         await self.store.append(
             self.session_id,
             [
                 Condensation(
-                    forget_before=keep_from.seq,
+                    forget_before=calls[len(calls) // 2],
                     forgotten_calls=len(calls) // 2
                     + (last.payload.get("forgotten_calls", 0) if last else 0),
                     reason="the conversation exceeded the model's context window",
@@ -391,7 +405,7 @@ class AgentController:
         The subscription delivers every event in order, so the next unknown one is usually
         exactly the next seq and needs no read; our own appends come by again and are skipped.
         """
-        known = self.events[-1].seq if self.events else 0
+        known = self._last_seq
         try:
             async with asyncio.timeout(self.limits.pending_grace):
                 event = await anext(stream)

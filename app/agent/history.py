@@ -14,8 +14,11 @@ down to their head and tail.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any, NamedTuple
+from uuid import UUID
 
 from app.events import ACTION_KINDS, OBSERVATION_KINDS
 from app.store import RecordedEvent
@@ -126,11 +129,22 @@ def to_messages(
 
 class _Built(NamedTuple):
     """The messages of some events, and how many of the first events (``final_events``) gave
-    the first ``final_messages`` of them for good (nothing later can change those)."""
+    the first ``final_messages`` of them for good (nothing later can change those). ``marks``
+    says, for each message, the event it came from (``_mark``)."""
 
     messages: list[dict[str, Any]]
     final_events: int
     final_messages: int
+    marks: list[int]
+
+
+#: What gave a message (with its event's seq, ``_mark``): a user's message (kept whatever a
+#: condensation says), a restart note, a model turn (left out before ``forget_before``).
+_USER, _RESTART, _TURN = 0, 1, 2
+
+
+def _mark(seq: int, kind: int) -> int:
+    return seq * 4 + kind
 
 
 def _conversation(
@@ -155,6 +169,7 @@ def _conversation(
         indexed = True
 
     messages: list[dict[str, Any]] = []
+    marks: list[int] = []
     noted = False
     final = True  # every event so far gave its messages for good
     final_events = final_messages = 0
@@ -166,23 +181,20 @@ def _conversation(
                     {"role": "user", "content": event.payload.get("content", "")}
                 ]
             messages.extend(built)
+            marks += [_mark(event.seq, _USER)] * len(built)
         elif event.kind == "runtime.restarted" and event.seq >= forget_before:
             built = cache.get(event.seq)
             if built is None:
                 note = event.payload.get("message") or "The sandbox was restarted."
                 built = cache[event.seq] = [{"role": "user", "content": f"[{note}]"}]
             messages.extend(built)
+            marks += [_mark(event.seq, _RESTART)] * len(built)
         elif event.kind == "llm.call" and _may_have_turn(event):
             if event.seq < forget_before:
                 continue
             if forget_before and not noted:
-                messages.append(
-                    {
-                        "role": "user",
-                        "content": f"[{forgotten} earlier steps were condensed to fit the "
-                        "context window; re-check anything you need from them]",
-                    }
-                )
+                messages.append(_condensed_note(forgotten))
+                marks.append(-1)
                 noted = True
             turn = cache.get(event.seq)
             if turn is None:
@@ -195,50 +207,130 @@ def _conversation(
                 else:
                     final = False
             messages.extend(turn)
+            marks += [_mark(event.seq, _TURN)] * len(turn)
         if final:
             final_events, final_messages = position + 1, len(messages)
-    return _Built(messages, final_events, final_messages)
+    return _Built(messages, final_events, final_messages, marks)
+
+
+def _condensed_note(forgotten: int) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": f"[{forgotten} earlier steps were condensed to fit the "
+        "context window; re-check anything you need from them]",
+    }
 
 
 class Conversation:
     """``to_messages`` kept up to date as a session's log grows, so a step costs what the
-    step added, not the whole history again.
+    step added, not the whole history again, and memory holds the conversation, not the log.
 
-    The messages of the log's first events that can no longer change (user messages, turns
-    whose tool results are all in) are kept; each call rebuilds only what follows them. The
-    log must be the same events each time, grown at the end (a different log starts over);
-    once the conversation was condensed, every call rebuilds it whole (``to_messages``).
+    Each call gives the log from some event on, with every event after those the previous
+    call gave (the controller gives its window of recent events); the events are taken in
+    by seq. The messages of events that can no longer change (user messages, turns whose
+    tool results are all in) are kept, each with the seq it came from, so a condensation
+    leaves the older turns out without the log; only the events after them are kept, and
+    their messages rebuilt each call. Another log (another event at the last seq taken in)
+    starts over, and must then be given from its first event.
     """
 
     def __init__(self, system: str) -> None:
         self.system = system
+        self._system = {"role": "system", "content": system}
         self._reset()
 
     def _reset(self) -> None:
-        self._cache: dict[int, list[dict[str, Any]]] = {}  # by seq: of this log only
-        self._frozen: list[dict[str, Any]] = [{"role": "system", "content": self.system}]
-        self._frozen_events = 0  # the first events whose messages are in _frozen
-        self._seen = 0  # events looked at for a condensation
-        self._last_seen: RecordedEvent | None = None
-        self._condensed = False
+        self._cache: dict[int, list[dict[str, Any]]] = {}  # by seq: of the events kept only
+        self._frozen: list[dict[str, Any]] = []  # messages that can no longer change
+        self._marks = array("q")  # for each of them, what gave it (``_mark``)
+        self._tail: list[RecordedEvent] = []  # the events after those that gave _frozen
+        self._last: tuple[int, UUID] | None = None  # seq and id of the last event taken in
+        self._forget = (0, 0)  # the last condensation's forget_before and forgotten_calls
+        self._pruned = 0  # _frozen holds no turn or restart before this seq
+        #: the payload of the last llm.call taken in (the gateway continues its prompt)
+        self.last_call: Mapping[str, Any] | None = None
 
     def messages(self, events: Sequence[RecordedEvent]) -> list[dict[str, Any]]:
-        if self._seen and (
-            len(events) < self._seen or events[self._seen - 1] is not self._last_seen
-        ):
-            self._reset()  # not the log we followed
-        if len(events) > self._seen:
-            self._condensed = self._condensed or any(
-                event.kind == "agent.condensation" for event in events[self._seen :]
+        self._take(events)
+        built = _conversation(self._tail, self._cache, 0, 0)
+        final = built.final_messages
+        if built.final_events:
+            self._frozen += built.messages[:final]
+            self._marks.extend(built.marks[:final])
+            for event in self._tail[: built.final_events]:
+                self._cache.pop(event.seq, None)  # _frozen holds its messages now
+            del self._tail[: built.final_events]
+        if self._forget[0] > self._pruned:
+            self._prune(self._forget[0])
+        if self._forget[0]:
+            return self._condensed(built.messages[final:], built.marks[final:])
+        return [self._system, *self._frozen, *built.messages[final:]]
+
+    def _condensed(self, rest: list[dict[str, Any]], marks: list[int]) -> list[dict[str, Any]]:
+        """As ``to_messages`` gives a condensed log: the user's messages, the restarts and
+        turns from ``forget_before`` on, a note before the first of those turns."""
+        forget_before, forgotten = self._forget
+        messages = [self._system]
+        noted = False
+        for message, mark in zip(chain(self._frozen, rest), chain(self._marks, marks), strict=True):
+            seq, kind = divmod(mark, 4)
+            if kind != _USER and seq < forget_before:
+                continue
+            if kind == _TURN and not noted:
+                messages.append(_condensed_note(forgotten))
+                noted = True
+            messages.append(message)
+        return messages
+
+    def _prune(self, forget_before: int) -> None:
+        """Drop the kept turns and restarts a condensation left out: a later one forgets
+        from further on, so they are never shown again."""
+        kept = [
+            (message, mark)
+            for message, mark in zip(self._frozen, self._marks, strict=True)
+            if mark % 4 == _USER or mark // 4 >= forget_before
+        ]
+        self._frozen = [message for message, _ in kept]
+        self._marks = array("q", [mark for _, mark in kept])
+        self._pruned = forget_before
+
+    def _take(self, events: Sequence[RecordedEvent]) -> None:
+        """Take in the events not taken in before (see the class)."""
+        start = self._new_from(events)
+        if start < len(events) and events[start].seq != (self._last[0] if self._last else 0) + 1:
+            raise ValueError(
+                f"the conversation was given events from seq {events[start].seq} after those "
+                f"up to {self._last[0] if self._last else 0}: every event must be given once"
             )
-            self._seen, self._last_seen = len(events), events[-1]
-        if self._condensed:
-            return to_messages(self.system, events, self._cache)
-        tail = list(events[self._frozen_events :])
-        built = _conversation(tail, self._cache, 0, 0)
-        self._frozen += built.messages[: built.final_messages]
-        self._frozen_events += built.final_events
-        return [*self._frozen, *built.messages[built.final_messages :]]
+        for event in events[start:]:
+            if event.kind == "agent.condensation":
+                self._forget = (
+                    event.payload["forget_before"],
+                    event.payload.get("forgotten_calls", 0),
+                )
+            elif event.kind == "llm.call":
+                self.last_call = event.payload
+            self._tail.append(event)
+        if start < len(events):
+            self._last = (events[-1].seq, events[-1].event_id)
+
+    def _new_from(self, events: Sequence[RecordedEvent]) -> int:
+        """The index of the first event of ``events`` not taken in yet (another log: 0,
+        after starting over)."""
+        if self._last is None:
+            return 0
+        seq, event_id = self._last
+        if not events:
+            self._reset()  # an empty log is not the one followed
+            return 0
+        at = seq - events[0].seq
+        if 0 <= at < len(events) and events[at].seq == seq:
+            if events[at].event_id == event_id:
+                return at + 1
+        elif at < 0:
+            return 0  # all new (or a gap: _take says so)
+        self._reset()
+        return 0
 
 
 def _may_have_turn(call: RecordedEvent) -> bool:

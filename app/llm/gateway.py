@@ -170,12 +170,11 @@ class LlmGateway:
         self._native: bool | None = config.native_tool_calling
         self._vision: bool | None = config.vision
         # Messages of a conversation come back step after step as the same objects (the agent
-        # keeps them); hashing each only once keeps a step's cost flat as a session grows.
-        self._hashes: dict[int, tuple[dict[str, Any], str, str]] = {}
+        # keeps them): the last request (``_prompt``) keeps each one's masked form, hash and
+        # wire form, and nothing else does (a cache per message would grow with the session).
         self._stored: set[str] = set()
         #: messages given to a caller to store (``unstored``): content hash -> message id
         self._handed: dict[str, int] = {}
-        self._masks: dict[int, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._prompt: _Prompt | None = None
         self._texts: dict[int, tuple[dict[str, Any], str]] = {}
@@ -238,18 +237,18 @@ class LlmGateway:
         if base is not None and base.recorded_as(previous):
             self._recorded_with_messages(base)
         kept = len(known.messages) if known is not None else 0
+        before = None  # a conversation that does not go on from the last request
         if known is None or len(messages) < kept or messages[:kept] != known.messages:
-            known, kept = _Prompt([], [], [], [], PromptDigest()), 0
-        fresh = messages[kept:]
-        masked = [self._masked(message) for message in fresh]
-        hashed = [self._hash(message) for message in masked]
-        known.digest.add([stable for _, stable in hashed])
+            before, known, kept = known, _Prompt([], [], [], [], PromptDigest()), 0
+        # Only the new messages are masked, hashed and converted: a step's cost does not grow
+        # with the session.
+        masked, wire, content, stable = self._fresh(messages[kept:], before)
+        known.digest.add(stable)
         prompt = _Prompt(
-            messages=[*known.messages, *fresh],
+            messages=[*known.messages, *messages[kept:]],
             masked=[*known.masked, *masked],
-            # Only the new messages are converted: a step's cost does not grow with the session.
-            wire=[*known.wire, *(for_the_wire(message) for message in masked)],
-            content=[*known.content, *(content for content, _ in hashed)],
+            wire=[*known.wire, *wire],
+            content=[*known.content, *content],
             digest=known.digest,
             stored=min(known.stored, kept),
         )
@@ -273,6 +272,33 @@ class LlmGateway:
         prompt.recorded = (request.fingerprint, request.kept, request.recorded_prompt())
         prompt.tools_hash = tools_hash
         return request
+
+    def _fresh(
+        self, messages: list[dict[str, Any]], before: _Prompt | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str], list[str]]:
+        """The messages masked, as sent, and their content and stable hashes. A conversation
+        that starts over (condensed) holds messages of the last request (``before``) again:
+        their masked form, hash and wire form are taken from it (their stable hash is made
+        again, once per start-over)."""
+        earlier = {id(message): i for i, message in enumerate(before.messages)} if before else {}
+        masked: list[dict[str, Any]] = []
+        wire: list[dict[str, Any]] = []
+        content: list[str] = []
+        stable: list[str] = []
+        for message in messages:
+            i = earlier.get(id(message))
+            if before is not None and i is not None and before.messages[i] is message:
+                masked.append(before.masked[i])
+                wire.append(before.wire[i])
+                content.append(before.content[i])
+                stable.append(stable_hash(before.masked[i]))
+                continue
+            masked.append(self._masked(message))
+            wire.append(for_the_wire(masked[-1]))
+            content_of, stable_of = self._hash(masked[-1])
+            content.append(content_of)
+            stable.append(stable_of)
+        return masked, wire, content, stable
 
     def _recorded_with_messages(self, prompt: _Prompt) -> None:
         """The log holds ``prompt``'s llm.call, so its messages and tool list are stored
@@ -493,11 +519,9 @@ class LlmGateway:
 
         Prompts are built from the log, which is masked already; this also covers what did
         not come from the log (system prompt, tool descriptions), so a secret reaches
-        neither the model nor ``llm_messages``. Computed once per message object.
+        neither the model nor ``llm_messages``. Computed once per message of a conversation
+        (the last request keeps it: ``_fresh``).
         """
-        known = self._masks.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1]
         masker = self.store.masker
         masked = message
         if masker and masker.leaks_into_json(self._text(message)):
@@ -506,7 +530,8 @@ class LlmGateway:
         # prompt without one never waits for litellm's model map (a replay never imports it).
         if has_images(masked) and not self.takes_images():
             masked = without_images(masked, self.config.model)
-        self._masks[id(message)] = (message, masked)
+        if masked is not message:  # the text of what is sent is made when it is needed
+            self._texts.pop(id(message), None)
         return masked
 
     def takes_images(self) -> bool:
@@ -538,14 +563,9 @@ class LlmGateway:
         return self._tools_wire[1]
 
     def _hash(self, message: dict[str, Any]) -> tuple[str, str]:
-        """(content hash, stable hash) of a message, computed once per message object."""
-        known = self._hashes.get(id(message))
-        if known is not None and known[0] is message:
-            return known[1], known[2]
+        """(content hash, stable hash) of a message."""
         content = hashlib.sha256(self._text(message).encode()).hexdigest()  # = content_hash
-        stable = stable_hash(message)
-        self._hashes[id(message)] = (message, content, stable)
-        return content, stable
+        return content, stable_hash(message)
 
     def _text(self, message: dict[str, Any]) -> str:
         """The message's canonical JSON, made once for the leak check, its hash and its

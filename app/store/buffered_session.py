@@ -13,7 +13,10 @@ batch checked against the seq the last one ended at. The
 events then hash and ``verify`` as if they had been appended one by one; ``created_at`` is
 the time of the write. Its writer must be the session's only one (a replay holds the
 session's claim). Prompt messages are kept until the next flush too, and checkpoints of the
-session's consumers stay in memory; everything else goes to the store.
+session's consumers stay in memory; everything else goes to the store. Of the written
+events only the last ``KEEP_WRITTEN`` stay in memory (the readers of a running session read
+after what they have, which is recent); a read from further back is answered by the store,
+so memory does not grow with the session.
 
 The events handed out before a flush have no hash yet (``b""``) and ``global_position`` =
 ``seq`` (``tx`` 0); they are the store's once flushed (read them back for those columns).
@@ -38,6 +41,8 @@ from app.store.records import Position, RecordedEvent
 FLUSH_EVENTS = 2000
 #: Seconds an event may wait unwritten.
 FLUSH_AFTER = 0.2
+#: Written events kept in memory for reads (the last ones); older ones are read from the store.
+KEEP_WRITTEN = 512
 
 
 class BufferedSession(EventStore):
@@ -54,6 +59,7 @@ class BufferedSession(EventStore):
         *,
         flush_every: int = FLUSH_EVENTS,
         flush_after: float = FLUSH_AFTER,
+        keep_written: int = KEEP_WRITTEN,
         existing: Sequence[RecordedEvent] = (),
     ) -> None:
         super().__init__(store.pool, store.notifier, store.config, store.masker)
@@ -61,13 +67,16 @@ class BufferedSession(EventStore):
         self.session_id = session_id
         self.flush_every = flush_every
         self.flush_after = flush_after
+        self.keep_written = keep_written
         self._timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
-        #: every event of the session, seq n at index n - 1 (the controller keeps them too)
+        #: the session's last events (those unwritten, and up to KEEP_WRITTEN written ones)
         self._events: list[RecordedEvent] = list(existing)
+        self._first = 1  # seq of self._events[0]
+        self._last = len(self._events)  # seq of the session's last event
         self._unwritten: list[EncodedBatch] = []  # as encoded when appended
         self._unwritten_count = 0
-        self._written = len(self._events)  # seq of the last event in the store
+        self._written = self._last  # seq of the last event in the store
         self._messages: dict[str, str] = {}  # prompt messages not in the store yet
         self._checkpoints: dict[str, Position] = {}
         self._flushing = asyncio.Lock()  # the controller and the workers append side by side
@@ -96,7 +105,7 @@ class BufferedSession(EventStore):
         )
         if not batch.event_ids:
             return []
-        last = len(self._events)
+        last = self._last
         if expected_seq is not None and expected_seq != last:
             raise ConcurrencyError(session_id, expected_seq, last)
         now = datetime.now(UTC)
@@ -118,6 +127,7 @@ class BufferedSession(EventStore):
             for i in range(1, len(events) + 1)
         ]
         self._events += recorded
+        self._last = recorded[-1].seq
         self._messages.update(messages or {})  # written before the events, as put_messages'
         self._unwritten.append(batch)
         self._unwritten_count += len(recorded)
@@ -159,6 +169,14 @@ class BufferedSession(EventStore):
                 self._unwritten_count -= len(batch.event_ids)
                 del self._unwritten[:taken]
                 waiting -= taken
+            self._forget_written()
+
+    def _forget_written(self) -> None:
+        """Drop the written events but the last ``keep_written``: the store has them."""
+        drop = min(self._written, self._last - self.keep_written) - self._first + 1
+        if drop > 0:
+            del self._events[:drop]
+            self._first += drop
 
     async def read(
         self,
@@ -170,15 +188,32 @@ class BufferedSession(EventStore):
     ) -> list[RecordedEvent]:
         if not self._mine(session_id):
             return await self.store.read(session_id, after_seq, limit, resolve_blobs=resolve_blobs)
-        page = self._events[after_seq : None if limit is None else after_seq + limit]
-        if resolve_blobs:
-            return page
-        return [event._replace(payload=event.stored_payload) for event in page]
+        page: list[RecordedEvent] = []
+        after = after_seq
+        while after < self._first - 1 and (limit is None or len(page) < limit):
+            # before what memory holds: written, so the store has it
+            wanted = self._first - 1 - after
+            if limit is not None:
+                wanted = min(wanted, limit - len(page))
+            older = await self.store.read(session_id, after, wanted, resolve_blobs=resolve_blobs)
+            if not older:
+                break
+            page += older
+            after = older[-1].seq
+        start = max(after - self._first + 1, 0)
+        recent = self._events[start : None if limit is None else start + limit - len(page)]
+        if not resolve_blobs:
+            recent = [event._replace(payload=event.stored_payload) for event in recent]
+        return page + recent
+
+    def held(self) -> int:
+        """How many of the session's events are in memory."""
+        return len(self._events)
 
     async def last_seq(self, session_id: UUID) -> int:
         if not self._mine(session_id):
             return await self.store.last_seq(session_id)
-        return len(self._events)
+        return self._last
 
     async def put_messages(self, hashes: Sequence[str], texts: Sequence[str]) -> int:
         self._messages.update(zip(hashes, texts, strict=True))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.agent.calls import consequences
 from app.agent.history import PENDING, Conversation, to_messages
 from app.agent.tools import BUILTIN_TOOLS
@@ -88,3 +90,48 @@ def test_a_condensed_or_another_log_is_rebuilt_whole() -> None:
     other = HandMadeLog()
     other.add(Message(content="Something else."))
     assert conversation.messages(other.events) == to_messages("system", other.events)
+
+
+def test_given_only_recent_events_it_keeps_the_conversation_of_the_whole_log() -> None:
+    # The controller keeps a window of the log, not the log, and gives the agent only events
+    # from some point on. Before, the conversation followed the log only when given it whole
+    # (from a window it started over, losing every earlier turn); now it takes in what is new
+    # by seq and keeps the messages, condensation included, without the events.
+    log = HandMadeLog()
+    conversation = Conversation("system")
+    log.add(Message(content="Do it."))
+    calls = []
+    for n in range(8):
+        assert conversation.messages(log.events[-6:]) == to_messages("system", log.events)
+        action, *_ = step(log, call(bash(f"c{n}", "ls"), content=f"turn {n}"))
+        log.add(RunOutput(output=f"out {n}", exit_code=0, cause=action.seq))
+        calls.append(action.seq - 1)
+    assert conversation.messages(log.events[-3:]) == to_messages("system", log.events)
+    assert conversation.last_call is not None and conversation.last_call["response"]["content"] == (
+        "turn 7"
+    )
+    log.add(Condensation(forget_before=calls[4], forgotten_calls=4))
+    log.add(Message(content="Go on."))
+    assert conversation.messages(log.events[-2:]) == to_messages("system", log.events)
+    for n in range(8, 10):
+        action, *_ = step(log, call(bash(f"c{n}", "pwd")))
+        log.add(RunOutput(output=f"out {n}", exit_code=0, cause=action.seq))
+        condensed = conversation.messages(log.events[-3:])
+        assert condensed == to_messages("system", log.events)
+    assert "4 earlier steps were condensed" in str(condensed)
+    assert "turn 3" not in str(condensed) and "turn 4" in str(condensed)
+    log.add(Condensation(forget_before=calls[6], forgotten_calls=6))
+    assert conversation.messages(log.events[-1:]) == to_messages("system", log.events)
+
+
+def test_events_it_was_not_given_are_an_error_not_a_shorter_conversation() -> None:
+    log = HandMadeLog()
+    conversation = Conversation("system")
+    log.add(Message(content="Do it."))
+    conversation.messages(log.events)
+    log.add(Message(content="one"), Message(content="two"))
+    with pytest.raises(ValueError, match="every event must be given once"):
+        conversation.messages(log.events[-1:])
+    fresh = Conversation("system")
+    with pytest.raises(ValueError, match="every event must be given once"):
+        fresh.messages(log.events[1:])
