@@ -54,7 +54,14 @@ from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.evaluation_runs import REQUEST_KEY, RunRow, claim_trial, name_taken, owned_trials
+from app.store.evaluation_runs import (
+    REQUEST_KEY,
+    RunRow,
+    claim_age,
+    claim_trial,
+    name_taken,
+    owned_trials,
+)
 from app.store.session_claims import SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
@@ -283,12 +290,23 @@ async def _start_next(
         if claim == "capped":
             break
         active += 1
-        if claim == "taken":
+        if claim == "taken" and not await _abandoned(store, settings, session_id):
             continue
+        outcome = await _start_trial(store, settings, plan, task, epoch, session_id)
+        if outcome is None:
+            continue  # another process holds it or recorded it meanwhile: it runs it
         started += 1
-        if not await _start_trial(store, settings, plan, task, epoch, session_id):
+        if not outcome:
             active -= 1  # scored at once: its workspace could not be prepared
     return started
+
+
+async def _abandoned(store: EventStore, settings: Settings, session: UUID) -> bool:
+    """Whether a trial claimed but never recorded may be recorded by this process: its
+    claim is older than a lease (``_start_trial`` holds the session's claim while it records,
+    and checks the log under it, so a process that is still recording keeps it)."""
+    age = await claim_age(store, session)
+    return age is not None and age.total_seconds() > settings.worker_lease_duration
 
 
 def trial_config(
@@ -325,9 +343,37 @@ def trial_config(
 
 async def _start_trial(
     store: EventStore, settings: Settings, plan: RunPlan, task: Task, epoch: int, session: UUID
-) -> bool:
+) -> bool | None:
     """Record one trial and ask a worker to run it (True); a trial whose workspace cannot be
-    prepared is recorded as an error and scored at once (False)."""
+    prepared is recorded as an error and scored at once (False). Recorded under the session's
+    claim, so a process that died while recording it (kill -9 while its workspace was
+    prepared) leaves it to the next sweep (``_abandoned``) instead of stranding the run; None
+    when another process holds that claim or recorded the trial already."""
+    try:
+        async with claim_session(store, session, on_lost=_recording_lost):
+            if await store.last_seq(session) > 0:
+                return None
+            problem = await _record_trial(store, settings, plan, task, epoch, session)
+    except SessionBusyError:
+        return None
+    if problem is not None:
+        await score_trial(store, settings, plan, session)
+        return False
+    await request_run(store, session, reason="evaluation")
+    return True
+
+
+def _recording_lost() -> None:
+    """The claim's connection died while a trial was recorded: the append that follows
+    fails on the same database, and an unrecorded trial is taken up by a sweep."""
+    log.warning("lost the database while recording an evaluation trial")
+
+
+async def _record_trial(
+    store: EventStore, settings: Settings, plan: RunPlan, task: Task, epoch: int, session: UUID
+) -> str | None:
+    """Prepare the trial's workspace and record its first events (what went wrong preparing
+    it, recorded as the trial's error, or None)."""
     workspace = settings.data_dir / "evaluations" / plan.name / task.id / f"epoch-{epoch}"
     problem = None
     try:
@@ -346,13 +392,11 @@ async def _start_trial(
     if problem is not None:
         reason = f"the task's workspace could not be prepared: {problem}"
         await store.append(session, [AgentState(state="error", reason=reason)])
-        await score_trial(store, settings, plan, session)
-        return False
+        return problem
     baseline = await record_workspace_start(store, session, workspace, settings)
     if baseline is not None:
         baseline.close()
-    await request_run(store, session, reason="evaluation")
-    return True
+    return None
 
 
 async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> bool:

@@ -13,7 +13,7 @@ so includes runs started by ``chronicle eval run``, which have no owner.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 from uuid import UUID
 
@@ -165,6 +165,15 @@ async def claim_trial(
             owner,
         )
         return "claimed" if claimed is not None else "taken"
+
+
+async def claim_age(store: EventStore, session_id: UUID) -> timedelta | None:
+    """How long ago the trial session ``session_id`` was claimed (``claim_trial``), by the
+    database's clock; None when it was not."""
+    age: timedelta | None = await store.pool.fetchval(
+        "SELECT now() - created_at FROM session_owners WHERE session_id = $1", session_id
+    )
+    return age
 
 
 async def name_taken(store: EventStore, name: str) -> bool:
