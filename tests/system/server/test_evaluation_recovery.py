@@ -22,6 +22,7 @@ import psutil
 
 from app.evaluation.api_runs import trial_session_id
 from tests.support.chronicle_server import start_server, start_worker
+from tests.support.evaluation_api import bearer, wait_finished
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 #: The check's marker: a process of this command line runs while the first trial is scored.
@@ -38,10 +39,6 @@ SUITE = {
         {"id": "second", "prompt": "The answer to everything?", "answer": "42"},
     ],
 }
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def worker_running_check(workers: list[subprocess.Popen[str]], timeout: float) -> int:
@@ -107,13 +104,7 @@ def test_a_trial_whose_worker_died_before_scoring_it_is_scored_once_and_the_run_
         # killed between the trial's end and its scores: nothing of the scoring was recorded
         assert scores_of(events_of(api.url, token, first)) == []
 
-        deadline = time.monotonic() + 180
-        while True:
-            run = httpx.get(f"{api.url}/api/evaluations/recovered", headers=bearer(token)).json()
-            if run["status"] == "finished":
-                break
-            assert time.monotonic() < deadline, run
-            time.sleep(0.5)
+        run = wait_finished(api.url, token, "recovered")
         assert (run["total"], run["started"], run["done"], run["passed"]) == (2, 2, 2, 2)
         first_scores = Counter(scores_of(events_of(api.url, token, first)))
         second_scores = Counter(scores_of(events_of(api.url, token, second)))

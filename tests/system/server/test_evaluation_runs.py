@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import httpx
 
 from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
+from tests.support.evaluation_api import bearer, wait_finished
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 #: A task whose check runs in a sandbox over the final workspace, and one judged by its answer.
@@ -34,21 +34,6 @@ SUITE = {
     ],
 }
 FIX_HELLO = "printf 'print(\"hello chronicle\")\\n' > hello.py"
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def wait_finished(server: ServerProcess, token: str, run: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 180
-    while True:
-        response = httpx.get(f"{server.url}/api/evaluations/{run}", headers=bearer(token))
-        assert response.status_code == 200, response.text
-        if response.json()["status"] == "finished":
-            return response.json()
-        assert time.monotonic() < deadline, f"run {run} never finished: {response.text}"
-        time.sleep(0.3)
 
 
 def start(server: ServerProcess, token: str, name: str, **extra: Any) -> httpx.Response:
@@ -79,7 +64,7 @@ def test_a_run_started_over_http_is_run_by_workers_scored_reported_and_compared(
     again = start(server, ada, "before")
     assert again.status_code == 409 and again.headers["content-type"] == "application/problem+json"
 
-    before = wait_finished(server, ada, "before")
+    before = wait_finished(server.url, ada, "before")
     assert (before["total"], before["done"], before["passed"], before["failed"]) == (2, 2, 1, 1)
     report = httpx.get(f"{server.url}/api/evaluations/before/report", headers=bearer(ada))
     assert report.status_code == 200, report.text
@@ -102,7 +87,7 @@ def test_a_run_started_over_http_is_run_by_workers_scored_reported_and_compared(
     assert Path(config["workspace"], "hello.py").read_text() == 'print("hello chronicle")\n'
 
     assert start(server, ada, "after").status_code == 202
-    after = wait_finished(server, ada, "after")
+    after = wait_finished(server.url, ada, "after")
     assert (after["passed"], after["failed"]) == (1, 1)
     compared = httpx.get(
         f"{server.url}/api/evaluations/compare",
@@ -182,13 +167,8 @@ def test_one_name_started_many_times_at_once_is_started_once(
     answers = [response.status_code for response in asyncio.run(starts())]
     assert sorted(answers) == [202] + [409] * 7, answers
     admin = server.token("root", admin=True)
-    deadline = time.monotonic() + 120
-    while True:  # its trials fail at once (no model listens), each recorded once
-        run = httpx.get(f"{server.url}/api/evaluations/once", headers=bearer(admin)).json()
-        if run.get("status") == "finished":
-            break
-        assert time.monotonic() < deadline, run
-        time.sleep(0.3)
+    # its trials fail at once (no model listens), each recorded once
+    run = wait_finished(server.url, admin, "once", timeout=120)
     assert (run["total"], run["started"], run["done"]) == (2, 2, 2)
     sessions = httpx.get(f"{server.url}/api/sessions?limit=200", headers=bearer(admin)).json()
     assert len(sessions["sessions"]) == 2

@@ -8,12 +8,12 @@ finish; without the run's bound the third trial would be recorded before any was
 from __future__ import annotations
 
 import signal
-import time
 from datetime import datetime
 
 import httpx
 
 from tests.support.chronicle_server import start_server, start_worker
+from tests.support.evaluation_api import bearer, wait_finished
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 SUITE = {
@@ -23,10 +23,6 @@ SUITE = {
         {"id": "answer", "prompt": "The answer to everything?", "answer": "regex:^4\\d$"},
     ],
 }
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_a_run_is_run_and_scored_by_a_worker_process_concurrency_at_a_time(
@@ -45,13 +41,7 @@ def test_a_run_is_run_and_scored_by_a_worker_process_concurrency_at_a_time(
         )
         assert started.status_code == 202, started.text
         assert (started.json()["total"], started.json()["started"]) == (4, 2)
-        deadline = time.monotonic() + 180
-        while True:
-            run = httpx.get(f"{api.url}/api/evaluations/twice", headers=bearer(token)).json()
-            if run["status"] == "finished":
-                break
-            assert time.monotonic() < deadline, run
-            time.sleep(0.3)
+        run = wait_finished(api.url, token, "twice")
         assert (run["total"], run["done"], run["passed"], run["failed"]) == (4, 4, 4, 0)
         report = httpx.get(f"{api.url}/api/evaluations/twice/report", headers=bearer(token))
         body = report.json()
