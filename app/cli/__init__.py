@@ -104,6 +104,17 @@ QUIET_LOGGERS = {
 }
 
 
+class _ClientGoneWrites(logging.Filter):
+    """Drops asyncio's "socket.send() raised exception." warning. A live stream writes a burst
+    of events in one go; when its client has just dropped the connection, every write of the
+    burst after the fifth logs that line before the stream hears of the disconnect (and then
+    ends). It says only that a client left, dozens of times a client: a server's log would be
+    mostly that line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.msg != "socket.send() raised exception."
+
+
 class ConfigurationError(Exception):
     """The settings cannot be read; the message says which file or value, and why."""
 
@@ -176,6 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.verbose:
         for name, level in QUIET_LOGGERS.items():
             logging.getLogger(name).setLevel(level)
+    logging.getLogger("asyncio").addFilter(_ClientGoneWrites())
     from app.events import InvalidEventError
     from app.store import StoreError
 

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,12 +19,33 @@ LISTENING = re.compile(r"chronicle serving on (http://\S+)")
 
 @dataclass
 class ServerProcess:
-    """A started ``chronicle serve``: its URL, its environment, and its output so far."""
+    """A started ``chronicle serve``: its URL, its environment, and its output so far.
+
+    Its output is read all the time by a thread of its own: a server writing to a pipe nobody
+    reads blocks once the pipe's 64 KiB are full (in the middle of a log line, inside the
+    event loop), which looked like a server that would not stop.
+    """
 
     process: subprocess.Popen[str]
     url: str
     env: dict[str, str]
     output: list[str] = field(default_factory=list)
+    _reader: threading.Thread | None = None
+
+    def __post_init__(self) -> None:
+        self._reader = threading.Thread(target=self._read_output, daemon=True)
+        self._reader.start()
+
+    def _read_output(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.output.append(line)
+
+    def rest_of_output(self) -> str:
+        """Everything the server wrote, once it has exited."""
+        if self._reader is not None:
+            self._reader.join(timeout=10)
+        return "".join(self.output)
 
     def token(self, user: str, *, admin: bool = False, expires: str | None = None) -> str:
         """A new API token for ``user`` (added first if new), made by the CLI."""
@@ -81,4 +103,6 @@ def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
     os.set_blocking(process.stdout.fileno(), True)
     line = process.stdout.readline()
     assert "running" in line, line
+    # Read the rest so its logging never blocks on a full pipe (see ``ServerProcess``).
+    threading.Thread(target=process.stdout.read, daemon=True).start()
     return process

@@ -171,8 +171,7 @@ def test_sigterm_stops_the_server_cleanly(serve: Callable[..., ServerProcess]) -
     started = time.monotonic()
     assert server.stop(signal.SIGTERM) == 0
     assert time.monotonic() - started < 15
-    assert server.process.stdout is not None
-    rest = server.process.stdout.read()
+    rest = server.rest_of_output()
     assert "Traceback" not in rest, rest
 
 
