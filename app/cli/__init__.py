@@ -101,6 +101,8 @@ QUIET_LOGGERS = {
     "app.agent.driving": logging.CRITICAL,
     "app.store.action_worker": logging.CRITICAL,
     "app.runtime.executor": logging.CRITICAL,
+    # A line for every model call, twice (its own handler and the server's): the log has them.
+    "LiteLLM": logging.WARNING,
 }
 
 
