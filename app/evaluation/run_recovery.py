@@ -17,13 +17,14 @@ only evaluation sessions); what is done to each trial is decided from the log.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from uuid import UUID
 
 from app.config import Settings
 from app.evaluation.api_runs import RunPlan, continue_run, has_ended, score_trial
 from app.sessions.leases import request_run
 from app.store import EventStore
+from app.store.evaluation_runs import database_now
 from app.store.stranded_runs import stranded_runs
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,9 @@ async def recover_run(
 ) -> None:
     """Score the run's ended trials nobody holds, queue those never queued, then record its
     next trials."""
-    grace = timedelta(seconds=settings.worker_lease_duration)
+    # The events' times are the database's: so is the clock they are compared with (a worker
+    # whose clock runs ahead would otherwise queue a trial another worker has just recorded).
+    stale_before = await database_now(store) - timedelta(seconds=settings.worker_lease_duration)
     for session in idle:
         events = await store.read(session)
         if has_ended(events):
@@ -55,7 +58,7 @@ async def recover_run(
                     plan.name, session,
                 )  # fmt: skip
         elif not any(event.kind == "agent.state" for event in events) and (
-            events and events[-1].created_at < datetime.now(UTC) - grace
+            events and events[-1].created_at < stale_before
         ):  # recorded by a worker that died before it asked for the trial's run
             await request_run(store, session, reason="evaluation")
     started = await continue_run(store, settings, plan)

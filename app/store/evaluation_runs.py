@@ -176,6 +176,13 @@ async def claim_age(store: EventStore, session_id: UUID) -> timedelta | None:
     return age
 
 
+async def database_now(store: EventStore) -> datetime:
+    """The database's clock, which stamps every event's ``created_at``: compare those with it,
+    not with this process's clock."""
+    now: datetime = await store.pool.fetchval("SELECT now()")
+    return now
+
+
 async def name_taken(store: EventStore, name: str) -> bool:
     taken: bool = await store.pool.fetchval(NAME_TAKEN_SQL, name)
     return taken
