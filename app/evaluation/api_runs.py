@@ -61,6 +61,7 @@ from app.store.evaluation_runs import (
     claim_trial,
     name_taken,
     owned_trials,
+    trial_owner,
 )
 from app.store.session_claims import SessionBusyError, claim_session
 
@@ -249,16 +250,22 @@ async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> Eva
     task, epoch = plan.trial_order()[0]
     first = trial_session_id(plan.name, task.id, epoch)
     claim = await claim_trial(store, first, plan.owner, cap)
-    if claim == "taken":
-        raise RunExistsError(
-            f"an evaluation run named {plan.name!r} was started just now; choose another name"
-        )
+    just_now = RunExistsError(
+        f"an evaluation run named {plan.name!r} was started just now; choose another name"
+    )
+    # A first trial claimed and never recorded is a request whose process died while it took
+    # the name: once the claim is older than a lease, the name is free again for its owner.
+    if claim == "taken" and not (
+        await trial_owner(store, first) == plan.owner and await _abandoned(store, settings, first)
+    ):
+        raise just_now
     if claim == "capped":
         raise ActiveSessionsCapError(
             f"you have {cap} sessions working already (the most one user may have); wait "
             "until one ends, or stop one"
         )
-    await _start_trial(store, settings, plan, task, epoch, first)
+    if await _start_trial(store, settings, plan, task, epoch, first) is None and claim == "taken":
+        raise just_now  # another request took the abandoned name over first
     started = 1 + await _start_next(store, settings, plan, cap=cap)
     return queued(plan, started)
 

@@ -176,6 +176,14 @@ async def claim_age(store: EventStore, session_id: UUID) -> timedelta | None:
     return age
 
 
+async def trial_owner(store: EventStore, session_id: UUID) -> UUID | None:
+    """Who claimed the trial session ``session_id``; None when nobody did."""
+    owner: UUID | None = await store.pool.fetchval(
+        "SELECT user_id FROM session_owners WHERE session_id = $1", session_id
+    )
+    return owner
+
+
 async def database_now(store: EventStore) -> datetime:
     """The database's clock, which stamps every event's ``created_at``: compare those with it,
     not with this process's clock."""

@@ -10,8 +10,16 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import pytest
+
 from app.config import Settings
-from app.evaluation.api_runs import RunPlan, continue_run, trial_session_id
+from app.evaluation.api_runs import (
+    RunExistsError,
+    RunPlan,
+    continue_run,
+    start_run,
+    trial_session_id,
+)
 from app.evaluation.suite import Suite, Task
 from app.store import EventStore
 from app.store.evaluation_runs import claim_trial
@@ -86,3 +94,26 @@ async def test_two_sweeps_at_once_record_the_trial_once(
     assert sorted(started) == [0, 1]
     recorded = await kinds(store, session)
     assert recorded.count("session.created") == 1 and recorded.count("message") == 1, recorded
+
+
+# -- a run's name taken by a request whose process died --------------------------------------
+
+
+async def test_a_name_whose_first_trial_was_abandoned_is_free_again_for_its_owner(
+    store: EventStore, settings: Settings
+) -> None:
+    """The first trial's claim is how a run's name is taken: a request that died right after
+    it left the name taken for ever (every later ``start_run`` was refused)."""
+    plan, session = await abandoned_claim(store)  # the first trial of a one-trial run
+    fast = quick_settings(settings)
+    with pytest.raises(RunExistsError):  # younger than a lease: its request may still record it
+        await start_run(store, fast, plan)
+    await asyncio.sleep(LEASE + 0.3)
+    other = await add_user(store, f"eve-{uuid.uuid4().hex[:8]}")
+    with pytest.raises(RunExistsError):  # the name is not another user's to take over
+        await start_run(store, fast, plan.model_copy(update={"owner": other.id}))
+    run = await start_run(store, fast, plan)
+    assert run.name == plan.name
+    assert (await kinds(store, session))[:2] == ["session.created", "message"]
+    with pytest.raises(RunExistsError):
+        await start_run(store, fast, plan)
