@@ -24,6 +24,12 @@ validate it (``validate``) or stores it as sent (link checked only). The client'
 inside the timing. The same for a 10,000-event batch (``bench_append_batch_client_chain``).
 Each is measured against raw INSERT + COMMIT (or COPY) and, directly, against the function the
 store uses today.
+
+Issue 9's sixth batch candidates (``bench/append_staged.py``, rows "staged COPY" and "arrays,
+..."): binary COPY into a staging table made by a SECURITY DEFINER function, then one function
+that appends from it with the chain computed row by row, a client's chain verified set-based
+(``lag()``), or the chain as a window aggregate in the INSERT; and the last two with array
+arguments instead of COPY. Each against ``chronicle_append`` and the staged ones against COPY.
 """
 
 from __future__ import annotations
@@ -45,6 +51,15 @@ import asyncpg
 
 from app.events.canonical import format_timestamp
 from app.events.ids import new_event_id
+from bench.append_staged import (
+    append_arrays_verified,
+    append_arrays_window,
+    append_staged,
+    append_staged_verified,
+    append_staged_window,
+    chain_only,
+    create_staged_functions,
+)
 from bench.eventstore import BATCH, RAW_INSERT, RAW_TABLE, SINGLE_APPENDS, _payload
 from bench.harness import (
     Measurement,
@@ -394,6 +409,9 @@ BATCH_FLOORS: dict[str, Callable[[asyncpg.Connection, asyncpg.Connection], Await
     "COPY into events itself (floor: the table)": lambda admin, _app: copy_events(admin),
     "INSERT ... SELECT into events, no chain (floor)": lambda admin, _app: insert_no_chain(admin),
     "chronicle_append, 10,000 events (the chain)": lambda _admin, app: append_batch(app),
+    "chronicle_append's chain loop alone, nothing written (floor)": lambda _admin, app: chain_only(
+        app
+    ),
 }
 
 
@@ -434,6 +452,42 @@ BATCH_CLIENT_CHAIN: dict[
         True,
     ),
     "client-side chain batch, link only, vs COPY": (lambda admin, _app: copy_raw(admin), False),
+}
+
+Batch = Callable[[asyncpg.Connection, asyncpg.Connection], Awaitable[float]]
+
+#: Binary COPY into a staging table the definer made, then one function (bench/append_staged.py),
+#: each against the function the store uses today and against COPY; and the set-based
+#: verification with array arguments, to tell the transport from the verification.
+STAGED: dict[str, tuple[Batch, Batch]] = {
+    "staged COPY, chain in the function, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        lambda _admin, app: append_staged(app),
+    ),
+    "staged COPY, client chain verified set-based, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        lambda _admin, app: append_staged_verified(app),
+    ),
+    "arrays, client chain verified set-based, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        lambda _admin, app: append_arrays_verified(app),
+    ),
+    "staged COPY, chain a window aggregate in the INSERT, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        lambda _admin, app: append_staged_window(app),
+    ),
+    "arrays, chain a window aggregate in the INSERT, vs chronicle_append": (
+        lambda _admin, app: append_batch(app),
+        lambda _admin, app: append_arrays_window(app),
+    ),
+    "staged COPY, chain in the function, vs COPY": (
+        lambda admin, _app: copy_raw(admin),
+        lambda _admin, app: append_staged(app),
+    ),
+    "staged COPY, client chain verified set-based, vs COPY": (
+        lambda admin, _app: copy_raw(admin),
+        lambda _admin, app: append_staged_verified(app),
+    ),
 }
 
 
@@ -481,8 +535,19 @@ async def run(
     connections = [await asyncpg.connect(app_url) for _ in range(8)]
     writers = Writers(connections, await asyncpg.connect(app_url))
     await create_client_chain_functions(setup)
+    await create_staged_functions(setup)
     rows = []
     try:
+        for name, (staged_baseline, staged) in STAGED.items():
+            if only and only not in name:
+                continue
+            print(f"  ... {name}", file=sys.stderr, flush=True)
+            result = await interleave(
+                partial(staged_baseline, setup, connections[0]),
+                partial(staged, setup, connections[0]),
+                rounds=rounds,
+            )
+            rows.append(ratio_row(name, "events/s", result, 0.5))
         for name, (batch_baseline, validate) in BATCH_CLIENT_CHAIN.items():
             if only and only not in name:
                 continue
