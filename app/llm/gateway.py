@@ -32,6 +32,7 @@ from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
+from app.llm.stored_keys import StoredKeys
 from app.llm.text_tools import to_prompt_messages
 from app.llm.wire import for_the_wire
 from app.store import EventStore, RecordedEvent
@@ -172,7 +173,7 @@ class LlmGateway:
         # Messages of a conversation come back step after step as the same objects (the agent
         # keeps them): the last request (``_prompt``) keeps each one's masked form, hash and
         # wire form, and nothing else does (a cache per message would grow with the session).
-        self._stored: set[str] = set()
+        self._stored = StoredKeys()  # the recent ones: it is asked about those
         #: messages given to a caller to store (``unstored``): content hash -> message id
         self._handed: dict[str, int] = {}
         self._tools_masked: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None

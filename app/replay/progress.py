@@ -13,6 +13,7 @@ from uuid import UUID
 from app.replay.canonical import compare_consequences
 from app.replay.divergence import ActionDivergence, Divergence, RequestDivergence
 from app.replay.recording import Recording
+from app.replay.seqs import SeqMap
 from app.store import EventStore, RecordedEvent
 
 ReplayMode = Literal["strict", "positional"]
@@ -49,7 +50,8 @@ class ReplayProgress:
         self._last_state: tuple[str | None, str] = (None, "")
         #: replay call seq -> what it led to, until its consequences are checked
         self._caused: dict[int, list[RecordedEvent]] = {}
-        self._calls: dict[int, int] = {}  # replay call seq -> recorded call seq
+        # replay call seq -> recorded call seq: both in order, a step's 16 bytes
+        self._calls = SeqMap()
         self._unchecked: list[int] = []  # replay call seqs whose consequences await a check
 
     def stop(self, divergence: Divergence) -> ReplayDiverged:
@@ -70,7 +72,7 @@ class ReplayProgress:
                 self._caused[event.cause].append(event)
             origin = event.payload.get("replayed_from")
             if event.kind == "llm.call" and isinstance(origin, int):
-                self._calls[event.seq] = origin
+                self._calls.set(event.seq, origin)
                 self._caused[event.seq] = []
                 self._unchecked.append(event.seq)
             elif event.kind == "agent.state" and event.source == "agent":
@@ -96,7 +98,8 @@ class ReplayProgress:
         the last check); raise ``ReplayDiverged`` at the first difference."""
         while self._unchecked:
             replay_seq = self._unchecked.pop(0)
-            recorded_seq = self._calls[replay_seq]
+            recorded_seq = self._calls.get(replay_seq)
+            assert recorded_seq is not None  # sync put it there
             step = self.recording.step_of(recorded_seq)
             recorded = [
                 (e.seq, e.kind, e.payload) for e in await self.recording.consequences(recorded_seq)

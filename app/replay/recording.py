@@ -19,6 +19,7 @@ again (``prompt_of``).
 from __future__ import annotations
 
 import bisect
+from array import array
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.events import OBSERVATION_KINDS
 from app.llm.prompts import whole_prompt
+from app.replay.seqs import SeqGroups, SeqMap, Seqs
 from app.store import EventStore, RecordedEvent
 
 #: The states in which a controller returns (``app.agent.controller.Outcome``).
@@ -100,20 +102,20 @@ class Recording(BaseModel):
     title: str
     config: dict[str, Any]
     #: seqs of the calls the replay serves, in order
-    call_seqs: list[int]
+    call_seqs: Seqs
     #: the first of them (its model and tools configure the replay)
     first_call: RecordedEvent | None = None
-    #: call seq -> seqs of the events it led to (actions, the agent's message, errors)
-    consequence_seqs: dict[int, tuple[int, ...]] = Field(default_factory=dict)
+    #: what each served call led to (actions, the agent's message, errors)
+    consequence_seqs: SeqGroups = Field(default_factory=lambda: SeqGroups())
     #: action seq -> seq of its observation
-    answer_seqs: dict[int, int] = Field(default_factory=dict)
+    answer_seqs: SeqMap = Field(default_factory=lambda: SeqMap())
     #: seqs of ``runtime.restarted`` events: the model reads them, so the replay serves them
-    restart_seqs: list[int] = Field(default_factory=list)
+    restart_seqs: Seqs = Field(default_factory=lambda: array("q"))
     segments: list[Segment]
     #: seqs of every llm.call of the log, the interrupted ones too (a prompt may keep
     #: messages of one), and of those that list their whole prompt
-    all_call_seqs: list[int] = Field(default_factory=list)
-    whole_prompt_seqs: list[int] = Field(default_factory=list)
+    all_call_seqs: Seqs = Field(default_factory=lambda: array("q"))
+    whole_prompt_seqs: Seqs = Field(default_factory=lambda: array("q"))
     window: RecordedWindow
 
     @property
@@ -132,7 +134,7 @@ class Recording(BaseModel):
         return await self.window.get(self.call_seqs[index])
 
     async def consequences(self, call_seq: int) -> list[RecordedEvent]:
-        return [await self.window.get(seq) for seq in self.consequence_seqs.get(call_seq, ())]
+        return [await self.window.get(seq) for seq in self.consequence_seqs.of(call_seq)]
 
     async def answer(self, action_seq: int) -> RecordedEvent | None:
         seq = self.answer_seqs.get(action_seq)
@@ -180,15 +182,14 @@ class _Index:
 
     def __init__(self) -> None:
         self.created: RecordedEvent | None = None
-        self.call_seqs: list[int] = []
+        self.call_seqs = array("q")
         self.first_call: RecordedEvent | None = None
-        self.consequences: dict[int, list[int]] = {}
-        self.answers: dict[int, int] = {}
-        self.restarts: list[int] = []
-        self.all_calls: list[int] = []
-        self.whole_prompts: list[int] = []
+        self.consequences = SeqGroups()
+        self.answers = SeqMap()
+        self.restarts = array("q")
+        self.all_calls = array("q")
+        self.whole_prompts = array("q")
         self.segments: list[Segment] = []
-        self._call_set: set[int] = set()
         self._feed: list[RecordedEvent] = []
         self._state: tuple[str | None, str] = (None, "")
         self._agent_since_feed = False
@@ -220,15 +221,15 @@ class _Index:
                 self.whole_prompts.append(event.seq)
             if not _answers_nothing(event):
                 self.call_seqs.append(event.seq)
-                self._call_set.add(event.seq)
                 if self.first_call is None:
                     self.first_call = event
         elif kind == "runtime.restarted":
             self.restarts.append(event.seq)
-        if event.cause in self._call_set:
-            self.consequences.setdefault(event.cause, []).append(event.seq)
-        elif event.cause is not None and kind in OBSERVATION_KINDS:
-            self.answers[event.cause] = event.seq
+        cause = event.cause
+        if cause is not None and self._served_call(cause):
+            self.consequences.add(cause, event.seq)
+        elif cause is not None and kind in OBSERVATION_KINDS:
+            self.answers.set(cause, event.seq)
         self._segment(event)
 
     def _segment(self, event: RecordedEvent) -> None:
@@ -252,8 +253,17 @@ class _Index:
         elif event.kind == "agent.state" and event.source == "agent":
             self._state = (event.payload.get("state"), str(event.payload.get("reason", "")))
             self._agent_since_feed = True
-        elif event.kind == "llm.call" and event.seq in self._call_set:
+        elif event.kind == "llm.call" and self._served_call(event.seq):
             self._agent_since_feed = True
+
+    def _served_call(self, seq: int) -> bool:
+        """Whether ``seq`` is a call the replay serves (one of ``call_seqs``, in order: the
+        last one, usually)."""
+        calls = self.call_seqs
+        if calls and calls[-1] == seq:
+            return True
+        index = bisect.bisect_left(calls, seq)
+        return index < len(calls) and calls[index] == seq
 
     def recording(self, window: RecordedWindow) -> Recording:
         created = self.created
@@ -276,8 +286,8 @@ class _Index:
             config=dict(created.payload.get("config") or {}),
             call_seqs=self.call_seqs,
             first_call=self.first_call,
-            consequence_seqs={seq: tuple(seqs) for seq, seqs in self.consequences.items()},
-            answer_seqs=self.answers,
+            consequence_seqs=self.consequences.finish(),
+            answer_seqs=self.answers.finish(),
             restart_seqs=self.restarts,
             segments=segments,
             all_call_seqs=self.all_calls,

@@ -71,7 +71,7 @@ async def test_calls_consequences_and_answers() -> None:
     log.add("finish", "agent", second, message="done")
     log.state("finished", "the agent called finish")
     recording = await read_recording(log.events)
-    assert recording.call_seqs == [first, second]
+    assert list(recording.call_seqs) == [first, second]
     assert [e.seq for e in await recording.consequences(first)] == [run]
     answer = await recording.answer(run)
     assert answer is not None and answer.seq == output
@@ -90,7 +90,7 @@ async def test_an_interrupted_call_answered_nothing_and_is_left_out() -> None:
     log.add("finish", "agent", again, message="done")
     log.state("finished")
     recording = await read_recording(log.events)
-    assert recording.call_seqs == [again]
+    assert list(recording.call_seqs) == [again]
     assert len(recording.segments) == 1 and recording.outcome == "finished"
 
 
@@ -167,7 +167,7 @@ async def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() 
     last = log.call(prompt=["a2"], prompt_kept=4)
     again = log.call(prompt=["s", "n"])  # a new run lists its whole prompt again
     recording = await read_recording(log.events)
-    assert recording.call_seqs == [old, grown, last, again]
+    assert list(recording.call_seqs) == [old, grown, last, again]
     assert await recording.prompt_of(old) == ["s", "u"]
     assert await recording.prompt_of(grown) == ["s", "u", "a1", "t1"]
     assert await recording.prompt_of(cut) == ["s", "u", "a1", "x"]
