@@ -1,14 +1,15 @@
-"""The replay's action workers: recorded observations answer actions equal to the recorded
+"""The replay's answers to actions: recorded observations answer actions equal to the recorded
 ones, and nothing runs.
 
-Each service's ``ActionWorker`` (``app/store/action_worker.py``, the loop every live service
-uses) gets a ``RecordedAnswers`` handler in place of the sandbox or the MCP tools. An action
-is matched with the recorded action at the same place among what the same recorded model
-call led to, and compared in canonical form (``canonical.py``). Equal: the recorded
-observation is appended again, marked ``replayed_from`` (after the sandbox restarts recorded
-while the action ran, which the model reads too). Different (or no recorded answer):
-there is nothing to answer it with, so the replay stops with an ``action`` divergence — in
-either mode — and the worker stops (the run ends in ``error``, saying why).
+A ``RecordedAnswers`` handler (an ``ActionHandler``, as the sandbox's and the MCP tools' are
+for a live session's action workers) answers a service's actions; the replay's log
+(``log.py``) calls it as each action is appended. An action is matched with the recorded
+action at the same place among what the same recorded model call led to, and compared in
+canonical form (``canonical.py``). Equal: the recorded observation is appended again, marked
+``replayed_from`` (after the sandbox restarts recorded while the action ran, which the model
+reads too). Different (or no recorded answer): there is nothing to answer it with, so the
+replay stops with an ``action`` divergence — in either mode — and the run ends in ``error``,
+saying why.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@ its own in the same tables.
 
 The replay session starts with ``session.created`` (``replay_of``, the mode and the agent
 configuration used), gets the recording's user events where they were recorded, and runs a
-fresh ``AgentController`` with a ``CodeActAgent`` over a ``ReplayGateway`` and the replay's
-action workers — ``drive`` runs them exactly as it runs a live session's. It ends with a
-``replay.result`` event, whose content ``ReplayResult`` is.
+fresh ``AgentController`` with a ``CodeActAgent`` over a ``ReplayGateway``; the replay's log
+(``AnsweringLog``) answers each action from the recording as it is appended, where a live
+session's action workers answer it, and an action it cannot answer ends the run in ``error``
+as a live worker's stop does. It ends with a ``replay.result`` event, whose content
+``ReplayResult`` is.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits
-from app.agent.driving import drive
 from app.agent.registry import UnknownAgent, agent_class
 from app.agent.stuck import StuckConfig
 from app.agent.tools import BUILTIN_TOOLS
@@ -37,6 +38,7 @@ from app.replay.divergence import (
     RequestDivergence,
 )
 from app.replay.gateway import ReplayGateway
+from app.replay.log import AnsweringLog
 from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
 from app.replay.recording import (
     Recording,
@@ -46,8 +48,7 @@ from app.replay.recording import (
     stream_recording,
 )
 from app.store import EventStore, RecordedEvent
-from app.store.action_worker import ActionWorker
-from app.store.buffered_session import BufferedSession
+from app.store.action_worker import WorkerStopped
 from app.store.session_claims import claim_session
 
 __all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
@@ -214,7 +215,7 @@ async def replay(
     recorded = _recorded_start(recorded, session_id)
     replay_id = replay_id or uuid.uuid4()
     # the replay's own log: in memory, then written
-    log = BufferedSession(store, replay_id, existing=recorded)
+    log = AnsweringLog(store, replay_id, existing=recorded)
     try:
         progress = ReplayProgress(log, replay_id, recording, mode)
         gateway = ReplayGateway(log, plan.llm, progress)
@@ -258,7 +259,7 @@ async def replay(
 
 
 async def _claimed_run(
-    log: BufferedSession,
+    log: AnsweringLog,
     replay_id: UUID,
     recording: Recording,
     progress: ReplayProgress,
@@ -384,7 +385,7 @@ def _fed(event: RecordedEvent) -> Event:
 
 
 async def _run_segments(
-    store: EventStore,
+    store: AnsweringLog,
     replay_id: UUID,
     recording: Recording,
     progress: ReplayProgress,
@@ -406,15 +407,22 @@ async def _run_segments(
             stuck=StuckConfig(enabled=_stuck_detection(recording, agent_config)),
             stop_when_paused=True,
         )
-        workers = {
-            f"replay of the {service} service": ActionWorker(
-                store, replay_id, RecordedAnswers(service, progress)
-            ).run()
+        # Actions are answered as they are appended (``AnsweringLog``), not by workers.
+        store.answer_with(
+            RecordedAnswers(service, progress)
             for service in SERVICES
             if service != "mcp" or agent.mcp_index  # no MCP tools: no mcp.call to answer
-        }
+        )
         try:
-            outcome = await drive(store, replay_id, controller, workers)
+            try:
+                outcome = await controller.run()
+            except WorkerStopped as stopped:  # an action had no answer: as drive ends a run
+                await store.append(
+                    replay_id, [AgentState(state="error", reason=str(stopped), source="agent")]
+                )
+                outcome = "error"
+                if progress.divergence is not None:  # what stopped it: nothing more to check
+                    return outcome
             await progress.sync()
             await progress.check_consequences()
         except ReplayDiverged as diverged:
