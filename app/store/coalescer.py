@@ -91,33 +91,44 @@ class AppendConnections:
         self._connect = connect
         self._idle: list[asyncpg.Connection] = []
         self._closed = False
+        #: The server pids of the open connections (their NOTIFYs are this process's own).
+        self.backend_pids: set[int] = set()
 
     async def run(self, call: Callable[[asyncpg.Connection], Awaitable[Any]]) -> Any:
-        connection = self._idle.pop() if self._idle else await self._connect()
+        if self._idle:
+            connection = self._idle.pop()
+        else:
+            connection = await self._connect()
+            self.backend_pids.add(connection.get_server_pid())
         try:
             result = await call(connection)
         except asyncpg.PostgresError as exc:
             if isinstance(exc, TRANSIENT_ERRORS):  # the server is going away or gone
-                connection.terminate()
+                self._drop(connection)
             else:  # refused: the connection is fine, its transaction rolled back
                 self._keep(connection)
             raise
         except BaseException:
-            connection.terminate()
+            self._drop(connection)
             raise
         self._keep(connection)
         return result
 
     def _keep(self, connection: asyncpg.Connection) -> None:
         if self._closed or connection.is_closed():
-            connection.terminate()
+            self._drop(connection)
         else:
             self._idle.append(connection)
+
+    def _drop(self, connection: asyncpg.Connection) -> None:
+        self.backend_pids.discard(connection.get_server_pid())
+        connection.terminate()
 
     async def close(self) -> None:
         self._closed = True
         idle, self._idle = self._idle, []
         for connection in idle:
+            self.backend_pids.discard(connection.get_server_pid())
             with contextlib.suppress(*TRANSIENT_ERRORS):
                 await asyncio.wait_for(connection.close(), 2)
 
@@ -148,6 +159,11 @@ class AppendCoalescer:
         self._flushes: set[asyncio.Task[None]] = set()
         self._calls = 0
         self._appends = 0
+
+    @property
+    def backend_pids(self) -> set[int]:
+        """Server pids of the append connections open now (a live set)."""
+        return self._connections.backend_pids
 
     @property
     def stats(self) -> CoalescerStats:

@@ -134,6 +134,8 @@ class EventStore:
         self._announcer = Announcer(notifier.notify)
         self._connect = connect
         self._coalescer = AppendCoalescer(connect or _no_url)
+        # Our appends ring our watchers themselves (below); their NOTIFYs are for others.
+        notifier.ignore_senders(self._coalescer.backend_pids)
 
     @classmethod
     async def open(
@@ -261,8 +263,13 @@ class EventStore:
             if exc.sqlstate in ("CR001", "23505"):
                 already = await self._already_recorded(session_id, batch.event_ids)
                 if already is not None:
+                    self.notifier.announce(str(session_id), already[-1].seq, already)
                     return already
             raise translate_error(exc, session_id, expected_seq) from None
+        except BaseException:
+            # It may have committed, its answer lost: our watchers look for themselves.
+            self.notifier.recheck(str(session_id))
+            raise
         recorded = recorded_from_result(session_id, batch, result.rows)
         last_seq = recorded[-1].seq
         self.notifier.announce(str(session_id), last_seq, recorded)  # ours: now, no read

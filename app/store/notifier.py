@@ -11,6 +11,12 @@ append of the cluster, its process's own included, and taking each one in costs 
 paid on every append for nothing (README, issue 9's fifth pass). When the first watcher comes,
 LISTEN is sent and then every watcher rung, so whatever committed before the LISTEN took effect
 is found by the catch-up read that ring causes.
+
+A NOTIFY sent by one of the process's own append connections rings nobody: the append rings
+its watchers itself, with the events, once it returns (``EventStore.append``). Heard first,
+that NOTIFY rang a subscriber with a seq and no events, so it read the table for what the
+append was about to hand it, a round trip racing the append (issue 9's seventh pass: 0.4-1
+such reads a controller step).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Sequence
 
 import asyncpg
 
@@ -109,6 +115,8 @@ class Notifier:
         self.connections_made = 0
         #: Notifications received (tests and benchmarks look: none while nobody watches).
         self.notifications_heard = 0
+        #: Backend pids whose notifications ring nobody (``ignore_senders``).
+        self._own_senders: Container[int] = frozenset()
 
     async def start(self) -> None:
         """Connect once (errors reach the caller), then supervise in the background."""
@@ -167,6 +175,14 @@ class Notifier:
         for wakeup in self._all:
             wakeup.ring(None)
 
+    def recheck(self, session_id: str) -> None:
+        """Have a session's watchers read the table: an append of this process may have
+        committed without its answer arriving, and its own NOTIFY rings nobody."""
+        for wakeup in self._sessions.get(session_id, ()):
+            wakeup.ring(None)
+        for wakeup in self._all:
+            wakeup.ring(None)
+
     async def notify(self, payloads: list[str]) -> None:
         """Send NOTIFYs over the listening connection (idle otherwise, and always reconnected).
 
@@ -178,6 +194,12 @@ class Notifier:
         async with self._in_use:
             await connection.execute(NOTIFY_SQL, payloads)
 
+    def ignore_senders(self, pids: Container[int]) -> None:
+        """Ring nobody for notifications sent by these backends (checked as they arrive, so a
+        live set): the store's append connections, whose appends ring their watchers
+        themselves, with the events."""
+        self._own_senders = pids
+
     def _ring_everyone(self) -> None:
         for watchers in self._sessions.values():
             for wakeup in watchers:
@@ -185,8 +207,10 @@ class Notifier:
         for wakeup in self._all:
             wakeup.ring(None)
 
-    def _on_notification(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+    def _on_notification(self, _conn: object, pid: int, _channel: str, payload: str) -> None:
         self.notifications_heard += 1
+        if pid in self._own_senders:
+            return
         session_id, _, seq = payload.rpartition(":")
         try:
             self.announce(session_id, int(seq))

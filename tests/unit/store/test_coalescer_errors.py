@@ -29,6 +29,9 @@ class _Connection:
     def terminate(self) -> None:
         self.terminated = True
 
+    def get_server_pid(self) -> int:
+        return 4242
+
     def is_closed(self) -> bool:
         return self.terminated
 
@@ -63,16 +66,21 @@ def _batch() -> EncodedBatch:
 )
 def test_a_server_going_away_is_passed_on_for_a_retry(error: BaseException) -> None:
     connection = _Connection(error)
+    coalescer = _coalescer(connection)
     with pytest.raises(type(error)):
-        asyncio.run(_coalescer(connection).append(uuid.uuid4(), 0, _batch()))
-    # A connection to a server going away is dropped, never handed to the next append.
+        asyncio.run(coalescer.append(uuid.uuid4(), 0, _batch()))
+    # A connection to a server going away is dropped, never handed to the next append, and
+    # its backend's pid no longer counts as one of ours (the server may give it to another).
     assert connection.terminated
+    assert coalescer.backend_pids == set()
 
 
 def test_a_refusal_stays_a_refusal() -> None:
     error = asyncpg.UniqueViolationError("duplicate key")
     connection = _Connection(error)
+    coalescer = _coalescer(connection)
     with pytest.raises(AppendRefused):
-        asyncio.run(_coalescer(connection).append(uuid.uuid4(), 0, _batch()))
+        asyncio.run(coalescer.append(uuid.uuid4(), 0, _batch()))
     # Refused: the transaction rolled back, the connection is kept for the next append.
     assert not connection.terminated
+    assert coalescer.backend_pids == {4242}
