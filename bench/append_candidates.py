@@ -29,7 +29,9 @@ Issue 9's sixth batch candidates (``bench/append_staged.py``, rows "staged COPY"
 ..."): binary COPY into a staging table made by a SECURITY DEFINER function, then one function
 that appends from it with the chain computed row by row, a client's chain verified set-based
 (``lag()``), or the chain as a window aggregate in the INSERT; and the last two with array
-arguments instead of COPY. Each against ``chronicle_append`` and the staged ones against COPY.
+arguments instead of COPY. Each against ``chronicle_append`` and the staged ones against COPY;
+and the staged path through the store's own encoding and result, against ``store.append`` (row
+"store: staged COPY prototype").
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ import asyncpg
 
 from app.events.canonical import format_timestamp
 from app.events.ids import new_event_id
+from app.events.masking import SecretMasker
+from app.store import EventStore
 from bench.append_staged import (
     append_arrays_verified,
     append_arrays_window,
@@ -59,8 +63,16 @@ from bench.append_staged import (
     append_staged_window,
     chain_only,
     create_staged_functions,
+    store_batch_staged,
 )
-from bench.eventstore import BATCH, RAW_INSERT, RAW_TABLE, SINGLE_APPENDS, _payload
+from bench.eventstore import (
+    BATCH,
+    RAW_INSERT,
+    RAW_TABLE,
+    SINGLE_APPENDS,
+    _payload,
+    chronicle_batch,
+)
 from bench.harness import (
     Measurement,
     Stopwatch,
@@ -547,6 +559,16 @@ async def run(
                 partial(staged, setup, connections[0]),
                 rounds=rounds,
             )
+            rows.append(ratio_row(name, "events/s", result, 0.5))
+        name = "store: staged COPY prototype, vs store.append (arrays)"
+        if not only or only in name:
+            print(f"  ... {name}", file=sys.stderr, flush=True)
+            async with await EventStore.open(app_url, masker=SecretMasker()) as store:
+                result = await interleave(
+                    partial(chronicle_batch, store, BATCH),
+                    partial(store_batch_staged, store, connections[0]),
+                    rounds=rounds,
+                )
             rows.append(ratio_row(name, "events/s", result, 0.5))
         for name, (batch_baseline, validate) in BATCH_CLIENT_CHAIN.items():
             if only and only not in name:

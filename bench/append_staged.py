@@ -19,19 +19,38 @@ Two appends from the staged rows:
 
 And the set-based verification without COPY (``bench_append_arrays_verified``, array
 arguments as today), to tell the transport and the verification apart.
+
+    python -m bench.append_staged [--url URL] [--rounds N]
+
+times the server's side alone: a 10,000-event batch's arrays built in the server (no client
+encoding, no transfer), then the chain loop of ``chronicle_append`` alone, the whole
+function, the window-aggregate candidate, and a chain-less INSERT ... SELECT into the raw
+table, each alternated in rounds; what is left after the arrays is the piece's own cost.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import hashlib
+import statistics
+import sys
+import time
 import uuid
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import asyncpg
 
+from app.events import Message
 from app.events.canonical import format_timestamp
 from app.events.ids import new_event_id
-from bench.eventstore import BATCH, _payload
-from bench.harness import Stopwatch
+from app.store import EventStore
+from app.store.append import encode_batch, recorded_from_result
+from bench.eventstore import BATCH, RAW_TABLE, _payload, _text
+from bench.harness import Stopwatch, bench_database
 
 STAGE_FUNCTION = r"""
 CREATE FUNCTION bench_stage_batch(p_session uuid, OUT last_seq integer, OUT last_hash bytea,
@@ -528,3 +547,119 @@ async def chain_only(app: asyncpg.Connection) -> float:
             [1] * BATCH,
         )
     return BATCH / watch.seconds
+
+
+async def store_batch_staged(store: EventStore, app: asyncpg.Connection) -> float:
+    """What the staged path would cost through the store (events/s): the caller's models,
+    ``encode_batch`` with the store's settings, binary COPY into the staging table,
+    ``bench_append_staged`` and the recorded events, as ``bench.eventstore``'s batch row
+    times ``store.append`` (its counterpart here)."""
+    session = uuid.uuid4()
+    with Stopwatch() as watch:
+        events = [Message(content=_text(i)) for i in range(BATCH)]
+        batch = encode_batch(
+            events,
+            store.config.max_event_bytes,
+            store.masker,
+            blob_threshold=store.config.blob_threshold_bytes,
+        )
+        async with app.transaction():
+            await app.fetchrow("SELECT * FROM bench_stage_batch($1)", session)
+            await app.copy_records_to_table(
+                "bench_staged",
+                schema_name="pg_temp",
+                columns=STAGED_COLUMNS,
+                records=zip(
+                    range(1, BATCH + 1),
+                    batch.event_ids,
+                    batch.kinds,
+                    batch.sources,
+                    batch.causes,
+                    batch.payload_texts,
+                    batch.versions,
+                    [None] * BATCH,
+                    strict=True,
+                ),
+            )
+            rows = await app.fetch("SELECT * FROM bench_append_staged($1, 0)", session)
+        recorded_from_result(session, batch, rows)
+    return BATCH / watch.seconds
+
+
+#: A 10,000-event batch's column arrays, built in the server.
+SERVER_ARRAYS = f"""(SELECT array_agg(gen_random_uuid()) AS ids,
+    array_agg('message'::text) AS kinds,
+    array_agg('user'::text) AS sources, array_agg(NULL::integer) AS causes,
+    array_agg('{{"content":"message number ' || g || ' ' || repeat('x', 80) || '"}}') AS payloads,
+    array_agg(1::smallint) AS versions FROM generate_series(1, {BATCH}) g) a"""
+COLUMNS = "ids, kinds, sources, causes, payloads, versions"
+#: (name, as the superuser?, statement): the server's side of each piece.
+SERVER_PIECES = (
+    ("the arrays built", False, f"SELECT cardinality(ids) FROM {SERVER_ARRAYS}"),
+    (
+        "+ chronicle_append's chain loop alone",
+        False,
+        f"SELECT bench_chain_only(gen_random_uuid(), {COLUMNS}) FROM {SERVER_ARRAYS}",
+    ),
+    (
+        "+ chronicle_append (chain and INSERT into events)",
+        False,
+        "SELECT (SELECT count(*) FROM chronicle_append(gen_random_uuid(), 0,"
+        f" {COLUMNS}, false)) FROM {SERVER_ARRAYS}",
+    ),
+    (
+        "+ the chain as a window aggregate in the INSERT",
+        False,
+        "SELECT (SELECT count(*) FROM bench_append_arrays_window(gen_random_uuid(), 0,"
+        f" {COLUMNS})) FROM {SERVER_ARRAYS}",
+    ),
+    (
+        "+ INSERT ... SELECT into the raw table, no chain",
+        True,
+        "INSERT INTO raw_events (session_id, seq, event_id, kind, source, payload, hash)"
+        " SELECT x.s, t.ord, t.id, 'message', 'user', t.p::jsonb, sha256(''::bytea)"
+        f" FROM (SELECT gen_random_uuid() AS s) x, {SERVER_ARRAYS},"
+        " unnest(ids, payloads) WITH ORDINALITY AS t(id, p, ord)",
+    ),
+)
+
+
+async def server_side(admin_url: str, app_url: str, rounds: int) -> dict[str, list[float]]:
+    """Milliseconds per call of each piece, alternated (order reversed every other round),
+    the first round discarded."""
+    admin = await asyncpg.connect(admin_url)
+    app = await asyncpg.connect(app_url)
+    try:
+        await admin.execute(RAW_TABLE)
+        await create_staged_functions(admin)
+        times: dict[str, list[float]] = {name: [] for name, _, _ in SERVER_PIECES}
+        for round_ in range(rounds + 1):
+            pieces = SERVER_PIECES if round_ % 2 == 0 else SERVER_PIECES[::-1]
+            for name, as_admin, sql in pieces:
+                started = time.perf_counter()
+                await (admin if as_admin else app).execute(sql)
+                if round_:
+                    times[name].append((time.perf_counter() - started) * 1000)
+        return times
+    finally:
+        await app.close()
+        await admin.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The server's side of a 10,000-event batch")
+    parser.add_argument("--url", help="PostgreSQL server to use (a throwaway database is made)")
+    parser.add_argument("--rounds", type=int, default=9, help="measured rounds")
+    args = parser.parse_args(argv)
+    with bench_database(args.url) as database:
+        times = asyncio.run(server_side(database.admin, database.app, args.rounds))
+    for name, samples in times.items():
+        print(
+            f"{name}: median {statistics.median(samples):.0f} ms"
+            f" ({min(samples):.0f}-{max(samples):.0f})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
