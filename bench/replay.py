@@ -7,8 +7,11 @@ a model that answers at once: ``bench.agent.InstantModel``), then replayed; the 
 rate, measured in the same run, is the baseline. Longer recordings (1,000 steps, and
 ``--long`` steps, 10,000 by default) are written as the controller writes them (requests
 prepared by a real gateway, actions made by the real agent) and each is replayed in a
-process of its own, which reports the replay's time and its peak RSS (getrusage). Every
-replay must match, with 0 model calls; no sandbox runs during a replay.
+process of its own, which reports the replay's time and its peak RSS (getrusage). The
+``--long`` recording is also written with the agent's condensation on (``CONDENSE_AT``), as
+a long live session runs: its prompt stays bounded, so its memory shows what a replay holds
+beyond the conversation. Every replay must match, with 0 model calls; no sandbox runs
+during a replay.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from app.agent.codeact import CodeActAgent, last_call
 from app.config import Settings
 from app.events import (
     AgentState,
+    Condensation,
     LlmCall,
     LlmResponse,
     Message,
@@ -92,21 +96,49 @@ async def record_live(store: EventStore, root: Path) -> tuple[uuid.UUID, float]:
     return session, (STEPS + 1) / elapsed
 
 
-async def record_written(store: EventStore, steps: int) -> uuid.UUID:
-    """A ``steps``-step session written as the controller writes one, without running it.
+#: With condensation: the model's context window is "exceeded" once a prompt holds this many
+#: messages, and the controller condenses (forgets the older half of the turns), as a long
+#: live session does.
+CONDENSE_AT = 400
+
+
+async def record_written(
+    store: EventStore, steps: int, *, condense_at: int | None = None
+) -> uuid.UUID:
+    """A ``steps``-step session written as the controller writes one, without running it;
+    with ``condense_at``, condensed as the controller condenses when a prompt has that many
+    messages (a failed call of kind ``context_window``, then ``agent.condensation``).
 
     Written through a ``BufferedSession`` (seqs at once, the store written in batches): three
     round trips a step made writing 10,000 steps take minutes, longer than replaying them."""
     session = uuid.uuid4()
     log = BufferedSession(store, session)
     try:
-        await _write_steps(log, session, steps)
+        await _write_steps(log, session, steps, condense_at)
     finally:
         await log.close()
     return session
 
 
-async def _write_steps(store: EventStore, session: uuid.UUID, steps: int) -> None:
+def _condensation(events: list[RecordedEvent]) -> Condensation:
+    """The condensation ``AgentController._condense`` appends after ``events``."""
+    last = next((e for e in reversed(events) if e.kind == "agent.condensation"), None)
+    since = last.payload["forget_before"] if last else 0
+    calls = [
+        e.seq
+        for e in events
+        if e.kind == "llm.call" and not e.payload.get("error") and e.seq >= since
+    ]
+    return Condensation(
+        forget_before=calls[len(calls) // 2],
+        forgotten_calls=len(calls) // 2 + (last.payload.get("forgotten_calls", 0) if last else 0),
+        reason="the conversation exceeded the model's context window",
+    )
+
+
+async def _write_steps(
+    store: EventStore, session: uuid.UUID, steps: int, condense_at: int | None = None
+) -> None:
     model = "openai/instant"
     gateway = LlmGateway(store, LlmConfig(model=model, native_tool_calling=True))
     agent = CodeActAgent(gateway, "/workspace")
@@ -118,6 +150,21 @@ async def _write_steps(store: EventStore, session: uuid.UUID, steps: int) -> Non
     for step in range(steps + 1):
         request = gateway.prepare(agent.messages(events), agent.tools(), last_call(events))
         await gateway.store_prompt(request)
+        if condense_at is not None and len(request.messages) >= condense_at:
+            failed = LlmCall(
+                model=model,
+                params={**request.params, "base_url": None},
+                fingerprint=request.fingerprint,
+                prompt=request.recorded_prompt(),
+                prompt_kept=request.kept,
+                tools=request.tools_hash,
+                error="the prompt is longer than the model's context window",
+                error_kind="context_window",
+            )
+            events += await store.append(session, [failed])
+            events += await store.append(session, [_condensation(events)])
+            request = gateway.prepare(agent.messages(events), agent.tools(), last_call(events))
+            await gateway.store_prompt(request)
         name, arguments = ("execute_bash", json.dumps({"command": f"echo {step}"}))
         if step == steps:
             name, arguments = ("finish", '{"message": "done"}')
@@ -212,6 +259,10 @@ async def _child(url: str, session: uuid.UUID) -> ChildReplay:
             )
 
 
+def _label(steps: int, condensed: bool) -> str:
+    return f"{steps:,} steps" + (f", condensed at {CONDENSE_AT} messages" if condensed else "")
+
+
 def replay_in_a_process(url: str, session: uuid.UUID) -> ChildReplay:
     """Replay ``session`` in a fresh process, so its peak RSS is this replay's alone."""
     done = subprocess.run(
@@ -249,20 +300,23 @@ async def run(database: BenchDatabase, long: int) -> list[Measurement]:
                     met=rate > live_rate,
                 )
             )
-            replays: dict[int, ChildReplay] = {}
-            for length in sorted({LONG, long}):
-                print(f"  ... writing {length} steps", file=sys.stderr, flush=True)
-                session = await record_written(store, length)
-                print("  ... replaying them in a process", file=sys.stderr, flush=True)
-                replays[length] = await asyncio.to_thread(
-                    replay_in_a_process, database.app, session
+            # (steps, condensed) -> the replay; condensed: the long recording again, with the
+            # agent's condensation on, as a long live session runs (its prompt stays bounded)
+            replays: dict[tuple[int, bool], ChildReplay] = {}
+            for length, condensed in [*((n, False) for n in sorted({LONG, long})), (long, True)]:
+                print(f"  ... writing {_label(length, condensed)}", file=sys.stderr, flush=True)
+                session = await record_written(
+                    store, length, condense_at=CONDENSE_AT if condensed else None
                 )
-                print(f"  ... {replays[length]}", file=sys.stderr, flush=True)
-    for length, child in replays.items():
+                print("  ... replaying them in a process", file=sys.stderr, flush=True)
+                child = await asyncio.to_thread(replay_in_a_process, database.app, session)
+                replays[length, condensed] = child
+                print(f"  ... {child}", file=sys.stderr, flush=True)
+    for (length, condensed), child in replays.items():
         rate = child.steps / child.seconds
         rows.append(
             Measurement(
-                name=f"replay of {length:,} steps end to end (a process of its own)",
+                name=f"replay of {_label(length, condensed)} end to end (a process of its own)",
                 unit="s",
                 baseline=None,
                 chronicle=child.seconds,
@@ -277,18 +331,18 @@ async def run(database: BenchDatabase, long: int) -> list[Measurement]:
                 },
             )
         )
-    peaks = {length: child.rss_peak_mb for length, child in replays.items()}
-    for length, child in replays.items():
+    short = replays[LONG, False].rss_peak_mb
+    for (length, condensed), child in replays.items():
         rows.append(
             Measurement(
-                name=f"peak RSS, replay of {length:,} steps (before it: "
+                name=f"peak RSS, replay of {_label(length, condensed)} (before it: "
                 f"{child.rss_before_mb:.0f} MB)",
                 unit="MB",
                 baseline=None,
                 chronicle=child.rss_peak_mb,
                 ratio=None,
                 target="flat in length" if length != LONG else "-",
-                met=length == LONG or child.rss_peak_mb <= 1.2 * peaks[LONG],
+                met=length == LONG or child.rss_peak_mb <= 1.2 * short,
                 detail={"grown_mb": child.rss_peak_mb - child.rss_before_mb},
             )
         )
@@ -310,7 +364,8 @@ def main(argv: list[str] | None = None) -> int:
     how = (
         f"python -m bench.replay --long {args.long}; a {STEPS}-step live run (instant model, local "
         "sandbox) and its replay in one process; recordings of "
-        f"{LONG:,} and {args.long:,} steps written as the controller writes them, each "
+        f"{LONG:,} and {args.long:,} steps written as the controller writes them (and "
+        f"{args.long:,} condensed at {CONDENSE_AT} messages), each "
         "replayed in a fresh process (time from replay() call to return, peak RSS by "
         "getrusage); x_live = replay steps/s over the live run's"
     )
