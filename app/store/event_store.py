@@ -134,8 +134,6 @@ class EventStore:
         self._announcer = Announcer(notifier.notify)
         self._connect = connect
         self._coalescer = AppendCoalescer(connect or _no_url)
-        # Our appends ring our watchers themselves (below); their NOTIFYs are for others.
-        notifier.ignore_senders(self._coalescer.backend_pids)
 
     @classmethod
     async def open(
@@ -171,7 +169,12 @@ class EventStore:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, notifier, config, masker, connect=lambda: asyncpg.connect(url))
+        store = cls(pool, notifier, config, masker, connect=lambda: asyncpg.connect(url))
+        # Its appends ring its watchers themselves (append_encoded); their NOTIFYs are for
+        # other processes. Here, not in __init__: a BufferedSession shares this notifier and
+        # writes through this store.
+        notifier.ignore_senders(store._coalescer.backend_pids)
+        return store
 
     async def connect(self) -> asyncpg.Connection:
         """A connection of its own, outside the pool and set up like the pool's, for work that

@@ -22,6 +22,7 @@ import pytest
 from app.events import Message
 from app.events.masking import SecretMasker
 from app.store import EventStore
+from app.store.buffered_session import BufferedSession
 from app.store.config import StoreConfig
 from app.store.notifier import CHANNEL, Notifier
 from tests.support.subscriptions import take
@@ -70,6 +71,19 @@ async def test_a_subscriber_waiting_on_its_own_process_appends_never_reads(
     async with await EventStore.open(
         app_database_url, config=StoreConfig(poll_interval=600), masker=SecretMasker()
     ) as store:
+        await _appends_while_waiting(store, database_url)
+
+
+async def test_a_buffered_session_over_the_store_keeps_its_notifications_ignored(
+    app_database_url: str, database_url: str
+) -> None:
+    """A ``BufferedSession`` (a replay's store) shares its store's notifier and writes
+    through the store: making one must not hand the notifier its own (empty) set of append
+    backends. With the registration in ``EventStore.__init__`` this read the table again."""
+    async with await EventStore.open(
+        app_database_url, config=StoreConfig(poll_interval=600), masker=SecretMasker()
+    ) as store:
+        BufferedSession(store, uuid.uuid4())
         await _appends_while_waiting(store, database_url)
 
 
