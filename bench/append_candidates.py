@@ -61,6 +61,7 @@ from bench.append_staged import (
     append_staged,
     append_staged_verified,
     append_staged_window,
+    array_arguments,
     chain_only,
     create_staged_functions,
     store_batch_staged,
@@ -406,13 +407,7 @@ async def append_batch(app: asyncpg.Connection) -> float:
         payloads = [_payload(seq) for seq in range(1, BATCH + 1)]
         await app.fetchval(
             BATCH_APPEND,
-            uuid.uuid4(),
-            ids,
-            ["message"] * BATCH,
-            ["user"] * BATCH,
-            [None] * BATCH,
-            payloads,
-            [1] * BATCH,
+            *array_arguments(uuid.uuid4(), ids, payloads),
         )
     return BATCH / watch.seconds
 

@@ -435,6 +435,14 @@ def _batch() -> tuple[uuid.UUID, list[uuid.UUID], list[str]]:
     )
 
 
+def array_arguments(session: uuid.UUID, ids: list[uuid.UUID], payloads: list[str]) -> list[object]:
+    """``chronicle_append``'s arguments for a batch of user messages: the session, then one
+    array a column (ids, kinds, sources, causes, payloads, schema versions)."""
+    count = len(ids)
+    return [session, ids, ["message"] * count, ["user"] * count, [None] * count, payloads,
+            [1] * count]  # fmt: skip
+
+
 async def stage(
     app: asyncpg.Connection,
     session: uuid.UUID,
@@ -492,13 +500,7 @@ async def append_arrays_verified(app: asyncpg.Connection) -> float:
             await app.fetchval(
                 "SELECT count(*) FROM bench_append_arrays_verified($1, 0, $2, $3, $4, $5, $6,"
                 " $7, $8)",
-                session,
-                ids,
-                ["message"] * BATCH,
-                ["user"] * BATCH,
-                [None] * BATCH,
-                payloads,
-                [1] * BATCH,
+                *array_arguments(session, ids, payloads),
                 hashes,
             )
     return BATCH / watch.seconds
@@ -521,13 +523,7 @@ async def append_arrays_window(app: asyncpg.Connection) -> float:
         session, ids, payloads = _batch()
         await app.fetchval(
             "SELECT count(*) FROM bench_append_arrays_window($1, 0, $2, $3, $4, $5, $6, $7)",
-            session,
-            ids,
-            ["message"] * BATCH,
-            ["user"] * BATCH,
-            [None] * BATCH,
-            payloads,
-            [1] * BATCH,
+            *array_arguments(session, ids, payloads),
         )
     return BATCH / watch.seconds
 
@@ -538,13 +534,7 @@ async def chain_only(app: asyncpg.Connection) -> float:
         session, ids, payloads = _batch()
         await app.fetchval(
             "SELECT bench_chain_only($1, $2, $3, $4, $5, $6, $7)",
-            session,
-            ids,
-            ["message"] * BATCH,
-            ["user"] * BATCH,
-            [None] * BATCH,
-            payloads,
-            [1] * BATCH,
+            *array_arguments(session, ids, payloads),
         )
     return BATCH / watch.seconds
 
