@@ -18,15 +18,12 @@ from app.evaluation.api_runs import (
     RunPlan,
     continue_run,
     start_run,
-    trial_session_id,
 )
-from app.evaluation.suite import Suite, Task
 from app.store import EventStore
-from app.store.evaluation_runs import claim_trial
 from app.store.session_claims import claim_session
 from app.store.users import add_user
+from tests.support.trial_runs import claimed_trial
 
-TASK = Task(id="six-sevens", prompt="What is six times seven?", answer="42")
 LEASE = 1.0
 
 
@@ -38,15 +35,7 @@ def quick_settings(settings: Settings) -> Settings:
 
 async def abandoned_claim(store: EventStore) -> tuple[RunPlan, uuid.UUID]:
     """A run of one trial whose claim was taken by a process that then died."""
-    owner = await add_user(store, f"ada-{uuid.uuid4().hex[:8]}")
-    plan = RunPlan(
-        name=f"stranded-{uuid.uuid4().hex[:8]}", suite=Suite(name="s", tasks=[TASK]),
-        model="openai/scripted", base_url=None, runtime="local", trials=1, concurrency=1,
-        owner=owner.id, user=owner.name,
-    )  # fmt: skip
-    session = trial_session_id(plan.name, TASK.id, 1)
-    assert await claim_trial(store, session, owner.id, None) == "claimed"
-    return plan, session
+    return await claimed_trial(store, "stranded")
 
 
 async def kinds(store: EventStore, session: uuid.UUID) -> list[str]:

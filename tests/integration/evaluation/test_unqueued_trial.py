@@ -8,30 +8,21 @@ import asyncio
 import uuid
 
 from app.config import Settings
-from app.evaluation.api_runs import RunPlan, _record_trial, trial_session_id
+from app.evaluation.api_runs import RunPlan, _record_trial
 from app.evaluation.run_recovery import recover_run
-from app.evaluation.suite import Suite, Task
 from app.events import SessionCreated
 from app.store import EventStore
-from app.store.evaluation_runs import claim_trial, database_now
+from app.store.evaluation_runs import database_now
 from app.store.session_leases import request_run
-from app.store.users import add_user
+from tests.support.trial_runs import TASK, claimed_trial
 
-TASK = Task(id="six-sevens", prompt="What is six times seven?", answer="42")
 LEASE = 1.0
 
 
 async def recorded_unqueued(store: EventStore, settings: Settings) -> tuple[RunPlan, uuid.UUID]:
     """A run of one trial, recorded (its claim, ``session.created``, the task's message) by a
     process that died before ``request_run``."""
-    owner = await add_user(store, f"ada-{uuid.uuid4().hex[:8]}")
-    plan = RunPlan(
-        name=f"unqueued-{uuid.uuid4().hex[:8]}", suite=Suite(name="s", tasks=[TASK]),
-        model="openai/scripted", base_url=None, runtime="local", trials=1, concurrency=1,
-        owner=owner.id, user=owner.name,
-    )  # fmt: skip
-    session = trial_session_id(plan.name, TASK.id, 1)
-    assert await claim_trial(store, session, owner.id, None) == "claimed"
+    plan, session = await claimed_trial(store, "unqueued")
     assert await _record_trial(store, settings, plan, TASK, 1, session) is None
     return plan, session
 
