@@ -26,7 +26,7 @@ from uuid import UUID
 
 from app.events import HANDLED_KINDS, Action, ErrorObservation, Observation
 from app.replay.answers import RecordedAnswers
-from app.store.action_worker import ServiceFailed, WorkerStopped
+from app.store.action_worker import ServiceFailed, WorkerStopped, unrecordable_answer
 from app.store.append import EventLike
 from app.store.buffered_session import BufferedSession
 from app.store.records import RecordedEvent
@@ -113,12 +113,7 @@ class AnsweringLog(BufferedSession):
         except Exception as exc:  # refused (invalid, too large)
             problem = exc
         log.warning("the answer to %s %s was refused: %s", event.kind, event.seq, problem)
-        fallback = ErrorObservation(
-            message=f"the result of this {event.kind} action ({observation.kind}) could not "
-            f"be recorded: {problem}",
-            error_type="unrecordable",
-            cause=event.seq,
-        )
+        fallback = unrecordable_answer(event, observation, problem)
         try:
             await self.append(self.session_id, [fallback])
         except Exception as exc:

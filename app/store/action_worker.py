@@ -43,6 +43,19 @@ from app.store.records import Position, RecordedEvent
 log = logging.getLogger(__name__)
 
 
+def unrecordable_answer(
+    action: RecordedEvent, observation: Observation, problem: BaseException
+) -> ErrorObservation:
+    """What answers an action whose observation the log refused (invalid, too large): the
+    action still gets an answer, and the agent learns why."""
+    return ErrorObservation(
+        message=f"the result of this {action.kind} action ({observation.kind}) could not "
+        f"be recorded: {problem}",
+        error_type="unrecordable",
+        cause=action.seq,
+    )
+
+
 class ServiceFailed(Exception):
     """Raised by a handler whose service can run no more actions; the message says why, in
     words for the user and the agent."""
@@ -169,12 +182,7 @@ class ActionWorker:
         except Exception as exc:  # refused (invalid, too large) or the database failed
             problem = exc
         log.warning("the answer to %s %s was refused: %s", event.kind, event.seq, problem)
-        fallback = ErrorObservation(
-            message=f"the result of this {event.kind} action ({observation.kind}) could not "
-            f"be recorded: {problem}",
-            error_type="unrecordable",
-            cause=event.seq,
-        )
+        fallback = unrecordable_answer(event, observation, problem)
         try:
             await self.store.append(self.session_id, [fallback])
         except DuplicateEventError:
