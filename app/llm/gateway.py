@@ -57,7 +57,12 @@ class LlmReply(BaseModel):
 
 
 class PreparedRequest(NamedTuple):
-    """A request as recorded (see ``LlmGateway.prepare``)."""
+    """A request as recorded (see ``LlmGateway.prepare``).
+
+    ``messages``, ``prompt`` and ``wire`` are the gateway's own lists, which the next request
+    of the same conversation extends in place (so a step does not copy the whole prompt):
+    they hold this request's ``size`` messages first; read them up to it, never change them.
+    """
 
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
@@ -68,6 +73,8 @@ class PreparedRequest(NamedTuple):
     fingerprint: str
     #: the messages as they are sent (``wire.for_the_wire`` of each of ``messages``)
     wire: list[dict[str, Any]]
+    #: how many messages this request has (the lists above may have more: see the class)
+    size: int
     #: how many of the first messages are stored already (by an earlier request)
     stored: int = 0
     #: how many messages of the previous llm.call's prompt this one begins with (None: the
@@ -75,8 +82,12 @@ class PreparedRequest(NamedTuple):
     kept: int | None = None
 
     def recorded_prompt(self) -> list[str]:
-        """The llm.call's ``prompt``: the hashes after the ``kept`` ones."""
-        return self.prompt if self.kept is None else self.prompt[self.kept :]
+        """The llm.call's ``prompt``: the hashes after the ``kept`` ones (a list of its own)."""
+        return self.prompt[self.kept or 0 : self.size]
+
+    def sent(self) -> list[dict[str, Any]]:
+        """The messages as sent, in a list of its own (the model client may change it)."""
+        return self.wire[: self.size]
 
 
 class _Prompt:
@@ -113,6 +124,18 @@ class _Prompt:
             )
             == self.recorded
         )
+
+    def continued_by(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether ``messages`` begin with this prompt's messages; if so, its ``messages`` are
+        extended to them (in place: the whole list is compared, not copied)."""
+        count = len(self.messages)
+        if len(messages) < count:
+            return False
+        self.messages += messages[count:]
+        if self.messages == messages:  # identical items compare without being touched
+            return True
+        del self.messages[count:]
+        return False
 
     def kept_by(self, content: list[str], previous: Mapping[str, Any] | None) -> int | None:
         """How many of its messages a prompt of ``content`` hashes begins with, when the
@@ -234,25 +257,23 @@ class LlmGateway:
         the previous one's (``PromptDigest``), so a step costs what it added. When
         ``previous`` (the payload of the log's last llm.call) is the previous request's, the
         llm.call names only the messages after those it keeps of it (``prompt_kept``)."""
-        known = base = self._prompt
-        if base is not None and base.recorded_as(previous):
+        prompt = base = self._prompt
+        recorded = base is not None and base.recorded_as(previous)
+        if base is not None and recorded:
             self._recorded_with_messages(base)
-        kept = len(known.messages) if known is not None else 0
+        kept = len(prompt.messages) if prompt is not None else 0
         before = None  # a conversation that does not go on from the last request
-        if known is None or len(messages) < kept or messages[:kept] != known.messages:
-            before, known, kept = known, _Prompt([], [], [], [], PromptDigest()), 0
-        # Only the new messages are masked, hashed and converted: a step's cost does not grow
-        # with the session.
-        masked, wire, content, stable = self._fresh(messages[kept:], before)
-        known.digest.add(stable)
-        prompt = _Prompt(
-            messages=[*known.messages, *messages[kept:]],
-            masked=[*known.masked, *masked],
-            wire=[*known.wire, *wire],
-            content=[*known.content, *content],
-            digest=known.digest,
-            stored=min(known.stored, kept),
-        )
+        if prompt is None or not prompt.continued_by(messages):
+            before, kept = prompt, 0
+            prompt = _Prompt(list(messages), [], [], [], PromptDigest())
+        # Only the new messages are masked, hashed and converted, and appended to the last
+        # request's lists (not copied into new ones): a step's cost does not grow with the
+        # session.
+        masked, wire, content, stable = self._fresh(prompt.messages[kept:], before)
+        prompt.digest.add(stable)
+        prompt.masked += masked
+        prompt.wire += wire
+        prompt.content += content
         self._prompt = prompt
         tools = self._masked_tools(tools)
         params = self._params()
@@ -267,12 +288,29 @@ class LlmGateway:
             tools_hash=tools_hash,
             fingerprint=prompt.digest.fingerprint(self.config.model, tools_hash, params),
             wire=prompt.wire,
+            size=len(prompt.content),
             stored=prompt.stored,
-            kept=base.kept_by(prompt.content, previous) if base is not None else None,
+            kept=self._kept(base, prompt, kept if recorded else None, previous),
         )
         prompt.recorded = (request.fingerprint, request.kept, request.recorded_prompt())
         prompt.tools_hash = tools_hash
         return request
+
+    @staticmethod
+    def _kept(
+        base: _Prompt | None,
+        prompt: _Prompt,
+        continued: int | None,
+        previous: Mapping[str, Any] | None,
+    ) -> int | None:
+        """The request's ``prompt_kept``: when it goes on from the last request (``base``,
+        whose ``continued`` messages it begins with, when its llm.call is ``previous``),
+        those; else what ``_Prompt.kept_by`` finds (a prompt that started over)."""
+        if base is None:
+            return None
+        if base is prompt:
+            return continued
+        return base.kept_by(prompt.content, previous)
 
     def _fresh(
         self, messages: list[dict[str, Any]], before: _Prompt | None
@@ -314,9 +352,9 @@ class LlmGateway:
         (sha256 hex -> canonical JSON), to append with its llm.call (``store.append``'s
         ``messages``). Only the messages after those stored by an earlier request are looked
         at, so this costs what the step added."""
-        first = request.stored
-        hashes = [*request.prompt[first:], request.tools_hash]
-        messages = [*request.messages[first:], {"tools": request.tools}]
+        first, size = request.stored, request.size
+        hashes = [*request.prompt[first:size], request.tools_hash]
+        messages = [*request.messages[first:size], {"tools": request.tools}]
         unstored: dict[str, str] = {}
         for key, message in zip(hashes, messages, strict=True):
             if key not in self._stored:
@@ -337,17 +375,17 @@ class LlmGateway:
 
     async def store_prompt(self, request: PreparedRequest) -> None:
         """Store the request's messages and tool list once each (an llm.call names them)."""
-        first = request.stored
+        first, size = request.stored, request.size
         await self._store_messages(
-            [*request.messages[first:], {"tools": request.tools}],
-            [*request.prompt[first:], request.tools_hash],
+            [*request.messages[first:size], {"tools": request.tools}],
+            [*request.prompt[first:size], request.tools_hash],
         )
         self._prompt_stored(request)
 
     def _prompt_stored(self, request: PreparedRequest) -> None:
         """Every message of ``request`` is stored: the next request starts after them."""
         if self._prompt is not None and self._prompt.content is request.prompt:
-            self._prompt.stored = len(request.prompt)
+            self._prompt.stored = max(self._prompt.stored, request.size)
 
     async def complete(
         self,
@@ -372,7 +410,7 @@ class LlmGateway:
         native = self.native_tool_calling()
         request = self.prepare(messages, tools, previous)
         messages, tools, params = request.messages, request.tools, request.params
-        wire_messages = list(request.wire)  # a list of its own: the client may change it
+        wire_messages = request.sent()  # a list of its own: the client may change it
         offered = self._on_the_wire_tools(tools)
         sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
         tools_hash, prompt_hashes = request.tools_hash, request.recorded_prompt()
