@@ -247,13 +247,20 @@ class Conversation:
         self._last: tuple[int, UUID] | None = None  # seq and id of the last event taken in
         self._forget = (0, 0)  # the last condensation's forget_before and forgotten_calls
         self._pruned = 0  # _frozen holds no turn or restart before this seq
+        #: what ``messages`` gave last (uncondensed): the system message, _frozen, the tail's
+        self._shown: list[dict[str, Any]] = [self._system]
         #: the payload of the last llm.call taken in (the gateway continues its prompt)
         self.last_call: Mapping[str, Any] | None = None
 
     def messages(self, events: Sequence[RecordedEvent]) -> list[dict[str, Any]]:
+        """The conversation after ``events``. Until a condensation it is the same list each
+        call, changed in place (the previous call's tail messages replaced by this one's), so
+        a step does not copy the whole conversation: a caller reads it before the next call
+        and never changes it (the gateway keeps lists of its own)."""
         self._take(events)
         built = _conversation(self._tail, self._cache, 0, 0)
         final = built.final_messages
+        frozen = len(self._frozen)  # the messages of _shown that stay, after the system's
         if built.final_events:
             self._frozen += built.messages[:final]
             self._marks.extend(built.marks[:final])
@@ -264,7 +271,10 @@ class Conversation:
             self._prune(self._forget[0])
         if self._forget[0]:
             return self._condensed(built.messages[final:], built.marks[final:])
-        return [self._system, *self._frozen, *built.messages[final:]]
+        shown = self._shown  # [system, *_frozen before this call, *the last call's tail]
+        del shown[1 + frozen :]
+        shown += built.messages  # the newly frozen ones, then the tail
+        return shown
 
     def _condensed(self, rest: list[dict[str, Any]], marks: list[int]) -> list[dict[str, Any]]:
         """As ``to_messages`` gives a condensed log: the user's messages, the restarts and
