@@ -464,15 +464,20 @@ async def stage(
     )
 
 
-async def append_staged(app: asyncpg.Connection) -> float:
-    """COPY into the staging table, the chain computed in the function (events/s)."""
+async def _staged_then(app: asyncpg.Connection, function: str) -> float:
+    """COPY into the staging table, then ``function`` appends what was staged (events/s)."""
     with Stopwatch() as watch:
         session, ids, payloads = _batch()
         async with app.transaction():
             await app.fetchrow("SELECT * FROM bench_stage_batch($1)", session)
             await stage(app, session, ids, payloads, None)
-            await app.fetchval("SELECT count(*) FROM bench_append_staged($1, 0)", session)
+            await app.fetchval(f"SELECT count(*) FROM {function}($1, 0)", session)
     return BATCH / watch.seconds
+
+
+async def append_staged(app: asyncpg.Connection) -> float:
+    """COPY into the staging table, the chain computed in the function (events/s)."""
+    return await _staged_then(app, "bench_append_staged")
 
 
 async def append_staged_verified(app: asyncpg.Connection) -> float:
@@ -508,13 +513,7 @@ async def append_arrays_verified(app: asyncpg.Connection) -> float:
 
 async def append_staged_window(app: asyncpg.Connection) -> float:
     """COPY into the staging table, the chain a window aggregate in the INSERT (events/s)."""
-    with Stopwatch() as watch:
-        session, ids, payloads = _batch()
-        async with app.transaction():
-            await app.fetchrow("SELECT * FROM bench_stage_batch($1)", session)
-            await stage(app, session, ids, payloads, None)
-            await app.fetchval("SELECT count(*) FROM bench_append_staged_window($1, 0)", session)
-    return BATCH / watch.seconds
+    return await _staged_then(app, "bench_append_staged_window")
 
 
 async def append_arrays_window(app: asyncpg.Connection) -> float:
