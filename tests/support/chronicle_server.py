@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
 from tests.support.cli import chronicle
 
 LISTENING = re.compile(r"chronicle serving on (http://\S+)")
@@ -106,3 +108,23 @@ def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
     # Read the rest so its logging never blocks on a full pipe (see ``ServerProcess``).
     threading.Thread(target=process.stdout.read, daemon=True).start()
     return process
+
+
+def wait_until_run_ended(
+    url: str, headers: dict[str, str], session: str, timeout: float = 60
+) -> None:
+    """Until the session's run has ended (its last ``agent.state`` is not ``running``).
+
+    A test that signals a server whose worker runs a session lets the run end first: against
+    no model it fails at once, but importing litellm and starting its sandbox take seconds on
+    a loaded machine, and a SIGTERM then waits for that step (the worker's drain), which is
+    not what a test of streams or of half-sent requests measures.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        page = httpx.get(f"{url}/api/sessions/{session}/events", headers=headers).json()
+        states = [e["payload"]["state"] for e in page["events"] if e["kind"] == "agent.state"]
+        if states and states[-1] != "running":
+            return
+        assert time.monotonic() < deadline, f"the run of session {session} never ended"
+        time.sleep(0.2)

@@ -20,16 +20,8 @@ import psutil
 from websockets.sync.client import connect
 
 from app.evaluation.api_runs import trial_session_id
-from tests.support.chronicle_server import ServerProcess
+from tests.support.chronicle_server import ServerProcess, wait_until_run_ended
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
-
-
-def ended(url: str, headers: dict[str, str], session: str) -> bool:
-    """Whether the session's run has ended (its last ``agent.state`` is not ``running``)."""
-    events = httpx.get(f"{url}/api/sessions/{session}/events", headers=headers).json()
-    states = [e["payload"]["state"] for e in events["events"] if e["kind"] == "agent.state"]
-    return bool(states) and states[-1] != "running"
-
 
 #: What "a few seconds" means here (uvicorn's graceful timeout alone was 10 s).
 EXIT_WITHIN = 8.0
@@ -53,10 +45,7 @@ def test_sigterm_with_streams_idle_and_half_sent_requests_exits_within_seconds(
     # The worker runs it and it fails at once (no model listens): ended before the SIGTERM, so
     # the exit is not held by the drain of a session still starting (importing litellm and
     # starting its sandbox took long enough on a loaded machine to make this test 19.9 s).
-    deadline = time.monotonic() + 60
-    while not ended(server.url, headers, session):
-        assert time.monotonic() < deadline, "the session's run never ended"
-        time.sleep(0.2)
+    wait_until_run_ended(server.url, headers, session)
 
     # an SSE stream, read in a thread until the server ends it
     sse_ready = threading.Event()

@@ -33,7 +33,7 @@ from websockets.uri import parse_uri
 from app.events import Message
 from app.events.masking import SecretMasker
 from app.store import EventStore
-from tests.support.chronicle_server import ServerProcess
+from tests.support.chronicle_server import ServerProcess, wait_until_run_ended
 from tests.support.waiting import until
 
 PROBLEM = "application/problem+json"
@@ -581,6 +581,9 @@ async def test_sigterm_ends_open_streams_at_once_telling_each_client_where_to_re
     server = serve()
     token = server.token("shutdown-watcher")
     session = new_session(server, token)  # the server's worker runs it: its events stream too
+    # ... and it fails at once (no model listens), but under load starting it takes seconds,
+    # which the SIGTERM's drain would wait for (6.7 s): this test measures the streams' end
+    await asyncio.to_thread(wait_until_run_ended, server.url, bearer(token), session)
     async with log_of(server) as store:
         last = await append_messages(store, session, 3)
     async with (
