@@ -44,7 +44,8 @@ from app.store.integrity.anchors import AnchorRecord
 from app.store.integrity.verification import verify_session
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent, VerifyReport
-from app.store.subscriptions import GlobalSubscription, SessionSubscription
+from app.store.subscriptions import PAGE_SIZE, GlobalSubscription, SessionSubscription
+from app.store.tail_reads import TailPage, TailReads
 from app.store.transient import TRANSIENT_ERRORS
 from app.store.urls import asyncpg_dsn, redact
 
@@ -57,6 +58,15 @@ COLUMNS = (
 READ_SESSION_SQL = (
     f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
+#: Several sessions' tails in one query: the events after each cursor, a page at most each.
+READ_TAILS_SQL = f"""
+SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after_seq)
+CROSS JOIN LATERAL (
+    SELECT {COLUMNS} FROM events
+    WHERE events.session_id = cursor.session_id AND events.seq > cursor.after_seq
+    ORDER BY events.seq LIMIT $3
+) AS tail
+"""
 READ_BY_IDS_SQL = f"SELECT {COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
 # Only rows of transactions older than every running one: nothing can commit behind them.
 READ_ALL_SQL = f"""
@@ -134,6 +144,7 @@ class EventStore:
         self._announcer = Announcer(notifier.notify)
         self._connect = connect
         self._coalescer = AppendCoalescer(connect or _no_url)
+        self._tail_reads = TailReads(self._read_tails, PAGE_SIZE)
 
     @classmethod
     async def open(
@@ -373,6 +384,28 @@ class EventStore:
         return await self._retrying(
             lambda: self._fetch(
                 READ_SESSION_SQL, session_id, after_seq, limit, resolve_blobs=resolve_blobs
+            )
+        )
+
+    async def read_tail(self, session_id: UUID, after_seq: int, *, resolve_blobs: bool) -> TailPage:
+        """A page of the session's events after ``after_seq``, read in one query with the
+        other tails this process's subscriptions want at the same time (see
+        app/store/tail_reads.py). Subscriptions read through it; ``read`` reads alone."""
+        return await self._tail_reads.read(session_id, after_seq, resolve_blobs=resolve_blobs)
+
+    async def _read_tails(
+        self, cursors: Mapping[UUID, int], limit: int, resolve_blobs: bool
+    ) -> list[RecordedEvent]:
+        if len(cursors) == 1:
+            [(session_id, after_seq)] = cursors.items()
+            return await self.read(session_id, after_seq, limit, resolve_blobs=resolve_blobs)
+        return await self._retrying(
+            lambda: self._fetch(
+                READ_TAILS_SQL,
+                list(cursors),
+                list(cursors.values()),
+                limit,
+                resolve_blobs=resolve_blobs,
             )
         )
 

@@ -1,7 +1,9 @@
 """Live tails over the log: one session by ``seq``, all sessions by ``(tx, global_position)``.
 
 Each subscription keeps its own cursor and reads the table to catch up: at start, after every
-doorbell from the notifier, after reconnects, and on a slow poll. It therefore delivers every
+doorbell from the notifier, after reconnects, and on a slow poll (a session's subscriptions
+read through the store's ``read_tail``, which pools the reads wanted at the same time into
+one query: app/store/tail_reads.py). It therefore delivers every
 event once and in order even when notifications are lost or the database restarts.
 
 Subscriptions are plain async iterators (not generators), so cancelling a pending
@@ -20,6 +22,7 @@ from uuid import UUID
 
 from app.store.notifier import Notifier, Wakeup
 from app.store.records import Position, RecordedEvent
+from app.store.tail_reads import TailPage
 from app.store.transient import TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
@@ -37,14 +40,9 @@ class SubscriptionSource(Protocol):
     @property
     def notifier(self) -> Notifier: ...
 
-    async def read(
-        self,
-        session_id: UUID,
-        after_seq: int = 0,
-        limit: int | None = None,
-        *,
-        resolve_blobs: bool = True,
-    ) -> list[RecordedEvent]: ...
+    async def read_tail(
+        self, session_id: UUID, after_seq: int, *, resolve_blobs: bool
+    ) -> TailPage: ...
 
     async def read_all(
         self, after: Position | None = None, limit: int = 1000, *, resolve_blobs: bool = True
@@ -94,7 +92,7 @@ class Subscription:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _read_page(self) -> list[RecordedEvent]:
+    async def _read_page(self) -> TailPage:
         raise NotImplementedError
 
     def _has_news(self, wakeup: Wakeup) -> bool:
@@ -117,8 +115,8 @@ class Subscription:
             self._must_read = wakeup.must_read  # a reconnect or a fallback poll: read the table
             wakeup.clear()  # a ring during the read below stays set for the next wait
             page = await self._read_retrying()
-            self._caught_up = len(page) < PAGE_SIZE
-            self._buffer.extend(page)
+            self._caught_up = page.complete
+            self._buffer.extend(page.events)
         event = self._buffer.popleft()
         self._advance(event)
         return event
@@ -132,7 +130,7 @@ class Subscription:
                 return
             wakeup.clear()
 
-    async def _read_retrying(self) -> list[RecordedEvent]:
+    async def _read_retrying(self) -> TailPage:
         """Keep trying through connection loss and server restarts."""
         backoff = 0.05
         while True:
@@ -174,24 +172,22 @@ class SessionSubscription(Subscription):
         #: seq of the last event handed to the consumer.
         self.cursor = after_seq
 
-    async def _read_page(self) -> list[RecordedEvent]:
+    async def _read_page(self) -> TailPage:
         assert self._wakeup is not None
         # This process's own appends arrive with their events: no read when they continue
         # exactly where we are and nothing else is known to be missing.
         offered = self._wakeup.take_offered(self._read_cursor)
         if offered and not self._must_read and self._wakeup.latest_seq <= offered[-1].seq:
             self._read_cursor = offered[-1].seq
-            if self._resolve_blobs:
-                return offered
-            return [event._replace(payload=event.stored_payload) for event in offered]
-        page = await self._store.read(
-            self.session_id,
-            after_seq=self._read_cursor,
-            limit=PAGE_SIZE,
-            resolve_blobs=self._resolve_blobs,
+            if not self._resolve_blobs:
+                offered = [event._replace(payload=event.stored_payload) for event in offered]
+            return TailPage(offered, len(offered) < PAGE_SIZE)
+        # Read with the process's other subscriptions rung at the same time: one query.
+        page = await self._store.read_tail(
+            self.session_id, self._read_cursor, resolve_blobs=self._resolve_blobs
         )
-        if page:
-            self._read_cursor = page[-1].seq
+        if page.events:
+            self._read_cursor = page.events[-1].seq
         return page
 
     def _has_news(self, wakeup: Wakeup) -> bool:
@@ -232,7 +228,7 @@ class GlobalSubscription(Subscription):
         self._saved_at = time.monotonic()
         self._unsaved = 0
 
-    async def _read_page(self) -> list[RecordedEvent]:
+    async def _read_page(self) -> TailPage:
         if self._read_cursor is None:
             start = self._start
             if start is None and self.name is not None:
@@ -243,7 +239,7 @@ class GlobalSubscription(Subscription):
         )
         if page:
             self._read_cursor = page[-1].position
-        return page
+        return TailPage(page, len(page) < PAGE_SIZE)
 
     def _advance(self, event: RecordedEvent) -> None:
         self._handed_out = event.position

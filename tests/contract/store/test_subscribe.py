@@ -97,3 +97,41 @@ async def test_durable_subscription_resumes_after_its_checkpoint(store: EventSto
     second = store.subscribe_all(name="projector")
     assert [e.seq for e in await take(second, 4)] == [3, 4, 5, 6]
     await second.aclose()
+
+
+async def test_many_session_tails_in_one_client_each_get_their_own_events(
+    store: EventStore, other: EventStore
+) -> None:
+    """Twenty sessions written at once by another client, each followed by its own
+    subscription here (two of one session, from different seqs), payloads past the blob
+    threshold among them: each tail gets its session's events, whole, once and in order,
+    however its reads were shared with the others'."""
+    sessions = [uuid.uuid4() for _ in range(20)]
+    per_session = 15
+    big = "x" * (store.config.blob_threshold_bytes + 10)
+    for session in sessions:
+        await other.append(session, [Message(content=f"{session}:0")])
+
+    def content(session: uuid.UUID, i: int) -> str:
+        return big + str(i) if i % 5 == 0 else f"{session}:{i}"
+
+    tails = [take(store.subscribe(session), per_session, timeout=60) for session in sessions]
+    late = take(store.subscribe(sessions[0], after_seq=4), per_session - 4, timeout=60)
+    followers = [asyncio.ensure_future(tail) for tail in [*tails, late]]
+
+    async def write(session: uuid.UUID) -> None:
+        for i in range(1, per_session):
+            await other.append(session, [Message(content=content(session, i))])
+
+    await asyncio.gather(*(write(session) for session in sessions))
+    *seen, seen_late = await asyncio.gather(*followers)
+    for session, events in zip(sessions, seen, strict=True):
+        assert {e.session_id for e in events} == {session}
+        assert [e.seq for e in events] == list(range(1, per_session + 1))
+        assert [e.payload["content"] for e in events[1:]] == [
+            content(session, i) for i in range(1, per_session)
+        ]
+    assert [e.seq for e in seen_late] == list(range(5, per_session + 1))
+    assert seen_late == seen[0][4:]
+    for tail in followers:
+        assert tail.done()

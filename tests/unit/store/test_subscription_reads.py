@@ -17,6 +17,7 @@ from typing import Any
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent
 from app.store.subscriptions import PAGE_SIZE, SessionSubscription
+from app.store.tail_reads import TailPage
 
 
 async def _no_connection() -> Any:
@@ -57,18 +58,13 @@ class _Log:
             )
         self._notifier.announce(str(self.session), len(self.events))  # another process's ring
 
-    async def read(
-        self,
-        session_id: uuid.UUID,
-        after_seq: int = 0,
-        limit: int | None = None,
-        *,
-        resolve_blobs: bool = True,
-    ) -> list[RecordedEvent]:
+    async def read_tail(
+        self, session_id: uuid.UUID, after_seq: int, *, resolve_blobs: bool
+    ) -> TailPage:
         self.reads += 1
         await asyncio.sleep(0)
         newer = [event for event in self.events if event.seq > after_seq]
-        return newer[:limit] if limit is not None else newer
+        return TailPage(newer[:PAGE_SIZE], len(newer) < PAGE_SIZE)
 
     async def read_all(
         self, after: Position | None = None, limit: int = 1000, *, resolve_blobs: bool = True
