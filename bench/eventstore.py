@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -67,6 +67,11 @@ RAW_INSERT = (
     "INSERT INTO raw_events (session_id, seq, event_id, kind, source, payload, hash) "
     "VALUES ($1, $2, $3, 'message', 'user', $4::jsonb, $5)"
 )
+#: The delivery floor's append: a row and its doorbell ("session:seq") in one statement.
+FLOOR_APPEND = f"""
+WITH row AS ({RAW_INSERT} RETURNING session_id, seq)
+SELECT pg_notify('bench_floor', session_id::text || ':' || seq) FROM row
+"""
 #: Appends per measured sample, by number of concurrent writers.
 SINGLE_APPENDS = {1: 800, 8: 2000}
 BATCH = 10_000
@@ -283,6 +288,14 @@ async def _paced(
     return sent
 
 
+class Delivered(NamedTuple):
+    """Latencies of one delivery case: the bare doorbell, the hand-written floor, Chronicle."""
+
+    raw: Latencies
+    floor: Latencies
+    ours: Latencies
+
+
 async def delivery(
     database: BenchDatabase,
     store: EventStore,
@@ -290,25 +303,42 @@ async def delivery(
     rounds: int,
     seconds: float,
     interval: float | None = None,
-) -> tuple[Latencies, Latencies]:
-    """Raw NOTIFY → LISTEN and append → ``subscribe`` in another process, in alternating
-    rounds of ``seconds``, each session sending every ``interval`` (``_paced``); the first
-    round of each is warm-up."""
+) -> Delivered:
+    """Raw NOTIFY → LISTEN, the floor (INSERT + NOTIFY → LISTEN + SELECT, hand-written) and
+    append → ``subscribe`` in another process, in rotating rounds of ``seconds``, each session
+    sending every ``interval`` (``_paced``); the first round of each is warm-up."""
     subscriber = Subscriber(database.app)
-    raw, ours = Latencies(), Latencies()
+    measured = Delivered(Latencies(), Latencies(), Latencies())
     sender = await asyncpg.create_pool(database.app, min_size=2, max_size=8)
+    floor_sender = await asyncpg.create_pool(database.admin, min_size=2, max_size=8)
     try:
         ids = [uuid.uuid4() for _ in range(sessions)]
         for session in ids:
             await store.append(session, [Message(content="start")], expected_seq=0)
         await subscriber.ask(op="listen", channel="bench")
+        await subscriber.ask(op="listen_read", channel="bench_floor", url=database.admin)
         await subscriber.ask(op="subscribe", sessions=[str(s) for s in ids])
         heads = dict.fromkeys(range(sessions), 1)
+        floor_ids = [uuid.uuid4() for _ in range(sessions)]
+        floor_heads = dict.fromkeys(range(sessions), 0)
 
         async def notify(_index: int, _count: int) -> str:
             key = uuid.uuid4().hex
             await sender.execute("SELECT pg_notify('bench', $1)", key)
             return key
+
+        async def floor(index: int, count: int) -> str:
+            event_id = new_event_id()
+            floor_heads[index] += 1
+            await floor_sender.execute(
+                FLOOR_APPEND,
+                floor_ids[index],
+                floor_heads[index],
+                event_id,
+                _payload(count),
+                b"\0" * 32,
+            )
+            return str(event_id)
 
         async def append(index: int, _count: int) -> str:
             event = Message(content="ping")
@@ -316,9 +346,10 @@ async def delivery(
             heads[index] += 1
             return str(event.event_id)
 
+        sides = [(measured.raw, notify), (measured.floor, floor), (measured.ours, append)]
         for index in range(rounds + 1):
-            order = [(raw, notify), (ours, append)]
-            for side, send in order if index % 2 == 0 else order[::-1]:
+            order = sides[index % 3 :] + sides[: index % 3]  # each side first in turn
+            for side, send in order:
                 await subscriber.ask(op="collect")
                 sent = await _paced(sessions, seconds, send, interval)
                 arrivals = (await subscriber.ask(op="collect"))["arrivals"]
@@ -327,8 +358,9 @@ async def delivery(
         await subscriber.ask(op="unsubscribe")
     finally:
         await sender.close()
+        await floor_sender.close()
         await subscriber.close()
-    return raw, ours
+    return measured
 
 
 def latency_rows(label: str, raw: Latencies, ours: Latencies) -> list[Measurement]:
@@ -355,6 +387,38 @@ def latency_rows(label: str, raw: Latencies, ours: Latencies) -> list[Measuremen
             )
         )
     return rows
+
+
+def floor_row(label: str, measured: Delivered) -> Measurement:
+    """Chronicle's p99 next to the least a subscriber that reads the table can do here: a
+    row and its doorbell in one statement, a bare LISTEN, a plain SELECT of the session's new
+    rows (bench/eventstore_subscriber.py, ``listen_read``). What the doorbell alone takes is
+    the rows above; what reading the table costs on this machine, at this load, is this."""
+    floor = percentile(measured.floor.values, 99)
+    ours = percentile(measured.ours.values, 99)
+    return Measurement(
+        name=(
+            f"append → subscriber p99, {label}: against INSERT + NOTIFY → LISTEN + SELECT, "
+            "hand-written"
+        ),
+        unit="ms",
+        baseline=floor,
+        chronicle=ours,
+        ratio=ours / floor if floor > 0 else None,
+        target="-",
+        met=True,
+        baseline_spread=(
+            f"p99 per round {min(measured.floor.per_round_p99):.2f}-"
+            f"{max(measured.floor.per_round_p99):.2f}"
+            if measured.floor.per_round_p99
+            else ""
+        ),
+        detail={
+            "floor_p50": percentile(measured.floor.values, 50),
+            "floor_max": percentile(measured.floor.values, 100),
+            "floor_samples": len(measured.floor.values),
+        },
+    )
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -430,8 +494,9 @@ async def run(database: BenchDatabase, rounds: int, only: set[str]) -> list[Meas
                 # One session sends at most every 5 ms plus its append: longer rounds, so
                 # the pooled samples reach 2,000 even on a loaded machine.
                 seconds = 4.0 if sessions == 1 else 2.5
-                raw, ours = await delivery(database, store, sessions, rounds, seconds, interval)
-                rows.extend(latency_rows(label, raw, ours))
+                measured = await delivery(database, store, sessions, rounds, seconds, interval)
+                rows.extend(latency_rows(label, measured.raw, measured.ours))
+                rows.append(floor_row(label, measured))
         if "read" in only:
             _progress("reading one 100,000-event session")
             session = await long_session(store)
