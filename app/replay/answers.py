@@ -18,6 +18,7 @@ from app.events import Action, Observation, Service, new_event_id
 from app.replay.canonical import canonical_action, compare_consequences
 from app.replay.divergence import ActionDivergence
 from app.replay.progress import ReplayProgress
+from app.store import RecordedEvent
 from app.store.action_worker import ServiceFailed
 
 
@@ -31,6 +32,12 @@ class RecordedAnswers:
         self.progress = progress
 
     async def handle(self, action: Action) -> Observation:
+        """The recorded observation that answers ``action``, as an event of its own."""
+        return rebuilt_observation(await self.recorded_answer(action))
+
+    async def recorded_answer(self, action: Action) -> RecordedEvent:
+        """The recorded observation that answers ``action`` (its restarts appended before
+        it); ``ServiceFailed`` when there is none, the replay stopped with the divergence."""
         progress = self.progress
         await progress.sync()
         call_seq = action.cause
@@ -51,11 +58,7 @@ class RecordedAnswers:
             answer = await progress.recording.answer(recorded[index].seq)
             if answer is not None:
                 await self._restarts(recorded[index].seq, answer.seq)
-                observation = answer.event()
-                assert isinstance(observation, Observation)
-                return observation.model_copy(
-                    update={"event_id": new_event_id(), "replayed_from": answer.seq}
-                )
+                return answer
             same = canonical_action(action.kind, action.payload())
             divergence = ActionDivergence(
                 step=step,
@@ -80,3 +83,11 @@ class RecordedAnswers:
         ]
         if restarts:
             await self.progress.store.append(self.progress.replay_id, restarts)
+
+
+def rebuilt_observation(answer: RecordedEvent) -> Observation:
+    """The recorded observation ``answer`` as an event of the replay, marked ``replayed_from``
+    (validated and dumped again: what ``app/replay/served.py`` skips where it can)."""
+    observation = answer.event()
+    assert isinstance(observation, Observation)
+    return observation.model_copy(update={"event_id": new_event_id(), "replayed_from": answer.seq})

@@ -8,7 +8,9 @@ wake-ups a step, ~20% of a replay's CPU). A replay's answers need no sandbox and
 so the append that records an action records its answer right after it, as the worker would
 have (``RecordedAnswers``: the recorded observation, or a divergence). The append returns the
 events it was given only; the controller takes the answer in from its subscription, as it
-takes a worker's.
+takes a worker's. A recorded observation is appended as the recording stores it where that
+is byte for byte what rebuilding it as an event would store (``served.py``), and rebuilt
+otherwise.
 
 When an action cannot be answered (it differs from the recording, or the recording holds no
 answer), the append records an ``error`` answer saying so, as a worker does, and raises
@@ -25,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from uuid import UUID
 
 from app.events import HANDLED_KINDS, Action, ErrorObservation, Observation
-from app.replay.answers import RecordedAnswers
+from app.replay.answers import RecordedAnswers, rebuilt_observation
+from app.replay.served import served_observation
 from app.store.action_worker import ServiceFailed, WorkerStopped, unrecordable_answer
 from app.store.append import EventLike
 from app.store.buffered_session import BufferedSession
@@ -90,7 +93,10 @@ class AnsweringLog(BufferedSession):
             if not isinstance(action, Action):
                 return
             try:
-                observation = await handler.handle(action)
+                answer = await handler.recorded_answer(action)
+                if await self._serve(answer, event):
+                    return
+                observation = rebuilt_observation(answer)
             except ServiceFailed as exc:
                 await self._record(
                     event, ErrorObservation(message=str(exc), error_type="unavailable")
@@ -100,6 +106,22 @@ class AnsweringLog(BufferedSession):
                 log.exception("%s failed on %s %s", handler.title, event.kind, event.seq)
                 observation = _failure(handler, event, f"{type(exc).__name__}: {exc}")
         await self._record(event, observation)
+
+    async def _serve(self, answer: RecordedEvent, event: RecordedEvent) -> bool:
+        """Append the recorded ``answer`` to ``event`` as the recording stores it (``served``);
+        False when it must be rebuilt as an event instead."""
+        config = self.config
+        batch = served_observation(
+            answer,
+            event.seq,
+            masker=self.masker or None,
+            max_event_bytes=config.max_event_bytes,
+            blob_threshold=config.blob_threshold_bytes,
+        )
+        if batch is None:
+            return False
+        await self._append_batch(batch)
+        return True
 
     async def _record(self, event: RecordedEvent, observation: Observation) -> None:
         """``observation`` as the answer to ``event``, or an error saying why it cannot be."""

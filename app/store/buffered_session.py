@@ -96,13 +96,24 @@ class BufferedSession(EventStore):
             return await self.store.append(
                 session_id, events, expected_seq=expected_seq, messages=messages
             )
-        events = list(events)
         batch = encode_batch(  # validated and masked as the store would: what it will hold
             events,
             self.config.max_event_bytes,
             self.masker,
             blob_threshold=self.config.blob_threshold_bytes,
         )
+        return await self._append_batch(batch, expected_seq=expected_seq, messages=messages)
+
+    async def _append_batch(
+        self,
+        batch: EncodedBatch,
+        *,
+        expected_seq: int | None = None,
+        messages: Mapping[str, str] | None = None,
+    ) -> list[RecordedEvent]:
+        """Take in events of this session already validated, masked and encoded (by
+        ``encode_batch``, or as a subclass vouches for them: see ``app/replay/log.py``)."""
+        session_id = self.session_id
         if not batch.event_ids:
             return []
         last = self._last
@@ -124,7 +135,7 @@ class BufferedSession(EventStore):
                 created_at=now,
                 hash=b"",
             )
-            for i in range(1, len(events) + 1)
+            for i in range(1, len(batch.event_ids) + 1)
         ]
         self._events += recorded
         self._last = recorded[-1].seq
