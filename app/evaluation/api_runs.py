@@ -57,11 +57,10 @@ from app.store import ConcurrencyError, EventStore, RecordedEvent
 from app.store.evaluation_runs import (
     REQUEST_KEY,
     RunRow,
-    claim_age,
     claim_trial,
     name_taken,
     owned_trials,
-    trial_owner,
+    trial_claim,
 )
 from app.store.session_claims import SessionBusyError, claim_session
 
@@ -255,9 +254,7 @@ async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> Eva
     )
     # A first trial claimed and never recorded is a request whose process died while it took
     # the name: once the claim is older than a lease, the name is free again for its owner.
-    if claim == "taken" and not (
-        await trial_owner(store, first) == plan.owner and await _abandoned(store, settings, first)
-    ):
+    if claim == "taken" and not await _abandoned(store, settings, first, owner=plan.owner):
         raise just_now
     if claim == "capped":
         raise ActiveSessionsCapError(
@@ -308,12 +305,17 @@ async def _start_next(
     return started
 
 
-async def _abandoned(store: EventStore, settings: Settings, session: UUID) -> bool:
+async def _abandoned(
+    store: EventStore, settings: Settings, session: UUID, *, owner: UUID | None = None
+) -> bool:
     """Whether a trial claimed but never recorded may be recorded by this process: its
     claim is older than a lease (``_start_trial`` holds the session's claim while it records,
-    and checks the log under it, so a process that is still recording keeps it)."""
-    age = await claim_age(store, session)
-    return age is not None and age.total_seconds() > settings.worker_lease_duration
+    and checks the log under it, so a process that is still recording keeps it), and, with
+    ``owner``, was made by that user."""
+    claim = await trial_claim(store, session)
+    if claim is None or (owner is not None and claim.owner != owner):
+        return False
+    return claim.age.total_seconds() > settings.worker_lease_duration
 
 
 def trial_config(

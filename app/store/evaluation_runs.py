@@ -14,7 +14,7 @@ so includes runs started by ``chronicle eval run``, which have no owner.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
 import orjson
@@ -167,21 +167,21 @@ async def claim_trial(
         return "claimed" if claimed is not None else "taken"
 
 
-async def claim_age(store: EventStore, session_id: UUID) -> timedelta | None:
-    """How long ago the trial session ``session_id`` was claimed (``claim_trial``), by the
-    database's clock; None when it was not."""
-    age: timedelta | None = await store.pool.fetchval(
-        "SELECT now() - created_at FROM session_owners WHERE session_id = $1", session_id
-    )
-    return age
+class ClaimHolder(NamedTuple):
+    """Who claimed a trial session (``claim_trial``), and how long ago by the database's
+    clock."""
+
+    owner: UUID
+    age: timedelta
 
 
-async def trial_owner(store: EventStore, session_id: UUID) -> UUID | None:
-    """Who claimed the trial session ``session_id``; None when nobody did."""
-    owner: UUID | None = await store.pool.fetchval(
-        "SELECT user_id FROM session_owners WHERE session_id = $1", session_id
+async def trial_claim(store: EventStore, session_id: UUID) -> ClaimHolder | None:
+    """The claim on the trial session ``session_id``; None when nobody claimed it."""
+    row = await store.pool.fetchrow(
+        "SELECT user_id, now() - created_at AS age FROM session_owners WHERE session_id = $1",
+        session_id,
     )
-    return owner
+    return None if row is None else ClaimHolder(row["user_id"], row["age"])
 
 
 async def database_now(store: EventStore) -> datetime:
