@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from app.store.notifier import Notifier
 from app.store.records import Position, RecordedEvent
 from app.store.subscriptions import PAGE_SIZE, SessionSubscription
 from app.store.tail_reads import TailPage
+from tests.support.event_log import user_message
 
 
 async def _no_connection() -> Any:
@@ -40,22 +40,7 @@ class _Log:
     def append(self, count: int = 1) -> None:
         for _ in range(count):
             seq = len(self.events) + 1
-            self.events.append(
-                RecordedEvent(
-                    seq,
-                    self.session,
-                    seq,
-                    uuid.uuid4(),
-                    1,
-                    "message",
-                    "user",
-                    None,
-                    {"content": str(seq)},
-                    1,
-                    datetime.now(UTC),
-                    b"",
-                )
-            )
+            self.events.append(user_message(self.session, seq))
         self._notifier.announce(str(self.session), len(self.events))  # another process's ring
 
     async def read_tail(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
 
 import pytest
 
@@ -18,25 +17,9 @@ from app.store.blobs import MissingBlobError
 from app.store.errors import DatabaseUnavailableError
 from app.store.records import RecordedEvent
 from app.store.tail_reads import TailPage, TailReads
+from tests.support.event_log import user_message
 
 PAGE = 10
-
-
-def _event(session: uuid.UUID, seq: int) -> RecordedEvent:
-    return RecordedEvent(
-        seq,
-        session,
-        seq,
-        uuid.uuid4(),
-        1,
-        "message",
-        "user",
-        None,
-        {"content": str(seq)},
-        1,
-        datetime.now(UTC),
-        b"",
-    )
 
 
 class _Table:
@@ -51,7 +34,7 @@ class _Table:
 
     def session(self, count: int) -> uuid.UUID:
         session = uuid.uuid4()
-        self.events[session] = [_event(session, seq) for seq in range(1, count + 1)]
+        self.events[session] = [user_message(session, seq) for seq in range(1, count + 1)]
         return session
 
     async def read_tails(
