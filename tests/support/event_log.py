@@ -5,9 +5,31 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from app.events import Event
 from app.store import RecordedEvent
+
+
+def as_recorded(
+    event: Event, session_id: uuid.UUID, seq: int, payload: Any = None
+) -> RecordedEvent:
+    """``event`` as the store hands it back at ``seq`` (its ``cause`` kept as given; its own
+    payload unless ``payload`` is given, e.g. as a reader of the stored form gets it)."""
+    return RecordedEvent(
+        global_position=seq,
+        session_id=session_id,
+        seq=seq,
+        event_id=event.event_id,
+        tx=1,
+        kind=event.kind,
+        source=event.source,
+        cause=event.cause,
+        payload=event.payload() if payload is None else payload,
+        schema_version=type(event).schema_version,
+        created_at=datetime.now(UTC),
+        hash=b"",
+    )
 
 
 class HandMadeLog:
@@ -20,20 +42,7 @@ class HandMadeLog:
         added = []
         for event in events:
             seq = len(self.events) + 1
-            recorded = RecordedEvent(
-                global_position=seq,
-                session_id=self.session_id,
-                seq=seq,
-                event_id=event.event_id,
-                tx=1,
-                kind=event.kind,
-                source=event.source,
-                cause=event.cause,
-                payload=event.payload(),
-                schema_version=type(event).schema_version,
-                created_at=datetime.now(UTC),
-                hash=b"",
-            )
+            recorded = as_recorded(event, self.session_id, seq)
             self.events.append(recorded)
             added.append(recorded)
         return added

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -35,6 +34,7 @@ from app.replay.answers import rebuilt_observation
 from app.replay.served import served_observation
 from app.store import RecordedEvent
 from app.store.append import EncodedBatch, encode_batch
+from tests.support.event_log import as_recorded
 
 MAX_EVENT_BYTES = 1_000_000
 BLOB_THRESHOLD = 64 * 1024
@@ -71,20 +71,7 @@ def recorded(event: Event, seq: int = 8, payload: Any = None) -> RecordedEvent:
     if payload is None:
         stored = json.loads(encode(event.payload()).text)
         payload = dict(sorted(stored.items(), key=lambda item: (len(item[0]), item[0])))
-    return RecordedEvent(
-        global_position=seq,
-        session_id=uuid.uuid4(),
-        seq=seq,
-        event_id=event.event_id,
-        tx=1,
-        kind=event.kind,
-        source=event.source,
-        cause=event.cause,
-        payload=payload,
-        schema_version=type(event).schema_version,
-        created_at=datetime(2026, 1, 2, tzinfo=UTC),
-        hash=b"h",
-    )
+    return as_recorded(event, uuid.uuid4(), seq, payload)
 
 
 def served(
