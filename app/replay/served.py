@@ -28,7 +28,7 @@ from app.events import EVENT_TYPES, Event, Observation, new_event_id
 from app.events.base import ENVELOPE_FIELDS
 from app.events.canonical import CanonicalJsonError, encode
 from app.events.masking import SecretMasker
-from app.store.append import EncodedBatch
+from app.store.append import EncodedBatch, too_large
 from app.store.records import RecordedEvent
 
 #: Payload keys of a recorded event a served copy leaves out (``Event.payload`` writes
@@ -87,7 +87,7 @@ def served_observation(
     if (
         encoded.marked
         or (masker and masker.leaks_into_json(text))
-        or (len(text) * 4 > max_event_bytes and len(text.encode()) > max_event_bytes)
+        or too_large(text, max_event_bytes)
     ):
         return None
     return EncodedBatch(

@@ -95,7 +95,8 @@ class EncodedBatch(NamedTuple):
     blobs: dict[str, str]
 
 
-def _too_large(text: str, max_event_bytes: int) -> bool:
+def too_large(text: str, max_event_bytes: int) -> bool:
+    """Whether ``text`` is over the limit in UTF-8 (encoded only when it could be)."""
     return len(text) * 4 > max_event_bytes and len(text.encode()) > max_event_bytes
 
 
@@ -126,7 +127,7 @@ def encode_payload(
     while (
         threshold is not None
         and threshold > SMALLEST_BLOB_BYTES
-        and _too_large(encoded.text, max_event_bytes)
+        and too_large(encoded.text, max_event_bytes)
     ):
         threshold = max(threshold // 4, SMALLEST_BLOB_BYTES)
         encoded = encode(encoded.value, blob_threshold=threshold)
@@ -162,7 +163,7 @@ def encode_batch(
                 f"event {index} ({event.kind}): {exc}", kind=event.kind
             ) from None
         text = encoded.text
-        if _too_large(text, max_event_bytes):
+        if too_large(text, max_event_bytes):
             raise EventTooLargeError(
                 f"event {index} ({event.kind}) is {len(text.encode()):,} bytes, over the "
                 f"limit of {max_event_bytes:,} (CHRONICLE_MAX_EVENT_BYTES) even with its "
