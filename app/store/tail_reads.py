@@ -29,7 +29,7 @@ from app.store.transient import TRANSIENT_ERRORS
 #: Read the events after each session's seq, at most ``limit`` a session, as stored or whole.
 ReadTails = Callable[[Mapping[UUID, int], int, bool], Awaitable[list[RecordedEvent]]]
 
-
+#: Errors that are the database's, not a session's: every reader of a batch gets them alike.
 _DATABASE_AWAY: tuple[type[BaseException], ...] = (*TRANSIENT_ERRORS, DatabaseUnavailableError)
 
 
@@ -58,9 +58,6 @@ class TailReads:
         self._waiting: list[_Request] = []
         self._reader: asyncio.Task[None] | None = None
         self._scheduled = False
-        #: Queries sent, and the reads they answered (a test and the benchmark look).
-        self.queries = 0
-        self.requests = 0
 
     async def read(self, session_id: UUID, after_seq: int, *, resolve_blobs: bool) -> TailPage:
         """The session's events after ``after_seq`` (a page at most), read with whatever
@@ -131,8 +128,6 @@ class TailReads:
             known = cursors.get(request.session_id)
             if known is None or request.after_seq < known:
                 cursors[request.session_id] = request.after_seq
-        self.queries += 1
-        self.requests += len(wanted)
         rows = await self._read_tails(cursors, self._page_size, resolve_blobs)
         by_session: dict[UUID, list[RecordedEvent]] = {}
         for event in rows:
