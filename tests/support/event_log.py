@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from app.events import Event
+from app.events import Event, Message
 from app.store import RecordedEvent
 
 
@@ -55,17 +55,4 @@ class HandMadeLog:
 def user_message(session_id: uuid.UUID, seq: int) -> RecordedEvent:
     """The user's message ``seq`` of a session, as the store hands it back: a filler event
     for tests of delivery, whose content is its seq."""
-    return RecordedEvent(
-        global_position=seq,
-        session_id=session_id,
-        seq=seq,
-        event_id=uuid.uuid4(),
-        tx=1,
-        kind="message",
-        source="user",
-        cause=None,
-        payload={"content": str(seq)},
-        schema_version=1,
-        created_at=datetime.now(UTC),
-        hash=b"",
-    )
+    return as_recorded(Message(content=str(seq)), session_id, seq)
