@@ -104,8 +104,9 @@ async def test_many_session_tails_in_one_client_each_get_their_own_events(
 ) -> None:
     """Twenty sessions written at once by another client, each followed by its own
     subscription here (two of one session, from different seqs), payloads past the blob
-    threshold among them: each tail gets its session's events, whole, once and in order,
-    however its reads were shared with the others'."""
+    threshold and text stored escaped (NUL, a lone surrogate) among them: each tail gets its
+    session's events, whole, once and in order, however its reads were shared with the
+    others'."""
     sessions = [uuid.uuid4() for _ in range(20)]
     per_session = 15
     big = "x" * (store.config.blob_threshold_bytes + 10)
@@ -113,7 +114,11 @@ async def test_many_session_tails_in_one_client_each_get_their_own_events(
         await other.append(session, [Message(content=f"{session}:0")])
 
     def content(session: uuid.UUID, i: int) -> str:
-        return big + str(i) if i % 5 == 0 else f"{session}:{i}"
+        if i % 5 == 0:
+            return big + str(i)
+        if i % 7 == 0:  # text PostgreSQL cannot hold as it is: stored escaped
+            return f"{session}:{i} NUL\x00 lone \ud800 end"
+        return f"{session}:{i}"
 
     tails = [take(store.subscribe(session), per_session, timeout=60) for session in sessions]
     late = take(store.subscribe(sessions[0], after_seq=4), per_session - 4, timeout=60)
