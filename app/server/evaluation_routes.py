@@ -67,6 +67,8 @@ def not_found(run: str) -> NotFound:
 async def visible_run(ctx: Context, principal: Principal, run: str) -> RunOwner | None:
     """The run's owner (None: started from the command line, or no such run); 404 unless
     ``principal`` may read it (an admin reads every run, a member only theirs)."""
+    if "\x00" in run:  # PostgreSQL text cannot hold it, so no run is named so
+        raise not_found(run)
     owner = await run_owner(ctx.store, run)
     if principal.is_admin:
         return owner
@@ -85,7 +87,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created, name = orjson.loads(raw)
         moment = datetime.fromisoformat(created)
-        if moment.tzinfo is None or not isinstance(name, str):
+        if moment.tzinfo is None or not isinstance(name, str) or "\x00" in name:
             raise ValueError("not a cursor")
         return moment, name
     except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
