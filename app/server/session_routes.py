@@ -81,8 +81,9 @@ async def list_sessions(
         after = decode_cursor(cursor) if cursor else None
     except BadCursorError as exc:
         raise Unprocessable(str(exc)) from None
-    if q is not None and "\x00" in q:  # PostgreSQL text cannot hold it
-        raise Unprocessable("q cannot contain a NUL character")
+    for name, text in (("q", q), ("model", model)):
+        if text is not None and "\x00" in text:  # PostgreSQL text cannot hold it
+            raise Unprocessable(f"{name} cannot contain a NUL character")
     if since is not None and since.tzinfo is None:
         raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
     rows = await list_visible_records(

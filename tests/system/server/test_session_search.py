@@ -67,6 +67,8 @@ def test_the_list_filters_by_words_of_the_title(shared_server: ServerProcess) ->
     }  # fmt: skip
     nul = listed(server, rosa, "pay\x00roll")
     assert nul.status_code == 422 and "NUL" in nul.text
+    nul_model = listed(server, rosa, "pay", model="gpt\x00")
+    assert nul_model.status_code == 422 and "model cannot contain a NUL" in nul_model.text
     too_long = listed(server, rosa, "x" * 201)
     assert too_long.status_code == 400
     assert too_long.headers["content-type"] == "application/problem+json"
