@@ -44,7 +44,13 @@ from app.evaluation.live_check import VERSION as CHECK_VERSION
 from app.evaluation.live_check import run_check
 from app.evaluation.running import ATTEMPT_KEY, PLAN_KEY, RESUME_KEY
 from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
-from app.evaluation.scoring import ScoredSession, ScoringError, evaluation_config, score_event
+from app.evaluation.scoring import (
+    ScoredSession,
+    ScoringError,
+    evaluation_config,
+    judge,
+    score_event,
+)
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
 from app.events import AgentState, EvalScore, Message, SessionCreated
@@ -444,11 +450,8 @@ async def _score_claimed(
         return False
     try:
         judged = ScoredSession(events)
-        scores = [
-            score_event(scorer, score, judged)
-            for scorer in (BUILTIN[name] for name in DEFAULT_SCORERS)
-            if (score := scorer.score(judged)) is not None
-        ]
+        defaults = [BUILTIN[name] for name in DEFAULT_SCORERS]
+        scores = [score_event(s, score, judged) for s, score in await judge(defaults, judged)]
     except ScoringError as exc:
         log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, exc)
         return False

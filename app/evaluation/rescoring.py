@@ -19,7 +19,14 @@ from app.config import Settings
 from app.evaluation.offline_check import NAME as CHECK
 from app.evaluation.offline_check import VERSION as CHECK_VERSION
 from app.evaluation.offline_check import score_check
-from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError, score_event
+from app.evaluation.scoring import (
+    Score,
+    ScoredSession,
+    Scorer,
+    ScoringError,
+    judge,
+    score_event,
+)
 from app.evaluation.suite import Suite, Task
 from app.events import EvalScore
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
@@ -170,7 +177,7 @@ async def _score_events(
     session = ScoredSession(events)
     recorded_task = session.task
     session.task = task_for(session)
-    recorded = [(s, score) for s in scorers if (score := s.score(session)) is not None]
+    recorded = await judge(scorers, session)
     try:
         await store.append(
             session_id,

@@ -7,8 +7,8 @@ not here yet: it needs the workspace-state events the replay engine records.
 from __future__ import annotations
 
 import importlib
-import re
 
+from app.evaluation.answer_patterns import PatternCutOff, pattern_found
 from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError
 
 
@@ -32,7 +32,8 @@ class Finished:
 class Answer:
     """Pass when the finish message matches the task's expected answer: the whole message
     (trimmed) for an exact answer, a search for ``regex:``, a substring for ``contains:``.
-    Does not apply to a task without an answer."""
+    Does not apply to a task without an answer. A ``regex:`` search that runs past its time
+    limit (``answer_patterns``) is a fail that says it was cut off."""
 
     name = "answer"
     version = 1
@@ -48,7 +49,14 @@ class Answer:
             passed = message.strip() == expected.text.strip()
             how = ("equals", "does not equal", expected.text.strip())
         elif expected.mode == "regex":
-            passed = re.search(expected.text, message) is not None
+            try:
+                passed = pattern_found(expected.text, message)
+            except PatternCutOff as exc:
+                return Score.verdict(
+                    False,
+                    f"the answer pattern {expected.text!r} {exc} on the finish message "
+                    f"{_short(message)}; cut off",
+                )
             how = ("matches the regex", "does not match the regex", expected.text)
         else:
             passed = expected.text in message

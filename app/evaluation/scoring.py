@@ -23,6 +23,7 @@ package.module:NAME`` (an importable object or a class taking no arguments)::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
@@ -136,6 +137,18 @@ class ScoredSession:
             elif call.payload.get("error") is None:
                 unpriced += 1
         return (None if priced == 0 and unpriced else total), unpriced
+
+
+async def judge(scorers: Sequence[Scorer], session: ScoredSession) -> list[tuple[Scorer, Score]]:
+    """Each scorer's score of ``session`` (those that apply), worked out in a thread: a
+    scorer is code over text the suite's author or the agent chose (an answer pattern, a
+    long finish message) and must not stall the event loop that serves the API and streams
+    meanwhile. The built-in scorers are bounded in time (``answer_patterns``)."""
+
+    def scored() -> list[tuple[Scorer, Score]]:
+        return [(s, score) for s in scorers if (score := s.score(session)) is not None]
+
+    return await asyncio.to_thread(scored)
 
 
 def _recorded_task(config: dict[str, Any]) -> Task | None:

@@ -23,6 +23,8 @@ from pydantic import (
     model_validator,
 )
 
+from app.evaluation.answer_patterns import compile_problem
+
 #: A task id names its sessions and its rows in reports: a short word, no spaces.
 TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 #: How an ``answer`` says it is not an exact string.
@@ -112,11 +114,9 @@ class Task(BaseModel):
     def _regex_compiles(cls, answer: str | None) -> str | None:
         if answer is not None:
             expected = ExpectedAnswer.parse(answer)
-            if expected.mode == "regex":
-                try:
-                    re.compile(expected.text)
-                except re.error as exc:
-                    raise ValueError(f"regex {expected.text!r} does not compile: {exc}") from None
+            problem = compile_problem(expected.text) if expected.mode == "regex" else None
+            if problem is not None:
+                raise ValueError(f"regex {expected.text!r} does not compile: {problem}")
         return answer
 
     @model_validator(mode="after")
