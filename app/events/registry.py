@@ -27,6 +27,7 @@ from app.events.observations import (
     McpResult,
     RunOutput,
 )
+from app.events.platform_audit import AUDIT_CLASSES
 from app.events.replay import EnvironmentDivergenceEvent, ReplayResultEvent
 from app.events.workspace import WorkspaceDiff, WorkspaceSnapshot
 
@@ -59,6 +60,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     EnvironmentDivergenceEvent,
     ImportedAction,
     ImportedOutput,
+    *AUDIT_CLASSES,
 )
 
 

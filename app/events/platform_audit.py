@@ -1,0 +1,126 @@
+"""The platform's own audit trail: who could see and do what, as events of one well-known stream.
+
+Sessions record what an agent did; auditors also ask who was given a token, who signed in
+from where, who was made an admin, and which admin read or forked someone else's session.
+Those are ``audit.*`` events in a stream of their own, ``PLATFORM_LOG_ID``, in the same
+events table: the same hash chain, append functions, ``verify`` and anchors as any session,
+for no code of its own. Its ``session.created`` (``platform_log_created``) marks it in its
+config; it is nobody's session (the access service shows it to no one as a session, the
+``session_state`` projection leaves it out) and admins read it as the audit log.
+
+No secret ever enters it: a token is named by its id, never its value; there are no
+passwords to record.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from app.events.base import Event, Source
+from app.events.lifecycle import SessionCreated
+
+#: The platform log's stream id: fixed, so every process and every SQL view names the same one.
+PLATFORM_LOG_ID = UUID("00000000-0000-4000-8000-00000000a0d1")
+#: Its ``session.created``'s event id: fixed too, so two processes creating it at once record
+#: it once (the second append is a re-send of the first).
+PLATFORM_LOG_CREATED_ID = UUID("00000000-0000-4000-8000-00000000a0d2")
+#: The config key that marks the platform log in its ``session.created``.
+PLATFORM_LOG_MARK = "platform_log"
+
+#: Where an audited action came from: the HTTP API, or the ``chronicle`` command on the host.
+Via = Literal["api", "cli"]
+
+
+def platform_log_created() -> SessionCreated:
+    """The platform log's first event."""
+    return SessionCreated(
+        event_id=PLATFORM_LOG_CREATED_ID,
+        title="Chronicle platform audit log",
+        config={PLATFORM_LOG_MARK: True},
+    )
+
+
+class AuditEvent(Event):
+    """Who did it (``actor``: a user's name through the API, ``cli:<login>`` on the host),
+    through what, and from which address (the HTTP client's; None on the host)."""
+
+    source: Source = "system"
+    actor: str = Field(min_length=1, max_length=200)
+    via: Via = "api"
+    address: str | None = Field(default=None, max_length=200)
+
+
+class AuditTokenCreated(AuditEvent):
+    """An API token was made for ``owner`` (its id, never its value)."""
+
+    kind: Literal["audit.token_created"] = "audit.token_created"
+    token_id: UUID
+    owner: str = Field(min_length=1, max_length=64)
+    label: str = Field(default="", max_length=1000)
+    expires_at: datetime | None = None
+
+
+class AuditTokenRevoked(AuditEvent):
+    kind: Literal["audit.token_revoked"] = "audit.token_revoked"
+    token_id: UUID
+    owner: str | None = Field(default=None, max_length=64)
+
+
+class AuditLogin(AuditEvent):
+    """A browser login: ``login_id`` is the login's own (cookie) token, ``token_id`` the
+    credential it was obtained with (None when that was not a token, e.g. a one-time code)."""
+
+    kind: Literal["audit.login"] = "audit.login"
+    login_id: UUID
+    token_id: UUID | None = None
+    expires_at: datetime | None = None
+
+
+class AuditLogout(AuditEvent):
+    kind: Literal["audit.logout"] = "audit.logout"
+    login_id: UUID
+
+
+class AuditUserChanged(AuditEvent):
+    """``name`` was added, disabled, enabled, removed, demoted or promoted, or its browser
+    logins were ended; ``is_admin`` is the role it has afterwards, when known."""
+
+    kind: Literal["audit.user_changed"] = "audit.user_changed"
+    name: str = Field(min_length=1, max_length=64)
+    change: str = Field(min_length=1, max_length=64)
+    is_admin: bool | None = None
+
+
+class AuditSessionRead(AuditEvent):
+    """An admin reached a session ``owner`` owns (recorded once per admin credential and
+    session per hour; see app/sessions/platform_audit.py)."""
+
+    kind: Literal["audit.session_read"] = "audit.session_read"
+    session_id: UUID
+    owner: str = Field(min_length=1, max_length=64)
+    token_id: UUID
+
+
+class AuditSessionStarted(AuditEvent):
+    """An admin started a fork or a replay (``session_id``) of ``source``, a session
+    ``owner`` owns."""
+
+    kind: Literal["audit.fork_started", "audit.replay_started"]
+    session_id: UUID
+    source_session: UUID
+    owner: str = Field(min_length=1, max_length=64)
+
+
+AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
+    AuditTokenCreated,
+    AuditTokenRevoked,
+    AuditLogin,
+    AuditLogout,
+    AuditUserChanged,
+    AuditSessionRead,
+    AuditSessionStarted,
+)
