@@ -20,6 +20,9 @@ reader shows ``running`` while a process holds the session's claim and ``interru
 otherwise (its process died: that is no event, so it is decided when reading, see
 app/sessions/summary.py). ``stopped`` at the iteration or cost limit is ``limit``.
 
+The platform's audit log (app/events/platform_audit.py) is a stream of the same table but no
+session: it has no row.
+
 Cost is exact: each call's ``cost_usd`` (a JSON number) as a Decimal, summed, so the rows do
 not depend on how events were batched. It is None when no call has a price and some have
 none, never a misleading zero.
@@ -36,6 +39,7 @@ from typing import Any
 from uuid import UUID
 
 from app.events import ACTION_KINDS
+from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import needs_escape
 from app.projections.base import Projection
 from app.store import RecordedEvent
@@ -175,9 +179,13 @@ class SessionState(Projection):
     tables = (SESSION_STATE,)
 
     def keys(self, event: RecordedEvent) -> Iterable[tuple[Table[Any], Any]]:
+        if event.session_id == PLATFORM_LOG_ID:
+            return ()
         return ((SESSION_STATE, event.session_id),)
 
     def apply(self, rows: ProjectionRows, event: RecordedEvent) -> None:
+        if event.session_id == PLATFORM_LOG_ID:
+            return  # the platform's audit log is a stream, not a session: never listed
         row = rows.get(SESSION_STATE, event.session_id)
         if row is None:
             row = SessionStateRow(

@@ -1,21 +1,107 @@
-"""Reserved: the platform's own hash-chained audit trail (issue 22, item 10).
+"""The platform's own audit trail: the ``platform_audit`` view, and the log kept out of session views.
 
-Filled in by the work on that item; until then it changes nothing.
+Token creation and revocation, logins and logouts, user changes and admins' reads, forks
+and replays of other users' sessions are ``audit.*`` events of one stream of the events
+table, ``00000000-0000-4000-8000-00000000a0d1`` (app/events/platform_audit.py): the same
+append functions, hash chain, ``verify`` and anchors as every session, so this migration
+adds no table and no writer. It adds:
+
+- ``platform_audit``: one row per audit event (who, through what, from which address, and
+  the fields the auditor filters by), for ``chronicle_analyst`` like every view;
+- ``session_costs`` without the platform log: it is a stream, not a session (the
+  ``session_state`` projection leaves it out in code; the other views select kinds it
+  never holds).
+
+The view is owned by ``chronicle_owner`` and granted to the analyst (not to the
+application, which reads the log through the store); 0003 and 0006 ask it of every view.
 
 Revision ID: 0016
 Revises: 0015
 Create Date: 2026-12-01
 """
 
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from alembic import op
+
 revision = "0016"
 down_revision = "0015"
 branch_labels = None
 depends_on = None
 
+#: app.events.platform_audit.PLATFORM_LOG_ID (a test compares them).
+PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
+
+PLATFORM_AUDIT_VIEW = rf"""
+CREATE VIEW platform_audit AS
+SELECT e.seq,
+       e.event_id,
+       e.created_at,
+       e.kind,
+       e.payload->>'actor' AS actor,
+       e.payload->>'via' AS via,
+       e.payload->>'address' AS address,
+       coalesce(e.payload->>'owner', e.payload->>'name') AS subject,
+       e.payload->>'change' AS change,
+       e.payload->>'token_id' AS token_id,
+       e.payload->>'login_id' AS login_id,
+       e.payload->>'session_id' AS session_id,
+       e.payload->>'source_session' AS source_session,
+       e.payload AS details
+FROM events e
+WHERE e.session_id = '{PLATFORM_LOG_ID}'::uuid AND e.kind LIKE 'audit.%';
+COMMENT ON VIEW platform_audit IS
+    'The platform''s audit trail: tokens, logins, user changes, admins'' reads of others'' sessions';
+"""
+
+PRIVILEGES = r"""
+ALTER VIEW platform_audit OWNER TO chronicle_owner;
+ALTER VIEW session_costs OWNER TO chronicle_owner;
+REVOKE ALL ON platform_audit FROM PUBLIC, chronicle_app;
+DO $$
+BEGIN
+    IF to_regrole('chronicle_analyst') IS NOT NULL THEN
+        GRANT SELECT ON platform_audit, session_costs TO chronicle_analyst;
+    END IF;
+END
+$$;
+"""
+
+SESSION_COSTS_END = ") c ON c.session_id = s.id;"
+
+
+def _run(sql: str) -> None:
+    # Straight to the driver without parameters, so the SQL is sent as written.
+    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
+        cursor.execute(sql)
+
+
+def _migration(name: str) -> ModuleType:
+    """An earlier migration, whose view definition this one narrows (or a downgrade restores)."""
+    path = Path(__file__).with_name(name)
+    spec = importlib.util.spec_from_file_location(f"chronicle_migration_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _session_costs_0008() -> str:
+    view: str = _migration("0008_replays_are_not_spend.py").SESSION_COSTS_VIEW
+    assert view.rstrip().endswith(SESSION_COSTS_END), "0008's session_costs changed shape"
+    return view
+
 
 def upgrade() -> None:
-    pass
+    narrowed = _session_costs_0008().rstrip().removesuffix(";")
+    _run(f"{narrowed}\nWHERE s.id <> '{PLATFORM_LOG_ID}'::uuid;")
+    _run(PLATFORM_AUDIT_VIEW)
+    _run(PRIVILEGES)
 
 
 def downgrade() -> None:
-    pass
+    # The audit events stay in the log (it is append-only); only the view goes.
+    _run("DROP VIEW platform_audit;")
+    _run(_session_costs_0008())

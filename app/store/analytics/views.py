@@ -26,6 +26,8 @@ VIEWS: dict[str, View] = {
     "daily_usage": View("day", "day, gen_ai_request_model"),
     # The session_state projection's table (its migration grants the analyst SELECT).
     "session_state": View("created_at", "created_at, session_id"),
+    # The platform's own audit trail (migration 0016): tokens, logins, users, admins' reads.
+    "platform_audit": View("created_at", "created_at, seq"),
 }
 
 
