@@ -3,7 +3,10 @@
 A value is known to be secret when the deployment says so — a configured key, an
 environment variable whose name says KEY, TOKEN, SECRET or PASSWORD, the credentials in a
 URL. Every string of every payload is searched for every known value; a hit becomes
-``[secret NAME]`` (the name says which secret it was, never its value). Masking happens at the
+``[secret NAME]`` (the name says which secret it was, never its value). Credentials written
+into any URL are masked too, known or not (``--base-url http://user:PASSWORD@host/v1``, a
+``?api_key=`` in a command's output): the password of its user info, a user name that is
+really a token, and query parameters named like secrets. Masking happens at the
 log's door (the event store) and before prompt messages are hashed, so what the model, the
 log and ``verify`` see is the same masked text.
 
@@ -69,6 +72,78 @@ def _token_like(user: str | None) -> bool:
     return bool(user) and len(str(user)) >= 20 and any(c.isdigit() for c in str(user))
 
 
+#: A URL as it appears in text: a scheme, ``://``, then up to a space, quote or bracket.
+URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s\"'<>\\`]+")
+#: Query parameter names whose values are secrets (``key``, ``api_key``, ``access_token``,
+#: ``X-Amz-Signature``, ``sig``): the name, or its last ``_``/``-``/``.`` part, is one of these.
+SECRET_PARAMETER_WORDS = frozenset(
+    {
+        "key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd",
+        "sig", "signature", "credential", "credentials", "auth",
+    }
+)  # fmt: skip
+#: The start of a placeholder: a value that is one already is not masked again.
+MASKED = "[secret"
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a URL query parameter of this name carries a secret."""
+    lowered = unquote(name).lower()
+    last = re.split(r"[_.\-]", lowered)[-1]
+    return lowered.replace("_", "").replace("-", "") in SECRET_PARAMETER_WORDS or (
+        last in SECRET_PARAMETER_WORDS
+    )
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its credentials replaced: the user info's password (or a user name that is
+    a token) and the values of query parameters named like secrets. Short values too: where
+    they stand says they are secret, unlike a bare value found in text."""
+    scheme, _, rest = url.partition("://")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority, tail = rest[:end], rest[end:]
+    if "@" in authority:
+        userinfo, _, host = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if colon and password and not password.startswith(MASKED):
+            authority = f"{user}:{placeholder('url password')}@{host}"
+        elif not colon and _token_like(user) and scheme.lower() in ("http", "https"):
+            authority = f"{placeholder('url credentials')}@{host}"
+    if "?" in tail:
+        path, _, query = tail.partition("?")
+        query, hash_, fragment = query.partition("#")
+        tail = f"{path}?{_masked_query(query)}{hash_}{fragment}"
+    return f"{scheme}://{authority}{tail}"
+
+
+def _masked_query(query: str) -> str:
+    parts = []
+    for part in query.split("&"):
+        name, equals, value = part.partition("=")
+        if equals and value and not value.startswith(MASKED) and is_secret_parameter(name):
+            part = f"{name}={placeholder('url ' + unquote(name))}"
+        parts.append(part)
+    return "&".join(parts)
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with the credentials of every URL in it masked (see ``mask_url``)."""
+    if "://" not in text:
+        return text
+    return URL_IN_TEXT.sub(lambda m: mask_url(m.group(0)), text)
+
+
+def has_url_credentials(text: str) -> bool:
+    """Whether some URL in ``text`` (plain or JSON text) holds credentials ``mask_url`` masks."""
+    if "://" not in text:
+        return False
+    for match in URL_IN_TEXT.finditer(text):
+        url = match.group(0)
+        if ("@" in url or "=" in url) and mask_url(url) != url:
+            return True
+    return False
+
+
 def environment_secrets(environ: Mapping[str, str]) -> dict[str, str]:
     """``{value: name}`` for variables named like secrets, and credentials in URL variables."""
     found: dict[str, str] = {}
@@ -81,7 +156,8 @@ def environment_secrets(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 class SecretMasker:
-    """Replaces known secret values in text and in JSON-like values. Immutable once built."""
+    """Replaces known secret values, and credentials in URLs, in text and in JSON-like values.
+    Immutable once built."""
 
     def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
         """``secrets`` maps each secret value to the name shown in its place."""
@@ -117,21 +193,25 @@ class SecretMasker:
         return sorted(set(self._names.values()))
 
     def __bool__(self) -> bool:
-        return self._raw is not None
+        """Always true: even a masker that knows no secret masks the credentials in URLs."""
+        return True
 
     def mask_text(self, text: str) -> str:
-        if self._raw is None or not text:
+        if not text:
             return text
-        return self._raw.sub(lambda m: placeholder(self._names[m.group(0)]), text)
+        if self._raw is not None:
+            text = self._raw.sub(lambda m: placeholder(self._names[m.group(0)]), text)
+        return mask_urls(text)
 
     def leaks_into_json(self, json_text: str) -> bool:
-        """Does this JSON text contain a known secret? (The cheap test before masking.)"""
-        return self._json is not None and self._json.search(json_text) is not None
+        """Does this JSON text contain a known secret or a URL's credentials? (The cheap test
+        before masking.)"""
+        return (
+            self._json is not None and self._json.search(json_text) is not None
+        ) or has_url_credentials(json_text)
 
     def mask_value(self, value: Any) -> Any:
-        """``value`` with every string in it (keys too) masked; unchanged objects are reused."""
-        if self._raw is None:
-            return value
+        """``value`` with every string in it (keys too) masked."""
         return self._mask(value)
 
     def _mask(self, value: Any) -> Any:

@@ -26,6 +26,7 @@ from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
+from app.events.masking import MASKED, SecretMasker
 from app.llm import LlmConfig, LlmGateway
 from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
@@ -94,6 +95,22 @@ def recorded_config(events: list[Any]) -> dict[str, Any]:
             return dict(event.payload.get("config", {}))
     raise SessionError(
         "this session has no session.created event; it was not started by `chronicle run`"
+    )
+
+
+def _recorded_base_url(
+    recorded: str | None, configured: str | None, masker: SecretMasker
+) -> str | None:
+    """The model URL a resume calls: as recorded, unless the log's door masked credentials in
+    it; then the configured URL it was recorded from, and one given for a single run must be
+    given again (the log never holds the credentials)."""
+    if not recorded or MASKED not in recorded:
+        return recorded
+    if configured and masker.mask_text(configured) == recorded:
+        return configured
+    raise SessionError(
+        f"this session's model URL was recorded with its credentials masked ({recorded}); "
+        "pass --base-url with the credentials to resume it"
     )
 
 
@@ -213,7 +230,8 @@ async def _run_claimed(
     agent_type = _agent_type(options, recorded)
     llm = settings.llm_config(
         model=options.model or recorded.get("model"),
-        base_url=options.base_url or recorded.get("base_url"),
+        base_url=options.base_url
+        or _recorded_base_url(recorded.get("base_url"), settings.llm_base_url, store.masker),
         api_key=options.api_key,
         **overrides.llm_overrides(),
     )

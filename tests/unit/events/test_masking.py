@@ -10,7 +10,13 @@ from pydantic import ValidationError
 
 from app.config import Settings
 from app.events.canonical import canonicalise
-from app.events.masking import SecretMasker, environment_secrets, placeholder, url_secrets
+from app.events.masking import (
+    SecretMasker,
+    environment_secrets,
+    mask_url,
+    placeholder,
+    url_secrets,
+)
 from app.store.append import encode_batch
 
 KEY = "sk-live-0123456789abcdef"
@@ -34,7 +40,7 @@ def test_short_and_trivial_values_are_not_secrets() -> None:
         {"MAX_TOKENS": "4096", "USE_KEYRING": "true", "API_KEY": "short", "KEY_FILE": "/etc/k/k"}
     )
     masker = SecretMasker(found)
-    assert not masker
+    assert masker.names == []
     assert masker.mask_text("4096 true short /etc/k/k") == "4096 true short /etc/k/k"
 
 
@@ -129,3 +135,53 @@ def test_the_log_door_masks_before_hashing() -> None:
     assert "[secret CHRONICLE_LLM_API_KEY]" in batch.payloads[0]["output"]
     assert batch.payload_texts[0] == canonicalise(batch.payloads[0])[1]
     assert batch.payloads[1]["content"] == "nothing secret here"
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("http://user:pw@host/v1", "http://user:[secret url password]@host/v1"),
+        (
+            "https://proxy:s%40cret-1@llm.internal:8443/v1?api-version=2024&api_key=abc#x",
+            "https://proxy:[secret url password]@llm.internal:8443/v1"
+            "?api-version=2024&api_key=[secret url api_key]#x",
+        ),
+        (
+            "https://ghp_t0kent0kent0ken0000@git.example/x.git",
+            "https://[secret url credentials]@git.example/x.git",
+        ),
+        (
+            "https://h/x?key=K&token=T&max_tokens=9&monkey=1",
+            "https://h/x?key=[secret url key]&token=[secret url token]&max_tokens=9&monkey=1",
+        ),
+        (
+            "https://s3.example/o?X-Amz-Signature=ab12&X-Amz-Date=1",
+            "https://s3.example/o?X-Amz-Signature=[secret url X-Amz-Signature]&X-Amz-Date=1",
+        ),
+        ("postgresql://chronicle@db/chronicle", "postgresql://chronicle@db/chronicle"),
+        ("https://example.com/users/@me?page=2", "https://example.com/users/@me?page=2"),
+    ],
+)
+def test_credentials_in_any_url_are_masked(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+    assert mask_url(masked) == masked  # masking twice changes nothing
+
+
+def test_a_masker_without_known_secrets_still_masks_urls_in_text_and_json() -> None:
+    masker = SecretMasker()
+    assert masker.names == []
+    value = {"base_url": "http://u:hunter2@llm.local/v1", "out": "curl 'https://h/x?token=t0k'"}
+    text = canonicalise(value)[1]
+    assert masker.leaks_into_json(text)
+    masked = masker.mask_value(value)
+    assert "hunter2" not in json.dumps(masked) and "t0k" not in json.dumps(masked)
+    assert masked["base_url"] == "http://u:[secret url password]@llm.local/v1"
+    assert not masker.leaks_into_json(canonicalise(masked)[1])
+    assert not masker.leaks_into_json(canonicalise({"see": "https://docs.example/a?b=c"})[1])
+
+
+def test_a_known_url_password_keeps_its_name() -> None:
+    masker = SecretMasker(url_secrets("CHRONICLE_LLM_BASE_URL", "http://u:long-pass-123@h/v1"))
+    assert masker.mask_text("http://u:long-pass-123@h/v1") == (
+        "http://u:[secret CHRONICLE_LLM_BASE_URL password]@h/v1"
+    )

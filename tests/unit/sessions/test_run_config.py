@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
+from app.events.masking import SecretMasker
 from app.runtime.image import image_tag
 from app.server.creation import NewSession, SessionLimits, session_config
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS, run_config
+from app.sessions.runner import SessionError, _recorded_base_url
 
 
 def settings(tmp_path: Path) -> Settings:
@@ -64,3 +68,16 @@ def test_defaults_mcp_tools_and_an_evaluations_additions(tmp_path: Path) -> None
     assert recorded["max_iterations"] == DEFAULT_MAX_ITERATIONS
     assert recorded["tools"] == [*CodeActAgent.builtin_tool_names(), "files__read"]
     assert recorded["evaluation_run"] == "nightly" and recorded["stuck_detection"] is False
+
+
+def test_a_resume_never_calls_a_masked_model_url(tmp_path: Path) -> None:
+    """session.created holds the base URL with its credentials masked: a resume uses the
+    configured URL it came from, or asks for the URL again, never the placeholder."""
+    masker = SecretMasker()
+    configured = "http://proxy:pw-1234@llm.local/v1"
+    recorded = masker.mask_text(configured)
+    assert recorded == "http://proxy:[secret url password]@llm.local/v1"
+    assert _recorded_base_url(recorded, configured, masker) == configured
+    assert _recorded_base_url("http://plain/v1", configured, masker) == "http://plain/v1"
+    with pytest.raises(SessionError, match="pass --base-url"):
+        _recorded_base_url(recorded, "http://other/v1", masker)
