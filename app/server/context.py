@@ -6,13 +6,14 @@ handlers as the ``ctx`` dependency.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from litestar.datastructures import State
 from litestar.di import NamedDependency
 
 from app.config import Settings
+from app.sessions.platform_audit import AdminReads
 from app.store import EventStore
 
 
@@ -20,6 +21,8 @@ from app.store import EventStore
 class ServerContext:
     store: EventStore
     settings: Settings
+    #: Which admin reads of other users' sessions this process recorded lately (audit).
+    admin_reads: AdminReads = field(default_factory=AdminReads)
 
 
 def provide_context(state: State) -> ServerContext:

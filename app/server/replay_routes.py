@@ -29,9 +29,11 @@ from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult
 from app.replay.engine import prepare_replay
 from app.server.access import ensure_visible
 from app.server.auth import principal_of
+from app.server.client_address import client_address
 from app.server.context import Context
 from app.server.creation import reserve_within_cap
 from app.server.problems import NotFound, Unprocessable, problem_responses
+from app.sessions import platform_audit
 from app.sessions.fork import fork_prefix, fork_workspace, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import SessionError
@@ -145,6 +147,14 @@ async def start_replay(
     await reserve_within_cap(ctx.store, ctx.settings, principal, replay_id)
     await ctx.store.append(replay_id, [created], expected_seq=0)
     await request_run(ctx.store, replay_id, reason="replay")
+    await platform_audit.session_started(
+        ctx.store,
+        platform_audit.api_actor(principal, client_address()),
+        "replay",
+        session_id=replay_id,
+        source_session=session_id,
+        principal=principal,
+    )
     return StartedReplay(id=replay_id, replay_of=session_id, mode=data.mode, user=principal.name)
 
 
@@ -224,6 +234,14 @@ async def start_fork(
             fork_id, [Message(content=data.message, source="user", user=principal.name)]
         )
     await request_run(ctx.store, fork_id, reason="fork")
+    await platform_audit.session_started(
+        ctx.store,
+        platform_audit.api_actor(principal, client_address()),
+        "fork",
+        session_id=fork_id,
+        source_session=session_id,
+        principal=principal,
+    )
     return StartedFork(
         id=fork_id, forked_from=session_id, forked_at=data.at_seq, user=principal.name
     )
