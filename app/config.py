@@ -303,6 +303,25 @@ class Settings(BaseSettings):
         "before it cancels them (a client that never finishes sending its request would "
         "otherwise hold the exit); live streams end at once",
     )
+    server_header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="seconds a client has to send a request's line and headers (from the "
+        "connection's opening, or the end of the previous response); then it is answered 408 "
+        "and closed",
+    )
+    server_body_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="seconds a client has to send a request's whole body once its headers "
+        "arrived; then it is answered 408 and closed (responses and streams are never timed)",
+    )
+    server_max_connections: int = Field(
+        default=1000,
+        ge=1,
+        description="connections one API process holds open at once (streams included); one "
+        "more is answered 503 with Retry-After at once, and those open carry on",
+    )
     server_secure_cookies: bool = Field(
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "

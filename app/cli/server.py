@@ -10,6 +10,9 @@ never ends by itself, so waiting for it would hold the shutdown for uvicorn's wh
 timeout), lets the other requests in flight finish within ``server_shutdown_grace`` (then
 cancels them: a client that never finishes sending its request must not hold the exit),
 stops the companions and exits 0.
+
+Connections are served by ``app.server.http_protocol``: uvicorn's HTTP protocol with
+deadlines for a request's head and body and a cap on connections open at once.
 """
 
 from __future__ import annotations
@@ -102,7 +105,17 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
 
     from app.cli.log import open_store
     from app.server import create_app
+    from app.server.http_protocol import ConnectionLimits, ensure_descriptors, guarded_protocol
     from app.server.streams import close_streams
+
+    limits = ConnectionLimits(
+        header_timeout=settings.server_header_timeout,
+        body_timeout=settings.server_body_timeout,
+        max_connections=settings.server_max_connections,
+    )
+    short = ensure_descriptors(limits.max_connections)
+    if short:
+        print(short, file=sys.stderr, flush=True)
 
     async with await open_store(settings) as store:
         app = create_app(store, settings)
@@ -113,6 +126,8 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             log_level="warning",
             access_log=False,
             lifespan="on",
+            # slow clients are cut, connections past the cap refused (app.server.http_protocol)
+            http=guarded_protocol(limits),
             timeout_graceful_shutdown=settings.server_shutdown_grace,
             # A compressed WebSocket compresses every message once per client (each connection
             # keeps its own compressor), so one event sent to 200 clients would be compressed

@@ -40,6 +40,7 @@ from app.server import (
 from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
+from app.server.request_body import BoundedJsonRequest
 from app.server.web import web_routes
 from app.store import EventStore
 from app.store.users import Principal
@@ -104,6 +105,7 @@ def create_app(
         ],
         exception_handlers={Exception: handle_exception},
         request_max_body_size=settings.server_max_body_bytes,
+        request_class=BoundedJsonRequest,
         openapi_config=OpenAPIConfig(
             title=TITLE,
             version=VERSION,

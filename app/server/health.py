@@ -2,26 +2,35 @@
 
 Ready means: the database answers, its schema is at the revision this code was built for,
 the projections the API reads (``session_state``) are live and not far behind, and some
-worker has been seen within a lease's duration (else a session created now would wait). Each
-check is reported by name with what it found; the status is 503 when any fails, so a load
-balancer takes the process out of rotation and a person sees why.
+worker has been seen within a lease's duration (else a session created now would wait). The
+status is 503 when any fails, so a load balancer takes the process out of rotation.
 
+Anyone may ask (a probe has no token), so the answer without credentials is only ``ready`` or
+``not ready``: the checks' findings (the schema revision, how many workers and how busy, how
+far behind the projections are) tell an outsider which version runs and when it is loaded.
+An admin's token (or browser login) gets each check by name with what it found, so a person
+sees why. The credentials are checked by the same authentication as every other route, so a
+refused one counts as a failure of its address as it would anywhere.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from litestar import Response, get
+from litestar import Request, Response, get
+from litestar.exceptions import HTTPException
 from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel
 
 from app.projections import all_projections
+from app.server.auth import SESSION_COOKIE, TokenAuthentication
 from app.server.context import Context, ServerContext
 from app.store.migrate import head_revision
 from app.store.projection_status import projection_status
 from app.store.readiness import schema_revision
 from app.store.session_leases import present_workers
+from app.store.users import Principal
 
 #: Projections further behind than this (seconds) make the API not ready.
 MAX_PROJECTION_LAG = 30.0
@@ -35,8 +44,31 @@ class Check(BaseModel):
 
 
 class Readiness(BaseModel):
+    """What anyone is told: ``ready`` or ``not ready``."""
+
     status: str
+
+
+class ReadinessChecks(Readiness):
+    """What an admin is told: each check by name with what it found."""
+
     checks: list[Check]
+
+
+async def _unused_app(scope: Any, receive: Any, send: Any) -> None:
+    """The next app of the authentication middleware used here only for its check."""
+
+
+async def _asked_by_admin(request: Request[Any, Any, Any]) -> bool:
+    """Whether the request carries an admin's live credentials (never refused for them: the
+    readiness answer stays the probe's whatever a caller sends)."""
+    if not (request.headers.get("authorization") or request.cookies.get(SESSION_COOKIE)):
+        return False
+    try:
+        found = await TokenAuthentication(_unused_app).authenticate_request(request)
+    except HTTPException:  # unknown, revoked, malformed, or too many failures: no details
+        return False
+    return isinstance(found.user, Principal) and found.user.is_admin
 
 
 async def _workers(ctx: ServerContext) -> Check:
@@ -100,10 +132,13 @@ async def _projections(ctx: ServerContext) -> list[Check]:
 
 @get(
     "/health/ready",
-    responses={503: ResponseSpec(Readiness, description="not ready: the failing checks say why")},
+    responses={
+        503: ResponseSpec(Readiness, description="not ready (an admin sees the failing checks)")
+    },
 )
-async def ready(ctx: Context) -> Response[Readiness]:
-    """Database reachable, schema at head, projections live and current, workers present."""
+async def ready(request: Request[Any, Any, Any], ctx: Context) -> Response[Readiness]:
+    """Database reachable, schema at head, projections live and current, workers present;
+    with an admin's token, each check and what it found."""
     checks = await _database(ctx)
     if all(check.ok for check in checks):
         try:
@@ -115,5 +150,10 @@ async def ready(ctx: Context) -> Response[Readiness]:
         except Exception as exc:
             checks.append(Check(name="workers", ok=False, detail=type(exc).__name__))
     ok = all(check.ok for check in checks)
-    body = Readiness(status="ready" if ok else "not ready", checks=checks)
+    status = "ready" if ok else "not ready"
+    body = (
+        ReadinessChecks(status=status, checks=checks)
+        if await _asked_by_admin(request)
+        else Readiness(status=status)
+    )
     return Response(body, status_code=200 if ok else 503)

@@ -156,13 +156,23 @@ def test_verify_and_export_match_the_command_line(shared_server: ServerProcess) 
     assert exported.text == cli.stdout
 
 
-def test_ready_reports_each_check(shared_server: ServerProcess) -> None:
-    ready = httpx.get(f"{shared_server.url}/health/ready")
+def test_ready_reports_each_check_to_an_admin_only(shared_server: ServerProcess) -> None:
+    ready = httpx.get(
+        f"{shared_server.url}/health/ready",
+        headers=bearer(shared_server.token("root", admin=True)),
+    )
     body = ready.json()
     assert ready.status_code == 200, body
     checks = {check["name"]: check for check in body["checks"]}
     assert set(checks) == {"database", "migrations", "projection session_state", "workers"}
     assert all(check["ok"] for check in checks.values()), checks
+    # anyone else (a probe, a member, a wrong token) learns ready or not, nothing about the
+    # revision, the workers' slots or the projections' lag
+    member = bearer(shared_server.token("member"))
+    for headers in ({}, member, bearer("chr_not_a_token"), {"Authorization": "Basic eA=="}):
+        short = httpx.get(f"{shared_server.url}/health/ready", headers=headers)
+        assert short.status_code == 200
+        assert short.json() == {"status": "ready"}, short.text
 
 
 def test_sigterm_stops_the_server_cleanly(serve: Callable[..., ServerProcess]) -> None:
@@ -179,7 +189,9 @@ def test_an_api_only_server_is_not_ready_without_a_projections_runner(
     serve: Callable[..., ServerProcess],
 ) -> None:
     server = serve("--role", "api")
-    ready = httpx.get(f"{server.url}/health/ready")
+    assert httpx.get(f"{server.url}/health/ready").json() == {"status": "not ready"}
+    admin = bearer(server.token("root", admin=True))
+    ready = httpx.get(f"{server.url}/health/ready", headers=admin)
     assert ready.status_code == 503
     failed = [c["name"] for c in ready.json()["checks"] if not c["ok"]]
     assert failed == ["projection session_state", "workers"]
