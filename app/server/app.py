@@ -22,7 +22,6 @@ from litestar.di import Provide
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.rate_limit import RateLimitConfig, get_remote_address
 from litestar.openapi.config import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ControllerRouterHandler
 
@@ -41,6 +40,7 @@ from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
 from app.server.request_body import BoundedJsonRequest
+from app.server.schema_page import SchemaPage, schema_router
 from app.server.web import web_routes
 from app.store import EventStore
 from app.store.users import Principal
@@ -110,7 +110,9 @@ def create_app(
             title=TITLE,
             version=VERSION,
             path="/schema",
-            render_plugins=[ScalarRenderPlugin(), SwaggerRenderPlugin(path="/swagger")],
+            # a page of our own: Litestar's pages load unpinned scripts from a CDN
+            render_plugins=[SchemaPage()],
+            openapi_router=schema_router(),
             components=Components(
                 security_schemes={
                     "bearer": SecurityScheme(
