@@ -69,6 +69,13 @@ class Settings(BaseSettings):
         default=None,
         description="PostgreSQL URL; unset means an embedded PostgreSQL in data_dir",
     )
+    owner_database_url: str | None = Field(
+        default=None,
+        description="URL of the database owner's login (a member of chronicle_owner, e.g. the "
+        "role that migrates) for `chronicle db migrate` and the `users` and `tokens` commands, "
+        "the only ones that may make an admin or an admin's token; never give it to the server. "
+        "Unset: database_url, or the embedded server's superuser",
+    )
     analyst_database_url: str | None = Field(
         default=None,
         description="URL of a login in chronicle_analyst (read-only) for `chronicle sql` and "
@@ -373,6 +380,7 @@ class Settings(BaseSettings):
             found[self.llm_api_key.get_secret_value()] = "CHRONICLE_LLM_API_KEY"
         found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
         found.update(url_secrets("CHRONICLE_ANALYST_DATABASE_URL", self.analyst_database_url))
+        found.update(url_secrets("CHRONICLE_OWNER_DATABASE_URL", self.owner_database_url))
         found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm_base_url))
         for server in self.mcp_servers:
             found.update(url_secrets(f"mcp_servers.{server.name}.url", server.url))
@@ -411,6 +419,7 @@ class Settings(BaseSettings):
             database_url=self.database_url,
             data_dir=self.data_dir,
             analyst_database_url=self.analyst_database_url,
+            owner_database_url=self.owner_database_url,
         )
 
     def llm_config(self, **overrides: Any) -> LlmConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import re
 import sys
@@ -12,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from app.cli.render import render_json, render_line
 from app.config import Settings
 from app.store import EventStore
-from app.store.database import ensure_database_async
+from app.store.database import admin_database_url, ensure_database_async
 from app.store.session_rows import LISTED_STATES
 
 
@@ -109,6 +110,15 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 async def open_store(settings: Settings) -> EventStore:
     """The store on the configured database, or on the embedded one (started if needed)."""
     url = await ensure_database_async(settings.database_config())
+    return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
+
+
+async def open_owner_store(settings: Settings) -> EventStore:
+    """The store through the database owner's login: for what the application's login may not
+    write (an admin, a token for an admin; migration 0014)."""
+    config = settings.database_config()
+    await ensure_database_async(config)  # the embedded server started and migrated
+    url = await asyncio.to_thread(admin_database_url, config)
     return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
 
 

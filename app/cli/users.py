@@ -12,7 +12,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from app.cli.log import open_store
+from app.cli.log import open_owner_store
 from app.config import Settings
 
 LIFETIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -66,7 +66,8 @@ def _when(moment: datetime | None) -> str:
 async def users(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.users import add_user, list_users
 
-    async with await open_store(settings) as store:
+    # the owner's login: only it may make an admin (migration 0014)
+    async with await open_owner_store(settings) as store:
         if args.users_command == "add":
             user = await add_user(store, args.name, is_admin=args.admin)
             role = "admin" if user.is_admin else "user"
@@ -82,7 +83,8 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
 async def tokens(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.users import UnknownUserError, create_token, find_user, list_tokens, revoke_token
 
-    async with await open_store(settings) as store:
+    # the owner's login: only it may make an admin's token (migration 0014)
+    async with await open_owner_store(settings) as store:
         if args.tokens_command == "create":
             user = await find_user(store, args.name)
             if user is None:

@@ -245,7 +245,8 @@ def translate_error(
 
     The one place that knows the database's error codes: CR001 stale expected seq, CR003 an
     observation that answers no action, CR004 content that does not match its hash, CR005
-    malformed arguments (see the migrations), and the constraints named below.
+    malformed arguments, CR014 an unknown kind or a payload text that is not canonical JSON
+    (see the migrations), and the constraints named below.
     """
     state = exc.sqlstate
     if state == "CR001":
@@ -275,6 +276,8 @@ def translate_error(
         )
     if state == "CR004":
         return ContentMismatchError(f"the database refused to store it: {exc.message}")
+    if state == "CR014":
+        return InvalidEventError(f"{exc.message} (session {session_id}): verify could not pass it")
     if state == "42501":
         return StoreError(
             f"the database role may not do this: {exc.message}. Connect as chronicle_app "

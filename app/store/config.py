@@ -39,3 +39,6 @@ class DatabaseConfig(BaseModel):
     """Chronicle's data directory; the embedded server lives in its ``postgres/``."""
     analyst_database_url: str | None = None
     """A login in ``chronicle_analyst`` (read-only analytics); None: the embedded server's."""
+    owner_database_url: str | None = None
+    """The owner's login (migrations, admins and their tokens); None: ``database_url``, or the
+    embedded server's superuser."""

@@ -40,8 +40,11 @@ def ensure_database(config: DatabaseConfig) -> str:
 
 
 def admin_database_url(config: DatabaseConfig) -> str:
-    """The URL for migrations and `chronicle db`: the configured one (run those commands with
-    the owner's URL there), or the embedded server's superuser, started if needed."""
+    """The URL for migrations, `chronicle db` and what only the owner may write (an admin, an
+    admin's token): the owner's URL if given, else the configured one (run those commands with
+    the owner's URL there), else the embedded server's superuser, started if needed."""
+    if config.owner_database_url:
+        return config.owner_database_url
     if config.database_url:
         return config.database_url
     return EmbeddedPostgres(config.data_dir).ensure_running().admin

@@ -48,6 +48,26 @@ class InvalidUserNameError(StoreError):
         )
 
 
+class OwnerLoginNeededError(StoreError):
+    """Making an admin, or a token for one, needs the database owner's login (migration 0014):
+    the application's login must not be able to mint an admin for itself."""
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(
+            f"{refusal}. Run the command with CHRONICLE_OWNER_DATABASE_URL set to the owner's "
+            "URL (the one `chronicle db migrate` uses); with the embedded database Chronicle "
+            "uses its own"
+        )
+
+
+def _owner_refusal(exc: asyncpg.PostgresError) -> Exception:
+    """The database's CR015 (the owner's kind of write, asked by another login) as a user's
+    error; anything else as it is."""
+    if getattr(exc, "sqlstate", None) == "CR015":
+        return OwnerLoginNeededError(str(exc))
+    return exc
+
+
 class User(BaseModel):
     id: UUID
     name: str
@@ -91,18 +111,17 @@ def token_hash(token: str) -> bytes:
 
 
 async def add_user(store: EventStore, name: str, *, is_admin: bool = False) -> User:
+    """Add a user; an admin only through the database owner's login (``OwnerLoginNeededError``)."""
     try:
         row = await store.pool.fetchrow(
-            "INSERT INTO users (id, name, is_admin) VALUES ($1, $2, $3) "
-            "RETURNING id, name, is_admin, created_at",
-            uuid.uuid4(),
-            name,
-            is_admin,
+            "SELECT * FROM chronicle_add_user($1, $2, $3)", uuid.uuid4(), name, is_admin
         )
     except asyncpg.UniqueViolationError:
         raise UserExistsError(name) from None
     except asyncpg.CheckViolationError:
         raise InvalidUserNameError(name) from None
+    except asyncpg.PostgresError as exc:
+        raise _owner_refusal(exc) from None
     assert row is not None
     return User(**dict(row))
 
@@ -129,19 +148,21 @@ async def create_token(
     expires_at: datetime | None = None,
     kind: TokenKind = "api",
 ) -> tuple[TokenInfo, str]:
-    """A new token for the user: its record and the token itself (to show once)."""
+    """A new token for the user: its record and the token itself (to show once). Only its
+    sha256 reaches the database; a token for an admin only through the owner's login."""
     token = new_token()
-    row = await store.pool.fetchrow(
-        "WITH t AS (INSERT INTO api_tokens (id, user_id, kind, label, hash, expires_at) "
-        "VALUES ($1, $2, $3, $4, $5, $6) RETURNING *) "
-        f"SELECT {_TOKEN_COLUMNS} FROM t JOIN users u ON u.id = t.user_id",
-        uuid.uuid4(),
-        user_id,
-        kind,
-        label,
-        token_hash(token),
-        expires_at,
-    )
+    try:
+        row = await store.pool.fetchrow(
+            "SELECT * FROM chronicle_create_token($1, $2, $3, $4, $5, $6)",
+            uuid.uuid4(),
+            user_id,
+            kind,
+            label,
+            token_hash(token),
+            expires_at,
+        )
+    except asyncpg.PostgresError as exc:
+        raise _owner_refusal(exc) from None
     assert row is not None
     return TokenInfo(**dict(row)), token
 
@@ -163,13 +184,9 @@ async def list_tokens(store: EventStore, *, kind: TokenKind | None = "api") -> l
 
 async def revoke_token(store: EventStore, token_id: UUID, *, user_id: UUID | None = None) -> bool:
     """Revoke the token (of ``user_id`` only, if given); False if there is no such live token."""
-    revoked = await store.pool.fetchval(
-        "UPDATE api_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL "
-        "AND ($2::uuid IS NULL OR user_id = $2) RETURNING id",
-        token_id,
-        user_id,
+    return bool(
+        await store.pool.fetchval("SELECT chronicle_revoke_token($1, $2)", token_id, user_id)
     )
-    return revoked is not None
 
 
 async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Principal | None:
@@ -188,9 +205,7 @@ async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Princi
     if row is None:
         return None
     await store.pool.execute(
-        "UPDATE api_tokens SET last_used_at = now() WHERE id = $1 AND (last_used_at IS NULL "
-        f"OR last_used_at < now() - interval '{LAST_USED_RESOLUTION_SECONDS} seconds')",
-        row["token_id"],
+        "SELECT chronicle_touch_token($1, $2)", row["token_id"], LAST_USED_RESOLUTION_SECONDS
     )
     values = dict(row)
     values.pop("last_used_at")

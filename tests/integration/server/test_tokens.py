@@ -33,7 +33,7 @@ async def test_a_token_is_stored_as_its_hash_only(store: EventStore, superuser) 
 
 
 async def test_expired_revoked_and_wrong_kind_tokens_name_nobody(store: EventStore) -> None:
-    user = await add_user(store, "bea", is_admin=True)
+    user = await add_user(store, "bea")
     _, expired = await create_token(
         store, user.id, expires_at=datetime.now(UTC) - timedelta(seconds=1)
     )

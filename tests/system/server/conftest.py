@@ -1,5 +1,6 @@
 """A real `chronicle serve` on a fresh database of the test server (as chronicle_app), with
-its own data directory and an empty settings file; tokens made by the real CLI."""
+its own data directory and an empty settings file; tokens made by the real CLI (with the
+owner's login, as an operator makes an admin)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ def server_environment(
         pg_server.admin, template, f"srv_{uuid.uuid4().hex[:16]}"
     ):
         env = cli_environment(pg_server.app.url(database_name(admin_url)), root)
+        # the operator's login, which `chronicle users` and `tokens` use (the server never does)
+        env["CHRONICLE_OWNER_DATABASE_URL"] = admin_url
         env["CHRONICLE_LLM_MODEL"] = "openai/scripted"
         env["CHRONICLE_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens
         env["CHRONICLE_LLM_API_KEY"] = "sk-not-used"

@@ -1,5 +1,5 @@
 """`chronicle users` and `chronicle tokens` as a person uses them: a token shown once and
-never again, mistakes answered with what to do."""
+never again, mistakes answered with what to do; an admin made only with the owner's login."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from pathlib import Path
 from tests.support.cli import chronicle, cli_environment
 
 
-def test_users_and_tokens_from_the_command_line(app_database_url: str, tmp_path: Path) -> None:
+def test_users_and_tokens_from_the_command_line(
+    app_database_url: str, database_url: str, tmp_path: Path
+) -> None:
     env = cli_environment(app_database_url, tmp_path)
+    env["CHRONICLE_OWNER_DATABASE_URL"] = database_url
     added = chronicle("users", "add", "hana", "--admin", env=env)
     assert added.returncode == 0 and "added admin hana" in added.stdout
     again = chronicle("users", "add", "hana", env=env)
@@ -42,3 +45,25 @@ def test_users_and_tokens_from_the_command_line(app_database_url: str, tmp_path:
     assert twice.returncode == 1 and "no live token" in twice.stderr
     unknown = chronicle("tokens", "revoke", str(uuid.uuid4()), env=env)
     assert unknown.returncode == 1
+
+
+def test_the_applications_login_alone_makes_no_admin(
+    app_database_url: str, database_url: str, tmp_path: Path
+) -> None:
+    """Whoever holds only the application's database URL (the server's) cannot make an admin
+    or an admin's token; the owner's URL can."""
+    app_only = cli_environment(app_database_url, tmp_path)
+    refused = chronicle("users", "add", "mallory", "--admin", env=app_only)
+    assert refused.returncode == 1, refused.stdout
+    assert "owner's login may make mallory an admin" in refused.stderr
+    assert "CHRONICLE_OWNER_DATABASE_URL" in refused.stderr and "Traceback" not in refused.stderr
+    assert "mallory" not in chronicle("users", "list", env=app_only).stdout
+
+    owner = {**app_only, "CHRONICLE_OWNER_DATABASE_URL": database_url}
+    assert chronicle("users", "add", "root", "--admin", env=owner).returncode == 0
+    app_only["CHRONICLE_OWNER_DATABASE_URL"] = app_database_url  # named, but not the owner's
+    forged = chronicle("tokens", "create", "root", env=app_only)
+    assert forged.returncode == 1 and "token for an admin" in forged.stderr
+    assert forged.stdout == ""
+    made = chronicle("tokens", "create", "root", env=owner)
+    assert made.returncode == 0 and made.stdout.startswith("chr_")

@@ -34,15 +34,17 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def server(
-    fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path
+    fake_llm: FakeLlmServer, app_database_url: str, database_url: str, tmp_path: Path
 ) -> Iterator[ServerProcess]:
-    """``chronicle serve`` whose workers run sessions against the scripted model."""
+    """``chronicle serve`` whose workers run sessions against the scripted model; the CLI that
+    makes tokens has the owner's login too (only it makes admins)."""
     env = agent_environment(
         fake_llm,
         app_database_url,
         tmp_path,
         CHRONICLE_WORKER_LEASE_DURATION="3",
         CHRONICLE_WORKER_HEARTBEAT_INTERVAL="0.5",
+        CHRONICLE_OWNER_DATABASE_URL=database_url,
     )
     started = start_server(env)
     try:
