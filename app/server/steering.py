@@ -3,7 +3,8 @@
 Each is one event of source ``user`` carrying the user's name, appended to the log; the
 agent's controller (in whichever worker runs the session) reads it there. A message and a
 resume also ask for a run (``request_run``), since nobody may be running the session now:
-it ended awaiting the user, or was paused.
+it ended awaiting the user, or was paused; that run counts against the cap of working
+sessions of the session's owner as creating one does (429 when it is full).
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from app.events import AgentState, Event, Message
 from app.server.access import ensure_visible
 from app.server.auth import principal_of
 from app.server.context import Context
-from app.server.problems import problem_responses
-from app.sessions.leases import request_run
+from app.server.problems import TooManyActiveSessions, problem_responses
+from app.sessions.leases import record_and_request_run
+from app.store.capped_runs import RunCapReached
 
 
 class NewMessage(BaseModel):
@@ -38,9 +40,24 @@ class Recorded(BaseModel):
 
 
 async def _record(ctx: Context, session_id: UUID, event: Event, run: str | None) -> Recorded:
-    recorded = await ctx.store.append(session_id, [event])
-    if run is not None:
-        await request_run(ctx.store, session_id, reason=run)
+    """Append the event; with ``run``, ask for the session's run too, which takes a place of
+    the owner's cap of working sessions unless the session holds one (429 when none is left,
+    and nothing is recorded)."""
+    if run is None:
+        recorded = await ctx.store.append(session_id, [event])
+    else:
+        try:
+            recorded = await record_and_request_run(
+                ctx.store, session_id, reason=run, cap=ctx.settings.server_max_active_sessions,
+                record=lambda: ctx.store.append(session_id, [event]),
+            )  # fmt: skip
+        except RunCapReached as exc:
+            raise TooManyActiveSessions(
+                f"session {session_id} cannot run now: its owner has {exc.active} sessions "
+                f"working already (the most one user may have); wait until one ends, or stop "
+                "one, then send this again",
+                headers={"Retry-After": "30"},
+            ) from None
     return Recorded(
         session_id=session_id, seq=recorded[-1].seq, kind=event.kind, run_requested=run is not None
     )

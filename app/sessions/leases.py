@@ -9,9 +9,14 @@ that runs is run once more only if its current run ends before it got to the new
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 from uuid import UUID
 
 from app.store import EventStore, session_leases
+from app.store.capped_runs import request_run_within_cap
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -21,3 +26,21 @@ async def request_run(store: EventStore, session_id: UUID, *, reason: str) -> No
     Raises ``session_leases.UnknownSessionError`` for a session with no events."""
     outcome = await session_leases.request_run(store, session_id, reason)
     log.info("run of session %s requested (%s): %s", session_id, reason, outcome)
+
+
+async def record_and_request_run(
+    store: EventStore,
+    session_id: UUID,
+    *,
+    reason: str,
+    cap: int,
+    record: Callable[[], Awaitable[T]],
+) -> T:
+    """``record()`` the user's event and have a worker run the session, within the cap of
+    working sessions of the session's owner (``app.store.capped_runs``); raises
+    ``capped_runs.RunCapReached``, with nothing recorded, when the owner has no place left."""
+    recorded = await request_run_within_cap(
+        store, session_id, cap=cap, reason=reason, record=record
+    )
+    log.info("run of session %s requested (%s)", session_id, reason)
+    return recorded

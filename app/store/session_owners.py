@@ -27,18 +27,21 @@ from app.store.session_rows import (
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-#: A session counts against its owner's cap until its agent stops working: working, or no
-#: state yet — just created (the projection has not seen it), which is trusted for
-#: ``FRESH_SECONDS`` only, so an owner row whose session was never recorded (its creation
-#: failed half-way) does not count for ever.
+#: A session counts against its owner's cap while a worker is asked to run it (its lease row,
+#: from the request until the run is released: waiting for a worker counts too), while the
+#: projection sees it working, or before it ever ran: no state yet, or just created (the
+#: projection has not seen it), which is trusted for ``FRESH_SECONDS`` only, so an owner row
+#: whose session was never recorded (its creation failed half-way) does not count for ever.
 FRESH_SECONDS = 300
+#: Whether ``session_owners o`` (left-joined with ``session_state s``) counts, as above.
+COUNTS = f"""(EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = o.session_id)
+       OR s.status = 'working'
+       OR (s.session_id IS NOT NULL AND s.status IS NULL)
+       OR (s.session_id IS NULL AND o.created_at > now() - interval '{FRESH_SECONDS} seconds'))"""
 ACTIVE_SQL = f"""
 SELECT count(*) FROM session_owners o
 LEFT JOIN session_state s ON s.session_id = o.session_id
-WHERE o.user_id = $1
-  AND (s.status = 'working'
-       OR (s.session_id IS NOT NULL AND s.status IS NULL)
-       OR (s.session_id IS NULL AND o.created_at > now() - interval '{FRESH_SECONDS} seconds'))
+WHERE o.user_id = $1 AND {COUNTS}
 """
 #: One user's creations are serialised while the cap is checked (a transaction lock, in a
 #: key space of its own), so two requests at once cannot both take the last place.
