@@ -208,8 +208,9 @@ class Settings(BaseSettings):
     sandbox_uid: int = Field(
         default=10001,
         gt=0,
-        description="uid (and gid) of Docker sandboxes when Chronicle runs as root and the "
-        "workspace is root's; such a workspace's root-owned files are chowned to it once",
+        description="uid (and gid) of sandboxes (Docker and the local jail) and of a fork's "
+        "restore when Chronicle runs as root and the workspace is root's or new; such a "
+        "workspace's root-owned files are chowned to it once",
     )
     sandbox_disk_quota: str | None = Field(
         default="10g",
@@ -461,6 +462,7 @@ class Settings(BaseSettings):
                 cpu_seconds=self.sandbox_cpu_seconds,
             ),
             hidden_paths=(default_config_file(), self.data_dir),
+            uid=self.sandbox_uid,
         )
 
     def docker_config(self, environ: Mapping[str, str] | None = None) -> DockerConfig:

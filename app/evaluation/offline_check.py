@@ -51,7 +51,7 @@ async def score_check(
     target = scratch / "workspace"
     try:
         repository = await asyncio.to_thread(_repository, session)
-        await restore(start, target, repository=repository)
+        await restore(start, target, repository=repository, sandbox_uid=settings.sandbox_uid)
         run = {"git_dir": target / ".git", "work_tree": target, "timeout": 60.0}
         if not await asyncio.to_thread((target / ".git").exists):
             await git(["init", "-q"], **run)  # type: ignore[arg-type]

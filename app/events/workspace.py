@@ -7,6 +7,7 @@ host's view of the workspace (see ``app.runtime.workspace_state``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,6 +65,43 @@ class WorkspaceSnapshot(Event):
     skipped: list[SkippedFile] = Field(default_factory=list)
     max_bytes: int = Field(default=0, ge=0)
     message: str = ""
+
+
+def unsafe_entry(files: Sequence[WorkspaceFile]) -> str | None:
+    """Why a manifest cannot be restored as it stands, or None: the one rule a fork's restore
+    and ``chronicle import`` both apply, because a snapshot is data from outside (an import,
+    any login of the application) and restoring it writes files on the host.
+
+    Each path must be relative and plain (no empty, ``.`` or ``..`` part, no ``.git``), name
+    one entry only, and lie beneath no other entry: a file cannot hold files, and a link must
+    never be walked through (``x -> /etc`` then ``x/passwd`` would write outside). A recorded
+    workspace never holds any of these (git records neither ``.git`` nor paths past a link).
+    """
+    seen: dict[str, str] = {}
+    for entry in files:
+        path = entry.path
+        if not path or "\x00" in path or path.startswith("/"):
+            return f"{path!r} is not a relative path"
+        parts = path.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            return f"{path!r} has an empty, '.' or '..' part"
+        if any(part.lower() == ".git" for part in parts):
+            return f"{path!r} is inside a .git directory"
+        if path in seen:
+            return f"{path!r} appears twice"
+        if (entry.type == "symlink") != (entry.encoding == "link"):
+            return f"{path!r} is a {entry.type} stored as {entry.encoding!r}"
+        if entry.type == "symlink" and (not entry.content or "\x00" in entry.content):
+            return f"{path!r} is a link with an empty target or a NUL in it"
+        seen[path] = entry.type
+    for path in seen:
+        parts = path.split("/")
+        for end in range(1, len(parts)):
+            above = "/".join(parts[:end])
+            if above in seen:
+                what = "a link" if seen[above] == "symlink" else "a file"
+                return f"{path!r} lies beneath {above!r}, which is {what}"
+    return None
 
 
 class WorkspaceDiff(Event):

@@ -29,6 +29,9 @@ class LocalConfig(BaseModel):
     hidden_paths: tuple[Path, ...] = ()
     """Paths the sandbox must not see even where the system is visible (the settings file,
     the data directory)."""
+    uid: int = Field(default=10001, gt=0)
+    """The jail's uid and gid on the host when Chronicle runs as root on a root-owned (or new)
+    workspace: the jail's root is this unprivileged user outside."""
 
 
 class DockerConfig(BaseModel):

@@ -33,6 +33,7 @@ def make_runtime(
             env=local.env,
             limits=local.limits,
             hidden_paths=local.hidden_paths,
+            sandbox_uid=local.uid,
         )
     raise ValueError(f"unknown runtime {kind!r}; use 'local' or 'docker'")
 

@@ -1,20 +1,37 @@
 """Putting a recorded workspace start back: into a fresh directory (a fork), or as the
 baseline a resumed run's ``workspace.diff`` is computed against.
 
-A snapshot comes from the log, so its paths are checked: one that is absolute, climbs out
-with ``..`` or passes through a link is refused rather than written outside the target.
+A snapshot is data from outside (an imported export, any login of the application), and
+restoring it writes on the host, so:
+
+- the manifest is checked first (``unsafe_entry``: no absolute, ``..`` or ``.git`` path, no
+  entry twice, none beneath a link or a file), and then written by ``restore_files``, which
+  opens everything beneath the target with no-follow semantics, never through a link;
+- when Chronicle runs as root, the files are written by a child process running as the uid
+  the sandbox would run as (``sandbox_user``), so even a mistake here writes nothing that
+  sandbox could not; the target is made theirs first;
+- a git start is cloned, checked out and patched by git itself, which refuses paths with
+  ``..`` or ``.git`` and any path beyond a symbolic link; what it wrote is then handed to
+  the sandbox's uid;
+- modes are 0644 or 0755, and setuid/setgid bits are cleared afterwards whatever made them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
+import contextlib
+import json
 import os
 import shutil
 import tempfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from app.events.workspace import WorkspaceFile, WorkspaceSnapshot
+from app.events.workspace import WorkspaceFile, WorkspaceSnapshot, unsafe_entry
+from app.runtime import restore_files
+from app.runtime.errors import SandboxStartError
+from app.runtime.local.jail import system_python
+from app.runtime.sandbox_user import SandboxUser, hand_over, prepare_workspace
+from app.runtime.special_bits import clear_special_bits
 from app.runtime.workspace_state import (
     EMPTY_TREE,
     Baseline,
@@ -24,52 +41,125 @@ from app.runtime.workspace_state import (
     new_scratch,
 )
 
-
-def _safe_target(target: Path, path: str) -> Path:
-    parts = PurePosixPath(path).parts
-    if not parts or PurePosixPath(path).is_absolute() or ".." in parts or ".git" in parts:
-        raise WorkspaceStateError(f"the snapshot names an unsafe path {path!r}; not restored")
-    here = target
-    for part in parts[:-1]:
-        here = here / part
-        if here.is_symlink():
-            raise WorkspaceStateError(f"{path!r} passes through a link; not restored")
-    return target.joinpath(*parts)
+#: The sandbox_uid setting's default, for callers without settings.
+DEFAULT_SANDBOX_UID = 10001
 
 
-def _write_files(files: list[WorkspaceFile], target: Path) -> None:
-    for entry in files:
-        full = _safe_target(target, entry.path)
-        full.parent.mkdir(parents=True, exist_ok=True)
-        if entry.type == "symlink":
-            os.symlink(entry.content, full)
-            continue
-        data = (
-            base64.b64decode(entry.content)
-            if entry.encoding == "base64"
-            else entry.content.encode("utf-8")
+def check_manifest(files: list[WorkspaceFile]) -> None:
+    """WorkspaceStateError when a manifest may not be restored (said before any write)."""
+    problem = unsafe_entry(files)
+    if problem is not None:
+        raise WorkspaceStateError(
+            f"the snapshot cannot be restored safely: {problem}; nothing was written"
         )
-        full.write_bytes(data)
-        full.chmod(0o755 if entry.type == "executable" else 0o644)
+
+
+def _entries(files: list[WorkspaceFile]) -> list[dict[str, str]]:
+    return [
+        {"path": f.path, "type": f.type, "encoding": f.encoding, "content": f.content}
+        for f in files
+    ]
+
+
+def _open_directory(target: Path) -> int:
+    return os.open(target, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+async def write_manifest(
+    files: list[WorkspaceFile], target: Path, user: SandboxUser | None, *, timeout: float
+) -> None:
+    """Write ``files`` beneath the directory ``target``: here, or as ``user`` in a child."""
+    check_manifest(files)
+    entries = _entries(files)
+    try:
+        fd = await asyncio.to_thread(_open_directory, target)
+    except OSError as exc:
+        raise WorkspaceStateError(f"cannot open {target}: {exc.strerror}") from None
+    try:
+        if user is None:
+            try:
+                await asyncio.to_thread(restore_files.write_entries, fd, entries)
+            except restore_files.RestoreRefused as exc:
+                raise WorkspaceStateError(f"not restored: {exc}") from None
+            except (OSError, ValueError) as exc:
+                raise WorkspaceStateError(f"restoring the files failed: {exc}") from None
+        else:
+            await _write_as(user, fd, entries, timeout)
+    finally:
+        os.close(fd)
+
+
+async def _write_as(
+    user: SandboxUser, fd: int, entries: list[dict[str, str]], timeout: float
+) -> None:
+    """``restore_files`` run as ``user`` (no supplementary groups), on the open ``fd``."""
+    python, _ = system_python()
+    source = await asyncio.to_thread(Path(restore_files.__file__).read_text, encoding="utf-8")
+    process = await asyncio.create_subprocess_exec(
+        python, "-I", "-B", "-c", source, str(fd),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), cwd="/",
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+        user=user.uid, group=user.gid, extra_groups=[], umask=0o022,
+    )  # fmt: skip
+    try:
+        async with asyncio.timeout(timeout):
+            _, err = await process.communicate(json.dumps(entries).encode())
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise WorkspaceStateError(f"restoring the files took longer than {timeout:g}s") from None
+    if process.returncode != 0:
+        detail = err.decode(errors="replace").strip() or f"exit status {process.returncode}"
+        raise WorkspaceStateError(f"not restored (as uid {user.uid}): {detail}")
+
+
+def _prepare_target(target: Path, sandbox_uid: int) -> SandboxUser | None:
+    """Make ``target`` an empty directory of the sandbox's user; that user, or None when it is
+    this process's own (no child needed)."""
+    if target.is_symlink():
+        raise WorkspaceStateError(f"{target} is a symbolic link; restore into a new directory")
+    if target.exists() and any(target.iterdir()):
+        raise WorkspaceStateError(f"{target} is not empty; restore into a new directory")
+    try:
+        user = prepare_workspace(target, sandbox_uid)
+    except SandboxStartError as exc:
+        raise WorkspaceStateError(str(exc)) from None
+    return None if user.uid == os.geteuid() else user
 
 
 async def restore(
-    snapshot: WorkspaceSnapshot, target: Path, *, repository: Path | None, timeout: float = 60.0
+    snapshot: WorkspaceSnapshot,
+    target: Path,
+    *,
+    repository: Path | None,
+    timeout: float = 60.0,
+    sandbox_uid: int = DEFAULT_SANDBOX_UID,
 ) -> None:
-    """Rebuild the recorded start in ``target`` (an empty or missing directory). A git start
-    is cloned from ``repository`` (the recorded workspace, or any clone holding the commit),
-    checked out at the commit and branch, and the uncommitted diff applied."""
+    """Rebuild the recorded start in ``target`` (an empty or missing directory), owned by the
+    user a sandbox on it runs as (``sandbox_uid`` when Chronicle is root and the target is
+    root's or new). A git start is cloned from ``repository`` (the recorded workspace, or any
+    clone holding the commit), checked out at the commit and branch, the diff applied."""
     if snapshot.vcs == "unavailable":
         raise WorkspaceStateError(
             "the session recorded no workspace state (its host could not see the workspace); "
             "pass a workspace directory to start from instead"
         )
-    await asyncio.to_thread(target.mkdir, parents=True, exist_ok=True)
-    if any(await asyncio.to_thread(lambda: list(target.iterdir()))):
-        raise WorkspaceStateError(f"{target} is not empty; restore into a new directory")
+    check_manifest(snapshot.files)
+    user = await asyncio.to_thread(_prepare_target, target, sandbox_uid)
     if snapshot.vcs == "none":
-        await asyncio.to_thread(_write_files, snapshot.files, target)
-        return
+        await write_manifest(snapshot.files, target, user, timeout=timeout)
+    else:
+        await _restore_git(snapshot, target, repository, timeout)
+        if user is not None:  # git ran as this process (root): hand its files over
+            await asyncio.to_thread(hand_over, target, user, quiet=True)
+    await asyncio.to_thread(clear_special_bits, target)
+
+
+async def _restore_git(
+    snapshot: WorkspaceSnapshot, target: Path, repository: Path | None, timeout: float
+) -> None:
     run = {"git_dir": target / ".git", "work_tree": target, "timeout": timeout}
     if snapshot.commit is None:
         await git(["init", "-q"], **run)  # type: ignore[arg-type]
@@ -93,13 +183,17 @@ async def restore(
             await git(["checkout", "-q", "-B", snapshot.branch, snapshot.commit], **run)  # type: ignore[arg-type]
         else:
             await git(["checkout", "-q", "--detach", snapshot.commit], **run)  # type: ignore[arg-type]
-    if snapshot.diff:
+    if snapshot.diff:  # git apply refuses `..`, `.git` and any path beyond a link (tested)
         patch = snapshot.diff.encode("utf-8", errors="surrogateescape")
         await git(["apply", "--binary", "--whitespace=nowarn", "-"], stdin=patch, **run)  # type: ignore[arg-type]
 
 
 async def baseline_from_snapshot(
-    snapshot: WorkspaceSnapshot, workspace: Path, *, timeout: float = 60.0
+    snapshot: WorkspaceSnapshot,
+    workspace: Path,
+    *,
+    timeout: float = 60.0,
+    sandbox_uid: int = DEFAULT_SANDBOX_UID,
 ) -> Baseline | None:
     """The baseline of a recorded start, for a run that resumes a session (the process that
     recorded it is gone): the same tree, rebuilt from the log (and, for git, the workspace
@@ -120,8 +214,8 @@ async def baseline_from_snapshot(
                 await git(["apply", "--cached", "--binary", "-"], index=index, stdin=patch, **run)  # type: ignore[arg-type]
         else:
             start = scratch / "start"
-            await asyncio.to_thread(start.mkdir)
-            await asyncio.to_thread(_write_files, snapshot.files, start)
+            user = await asyncio.to_thread(_prepare_target, start, sandbox_uid)
+            await write_manifest(snapshot.files, start, user, timeout=timeout)
             run = {"git_dir": baseline.git_dir, "work_tree": start, "timeout": timeout}
             await git(["add", "-A", "-f", "."], index=index, **run)  # type: ignore[arg-type]
         baseline.tree = (await git(["write-tree"], index=index, **run)).decode().strip()  # type: ignore[arg-type]

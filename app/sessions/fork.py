@@ -134,7 +134,7 @@ async def _restore(store: EventStore, settings: Settings, source: UUID, workspac
     try:
         await restore(
             snapshot, workspace, repository=recorded_workspace,
-            timeout=settings.workspace_snapshot_timeout,
+            timeout=settings.workspace_snapshot_timeout, sandbox_uid=settings.sandbox_uid,
         )  # fmt: skip
     except WorkspaceStateError as exc:
         raise SessionError(f"cannot restore the recorded workspace: {exc}") from None

@@ -54,7 +54,10 @@ async def workspace_baseline(
     snapshot = WorkspaceSnapshot.model_validate(recorded[0].payload)
     try:
         return await baseline_from_snapshot(
-            snapshot, workspace, timeout=settings.workspace_snapshot_timeout
+            snapshot,
+            workspace,
+            timeout=settings.workspace_snapshot_timeout,
+            sandbox_uid=settings.sandbox_uid,
         )
     except (WorkspaceStateError, OSError) as exc:
         logger.warning("session %s: no workspace baseline to resume with: %s", session_id, exc)

@@ -46,7 +46,7 @@ from app.runtime.docker.hardening import (
     is_quota_refusal,
 )
 from app.runtime.docker.private_dir import fresh_private_dir, write_secret
-from app.runtime.docker.sandbox_user import SandboxUser, prepare_workspace
+from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
 

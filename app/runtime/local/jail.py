@@ -58,12 +58,26 @@ class Jail(BaseModel):
             roots.append(self.python_prefix)
         return roots
 
-    def argv(self, bwrap: str, command: list[str], *, token_fd: int) -> list[str]:
+    def argv(
+        self,
+        bwrap: str,
+        command: list[str],
+        *,
+        token_fd: int,
+        sources: Mapping[Path, Path] | None = None,
+    ) -> list[str]:
         """The bubblewrap command line that runs ``command`` (the server) in the jail.
 
         ``token_fd`` is a pipe holding the token: bubblewrap copies it into a file in the
         jail's private /tmp, which the server reads and deletes before anything else runs.
+        ``sources``: where bubblewrap finds the workspace, the server package or the Python
+        prefix when not at their own paths (``private_mounts``: for an unprivileged jail user
+        who could not reach them); inside the jail each is at its own path still.
         """
+
+        def source(path: Path) -> str:
+            return str((sources or {}).get(path, path))
+
         args = [
             bwrap,
             "--unshare-user", "--disable-userns", "--cap-drop", "ALL",
@@ -78,15 +92,15 @@ class Jail(BaseModel):
             elif os.path.isdir(directory):
                 args += ["--ro-bind", directory, directory]
         if self.python_prefix is not None:
-            args += ["--ro-bind", str(self.python_prefix), str(self.python_prefix)]
+            args += ["--ro-bind", source(self.python_prefix), str(self.python_prefix)]
         if self.network:
             args += self._resolver()
         args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-        args += ["--ro-bind", str(self.server_package), f"{SERVER_ROOT}/chronicle_sandbox"]
+        args += ["--ro-bind", source(self.server_package), f"{SERVER_ROOT}/chronicle_sandbox"]
         inside, outside = self._masks()
         remount: list[str] = []
         args += self._mask_args(outside, remount)
-        args += ["--bind", str(self.workspace), str(self.workspace)]
+        args += ["--bind", source(self.workspace), str(self.workspace)]
         args += self._mask_args(inside, remount)
         for directory in remount:
             args += ["--remount-ro", directory]

@@ -41,6 +41,8 @@ from app.runtime.image import RUNTIME_IMAGE_DIR
 from app.runtime.local.cgroup import SandboxCgroup, enter_cgroup
 from app.runtime.local.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environment, system_python
 from app.runtime.local.limits import SandboxLimits
+from app.runtime.local.private_mounts import bind_privately, mount_points
+from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +93,24 @@ def remove_stale_private_dirs() -> None:
             continue
 
 
-def child_setup(procs_files: list[bytes]) -> Callable[[], None]:
-    """The ``preexec_fn`` of the sandbox: die with us, and enter its cgroup before exec."""
+def child_setup(
+    procs_files: list[bytes],
+    user: SandboxUser | None = None,
+    binds: list[tuple[bytes, bytes]] | None = None,
+) -> Callable[[], None]:
+    """The ``preexec_fn`` of the sandbox: while still root, make what the jail binds reachable
+    (``private_mounts``) and enter its cgroup; then become ``user`` (no supplementary groups)
+    and die with us (a change of uid clears that)."""
 
     def setup() -> None:
-        die_with_parent()
+        if binds:
+            bind_privately(binds)
         enter_cgroup(procs_files)
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
+        die_with_parent()
 
     return setup
 
@@ -115,11 +129,14 @@ class LocalRuntime(ClientRuntime):
         env: Mapping[str, str] | None = None,
         limits: SandboxLimits | None = None,
         hidden_paths: Iterable[str | Path] = (),
+        sandbox_uid: int = 10001,
     ) -> None:
         """``env`` is the sandbox's whole environment beyond a small allow-list (PATH, LANG,
         LC_*, TERM, TZ; HOME is the workspace): this process's own is never passed on.
         ``hidden_paths`` are masked in the jail when they would be visible (say a config file
-        or data directory under /etc). ``python`` runs the server (default: the system's)."""
+        or data directory under /etc). ``python`` runs the server (default: the system's).
+        ``sandbox_uid``: who the jail runs as when Chronicle is root and the workspace is
+        root's or new (``app.runtime.sandbox_user``); the jail's root is that uid outside."""
         self.workspace = Path(workspace).resolve()
         self.jail = jail
         self.network = network
@@ -128,10 +145,15 @@ class LocalRuntime(ClientRuntime):
         self.env = dict(env or {})
         self.limits = limits if limits is not None else SandboxLimits()
         self.hidden_paths = tuple(Path(p) for p in hidden_paths)
+        self.sandbox_uid = sandbox_uid
+        #: Who the jail runs as, when not this process's user (Chronicle runs as root).
+        self.user: SandboxUser | None = None
         self.process: asyncio.subprocess.Process | None = None
         self.client: SandboxClient | None = None
         self.cgroup: SandboxCgroup | None = None
         self._private: Path | None = None
+        self._mounts: Path | None = None
+        self._binds: list[tuple[bytes, bytes]] = []
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
         self._stderr_task: asyncio.Task[None] | None = None
 
@@ -176,6 +198,9 @@ class LocalRuntime(ClientRuntime):
         kind = self._jail_kind()
         if self.python is not None and not os.access(self.python, os.X_OK):
             raise SandboxStartError(f"could not run {self.python}: not an executable file")
+        self.user = None
+        if kind == "bwrap" and os.geteuid() == 0:
+            self.user = await asyncio.to_thread(prepare_workspace, self.workspace, self.sandbox_uid)
         self.workspace.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(remove_stale_private_dirs)
         self._private = Path(tempfile.mkdtemp(prefix=PRIVATE_PREFIX))  # 0700, ours
@@ -209,7 +234,9 @@ class LocalRuntime(ClientRuntime):
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.PIPE,
                     start_new_session=True,  # its own process group: close() takes it all down
-                    preexec_fn=child_setup(self.cgroup.procs_files() if self.cgroup else []),
+                    preexec_fn=child_setup(
+                        self.cgroup.procs_files() if self.cgroup else [], self.user, self._binds
+                    ),
                     pass_fds=pass_fds,
                 )
             except (OSError, subprocess.SubprocessError) as exc:
@@ -236,7 +263,13 @@ class LocalRuntime(ClientRuntime):
             hidden_paths=self.hidden_paths,
         )
         server = [python, *PYTHON_FLAGS, *self._server_args("bwrap", listen_fd, TOKEN_FILE)]
-        return jail.argv(bwrap, server, token_fd=token_fd), "/", (listen_fd, token_fd)
+        sources: dict[Path, Path] = {}
+        if self.user is not None:  # it may not reach them: bound where it can (private_mounts)
+            wanted = [self.workspace, SERVER_PACKAGE, *([prefix] if prefix else [])]
+            self._mounts, sources = mount_points(wanted)
+            self._binds = [(os.fsencode(a), os.fsencode(b)) for a, b in sources.items()]
+        argv = jail.argv(bwrap, server, token_fd=token_fd, sources=sources)
+        return argv, "/", (listen_fd, token_fd)
 
     def _unjailed(self, listen_fd: int, token: str) -> tuple[list[str], str, tuple[int, ...]]:
         assert self._private is not None
@@ -302,3 +335,6 @@ class LocalRuntime(ClientRuntime):
         private, self._private = self._private, None
         if private is not None:
             await asyncio.to_thread(shutil.rmtree, private, True)
+        mounts, self._mounts, self._binds = self._mounts, None, []
+        if mounts is not None:  # empty directories here: the binds were the jail's alone
+            await asyncio.to_thread(shutil.rmtree, mounts, True)

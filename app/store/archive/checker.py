@@ -36,6 +36,7 @@ from app.events.stored_form import (
     references,
     restore,
 )
+from app.events.workspace import WorkspaceSnapshot, unsafe_entry
 from app.store.archive.lines import (
     EventLine,
     HeaderLine,
@@ -267,7 +268,7 @@ class FileChecker:
 
     def _valid(self, number: int, line: EventLine) -> None:
         try:
-            event_from_stored(
+            event = event_from_stored(
                 kind=line.kind,
                 source=line.source,
                 cause=line.cause,
@@ -277,6 +278,14 @@ class FileChecker:
             )
         except (InvalidEventError, ValueError) as exc:
             raise FileProblem(number, f"event {line.seq}: {exc}") from None
+        if isinstance(event, WorkspaceSnapshot):  # restoring it (a fork) writes on this host
+            problem = unsafe_entry(event.files)
+            if problem is not None:
+                raise FileProblem(
+                    number,
+                    f"session {line.session_id}, event {line.seq}: the workspace.snapshot "
+                    f"cannot be restored safely: {problem}",
+                )
 
 
 def _strings(value: Any) -> Iterator[str]:
