@@ -490,8 +490,11 @@ async def plan_of(store: EventStore, session: UUID) -> RunPlan | None:
 
 
 async def continue_run(store: EventStore, settings: Settings, plan: RunPlan) -> int:
-    """Record the run's next trials until ``concurrency`` are unscored again (how many)."""
-    return await _start_next(store, settings, plan, cap=None)
+    """Record the run's next trials until ``concurrency`` are unscored again (how many), each
+    within the owner's cap of working sessions, as when the run started (a user's runs and
+    sessions together never have more working); one left out for the cap is recorded by a
+    later sweep (``run_recovery``), once a place is free."""
+    return await _start_next(store, settings, plan, cap=settings.server_max_active_sessions)
 
 
 async def trial_ended(store: EventStore, settings: Settings, session: UUID) -> None:

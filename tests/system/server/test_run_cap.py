@@ -18,6 +18,7 @@ from collections.abc import Callable
 import httpx
 
 from tests.support.chronicle_server import ServerProcess, wait_until_run_ended
+from tests.support.evaluation_api import wait_finished
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 CAP = 2
@@ -152,3 +153,37 @@ def test_a_message_to_a_working_session_is_taken_at_the_cap(
     assert told.status_code == 202, told.text
     assert told.json()["run_requested"] is True
     settle(server, token, fake_llm, [session])
+
+
+def test_an_evaluation_run_takes_its_next_trials_within_the_cap(
+    serve: Callable[..., ServerProcess], fake_llm: FakeLlmServer
+) -> None:
+    """A run's next trials, recorded by the worker as earlier ones end, take places of the
+    cap as its first did: with one session of the user working, a run of concurrency 2 never
+    has more than one trial working beside it (before, every trial that ended was followed by
+    as many as the run's concurrency, whatever else the user had working)."""
+    server = serve(
+        llm_base_url=fake_llm.base_url, server_max_active_sessions=str(CAP),
+        worker_sweep_interval="2",
+    )  # fmt: skip
+    token = server.token("mallory")
+    fake_llm.script(finish(delay=20))  # the user's session, working throughout
+    created = httpx.post(f"{server.url}/api/sessions", headers=bearer(token), json={"task": "t"})
+    assert created.status_code == 201, created.text
+    asyncio.run(fake_llm.wait_until(lambda fake: fake.in_flight == 1))
+    fake_llm.script(finish(), *(finish(delay=3) for _ in range(4)))
+    suite = {
+        "name": "three",
+        "tasks": [{"id": f"t{n}", "prompt": "Say done.", "answer": "done"} for n in range(3)],
+    }
+    started = httpx.post(
+        f"{server.url}/api/evaluations",
+        headers=bearer(token),
+        json={"name": "capped", "suite": suite, "concurrency": 2},
+        timeout=60,
+    )
+    assert started.status_code == 202, started.text
+    assert started.json()["started"] == 1  # the other place is the session's
+    run = wait_finished(server.url, token, "capped", timeout=120)
+    assert (run["total"], run["done"], run["passed"]) == (3, 3, 3)
+    assert fake_llm.max_in_flight <= CAP, fake_llm.max_in_flight
