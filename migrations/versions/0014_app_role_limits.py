@@ -100,12 +100,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{event_kinds}]::text[] $
 # written as it is within 64 bits; beyond, the store's reader (orjson) gets a float back, and
 # verify hashes that float's exact integer: the text must be that integer. Any other is a float to a reader: canonical JSON writes it as Python's
 # shortest repr, which PostgreSQL's float8 output is too (extra_float_digits >= 1), but for
-# its exponent from 1e15 on where repr's starts at 1e16. An integral float, or one that
+# its exponent from 1e15 on where repr's starts at 1e16 (chronicle_verifiable_payload sets
+# extra_float_digits for it; a plain integer is written inline by chronicle_canonical_json). An integral float, or one that
 # becomes 0 or is 2^53 or more (all integral), is written without a fraction by canonical
 # JSON, so a text that gave it one is not canonical: NULL, which matches nothing.
 CANONICAL_NUMBER = r"""
 CREATE FUNCTION chronicle_canonical_number(p_number text) RETURNS text
-LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE SET extra_float_digits = 1 AS $$
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 DECLARE
     v_number numeric;
     v_float  double precision;
@@ -161,7 +162,9 @@ BEGIN
             SELECT string_agg(to_json(e.key)::text || ':' || CASE jsonb_typeof(e.value)
                        WHEN 'object' THEN chronicle_canonical_json(e.value)
                        WHEN 'array' THEN chronicle_canonical_json(e.value)
-                       WHEN 'number' THEN chronicle_canonical_number(e.value::text)
+                       WHEN 'number' THEN CASE WHEN strpos(e.value::text, '.') = 0 AND length(e.value::text) < 19
+                                                THEN e.value::text
+                                                ELSE chronicle_canonical_number(e.value::text) END
                        ELSE e.value::text END, ',' ORDER BY e.key COLLATE "C")
             FROM jsonb_each(p_value) AS e), '') || '}';
     WHEN 'array' THEN
@@ -169,7 +172,9 @@ BEGIN
             SELECT string_agg(CASE jsonb_typeof(a.value)
                        WHEN 'object' THEN chronicle_canonical_json(a.value)
                        WHEN 'array' THEN chronicle_canonical_json(a.value)
-                       WHEN 'number' THEN chronicle_canonical_number(a.value::text)
+                       WHEN 'number' THEN CASE WHEN strpos(a.value::text, '.') = 0 AND length(a.value::text) < 19
+                                                THEN a.value::text
+                                                ELSE chronicle_canonical_number(a.value::text) END
                        ELSE a.value::text END, ',' ORDER BY a.ord)
             FROM jsonb_array_elements(p_value) WITH ORDINALITY AS a(value, ord)), '') || ']';
     WHEN 'number' THEN
@@ -187,7 +192,7 @@ $$;
 VERIFIABLE_PAYLOAD = r"""
 CREATE FUNCTION chronicle_verifiable_payload(p_kind text, p_payload text, p_index integer DEFAULT 1)
 RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET extra_float_digits = 1 AS $$
 DECLARE
     v_payload jsonb := p_payload::jsonb;
 BEGIN
