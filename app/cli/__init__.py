@@ -23,6 +23,7 @@ from app.cli import runtime as runtime_cli
 from app.cli import server as server_cli
 from app.cli import users as users_cli
 from app.cli import worker as worker_cli
+from app.cli.terminal import escaped_streams
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -181,6 +182,11 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 def main(argv: Sequence[str] | None = None) -> int:
     _printable_streams()
+    with escaped_streams():  # text from the log never acts on the terminal (app.cli.terminal)
+        return _run(argv)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _parse(build_parser(), argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

@@ -24,6 +24,7 @@ from pydantic import SecretStr
 from app.cli.inline_projections import inline_projections
 from app.cli.log import open_store, session_id
 from app.cli.render import render_line
+from app.cli.terminal import raw
 from app.config import Settings
 from app.sessions.summary import format_cost
 from app.store import EventStore, RecordedEvent
@@ -138,10 +139,10 @@ async def _print_events(store: EventStore, session: uuid.UUID, after: int) -> No
                 async with asyncio.timeout(0.1 if tty and last_kind in THINKING_AFTER else None):
                     event = await anext(stream)
             except TimeoutError:
-                print(f"\r{next(spinner)} thinking…", end="", file=sys.stderr, flush=True)
+                print(f"\r{next(spinner)} thinking…", end="", file=raw(sys.stderr), flush=True)
                 continue
-            if tty:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)
+            if tty:  # controls written on purpose: past the escaping of text from the log
+                print("\r\033[K", end="", file=raw(sys.stderr), flush=True)
             print(render_line(event), flush=True)
             last_kind = event.kind
 

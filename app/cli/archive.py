@@ -18,6 +18,7 @@ from pathlib import Path
 
 from app.cli import analytics as analytics_cli
 from app.cli.log import session_id
+from app.cli.terminal import raw
 from app.config import Settings
 from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
 from app.evaluation.importers.writing import ImportConflict, write_session
@@ -90,7 +91,8 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
         url, config=settings.store_config(), masker=settings.masker()
     ) as store:
         if args.output is None:
-            report = await export_sessions(store, sessions, sys.stdout)
+            # data, byte for byte what the API's export sends (app.cli.terminal)
+            report = await export_sessions(store, sessions, raw(sys.stdout))
         else:
             report = await _export_to_file(store, sessions, args.output)
     events = sum(session.events for session in report.sessions)
