@@ -18,6 +18,11 @@ and epoch, and claimed by inserting its owner row before anything is recorded: t
 of one name, or two workers whose trials ended at once, start each trial once (the loser
 counts it as running), with no lock held while the trial is recorded.
 
+A run's name is its owner's: it is recorded (``evaluation_run``, what the report views and
+``chronicle eval report`` group by) as ``NAME@OWNER-ID`` (``run_key``), and its trials' session
+ids and workspaces derive from that key, so another user's run of the same name is a different
+run, and starting one never tells whether someone else chose that name.
+
 What the API refuses that the command line takes: ``setup`` commands (they run on the
 machine, outside any sandbox: a user of the API must not run commands on the server) and a
 ``repo`` outside the configured ``workspace_roots`` (the API must not copy any directory of
@@ -83,7 +88,7 @@ class EvaluationRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=TASK_ID, description="the run's name, unique on the server")
+    name: str = Field(pattern=TASK_ID, description="the run's name, unique among your runs")
     suite: dict[str, Any] = Field(
         description="the task suite chronicle eval run reads from YAML, as JSON: "
         "{name, tasks: [{id, prompt, files, check, answer, limits, repo, commit}]}"
@@ -108,6 +113,15 @@ class RunPlan(BaseModel):
     concurrency: int
     owner: UUID
     user: str
+    #: what the run is recorded as (``run_key``); None in a run started before runs were
+    #: named per owner, recorded under its bare name
+    recorded_as: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The run's ``evaluation_run`` in the log: its trials' ids and workspaces derive
+        from it."""
+        return self.recorded_as or self.name
 
     @property
     def total(self) -> int:
@@ -116,6 +130,12 @@ class RunPlan(BaseModel):
     def trial_order(self) -> list[tuple[Task, int]]:
         """Every task x epoch, in the order they are started (epoch by epoch, as the CLI)."""
         return [(task, epoch) for epoch in range(1, self.trials + 1) for task in self.suite.tasks]
+
+
+def run_key(name: str, owner: UUID) -> str:
+    """What an API run named ``name`` by ``owner`` is recorded as: one name, one run, per
+    owner (a name holds no ``@``: ``TASK_ID``)."""
+    return f"{name}@{owner}"
 
 
 class RunRequestError(ValueError):
@@ -134,6 +154,9 @@ class EvaluationRun(BaseModel):
     """A run's progress: ``GET /api/evaluations/{run}`` and each row of the list."""
 
     name: str
+    #: what the log and the report views call it (``NAME@OWNER-ID`` for an API run); an admin
+    #: may ask for a run by it where two users chose the same name
+    key: str
     status: Literal["queued", "running", "finished"]
     #: who started it (None: ``chronicle eval run``)
     user: str | None
@@ -160,7 +183,8 @@ def progress_of(row: RunRow) -> EvaluationRun:
         "finished" if finished else "queued" if row.begun == 0 and row.scored == 0 else "running"
     )
     return EvaluationRun(
-        name=row.name,
+        name=plan.get("name") or row.name,
+        key=row.name,
         status=status,
         user=row.user_name,
         model=row.model,
@@ -178,9 +202,9 @@ def progress_of(row: RunRow) -> EvaluationRun:
 def queued(plan: RunPlan, started: int) -> EvaluationRun:
     """A run just started, before the report views have seen its sessions."""
     return EvaluationRun(
-        name=plan.name, status="queued", user=plan.user, model=plan.model, created_at=None,
-        total=plan.total, started=started, done=0, passed=0, failed=0, trials=plan.trials,
-        concurrency=plan.concurrency,
+        name=plan.name, key=plan.key, status="queued", user=plan.user, model=plan.model,
+        created_at=None, total=plan.total, started=started, done=0, passed=0, failed=0,
+        trials=plan.trials, concurrency=plan.concurrency,
     )  # fmt: skip
 
 
@@ -240,6 +264,7 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
         name=request.name, suite=suite, model=llm.model, base_url=llm.base_url,
         runtime=request.runtime or settings.runtime, trials=request.trials,
         concurrency=request.concurrency, owner=owner, user=user,
+        recorded_as=run_key(request.name, owner),
     )  # fmt: skip
 
 
@@ -247,16 +272,16 @@ async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> Eva
     """Take the run's name and record its first trials for workers (see the module): the
     name is taken by claiming the run's first trial, so of requests of one name at once one
     starts the run and the others are refused."""
-    if await name_taken(store, plan.name):
+    if await name_taken(store, plan.owner, [plan.key, plan.name]):
         raise RunExistsError(
-            f"an evaluation run named {plan.name!r} exists already; choose another name"
+            f"you have an evaluation run named {plan.name!r} already; choose another name"
         )
     cap = settings.server_max_active_sessions
     task, epoch = plan.trial_order()[0]
-    first = trial_session_id(plan.name, task.id, epoch)
+    first = trial_session_id(plan.key, task.id, epoch)
     claim = await claim_trial(store, first, plan.owner, cap)
     just_now = RunExistsError(
-        f"an evaluation run named {plan.name!r} was started just now; choose another name"
+        f"your evaluation run named {plan.name!r} was started just now; choose another name"
     )
     # A first trial claimed and never recorded is a request whose process died while it took
     # the name: once the claim is older than a lease, the name is free again for its owner.
@@ -286,7 +311,7 @@ async def _start_next(
     against the owner's cap of active sessions, and the first refused stops); how many this
     call started. One found started by another meanwhile counts as running: whoever started
     it runs it."""
-    trials = await owned_trials(store, plan.owner, plan.name)
+    trials = await owned_trials(store, plan.owner, plan.key)
     recorded = {(trial.task_id, trial.epoch) for trial in trials}
     active = sum(not trial.scored for trial in trials)
     started = 0
@@ -295,7 +320,7 @@ async def _start_next(
             break
         if (task.id, epoch) in recorded:
             continue
-        session_id = trial_session_id(plan.name, task.id, epoch)
+        session_id = trial_session_id(plan.key, task.id, epoch)
         claim = await claim_trial(store, session_id, plan.owner, cap)
         if claim == "capped":
             break
@@ -346,7 +371,7 @@ def trial_config(
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
         stuck_detection=True,
-        extra=evaluation_config(plan.name, task, epoch)
+        extra=evaluation_config(plan.key, task, epoch)
         | {
             ATTEMPT_KEY: 1,
             RESUME_KEY: 0,
@@ -389,7 +414,7 @@ async def _record_trial(
 ) -> str | None:
     """Prepare the trial's workspace and record its first events (what went wrong preparing
     it, recorded as the trial's error, or None)."""
-    workspace = settings.data_dir / "evaluations" / plan.name / task.id / f"epoch-{epoch}"
+    workspace = settings.data_dir / "evaluations" / plan.key / task.id / f"epoch-{epoch}"
     problem = None
     try:
         await prepare_workspace(task, workspace, settings.data_dir)
@@ -464,7 +489,7 @@ async def _score_claimed(
         check_score = EvalScore(
             name=CHECK, scorer_version=CHECK_VERSION, score_value=check.value,
             score_label=check.label, explanation=check.explanation,
-            scored_seq=judged.last_seq, evaluation_run=plan.name,
+            scored_seq=judged.last_seq, evaluation_run=plan.key,
         )  # fmt: skip
         scores.append(check_score)
     try:

@@ -7,6 +7,7 @@ from app.evaluation.report import Report, build_report
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import EventStore
 from app.store.evaluation_results import evaluation_run_results
+from app.store.evaluation_runs import keys_named
 
 
 class ReportError(LookupError):
@@ -16,9 +17,18 @@ class ReportError(LookupError):
 async def run_report(
     store: EventStore, run: str, config: ProjectionsConfig | None = None
 ) -> Report:
-    """The report of the evaluation run named ``run``."""
+    """The report of the evaluation run named ``run``: recorded so, or else the one run a
+    user started through the API under that name (recorded as ``NAME@OWNER-ID``)."""
     await bring_up_to_date(store, SessionState(), config)
     found = await evaluation_run_results(store, run)
+    if found is None:
+        keys = await keys_named(store, run)
+        if len(keys) > 1:
+            raise ReportError(
+                f"{len(keys)} users have an evaluation run named {run!r}; name one by its "
+                "key: " + ", ".join(keys)
+            )
+        found = await evaluation_run_results(store, keys[0]) if keys else None
     if found is None:
         raise ReportError(
             f"no evaluation run is named {run!r}; `chronicle sessions` lists sessions, "

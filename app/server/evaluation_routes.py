@@ -1,10 +1,13 @@
 """Evaluation runs over the API: start one, list them, read one's progress and report, compare
 two.
 
-A run started here (``POST /api/evaluations``) belongs to the user who started it; its trials
-are sessions the workers run, each scored when it ends (``app.evaluation.api_runs``). A member
-reads only the runs they started; anyone else's run, a run started with ``chronicle eval run``
-(it has no owner) and a run that does not exist all answer 404 alike. An admin reads every run.
+A run started here (``POST /api/evaluations``) belongs to the user who started it, and so does
+its name: another user may start a run of the same name, and neither can tell (it is recorded
+as ``NAME@OWNER-ID``, ``run_key``). Its trials are sessions the workers run, each scored when
+it ends (``app.evaluation.api_runs``). A member reads only the runs they started; anyone
+else's run, a run started with ``chronicle eval run`` (it has no owner) and a run that does
+not exist all answer 404 alike. An admin reads every run: by its name where one run has it,
+else by its key.
 The report is ``chronicle eval report --json``'s, the comparison ``chronicle eval compare
 --json``'s.
 """
@@ -14,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import orjson
 from litestar import Request, get, post
@@ -31,6 +34,7 @@ from app.evaluation.api_runs import (
     plan_run,
     progress_of,
     queued,
+    run_key,
     start_run,
 )
 from app.evaluation.report import Comparison, Report, compare
@@ -45,7 +49,13 @@ from app.server.problems import (
     Unprocessable,
     problem_responses,
 )
-from app.store.evaluation_runs import RunOwner, list_runs, run_owner
+from app.store.evaluation_runs import (
+    RunOwner,
+    keys_named,
+    list_runs,
+    run_owner,
+    run_recorded,
+)
 from app.store.users import Principal
 
 MAX_PAGE = 200
@@ -64,17 +74,45 @@ def not_found(run: str) -> NotFound:
     return NotFound(f"no evaluation run {run!r} (or it is not yours)")
 
 
-async def visible_run(ctx: Context, principal: Principal, run: str) -> RunOwner | None:
-    """The run's owner (None: started from the command line, or no such run); 404 unless
-    ``principal`` may read it (an admin reads every run, a member only theirs)."""
+class VisibleRun(NamedTuple):
+    """A run the caller may read: what it is recorded as, and its owner and request (None:
+    started from the command line)."""
+
+    key: str
+    owner: RunOwner | None
+
+
+async def visible_run(ctx: Context, principal: Principal, run: str) -> VisibleRun:
+    """The run ``principal`` means by ``run``; 404 unless they may read it (an admin reads
+    every run, a member only theirs: their run of that name, or one before names were per
+    owner, recorded under its bare name)."""
     if "\x00" in run:  # PostgreSQL text cannot hold it, so no run is named so
         raise not_found(run)
-    owner = await run_owner(ctx.store, run)
     if principal.is_admin:
-        return owner
-    if owner is None or owner.owner != principal.user_id:
-        raise not_found(run)
-    return owner
+        key = await admin_key(ctx, principal, run)
+        return VisibleRun(key, await run_owner(ctx.store, key))
+    for key in (run_key(run, principal.user_id), run):
+        owner = await run_owner(ctx.store, key)
+        if owner is not None and owner.owner == principal.user_id:
+            return VisibleRun(key, owner)
+    raise not_found(run)
+
+
+async def admin_key(ctx: Context, principal: Principal, run: str) -> str:
+    """The run an admin means: one recorded so (a key, or a command-line run's name), their
+    own of that name, or the one API run of that name; 409 where several users chose it."""
+    if "@" in run or await run_recorded(ctx.store, run):
+        return run
+    own = run_key(run, principal.user_id)
+    keys = await keys_named(ctx.store, run)
+    if own in keys:
+        return own
+    if len(keys) > 1:
+        raise Conflict(
+            f"{len(keys)} users have an evaluation run named {run!r}; ask for one by its key: "
+            + ", ".join(keys)
+        )
+    return keys[0] if keys else run
 
 
 def encode_cursor(created_at: datetime, name: str) -> str:
@@ -140,7 +178,7 @@ async def list_evaluations(
     return EvaluationPage(runs=[progress_of(row) for row in rows], next_cursor=next_cursor)
 
 
-@get("/api/evaluations/compare", responses=problem_responses(404))
+@get("/api/evaluations/compare", responses=problem_responses(404, 409))
 async def compare_evaluations(
     request: Request[Any, Any, Any],
     ctx: Context,
@@ -153,22 +191,23 @@ async def compare_evaluations(
     config = ctx.settings.projections_config()
     reports = []
     for run in (a, b):
-        await visible_run(ctx, principal, run)
+        key = (await visible_run(ctx, principal, run)).key
         try:
-            reports.append(await run_report(ctx.store, run, config))
+            report = await run_report(ctx.store, key, config)
         except ReportError:
             raise not_found(run) from None
+        reports.append(report.model_copy(update={"run": run}))
     return compare(reports[0], reports[1])
 
 
-@get("/api/evaluations/{run:str}", responses=problem_responses(404))
+@get("/api/evaluations/{run:str}", responses=problem_responses(404, 409))
 async def evaluation_progress(
     request: Request[Any, Any, Any], ctx: Context, run: RunName
 ) -> EvaluationRun:
     """A run's progress: queued (no trial started yet), running or finished, and its counts."""
-    owner = await visible_run(ctx, principal_of(request), run)
+    key, owner = await visible_run(ctx, principal_of(request), run)
     await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
-    rows = await list_runs(ctx.store, owner=None, limit=1, name=run)
+    rows = await list_runs(ctx.store, owner=None, limit=1, name=key)
     if rows:
         return progress_of(rows[0])
     if owner is not None and owner.request is not None:  # the projection has not seen it yet
@@ -176,14 +215,15 @@ async def evaluation_progress(
     raise not_found(run)
 
 
-@get("/api/evaluations/{run:str}/report", responses=problem_responses(404))
+@get("/api/evaluations/{run:str}/report", responses=problem_responses(404, 409))
 async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: RunName) -> Report:
     """An evaluation run's report: pass rate with its interval, pass@k, per-task table."""
-    await visible_run(ctx, principal_of(request), run)
+    key = (await visible_run(ctx, principal_of(request), run)).key
     try:
-        return await run_report(ctx.store, run, ctx.settings.projections_config())
+        report = await run_report(ctx.store, key, ctx.settings.projections_config())
     except ReportError:
         raise not_found(run) from None
+    return report.model_copy(update={"run": run})
 
 
 ROUTES = [

@@ -39,14 +39,22 @@ JOIN events c ON c.session_id = o.session_id AND c.seq = 1
 WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = $2
 ORDER BY c.created_at, o.session_id
 """
-#: Any session of the run's name, owned by anyone (API runs: no projection lag) or recorded
-#: by ``chronicle eval run`` (no owner; the projection's view of it).
+#: A session of the owner's recorded under one of the names (an API run's name is its
+#: owner's: ``app.evaluation.api_runs.run_key``).
 NAME_TAKEN_SQL = """
 SELECT EXISTS (
     SELECT 1 FROM session_owners o
     JOIN events c ON c.session_id = o.session_id AND c.seq = 1
-    WHERE c.payload->'config'->>'evaluation_run' = $1
-) OR EXISTS (SELECT 1 FROM session_state s WHERE s.evaluation_run = $1)
+    WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = ANY($2::text[])
+)
+"""
+#: The recorded names (``evaluation_run``) of the API runs their owners named ``$1``.
+KEYS_NAMED_SQL = f"""
+SELECT DISTINCT c.payload->'config'->>'evaluation_run' AS key
+FROM session_owners o
+JOIN events c ON c.session_id = o.session_id AND c.seq = 1
+WHERE c.payload->'config'->'{REQUEST_KEY}'->>'name' = $1
+ORDER BY 1
 """
 RUNS_SQL = f"""
 WITH runs AS (
@@ -191,9 +199,27 @@ async def database_now(store: EventStore) -> datetime:
     return now
 
 
-async def name_taken(store: EventStore, name: str) -> bool:
-    taken: bool = await store.pool.fetchval(NAME_TAKEN_SQL, name)
+async def name_taken(store: EventStore, owner: UUID, names: list[str]) -> bool:
+    """Whether ``owner`` has a run recorded under one of ``names`` (other users' runs of the
+    same name do not count: the name is the owner's)."""
+    taken: bool = await store.pool.fetchval(NAME_TAKEN_SQL, owner, names)
     return taken
+
+
+async def run_recorded(store: EventStore, key: str) -> bool:
+    """Whether sessions are recorded as run ``key`` (a command-line run has no owner: the
+    projection's view of it)."""
+    found: bool = await store.pool.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM session_state WHERE evaluation_run = $1)", key
+    )
+    return found
+
+
+async def keys_named(store: EventStore, name: str) -> list[str]:
+    """What the API runs named ``name`` (by any owner) are recorded as, for an admin who
+    asks for a run by its name."""
+    rows = await store.pool.fetch(KEYS_NAMED_SQL, name)
+    return [row["key"] for row in rows]
 
 
 async def owned_trials(store: EventStore, owner: UUID, name: str) -> list[OwnedTrial]:
@@ -220,7 +246,7 @@ async def list_runs(
 
 
 async def run_owner(store: EventStore, name: str) -> RunOwner | None:
-    """The owner of the run ``name`` if it was started through the API (read from the log,
-    so a run is found as soon as it is started); None for a CLI run or none at all."""
+    """The owner of the run recorded as ``name`` if it was started through the API (read from
+    the log, so a run is found as soon as it is started); None for a CLI run or none at all."""
     row = await store.pool.fetchrow(RUN_OWNER_SQL, name)
     return None if row is None else RunOwner.model_validate(dict(row))

@@ -23,6 +23,6 @@ async def claimed_trial(store: EventStore, prefix: str) -> tuple[RunPlan, uuid.U
         model="openai/scripted", base_url=None, runtime="local", trials=1, concurrency=1,
         owner=owner.id, user=owner.name,
     )  # fmt: skip
-    session = trial_session_id(plan.name, TASK.id, 1)
+    session = trial_session_id(plan.key, TASK.id, 1)
     assert await claim_trial(store, session, owner.id, None) == "claimed"
     return plan, session

@@ -90,8 +90,9 @@ def test_a_trial_whose_worker_died_before_scoring_it_is_scored_once_and_the_run_
             json={"name": "recovered", "suite": SUITE, "runtime": "local"},
         )
         assert started.status_code == 202, started.text
-        first = str(trial_session_id("recovered", "slow-check", 1))
-        second = str(trial_session_id("recovered", "second", 1))
+        key = started.json()["key"]  # the name is grace's: recorded as recovered@<her id>
+        first = str(trial_session_id(key, "slow-check", 1))
+        second = str(trial_session_id(key, "second", 1))
 
         scorer = worker_running_check(workers, timeout=120)
         ended = events_of(api.url, token, first)

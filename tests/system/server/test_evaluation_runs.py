@@ -81,7 +81,10 @@ def test_a_run_started_over_http_is_run_by_workers_scored_reported_and_compared(
         f"{server.url}/api/sessions/{sessions['hello']}/events?limit=1000", headers=bearer(ada)
     ).json()["events"]
     config = events[0]["payload"]["config"]
-    assert (config["evaluation_run"], config["evaluation_task"]["id"]) == ("before", "hello")
+    assert (config["evaluation_run"], config["evaluation_task"]["id"]) == (
+        started.json()["key"],
+        "hello",
+    )  # the run as ada named it: before@<her id>
     scores = {e["payload"]["name"]: e["payload"]["score_label"] for e in events
               if e["kind"] == "eval.score"}  # fmt: skip
     assert scores["check"] == "pass" and scores["finished"] == "pass"
@@ -168,9 +171,10 @@ def test_bad_requests_are_refused_with_a_problem_document(
 def test_one_name_started_many_times_at_once_is_started_once(
     serve: Callable[..., ServerProcess],
 ) -> None:
-    """Eight requests of one name at once (a client retrying, two users): one run, the rest
-    409, and each trial recorded once. Without the claim of a trial's derived session id,
-    requests that all found the name free would each start the run."""
+    """Eight requests of one name at once (clients retrying, of two users): one run per user
+    (a name is its owner's), the rest 409, and each trial recorded once. Without the claim of
+    a trial's derived session id, requests that all found the name free would each start
+    the run."""
     server = serve(server_max_active_sessions="20")
     tokens = [server.token("carol"), server.token("dave")]
 
@@ -183,10 +187,11 @@ def test_one_name_started_many_times_at_once_is_started_once(
             ))  # fmt: skip
 
     answers = [response.status_code for response in asyncio.run(starts())]
-    assert sorted(answers) == [202] + [409] * 7, answers
+    assert sorted(answers) == [202] * 2 + [409] * 6, answers
+    # their trials fail at once (no model listens), each recorded once
+    for token in tokens:
+        run = wait_finished(server.url, token, "once", timeout=120)
+        assert (run["total"], run["started"], run["done"]) == (2, 2, 2)
     admin = server.token("root", admin=True)
-    # its trials fail at once (no model listens), each recorded once
-    run = wait_finished(server.url, admin, "once", timeout=120)
-    assert (run["total"], run["started"], run["done"]) == (2, 2, 2)
     sessions = httpx.get(f"{server.url}/api/sessions?limit=200", headers=bearer(admin)).json()
-    assert len(sessions["sessions"]) == 2
+    assert len(sessions["sessions"]) == 4

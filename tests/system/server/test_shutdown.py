@@ -127,7 +127,7 @@ def test_sigterm_while_the_worker_scores_a_trial_exits_after_the_drain_timeout(
     ):
         assert time.monotonic() < deadline, "the trial's check never started"
         time.sleep(0.1)
-    session = trial_session_id("slow", "slow", 1)
+    session = trial_session_id(started.json()["key"], "slow", 1)
     events = httpx.get(f"{server.url}/api/sessions/{session}/events", headers=headers).json()
     assert not [e for e in events["events"] if e["kind"] == "eval.score"]
 

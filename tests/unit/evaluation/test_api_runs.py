@@ -86,7 +86,10 @@ def test_trials_run_epoch_by_epoch_and_record_the_request(tmp_path: Path) -> Non
     assert [(t.id, e) for t, e in plan.trial_order()] == [("a", 1), ("b", 1), ("a", 2), ("b", 2)]
     a, b = plan.suite.tasks
     recorded = trial_config(config, plan, a, 2, tmp_path / "ws")
-    assert (recorded["evaluation_run"], recorded["evaluation_task"]["id"]) == ("run-1", "a")
+    # recorded under the owner's name for it: another user's run-1 is another run
+    assert (recorded["evaluation_run"], recorded["evaluation_task"]["id"]) == (
+        f"run-1@{OWNER}", "a"
+    )
     assert (recorded["evaluation_epoch"], recorded["max_iterations"]) == (2, 7)
     assert recorded[REQUEST_KEY]["owner"] == str(OWNER)
     assert "sk-x" not in str(recorded)
