@@ -46,9 +46,10 @@ from app.runtime.docker.hardening import (
     is_quota_refusal,
 )
 from app.runtime.docker.private_dir import fresh_private_dir, write_secret
-from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
+from app.runtime.sandbox_user import SandboxUser, prepare_workspace
+from app.runtime.special_bits import clear_special_bits
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +244,8 @@ class DockerRuntime(ClientRuntime):
         container, self.container = self.container, None
         if container is not None:
             await asyncio.to_thread(_remove, container)
+            # What the sandbox made setuid/setgid stays its uid's; still, none is left behind.
+            await asyncio.to_thread(clear_special_bits, self.workspace)
         if self._made_socket_dir:
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             self._made_socket_dir = False

@@ -43,6 +43,7 @@ from app.runtime.local.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environ
 from app.runtime.local.limits import SandboxLimits
 from app.runtime.local.private_mounts import bind_privately, mount_points
 from app.runtime.sandbox_user import SandboxUser, prepare_workspace
+from app.runtime.special_bits import clear_special_bits
 
 log = logging.getLogger(__name__)
 
@@ -327,6 +328,8 @@ class LocalRuntime(ClientRuntime):
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             await asyncio.to_thread(cgroup.destroy)
+        if process is not None:  # every process of it is gone: no setuid/setgid file stays
+            await asyncio.to_thread(clear_special_bits, self.workspace)
         if self._stderr_task is not None:
             self._stderr_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -238,9 +238,11 @@ async def test_setuid_plant_gives_a_host_user_no_root(
     docker_ready: None, short_dir: Path, tmp_path: Path
 ) -> None:
     """A command plants setuid copies of bash and python3 in the workspace and tries to give
-    them to root; a host user then runs them. Before, the sandbox was root: the copies were
-    setuid-root and ``id -u`` printed 0."""
+    them to root; a host user then runs them while the sandbox runs. Before, the sandbox was
+    root: the copies were setuid-root and ``id -u`` printed 0. When the sandbox closes, the
+    bits are cleared (they stayed, the sandbox uid's, before issue 22)."""
     workspace = short_dir / "ws"
+    planted = [workspace / "bash-root", workspace / "python3-root"]
     async with sandbox(workspace, sandbox_settings(tmp_path)) as runtime:
         plant = await sh(
             runtime,
@@ -248,23 +250,24 @@ async def test_setuid_plant_gives_a_host_user_no_root(
             " chmod 4755 $b-root; done; ls -ln",
         )
         assert "Operation not permitted" in plant.output  # chown to root was refused
-    planted = [workspace / "bash-root", workspace / "python3-root"]
+        for path in planted:
+            info = path.stat()
+            assert info.st_mode & stat.S_ISUID  # the plant itself happened: the test is real
+            assert info.st_uid != 0
+        for path in workspace.rglob("*"):
+            info = path.lstat()
+            assert not (info.st_uid == 0 and info.st_mode & (stat.S_ISUID | stat.S_ISGID)), path
+        for command in (
+            [str(planted[0]), "-p", "-c", "id -u"],
+            [str(planted[1]), "-c", "import os; print(os.geteuid())"],
+        ):
+            ran = await asyncio.to_thread(
+                subprocess.run, [*AS_NOBODY, *command], capture_output=True, text=True, timeout=30
+            )
+            assert ran.returncode == 0, ran.stderr
+            assert ran.stdout.strip() not in ("", "0"), ran.stdout
     for path in planted:
-        info = path.stat()
-        assert info.st_mode & stat.S_ISUID  # the plant itself happened: the test is real
-        assert info.st_uid != 0
-    for path in workspace.rglob("*"):
-        info = path.lstat()
-        assert not (info.st_uid == 0 and info.st_mode & (stat.S_ISUID | stat.S_ISGID)), path
-    for command in (
-        [str(planted[0]), "-p", "-c", "id -u"],
-        [str(planted[1]), "-c", "import os; print(os.geteuid())"],
-    ):
-        ran = await asyncio.to_thread(
-            subprocess.run, [*AS_NOBODY, *command], capture_output=True, text=True, timeout=30
-        )
-        assert ran.returncode == 0, ran.stderr
-        assert ran.stdout.strip() not in ("", "0"), ran.stdout
+        assert not path.stat().st_mode & (stat.S_ISUID | stat.S_ISGID), path
 
 
 # -- the socket directory ------------------------------------------------------------------
