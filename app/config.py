@@ -100,6 +100,13 @@ class Settings(BaseSettings):
     )
     pool_min_size: int = Field(default=1, ge=0)
     pool_max_size: int = Field(default=10, ge=1)
+    database_statement_timeout: float = Field(
+        default=300.0,
+        ge=0,
+        description="seconds one statement of Chronicle's own database connections may run "
+        "before PostgreSQL cancels it (0: no limit); archive, import, verify --all and "
+        "projection rebuilds run without it",
+    )
     poll_interval: float = Field(
         default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
     )
@@ -402,7 +409,9 @@ class Settings(BaseSettings):
     # -- the lower packages' config objects ------------------------------------------------
     # Imported when built: the runtime's pulls in the docker SDK, which quick commands skip.
 
-    def store_config(self) -> StoreConfig:
+    def store_config(self, *, long_running: bool = False) -> StoreConfig:
+        """``long_running``: for a command whose statements may legitimately run for long
+        (archive, import, ``verify --all``, a rebuild): no statement timeout."""
         from app.store.config import StoreConfig
 
         return StoreConfig(
@@ -411,6 +420,7 @@ class Settings(BaseSettings):
             pool_min_size=self.pool_min_size,
             pool_max_size=self.pool_max_size,
             poll_interval=self.poll_interval,
+            statement_timeout=0 if long_running else self.database_statement_timeout,
         )
 
     def database_config(self) -> DatabaseConfig:

@@ -104,7 +104,7 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     if args.anchors or args.public_key:
         trusted = trusted_public_key(args.public_key, settings.anchor_key_file, settings.data_dir)
     anchored = _anchors_by_session(records)
-    async with await open_store(settings) as store:
+    async with await open_store(settings, long_running=True) as store:
         if not args.all:
             report = await store.verify(
                 args.session, anchors=anchored.get(args.session, []), trusted=trusted

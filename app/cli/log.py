@@ -107,10 +107,13 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     sessions.add_argument("--json", action="store_true", help="one JSON object per line")
 
 
-async def open_store(settings: Settings) -> EventStore:
-    """The store on the configured database, or on the embedded one (started if needed)."""
+async def open_store(settings: Settings, *, long_running: bool = False) -> EventStore:
+    """The store on the configured database, or on the embedded one (started if needed);
+    ``long_running``: without a statement timeout (``Settings.store_config``)."""
     url = await ensure_database_async(settings.database_config())
-    return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
+    return await EventStore.open(
+        url, config=settings.store_config(long_running=long_running), masker=settings.masker()
+    )
 
 
 async def open_owner_store(settings: Settings) -> EventStore:

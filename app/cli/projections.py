@@ -128,7 +128,7 @@ async def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
             shown = done
             print(f"\r{done} events applied…", end="", file=sys.stderr, flush=True)
 
-    async with await open_store(settings) as store:
+    async with await open_store(settings, long_running=True) as store:
         async with await ProjectionConnection.dedicated(store) as connection:
             position = await rebuild(
                 store, connection, projection, batch_size=config.batch_size, progress=progress

@@ -26,6 +26,11 @@ class StoreConfig(BaseModel):
     """Connections at most; running a session needs 2 (one holds its claim)."""
     poll_interval: float = Field(default=2.0, gt=0)
     """Seconds between fallback polls of a quiet subscription and keepalives of the listener."""
+    statement_timeout: float = Field(default=300.0, ge=0)
+    """Seconds one statement of the store's connections may run before PostgreSQL cancels it
+    (0: no limit). A bound no query of the application comes near, so a runaway one ends
+    instead of holding a connection for ever; what legitimately runs longer (archive, import,
+    ``verify --all``, a projection rebuild) opens its store with 0."""
 
 
 class DatabaseConfig(BaseModel):

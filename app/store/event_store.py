@@ -156,6 +156,8 @@ class EventStore:
         config = config or StoreConfig()
         url = asyncpg_dsn(dsn)
         masker = masker.with_secrets(url_secrets("database", url))
+        # Sent when each connection starts: it outranks the role's default (migration 0017).
+        settings = {"statement_timeout": str(int(config.statement_timeout * 1000))}
         try:
             pool = await asyncpg.create_pool(
                 url,
@@ -163,6 +165,7 @@ class EventStore:
                 max_size=config.pool_max_size,
                 init=_init_connection,
                 reset=_keep_session,
+                server_settings=settings,
             )
         except (*TRANSIENT_ERRORS, asyncpg.InvalidCatalogNameError) as exc:
             raise DatabaseUnavailableError(
@@ -180,7 +183,13 @@ class EventStore:
         except BaseException:
             await pool.close()
             raise
-        store = cls(pool, notifier, config, masker, connect=lambda: asyncpg.connect(url))
+        store = cls(
+            pool,
+            notifier,
+            config,
+            masker,
+            connect=lambda: asyncpg.connect(url, server_settings=settings),
+        )
         # Its appends ring its watchers themselves (append_encoded); their NOTIFYs are for
         # other processes. Here, not in __init__: a BufferedSession shares this notifier and
         # writes through this store.

@@ -42,6 +42,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         pool_min_size=0,
         pool_max_size=3,
         poll_interval=0.25,
+        database_statement_timeout=12.5,
         runtime="docker",
         sandbox_network=True,
         sandbox_env=["NAMED", "ABSENT"],
@@ -68,7 +69,9 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         pool_min_size=0,
         pool_max_size=3,
         poll_interval=0.25,
+        statement_timeout=12.5,
     )
+    assert settings.store_config(long_running=True).statement_timeout == 0  # no limit
     assert settings.database_config() == DatabaseConfig(
         database_url="postgresql://u:p@db/chronicle", data_dir=tmp_path
     )
