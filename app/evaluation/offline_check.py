@@ -19,8 +19,8 @@ from app.config import Settings
 from app.evaluation.live_check import run_check
 from app.evaluation.scoring import Score, ScoredSession
 from app.events import WorkspaceSnapshot
-from app.runtime.workspace_restore import restore
-from app.runtime.workspace_state import WorkspaceStateError, git, is_git_repository
+from app.runtime.workspace_restore import apply_change, restore
+from app.runtime.workspace_state import WorkspaceStateError, is_git_repository
 
 NAME = "check"
 VERSION = 2
@@ -52,13 +52,7 @@ async def score_check(
     try:
         repository = await asyncio.to_thread(_repository, session)
         await restore(start, target, repository=repository, sandbox_uid=settings.sandbox_uid)
-        run = {"git_dir": target / ".git", "work_tree": target, "timeout": 60.0}
-        if not await asyncio.to_thread((target / ".git").exists):
-            await git(["init", "-q"], **run)  # type: ignore[arg-type]
-        patch = str(diff.payload.get("diff") or "")
-        if patch:
-            data = patch.encode("utf-8", errors="surrogateescape")
-            await git(["apply", "--binary", "--whitespace=nowarn", "-"], stdin=data, **run)  # type: ignore[arg-type]
+        await apply_change(target, str(diff.payload.get("diff") or ""))
         runtime = runtime or str(session.config.get("runtime") or "") or None
         return await run_check(settings, target, session.session_id, session.task.check, runtime)
     except WorkspaceStateError as exc:

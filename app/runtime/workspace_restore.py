@@ -157,6 +157,26 @@ async def restore(
     await asyncio.to_thread(clear_special_bits, target)
 
 
+async def apply_change(target: Path, patch: str, *, timeout: float = 60.0) -> None:
+    """Apply a recorded ``workspace.diff`` to a start ``restore`` rebuilt in ``target``: with
+    git (which refuses ``..``, ``.git`` and paths beyond a link), then what it wrote given to
+    the target's owner (the sandbox's user) and setuid/setgid bits cleared."""
+    run = {"git_dir": target / ".git", "work_tree": target, "timeout": timeout}
+    if not await asyncio.to_thread((target / ".git").exists):
+        await git(["init", "-q"], **run)  # type: ignore[arg-type]
+    if patch:
+        data = patch.encode("utf-8", errors="surrogateescape")
+        await git(["apply", "--binary", "--whitespace=nowarn", "-"], stdin=data, **run)  # type: ignore[arg-type]
+    await asyncio.to_thread(_to_owner, target)
+
+
+def _to_owner(target: Path) -> None:
+    owner = os.stat(target, follow_symlinks=False)
+    if os.geteuid() == 0 and owner.st_uid != 0:
+        hand_over(target, SandboxUser(owner.st_uid, owner.st_gid or owner.st_uid), quiet=True)
+    clear_special_bits(target)
+
+
 async def _restore_git(
     snapshot: WorkspaceSnapshot, target: Path, repository: Path | None, timeout: float
 ) -> None:

@@ -24,7 +24,7 @@ import pytest
 
 from app.events import WorkspaceFile, WorkspaceSnapshot
 from app.runtime import restore_files
-from app.runtime.workspace_restore import restore
+from app.runtime.workspace_restore import apply_change, restore
 from app.runtime.workspace_state import WorkspaceStateError
 from tests.support.cli import chronicle, cli_environment
 from tests.support.postgres import ServerAddress, database_from_template
@@ -224,3 +224,28 @@ async def test_a_git_start_never_writes_through_a_link(victim_dir: Path, tmp_pat
             WorkspaceSnapshot(vcs="git", diff=named_as_link), tmp_path / "fork2", repository=None
         )
     _untouched(victim_dir)
+
+
+async def test_a_recorded_change_never_writes_through_a_restored_link(
+    victim_dir: Path, tmp_path: Path
+) -> None:
+    """Offline scoring applies the session's last workspace.diff on its restored start: a link
+    the start holds (allowed: it is never followed) is not a way out for the change either, and
+    what the change writes is the sandbox user's."""
+    target = tmp_path / "final"
+    start = _snapshot(_file("out", str(victim_dir), "symlink"), _file("keep.txt", "k\n"))
+    await restore(start, target, repository=None)
+    through = (
+        "diff --git a/out/passwd b/out/passwd\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/out/passwd\n@@ -0,0 +1 @@\n+pwned\n"
+    )
+    with pytest.raises(WorkspaceStateError, match="beyond a symbolic link"):
+        await apply_change(target, through)
+    _untouched(victim_dir)
+    fine = (
+        "diff --git a/new.txt b/new.txt\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"
+    )
+    await apply_change(target, fine)
+    assert (target / "new.txt").read_text() == "new\n"
+    assert os.stat(target / "new.txt").st_uid == os.stat(target).st_uid
