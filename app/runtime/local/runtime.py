@@ -65,9 +65,10 @@ UNJAILED_WARNING = (
 
 
 ROOT_UNBOUNDED_WARNING = (
-    "no cgroup could bound the local sandbox's processes, and the kernel never applies "
-    "RLIMIT_NPROC to root: a fork loop in it is bounded only by the machine's own limits. "
-    "Run Chronicle as a non-root user, or where it may make cgroups (cgroup v1 pids, or a "
+    "no cgroup could bound the unjailed local sandbox's processes, and the kernel never "
+    "applies RLIMIT_NPROC to root: a fork loop in it is bounded only by the machine's own "
+    "limits. Use the jail (it runs as an unprivileged uid, so RLIMIT_NPROC holds), run "
+    "Chronicle as a non-root user, or where it may make cgroups (cgroup v1 pids, or a "
     "delegated cgroup v2 subtree with the pids controller)."
 )
 
@@ -182,8 +183,8 @@ class LocalRuntime(ClientRuntime):
         limits = self.limits
         cgroup = self.cgroup
         if limits.processes is not None and kind == "bwrap":
-            # Counts the processes of the jail's own user namespace only (not when the host
-            # user is root: the kernel never applies RLIMIT_NPROC to root; the cgroup does).
+            # Counts the processes of the jail's own user namespace only. The jail's user on
+            # the host is never root (``sandbox_user``), so the kernel applies it.
             args += ["--limit-processes", str(limits.processes)]
         if limits.memory_bytes is not None and not (cgroup and cgroup.bounds_memory):
             # Address space is a coarse stand-in for memory (programs that reserve a lot, like
@@ -210,6 +211,7 @@ class LocalRuntime(ClientRuntime):
         self.cgroup = await asyncio.to_thread(SandboxCgroup.create, uuid.uuid4().hex, self.limits)
         if (
             os.geteuid() == 0
+            and self.user is None  # unjailed: it runs as root
             and self.limits.processes
             and not (self.cgroup and self.cgroup.bounds_processes)
         ):
