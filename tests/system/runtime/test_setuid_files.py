@@ -66,3 +66,20 @@ def test_clearing_never_follows_a_link(tmp_path: Path) -> None:
     assert clear_special_bits(workspace) == 1
     assert stat.S_IMODE(os.lstat(outside).st_mode) == 0o4755
     assert stat.S_IMODE(os.lstat(workspace / "mine").st_mode) == 0o755
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="who the jail runs as is root's choice")
+async def test_as_root_the_local_jail_is_the_workspace_owner_or_the_sandbox_uid(
+    tmp_path: Path,
+) -> None:
+    """Docker's rule, for the local jail: a normal user's workspace gets that user; a new (or
+    root's) one gets ``sandbox_uid``. Either way what the agent writes is that uid's."""
+    owned = tmp_path / "owned"
+    owned.mkdir()
+    os.chown(owned, 23456, 23456)
+    fresh = tmp_path / "fresh"
+    for workspace, uid in ((owned, 23456), (fresh, 10001)):
+        async with started_runtime("local", workspace, tmp_path) as sandbox:
+            result = await sandbox.execute(Run(command="id -u; touch made", timeout=30))
+            assert isinstance(result, RunOutput) and result.output.split() == [str(uid)], result
+        assert os.lstat(workspace / "made").st_uid == uid
