@@ -1,8 +1,14 @@
 """`chronicle verify | anchor`: prove the log was not rewritten, and sign heads to prove it later.
 
 `anchor` verifies each session, then appends signed ``{session_id, last_seq, head,
-anchored_at, key_id, signature}`` records (JSONL) to a file kept outside the database;
-`verify --anchors` checks a session against them with the trusted public key.
+anchored_at, key_id, signature}`` records (JSONL) to a file kept outside the database, signed
+with the machine's key or one the operator brings (``--key``); `verify --anchors` checks a
+session against them with the trusted public key (``--public-key``: nothing secret on the
+verifying machine) and names every session the file does not cover.
+
+Exit status of `verify`: 0 all checked out; 1 something is broken (or cannot be read); 3 with
+``--anchors``, nothing is broken but some sessions have no anchor in the file (events a
+superuser could rewrite unseen) — ``--allow-unanchored`` reports them and exits 0.
 """
 
 from __future__ import annotations
@@ -20,7 +26,14 @@ from app.cli import archive as archive_cli
 from app.cli.log import open_store, session_id
 from app.config import Settings
 from app.store import EventStore, VerifyReport
-from app.store.integrity.anchor_key import public_key_pem, signing_key, trusted_public_key
+from app.store.integrity.anchor_key import (
+    load_private_key,
+    new_key_files,
+    public_key_file,
+    public_key_pem,
+    signing_key,
+    trusted_public_key,
+)
 from app.store.integrity.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
 from app.store.integrity.verification import (
     session_ids,
@@ -43,7 +56,13 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "--public-key",
         type=Path,
         metavar="FILE",
-        help="the trusted key (PEM) the anchors must be signed with; default: the anchor key's",
+        help="the trusted public key the anchors must be signed with (PEM, OpenSSH or raw; "
+        "`anchor --new-key` writes one next to its key); default: this machine's anchor key",
+    )
+    verify.add_argument(
+        "--allow-unanchored",
+        action="store_true",
+        help="with --anchors, report sessions the file has no anchor of but exit 0 (default: 3)",
     )
     archive_cli.add_verify_arguments(verify)
 
@@ -60,13 +79,26 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="append to FILE (default: standard output); its earlier anchors are checked first",
     )
     anchor.add_argument(
+        "--key",
+        type=Path,
+        metavar="FILE",
+        help="sign with this Ed25519 private key (PEM, OpenSSH or raw), e.g. one the operator "
+        "keeps off this machine; default: CHRONICLE_ANCHOR_KEY_FILE or data_dir/secrets",
+    )
+    anchor.add_argument(
+        "--new-key",
+        type=Path,
+        metavar="FILE",
+        help="make a new signing key in FILE (0600) and its public half in FILE.pub, and exit",
+    )
+    anchor.add_argument(
         "--print-public-key",
         action="store_true",
         help="print the anchor key's public half (for `verify --public-key`) and exit",
     )
 
 
-def _describe(report: VerifyReport) -> str:
+def _describe(report: VerifyReport, anchored_up_to: int = 0) -> str:
     if not report.ok:
         where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
         return f"BROKEN{where}: {report.reason}"
@@ -76,8 +108,28 @@ def _describe(report: VerifyReport) -> str:
     if report.blobs:
         parts.append(f"{report.blobs} blobs match their hashes")
     if report.anchors:
-        parts.append(f"{report.anchors} anchors match")
+        since = report.checked - anchored_up_to
+        after = f" ({since} events after the last, not covered yet)" if since > 0 else ""
+        parts.append(f"{report.anchors} anchors match{after}")
     return ", ".join(parts)
+
+
+def _unanchored(report: VerifyReport) -> str:
+    """A session the anchors file says nothing of, whose log otherwise checks out."""
+    return (
+        "NOT ANCHORED: the anchors file has no anchor of this session, so a rewrite of it "
+        f"would go unseen (otherwise {_describe(report)})"
+    )
+
+
+def _anchored_up_to(records: list[AnchorRecord]) -> int:
+    return max((record.last_seq for record in records), default=0)
+
+
+def _uncovered_summary(sessions: list[uuid.UUID], shown: int = 20) -> str:
+    listed = ", ".join(str(session) for session in sessions[:shown])
+    more = f", and {len(sessions) - shown} more" if len(sessions) > shown else ""
+    return f"not anchored: {len(sessions)} sessions ({listed}{more})"
 
 
 def _anchors_by_session(records: list[AnchorRecord]) -> dict[uuid.UUID, list[AnchorRecord]]:
@@ -104,22 +156,30 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     if args.anchors or args.public_key:
         trusted = trusted_public_key(args.public_key, settings.anchor_key_file, settings.data_dir)
     anchored = _anchors_by_session(records)
+    uncovered: list[uuid.UUID] = []
     async with await open_store(settings, long_running=True) as store:
         if not args.all:
-            report = await store.verify(
-                args.session, anchors=anchored.get(args.session, []), trusted=trusted
-            )
+            own = anchored.get(args.session, [])
+            report = await store.verify(args.session, anchors=own, trusted=trusted)
             if report.ok and report.checked == 0:
                 print(f"session {args.session} has no events", file=sys.stderr)
                 return 1
-            print(_describe(report))
+            if report.ok and args.anchors and not own:
+                print(_unanchored(report))
+                return _unanchored_status([args.session], args.allow_unanchored)
+            print(_describe(report, _anchored_up_to(own)))
             return 0 if report.ok else 1
         broken = 0
         sessions = sorted(set(await session_ids(store)) | set(anchored))
         for session in sessions:
-            report = await store.verify(session, anchors=anchored.get(session, []), trusted=trusted)
+            own = anchored.get(session, [])
+            report = await store.verify(session, anchors=own, trusted=trusted)
             broken += not report.ok
-            print(f"{session}  {_describe(report)}", flush=True)
+            if report.ok and args.anchors and not own:
+                uncovered.append(session)
+                print(f"{session}  {_unanchored(report)}", flush=True)
+            else:
+                print(f"{session}  {_describe(report, _anchored_up_to(own))}", flush=True)
         messages, problem = await stored_message_problem(store)
         broken += problem is not None
         print(f"llm_messages  BROKEN: {problem}" if problem else f"llm_messages  ok: {messages}")
@@ -128,11 +188,45 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
         print(f"blobs  BROKEN: {problem}" if problem else f"blobs  ok: {blobs}")
     if not sessions:
         print("no sessions", file=sys.stderr)
-    return 1 if broken else 0
+    if uncovered:
+        print(_uncovered_summary(uncovered))
+    if broken:
+        return 1
+    return _unanchored_status(uncovered, args.allow_unanchored) if uncovered else 0
+
+
+#: `verify`'s exit status when nothing is broken but the anchors file misses sessions.
+UNANCHORED_STATUS = 3
+
+
+def _unanchored_status(sessions: list[uuid.UUID], allowed: bool) -> int:
+    if allowed:
+        print(
+            f"warning: {len(sessions)} sessions are not anchored (accepted: --allow-unanchored); "
+            "anchor them: chronicle anchor --all -o FILE",
+            file=sys.stderr,
+        )
+        return 0
+    print(
+        f"{len(sessions)} sessions are not covered by the anchors file: anchor them "
+        "(chronicle anchor --all -o FILE), or pass --allow-unanchored to accept that",
+        file=sys.stderr,
+    )
+    return UNANCHORED_STATUS
 
 
 async def anchor(args: argparse.Namespace, settings: Settings) -> int:
-    key, key_file, generated = signing_key(settings.anchor_key_file, settings.data_dir)
+    if args.new_key is not None:
+        made = new_key_files(args.new_key)
+        print(
+            f"made the anchor key {key_id(made.public_key())}: {args.new_key} (private: keep it "
+            f"off this machine) and {public_key_file(args.new_key)} (for verify --public-key)"
+        )
+        return 0
+    if args.key is not None:
+        key, generated = load_private_key(args.key), False
+    else:
+        key, key_file, generated = signing_key(settings.anchor_key_file, settings.data_dir)
     if generated:
         print(
             f"generated the anchor key {key_file}; give auditors its public half "

@@ -1,11 +1,14 @@
 """Verify a session completely, and the log as a whole.
 
-Per session, in this order (the first problem is reported): the anchors' signatures, the hash
-chain (every event re-hashed, seqs gapless, each anchored seq still holding the signed head),
-anchored seqs past the end of the log (a truncated or deleted session), the ``sessions`` row
-against the events, every prompt message an ``llm.call`` names and every blob an event refers
-to (present, re-hashing to its key). Events are read as stored (escapes and blob references
-as the chain covers them), and each stored text is re-hashed here, not by the database.
+Per session, in this order (the first problem is reported): the signatures of the anchors that
+name the trusted key, the hash chain (every event re-hashed, seqs gapless, each anchored seq
+still holding the signed head), anchored seqs past the end of the log (a truncated or deleted
+session), the ``sessions`` row against the events, every prompt message an ``llm.call`` names
+and every blob an event refers to (present, re-hashing to its key), and last any anchor signed
+by another key (a history re-signed with a key that is not the trusted one, or a forgery): the
+rewrite an operator's anchor reveals is reported before the foreign record that hid it.
+Events are read as stored (escapes and blob references as the chain covers them), and each
+stored text is re-hashed here, not by the database.
 Without anchors a writer who recomputes the whole chain and its row goes unseen; with them,
 only events appended after the last anchor can be rewritten unseen.
 """
@@ -20,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.events.canonical import chain_hash
 from app.events.stored_form import is_encoded, references
-from app.store.integrity.anchors import AnchorRecord, anchor_problem
+from app.store.integrity.anchors import AnchorRecord, anchor_problem, key_id
 from app.store.integrity.content_tables import (
     BLOBS,
     MESSAGES,
@@ -83,6 +86,7 @@ class _SessionCheck:
         return BrokenSession(reason, seq, self.seq if seq is None else min(self.seq, seq - 1))
 
     async def run(self, page_size: int) -> VerifyReport:
+        foreign = self._keep_the_trusted_keys_anchors()
         self._check_signatures()
         anchored: dict[int, list[AnchorRecord]] = {}
         for record in self.anchors:
@@ -92,6 +96,7 @@ class _SessionCheck:
         self._check_nothing_anchored_beyond_the_end()
         self._check_sessions_row(row)
         await self._check_named_rows()
+        self._check_no_foreign_anchors(foreign)
         return VerifyReport(
             session_id=self.session_id,
             ok=True,
@@ -131,11 +136,31 @@ class _SessionCheck:
         rows = await fetch_rows(self.store, HEAD_SQL, self.session_id)
         return rows[0] if rows else None
 
-    def _check_signatures(self) -> None:
+    def _keep_the_trusted_keys_anchors(self) -> list[AnchorRecord]:
+        """Check against the records that name the trusted key; return the others."""
         if not self.anchors:
-            return
+            return []
         if self.trusted is None:
             raise ValueError("anchors need the trusted public key to be checked")
+        trusted_id = key_id(self.trusted)
+        foreign = [record for record in self.anchors if record.key_id != trusted_id]
+        self.anchors = [record for record in self.anchors if record.key_id == trusted_id]
+        return foreign
+
+    def _check_no_foreign_anchors(self, foreign: Sequence[AnchorRecord]) -> None:
+        if not foreign:
+            return
+        assert self.trusted is not None
+        problem = anchor_problem(foreign[0], self.trusted)
+        others = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
+        raise self.fail(
+            f"{problem}{others}; pass the signer's public key with --public-key if it is yours",
+            None,
+        )
+
+    def _check_signatures(self) -> None:
+        if self.trusted is None:
+            return
         for record in self.anchors:
             problem = anchor_problem(record, self.trusted)
             if problem is not None:
