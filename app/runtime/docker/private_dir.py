@@ -4,7 +4,9 @@ The sockets live under the temp dir, where any local user can create entries. A 
 pre-creates (squats) the directory we would use can read the token we put there and answer
 in the sandbox's place. So a directory is created mode 0700 by us or, when it already
 exists, used only if ``lstat`` shows a real directory (not a symlink) owned by us that no one
-else can write to.
+else can write to. A squatted one is never used: the Docker runtime then makes a private
+directory of its own (``own_private_dir``: a new, unguessable name) and warns, so one user's
+squat does not stop every sandbox of another.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import logging
 import os
 import shutil
 import stat
+import tempfile
 from pathlib import Path
 
 from app.runtime.errors import SandboxStartError
@@ -23,12 +26,21 @@ log = logging.getLogger(__name__)
 PRIVATE_MODE = 0o700
 
 
-def _refuse(path: Path, problem: str) -> SandboxStartError:
-    return SandboxStartError(
-        f"refusing to use {path} for sandbox sockets: it {problem}, so another user could "
-        f"read the sandbox's token or answer in its place. Remove it (rm -rf {path}) and "
-        "start again."
-    )
+class SquattedDirectoryError(SandboxStartError):
+    """A directory we would use is not ours alone (``verify_private_dir``)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(
+            f"refusing to use {path} for sandbox sockets: it {problem}, so another user could "
+            f"read the sandbox's token or answer in its place. Remove it (rm -rf {path}) and "
+            "start again."
+        )
+        self.path = path
+        self.problem = problem
+
+
+def _refuse(path: Path, problem: str) -> SquattedDirectoryError:
+    return SquattedDirectoryError(path, problem)
 
 
 def verify_private_dir(path: Path) -> None:
@@ -75,6 +87,16 @@ def ensure_private_dir(path: Path) -> None:
         os.mkdir(path, PRIVATE_MODE)
         os.chmod(path, PRIVATE_MODE)  # whatever the umask took away, nothing more
     verify_private_dir(path)
+
+
+def own_private_dir(prefix: str) -> Path:
+    """A new 0700 directory under the temp dir whose name nobody could guess in advance
+    (``mkdtemp``: created, never found), so nobody can have squatted it."""
+    holder = Path(tempfile.gettempdir())
+    verify_holder(holder)
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=holder))
+    verify_private_dir(path)
+    return path
 
 
 def fresh_private_dir(parent: Path, name: str) -> Path:

@@ -45,7 +45,12 @@ from app.runtime.docker.hardening import (
     environment,
     is_quota_refusal,
 )
-from app.runtime.docker.private_dir import fresh_private_dir, write_secret
+from app.runtime.docker.private_dir import (
+    SquattedDirectoryError,
+    fresh_private_dir,
+    own_private_dir,
+    write_secret,
+)
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
 from app.runtime.sandbox_user import SandboxUser, prepare_workspace
@@ -105,6 +110,8 @@ class DockerRuntime(ClientRuntime):
         self.socket_dir = self.socket_root / self.session_id
         self.quota_support = quota_support or QUOTA_SUPPORT
         self._made_socket_dir = False  # only a directory we made is ours to remove
+        #: the private root made in place of a squatted ``socket_root``; removed on close
+        self._own_root: Path | None = None
 
     def _docker_client(self) -> docker.DockerClient:
         if self._docker is None:
@@ -152,7 +159,7 @@ class DockerRuntime(ClientRuntime):
     def _private_socket_dir(self, user: SandboxUser) -> str:
         """A fresh private directory for the socket, and in it the container's ``mount/``
         with a new token, handed to the container's user; the token."""
-        self.socket_dir = fresh_private_dir(self.socket_root, self.session_id)
+        self.socket_dir = self._fresh_socket_dir()
         self._made_socket_dir = True
         mount = fresh_private_dir(self.socket_dir, MOUNT_NAME)
         token = secrets.token_urlsafe(32)
@@ -160,6 +167,25 @@ class DockerRuntime(ClientRuntime):
         if (user.uid, user.gid) != (os.geteuid(), os.getegid()):
             os.chown(mount, user.uid, user.gid)  # the server listens in it
         return token
+
+    def _fresh_socket_dir(self) -> Path:
+        """The session's directory in ``socket_root``; where another user squatted that
+        (made it first, made it writable, or a link), in a private root of its own instead."""
+        if self._own_root is not None:  # a restart: the root made at the first start
+            return fresh_private_dir(self._own_root, self.session_id)
+        try:
+            return fresh_private_dir(self.socket_root, self.session_id)
+        except SquattedDirectoryError as exc:
+            if exc.path != self.socket_root:
+                raise
+            self._own_root = own_private_dir(f"chronicle-{os.geteuid()}-")
+            log.warning(
+                "the sandbox socket directory %s %s, so it is not used (another user could "
+                "read a sandbox's token there); this sandbox's socket is in %s instead. Remove "
+                "it (rm -rf %s) to stop this warning",
+                self.socket_root, exc.problem, self._own_root, self.socket_root,
+            )  # fmt: skip
+            return fresh_private_dir(self._own_root, self.session_id)
 
     def _claim_socket(self) -> None:
         """Move the server's new socket out of the sandbox's reach (see the module's doc)."""
@@ -249,6 +275,9 @@ class DockerRuntime(ClientRuntime):
         if self._made_socket_dir:
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             self._made_socket_dir = False
+        if self._own_root is not None:
+            shutil.rmtree(self._own_root, ignore_errors=True)
+            self._own_root = None
 
 
 def _remove(container: Container) -> None:

@@ -35,7 +35,7 @@ from app.runtime import SandboxStartError
 from app.runtime.client import SandboxClient
 from app.runtime.docker.hardening import QuotaSupport
 from app.runtime.docker.private_dir import ensure_private_dir, verify_private_dir
-from app.runtime.docker.runtime import MOUNT_NAME, SOCKET_NAME, DockerRuntime, container_name
+from app.runtime.docker.runtime import MOUNT_NAME, SOCKET_NAME, DockerRuntime
 from app.runtime.docker.sandbox_user import prepare_workspace
 from tests.support import pg_probe
 from tests.support.pg_probe import answered, listening_tcp, probe_tcp, probe_unix
@@ -326,11 +326,18 @@ def squat(kind: str, root: Path, session: str) -> tuple[Path, Path]:
 @pytest.mark.parametrize(
     "kind", ["owned by another user", "symlink to another user's directory", "world-writable"]
 )
-async def test_squatted_socket_directory_is_refused(
-    docker_ready: None, short_dir: Path, tmp_path: Path, kind: str
+async def test_a_squatted_socket_directory_is_avoided(
+    docker_ready: None,
+    short_dir: Path,
+    tmp_path: Path,
+    kind: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Before: the directory was used as found; the squatter's server (or a reader of the
-    token file it could then list) got our connection and token."""
+    """Before the first fix: the directory was used as found; the squatter's server (or a
+    reader of the token file it could then list) got our connection and token. Before this
+    one: it was refused, so one user's squat stopped every Docker sandbox of another. Now the
+    sandbox starts with its socket in a private directory of its own, and a warning says
+    how to remove the squat."""
     if kind != "world-writable" and not AS_ROOT:
         pytest.skip("playing another user needs root")
     session = str(uuid.uuid4())
@@ -343,17 +350,23 @@ async def test_squatted_socket_directory_is_refused(
         socket_root=planted,
     )
     try:
-        with pytest.raises(SandboxStartError, match="refusing to use") as refused:
+        with caplog.at_level(logging.WARNING, logger="app.runtime.docker.runtime"):
             await runtime.start()
-        assert f"rm -rf {planted}" in str(refused.value)
-        assert runtime.client is None and runtime.container is None
-        with pytest.raises(docker.errors.NotFound):
-            docker.from_env().containers.get(container_name(session))
+        await runtime.wait_ready(60)
+        assert (await sh(runtime, "echo works")).output.strip() == "works"
+        own_root = runtime.socket_dir.parent
+        assert not runtime.socket_dir.is_relative_to(planted.resolve())
+        assert not runtime.socket_dir.is_relative_to(planted)
+        info = own_root.lstat()
+        assert stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+        assert stat.S_IMODE(info.st_mode) == 0o700
+        assert f"rm -rf {planted}" in caplog.text
         assert sorted(p.name for p in session_dir.iterdir()) == [SOCKET_NAME]  # no token
         assert impostor.connections == 0
     finally:
         impostor.close()
         await runtime.close()
+    assert not own_root.exists()  # removed with the sandbox
 
 
 def test_own_directory_readable_by_others_is_tightened(short_dir: Path) -> None:
