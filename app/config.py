@@ -267,6 +267,13 @@ class Settings(BaseSettings):
     sandbox_cpu_seconds: int | None = Field(
         default=3600, gt=0, description="CPU seconds each process in a local sandbox may use"
     )
+    sandbox_workspace_limit_mb: int | None = Field(
+        default=2048,
+        gt=0,
+        description="MB a sandbox may add to its workspace beyond what it held when the sandbox "
+        "started (local and Docker): a command that grows it past is stopped, a file write "
+        "refused; empty for none",
+    )
 
     # -- access service (chronicle serve) -----------------------------------------------
     workspace_roots: Annotated[list[Path], NoDecode] = Field(
@@ -341,6 +348,19 @@ class Settings(BaseSettings):
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "
         "HTTPS through a proxy; a request that arrives over HTTPS gets them Secure anyway)",
+    )
+    server_auth_failures: int = Field(
+        default=20,
+        ge=1,
+        description="refused credentials (unknown tokens, ended logins, wrong sign-in codes) "
+        "one client address may present a minute in one API process; past it its requests "
+        "with credentials are answered 429 with Retry-After",
+    )
+    server_login_code_minutes: float = Field(
+        default=10.0,
+        gt=0,
+        le=24 * 60,
+        description="lifetime of a sign-in link's one-time code (chronicle login-link)",
     )
 
     @field_validator("workspace_roots", mode="before")
@@ -470,6 +490,7 @@ class Settings(BaseSettings):
                 memory_bytes=parse_bytes(self.sandbox_memory),
                 file_size_bytes=parse_bytes(file_size) if file_size else None,
                 cpu_seconds=self.sandbox_cpu_seconds,
+                workspace_mb=self.sandbox_workspace_limit_mb,
             ),
             hidden_paths=(default_config_file(), self.data_dir),
             uid=self.sandbox_uid,
@@ -490,6 +511,7 @@ class Settings(BaseSettings):
             disk_quota=self.sandbox_disk_quota,
             tmpfs_size=self.sandbox_tmpfs_size,
             heartbeat_interval=self.sandbox_heartbeat_interval,
+            workspace_limit_mb=self.sandbox_workspace_limit_mb,
         )
 
     def runtime_config(self, environ: Mapping[str, str] | None = None) -> RuntimeConfig:

@@ -87,6 +87,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "worker": worker_cli.run,
         "users": users_cli.users,
         "tokens": users_cli.tokens,
+        "login-link": users_cli.login_link,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

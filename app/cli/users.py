@@ -1,7 +1,10 @@
-"""`chronicle users ...` and `chronicle tokens ...`: who may use the access service.
+"""`chronicle users ...`, `chronicle tokens ...` and `chronicle login-link`: who may use the
+access service, and how a browser signs in.
 
 A token is printed once, when it is created; the database keeps only its sha256, so a lost
-token is revoked and replaced, never recovered.
+token is revoked and replaced, never recovered. A token lives ``DEFAULT_LIFETIME`` unless told
+otherwise (``--expires never`` says so explicitly). A sign-in link holds a one-time code, not
+a token: it works once, for ``server_login_code_minutes``, from the page itself.
 """
 
 from __future__ import annotations
@@ -10,21 +13,37 @@ import argparse
 import re
 import sys
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from app.cli.log import open_owner_store
 from app.config import Settings
+from app.sessions import platform_audit
+from app.sessions.platform_audit import terminal_actor
+from app.store.platform_audit import token_owner
+
+if TYPE_CHECKING:
+    from app.store import EventStore
+    from app.store.users import User
 
 LIFETIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+#: A token's lifetime when ``--expires`` is not given: a forgotten token does not live forever.
+DEFAULT_LIFETIME = "90d"
+#: Where ``chronicle serve`` listens by default: the sign-in link's server.
+DEFAULT_SERVER_URL = "http://127.0.0.1:8000"
 
 
-def lifetime(text: str) -> timedelta:
-    """``--expires``: a span such as ``30d``, ``12h``, ``90m``, ``2w``, ``1y``."""
+def lifetime(text: str) -> timedelta | None:
+    """``--expires``: a span such as ``30d``, ``12h``, ``90m``, ``2w``, ``1y``, or ``never``
+    (None)."""
+    if text.strip().lower() == "never":
+        return None
     found = re.fullmatch(r"\s*(\d+)\s*([mhdwy])\s*", text)
     if not found or int(found.group(1)) == 0:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a lifetime: give a whole number and a unit, e.g. 90m, 12h, 30d, "
-            "2w or 1y"
+            "2w or 1y, or never"
         )
     return timedelta(seconds=int(found.group(1)) * LIFETIME_UNITS[found.group(2)])
 
@@ -45,6 +64,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     add.add_argument("name")
     add.add_argument("--admin", action="store_true", help="sees and steers every session")
     sub.add_parser("list", help="list the users")
+    for change, text in USER_CHANGES.items():
+        sub.add_parser(change, help=text).add_argument("name")
+    logins = sub.add_parser("logins", help="list a user's live browser logins")
+    logins.add_argument("name")
+    logout = sub.add_parser("logout", help="end every browser login of a user at once")
+    logout.add_argument("name")
 
     tokens = commands.add_parser("tokens", help="the users' API tokens")
     sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
@@ -52,15 +77,52 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     create.add_argument("name", help="the user")
     create.add_argument("--label", default="", help="what the token is for")
     create.add_argument(
-        "--expires", type=lifetime, metavar="SPAN", help="lifetime, e.g. 30d (default: none)"
+        "--expires",
+        type=lifetime,
+        default=lifetime(DEFAULT_LIFETIME),
+        metavar="SPAN",
+        help=f"lifetime, e.g. 30d, or never (default: {DEFAULT_LIFETIME})",
     )
+    create.add_argument(
+        "--link",
+        action="store_true",
+        help="also print a one-time sign-in link for the web page (the login it makes ends "
+        "with this token)",
+    )
+    create.add_argument("--url", default=DEFAULT_SERVER_URL, help="the server, for --link")
     sub.add_parser("list", help="list the tokens (never the tokens themselves)")
     revoke = sub.add_parser("revoke", help="revoke a token at once")
     revoke.add_argument("id", type=token_id, metavar="ID")
 
+    link = commands.add_parser(
+        "login-link",
+        help="print a one-time sign-in link for a user's browser (works once, for minutes)",
+    )
+    link.add_argument("name", help="the user")
+    link.add_argument(
+        "--url", default=DEFAULT_SERVER_URL, help=f"the server (default: {DEFAULT_SERVER_URL})"
+    )
+
+
+#: ``chronicle users CHANGE NAME``: what each change does.
+USER_CHANGES = {
+    "disable": "refuse every token of a user and end its browser logins, until enabled",
+    "enable": "let a disabled user's live tokens work again",
+    "remove": "remove a user for good: every token revoked, every login ended",
+    "promote": "make a user an admin",
+    "demote": "make an admin a plain user",
+}
+
 
 def _when(moment: datetime | None) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M") if moment else "-"
+
+
+def _role(user: User) -> str:
+    if user.removed_at is not None:
+        return "removed"
+    state = "admin" if user.is_admin else "user"
+    return f"{state} (disabled)" if user.disabled_at is not None else state
 
 
 async def users(args: argparse.Namespace, settings: Settings) -> int:
@@ -70,14 +132,143 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
     async with await open_owner_store(settings) as store:
         if args.users_command == "add":
             user = await add_user(store, args.name, is_admin=args.admin)
+            await platform_audit.user_changed(
+                store, terminal_actor(), user.name, "added", is_admin=user.is_admin
+            )
             role = "admin" if user.is_admin else "user"
             print(f"added {role} {user.name} ({user.id})")
             print(f"make a token with: chronicle tokens create {user.name}", file=sys.stderr)
             return 0
+        if args.users_command in USER_CHANGES:
+            return await CHANGERS[args.users_command](store, args.name)
+        if args.users_command == "logins":
+            return await show_logins(store, args.name)
+        if args.users_command == "logout":
+            return await end_user_logins(store, args.name)
         for user in await list_users(store):
-            role = "admin" if user.is_admin else "user"
-            print(f"{user.name:<24} {role:<6} {_when(user.created_at)}  {user.id}")
+            print(f"{user.name:<24} {_role(user):<16} {_when(user.created_at)}  {user.id}")
         return 0
+
+
+async def _audited(store: EventStore, user: User, changed: bool, change: str) -> None:
+    """A change that changed something goes into the platform's audit log."""
+    if changed:
+        await platform_audit.user_changed(
+            store, terminal_actor(), user.name, change, is_admin=user.is_admin
+        )
+
+
+def _changed(user: User, changed: bool, done: str, already: str) -> int:
+    print(f"{user.name}: {done}" if changed else f"{user.name} was {already} already")
+    return 0
+
+
+async def disable(store: EventStore, name: str) -> int:
+    from app.store.user_states import disable_user
+
+    user, changed = await disable_user(store, name)
+    await _audited(store, user, changed, "disabled")
+    return _changed(user, changed, "disabled (its tokens refused, its logins ended)", "disabled")
+
+
+async def enable(store: EventStore, name: str) -> int:
+    from app.store.user_states import enable_user
+
+    user, changed = await enable_user(store, name)
+    await _audited(store, user, changed, "enabled")
+    return _changed(user, changed, "enabled", "enabled")
+
+
+async def remove(store: EventStore, name: str) -> int:
+    from app.store.user_states import remove_user
+
+    user, changed = await remove_user(store, name)
+    await _audited(store, user, changed, "removed")
+    return _changed(user, changed, "removed (its tokens revoked, its logins ended)", "removed")
+
+
+async def promote(store: EventStore, name: str) -> int:
+    from app.store.user_states import promote_user
+
+    user, changed = await promote_user(store, name)
+    await _audited(store, user, changed, "promoted")
+    return _changed(user, changed, "now an admin", "an admin")
+
+
+async def demote(store: EventStore, name: str) -> int:
+    from app.store.user_states import demote_user
+
+    user, changed = await demote_user(store, name)
+    await _audited(store, user, changed, "demoted")
+    return _changed(user, changed, "now a plain user", "a plain user")
+
+
+CHANGERS: dict[str, Callable[[EventStore, str], Awaitable[int]]] = {
+    "disable": disable,
+    "enable": enable,
+    "remove": remove,
+    "promote": promote,
+    "demote": demote,
+}
+
+
+async def _known_user(store: EventStore, name: str) -> User:
+    from app.store.users import UnknownUserError, find_user
+
+    user = await find_user(store, name)
+    if user is None:
+        raise UnknownUserError(name)
+    return user
+
+
+async def show_logins(store: EventStore, name: str) -> int:
+    from app.store.logins import list_logins
+
+    user = await _known_user(store, name)
+    found = await list_logins(store, user.id)
+    if not found:
+        print(f"{user.name} has no live browser login", file=sys.stderr)
+    for login in found:
+        made_with = f"token {login.token_id}" if login.token_id else "sign-in link"
+        print(
+            f"{login.id}  from {login.address or '-':<15} since {_when(login.created_at)}  "
+            f"last used {_when(login.last_used_at)}  expires {_when(login.expires_at)}  "
+            f"{made_with}"
+        )
+    return 0
+
+
+async def end_user_logins(store: EventStore, name: str) -> int:
+    from app.store.logins import end_logins
+
+    user = await _known_user(store, name)
+    ended = await end_logins(store, user.id)
+    await _audited(store, user, ended > 0, "logins_ended")
+    print(f"ended {ended} browser login{'' if ended == 1 else 's'} of {user.name}")
+    return 0
+
+
+def sign_in_link(url: str, code: str) -> str:
+    """The link: the code in the fragment, which a browser never sends to the server."""
+    return f"{url.rstrip('/')}/login#code={code}"
+
+
+async def login_link(args: argparse.Namespace, settings: Settings) -> int:
+    """``chronicle login-link NAME``: a one-time sign-in link for the user's browser."""
+    from app.store.logins import create_login_code
+
+    # the owner's login: only it may make a link that signs in as an admin (as for tokens)
+    async with await open_owner_store(settings) as store:
+        user = await _known_user(store, args.name)
+        code, expires = await create_login_code(
+            store, user.id, minutes=settings.server_login_code_minutes
+        )
+        print(sign_in_link(args.url, code))
+        print(
+            f"a sign-in link for {user.name}: it works once, until {_when(expires)} UTC",
+            file=sys.stderr,
+        )
+    return 0
 
 
 async def tokens(args: argparse.Namespace, settings: Settings) -> int:
@@ -91,12 +282,24 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                 raise UnknownUserError(args.name)
             expires = datetime.now(UTC) + args.expires if args.expires else None
             info, token = await create_token(store, user.id, label=args.label, expires_at=expires)
+            await platform_audit.token_created(store, terminal_actor(), info)
             print(token)
+            lifetime_left = (
+                f"expires {_when(info.expires_at)}" if info.expires_at else "never expires"
+            )
             print(
-                f"token {info.id} for {user.name}, expires {_when(info.expires_at)}; it is "
-                "shown only now: keep it secret",
+                f"token {info.id} for {user.name}, {lifetime_left}; it is shown only now: keep "
+                "it secret",
                 file=sys.stderr,
             )
+            if args.link:
+                from app.store.logins import create_login_code
+
+                code, until = await create_login_code(
+                    store, user.id, minutes=settings.server_login_code_minutes, token_id=info.id
+                )
+                print(sign_in_link(args.url, code))
+                print(f"the sign-in link works once, until {_when(until)} UTC", file=sys.stderr)
             return 0
         if args.tokens_command == "revoke":
             if not await revoke_token(store, args.id):
@@ -104,6 +307,8 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                     f"error: no live token {args.id} (see chronicle tokens list)", file=sys.stderr
                 )
                 return 1
+            owner = await token_owner(store, args.id)
+            await platform_audit.token_revoked(store, terminal_actor(), args.id, owner)
             print(f"revoked token {args.id}")
             return 0
         now = datetime.now(UTC)
@@ -115,7 +320,8 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
             else:
                 state = "live"
             print(
-                f"{info.id}  {info.user_name:<16} {state:<8} expires {_when(info.expires_at)}  "
+                f"{info.id}  {info.user_name:<16} {state:<8} expires "
+                f"{_when(info.expires_at) if info.expires_at else 'never'}  "
                 f"last used {_when(info.last_used_at)}  {info.label}"
             )
         return 0

@@ -27,6 +27,7 @@ from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
 from app.server import (
+    audit_routes,
     creation,
     evaluation_routes,
     health,
@@ -35,8 +36,10 @@ from app.server import (
     session_routes,
     steering,
     streams,
+    user_logins,
 )
-from app.server.auth import PUBLIC_PATHS, TokenAuthentication, authenticated
+from app.server.auth import AUTH_STATE, PUBLIC_PATHS, AuthState, TokenAuthentication, authenticated
+from app.server.client_address import ClientAddressMiddleware
 from app.server.context import ServerContext, provide_context
 from app.server.problems import handle_exception
 from app.server.request_body import BoundedJsonRequest
@@ -60,6 +63,8 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *replay_routes.ROUTES,
         *evaluation_routes.ROUTES,
         *streams.ROUTES,
+        *audit_routes.ROUTES,
+        *user_logins.ROUTES,
     ]
 
 
@@ -93,11 +98,22 @@ def create_app(
         exclude=PUBLIC_PATHS,
         identifier_for_request=rate_limit_key,
     )
+    auth = AuthState.of(store, settings)
     return Litestar(
-        route_handlers=[health.live, health.ready, login.login, api, *web_routes()],
-        state=State({"context": context}),
+        route_handlers=[
+            health.live,
+            health.ready,
+            login.login,
+            login.login_with_code,
+            api,
+            *web_routes(),
+        ],
+        state=State({"context": context, AUTH_STATE: auth}),
+        on_startup=[auth.watch.start],
+        on_shutdown=[auth.watch.close],
         dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
         middleware=[
+            ClientAddressMiddleware,
             DefineMiddleware(
                 TokenAuthentication, exclude=PUBLIC_PATHS, exclude_from_auth_key="exclude_from_auth"
             ),

@@ -3,36 +3,52 @@
 Every request but health, login and the OpenAPI document names a live token:
 
 - ``Authorization: Bearer <token>`` (an ``api`` token from ``chronicle tokens create``);
-- or the ``chronicle_session`` cookie that ``POST /api/login`` sets (a ``cookie`` token of its
-  own, HttpOnly, SameSite=Strict, revoked by ``POST /api/logout``). A request authenticated by
+- or the ``chronicle_session`` cookie that ``POST /api/login`` or ``POST /api/login/code``
+  sets (a browser login of its own, ``app/store/logins.py``: HttpOnly, SameSite=Strict, ended
+  by ``POST /api/logout``, by revoking the token it was made with, or by disabling its user;
+  ``Principal.token_id`` is then the login's id). A request authenticated by
   that cookie with an unsafe method (anything but GET, HEAD, OPTIONS) must also carry
   ``X-CSRF-Token``: the value the login returned (also in the readable ``chronicle_csrf``
   cookie), an HMAC of the session cookie, so it needs no server secret shared by API
   processes, and another site that makes the browser send the cookie cannot know it.
 
 A Bearer request needs no CSRF header: a browser never adds that header on its own. A live
-Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``), so a revoked
-one stops working within that bound; a cookie is checked on every request. The middleware
-puts the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API router
-refuses any route that somehow ran without one.
+Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``) while no
+credential has changed anywhere, so a revoked one stops working at once; a cookie is checked
+on every request (with its user and the token it was made with). Credentials that are refused
+count against the client's address (``auth_failures``): past ``server_auth_failures`` a
+minute, its requests with credentials are answered 429 before any lookup. The middleware puts
+the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API router refuses
+any route that somehow ran without one.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass
 from typing import Any
 
 from litestar.connection import ASGIConnection
-from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
+from litestar.exceptions import (
+    NotAuthorizedException,
+    PermissionDeniedException,
+    TooManyRequestsException,
+)
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware.authentication import (
     AbstractAuthenticationMiddleware,
     AuthenticationResult,
 )
 
+from app.config import Settings
+from app.server.auth_failures import FailureLimiter, TooManyFailures
+from app.server.client_address import address_of
 from app.server.context import ServerContext
 from app.server.token_cache import TokenCache
+from app.store import EventStore
+from app.store.credential_watch import CredentialWatch
+from app.store.logins import authenticate_login
 from app.store.users import Principal, authenticate
 
 SESSION_COOKIE = "chronicle_session"
@@ -44,8 +60,52 @@ PUBLIC_PATHS = ["^/health/", "^/schema"]
 #: The route option that marks a route as reachable without a token (the login).
 PUBLIC_OPTION = "public"
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="chronicle"'}
-#: The key of the app's ``TokenCache`` in its state.
-TOKEN_CACHE_STATE = "token_cache"
+#: The key of the app's ``AuthState`` in its state.
+AUTH_STATE = "auth"
+
+
+@dataclass
+class AuthState:
+    """One app's credential machinery: the change watch, the token cache that trusts it, and
+    the failure limiter. Made by ``create_app``; the watch runs from start-up to shutdown."""
+
+    watch: CredentialWatch
+    tokens: TokenCache
+    failures: FailureLimiter
+
+    @classmethod
+    def of(cls, store: EventStore, settings: Settings) -> AuthState:
+        watch = CredentialWatch(store.connect, keepalive=store.config.poll_interval)
+        return cls(
+            watch=watch,
+            tokens=TokenCache(settings.server_token_cache_seconds, watch),
+            failures=FailureLimiter(settings.server_auth_failures),
+        )
+
+
+def auth_state(connection: ASGIConnection[Any, Any, Any, Any]) -> AuthState:
+    found = connection.app.state.get(AUTH_STATE)
+    assert isinstance(found, AuthState), "create_app puts an AuthState in the app's state"
+    return found
+
+
+def _failing_address(connection: ASGIConnection[Any, Any, Any, Any]) -> str:
+    """The address failures count against (the peer as the server sees it)."""
+    return address_of(connection.scope) or "unknown"
+
+
+def refuse_if_failing(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    """429 with Retry-After while the client's address has spent its failures."""
+    try:
+        auth_state(connection).failures.check(_failing_address(connection))
+    except TooManyFailures as exc:
+        raise TooManyRequestsException(
+            str(exc), headers={"Retry-After": str(exc.retry_after)}
+        ) from None
+
+
+def count_failure(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
+    auth_state(connection).failures.failed(_failing_address(connection))
 
 
 def csrf_token_for(session_token: str) -> str:
@@ -65,49 +125,47 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
-def token_cache(connection: ASGIConnection[Any, Any, Any, Any]) -> TokenCache:
-    """The app's cache of live Bearer tokens (made on first use; one per app, never global)."""
-    state = connection.app.state
-    found = state.get(TOKEN_CACHE_STATE)
-    if not isinstance(found, TokenCache):
-        context = state.context
-        assert isinstance(context, ServerContext)
-        found = TokenCache(context.settings.server_token_cache_seconds)
-        state[TOKEN_CACHE_STATE] = found
-    return found
-
-
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Authenticates HTTP and WebSocket connections by Bearer token or session cookie."""
 
     async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
         context = connection.app.state.context
         assert isinstance(context, ServerContext)
-        token = bearer_token(connection.headers.get("authorization"))
+        authorization = connection.headers.get("authorization")
+        cookie = connection.cookies.get(SESSION_COOKIE)
+        if authorization or cookie:
+            refuse_if_failing(connection)
+        try:
+            token = bearer_token(authorization)
+        except NotAuthorizedException:
+            count_failure(connection)
+            raise
         if token is not None:
 
             async def look_up(token: str) -> Principal | None:
                 return await authenticate(context.store, token, "api")
 
-            principal = await token_cache(connection).principal(token, look_up)
+            principal = await auth_state(connection).tokens.principal(token, look_up)
             if principal is None:
+                count_failure(connection)
                 raise NotAuthorizedException(
-                    "the token is unknown, revoked or expired; ask for a new one "
-                    "(chronicle tokens create NAME)",
+                    "the token is unknown, revoked or expired (or its user is disabled); ask "
+                    "for a new one (chronicle tokens create NAME)",
                     headers=CHALLENGE,
                 )
             return AuthenticationResult(user=principal, auth=principal.token_id)
-        cookie = connection.cookies.get(SESSION_COOKIE)
         if not cookie:
             raise NotAuthorizedException(
                 "no credentials: send 'Authorization: Bearer <token>', or log in with "
                 "POST /api/login",
                 headers=CHALLENGE,
             )
-        principal = await authenticate(context.store, cookie, "cookie")
+        principal = await authenticate_login(context.store, cookie)
         if principal is None:
+            count_failure(connection)
             raise NotAuthorizedException(
-                "the login has ended (expired, logged out or revoked); log in again",
+                "the login has ended (expired, logged out, its token revoked or its user "
+                "disabled); log in again",
                 headers=CHALLENGE,
             )
         method = connection.scope.get("method", "GET")

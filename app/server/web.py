@@ -1,5 +1,5 @@
-"""The web page: ``/`` (and ``/login``, which signs in with ``?token=``) and its static files
-under ``/web/``, all from ``app/server/web/`` shipped in the package.
+"""The web page: ``/`` (and ``/login``, which signs in with a link's one-time code) and its
+static files under ``/web/``, all from ``app/server/web/`` shipped in the package.
 
 The page is plain HTML, JavaScript modules and CSS written here: no build step, nothing
 fetched from another site. It talks to the same API as any client (the login cookie and its
@@ -40,11 +40,39 @@ def _index() -> Response[bytes]:
     )
 
 
-@get(["/", "/login"], opt=NO_AUTH, include_in_schema=False, sync_to_thread=False)
+@get("/", opt=NO_AUTH, include_in_schema=False, sync_to_thread=False)
 def index() -> Response[bytes]:
-    """The page; at ``/login?token=...`` it signs in with the token and drops it from the
-    address bar (the token never reaches the server in a URL it logs: the page posts it)."""
+    """The page."""
     return _index()
+
+
+#: What ``/login?token=...`` answers: that link form signed anyone in whom another site sent
+#: there (login CSRF) and left the token in the browser's history, so it signs in nobody now.
+OLD_LINK_PAGE = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Chronicle: sign-in link changed</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><main><h1>This sign-in link no longer works</h1>
+<p>Chronicle's sign-in links no longer carry a token: a link now holds a one-time code that
+works once, for a few minutes. Ask for a new link (<code>chronicle login-link NAME</code>, or
+the one <code>./dev up</code> prints), or <a href="/">sign in</a> by pasting your token.</p>
+<p>The token in this link's address may now be in your browser's history: if it is yours,
+consider revoking it (<code>chronicle tokens revoke ID</code>) and making a new one.</p>
+</main></body></html>
+"""
+
+
+@get("/login", opt=NO_AUTH, include_in_schema=False, sync_to_thread=False)
+def login_page(token: str | None = None) -> Response[bytes]:
+    """The page, which exchanges a sign-in link's code (``/login#code=...``: in the fragment,
+    so it never reaches the server). The old ``/login?token=...`` form signs in nobody."""
+    if token is None:
+        return _index()
+    return Response(
+        OLD_LINK_PAGE,
+        status_code=410,
+        media_type="text/html; charset=utf-8",
+        headers=SECURITY_HEADERS,
+    )
 
 
 def web_routes() -> list[ControllerRouterHandler]:
@@ -56,4 +84,4 @@ def web_routes() -> list[ControllerRouterHandler]:
         include_in_schema=False,
         name="web",
     )
-    return [index, static]
+    return [index, login_page, static]

@@ -73,6 +73,10 @@ class User(BaseModel):
     name: str
     is_admin: bool
     created_at: datetime
+    #: Set while the user is disabled (``chronicle users disable``): no token or login works.
+    disabled_at: datetime | None = None
+    #: Set once the user is removed for good (``chronicle users remove``).
+    removed_at: datetime | None = None
 
 
 class TokenInfo(BaseModel):
@@ -126,17 +130,16 @@ async def add_user(store: EventStore, name: str, *, is_admin: bool = False) -> U
     return User(**dict(row))
 
 
+_USER_COLUMNS = "id, name, is_admin, created_at, disabled_at, removed_at"
+
+
 async def list_users(store: EventStore) -> list[User]:
-    rows = await store.pool.fetch(
-        "SELECT id, name, is_admin, created_at FROM users ORDER BY created_at, name"
-    )
+    rows = await store.pool.fetch(f"SELECT {_USER_COLUMNS} FROM users ORDER BY created_at, name")
     return [User(**dict(row)) for row in rows]
 
 
 async def find_user(store: EventStore, name: str) -> User | None:
-    row = await store.pool.fetchrow(
-        "SELECT id, name, is_admin, created_at FROM users WHERE name = $1", name
-    )
+    row = await store.pool.fetchrow(f"SELECT {_USER_COLUMNS} FROM users WHERE name = $1", name)
     return User(**dict(row)) if row else None
 
 
@@ -190,7 +193,8 @@ async def revoke_token(store: EventStore, token_id: UUID, *, user_id: UUID | Non
 
 
 async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Principal | None:
-    """The principal of a live (not revoked, not expired) token of this kind, or None.
+    """The principal of a live (not revoked, not expired) token of this kind whose user is
+    neither disabled nor removed, or None.
 
     ``last_used_at`` is brought up to date when it is older than a minute."""
     row = await store.pool.fetchrow(
@@ -198,7 +202,8 @@ async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Princi
         "u.id AS user_id, u.name, u.is_admin "
         "FROM api_tokens t JOIN users u ON u.id = t.user_id "
         "WHERE t.hash = $1 AND t.kind = $2 AND t.revoked_at IS NULL "
-        "AND (t.expires_at IS NULL OR t.expires_at > now())",
+        "AND (t.expires_at IS NULL OR t.expires_at > now()) "
+        "AND u.disabled_at IS NULL AND u.removed_at IS NULL",
         token_hash(token),
         kind,
     )

@@ -59,6 +59,15 @@ class ServerProcess:
         assert made.returncode == 0, made.stderr
         return made.stdout.strip()
 
+    def sign_in_path(self, token: str) -> str:
+        """A one-time sign-in link (``/login#code=...``, the path only) for the user whose
+        token this is, made by the CLI as an operator makes it: what a browser test opens."""
+        user = httpx.get(f"{self.url}/api/me", headers={"Authorization": f"Bearer {token}"})
+        assert user.status_code == 200, user.text
+        made = chronicle("login-link", user.json()["user"], "--url", self.url, env=self.env)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip().removeprefix(self.url)
+
     def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 30) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)

@@ -45,6 +45,10 @@ export function signIn(token) {
   return api("/api/login", { method: "POST", body: { token } });
 }
 
+export function signInWithCode(code) {
+  return api("/api/login/code", { method: "POST", body: { code } });
+}
+
 export function signOut() {
   return api("/api/logout", { method: "POST" });
 }

@@ -1,7 +1,7 @@
 // The page's shell: who is signed in, which view the address names (#/, #/new,
 // #/sessions/ID), and one place where errors are shown as messages.
 
-import { api, ApiError, signIn, signOut } from "./api.js";
+import { api, ApiError, signIn, signInWithCode, signOut } from "./api.js";
 import { el, clear } from "./dom.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
@@ -39,7 +39,7 @@ function signInView(message) {
     message ? el("p", { class: "error", role: "alert" }, message) : null,
     el("label", { for: "token" }, "API token"),
     token,
-    el("p", { id: "token-help", class: "muted" }, "A token from ", el("code", {}, "chronicle tokens create NAME"), " (or the link ", el("code", {}, "./dev up"), " printed)."),
+    el("p", { id: "token-help", class: "muted" }, "A token from ", el("code", {}, "chronicle tokens create NAME"), ", or open a sign-in link from ", el("code", {}, "chronicle login-link NAME"), " (", el("code", {}, "./dev up"), " prints one)."),
     el("button", { type: "submit" }, "Sign in"));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -104,15 +104,15 @@ async function route() {
 }
 
 async function start() {
-  // /login?token=... (or #token=...) signs in, then the token leaves the address bar.
+  // A sign-in link, /login#code=...: the one-time code is in the fragment (never sent to the
+  // server in a URL), leaves the address bar at once, and is posted by this page.
   if (location.pathname === "/login") {
-    const query = new URLSearchParams(location.search);
     const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
-    const token = query.get("token") || fragment.get("token");
+    const code = fragment.get("code");
     history.replaceState(null, "", "/");
-    if (token) {
+    if (code) {
       try {
-        await signIn(token);
+        await signInWithCode(code);
       } catch (error) {
         signInView(`That sign-in link did not work: ${error.message}`);
         return;

@@ -24,7 +24,7 @@ def test_without_credentials_every_api_route_is_401_with_a_problem(
     schema = httpx.get(f"{shared_server.url}/schema/openapi.json").json()
     checked = 0
     for path, operations in schema["paths"].items():
-        if path.startswith("/health/") or path == "/api/login":
+        if path.startswith("/health/") or path in ("/api/login", "/api/login/code"):
             continue
         for method in operations:
             url = shared_server.url + path.replace(
@@ -81,21 +81,22 @@ def _refused_within(url: str, token: str, seconds: float) -> httpx.Response:
         time.sleep(0.05)
 
 
-def test_a_revoked_token_stops_working_within_the_token_cache_bound(
+def test_a_revoked_token_stops_working_at_once_though_the_cache_remembers_it(
     serve: Callable[..., ServerProcess],
 ) -> None:
-    """A live Bearer token is remembered for server_token_cache_seconds, no longer: revoked by
-    another process, it is refused within that bound, while each request before the bound
-    passes skips the database (it still works at once after the revoke)."""
-    server = serve(server_token_cache_seconds="3")
+    """A live Bearer token is remembered (here for a minute), yet revoked by another process
+    it is refused on its next request: the revocation's notification makes the server forget
+    every token it remembers."""
+    server = serve(server_token_cache_seconds="60")
     url = f"{server.url}/api/me"
     token = server.token("cached-user")
-    assert httpx.get(url, headers=bearer(token)).status_code == 200  # now remembered
+    for _ in range(3):
+        assert httpx.get(url, headers=bearer(token)).status_code == 200  # now remembered
     listed = chronicle("tokens", "list", env=server.env).stdout
     token_id = next(line.split()[0] for line in listed.splitlines() if "cached-user" in line)
-    revoking = time.monotonic()
     assert chronicle("tokens", "revoke", token_id, env=server.env).returncode == 0
-    refused = _refused_within(url, token, 3.0 + 1.0 - (time.monotonic() - revoking))
+    refused = httpx.get(url, headers=bearer(token))
+    assert refused.status_code == 401, refused.text
     assert "revoked" in refused.json()["detail"]
     # once refused it stays refused: a revoked token is never remembered
     for _ in range(5):

@@ -59,7 +59,7 @@ def test_an_admin_reads_a_runs_report_and_nobody_else(
             ),
         ).result()
     admin = new_page()
-    admin.goto(f"/login?token={server.token('evaluator', admin=True)}")
+    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
     admin.get_by_label("Evaluation run").fill("nightly")
     admin.get_by_role("button", name="Open report").click()
@@ -77,7 +77,7 @@ def test_an_admin_reads_a_runs_report_and_nobody_else(
     expect(admin.locator(".event.finish")).to_contain_text("done")
 
     someone = new_page()
-    someone.goto(f"/login?token={server.token('someone')}")
+    someone.goto(server.sign_in_path(server.token("someone")))
     someone.goto("/#/evaluations/nightly")
     expect(someone.get_by_role("alert")).to_contain_text("no evaluation run 'nightly'")
     expect(someone.locator("table.tasks")).to_have_count(0)
@@ -105,7 +105,7 @@ def test_the_runs_list_and_two_runs_compared_as_a_flip_table(
             ),
         ).result()
     admin = new_page()
-    admin.goto(f"/login?token={server.token('evaluator', admin=True)}")
+    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
     runs = admin.locator("table.runs-table tbody tr")
     expect(runs).to_have_count(2)

@@ -63,7 +63,7 @@ def test_a_long_session_opens_on_its_first_page_and_pages_on(
     database = server.env["CHRONICLE_DATABASE_URL"]
     run_async(append(database, session, long_session(), 0))
     page = new_page()
-    page.goto(f"/login?token={server.token('auditor', admin=True)}")
+    page.goto(server.sign_in_path(server.token("auditor", admin=True)))
     page.goto(f"/#/sessions/{session}")
 
     more = page.locator(".timeline-more")

@@ -47,7 +47,7 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
 ) -> None:
     token = server.token("reviewer", admin=True)
     page = new_page()
-    page.goto(f"/login?token={token}")
+    page.goto(server.sign_in_path(token))
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     session = recorded_session(server, fake_llm, page, token)
 

@@ -1,6 +1,8 @@
-"""Signing in to the web page: a token typed in, the ``/login?token=`` link ``./dev up``
-prints (the token leaves the address bar), a wrong token told as a message, sign-out; the
-page's own files are served without credentials while the API behind them still needs one."""
+"""Signing in to the web page: a token typed in, a one-time sign-in link (``/login#code=``,
+what ``./dev up`` and ``chronicle login-link`` print: the code leaves the address bar and works
+once), a wrong token told as a message, sign-out, and a revoked token ending the page's login;
+the page's own files are served without credentials while the API behind them still needs
+one."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from playwright.sync_api import Page, expect
 
 from tests.support.browser import screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
+from tests.support.cli import chronicle
 
 
 def test_a_token_signs_in_and_a_wrong_one_is_told(
@@ -43,19 +46,38 @@ def test_a_token_signs_in_and_a_wrong_one_is_told(
     expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
 
 
-def test_the_login_link_signs_in_and_drops_the_token_from_the_address(
+def test_a_sign_in_link_signs_in_once_and_leaves_the_address(
     server: ServerProcess, new_page: Callable[..., Page]
 ) -> None:
     token = server.token("bob", admin=True)
+    link = server.sign_in_path(token)
+    assert link.startswith("/login#code=") and token not in link
     page = new_page()
-    page.goto(f"/login?token={token}")
+    page.goto(link)
     expect(page.locator("#who")).to_have_text("bob (admin)")
     assert page.url == server.url + "/"
-    assert token not in page.evaluate("history.length + location.href")
+    assert link.partition("=")[2] not in page.evaluate("location.href")
 
-    stale = new_page()
-    stale.goto("/login?token=revoked-or-made-up")
-    expect(stale.get_by_role("alert")).to_contain_text("That sign-in link did not work")
+    again = new_page()
+    again.goto(link)  # the same link in another browser: used already
+    expect(again.get_by_role("alert")).to_contain_text("That sign-in link did not work")
+    expect(again.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+
+
+def test_revoking_the_token_signs_the_page_out_on_its_next_request(
+    server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    token = server.token("carl")
+    page = new_page()
+    page.goto("/")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_have_text("carl")
+    listed = chronicle("tokens", "list", env=server.env).stdout
+    token_id = next(line.split()[0] for line in listed.splitlines() if " carl " in line)
+    assert chronicle("tokens", "revoke", token_id, env=server.env).returncode == 0
+    page.reload()
+    expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
 
 
 def test_the_page_is_public_and_the_api_behind_it_is_not(server: ServerProcess) -> None:

@@ -27,7 +27,7 @@ def test_the_timeline_resumes_after_the_server_restarts(
         f"{server.url}/api/sessions", headers=headers, json={"task": "finish twice"}
     ).json()["id"]
     page = new_page()
-    page.goto(f"/login?token={token}")
+    page.goto(server.sign_in_path(token))
     page.goto(f"/#/sessions/{session}")
     expect(page.locator(".event.finish")).to_contain_text(
         "done before the restart", timeout=120_000

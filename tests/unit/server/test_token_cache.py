@@ -1,5 +1,6 @@
 """The Bearer token cache: a live token is looked up once per ``ttl``, a dead one every time,
-and nothing outlives its bound (revocation elsewhere, the token's own expiry)."""
+and nothing outlives its bound (revocation elsewhere, the token's own expiry); a credential
+change heard, or a watch not listening, means nothing remembered is trusted."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class Watch:
+    """A stand-in for ``CredentialWatch``: listening, and a generation a test moves on."""
+
+    def __init__(self) -> None:
+        self.live = True
+        self.generation = 0
 
 
 class Directory:
@@ -43,7 +52,7 @@ def principal(expires_at: datetime | None = None) -> Principal:
 
 async def test_a_live_token_is_looked_up_once_per_ttl() -> None:
     clock, directory = Clock(), Directory()
-    cache = TokenCache(5.0, clock=clock)
+    cache = TokenCache(5.0, Watch(), clock=clock)
     token = new_token()
     directory.live[token] = principal()
     for _ in range(10):
@@ -56,7 +65,7 @@ async def test_a_live_token_is_looked_up_once_per_ttl() -> None:
 
 async def test_a_revoked_token_is_refused_once_the_ttl_has_passed() -> None:
     clock, directory = Clock(), Directory()
-    cache = TokenCache(5.0, clock=clock)
+    cache = TokenCache(5.0, Watch(), clock=clock)
     token = new_token()
     directory.live[token] = principal()
     assert await cache.principal(token, directory.look_up) is not None
@@ -71,7 +80,7 @@ async def test_a_revoked_token_is_refused_once_the_ttl_has_passed() -> None:
 
 async def test_forget_drops_a_token_at_once() -> None:
     clock, directory = Clock(), Directory()
-    cache = TokenCache(5.0, clock=clock)
+    cache = TokenCache(5.0, Watch(), clock=clock)
     token = new_token()
     directory.live[token] = principal()
     await cache.principal(token, directory.look_up)
@@ -82,7 +91,7 @@ async def test_forget_drops_a_token_at_once() -> None:
 
 async def test_a_token_past_its_own_expiry_is_not_served_from_the_cache() -> None:
     clock, directory = Clock(), Directory()
-    cache = TokenCache(60.0, clock=clock)
+    cache = TokenCache(60.0, Watch(), clock=clock)
     token = new_token()
     expiring = principal(expires_at=datetime.now(UTC) + timedelta(milliseconds=1))
     directory.live[token] = expiring
@@ -95,7 +104,7 @@ async def test_a_token_past_its_own_expiry_is_not_served_from_the_cache() -> Non
 
 async def test_a_zero_ttl_keeps_nothing() -> None:
     directory = Directory()
-    cache = TokenCache(0.0, clock=Clock())
+    cache = TokenCache(0.0, Watch(), clock=Clock())
     token = new_token()
     directory.live[token] = principal()
     for _ in range(3):
@@ -105,7 +114,7 @@ async def test_a_zero_ttl_keeps_nothing() -> None:
 
 async def test_the_cache_is_bounded_and_keeps_hashes_not_tokens() -> None:
     clock, directory = Clock(), Directory()
-    cache = TokenCache(5.0, max_entries=3, clock=clock)
+    cache = TokenCache(5.0, Watch(), max_entries=3, clock=clock)
     tokens = [new_token() for _ in range(5)]
     for token in tokens:
         directory.live[token] = principal()
@@ -114,3 +123,42 @@ async def test_the_cache_is_bounded_and_keeps_hashes_not_tokens() -> None:
     keys = set(cache._entries)
     assert keys == {token_hash(token) for token in tokens[2:]}  # the oldest went first
     assert not any(token.encode() in key for token in tokens for key in keys)
+
+
+async def test_a_change_heard_anywhere_drops_every_remembered_token() -> None:
+    clock, directory, watch = Clock(), Directory(), Watch()
+    cache = TokenCache(60.0, watch, clock=clock)
+    token = new_token()
+    directory.live[token] = principal()
+    await cache.principal(token, directory.look_up)
+    await cache.principal(token, directory.look_up)
+    assert directory.lookups == 1
+    del directory.live[token]  # revoked by another process, which notified
+    watch.generation += 1
+    assert await cache.principal(token, directory.look_up) is None
+
+
+async def test_nothing_is_remembered_while_the_watch_is_not_listening() -> None:
+    clock, directory, watch = Clock(), Directory(), Watch()
+    watch.live = False
+    cache = TokenCache(60.0, watch, clock=clock)
+    token = new_token()
+    directory.live[token] = principal()
+    for _ in range(3):
+        assert await cache.principal(token, directory.look_up) is not None
+    assert directory.lookups == 3 and len(cache) == 0
+
+
+async def test_a_lookup_that_races_a_change_is_not_remembered() -> None:
+    clock, directory, watch = Clock(), Directory(), Watch()
+    cache = TokenCache(60.0, watch, clock=clock)
+    token = new_token()
+    directory.live[token] = principal()
+
+    async def look_up_while_revoked(token: str) -> Principal | None:
+        found = await directory.look_up(token)
+        watch.generation += 1  # the revocation's notification arrives during the lookup
+        return found
+
+    assert await cache.principal(token, look_up_while_revoked) is not None
+    assert len(cache) == 0

@@ -1,0 +1,95 @@
+"""Browser logins and sign-in codes in the database (migration 0015), as the application and a
+compromised application's login meet them: a code works once even when two exchanges race,
+the application's login writes no login or code row itself and reads no code, and cannot make
+a sign-in link for an admin; a login lives only while its token and its user do."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from app.config import Settings
+from app.store import EventStore
+from app.store.logins import (
+    authenticate_login,
+    begin_login,
+    create_login_code,
+    exchange_login_code,
+)
+from app.store.user_states import disable_user, enable_user
+from app.store.users import OwnerLoginNeededError, add_user, create_token, revoke_token
+
+FORGED_HASH = hashlib.sha256(b"chl_forged").digest()
+
+
+@pytest.fixture
+async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
+    async with await EventStore.open(
+        database_url, config=settings.store_config(), masker=settings.masker()
+    ) as opened:
+        yield opened
+
+
+async def test_a_code_signs_in_once_even_when_two_exchanges_race(store: EventStore) -> None:
+    user = await add_user(store, "ada")
+    code, _ = await create_login_code(store, user.id, minutes=5)
+    results = await asyncio.gather(
+        *(exchange_login_code(store, code, hours=1, address="") for _ in range(8))
+    )
+    won = [result for result in results if result is not None]
+    assert len(won) == 1 and won[0].principal.name == "ada"
+    assert await authenticate_login(store, won[0].cookie) is not None
+
+
+async def test_a_login_lives_only_while_its_token_and_user_do(store: EventStore) -> None:
+    user = await add_user(store, "bea")
+    info, token = await create_token(store, user.id)
+    started = await begin_login(store, token, hours=1, address="10.0.0.9")
+    assert started is not None and started.made_with == info.id
+    assert await authenticate_login(store, started.cookie) is not None
+    await disable_user(store, "bea")
+    assert await authenticate_login(store, started.cookie) is None
+    assert await begin_login(store, token, hours=1, address="") is None
+    await enable_user(store, "bea")
+    again = await begin_login(store, token, hours=1, address="")
+    assert again is not None
+    assert await revoke_token(store, info.id)
+    assert await authenticate_login(store, again.cookie) is None
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO browser_logins (id, user_id, hash, expires_at) "
+        "SELECT gen_random_uuid(), id, $1, now() + interval '1 day' FROM users",
+        "UPDATE browser_logins SET ended_at = NULL, expires_at = now() + interval '1 year'",
+        "INSERT INTO login_codes (id, user_id, hash, expires_at) "
+        "SELECT gen_random_uuid(), id, $1, now() + interval '1 day' FROM users",
+        "SELECT hash FROM login_codes",
+        "UPDATE users SET disabled_at = NULL",
+    ],
+)
+async def test_the_app_login_writes_no_login_or_code_itself(
+    store: EventStore, app_login: asyncpg.Connection, statement: str
+) -> None:
+    await add_user(store, "cleo")
+    arguments = (FORGED_HASH,) if "$1" in statement else ()
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await app_login.execute(statement, *arguments)
+
+
+async def test_only_the_owner_makes_a_sign_in_link_for_an_admin(
+    store: EventStore, owner_store: EventStore
+) -> None:
+    admin = await add_user(owner_store, "dora", is_admin=True)
+    with pytest.raises(OwnerLoginNeededError):
+        await create_login_code(store, admin.id, minutes=5)
+    code, _ = await create_login_code(owner_store, admin.id, minutes=5)
+    started = await exchange_login_code(store, code, hours=1, address="")
+    assert started is not None and started.principal.is_admin
+    assert await exchange_login_code(store, "chc_" + uuid.uuid4().hex, hours=1, address="") is None

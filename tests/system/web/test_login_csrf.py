@@ -1,0 +1,102 @@
+"""Login CSRF, as another site attempts it in a real browser: a page served from another
+origin (a plain ``http.server`` on another port) points an image and a navigation at
+``/login?token=<the attacker's token>`` and auto-submits forms to ``POST /api/login``, hoping
+to sign the visitor into the attacker's account. None of it may sign the browser in."""
+
+from __future__ import annotations
+
+import html
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.support.chronicle_server import ServerProcess
+
+
+class AttackerSite:
+    """Pages served from ``http://127.0.0.1:<another port>``: another origin than the server."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, str] = {}
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = pages.get(self.path, "not here").encode()
+                self.send_response(200 if self.path in pages else 404)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@pytest.fixture
+def attacker() -> Iterator[AttackerSite]:
+    site = AttackerSite()
+    try:
+        yield site
+    finally:
+        site.close()
+
+
+def _not_signed_in(page: Page, server: ServerProcess) -> None:
+    assert not [c for c in page.context.cookies() if c["name"] == "chronicle_session"]
+    page.goto(server.url + "/")
+    expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+
+
+def test_another_sites_page_cannot_sign_the_visitor_in(
+    server: ServerProcess, attacker: AttackerSite, new_page: Callable[..., Page]
+) -> None:
+    token = server.token("mallory")  # the attacker's own account
+    link = html.escape(f"{server.url}/login?token={token}")
+    form_body = html.escape(json.dumps({"token": token, "pad": ""})[:-2])
+    attacker.pages["/image"] = f'<img src="{link}">'
+    attacker.pages["/navigate"] = f"<script>location.href = {json.dumps(link)};</script>"
+    attacker.pages["/form-text"] = (
+        f'<form method="post" action="{server.url}/api/login" enctype="text/plain">'
+        f'<input type="hidden" name="{form_body}" value="&quot;}}"></form>'
+        "<script>document.forms[0].submit();</script>"
+    )
+    attacker.pages["/form-urlencoded"] = (
+        f'<form method="post" action="{server.url}/api/login">'
+        f'<input type="hidden" name="token" value="{token}"></form>'
+        "<script>document.forms[0].submit();</script>"
+    )
+    attacker.pages["/fetch"] = (
+        "<script>fetch("
+        f"{json.dumps(server.url + '/api/login')}, {{method: 'POST', mode: 'no-cors', "
+        f"credentials: 'include', headers: {{'Content-Type': 'text/plain'}}, "
+        f"body: {json.dumps(json.dumps({'token': token}))}}});</script>"
+    )
+    for path in attacker.pages:
+        victim = new_page()
+        victim.goto(attacker.url + path)
+        victim.wait_for_load_state("networkidle")
+        victim.wait_for_timeout(500)  # the page's own script, had it run, posts the token
+        _not_signed_in(victim, server)
+        victim.context.clear_cookies()
+
+
+def test_the_old_link_form_tells_what_changed(
+    server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    page = new_page()
+    page.goto(f"/login?token={server.token('nina')}")
+    expect(page.get_by_role("heading", name="This sign-in link no longer works")).to_be_visible()
+    _not_signed_in(page, server)
