@@ -44,7 +44,13 @@ async def test_mcp_tool_call_through_mcp_server_git(
         Reply(tool_calls=[tool_call("git__git_log", repo_path=str(repo), max_count=5)]),
         Reply(tool_calls=[tool_call("finish", message="read the log")]),
     )
-    server = McpServerConfig(name="git", command=GIT_SERVER, args=["--repository", str(repo)])
+    # Run as root, the sandbox takes the workspace for its unprivileged uid; git on the host
+    # then refuses a repository of another owner unless told it is safe.
+    trusted = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
+               "GIT_CONFIG_VALUE_0": "*"}  # fmt: skip
+    server = McpServerConfig(
+        name="git", command=GIT_SERVER, args=["--repository", str(repo)], env=trusted
+    )
     session, outcome = await run_session(
         store, settings_for(fake_llm, tmp_path),
         SessionOptions(workspace=repo, mcp_servers=[server]), task="What was the last commit?",
