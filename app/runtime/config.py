@@ -59,6 +59,9 @@ class DockerConfig(BaseModel):
     """Size of /tmp and of the home (tmpfs, in memory)."""
     heartbeat_interval: float = Field(default=30.0, gt=0)
     """Recorded on the container for the reaper: how often its owner touches it."""
+    workspace_limit_mb: int | None = Field(default=2048, gt=0)
+    """MB the sandbox may add to its (bind-mounted) workspace, which the writable layer's
+    quota does not cover; the action server enforces it (None: no limit)."""
 
 
 class RuntimeConfig(BaseModel):

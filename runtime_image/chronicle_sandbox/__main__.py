@@ -14,6 +14,7 @@ import sys
 
 from .actions import Executor
 from .files import Files
+from .quota import MIB, WorkspaceQuota
 from .server import IDLE_TIMEOUT, MAX_CONNECTIONS, SandboxState, serve
 from .shell import Shell
 
@@ -46,11 +47,16 @@ def keep_to_itself() -> None:
 
 
 def limits_of(args: argparse.Namespace) -> dict[int, int]:
-    """The resource limits (``resource.RLIMIT_*`` -> value) the shell and its commands get."""
+    """The resource limits (``resource.RLIMIT_*`` -> value) the shell and its commands get.
+    No file may be larger than the workspace may grow."""
+    file_size = args.limit_file_size
+    if args.limit_workspace_mb is not None:
+        workspace = args.limit_workspace_mb * MIB
+        file_size = workspace if file_size is None else min(file_size, workspace)
     chosen = {
         resource.RLIMIT_NPROC: args.limit_processes,
         resource.RLIMIT_AS: args.limit_memory,
-        resource.RLIMIT_FSIZE: args.limit_file_size,
+        resource.RLIMIT_FSIZE: file_size,
         resource.RLIMIT_CPU: args.limit_cpu,
     }
     return {which: value for which, value in chosen.items() if value is not None}
@@ -97,6 +103,12 @@ def main() -> int:
     limits.add_argument("--limit-memory", type=int, help="RLIMIT_AS, bytes")
     limits.add_argument("--limit-file-size", type=int, help="RLIMIT_FSIZE, bytes")
     limits.add_argument("--limit-cpu", type=int, help="RLIMIT_CPU, seconds per process")
+    limits.add_argument(
+        "--limit-workspace-mb",
+        type=int,
+        help="MB the workspace may grow beyond its size at start (commands past it are stopped, "
+        "writes refused)",
+    )
     args = parser.parse_args()
     keep_to_itself()
     try:
@@ -119,7 +131,12 @@ def main() -> int:
         max_output_chars=args.max_output_chars,
         limits=limits_of(args),
     )
-    executor = Executor(shell, Files(workspace, confine=not args.no_confine))
+    quota = None
+    if args.limit_workspace_mb is not None:
+        quota = WorkspaceQuota(workspace, args.limit_workspace_mb * MIB)
+        shell.adopt_orphans()
+        quota.watch(shell.stop_commands, shell.reap_orphans)
+    executor = Executor(shell, Files(workspace, confine=not args.no_confine, quota=quota))
     state = SandboxState(token, executor)
     serve(
         state,

@@ -18,6 +18,7 @@ from typing import Any
 from .atomic import NotRegularFile, replace_file
 from .listing import listing
 from .paths import PathError, Workspace
+from .quota import WorkspaceFull, WorkspaceQuota
 from .text import printable
 
 MAX_FILE_BYTES = 5 * 1024 * 1024
@@ -54,9 +55,12 @@ def read_all(fd: int, size: int) -> bytes:
 class Files:
     """File operations in one workspace, with an undo history per file for ``undo_edit``."""
 
-    def __init__(self, workspace: str, *, confine: bool = True) -> None:
+    def __init__(
+        self, workspace: str, *, confine: bool = True, quota: WorkspaceQuota | None = None
+    ) -> None:
         self.workspace = workspace
         self.confine = confine
+        self.quota = quota
         self.paths = Workspace(workspace, confine=confine)
         self._history: dict[str, list[str | None]] = {}
 
@@ -106,7 +110,13 @@ class Files:
 
     def write_bytes(self, path: str, data: bytes, *, exclusive: bool = False) -> None:
         """Make ``path`` hold ``data`` (parents are created), all at once or not at all;
-        ``exclusive`` never overwrites."""
+        ``exclusive`` never overwrites; refused when it would pass the workspace's size
+        limit."""
+        if self.quota is not None:
+            try:
+                self.quota.check_write(path, len(data) - self._size_of(path))
+            except WorkspaceFull as exc:
+                raise FileActionError(str(exc)) from None
         try:
             replace_file(self.paths, path, data, exclusive=exclusive)
         except (PathError, FileExistsError, IsADirectoryError, NotADirectoryError) as exc:
@@ -118,6 +128,17 @@ class Files:
             raise FileActionError(
                 f"writing {path} failed: {exc.strerror or exc}; the file {unchanged}"
             ) from None
+
+    def _size_of(self, path: str) -> int:
+        """The size of the file a write would replace (0: none, or not one we can open)."""
+        try:
+            fd = self.paths.open(path, READ)
+        except (PathError, OSError):
+            return 0
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _bytes_of(fd: int, shown: str, limit: int) -> bytes:

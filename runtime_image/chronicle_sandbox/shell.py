@@ -45,6 +45,9 @@ class Shell:
         self._running: str | None = None
         self._started_at = 0.0
         self._generation = 0  # which bash the reader threads belong to
+        #: why commands were stopped from outside (the workspace size limit), for the next
+        #: observation to say
+        self._stopped_note: str | None = None
         self._prctl = _prctl()  # loaded here: nothing may be loaded between fork and exec
         self._start()
 
@@ -162,6 +165,53 @@ class Shell:
     def close(self) -> None:
         self._kill()
 
+    def adopt_orphans(self) -> None:
+        """Become the subreaper of what the shell starts: a command that detaches itself
+        (``setsid``, a double fork) stays this server's descendant, so ``stop_commands``
+        reaches it. Its zombies are then ours to reap (``reap_orphans``)."""
+        if self._prctl is not None:
+            self._prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+
+    def reap_orphans(self) -> None:
+        """Collect adopted processes that ended (never bash: ``run`` waits for that one)."""
+        for pid in _children_of(os.getpid()):
+            if pid == self.pid:
+                continue
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except OSError:
+                pass
+
+    def stop_commands(self, note: str) -> bool:
+        """Kill every command of the shell (its terminal's session and whatever descends
+        from this server, orphans it adopted included), not bash itself; the next observation
+        ends with ``note``. Called from another thread (the workspace size limit's watcher):
+        no lock is taken."""
+        if not self._commands():
+            return False
+        self._stopped_note = note
+        if self._running is not None:
+            # Ctrl-C first, so bash abandons the rest of the command line (a loop it runs
+            # itself would otherwise start the next writer), then SIGKILL for what is left.
+            try:
+                os.write(self.fd, SPECIAL_KEYS["C-c"])
+            except OSError:
+                pass
+            time.sleep(0.1)
+        for pid in self._commands():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        return True
+
+    def _commands(self) -> set[int]:
+        """The processes of the shell's commands: bash's session and this server's
+        descendants, bash itself aside."""
+        found = set(_session_members(self.pid)) | _descendants(os.getpid())
+        found.discard(self.pid)
+        return found
+
     # -- commands ------------------------------------------------------------------------
 
     def run(self, command: str, timeout: float | None, is_input: bool) -> dict[str, Any]:
@@ -233,6 +283,9 @@ class Shell:
             )
         else:
             self._running = None
+        note, self._stopped_note = self._stopped_note, None
+        if note is not None:
+            notes.append(note)
         return self._observation(buffer, exit_code, timed_out, still_running, notes)
 
     def _stop_command(self, buffer: CappedBuffer) -> int | None:
@@ -379,6 +432,44 @@ def _session_members(session_id: int) -> list[int]:
         if len(fields) > 3 and int(fields[3]) == session_id and int(entry) != session_id:
             members.append(int(entry))
     return members
+
+
+def _parents() -> dict[int, list[int]]:
+    """Each process's children (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return children
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
+
+
+def _children_of(parent: int) -> list[int]:
+    return _parents().get(parent, [])
+
+
+def _descendants(root: int) -> set[int]:
+    """Processes descending from ``root``."""
+    children = _parents()
+    found: set[int] = set()
+    pending = [root]
+    while pending:
+        for child in children.get(pending.pop(), []):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    return found
 
 
 def _recent(buffer: CappedBuffer) -> bytes:

@@ -61,6 +61,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         sandbox_max_restarts=1,
         sandbox_file_size_limit=None,
         sandbox_cpu_seconds=9,
+        sandbox_workspace_limit_mb=64,
     )
     environ = {"NAMED": "value", "OTHER": "not passed"}
     assert settings.store_config() == StoreConfig(
@@ -90,13 +91,18 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         disk_quota=None,
         tmpfs_size="8m",
         heartbeat_interval=4.0,
+        workspace_limit_mb=64,
     )
     assert runtime.local == LocalConfig(
         network=True,
         env={"NAMED": "value"},
         no_output_timeout=1.5,
         limits=SandboxLimits(
-            processes=77, memory_bytes=512 * MIB, file_size_bytes=None, cpu_seconds=9
+            processes=77,
+            memory_bytes=512 * MIB,
+            file_size_bytes=None,
+            cpu_seconds=9,
+            workspace_mb=64,
         ),
         hidden_paths=(default_config_file(), tmp_path),
     )

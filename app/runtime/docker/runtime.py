@@ -78,6 +78,11 @@ def server_command(config: DockerConfig) -> list[str]:
         *("python3", "-m", "chronicle_sandbox", "--workspace", "/workspace"),
         *("--unix-socket", f"{MOUNT}/{SOCKET_NAME}", "--token-file", f"{MOUNT}/{TOKEN_NAME}"),
         *("--no-output-timeout", str(config.no_output_timeout)),
+        *(
+            ("--limit-workspace-mb", str(config.workspace_limit_mb))
+            if config.workspace_limit_mb is not None
+            else ()
+        ),
     ]
 
 

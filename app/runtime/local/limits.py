@@ -26,7 +26,19 @@ class SandboxLimits(BaseModel):
     cpu_seconds: int | None = Field(
         default=3600, gt=0, description="CPU time of each process (not of the whole sandbox)"
     )
+    workspace_mb: int | None = Field(
+        default=2048,
+        gt=0,
+        description="MB the workspace may grow beyond its size at the start (enforced by the "
+        "action server: runtime_image/chronicle_sandbox/quota.py)",
+    )
 
     @classmethod
     def unlimited(cls) -> SandboxLimits:
-        return cls(processes=None, memory_bytes=None, file_size_bytes=None, cpu_seconds=None)
+        return cls(
+            processes=None,
+            memory_bytes=None,
+            file_size_bytes=None,
+            cpu_seconds=None,
+            workspace_mb=None,
+        )

@@ -194,6 +194,8 @@ class LocalRuntime(ClientRuntime):
             args += ["--limit-file-size", str(limits.file_size_bytes)]
         if limits.cpu_seconds is not None:
             args += ["--limit-cpu", str(limits.cpu_seconds)]
+        if limits.workspace_mb is not None:
+            args += ["--limit-workspace-mb", str(limits.workspace_mb)]
         return args
 
     async def start(self) -> None:

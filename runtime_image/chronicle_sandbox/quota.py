@@ -1,0 +1,131 @@
+"""The workspace size limit: how much a sandbox may add to its workspace.
+
+Without it a command could fill the host's disk (three 200 MB files, then more): Docker's
+writable-layer quota does not cover the bind-mounted workspace, and the local jail has none.
+The limit counts what the workspace holds on disk (allocated blocks, each hard-linked file
+once, links never followed, other file systems mounted inside not entered) beyond what it held
+when the sandbox started, so a large project given as the workspace is not over it at once.
+(A sandbox restarted after it died measures its start again.)
+
+Three things keep to it: no single file a command writes may be larger (``RLIMIT_FSIZE``, set
+by the server on the shell); a watcher measures the workspace five times a second (less often
+when one measurement is slow: it takes at most a fifth of the time) and, when the workspace
+has grown past the limit, stops every command of the shell (``Shell.stop_commands``: the
+server adopts what detaches itself, so ``setsid`` does not escape); file actions refuse a
+write that would pass it. A fast writer can go past by what it writes between two
+measurements; a command that frees space meanwhile is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+
+MIB = 1024 * 1024
+#: Seconds between measurements, at least; a slow measurement spaces them out further.
+INTERVAL = 0.2
+#: A measurement may take at most this share of the time.
+BUSY_SHARE = 0.2
+
+
+class WorkspaceFull(Exception):
+    """A write would take the workspace past its size limit."""
+
+
+def disk_usage(root: str) -> int:
+    """Bytes allocated to everything beneath ``root``: no link followed, no other file system
+    entered, a hard-linked file counted once; what vanishes or cannot be read meanwhile is
+    skipped."""
+    try:
+        device = os.lstat(root).st_dev
+    except OSError:
+        return 0
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    pending = [root]
+    while pending:
+        try:
+            entries = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if info.st_dev != device:
+                    continue
+                if info.st_nlink > 1 and not stat.S_ISDIR(info.st_mode):
+                    key = (info.st_dev, info.st_ino)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                total += info.st_blocks * 512
+                if stat.S_ISDIR(info.st_mode):
+                    pending.append(entry.path)
+    return total
+
+
+class WorkspaceQuota:
+    """The limit of one workspace: ``limit_bytes`` on top of what it held at the start."""
+
+    def __init__(self, workspace: str, limit_bytes: int) -> None:
+        self.workspace = workspace
+        self.limit_bytes = limit_bytes
+        self.baseline = disk_usage(workspace)
+        self.used = self.baseline
+        self._stop = threading.Event()
+
+    @property
+    def allowed(self) -> int:
+        return self.baseline + self.limit_bytes
+
+    @property
+    def reached(self) -> str:
+        """What an observation says when the limit stopped something."""
+        return f"workspace size limit ({self.limit_bytes // MIB} MB) reached"
+
+    def measure(self) -> int:
+        self.used = disk_usage(self.workspace)
+        return self.used
+
+    def check_write(self, path: str, adding: int) -> None:
+        """Refuse a write of ``adding`` more bytes to ``path`` that would pass the limit."""
+        used = self.measure()
+        if used + adding > self.allowed:
+            raise WorkspaceFull(
+                f"{self.reached}: writing {path} would add {adding:,} bytes to a workspace "
+                f"{max(used - self.baseline, 0) // MIB} MB over its start; nothing was written. "
+                "Delete what is not needed, then try again"
+            )
+
+    def watch(
+        self, stop_commands: Callable[[str], bool], each_round: Callable[[], None] = lambda: None
+    ) -> threading.Thread:
+        """Measure in a thread until ``close``; while the workspace grows past the limit,
+        ``stop_commands(note)`` (True when it stopped something). A command that frees space
+        while the workspace is over (``rm``) is left alone: only growth stops commands.
+        ``each_round`` runs after every measurement (the shell reaps what it adopted)."""
+
+        def loop() -> None:
+            last = self.used
+            while not self._stop.is_set():
+                began = time.monotonic()
+                used = self.measure()
+                if used > self.allowed and used > last:
+                    stop_commands(f"[{self.reached}: the command was stopped]")
+                last = used
+                each_round()
+                took = time.monotonic() - began
+                self._stop.wait(max(INTERVAL, took / BUSY_SHARE))
+
+        thread = threading.Thread(target=loop, name="workspace-quota", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        self._stop.set()

@@ -1,0 +1,132 @@
+"""A sandbox cannot fill the disk through its workspace: past its size limit a command is
+stopped with an observation that says why, a detached writer too, and file actions refuse
+to write; freeing space lets work go on. In the real local jail and in Docker.
+
+Before, nothing bounded it: three 200 MB files, then as many as the disk held (Docker's
+writable-layer quota does not cover the bind-mounted workspace)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.events import ErrorObservation, FileWrite, FileWriteOutput, Run, RunOutput
+from app.runtime import LocalRuntime, Runtime
+from app.runtime.docker.runtime import DockerRuntime
+from app.runtime.local.limits import SandboxLimits
+from tests.support.sandboxes import sandbox_settings
+
+LIMIT_MB = 64
+MIB = 1024 * 1024
+#: What a writer of ~8 MB a step may add between two measurements of the watcher, with room.
+SLACK_MB = 96
+REACHED = f"workspace size limit ({LIMIT_MB} MB) reached"
+#: Writes 8 MB files for ever, each a new file (RLIMIT_FSIZE alone would not stop it).
+WRITER = "i=0; while true; do head -c 8M /dev/urandom > {prefix}$i; i=$((i+1)); done"
+
+
+def used_mb(workspace: Path) -> float:
+    """What the workspace holds on disk, measured from the host."""
+    total = 0
+    for root, dirs, files in os.walk(workspace):
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+    return total / MIB
+
+
+async def settled_mb(workspace: Path) -> float:
+    """The workspace's size once nothing writes to it any more (fails if it keeps growing)."""
+    before = used_mb(workspace)
+    for _ in range(20):
+        await asyncio.sleep(1)
+        now = used_mb(workspace)
+        if now == before:
+            return now
+        before = now
+    raise AssertionError(f"the workspace kept growing: {before:.0f} MB")
+
+
+@contextlib.asynccontextmanager
+async def limited(kind: str, workspace: Path, tmp_path: Path) -> AsyncIterator[Runtime]:
+    sandbox: LocalRuntime | DockerRuntime
+    if kind == "docker":
+        config = sandbox_settings(tmp_path).docker_config()
+        config = config.model_copy(update={"workspace_limit_mb": LIMIT_MB})
+        sandbox = DockerRuntime(workspace, uuid.uuid4(), config=config)
+    else:
+        sandbox = LocalRuntime(
+            workspace, jail="bwrap", no_output_timeout=1.5,
+            limits=SandboxLimits(workspace_mb=LIMIT_MB),
+        )  # fmt: skip
+    await sandbox.start()
+    try:
+        await sandbox.wait_ready(60)
+        yield sandbox
+    finally:
+        await sandbox.close()
+
+
+async def run(sandbox: Runtime, command: str, timeout: float = 60) -> RunOutput:
+    result = await sandbox.execute(Run(command=command, timeout=timeout))
+    assert isinstance(result, RunOutput), result
+    return result
+
+
+async def writes_past_the_limit_are_stopped(sandbox: Runtime, workspace: Path) -> None:
+    # A command that keeps writing new files: stopped, and the observation says why.
+    stopped = await run(sandbox, WRITER.format(prefix="f"))
+    assert f"[{REACHED}: the command was stopped]" in stopped.output, stopped.output
+    assert not stopped.timed_out and stopped.exit_code != 0
+    assert LIMIT_MB <= await settled_mb(workspace) <= LIMIT_MB + SLACK_MB
+
+    # Over the limit, a file action writes nothing.
+    refused = await sandbox.execute(FileWrite(path="notes.txt", content="x" * 4096))
+    assert isinstance(refused, ErrorObservation) and REACHED in refused.message, refused
+    assert not (workspace / "notes.txt").exists()
+
+    # Freeing space is never stopped; then a writer that detaches itself (setsid, its own
+    # session, no terminal) is stopped too.
+    assert (await run(sandbox, "rm -f f*; echo freed")).output.strip() == "freed"
+    assert used_mb(workspace) < 1
+    detached = f"setsid sh -c '{WRITER.format(prefix='g')}' >/dev/null 2>&1 < /dev/null &"
+    await run(sandbox, detached)
+    assert await settled_mb(workspace) <= LIMIT_MB + SLACK_MB
+    after = await run(sandbox, "echo next")
+    assert f"[{REACHED}: the command was stopped]" in after.output, after.output
+
+    # Room again: work goes on.
+    await run(sandbox, "rm -f g*")
+    written = await sandbox.execute(FileWrite(path="notes.txt", content="fine\n"))
+    assert isinstance(written, FileWriteOutput), written
+    assert (await run(sandbox, "cat notes.txt")).output == "fine\n"
+
+
+async def test_the_local_jail_keeps_the_workspace_to_its_limit(
+    workspace: Path, tmp_path: Path
+) -> None:
+    async with limited("local", workspace, tmp_path) as sandbox:
+        await writes_past_the_limit_are_stopped(sandbox, workspace)
+
+
+async def test_a_docker_sandbox_keeps_the_workspace_to_its_limit(
+    docker_ready: None, workspace: Path, tmp_path: Path
+) -> None:
+    async with limited("docker", workspace, tmp_path) as sandbox:
+        await writes_past_the_limit_are_stopped(sandbox, workspace)
+
+
+@pytest.mark.parametrize("kind", ["local"])
+async def test_a_workspace_larger_than_the_limit_at_the_start_still_works(
+    kind: str, workspace: Path, tmp_path: Path
+) -> None:
+    """The limit is on what the sandbox adds: a project bigger than it is not over it."""
+    (workspace / "big").write_bytes(os.urandom((LIMIT_MB + 16) * MIB))
+    async with limited(kind, workspace, tmp_path) as sandbox:
+        assert (await run(sandbox, "head -c 1M /dev/urandom > small; echo ok")).output == "ok\n"
