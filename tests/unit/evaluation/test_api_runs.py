@@ -88,7 +88,8 @@ def test_trials_run_epoch_by_epoch_and_record_the_request(tmp_path: Path) -> Non
     recorded = trial_config(config, plan, a, 2, tmp_path / "ws")
     # recorded under the owner's name for it: another user's run-1 is another run
     assert (recorded["evaluation_run"], recorded["evaluation_task"]["id"]) == (
-        f"run-1@{OWNER}", "a"
+        f"run-1@{OWNER}",
+        "a",
     )
     assert (recorded["evaluation_epoch"], recorded["max_iterations"]) == (2, 7)
     assert recorded[REQUEST_KEY]["owner"] == str(OWNER)
