@@ -14,6 +14,7 @@ from app.cli import agent as agent_cli
 from app.cli import analytics as analytics_cli
 from app.cli import archive as archive_cli
 from app.cli import audit as audit_cli
+from app.cli import audit_log as audit_log_cli
 from app.cli import db as db_cli
 from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
@@ -40,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     log_cli.add_parsers(commands)
     projections_cli.add_parser(commands)
     audit_cli.add_parsers(commands)
+    audit_log_cli.add_parser(commands)
     runtime_cli.add_parser(commands)
     agent_cli.add_parsers(commands)
     replay_cli.add_parser(commands)
@@ -75,6 +77,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "events": log_cli.events,
         "verify": audit_cli.verify,
         "anchor": audit_cli.anchor,
+        "audit": audit_log_cli.run,
         "append": log_cli.append,
         "demo": log_cli.demo,
         "sessions": log_cli.sessions,

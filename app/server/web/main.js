@@ -7,11 +7,13 @@ import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
+import { auditView } from "./audit.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
 const who = document.getElementById("who");
 const logout = document.getElementById("logout");
+const auditLink = document.getElementById("audit-link");
 let leave = () => {};
 let me = null;
 
@@ -78,6 +80,7 @@ async function route() {
     if (!known) {
       who.textContent = "";
       logout.hidden = true;
+      auditLink.hidden = true;
       signInView();
       return;
     }
@@ -87,6 +90,7 @@ async function route() {
   }
   who.textContent = `${me.user}${me.is_admin ? " (admin)" : ""}`;
   logout.hidden = false;
+  auditLink.hidden = !me.is_admin;
   const path = location.hash.replace(/^#/, "") || "/";
   const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
@@ -99,6 +103,7 @@ async function route() {
   else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
+  else if (path === "/audit") leave = auditView(context);
   else leave = sessionsView(context);
   main.focus({ preventScroll: true });
 }
