@@ -151,10 +151,14 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _audited(store: EventStore, user: User, changed: bool, change: str) -> None:
-    """A change that changed something goes into the platform's audit log."""
+    """A change that changed something goes into the platform's audit log, with the role the
+    user has now (``user`` is as it was before the change)."""
+    from app.store.users import find_user
+
     if changed:
+        now = await find_user(store, user.name)
         await platform_audit.user_changed(
-            store, terminal_actor(), user.name, change, is_admin=user.is_admin
+            store, terminal_actor(), user.name, change, is_admin=now.is_admin if now else None
         )
 
 

@@ -1,12 +1,14 @@
 """The platform's own audit trail, through a real `chronicle serve` and the real CLI: tokens
-made and revoked on the host, a browser login and logout, an admin reading and forking
-another user's session each leave a record of who, when and from where; members cannot read
-it, no route treats it as a session, it verifies, and no token is anywhere in it."""
+made and revoked on the host, a browser login and logout, user changes, an admin reading and
+forking another user's session each leave a record of who, when and from where; members
+cannot read it, no route treats it as a session, it verifies and is anchored, and no token
+is anywhere in it."""
 
 from __future__ import annotations
 
 import getpass
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -175,7 +177,36 @@ def test_members_cannot_read_it_and_no_route_treats_it_as_a_session(
     assert str(PLATFORM_LOG_ID) not in {s["id"] for s in listed.json()["sessions"]}
 
 
-def test_it_verifies_and_the_cli_prints_it(shared_server: ServerProcess, admin: str) -> None:
+def test_user_changes_on_the_host_and_by_an_admin_are_recorded(
+    shared_server: ServerProcess, admin: str
+) -> None:
+    token = shared_server.token("audit_fay")
+    with httpx.Client(base_url=shared_server.url) as browser:
+        assert browser.post("/api/login", json={"token": token}).status_code == 200
+    ended = httpx.post(f"{shared_server.url}/api/users/audit_fay/logout", headers=bearer(admin))
+    assert ended.status_code == 200 and ended.json()["ended"] == 1, ended.text
+    for change in ("promote", "demote", "disable"):
+        done = chronicle("users", change, "audit_fay", env=shared_server.env)
+        assert done.returncode == 0, done.stderr
+    again = chronicle("users", "disable", "audit_fay", env=shared_server.env)
+    assert again.returncode == 0  # disabled already: nothing changed, nothing recorded
+
+    records = of_kind(audit(shared_server, admin), "audit.user_changed", name="audit_fay")
+    changes = [(r["payload"]["change"], r["payload"]["actor"]) for r in records]
+    host = f"cli:{getpass.getuser()}"
+    assert changes == [
+        ("added", host),
+        ("logins_ended", "audit_root"),
+        ("promoted", host),
+        ("demoted", host),
+        ("disabled", host),
+    ]
+    assert [r["payload"]["is_admin"] for r in records[2:4]] == [True, False]
+
+
+def test_it_verifies_is_anchored_and_the_cli_prints_it(
+    shared_server: ServerProcess, admin: str, tmp_path: Path
+) -> None:
     shared_server.token("audit_eve")  # at least one record
     report = httpx.get(f"{shared_server.url}/api/audit/verify", headers=bearer(admin))
     assert report.status_code == 200 and report.json()["ok"], report.text
@@ -184,6 +215,15 @@ def test_it_verifies_and_the_cli_prints_it(shared_server: ServerProcess, admin: 
     assert verified.returncode == 0 and verified.stdout.startswith("ok"), verified.stdout
     every = chronicle("verify", "--all", env=shared_server.env)
     assert f"{PLATFORM_LOG_ID}  ok" in every.stdout, every.stdout
+    anchors = tmp_path / "anchors.jsonl"
+    anchored = chronicle("anchor", "--all", "-o", str(anchors), env=shared_server.env)
+    assert anchored.returncode == 0, anchored.stderr
+    signed = [json.loads(line)["session_id"] for line in anchors.read_text().splitlines()]
+    assert str(PLATFORM_LOG_ID) in signed
+    checked = chronicle(
+        "verify", str(PLATFORM_LOG_ID), "--anchors", str(anchors), env=shared_server.env
+    )
+    assert checked.returncode == 0 and "1 anchors match" in checked.stdout, checked.stdout
 
     printed = chronicle("audit", "log", env=shared_server.env)
     assert printed.returncode == 0, printed.stderr
