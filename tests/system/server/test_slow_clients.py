@@ -125,7 +125,7 @@ def test_dribbled_heads_are_answered_408_and_closed_while_others_are_served(
 ) -> None:
     server = serve(server_header_timeout="2")
     head = b"GET /health/live HTTP/1.1\r\nHost: chronicle\r\n"
-    with dribbling(server, 150, head, b"X-Slow: aaaaaaaaaaaaaaaa\r\n") as state:
+    with dribbling(server, 400, head, b"X-Slow: aaaaaaaaaaaaaaaa\r\n") as state:
         # while they dribble, a client that sends whole requests is answered at once
         for _ in range(10):
             started = time.monotonic()
