@@ -194,14 +194,15 @@ async def revoke_token(store: EventStore, token_id: UUID, *, user_id: UUID | Non
 
 async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Principal | None:
     """The principal of a live (not revoked, not expired) token of this kind whose user is
-    neither disabled nor removed, or None.
+    neither disabled nor removed, or None. The token is found by its hash through the
+    database's ``chronicle_token_by_hash``: the application's login cannot read the hashes.
 
     ``last_used_at`` is brought up to date when it is older than a minute."""
     row = await store.pool.fetchrow(
         "SELECT t.id AS token_id, t.kind AS token_kind, t.expires_at, t.last_used_at, "
         "u.id AS user_id, u.name, u.is_admin "
-        "FROM api_tokens t JOIN users u ON u.id = t.user_id "
-        "WHERE t.hash = $1 AND t.kind = $2 AND t.revoked_at IS NULL "
+        "FROM chronicle_token_by_hash($1) t JOIN users u ON u.id = t.user_id "
+        "WHERE t.kind = $2 AND t.revoked_at IS NULL "
         "AND (t.expires_at IS NULL OR t.expires_at > now()) "
         "AND u.disabled_at IS NULL AND u.removed_at IS NULL",
         token_hash(token),

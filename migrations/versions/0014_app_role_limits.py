@@ -14,7 +14,10 @@ that every writer obeys them, these functions and any later one alike:
 
 So the application's login may add plain users, make their tokens, revoke tokens and mark them
 used, and no more: whoever holds it can act as a plain user (it reads and appends every session
-anyway), never as an admin.
+anyway), never as an admin. It no longer reads a token's hash either (every other column stays
+readable): a token is looked up by ``chronicle_token_by_hash``, so a hash is only known to whoever
+holds the token, and a later function that takes one as proof (a browser login made with a
+token) cannot be handed an admin's hash read from the table.
 
 **Appends verify would accept.** ``chronicle_append_one`` and ``chronicle_append`` (and so
 ``chronicle_append_many``) refuse, before taking the session's lock, an event whose kind the
@@ -397,8 +400,25 @@ LANGUAGE sql SECURITY DEFINER SET search_path = {search_path} AS $$
 $$;
 """
 
+# The one way the application finds a token: by the hash of a token it was shown.
+TOKEN_BY_HASH = r"""
+CREATE FUNCTION chronicle_token_by_hash(p_hash bytea)
+RETURNS TABLE (id uuid, user_id uuid, kind text, expires_at timestamptz, revoked_at timestamptz,
+               last_used_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {search_path} AS $$
+    SELECT t.id, t.user_id, t.kind, t.expires_at, t.revoked_at, t.last_used_at
+    FROM api_tokens t WHERE t.hash = p_hash;
+$$;
+"""
+
+#: Every column of api_tokens but the hash.
+READABLE_TOKEN_COLUMNS = (
+    "id, user_id, kind, label, created_at, expires_at, revoked_at, last_used_at"
+)
+
 USER_FUNCTIONS = (
     "chronicle_add_user(uuid, text, boolean)",
+    "chronicle_token_by_hash(bytea)",
     "chronicle_create_token(uuid, uuid, text, text, bytea, timestamptz)",
     "chronicle_revoke_token(uuid, uuid)",
     "chronicle_touch_token(uuid, double precision)",
@@ -415,6 +435,8 @@ OWNERSHIP = "\n".join(
 APP_PRIVILEGES = "\n".join(
     [
         "REVOKE INSERT, UPDATE, DELETE, TRUNCATE ON users, api_tokens FROM chronicle_app;",
+        "REVOKE SELECT ON api_tokens FROM chronicle_app;",
+        f"GRANT SELECT ({READABLE_TOKEN_COLUMNS}) ON api_tokens TO chronicle_app;",
         *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC;" for f in (*HELPERS, *TRIGGER_FUNCTIONS)),
         *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC;" for f in USER_FUNCTIONS),
         *(f"GRANT EXECUTE ON FUNCTION {f} TO chronicle_app;" for f in USER_FUNCTIONS),
@@ -423,8 +445,10 @@ APP_PRIVILEGES = "\n".join(
 
 # -- downgrade: 0011's privileges, the functions as 0003 and 0007 left them -------------------
 
-DOWNGRADE_PRIVILEGES = r"""
-GRANT INSERT ON users, api_tokens TO chronicle_app;
+DOWNGRADE_PRIVILEGES = rf"""
+REVOKE SELECT ({READABLE_TOKEN_COLUMNS}) ON api_tokens FROM chronicle_app;
+GRANT SELECT, INSERT ON api_tokens TO chronicle_app;
+GRANT INSERT ON users TO chronicle_app;
 GRANT UPDATE (last_used_at, revoked_at) ON api_tokens TO chronicle_app;
 """
 
@@ -469,9 +493,16 @@ def upgrade() -> None:
     _run(_checked_append_one().replace("{search_path}", search_path))
     _run(_checked_append().replace("{search_path}", search_path))
     _run(OWNER_LOGIN)
-    for sql in (ADMINS_BY_OWNER, TOKENS_BY_OWNER, ADD_USER, CREATE_TOKEN, REVOKE_TOKEN):
+    for sql in (
+        ADMINS_BY_OWNER,
+        TOKENS_BY_OWNER,
+        ADD_USER,
+        TOKEN_BY_HASH,
+        CREATE_TOKEN,
+        REVOKE_TOKEN,
+        TOUCH_TOKEN,
+    ):
         _run(sql.replace("{search_path}", search_path))
-    _run(TOUCH_TOKEN.replace("{search_path}", search_path))
     _run(OWNERSHIP)
     _run(APP_PRIVILEGES)
 

@@ -87,6 +87,27 @@ async def test_the_app_login_cannot_make_a_token_for_an_admin(
     assert await app_login.fetchval("SELECT count(*) FROM api_tokens") == 0
 
 
+async def test_the_app_login_cannot_read_a_token_hash_to_sign_in_as_an_admin(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    """A browser login is made from a token's hash (``chronicle_begin_login``, migration 0015):
+    with the hashes readable, the application's login made an admin's browser login, with a
+    cookie of its choosing, out of a hash it read from the table. The hashes are not readable
+    now; everything else about a token is, and a token it is shown still finds its user."""
+    admin = await add_user(owner_store, "root", is_admin=True)
+    info, token = await create_token(owner_store, admin.id)
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await app_login.fetchval("SELECT hash FROM api_tokens WHERE user_id = $1", admin.id)
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await app_login.fetchval("SELECT id FROM api_tokens WHERE hash = $1", FORGED_HASH)
+    listed = await app_login.fetchrow(
+        "SELECT id, user_id, kind, label, expires_at, revoked_at, last_used_at FROM api_tokens"
+    )
+    assert listed["id"] == info.id
+    principal = await authenticate(store, token, "api")
+    assert principal is not None and principal.is_admin
+
+
 async def test_plain_users_tokens_and_revocations_stay_the_applications(
     owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
 ) -> None:
