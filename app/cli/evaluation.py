@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from app.cli.log import open_store, positive
 from app.cli.replay import add_agent_options
+from app.cli.terminal import escape_controls, raw
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -233,7 +234,9 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
 
         def show(progress: Progress) -> None:
             end = "\n" if progress.done == progress.total else ""
-            print(f"\r{name} {progress.line()}", end=end, file=sys.stderr, flush=True)
+            # the carriage return on purpose (one progress line), the run's name escaped
+            line = escape_controls(f"{name} {progress.line()}")
+            print(f"\r{line}", end=end, file=raw(sys.stderr), flush=True)
 
         work = asyncio.create_task(
             run_suite(

@@ -12,6 +12,7 @@ import sys
 from datetime import datetime
 
 from app.cli.log import open_store
+from app.cli.terminal import raw
 from app.config import Settings
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -126,7 +127,7 @@ async def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
         nonlocal shown
         if sys.stderr.isatty() and done - shown >= 10 * config.batch_size:
             shown = done
-            print(f"\r{done} events applied…", end="", file=sys.stderr, flush=True)
+            print(f"\r{done} events applied…", end="", file=raw(sys.stderr), flush=True)
 
     async with await open_store(settings, long_running=True) as store:
         async with await ProjectionConnection.dedicated(store) as connection:
