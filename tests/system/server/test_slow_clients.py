@@ -163,6 +163,14 @@ def test_a_body_slower_than_the_body_timeout_is_cut(
         closed = [d.closed_after for d in state.dribblers]
     assert all(after is not None and after <= 2 + SLACK for after in closed), closed
     assert all(d.received.startswith(b"HTTP/1.1 408 ") for d in state.dribblers)
+    # a route that answers before reading the body (401: no credentials) does not let the
+    # body dribble on: the connection is closed at the same deadline
+    unauthenticated = head.replace(b"/api/login", b"/api/sessions")
+    with dribbling(server, 5, unauthenticated, b'{"task": "' + b"a" * 1000) as state:
+        wait_closed(state, within=2 + SLACK + 2)
+        closed = [d.closed_after for d in state.dribblers]
+    assert all(after is not None and after <= 2 + SLACK for after in closed), closed
+    assert all(d.received.startswith(b"HTTP/1.1 401 ") for d in state.dribblers)
     # a body that arrives in time is read as ever
     refused = httpx.post(f"{server.url}/api/login", json={"token": "chr_not_a_token"})
     assert refused.status_code == 401
