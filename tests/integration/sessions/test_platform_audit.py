@@ -133,6 +133,29 @@ async def test_an_admins_reads_of_another_users_session_are_recorded_once_an_hou
     assert [e.kind for e in await read_audit(store)] == ["audit.session_read"] * 2
 
 
+async def test_a_fork_or_replay_is_recorded_when_its_source_is_another_users(
+    store: EventStore, owner: EventStore
+) -> None:
+    admin = await _principal(owner, "ops", admin=True)
+    member = await _principal(owner, "eli", admin=False)
+    theirs, mine = uuid.uuid4(), uuid.uuid4()
+    await record_owner(store, theirs, member.user_id)
+    await record_owner(store, mine, admin.user_id)
+    actor = Actor("ops", "api", "192.0.2.1")
+    replay, fork = uuid.uuid4(), uuid.uuid4()
+    for started, new, source in (("replay", replay, theirs), ("fork", fork, mine)):
+        await platform_audit.session_started(
+            store, actor, started, session_id=new, source_session=source, principal=admin
+        )
+    [record] = await read_audit(store)  # the fork of the admin's own session is no one else's
+    assert record.kind == "audit.replay_started"
+    assert (record.payload["session_id"], record.payload["source_session"]) == (
+        str(replay),
+        str(theirs),
+    )
+    assert (record.payload["owner"], record.payload["address"]) == ("eli", "192.0.2.1")
+
+
 async def test_the_log_is_no_session_in_the_list_or_the_session_views(
     store: EventStore, database_url: str, pg_address: ServerAddress
 ) -> None:

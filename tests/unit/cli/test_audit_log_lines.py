@@ -1,0 +1,80 @@
+"""`chronicle audit log` gives every audit kind a line of its own in words: who, how, from
+where, and what (never the JSON fallback), so a new kind without words is caught here."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from app.cli.audit_log import audit_line
+from app.events import EVENT_TYPES
+from app.events.platform_audit import (
+    AUDIT_CLASSES,
+    PLATFORM_LOG_ID,
+    AuditEvent,
+    AuditLogin,
+    AuditLogout,
+    AuditSessionRead,
+    AuditSessionStarted,
+    AuditTokenCreated,
+    AuditTokenRevoked,
+    AuditUserChanged,
+)
+from tests.support.event_log import as_recorded
+
+WHO = {"actor": "root", "via": "api", "address": "192.0.2.4"}
+ONE, TWO = uuid.uuid4(), uuid.uuid4()
+EXAMPLES: list[tuple[AuditEvent, str]] = [
+    (
+        AuditTokenCreated(**WHO, token_id=ONE, owner="ann", label="ci", expires_at=None),
+        f"token {ONE} for ann 'ci', expires never",
+    ),
+    (AuditTokenRevoked(**WHO, token_id=ONE, owner="ann"), f"revoked token {ONE} of ann"),
+    (
+        AuditLogin(**WHO, login_id=ONE, token_id=TWO, expires_at=datetime.now(UTC)),
+        f"logged in with token {TWO}: login {ONE}",
+    ),
+    (AuditLogin(**WHO, login_id=ONE), f"logged in: login {ONE}"),
+    (AuditLogout(**WHO, login_id=ONE), f"logged out: login {ONE}"),
+    (
+        AuditUserChanged(**WHO, name="ann", change="promoted", is_admin=True),
+        "user ann promoted (admin)",
+    ),
+    (
+        AuditSessionRead(**WHO, session_id=ONE, owner="ann", token_id=TWO),
+        f"read session {ONE} of ann",
+    ),
+    (
+        AuditSessionStarted(
+            **WHO, kind="audit.fork_started", session_id=TWO, source_session=ONE, owner="ann"
+        ),
+        f"started fork {TWO} of session {ONE} of ann",
+    ),
+    (
+        AuditSessionStarted(
+            **WHO, kind="audit.replay_started", session_id=TWO, source_session=ONE, owner="ann"
+        ),
+        f"started replay {TWO} of session {ONE} of ann",
+    ),
+]
+
+
+@pytest.mark.parametrize(("event", "words"), EXAMPLES, ids=lambda x: getattr(x, "kind", ""))
+def test_each_kind_reads_as_words(event: AuditEvent, words: str) -> None:
+    line = audit_line(as_recorded(event, PLATFORM_LOG_ID, 7))
+    assert line.endswith(f"root (api 192.0.2.4)  {words}"), line
+    assert line.lstrip().startswith("7  ")
+
+
+def test_every_kind_has_an_example() -> None:
+    kinds = {kind for kind, cls in EVENT_TYPES.items() if cls in AUDIT_CLASSES}
+    assert kinds == {event.kind for event, _ in EXAMPLES}
+
+
+def test_a_command_on_the_host_says_so() -> None:
+    event = AuditUserChanged(actor="cli:ops", via="cli", name="bo", change="added", is_admin=False)
+    assert audit_line(as_recorded(event, PLATFORM_LOG_ID, 2)).endswith(
+        "cli:ops (cli)  user bo added (user)"
+    )
