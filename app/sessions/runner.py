@@ -27,6 +27,7 @@ from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
 from app.events.masking import MASKED, SecretMasker
+from app.events.platform_audit import PLATFORM_LOG_MARK
 from app.llm import LlmConfig, LlmGateway
 from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
@@ -90,9 +91,18 @@ DATABASE_GONE = "the database went away"
 
 
 def recorded_config(events: list[Any]) -> dict[str, Any]:
+    """The configuration a session was created with; the platform's audit log (a stream of
+    the same table, app/events/platform_audit.py) is refused: it is no session to resume,
+    fork or run."""
     for event in events:
         if event.kind == "session.created":
-            return dict(event.payload.get("config", {}))
+            config = dict(event.payload.get("config", {}))
+            if config.get(PLATFORM_LOG_MARK) is True:
+                raise SessionError(
+                    "this is the platform's audit log, not a session: read it with "
+                    "`chronicle audit log`; it cannot be resumed, forked or run"
+                )
+            return config
     raise SessionError(
         "this session has no session.created event; it was not started by `chronicle run`"
     )

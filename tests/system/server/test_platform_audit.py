@@ -234,3 +234,22 @@ def test_it_verifies_is_anchored_and_the_cli_prints_it(
     assert any(line["payload"].get("name") == "audit_eve" for line in lines)
     later = chronicle("audit", "log", "--since", "2999-01-01", env=shared_server.env)
     assert later.returncode == 0 and "no records since then" in later.stdout
+
+
+def test_the_host_commands_refuse_to_run_it_as_a_session(
+    shared_server: ServerProcess, admin: str, tmp_path: Path
+) -> None:
+    """Resuming or forking the log from the terminal would append an agent's events to it."""
+    before = len(audit(shared_server, admin))
+    log = str(PLATFORM_LOG_ID)
+    resumed = chronicle("resume", log, "hello", "--workspace", str(tmp_path), env=shared_server.env)
+    assert resumed.returncode != 0, resumed.stdout
+    assert "the platform's audit log, not a session" in resumed.stderr, resumed.stderr
+    # (a fork is refused before it reads the config: the log recorded no workspace)
+    forked = chronicle(
+        "fork", log, "--at", "2", "--workspace", str(tmp_path / "f"), env=shared_server.env
+    )
+    assert forked.returncode != 0, forked.stdout
+    after = audit(shared_server, admin)
+    assert len(after) == before
+    assert all(record["kind"].startswith("audit.") for record in after)
