@@ -276,6 +276,7 @@ async def login_link(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def tokens(args: argparse.Namespace, settings: Settings) -> int:
+    from app.store.user_states import RemovedUserError
     from app.store.users import UnknownUserError, create_token, find_user, list_tokens, revoke_token
 
     # the owner's login: only it may make an admin's token (migration 0014)
@@ -284,6 +285,8 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
             user = await find_user(store, args.name)
             if user is None:
                 raise UnknownUserError(args.name)
+            if user.removed_at is not None:
+                raise RemovedUserError(user.name)
             expires = datetime.now(UTC) + args.expires if args.expires else None
             info, token = await create_token(store, user.id, label=args.label, expires_at=expires)
             await platform_audit.token_created(store, terminal_actor(), info)

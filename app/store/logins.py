@@ -63,23 +63,22 @@ class LoginStarted(BaseModel):
     cookie: str
 
 
-def _principal(row: object) -> Principal:
-    values = dict(row)  # type: ignore[call-overload]
+def _principal(row: asyncpg.Record) -> Principal:
+    """A login's principal: its ``token_id`` is the login's id."""
     return Principal(
-        user_id=values["user_id"],
-        name=values["name"],
-        is_admin=values["is_admin"],
-        token_id=values["login_id"],
+        user_id=row["user_id"],
+        name=row["name"],
+        is_admin=row["is_admin"],
+        token_id=row["login_id"],
         token_kind="cookie",
-        expires_at=values["expires_at"],
+        expires_at=row["expires_at"],
     )
 
 
-def _started(row: object, cookie: str) -> LoginStarted | None:
+def _started(row: asyncpg.Record | None, cookie: str) -> LoginStarted | None:
     if row is None:
         return None
-    values = dict(row)  # type: ignore[call-overload]
-    return LoginStarted(principal=_principal(row), made_with=values["token_id"], cookie=cookie)
+    return LoginStarted(principal=_principal(row), made_with=row["token_id"], cookie=cookie)
 
 
 async def begin_login(
