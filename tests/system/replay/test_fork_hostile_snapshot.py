@@ -15,7 +15,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +29,11 @@ from app.runtime import restore_files
 from app.runtime.workspace_restore import apply_change, restore
 from app.runtime.workspace_state import WorkspaceStateError
 from tests.support.cli import chronicle, cli_environment
+from tests.support.nonroot_user import as_user, ensure_user, interpreter_for
 from tests.support.postgres import ServerAddress, database_from_template
 
 SANDBOX_UID = 10001
+NONROOT_USER = "chronicle-jail-test"
 
 
 def _entry(path: str, content: str, kind: str = "file") -> dict[str, object]:
@@ -249,3 +253,44 @@ async def test_a_recorded_change_never_writes_through_a_restored_link(
     await apply_change(target, fine)
     assert (target / "new.txt").read_text() == "new\n"
     assert os.stat(target / "new.txt").st_uid == os.stat(target).st_uid
+
+
+def test_as_a_non_root_user_nothing_is_written_outside() -> None:
+    """Run by a normal user, restore writes in its own process: the same refusals, the same
+    writer (its link-first entries refused even without the rule), files the user's own."""
+    base = Path(tempfile.mkdtemp(prefix="chronicle-nonroot-"))
+    try:
+        base.chmod(0o755)
+        user = ensure_user(NONROOT_USER) if os.geteuid() == 0 else None
+        prefix = as_user(user)
+        victim_dir = base / "host"
+        victim_dir.mkdir()
+        (victim_dir / "passwd").write_text("original\n")
+        os.chmod(victim_dir / "passwd", 0o600)
+        work = base / "work"
+        work.mkdir()
+        if user is not None:
+            os.chown(victim_dir / "passwd", user.pw_uid, user.pw_gid)  # theirs: writable
+            os.chown(victim_dir, user.pw_uid, user.pw_gid)
+            os.chown(work, user.pw_uid, user.pw_gid)
+        manifests = hostile_manifests(victim_dir / "passwd")
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base),
+               "LANG": "C.UTF-8"}  # fmt: skip
+        python, pythonpath = interpreter_for(prefix, env)
+        script = str(Path(__file__).parents[2] / "support" / "nonroot_restore.py")
+        args = {"base": str(work), "manifests": manifests}
+        finished = subprocess.run(
+            [*prefix, python, script, json.dumps(args)],
+            env={**env, "PYTHONPATH": pythonpath}, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert finished.returncode == 0, finished.stderr[-3000:]
+        result = json.loads(finished.stdout.strip().splitlines()[-1])
+        assert result["uid"] != 0
+        assert all("cannot be restored safely" in said for said in result["restore"].values())
+        for name in list(manifests)[:5]:  # the links, `..` and the absolute path
+            assert result["writer"][name].startswith("RestoreRefused"), result["writer"]
+        assert result["good_owner"] == result["uid"]
+        assert (victim_dir / "passwd").read_text() == "original\n"
+        assert sorted(p.name for p in victim_dir.iterdir()) == ["passwd"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

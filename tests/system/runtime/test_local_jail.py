@@ -21,9 +21,7 @@ import asyncio
 import json
 import logging
 import os
-import pwd
 import shutil
-import site
 import socket
 import subprocess
 import sys
@@ -41,6 +39,7 @@ from app.runtime.local.jail import ENV_ALLOWED
 from app.runtime.local.limits import SandboxLimits
 from tests.support import jail_attacks
 from tests.support.ci import IN_CI
+from tests.support.nonroot_user import as_user, ensure_user, interpreter_for
 from tests.support.pg_probe import answered, listening_tcp, probe_unix
 from tests.support.postgres import ServerAddress
 from tests.support.repository import ROOT
@@ -403,45 +402,6 @@ async def test_unconfined_when_asked(workspace: Path) -> None:
 
 
 # -- as a non-root user -----------------------------------------------------------------
-
-
-def ensure_user(name: str) -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(
-            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
-        )
-        return pwd.getpwnam(name)
-
-
-def as_user(user: pwd.struct_passwd | None) -> list[str]:
-    if user is None:
-        return []
-    return ["setpriv", "--reuid", str(user.pw_uid), "--regid", str(user.pw_gid), "--init-groups"]
-
-
-def interpreter_for(prefix: list[str], env: dict[str, str]) -> tuple[str, str]:
-    """A Python the user can run that imports Chronicle, and the PYTHONPATH it needs.
-
-    This interpreter when the user can reach it; else the system's of the same version with
-    this environment's packages on the path (a root-only home often holds the interpreter).
-    """
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    packages = os.pathsep.join([str(REPO), *site.getsitepackages()])
-    for python, path in ((sys.executable, str(REPO)), (f"/usr/bin/{version}", packages)):
-        probe = subprocess.run(
-            [*prefix, python, "-c", "import app.runtime, tests.support.jail_attacks"],
-            env={**env, "PYTHONPATH": path},
-            capture_output=True,
-        )
-        if probe.returncode == 0:
-            return python, path
-    pytest.fail(
-        f"the non-root user cannot run Chronicle from {REPO} ({probe.stderr.decode()[-500:]}); "
-        "the checkout and a Python with its packages must be readable by other users"
-    )
 
 
 @pytest.fixture
