@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import httpx
 
-from tests.support.chronicle_server import ServerProcess
+from tests.support.chronicle_server import ServerProcess, start_server
 from tests.support.cli import chronicle
 
 #: A minute: a change that waited for the cache to lapse would show.
@@ -63,6 +63,24 @@ def test_revoking_a_token_ends_the_browser_logins_made_with_it_at_once(
     # the other token and its login are untouched
     assert other_browser.get("/api/me").status_code == 200
     assert httpx.get(f"{server.url}/api/me", headers=bearer(other)).status_code == 200
+
+
+def test_a_revoke_holds_at_once_in_every_api_process(database_env: dict[str, str]) -> None:
+    """Two API processes on one database, each remembering the token for a minute: revoked
+    from the CLI (a third process), it is refused by both on their next request."""
+    env = {**database_env, "CHRONICLE_SERVER_TOKEN_CACHE_SECONDS": "60"}
+    first, second = start_server(env, "--role", "api"), start_server(env, "--role", "api")
+    try:
+        token = first.token("xena")
+        for server in (first, second):
+            for _ in range(3):
+                assert httpx.get(f"{server.url}/api/me", headers=bearer(token)).status_code == 200
+        cli(first, "tokens", "revoke", token_id_of(first, "xena"))
+        for server in (first, second):
+            assert httpx.get(f"{server.url}/api/me", headers=bearer(token)).status_code == 401
+    finally:
+        first.stop()
+        second.stop()
 
 
 def test_disable_enable_remove_take_effect_on_the_next_request(
