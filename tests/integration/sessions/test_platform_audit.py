@@ -175,6 +175,27 @@ async def test_the_log_is_no_session_in_the_list_or_the_session_views(
     assert audit.rows == [("audit.user_changed", "cli:operator", "cli", "dee", "added")]
 
 
+def _documented_query() -> str:
+    """The query docs/analytics.md gives under the platform_audit view."""
+    text = (ROOT / "docs" / "analytics.md").read_text(encoding="utf-8")
+    section = text[text.index("### `platform_audit`") :]
+    return section.split("```sql\n", 1)[1].split("```", 1)[0]
+
+
+async def test_the_documented_query_finds_an_admins_read(
+    store: EventStore, owner: EventStore, database_url: str, pg_address: ServerAddress
+) -> None:
+    admin = await _principal(owner, "ada", admin=True)
+    member = await _principal(owner, "ben", admin=False)
+    session = uuid.uuid4()
+    await store.append(session, [Message(content="hi")])
+    await record_owner(store, session, member.user_id)
+    await AdminReads().read(store, admin, session, "203.0.113.5")
+    with analyst_login(database_url, pg_address) as url:
+        found = await run_query(url, _documented_query())
+    assert [row[1:] for row in found.rows] == [("ada", "203.0.113.5", "ben", str(session))]
+
+
 def test_the_migrations_platform_log_id_is_the_protocols() -> None:
     path = ROOT / "migrations" / "versions" / "0016_platform_audit.py"
     spec = importlib.util.spec_from_file_location("migration_0016", path)
