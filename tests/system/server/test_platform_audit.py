@@ -94,6 +94,7 @@ def test_a_browser_login_and_logout_are_recorded_with_the_address(
         login = browser.post("/api/login", json={"token": token})
         assert login.status_code == 200, login.text
         csrf = login.json()["csrf_token"]
+        cookie = browser.cookies["chronicle_session"]
         out = browser.post("/api/logout", headers={"X-CSRF-Token": csrf})
         assert out.status_code == 200, out.text
 
@@ -106,11 +107,11 @@ def test_a_browser_login_and_logout_are_recorded_with_the_address(
     assert signed_in["payload"]["login_id"] == signed_out["payload"]["login_id"]
     assert signed_in["seq"] < signed_out["seq"]
     with psycopg.connect(shared_server.env["CHRONICLE_DATABASE_URL"]) as connection:
-        found = connection.execute(
-            "SELECT count(*) FROM events WHERE strpos(payload::text, %s) > 0",
-            (token.removeprefix("chr_"),),
-        ).fetchone()
-        assert found == (0,)
+        for secret in (token.removeprefix("chr_"), cookie, csrf):
+            found = connection.execute(
+                "SELECT count(*) FROM events WHERE strpos(payload::text, %s) > 0", (secret,)
+            ).fetchone()
+            assert found == (0,)
 
 
 def test_an_admin_reading_and_forking_another_users_session_is_recorded(
