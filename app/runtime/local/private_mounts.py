@@ -12,10 +12,12 @@ changes on the host, and they end with it.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
 import tempfile
+import time
 from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
@@ -36,6 +38,22 @@ def mount_points(sources: list[Path]) -> tuple[Path, dict[Path, Path]]:
         point.mkdir(mode=0o755)
         points[source] = point
     return base, points
+
+
+def remove_stale(older_than: float) -> None:
+    """Remove the mount-point directories a crashed owner left: ours, old, and empty on the
+    host (the binds were its jail's alone; ``rmdir`` never removes anything but empty ones)."""
+    for base in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            info = base.lstat()
+            if info.st_uid != os.geteuid() or time.time() - info.st_mtime < older_than:
+                continue
+            for point in base.iterdir():
+                with contextlib.suppress(OSError):
+                    point.rmdir()
+            base.rmdir()
+        except OSError:
+            continue
 
 
 def bind_privately(pairs: list[tuple[bytes, bytes]]) -> None:

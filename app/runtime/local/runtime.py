@@ -42,6 +42,7 @@ from app.runtime.local.cgroup import SandboxCgroup, enter_cgroup
 from app.runtime.local.jail import TOKEN_FILE, Jail, find_bwrap, sandbox_environment, system_python
 from app.runtime.local.limits import SandboxLimits
 from app.runtime.local.private_mounts import bind_privately, mount_points
+from app.runtime.local.private_mounts import remove_stale as remove_stale_mount_points
 from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 from app.runtime.special_bits import clear_special_bits
 
@@ -81,7 +82,9 @@ def die_with_parent() -> None:
 
 def remove_stale_private_dirs() -> None:
     """Remove our sandboxes' private directories that a crashed owner left behind: ours, older
-    than ``STALE_AFTER``, and with nothing serving their socket any more."""
+    than ``STALE_AFTER``, and with nothing serving their socket any more (and the empty
+    mount-point directories of ``private_mounts``)."""
+    remove_stale_mount_points(STALE_AFTER)
     for directory in Path(tempfile.gettempdir()).glob(f"{PRIVATE_PREFIX}*"):
         try:
             info = directory.lstat()
