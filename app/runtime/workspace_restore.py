@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -95,13 +96,19 @@ async def _write_as(
     """``restore_files`` run as ``user`` (no supplementary groups), on the open ``fd``."""
     python, _ = system_python()
     source = await asyncio.to_thread(Path(restore_files.__file__).read_text, encoding="utf-8")
-    process = await asyncio.create_subprocess_exec(
-        python, "-I", "-B", "-c", source, str(fd),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), cwd="/",
-        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
-        user=user.uid, group=user.gid, extra_groups=[], umask=0o022,
-    )  # fmt: skip
+    try:
+        process = await asyncio.create_subprocess_exec(
+            python, "-I", "-B", "-c", source, str(fd),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE, pass_fds=(fd,), cwd="/",
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+            user=user.uid, group=user.gid, extra_groups=[], umask=0o022,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise WorkspaceStateError(
+            f"could not run {python} as uid {user.uid} to restore the files: {exc}; the "
+            "sandbox's uid needs a Python it can run (the system's python3)"
+        ) from None
     try:
         async with asyncio.timeout(timeout):
             _, err = await process.communicate(json.dumps(entries).encode())
