@@ -78,34 +78,37 @@ export function wilson(passed, trials) {
 
 /** Every run, newest first, with its pass rate and interval; pick two to compare. */
 function runsTable(runs, go) {
-  const picked = [];
+  const picked = [];  // run keys: a name is its owner's, and an admin sees several owners' runs
+  const names = new Map(runs.map((run) => [run.key || run.name, run.name]));
   const compare = el("button", { type: "button", disabled: true }, "Compare the two picked runs");
   const hint = el("span", { class: "muted small", role: "status", "aria-live": "polite" }, "Pick two runs: A first, then B.");
   const update = () => {
     compare.disabled = picked.length !== 2;
-    hint.textContent = picked.length === 2 ? `A ${picked[0]} · B ${picked[1]}` : picked.length === 1 ? `A ${picked[0]}; pick B.` : "Pick two runs: A first, then B.";
+    const [a, b] = picked.map((key) => names.get(key));
+    hint.textContent = picked.length === 2 ? `A ${a} · B ${b}` : picked.length === 1 ? `A ${a}; pick B.` : "Pick two runs: A first, then B.";
   };
   compare.addEventListener("click", () => go(`/evaluations/${encodeURIComponent(picked[0])}/vs/${encodeURIComponent(picked[1])}`));
   const rows = runs.map((run) => {
-    const r = { ...run, run: run.name };
+    const r = { ...run, run: run.name, key: run.key || run.name };
     const rate = r.done ? r.passed / r.done : 0;
     const ci = wilson(r.passed, r.done);
-    const box = el("input", { type: "checkbox", class: "pick", "aria-label": `pick ${r.run} to compare` });
+    const box = el("input", { type: "checkbox", class: "pick", "data-key": r.key, "aria-label": `pick ${r.run} to compare` });
     box.addEventListener("change", () => {
-      const at = picked.indexOf(r.run);
-      if (box.checked && at < 0) picked.push(r.run);
+      const at = picked.indexOf(r.key);
+      if (box.checked && at < 0) picked.push(r.key);
       if (!box.checked && at >= 0) picked.splice(at, 1);
       while (picked.length > 2) {
         const dropped = picked.shift();
         for (const other of document.querySelectorAll("input.pick")) {
-          if (other.getAttribute("aria-label") === `pick ${dropped} to compare`) other.checked = false;
+          if (other.dataset.key === dropped) other.checked = false;
         }
       }
       update();
     });
     return el("tr", { "data-run": r.run },
       el("td", { "data-label": "Compare" }, box),
-      el("td", { "data-label": "Run" }, el("a", { href: `#/evaluations/${encodeURIComponent(r.run)}` }, r.run)),
+      el("td", { "data-label": "Run" }, el("a", { href: `#/evaluations/${encodeURIComponent(r.key)}` }, r.run),
+        r.user ? el("span", { class: "muted small run-user" }, ` by ${r.user}`) : ""),
       el("td", { "data-label": "Status" }, el("span", { class: `state state-${r.status === "finished" ? "finished" : "running"}` }, r.status),
         r.status === "finished" ? "" : ` ${r.done} of ${r.total} scored`),
       el("td", { "data-label": "Model" }, r.model || ""),

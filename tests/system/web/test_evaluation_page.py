@@ -9,7 +9,9 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
+import httpx
 from playwright.sync_api import Page, expect
 
 from app.evaluation.scoring import evaluation_config
@@ -19,6 +21,7 @@ from app.events.masking import SecretMasker
 from app.store import EventStore
 from tests.support.browser import screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
+from tests.support.evaluation_api import bearer, wait_finished
 
 
 async def record_run(database_url: str, run: str, results: dict[str, str]) -> list[uuid.UUID]:
@@ -136,3 +139,33 @@ def test_the_runs_list_and_two_runs_compared_as_a_flip_table(
     regressed.get_by_role("link", name="session 1 of fix-the-bug in run B").click()
     admin.wait_for_url(f"**/#/sessions/{tuned[0]}")
     assert nightly[0] != tuned[0]
+
+
+def test_an_admin_opens_each_of_two_users_runs_of_one_name(
+    server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    """A run's name is its owner's: the list links each row by its key, so an admin reaches
+    either user's "nightly" (the bare name is ambiguous to an admin: 409)."""
+    suite = {"name": "s", "tasks": [{"id": "payroll", "prompt": "audit payroll.py"}]}
+    runs = {}
+    for user in ("alice", "bob"):
+        token = server.token(user)
+        started = httpx.post(
+            f"{server.url}/api/evaluations",
+            headers=bearer(token),
+            json={"name": "nightly", "suite": suite},
+            timeout=30,
+        )
+        assert started.status_code == 202, started.text
+        runs[user] = wait_finished(server.url, token, "nightly")
+    admin = new_page()
+    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
+    admin.get_by_role("link", name="Evaluation").click()
+    rows = admin.locator("table.runs-table tbody tr")
+    expect(rows).to_have_count(2)
+    for user in ("alice", "bob"):
+        admin.get_by_role("link", name="Evaluation").click()
+        rows.filter(has_text=f"by {user}").get_by_role("link", name="nightly").click()
+        admin.wait_for_url(f"**/#/evaluations/{quote(runs[user]['key'], safe='')}")
+        expect(admin.locator(".report")).to_contain_text("of 1")
+        expect(admin.get_by_role("alert")).to_have_count(0)
