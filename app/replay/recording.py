@@ -28,6 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.events import OBSERVATION_KINDS
+from app.events.platform_audit import PLATFORM_LOG_MARK
 from app.llm.prompts import whole_prompt
 from app.replay.seqs import SeqGroups, SeqMap, Seqs
 from app.store import EventStore, RecordedEvent
@@ -205,6 +206,11 @@ class _Index:
             raise RecordingError(
                 "this session has no session.created event, so nothing says how its agent "
                 "was configured; only sessions started by `chronicle run` can be replayed"
+            )
+        if (event.payload.get("config") or {}).get(PLATFORM_LOG_MARK) is True:
+            raise RecordingError(
+                "this is the platform's audit log, not a session: read it with "
+                "`chronicle audit log`; there is no agent in it to replay"
             )
         if event.payload.get("replay_of"):
             raise RecordingError(

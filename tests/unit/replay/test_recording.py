@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from app.events.platform_audit import PLATFORM_LOG_MARK
 from app.llm.prompts import PromptChainError
 from app.replay.divergence import Divergence, ExtraCall, OutcomeDivergence
 from app.replay.recording import Recording, RecordingError, list_pages, stream_recording
@@ -127,6 +128,11 @@ async def test_sessions_that_cannot_be_replayed_say_why() -> None:
     replayed.add("session.created", "system", replay_of=str(uuid.uuid4()))
     with pytest.raises(RecordingError, match="itself a replay"):
         await read_recording(replayed.events)
+    platform = Log()
+    platform.add("session.created", "system", config={PLATFORM_LOG_MARK: True})
+    platform.add("audit.login", "system", actor="alice", via="api", address="127.0.0.1")
+    with pytest.raises(RecordingError, match="platform's audit log"):
+        await read_recording(platform.events)
     steered = Log()
     started(steered)
     steered.state("running")
