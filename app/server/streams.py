@@ -25,7 +25,10 @@ message ``{"type": "closing", ...,  "resume_after_seq": N}`` (SSE: ``event: clos
 the response ends), for a WebSocket the close code 1012 (service restart). A user may hold
 ``server_max_streams_per_user`` streams open at once in one API process (a count per
 process, see ``stream_limits``); one more is refused with 429 (a problem document, also for
-a WebSocket: the handshake is answered with the HTTP status).
+a WebSocket: the handshake is answered with the HTTP status). A stream whose credentials stop
+holding (its token revoked, its login ended, its user disabled, removed or demoted; see
+``stream_credentials``) ends with a last message ``{"type": "revoked", "detail": ...}`` (SSE:
+``event: revoked``), for a WebSocket the close code 4401: reconnecting is answered 401.
 
 All the streams of one session in this process follow one shared feed (``stream_hub``): one
 store subscription per session, each event encoded once (``WireEvent``) for every client.
@@ -52,10 +55,11 @@ from litestar.types import ASGIApp, HTTPResponseBodyEvent, Receive, Scope, Send
 from pydantic import BaseModel
 
 from app.server.access import ensure_visible
-from app.server.auth import principal_of
+from app.server.auth import auth_state, principal_of
 from app.server.context import Context, ServerContext
 from app.server.problems import ApiProblem, Problem, Unprocessable, problem_for, problem_response
 from app.server.session_routes import EventView
+from app.server.stream_credentials import CredentialCheck
 from app.server.stream_hub import StreamHub
 from app.server.stream_limits import OpenStreams, TooManyStreamsError
 from app.server.stream_relay import RelayEnd, relay
@@ -71,6 +75,8 @@ CLOSE_LAGGING = 1013
 CLOSE_INTERNAL_ERROR = 1011
 #: The WebSocket close code of a stream ended by the server shutting down (service restart).
 CLOSE_RESTARTING = 1012
+#: The WebSocket close code of a stream whose credentials stopped holding (4000 + 401).
+CLOSE_REVOKED = 4401
 #: Seconds a client that fell behind has to read what its connection still holds and the
 #: message that says where to resume, before the connection is left to close. Its slot and its
 #: subscription are freed already: this holds only a socket.
@@ -100,6 +106,16 @@ class Lagging(BaseModel):
     detail: str
     #: Reconnect with ``after_seq`` set to this: the last seq the client was sent.
     resume_after_seq: int
+
+
+class Revoked(BaseModel):
+    """The last message of a stream whose credentials stopped holding."""
+
+    type: Literal["revoked"] = "revoked"
+    detail: str = (
+        "the credentials this stream was opened with no longer hold (token revoked, login "
+        "ended, user disabled or changed); sign in again"
+    )
 
 
 class Closing(BaseModel):
@@ -173,6 +189,10 @@ def sse_lagging(end: RelayEnd) -> bytes:
     return b"event: lagging\ndata: %s\n\n" % lagging(end).model_dump_json().encode()
 
 
+def sse_revoked() -> bytes:
+    return b"event: revoked\ndata: " + Revoked().model_dump_json().encode() + b"\n\n"
+
+
 def resume_point(after_seq: str | None, last_event_id: str | None) -> int:
     """The seq a stream starts after: ``Last-Event-ID`` (an SSE reconnect) wins over
     ``after_seq``; 422 for anything but a whole number >= 0."""
@@ -228,6 +248,27 @@ class StreamPlan:
     session_id: UUID
     after_seq: int
     hub: StreamHub[WireEvent]
+    #: Ends the stream when its credentials stop holding (None: never checked again).
+    credentials: CredentialCheck | None = None
+
+    @property
+    def revoked(self) -> bool:
+        return self.credentials is not None and self.credentials.revoked
+
+    async def _stopping(self) -> None:
+        """The server shuts down, or the stream's credentials stop holding."""
+        if self.credentials is None:
+            await self.hub.closing.wait()
+            return
+        waits = [
+            asyncio.ensure_future(self.hub.closing.wait()),
+            asyncio.ensure_future(self.credentials.ended()),
+        ]
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     async def relay(self, send: Any, client_gone: Any, send_idle: Any = None) -> RelayEnd:
         settings = self.ctx.settings
@@ -241,7 +282,7 @@ class StreamPlan:
                 client_gone=client_gone,
                 idle_seconds=settings.server_stream_keepalive_seconds if send_idle else None,
                 send_idle=send_idle,
-                closing=self.hub.closing.wait(),
+                closing=self._stopping(),
             )
 
 
@@ -310,7 +351,11 @@ class EventStream:
         grace = FAREWELL_SECONDS
         if end.reason == "gone":
             return
-        if end.reason == "behind":
+        if end.reason == "closing" and self.plan.revoked:
+            grace = CLOSING_SECONDS
+            if not await _within(grace, _body(send, sse_revoked())):
+                return
+        elif end.reason == "behind":
             log.info(
                 "stream of %s closed: client behind at seq %d",
                 self.plan.session_id,
@@ -356,6 +401,7 @@ async def stream_sse(
         session_id=session_id,
         after_seq=start,
         hub=stream_hub(request.app),
+        credentials=CredentialCheck(ctx.store, principal, auth_state(request).watch),
     )
     return EventStream(plan=plan, streams=open_streams(request.app))
 
@@ -411,6 +457,7 @@ async def stream_websocket(
         session_id=session_id,
         after_seq=start,
         hub=stream_hub(socket.app),
+        credentials=CredentialCheck(ctx.store, principal, auth_state(socket).watch),
     )
     try:  # the slot is the relay's: a client told to reconnect finds it free
         await socket.accept()
@@ -466,6 +513,10 @@ async def _close_websocket(
         await _within(
             grace, socket.close(CLOSE_INTERNAL_ERROR, "the server could not read the log")
         )
+    elif end.reason == "closing" and plan.revoked:
+        grace = CLOSING_SECONDS
+        if await _within(grace, socket.send_text(Revoked().model_dump_json())):
+            await _within(grace, socket.close(CLOSE_REVOKED, "credentials no longer hold"))
     elif end.reason == "behind":
         log.info("stream of %s closed: client behind at seq %d", plan.session_id, end.delivered_seq)
         if await _within(grace, socket.send_text(lagging(end).model_dump_json())):

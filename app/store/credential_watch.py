@@ -37,11 +37,22 @@ class CredentialWatch:
         self._live = False
         #: Moves on with every change heard and every connection lost or made.
         self.generation = 0
+        self._moved = asyncio.Event()
 
     @property
     def live(self) -> bool:
         """Listening now: a change made elsewhere would be heard."""
         return self._live
+
+    async def changed(self) -> None:
+        """Return when ``generation`` next moves on (a change heard, or the connection lost or
+        made): what a live stream waits on to check its credentials again."""
+        await self._moved.wait()
+
+    def _move_on(self) -> None:
+        self.generation += 1
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
 
     def start(self) -> None:
         if self._task is None:
@@ -54,10 +65,10 @@ class CredentialWatch:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._live = False
-        self.generation += 1
+        self._move_on()
 
     def _heard(self, *_: object) -> None:
-        self.generation += 1
+        self._move_on()
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -68,15 +79,15 @@ class CredentialWatch:
                 lost = asyncio.Event()
                 connection.add_termination_listener(lambda _c, lost=lost: lost.set())
                 await connection.add_listener(CHANNEL, self._heard)
-                self.generation += 1
                 self._live = True
+                self._move_on()
                 backoff = 0.05
                 await self._until_lost(connection, lost)
             except Exception as exc:  # whatever it was: nothing is trusted until we listen
                 log.warning("credential watch: connection unavailable (%s); retrying", exc)
             finally:
                 self._live = False
-                self.generation += 1
+                self._move_on()
                 if connection is not None and not connection.is_closed():
                     connection.terminate()
             await asyncio.sleep(backoff)

@@ -164,6 +164,31 @@ async def authenticate_login(store: EventStore, cookie: str) -> Principal | None
     return _principal(row)
 
 
+async def still_live(store: EventStore, principal: Principal) -> bool:
+    """Whether the credentials a request (or a live stream) was let in with still hold, as
+    they were: the token or login live, its user enabled, and an admin still an admin."""
+    if principal.token_kind == "cookie":
+        query = (
+            "SELECT 1 FROM browser_logins l JOIN users u ON u.id = l.user_id "
+            "LEFT JOIN api_tokens t ON t.id = l.token_id "
+            "WHERE l.id = $1 AND l.ended_at IS NULL AND l.expires_at > now() "
+            "AND (l.token_id IS NULL OR (t.revoked_at IS NULL "
+            "AND (t.expires_at IS NULL OR t.expires_at > now())))"
+        )
+    else:
+        query = (
+            "SELECT 1 FROM api_tokens t JOIN users u ON u.id = t.user_id "
+            "WHERE t.id = $1 AND t.revoked_at IS NULL "
+            "AND (t.expires_at IS NULL OR t.expires_at > now())"
+        )
+    found = await store.pool.fetchval(
+        f"{query} AND u.disabled_at IS NULL AND u.removed_at IS NULL AND u.is_admin = $2",
+        principal.token_id,
+        principal.is_admin,
+    )
+    return found is not None
+
+
 async def end_logins(store: EventStore, user_id: UUID, login_id: UUID | None = None) -> int:
     """End the user's live logins (only ``login_id``, if given); how many ended."""
     ended = await store.pool.fetchval("SELECT chronicle_end_logins($1, $2)", user_id, login_id)

@@ -15,7 +15,8 @@ Every change goes through the SECURITY DEFINER functions below (owned by ``chron
 executable by ``chronicle_app`` only); ``chronicle_app`` may read the new tables and write
 nothing in them directly. A change to a token's ``revoked_at`` or a user's state sends
 ``NOTIFY chronicle_credentials`` (from triggers, so every path that changes them does), which
-tells every API process to forget the Bearer tokens it remembers.
+tells every API process to forget the Bearer tokens it remembers; an ended browser login sends
+it too, so that the live streams opened with it end.
 
 Logins of the old kind (``api_tokens`` rows of kind ``cookie``) are revoked here: their
 browsers sign in again.
@@ -255,6 +256,8 @@ CREATE TRIGGER api_tokens_revoked AFTER UPDATE OF revoked_at, expires_at ON api_
     FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
 CREATE TRIGGER users_changed AFTER UPDATE OF is_admin, disabled_at, removed_at ON users
     FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
+CREATE TRIGGER browser_logins_ended AFTER UPDATE OF ended_at ON browser_logins
+    FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
 """
 
 FUNCTIONS = (
@@ -288,6 +291,7 @@ APP_PRIVILEGES = "\n".join(
 
 DROP = "\n".join(
     [
+        "DROP TRIGGER browser_logins_ended ON browser_logins;",
         "DROP TRIGGER users_changed ON users;",
         "DROP TRIGGER api_tokens_revoked ON api_tokens;",
         "DROP FUNCTION chronicle_credentials_changed();",

@@ -1,7 +1,7 @@
 // One session: its summary, steering (message, pause, resume, stop), verify and export, and
 // its timeline, live over the stream.
 
-import { api } from "./api.js";
+import { api, ApiError } from "./api.js";
 import { el, clear } from "./dom.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
@@ -128,6 +128,9 @@ export function sessionView({ main, showError, clearError }, id) {
       onStatus(status) {
         connection.textContent = status;
         connection.dataset.status = status;
+      },
+      onRevoked(detail) {
+        showError(new ApiError(401, detail)); // back to the sign-in form
       },
     });
     window.chronicleStream = stream; // for people debugging a stream from the console

@@ -4,10 +4,11 @@
 // after the last seq received. Events come out in batches, one per animation frame.
 
 export class LiveStream {
-  constructor(sessionId, { onEvents, onStatus, afterSeq = 0 }) {
+  constructor(sessionId, { onEvents, onStatus, onRevoked = () => {}, afterSeq = 0 }) {
     this.sessionId = sessionId;
     this.onEvents = onEvents;
     this.onStatus = onStatus;
+    this.onRevoked = onRevoked;
     this.lastSeq = afterSeq;
     this.pending = [];
     this.frame = null;
@@ -42,6 +43,12 @@ export class LiveStream {
     source.addEventListener("closing", (message) => {
       const closing = JSON.parse(message.data);
       this.restart(Math.max(this.lastSeq, closing.resume_after_seq), 500);
+    });
+    // the login (or its token, or its user) ended: reconnecting would only be refused
+    source.addEventListener("revoked", (message) => {
+      this.close();
+      this.onStatus("signed out");
+      this.onRevoked(JSON.parse(message.data).detail);
     });
     source.onerror = () => {
       if (this.closed) return;

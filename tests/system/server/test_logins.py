@@ -6,11 +6,15 @@ another site is refused, tokens expire by default, and guessing tokens is answer
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
 
 import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect as ws_connect
 
 from tests.support.chronicle_server import ServerProcess, start_server
 from tests.support.cli import chronicle
@@ -81,6 +85,45 @@ def test_a_revoke_holds_at_once_in_every_api_process(database_env: dict[str, str
     finally:
         first.stop()
         second.stop()
+
+
+def test_open_streams_end_when_their_credentials_stop_holding(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    """A stream is a request that lasts: an SSE stream on a token that is revoked, and a
+    WebSocket on a browser login that is ended, are told so and closed."""
+    server = serve()
+    token = server.token("yuri")
+    created = httpx.post(f"{server.url}/api/sessions", headers=bearer(token), json={"task": "hi"})
+    assert created.status_code == 201, created.text
+    path = f"/api/sessions/{created.json()['id']}/stream"
+    browser = browser_login(server, server.token("yuri"))
+    cookie = f"chronicle_session={browser.cookies['chronicle_session']}"
+    with (
+        httpx.stream("GET", server.url + path, headers=bearer(token), timeout=10) as sse,
+        ws_connect(
+            server.url.replace("http://", "ws://") + path,
+            additional_headers={"Cookie": cookie, "Origin": server.url},
+            open_timeout=30,
+        ) as socket,
+    ):
+        assert sse.status_code == 200
+        lines = sse.iter_lines()
+        next(line for line in lines if line.startswith("id:"))  # the first event came
+        assert json.loads(socket.recv(timeout=30))["seq"] == 1
+
+        cli(server, "tokens", "revoke", token_id_of(server, "yuri"))
+        started = time.monotonic()
+        rest = list(lines)  # until the server ends the response
+        assert "event: revoked" in rest and time.monotonic() - started < 5
+
+        assert "ended 1 browser login" in cli(server, "users", "logout", "yuri")
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                message = json.loads(socket.recv(timeout=5))
+                if message.get("type") == "revoked":
+                    socket.recv(timeout=5)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
 
 
 def test_disable_enable_remove_take_effect_on_the_next_request(

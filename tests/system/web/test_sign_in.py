@@ -15,6 +15,7 @@ from playwright.sync_api import Page, expect
 from tests.support.browser import screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 
 def test_a_token_signs_in_and_a_wrong_one_is_told(
@@ -78,6 +79,30 @@ def test_revoking_the_token_signs_the_page_out_on_its_next_request(
     assert chronicle("tokens", "revoke", token_id, env=server.env).returncode == 0
     page.reload()
     expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+
+
+def test_ending_a_users_logins_signs_out_an_open_session_page(
+    server: ServerProcess, fake_llm: FakeLlmServer, new_page: Callable[..., Page]
+) -> None:
+    """The session page's live stream is a request that lasts: when the user's logins are
+    ended it is told so, and the page goes back to the sign-in form by itself."""
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="all done")]))
+    token = server.token("dana")
+    session = httpx.post(
+        f"{server.url}/api/sessions",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"task": "finish"},
+    ).json()["id"]
+    page = new_page()
+    page.goto("/")
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#who")).to_have_text("dana")
+    page.goto(f"/#/sessions/{session}")
+    expect(page.locator(".connection")).to_have_text("live")
+    ended = chronicle("users", "logout", "dana", env=server.env)
+    assert ended.returncode == 0 and "ended 1 browser login" in ended.stdout, ended.stderr
+    expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible(timeout=10_000)
 
 
 def test_the_page_is_public_and_the_api_behind_it_is_not(server: ServerProcess) -> None:
