@@ -140,7 +140,7 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
             print(f"make a token with: chronicle tokens create {user.name}", file=sys.stderr)
             return 0
         if args.users_command in USER_CHANGES:
-            return await CHANGERS[args.users_command](store, args.name)
+            return await change_user(store, args.users_command, args.name)
         if args.users_command == "logins":
             return await show_logins(store, args.name)
         if args.users_command == "logout":
@@ -162,58 +162,30 @@ async def _audited(store: EventStore, user: User, changed: bool, change: str) ->
         )
 
 
-def _changed(user: User, changed: bool, done: str, already: str) -> int:
+#: What each change says: (the past tense the audit log records, when it changed the user,
+#: when the user was so already).
+CHANGE_WORDS = {
+    "disable": ("disabled", "disabled (its tokens refused, its logins ended)", "disabled"),
+    "enable": ("enabled", "enabled", "enabled"),
+    "remove": ("removed", "removed (its tokens revoked, its logins ended)", "removed"),
+    "promote": ("promoted", "now an admin", "an admin"),
+    "demote": ("demoted", "now a plain user", "a plain user"),
+}
+
+
+async def change_user(store: EventStore, change: str, name: str) -> int:
+    """``chronicle users CHANGE NAME``: the store's ``CHANGE_user`` (app/store/user_states.py),
+    recorded in the audit log when it changed something."""
+    from app.store import user_states
+
+    apply: Callable[[EventStore, str], Awaitable[tuple[User, bool]]] = getattr(
+        user_states, f"{change}_user"
+    )
+    user, changed = await apply(store, name)
+    past, done, already = CHANGE_WORDS[change]
+    await _audited(store, user, changed, past)
     print(f"{user.name}: {done}" if changed else f"{user.name} was {already} already")
     return 0
-
-
-async def disable(store: EventStore, name: str) -> int:
-    from app.store.user_states import disable_user
-
-    user, changed = await disable_user(store, name)
-    await _audited(store, user, changed, "disabled")
-    return _changed(user, changed, "disabled (its tokens refused, its logins ended)", "disabled")
-
-
-async def enable(store: EventStore, name: str) -> int:
-    from app.store.user_states import enable_user
-
-    user, changed = await enable_user(store, name)
-    await _audited(store, user, changed, "enabled")
-    return _changed(user, changed, "enabled", "enabled")
-
-
-async def remove(store: EventStore, name: str) -> int:
-    from app.store.user_states import remove_user
-
-    user, changed = await remove_user(store, name)
-    await _audited(store, user, changed, "removed")
-    return _changed(user, changed, "removed (its tokens revoked, its logins ended)", "removed")
-
-
-async def promote(store: EventStore, name: str) -> int:
-    from app.store.user_states import promote_user
-
-    user, changed = await promote_user(store, name)
-    await _audited(store, user, changed, "promoted")
-    return _changed(user, changed, "now an admin", "an admin")
-
-
-async def demote(store: EventStore, name: str) -> int:
-    from app.store.user_states import demote_user
-
-    user, changed = await demote_user(store, name)
-    await _audited(store, user, changed, "demoted")
-    return _changed(user, changed, "now a plain user", "a plain user")
-
-
-CHANGERS: dict[str, Callable[[EventStore, str], Awaitable[int]]] = {
-    "disable": disable,
-    "enable": enable,
-    "remove": remove,
-    "promote": promote,
-    "demote": demote,
-}
 
 
 async def _known_user(store: EventStore, name: str) -> User:
