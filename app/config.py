@@ -344,6 +344,13 @@ class Settings(BaseSettings):
         description="connections one API process holds open at once (streams included); one "
         "more is answered 503 with Retry-After at once, and those open carry on",
     )
+    server_forwarded_allow_ips: str = Field(
+        default="",
+        description="addresses of the proxies in front whose X-Forwarded-For and "
+        "X-Forwarded-Proto are believed (comma-separated, as uvicorn's --forwarded-allow-ips; "
+        "'*': any); empty: none, the peer's own address is the client's (for the failure "
+        "limit, logins and the audit trail)",
+    )
     server_secure_cookies: bool = Field(
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "

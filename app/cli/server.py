@@ -128,6 +128,11 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             lifespan="on",
             # slow clients are cut, connections past the cap refused (app.server.http_protocol)
             http=guarded_protocol(limits),
+            # X-Forwarded-For is believed only from the proxies the operator names: uvicorn's
+            # default believes it from 127.0.0.1, so any local client could pick its address
+            # (past the failure limit, into the audit trail)
+            proxy_headers=bool(settings.server_forwarded_allow_ips.strip()),
+            forwarded_allow_ips=settings.server_forwarded_allow_ips.strip() or None,
             timeout_graceful_shutdown=settings.server_shutdown_grace,
             # A compressed WebSocket compresses every message once per client (each connection
             # keeps its own compressor), so one event sent to 200 clients would be compressed

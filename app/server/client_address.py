@@ -3,8 +3,8 @@
 ``ensure_visible`` records an admin's read of another user's session (app/server/access.py)
 and is called from every route that names a session; handing each of them the request only
 to pass its address along would touch every route. This pure ASGI middleware keeps the
-client's address (``scope["client"]``: the peer, or what uvicorn's ``--forwarded-allow-ips``
-trusts from a proxy's ``X-Forwarded-For``) in a context variable for the request's task.
+client's address (``scope["client"]``: the peer, or a proxy's ``X-Forwarded-For`` when the
+proxy is one ``server_forwarded_allow_ips`` names) in a context variable for the request's task.
 """
 
 from __future__ import annotations
