@@ -7,6 +7,7 @@ host's view of the workspace (see ``app.runtime.workspace_state``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -102,6 +103,32 @@ def unsafe_entry(files: Sequence[WorkspaceFile]) -> str | None:
                 what = "a link" if seen[above] == "symlink" else "a file"
                 return f"{path!r} lies beneath {above!r}, which is {what}"
     return None
+
+
+#: A git object id as git prints one: SHA-1 or SHA-256, lowercase hex.
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: What no branch name holds (git check-ref-format): control characters, space, ``~^:?*[\``,
+#: ``..``, ``@{``, ``//``, a part starting with ``.``, an end in ``/``, ``.`` or ``.lock``.
+_NOT_IN_BRANCH = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|(^|/)\.|/$|\.$|\.lock$")
+
+
+def unsafe_start(snapshot: WorkspaceSnapshot) -> str | None:
+    """Why a recorded start cannot be restored or resumed from, or None: ``unsafe_entry`` of
+    its files, and for git a ``commit`` that is an object id and a ``branch`` that is a branch
+    name. Both are handed to git on the host as arguments (``checkout``, ``read-tree``), where
+    ``--index-output=/any/file`` would be an option that writes a file, and ``HEAD`` or
+    ``main`` would check out whatever the cloned repository holds; a recorded start only ever
+    holds the id git printed and the name of the branch that was checked out."""
+    if snapshot.commit is not None and not _OBJECT_ID.fullmatch(snapshot.commit):
+        return f"commit {snapshot.commit!r} is not a git object id (40 or 64 hex digits)"
+    if snapshot.tree is not None and not _OBJECT_ID.fullmatch(snapshot.tree):
+        return f"tree {snapshot.tree!r} is not a git object id (40 or 64 hex digits)"
+    branch = snapshot.branch
+    if branch is not None and (
+        not branch or branch.startswith("-") or branch == "@" or _NOT_IN_BRANCH.search(branch)
+    ):
+        return f"branch {branch!r} is not a branch name"
+    return unsafe_entry(snapshot.files)
 
 
 class WorkspaceDiff(Event):

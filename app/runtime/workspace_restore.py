@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from app.events.workspace import WorkspaceFile, WorkspaceSnapshot, unsafe_entry
+from app.events.workspace import WorkspaceFile, WorkspaceSnapshot, unsafe_entry, unsafe_start
 from app.runtime import restore_files
 from app.runtime.errors import SandboxStartError
 from app.runtime.local.jail import system_python
@@ -49,6 +49,16 @@ DEFAULT_SANDBOX_UID = 10001
 def check_manifest(files: list[WorkspaceFile]) -> None:
     """WorkspaceStateError when a manifest may not be restored (said before any write)."""
     problem = unsafe_entry(files)
+    if problem is not None:
+        raise WorkspaceStateError(
+            f"the snapshot cannot be restored safely: {problem}; nothing was written"
+        )
+
+
+def check_start(snapshot: WorkspaceSnapshot) -> None:
+    """WorkspaceStateError when a recorded start may not be restored or resumed from: its
+    files, and a commit, tree or branch git would take for something else (``unsafe_start``)."""
+    problem = unsafe_start(snapshot)
     if problem is not None:
         raise WorkspaceStateError(
             f"the snapshot cannot be restored safely: {problem}; nothing was written"
@@ -153,7 +163,7 @@ async def restore(
             "the session recorded no workspace state (its host could not see the workspace); "
             "pass a workspace directory to start from instead"
         )
-    check_manifest(snapshot.files)
+    check_start(snapshot)
     user = await asyncio.to_thread(_prepare_target, target, sandbox_uid)
     if snapshot.vcs == "none":
         await write_manifest(snapshot.files, target, user, timeout=timeout)
@@ -227,6 +237,7 @@ async def baseline_from_snapshot(
     repository's objects)."""
     if snapshot.vcs == "unavailable":
         return None
+    check_start(snapshot)
     root = Path(os.path.realpath(workspace))  # noqa: ASYNC240 - resolving, no file I/O
     is_git = snapshot.vcs == "git"
     scratch = await new_scratch(root, timeout)

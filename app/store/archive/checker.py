@@ -36,7 +36,7 @@ from app.events.stored_form import (
     references,
     restore,
 )
-from app.events.workspace import WorkspaceSnapshot, unsafe_entry
+from app.events.workspace import WorkspaceSnapshot, unsafe_start
 from app.store.archive.lines import (
     EventLine,
     HeaderLine,
@@ -279,7 +279,7 @@ class FileChecker:
         except (InvalidEventError, ValueError) as exc:
             raise FileProblem(number, f"event {line.seq}: {exc}") from None
         if isinstance(event, WorkspaceSnapshot):  # restoring it (a fork) writes on this host
-            problem = unsafe_entry(event.files)
+            problem = unsafe_start(event)
             if problem is not None:
                 raise FileProblem(
                     number,
