@@ -10,7 +10,11 @@ that every writer obeys them, these functions and any later one alike:
   embedded server's superuser that the CLI's ``users`` and ``tokens`` commands use) may make a
   user an admin, by adding one or by changing ``is_admin``;
 - only an owner login may make a token for an admin, or change what a token is (its hash, its
-  user, its kind); a revoked token stays revoked.
+  user, its kind, who made it); a revoked token stays revoked;
+- a token remembers whether an owner login made it (``by_owner``), and making a user an admin
+  revokes the user's tokens that no owner login made: else a token the application's login
+  made for a plain user (a hash it chose) would become an admin's the day the owner promotes
+  that user (0015 ends the user's browser logins and sign-in codes too).
 
 So the application's login may add plain users, make their tokens, revoke tokens and mark them
 used, and no more: whoever holds it can act as a plain user (it reads and appends every session
@@ -310,6 +314,29 @@ CREATE TRIGGER users_admins_by_owner BEFORE INSERT OR UPDATE OF is_admin ON user
     FOR EACH ROW EXECUTE FUNCTION chronicle_admins_by_owner();
 """
 
+TOKENS_BY_WHOM = r"""
+ALTER TABLE api_tokens ADD COLUMN by_owner boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN api_tokens.by_owner IS
+    'made by an owner login (set by a trigger); the others are revoked when the user is promoted';
+"""
+
+# An AFTER trigger, so it runs once the BEFORE trigger let the promotion through (only an
+# owner login's); SECURITY DEFINER so that an owner login without UPDATE on api_tokens itself
+# (a member of chronicle_owner that does not inherit) still revokes.
+PROMOTION_REVOKES = r"""
+CREATE FUNCTION chronicle_promotion_revokes_tokens() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    UPDATE api_tokens SET revoked_at = now()
+    WHERE user_id = NEW.id AND revoked_at IS NULL AND NOT by_owner;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER users_promotion_revokes_tokens AFTER UPDATE OF is_admin ON users
+    FOR EACH ROW WHEN (NEW.is_admin AND NOT OLD.is_admin)
+    EXECUTE FUNCTION chronicle_promotion_revokes_tokens();
+"""
+
 TOKENS_BY_OWNER = r"""
 CREATE FUNCTION chronicle_tokens_by_owner() RETURNS trigger
 LANGUAGE plpgsql SET search_path = {search_path} AS $$
@@ -318,11 +345,14 @@ BEGIN
        AND NEW.revoked_at IS DISTINCT FROM OLD.revoked_at THEN
         RAISE EXCEPTION 'token % is revoked, and stays revoked', OLD.id USING ERRCODE = 'CR015';
     END IF;
+    IF TG_OP = 'INSERT' THEN
+        NEW.by_owner := chronicle_owner_login();
+    END IF;
     IF chronicle_owner_login() THEN
         RETURN NEW;
     END IF;
-    IF TG_OP = 'UPDATE' AND (NEW.hash, NEW.user_id, NEW.kind, NEW.created_at)
-       IS DISTINCT FROM (OLD.hash, OLD.user_id, OLD.kind, OLD.created_at) THEN
+    IF TG_OP = 'UPDATE' AND (NEW.hash, NEW.user_id, NEW.kind, NEW.created_at, NEW.by_owner)
+       IS DISTINCT FROM (OLD.hash, OLD.user_id, OLD.kind, OLD.created_at, OLD.by_owner) THEN
         RAISE EXCEPTION 'only the database owner''s login may change what token % is', OLD.id
             USING ERRCODE = 'CR015';
     END IF;
@@ -423,7 +453,11 @@ USER_FUNCTIONS = (
     "chronicle_revoke_token(uuid, uuid)",
     "chronicle_touch_token(uuid, double precision)",
 )
-TRIGGER_FUNCTIONS = ("chronicle_admins_by_owner()", "chronicle_tokens_by_owner()")
+TRIGGER_FUNCTIONS = (
+    "chronicle_admins_by_owner()",
+    "chronicle_tokens_by_owner()",
+    "chronicle_promotion_revokes_tokens()",
+)
 
 OWNERSHIP = "\n".join(
     f"ALTER FUNCTION {f} OWNER TO chronicle_owner;"
@@ -454,10 +488,12 @@ GRANT UPDATE (last_used_at, revoked_at) ON api_tokens TO chronicle_app;
 
 DROP_USERS_AND_TOKENS = "\n".join(
     [
+        "DROP TRIGGER users_promotion_revokes_tokens ON users;",
         "DROP TRIGGER api_tokens_by_owner ON api_tokens;",
         "DROP TRIGGER users_admins_by_owner ON users;",
         *(f"DROP FUNCTION {f};" for f in (*USER_FUNCTIONS, *TRIGGER_FUNCTIONS)),
         "DROP FUNCTION chronicle_owner_login();",
+        "ALTER TABLE api_tokens DROP COLUMN by_owner;",
     ]
 )
 
@@ -493,8 +529,10 @@ def upgrade() -> None:
     _run(_checked_append_one().replace("{search_path}", search_path))
     _run(_checked_append().replace("{search_path}", search_path))
     _run(OWNER_LOGIN)
+    _run(TOKENS_BY_WHOM)
     for sql in (
         ADMINS_BY_OWNER,
+        PROMOTION_REVOKES,
         TOKENS_BY_OWNER,
         ADD_USER,
         TOKEN_BY_HASH,

@@ -18,6 +18,11 @@ nothing in them directly. A change to a token's ``revoked_at`` or a user's state
 tells every API process to forget the Bearer tokens it remembers; an ended browser login sends
 it too, so that the live streams opened with it end.
 
+Making a user an admin ends the user's browser logins and voids their unused sign-in codes
+(as 0014 revokes the tokens no owner login made): the application's login may make both for
+a plain user, and neither may turn into an admin's session by a promotion. The user signs in
+again.
+
 Logins of the old kind (``api_tokens`` rows of kind ``cookie``) are revoked here: their
 browsers sign in again.
 
@@ -260,6 +265,21 @@ CREATE TRIGGER browser_logins_ended AFTER UPDATE OF ended_at ON browser_logins
     FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
 """
 
+# As 0014's chronicle_promotion_revokes_tokens, for what this revision adds.
+PROMOTION_ENDS_LOGINS = r"""
+CREATE FUNCTION chronicle_promotion_ends_logins() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+BEGIN
+    UPDATE browser_logins SET ended_at = now() WHERE user_id = NEW.id AND ended_at IS NULL;
+    UPDATE login_codes SET used_at = now() WHERE user_id = NEW.id AND used_at IS NULL;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER users_promotion_ends_logins AFTER UPDATE OF is_admin ON users
+    FOR EACH ROW WHEN (NEW.is_admin AND NOT OLD.is_admin)
+    EXECUTE FUNCTION chronicle_promotion_ends_logins();
+"""
+
 FUNCTIONS = (
     "chronicle_begin_login(bytea, uuid, bytea, double precision, text)",
     "chronicle_create_login_code(uuid, uuid, uuid, bytea, double precision)",
@@ -274,6 +294,7 @@ OWNERSHIP = "\n".join(
         "ALTER TABLE browser_logins OWNER TO chronicle_owner;",
         "ALTER TABLE login_codes OWNER TO chronicle_owner;",
         "ALTER FUNCTION chronicle_credentials_changed() OWNER TO chronicle_owner;",
+        "ALTER FUNCTION chronicle_promotion_ends_logins() OWNER TO chronicle_owner;",
         *(f"ALTER FUNCTION {f} OWNER TO chronicle_owner;" for f in FUNCTIONS),
     ]
 )
@@ -284,6 +305,7 @@ APP_PRIVILEGES = "\n".join(
         "REVOKE ALL ON browser_logins, login_codes FROM PUBLIC, chronicle_app;",
         "GRANT SELECT ON browser_logins TO chronicle_app;",
         "REVOKE ALL ON FUNCTION chronicle_credentials_changed() FROM PUBLIC;",
+        "REVOKE ALL ON FUNCTION chronicle_promotion_ends_logins() FROM PUBLIC;",
         *(f"REVOKE ALL ON FUNCTION {f} FROM PUBLIC;" for f in FUNCTIONS),
         *(f"GRANT EXECUTE ON FUNCTION {f} TO chronicle_app;" for f in FUNCTIONS),
     ]
@@ -295,6 +317,8 @@ DROP = "\n".join(
         "DROP TRIGGER users_changed ON users;",
         "DROP TRIGGER api_tokens_revoked ON api_tokens;",
         "DROP FUNCTION chronicle_credentials_changed();",
+        "DROP TRIGGER users_promotion_ends_logins ON users;",
+        "DROP FUNCTION chronicle_promotion_ends_logins();",
         *(f"DROP FUNCTION {f};" for f in FUNCTIONS),
         "DROP TABLE login_codes;",
         "DROP TABLE browser_logins;",
@@ -330,6 +354,7 @@ def upgrade() -> None:
         END_LOGINS,
         SET_USER_STATE,
         CREDENTIAL_TRIGGERS,
+        PROMOTION_ENDS_LOGINS,
     ):
         _run(function.replace("{search_path}", search_path).replace("{live_user}", LIVE_USER))
     _run(OWNERSHIP)

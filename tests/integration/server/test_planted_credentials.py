@@ -1,0 +1,87 @@
+"""Credentials the application's login made for a plain user do not become an admin's.
+
+chronicle_app may make tokens, sign-in codes and browser logins for plain users (the API
+does). Before, they outlived a promotion: an attacker holding that login planted a token (a
+hash it chose) for every plain user, and the day the owner promoted one of them the planted
+token was an admin's. Now promoting a user revokes every token of the user that the owner's
+login did not make, ends the user's browser logins and voids their unused sign-in codes
+(migrations 0014 and 0015); the owner's own tokens keep working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from app.config import Settings
+from app.store import EventStore
+from app.store.logins import authenticate_login, begin_login, create_login_code, exchange_login_code
+from app.store.user_states import demote_user, promote_user
+from app.store.users import add_user, authenticate, create_token
+
+#: The token the attacker plants: its hash chosen, handed to the definer function directly.
+PLANTED = "chr_" + "P" * 43
+
+
+@pytest.fixture
+async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
+    """The store through an owner login (the test server's superuser), as the CLI opens it."""
+    async with await EventStore.open(
+        database_url, config=settings.store_config(), masker=settings.masker()
+    ) as opened:
+        yield opened
+
+
+async def _plant(app_login: asyncpg.Connection, user_id: uuid.UUID) -> None:
+    await app_login.fetch(
+        "SELECT * FROM chronicle_create_token(gen_random_uuid(), $1, 'api', 'x', $2, NULL)",
+        user_id,
+        hashlib.sha256(PLANTED.encode()).digest(),
+    )
+
+
+async def test_what_the_app_login_planted_is_gone_when_the_user_is_promoted(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    await _plant(app_login, bob.id)
+    _, api_token = await create_token(store, bob.id)  # the user's own, through the API
+    login = await begin_login(store, PLANTED, hours=1, address="198.51.100.7")
+    assert login is not None
+    code, _ = await create_login_code(store, bob.id, minutes=5)
+    _, owners_token = await create_token(owner_store, bob.id)
+    planted = await authenticate(store, PLANTED, "api")
+    assert planted is not None and not planted.is_admin
+
+    await promote_user(owner_store, "bob")
+
+    assert await authenticate(store, PLANTED, "api") is None
+    assert await authenticate(store, api_token, "api") is None
+    assert await authenticate_login(store, login.cookie) is None
+    assert await exchange_login_code(store, code, hours=1, address="198.51.100.7") is None
+    admin = await authenticate(store, owners_token, "api")
+    assert admin is not None and admin.is_admin
+
+
+async def test_a_demoted_admin_promoted_again_loses_what_was_planted_meanwhile(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    root = await add_user(owner_store, "root", is_admin=True)
+    await demote_user(store, "root")  # the app's login may demote
+    await _plant(app_login, root.id)
+    await promote_user(owner_store, "root")
+    assert await authenticate(store, PLANTED, "api") is None
+
+
+async def test_the_app_login_cannot_pass_its_token_off_as_the_owners(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    await _plant(app_login, bob.id)
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await app_login.execute("UPDATE api_tokens SET by_owner = true")
+    assert not await owner_store.pool.fetchval("SELECT bool_or(by_owner) FROM api_tokens")
