@@ -6,6 +6,12 @@ a workspace should hold no such file either way. The walk never follows a link: 
 looked at with ``lstat`` and opened ``O_PATH | O_NOFOLLOW``, checked again on that descriptor,
 and its mode changed through the descriptor (``/proc/self/fd``, which names that very inode),
 so a link swapped in meanwhile is left alone, not followed.
+
+A regular file with more than one hard link may be a host file linked into the workspace (a
+sandbox may link a file it can see where ``fs.protected_hardlinks`` is off, ``/usr/bin/passwd``
+say, when the workspace shares its file system): changing its mode would change the host's
+file. Such a file is changed only when it belongs to the workspace's owner and that owner is
+not root (the sandbox's own file, linked twice); any other is left alone, with a warning.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ def clear_special_bits(root: Path) -> int:
     except OSError:
         return 0  # gone, or a link: nothing of ours to clear
     try:
-        cleared = _clear(top)
+        owner = os.fstat(top).st_uid
+        cleared = _clear(top, owner)
     finally:
         os.close(top)
     for _, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
@@ -44,7 +51,7 @@ def clear_special_bits(root: Path) -> int:
             except OSError:
                 continue
             try:
-                cleared += _clear(fd)
+                cleared += _clear(fd, owner)
             finally:
                 os.close(fd)
     if cleared:
@@ -56,9 +63,18 @@ def _regular_or_directory(mode: int) -> bool:
     return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
-def _clear(fd: int) -> int:
+def _clear(fd: int, owner: int) -> int:
     info = os.fstat(fd)
     if not info.st_mode & SPECIAL or not _regular_or_directory(info.st_mode):
+        return 0
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and (info.st_uid != owner or owner == 0):
+        log.warning(
+            "left the setuid/setgid bits of inode %d (uid %d) alone: it has %d hard links, "
+            "one may be a file outside the workspace",
+            info.st_ino,
+            info.st_uid,
+            info.st_nlink,
+        )
         return 0
     with contextlib.suppress(OSError):  # not ours to change (another user's file)
         os.chmod(f"/proc/self/fd/{fd}", stat.S_IMODE(info.st_mode) & ~SPECIAL)

@@ -83,3 +83,30 @@ async def test_as_root_the_local_jail_is_the_workspace_owner_or_the_sandbox_uid(
             result = await sandbox.execute(Run(command="id -u; touch made", timeout=30))
             assert isinstance(result, RunOutput) and result.output.split() == [str(uid)], result
         assert os.lstat(workspace / "made").st_uid == uid
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root could change the host file's mode")
+def test_clearing_leaves_a_host_file_hard_linked_into_the_workspace_alone(
+    tmp_path: Path,
+) -> None:
+    """A sandbox hard-links a host's setuid-root program into its workspace (it may, where
+    fs.protected_hardlinks is off and they share a file system, like /usr/bin/passwd): the
+    clearing, run as root when the sandbox closes, must not strip the host program's bit. The
+    sandbox's own setuid file stays cleared, hard-linked twice or not."""
+    host_program = tmp_path / "usr-bin-passwd"
+    host_program.write_bytes(b"#!/bin/sh\n")
+    os.chmod(host_program, 0o4755)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    os.chown(workspace, 10001, 10001)  # the sandbox's workspace, as root hands it over
+    os.link(host_program, workspace / "passwd")
+    for name in ("mine", "mine-again"):
+        if name == "mine":
+            (workspace / name).write_bytes(b"x")
+            os.chown(workspace / name, 10001, 10001)
+            os.chmod(workspace / name, 0o6755)
+        else:
+            os.link(workspace / "mine", workspace / name)
+    assert clear_special_bits(workspace) == 1
+    assert stat.S_IMODE(os.lstat(host_program).st_mode) == 0o4755
+    assert stat.S_IMODE(os.lstat(workspace / "mine").st_mode) == 0o755
