@@ -51,7 +51,7 @@ async def _set_state(store: EventStore, name: str, state: UserState) -> tuple[Us
     except asyncpg.PostgresError as exc:
         if getattr(exc, "sqlstate", None) == "CR010":
             raise RemovedUserError(name) from None
-        if getattr(exc, "sqlstate", None) == "CR015":  # promoting, by the app's login
+        if getattr(exc, "sqlstate", None) == "CR015":  # any change, by the app's login
             raise OwnerLoginNeededError(str(exc)) from None
         raise
     return user, bool(changed)

@@ -213,11 +213,20 @@ $$;
 """
 
 # p_state: 'disabled', 'enabled', 'removed', 'admin' or 'member'. Returns false when the user
-# was already in that state; raises when there is no such user, or it is removed.
+# was already in that state; raises when there is no such user, or it is removed. Only an
+# owner login's (`chronicle users` connects with it; the API never changes a user's state): the
+# application's login would otherwise re-enable a user the operator disabled, or disable,
+# demote and remove every admin for good.
 SET_USER_STATE = r"""
 CREATE FUNCTION chronicle_set_user_state(p_user uuid, p_state text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
 BEGIN
+    IF NOT chronicle_owner_login() THEN
+        RAISE EXCEPTION 'only the database owner''s login may change a user''s state (%)', p_state
+            USING ERRCODE = 'CR015',
+                  HINT = 'run `chronicle users` with the owner''s database URL '
+                         '(CHRONICLE_OWNER_DATABASE_URL), not the application''s';
+    END IF;
     PERFORM 1 FROM users u WHERE u.id = p_user AND u.removed_at IS NULL FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no such user, or the user was removed' USING ERRCODE = 'CR010';

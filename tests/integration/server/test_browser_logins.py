@@ -46,16 +46,18 @@ async def test_a_code_signs_in_once_even_when_two_exchanges_race(store: EventSto
     assert await authenticate_login(store, won[0].cookie) is not None
 
 
-async def test_a_login_lives_only_while_its_token_and_user_do(store: EventStore) -> None:
+async def test_a_login_lives_only_while_its_token_and_user_do(
+    store: EventStore, owner_store: EventStore
+) -> None:
     user = await add_user(store, "bea")
     info, token = await create_token(store, user.id)
     started = await begin_login(store, token, hours=1, address="10.0.0.9")
     assert started is not None and started.made_with == info.id
     assert await authenticate_login(store, started.cookie) is not None
-    await disable_user(store, "bea")
+    await disable_user(owner_store, "bea")
     assert await authenticate_login(store, started.cookie) is None
     assert await begin_login(store, token, hours=1, address="") is None
-    await enable_user(store, "bea")
+    await enable_user(owner_store, "bea")
     again = await begin_login(store, token, hours=1, address="")
     assert again is not None
     assert await revoke_token(store, info.id)

@@ -6,6 +6,10 @@ hash it chose) for every plain user, and the day the owner promoted one of them 
 token was an admin's. Now promoting a user revokes every token of the user that the owner's
 login did not make, ends the user's browser logins and voids their unused sign-in codes
 (migrations 0014 and 0015); the owner's own tokens keep working.
+
+Nor may that login change a user's state at all (the API never does; ``chronicle users``
+connects as the owner): before, it re-enabled a user the operator had disabled, and could
+disable, demote and remove every admin for good.
 """
 
 from __future__ import annotations
@@ -20,8 +24,14 @@ import pytest
 from app.config import Settings
 from app.store import EventStore
 from app.store.logins import authenticate_login, begin_login, create_login_code, exchange_login_code
-from app.store.user_states import demote_user, promote_user
-from app.store.users import add_user, authenticate, create_token
+from app.store.user_states import (
+    demote_user,
+    disable_user,
+    enable_user,
+    promote_user,
+    remove_user,
+)
+from app.store.users import OwnerLoginNeededError, add_user, authenticate, create_token
 
 #: The token the attacker plants: its hash chosen, handed to the definer function directly.
 PLANTED = "chr_" + "P" * 43
@@ -71,7 +81,7 @@ async def test_a_demoted_admin_promoted_again_loses_what_was_planted_meanwhile(
     owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
 ) -> None:
     root = await add_user(owner_store, "root", is_admin=True)
-    await demote_user(store, "root")  # the app's login may demote
+    await demote_user(owner_store, "root")
     await _plant(app_login, root.id)
     await promote_user(owner_store, "root")
     assert await authenticate(store, PLANTED, "api") is None
@@ -85,3 +95,25 @@ async def test_the_app_login_cannot_pass_its_token_off_as_the_owners(
     with pytest.raises(asyncpg.InsufficientPrivilegeError):
         await app_login.execute("UPDATE api_tokens SET by_owner = true")
     assert not await owner_store.pool.fetchval("SELECT bool_or(by_owner) FROM api_tokens")
+
+
+async def test_the_app_login_changes_no_users_state(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    root = await add_user(owner_store, "root", is_admin=True)
+    _, roots_token = await create_token(owner_store, root.id)
+    mallory = await add_user(store, "mallory")
+    _, mallorys_token = await create_token(store, mallory.id)
+    await disable_user(owner_store, "mallory")  # the operator locks a compromised account out
+    for user, state in ((mallory.id, "enabled"), (root.id, "member"), (root.id, "disabled"),
+                        (root.id, "removed")):  # fmt: skip
+        with pytest.raises(asyncpg.PostgresError, match="owner's login") as raised:
+            await app_login.fetchval("SELECT chronicle_set_user_state($1, $2)", user, state)
+        assert raised.value.sqlstate == "CR015"
+    with pytest.raises(OwnerLoginNeededError, match="CHRONICLE_OWNER_DATABASE_URL"):
+        await enable_user(store, "mallory")
+    with pytest.raises(OwnerLoginNeededError):
+        await remove_user(store, "root")
+    assert await authenticate(store, mallorys_token, "api") is None
+    admin = await authenticate(store, roots_token, "api")
+    assert admin is not None and admin.is_admin
