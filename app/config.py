@@ -338,6 +338,13 @@ class Settings(BaseSettings):
         description="seconds a client has to send a request's whole body once its headers "
         "arrived; then it is answered 408 and closed (responses and streams are never timed)",
     )
+    server_write_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        description="seconds a response (or stream) whose write buffer is full may wait for "
+        "the client to read any of it; then the connection is dropped (a client that never "
+        "reads would otherwise hold its connection for good)",
+    )
     server_max_connections: int = Field(
         default=1000,
         ge=1,

@@ -112,6 +112,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         header_timeout=settings.server_header_timeout,
         body_timeout=settings.server_body_timeout,
         max_connections=settings.server_max_connections,
+        write_timeout=settings.server_write_timeout,
     )
     short = ensure_descriptors(limits.max_connections)
     if short:

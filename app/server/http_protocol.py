@@ -15,8 +15,15 @@ called only once the head has arrived. So the protocol itself keeps two deadline
   waits for it (a route that answered early, e.g. 401, does not let the body dribble on).
 
 A client past a deadline is answered 408 (a problem document) when no response is under way,
-and its connection is closed. Nothing else is timed: a response that takes long, an SSE
-stream or a WebSocket (past its handshake) is never cut.
+and its connection is closed.
+
+A client that stops reading is cut too: when a response (or an SSE stream) has filled the
+connection's write buffer and the client takes none of it for ``write_timeout``, the
+connection is aborted. Before, a client that asked for a large public document (the OpenAPI
+one) or pipelined requests with a tiny receive window, and never read, held its place under
+the cap for good, unauthenticated: a few such sockets per free place locked everyone out.
+Nothing else is timed: a response that takes long to make, an SSE stream that is read, or a
+WebSocket (past its handshake: its pings end a client that stops answering) is never cut.
 
 ``max_connections`` bounds the connections open at once (HTTP, SSE and WebSocket alike): one
 more is answered 503 with ``Retry-After`` at once, without reading its request, and closed a
@@ -55,6 +62,8 @@ class ConnectionLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    #: Seconds a full write buffer may wait for the client to read any of it.
+    write_timeout: float = 60.0
 
 
 def _raw_problem(status: int, reason: str, detail: str, extra: dict[str, str]) -> bytes:
@@ -83,6 +92,7 @@ class GuardedH11Protocol(H11Protocol):
         self._waiting: Waiting | None = None
         self._refused = False
         self._upgraded = False
+        self._write_stall: asyncio.TimerHandle | None = None
 
     # -- the cap ----------------------------------------------------------------------------
 
@@ -133,8 +143,34 @@ class GuardedH11Protocol(H11Protocol):
         self._disarm()
         super().handle_websocket_upgrade(event)
 
+    def pause_writing(self) -> None:
+        """The write buffer is full: the client must read some of it within the deadline."""
+        if self._refused:
+            return  # its few bytes of 503 are all it is sent
+        super().pause_writing()
+        if self._write_stall is None and not self._upgraded:
+            self._write_stall = self.loop.call_later(self.limits.write_timeout, self._stalled)
+
+    def resume_writing(self) -> None:
+        if self._refused:
+            return
+        super().resume_writing()
+        self._stop_stall()
+
+    def _stop_stall(self) -> None:
+        if self._write_stall is not None:
+            self._write_stall.cancel()
+            self._write_stall = None
+
+    def _stalled(self) -> None:
+        """The client read nothing of a full buffer for ``write_timeout``: abort (closing
+        would wait to flush a buffer the client does not read)."""
+        self._write_stall = None
+        self.transport.abort()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._stop_stall()
         if self._refused:
             return
         super().connection_lost(exc)
