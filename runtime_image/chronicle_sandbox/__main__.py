@@ -130,6 +130,7 @@ def main() -> int:
         no_output_timeout=args.no_output_timeout,
         max_output_chars=args.max_output_chars,
         limits=limits_of(args),
+        disk_filter=args.limit_workspace_mb is not None,
     )
     quota = None
     if args.limit_workspace_mb is not None:

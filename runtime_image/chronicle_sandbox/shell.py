@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, NoReturn
 
+from .disk_filter import DiskFilter
 from .output import CappedBuffer, decode, truncate_around
 
 SPECIAL_KEYS = {"C-c": b"\x03", "C-d": b"\x04", "C-z": b"\x1a", "C-\\": b"\x1c"}
@@ -34,7 +35,10 @@ class Shell:
         max_wait: float = 120.0,
         max_output_chars: int = 30_000,
         limits: dict[int, int] | None = None,
+        disk_filter: bool = False,
     ) -> None:
+        """``disk_filter``: the commands may not reserve disk space without writing it (the
+        workspace size limit needs it; see the ``disk_filter`` module)."""
         self.workspace = workspace
         self._env = env
         self._limits = limits or {}  # resource.RLIMIT_* -> value, for bash and its commands
@@ -49,6 +53,7 @@ class Shell:
         #: observation to say
         self._stopped_note: str | None = None
         self._prctl = _prctl()  # loaded here: nothing may be loaded between fork and exec
+        self._filter = DiskFilter() if disk_filter and self._prctl is not None else None
         self._start()
 
     # -- process -------------------------------------------------------------------------
@@ -70,7 +75,7 @@ class Shell:
         limits = _rlimit_values(self._limits)
         pid, fd = pty.fork()
         if pid == 0:  # the child: become bash in the workspace, and die with the server
-            _exec_shell(self._prctl, limits, self.workspace, bash, argv, env)
+            _exec_shell(self._prctl, limits, self.workspace, bash, argv, env, self._filter)
         self.pid, self.fd = pid, fd
         self.alive = True
         self._generation += 1
@@ -370,6 +375,7 @@ def _exec_shell(
     bash: str,
     argv: list[str],
     env: dict[str, str],
+    disk_filter: DiskFilter | None = None,
 ) -> NoReturn:
     """In the forked child: become bash. Only plain system calls here (no imports, no
     libraries loaded, no Python-level locks): the server has threads, and a lock one of them
@@ -378,7 +384,8 @@ def _exec_shell(
     bash and every command it runs get: death with the server, only the terminal (none of the
     server's descriptors; set to neither add carriage returns nor echo input), the default
     action of the signals Python ignores (as ``subprocess`` does), the resource limits for
-    good, and the out-of-memory killer's first place (before the server).
+    good, and the out-of-memory killer's first place (before the server); with a
+    ``disk_filter``, its seccomp filter for good (no shell at all if it cannot be installed).
     """
     try:
         if prctl is not None:
@@ -408,6 +415,9 @@ def _exec_shell(
             os.chdir(workspace)
         except OSError:
             pass
+        if disk_filter is not None and not disk_filter.install(prctl):
+            os.write(2, b"chronicle_sandbox: the seccomp filter could not be installed\n")
+            os._exit(126)
         os.execve(bash, argv, env)
     finally:
         os._exit(127)  # never back into the server's code

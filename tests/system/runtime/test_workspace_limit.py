@@ -130,3 +130,28 @@ async def test_a_workspace_larger_than_the_limit_at_the_start_still_works(
     (workspace / "big").write_bytes(os.urandom((LIMIT_MB + 16) * MIB))
     async with limited(kind, workspace, tmp_path) as sandbox:
         assert (await run(sandbox, "head -c 1M /dev/urandom > small; echo ok")).output == "ok\n"
+
+
+@pytest.mark.parametrize("kind", ["local", "docker"])
+async def test_no_command_reserves_disk_space_it_does_not_write(
+    kind: str, request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
+) -> None:
+    """``fallocate`` reserved any number of blocks in one call, before any measurement, and
+    with --keep-size the file stayed 0 bytes long, so RLIMIT_FSIZE never applied (a 1 GB
+    reservation against a 64 MB limit went through; a larger one fills the host's disk).
+    Now it is refused as a file system without it would, and posix_fallocate writes the
+    bytes instead, which the limit counts."""
+    if kind == "docker":
+        request.getfixturevalue("docker_ready")
+    async with limited(kind, workspace, tmp_path) as sandbox:
+        reserved = await run(sandbox, ": > a; fallocate -n -l 1G a; fallocate -l 40M b; echo $?")
+        assert reserved.output.strip().endswith("1"), reserved.output
+        assert used_mb(workspace) < 1
+        fallback = await run(
+            sandbox,
+            "python3 -c 'import os; fd = os.open(\"c\", os.O_CREAT | os.O_WRONLY); "
+            "os.posix_fallocate(fd, 0, 1 << 20); print(os.fstat(fd).st_blocks * 512)'",
+        )
+        assert fallback.output.strip() == str(1 << 20), fallback.output
+        assert (await run(sandbox, "echo still; git --version")).output.startswith("still\ngit")
+    assert used_mb(workspace) <= LIMIT_MB
