@@ -6,7 +6,10 @@ URL. Every string of every payload is searched for every known value; a hit beco
 ``[secret NAME]`` (the name says which secret it was, never its value). Credentials written
 into any URL are masked too, known or not (``--base-url http://user:PASSWORD@host/v1``, a
 ``?api_key=`` in a command's output): the password of its user info, a user name that is
-really a token, and query parameters named like secrets. Masking happens at the
+really a token, and query (or fragment: ``#access_token=``) parameters named like secrets.
+So are the credentials of an ``Authorization`` (or ``X-Api-Key``) header written out, in a
+command (``curl -H "Authorization: Bearer ..."``), its output, or a headers mapping (the
+value of a key of that name). Masking happens at the
 log's door (the event store) and before prompt messages are hashed, so what the model, the
 log and ``verify`` see is the same masked text.
 
@@ -109,11 +112,13 @@ def mask_url(url: str) -> str:
             authority = f"{user}:{placeholder('url password')}@{host}"
         elif not colon and _token_like(user) and scheme.lower() in ("http", "https"):
             authority = f"{placeholder('url credentials')}@{host}"
-    if "?" in tail:
-        path, _, query = tail.partition("?")
-        query, hash_, fragment = query.partition("#")
-        tail = f"{path}?{_masked_query(query)}{hash_}{fragment}"
-    return f"{scheme}://{authority}{tail}"
+    before_fragment, hash_, fragment = tail.partition("#")
+    if "?" in before_fragment:
+        path, _, query = before_fragment.partition("?")
+        before_fragment = f"{path}?{_masked_query(query)}"
+    if "=" in fragment:  # an OAuth redirect's #access_token=...&token_type=bearer
+        fragment = _masked_query(fragment)
+    return f"{scheme}://{authority}{before_fragment}{hash_}{fragment}"
 
 
 def _masked_query(query: str) -> str:
@@ -142,6 +147,60 @@ def has_url_credentials(text: str) -> bool:
         if ("@" in url or "=" in url) and mask_url(url) != url:
             return True
     return False
+
+
+#: Header names whose values are credentials.
+SECRET_HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api-key|x-goog-api-key"
+#: Such a header written out: ``Authorization: Bearer VALUE``, ``"Authorization":"Basic VALUE"``
+#: (also as JSON text, quotes escaped), ``x-api-key=VALUE``. The value is the credential (the
+#: scheme word stays): 8 characters or more after a scheme word, else only one that looks like
+#: a key (16 or more, with a digit), so that prose ("authorization: required") stays.
+AUTH_HEADER = re.compile(
+    rf"(?i)\b({SECRET_HEADER_NAMES})(\\?[\"']?\s*[:=]\s*\\?[\"']?\s*)"
+    r"((?:basic|bearer|token)\s+)?([^\s\"'\\<>,;]{8,})"
+)
+#: A mapping key that is such a header's name (a headers dict): its string value is masked.
+SECRET_HEADER_KEY = re.compile(rf"(?i)^(?:{SECRET_HEADER_NAMES})$")
+#: Such a key in JSON text, with a value ``mask_header_value`` masks (or may: a cheap test).
+SECRET_HEADER_JSON_KEY = re.compile(
+    rf'(?i)"(?:{SECRET_HEADER_NAMES})":"(?:(?:basic|bearer|token)\s+)?(?![$\[])[^"\s]{{8}}'
+)
+#: The credential in a header's value: an optional scheme word, then the value.
+HEADER_VALUE = re.compile(r"(?i)^(\s*(?:(?:basic|bearer|token)\s+)?)(\S{8,})(\s*)$")
+
+
+def _header_credential(match: re.Match[str]) -> str:
+    name, separator, scheme, value = match.groups()
+    if value.startswith(("$", MASKED)):  # a shell variable's name, or masked already
+        return match.group(0)
+    if not scheme and not _key_like(value):
+        return match.group(0)
+    return f"{name}{separator}{scheme or ''}{placeholder(name.lower())}"
+
+
+def _key_like(value: str) -> bool:
+    return len(value) >= 16 and any(c.isdigit() for c in value)
+
+
+def mask_auth_headers(text: str) -> str:
+    """``text`` with the credentials of every header written out in it masked."""
+    return AUTH_HEADER.sub(_header_credential, text)
+
+
+def has_auth_header(text: str) -> bool:
+    """Whether ``text`` (plain or JSON text) holds a header credential ``mask_auth_headers``
+    (or a headers mapping's masking) masks."""
+    return any(
+        _header_credential(m) != m.group(0) for m in AUTH_HEADER.finditer(text)
+    ) or bool(SECRET_HEADER_JSON_KEY.search(text))
+
+
+def mask_header_value(name: str, value: str) -> str:
+    """The value of a header called ``name``, its credential masked (the scheme word kept)."""
+    found = HEADER_VALUE.match(value)
+    if found is None or found.group(2).startswith(("$", MASKED)):
+        return value
+    return f"{found.group(1)}{placeholder(name.lower())}{found.group(3)}"
 
 
 def environment_secrets(environ: Mapping[str, str]) -> dict[str, str]:
@@ -201,14 +260,14 @@ class SecretMasker:
             return text
         if self._raw is not None:
             text = self._raw.sub(lambda m: placeholder(self._names[m.group(0)]), text)
-        return mask_urls(text)
+        return mask_auth_headers(mask_urls(text))
 
     def leaks_into_json(self, json_text: str) -> bool:
         """Does this JSON text contain a known secret or a URL's credentials? (The cheap test
         before masking.)"""
         return (
             self._json is not None and self._json.search(json_text) is not None
-        ) or has_url_credentials(json_text)
+        ) or has_url_credentials(json_text) or has_auth_header(json_text)
 
     def mask_value(self, value: Any) -> Any:
         """``value`` with every string in it (keys too) masked."""
@@ -219,12 +278,19 @@ class SecretMasker:
             return self.mask_text(value)
         if isinstance(value, Mapping):
             return {
-                self.mask_text(k) if isinstance(k, str) else k: self._mask(v)
+                self.mask_text(k) if isinstance(k, str) else k: self._mask_item(k, v)
                 for k, v in value.items()
             }
         if isinstance(value, list | tuple):
             return [self._mask(item) for item in value]
         return value
+
+
+    def _mask_item(self, key: Any, value: Any) -> Any:
+        masked = self._mask(value)
+        if isinstance(key, str) and isinstance(masked, str) and SECRET_HEADER_KEY.match(key):
+            return mask_header_value(key, masked)
+        return masked
 
 
 def secrets_from(pairs: Iterable[tuple[str, str | None]]) -> dict[str, str]:

@@ -1,0 +1,94 @@
+"""Credentials an agent writes out in other forms than a known value or a URL's user info: an
+``Authorization`` or ``X-Api-Key`` header (in a command, its output, a headers mapping) and an
+OAuth redirect's ``#access_token=`` fragment. Before, all of these reached the log as written
+(a masker knowing no secret masked only URL user info and query parameters)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.events.canonical import canonicalise
+from app.events.masking import SecretMasker, mask_url
+from app.store.append import encode_batch
+
+BASIC = "dXNlcjpodW50ZXIyLXBhc3N3b3Jk"  # user:hunter2-password
+BEARER = "sk-ant-api03-Zq81kd0Lw2"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "masked"),
+    [
+        (
+            f'curl -H "Authorization: Basic {BASIC}" https://api.example/v1',
+            BASIC,
+            'curl -H "Authorization: Basic [secret authorization]" https://api.example/v1',
+        ),
+        (
+            f"< Proxy-Authorization: Bearer {BEARER}\n",
+            BEARER,
+            "< Proxy-Authorization: Bearer [secret proxy-authorization]\n",
+        ),
+        (f"x-api-key: {BEARER}", BEARER, "x-api-key: [secret x-api-key]"),
+        (
+            f'{{"Authorization": "Token {BEARER}"}}',
+            BEARER,
+            '{"Authorization": "Token [secret authorization]"}',
+        ),
+        (
+            "redirected to https://app.example/cb#access_token=ya29.a0Zk1&token_type=bearer",
+            "ya29.a0Zk1",
+            "redirected to https://app.example/cb#access_token=[secret url access_token]"
+            "&token_type=bearer",
+        ),
+    ],
+)
+def test_header_and_fragment_credentials_are_masked(text: str, secret: str, masked: str) -> None:
+    masker = SecretMasker()
+    assert masker.mask_text(text) == masked
+    assert secret not in masker.mask_text(text)
+    assert masker.mask_text(masked) == masked  # masking twice changes nothing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'curl -H "Authorization: Bearer $OPENAI_API_KEY" https://api.example/v1',
+        "authorization: required for every route",
+        "https://docs.example/guide#section-2",
+        "see https://docs.example/guide#key",
+    ],
+)
+def test_what_is_no_credential_stays(text: str) -> None:
+    assert SecretMasker().mask_text(text) == text
+
+
+def test_a_headers_mapping_is_masked_at_the_logs_door() -> None:
+    """An MCP call's arguments with a headers mapping: each string is masked on its own, so the
+    key says what the value is."""
+    payload = {
+        "kind": "mcp.call",
+        "server": "fetch",
+        "tool": "get",
+        "arguments": {"headers": {"Authorization": f"Bearer {BEARER}", "X-Api-Key": "k" * 20}},
+    }
+    masker = SecretMasker()
+    batch = encode_batch([payload], 1 << 20, masker)
+    assert BEARER not in batch.payload_texts[0] and "k" * 20 not in batch.payload_texts[0]
+    headers = batch.payloads[0]["arguments"]["headers"]
+    assert headers == {
+        "Authorization": "Bearer [secret authorization]",
+        "X-Api-Key": "[secret x-api-key]",
+    }
+    assert batch.payload_texts[0] == canonicalise(batch.payloads[0])[1]
+    assert not masker.leaks_into_json(batch.payload_texts[0])
+
+
+def test_a_command_writing_a_header_out_is_masked_at_the_logs_door() -> None:
+    payload = {"kind": "run", "command": f"curl -u x -H 'Authorization: Basic {BASIC}' h"}
+    batch = encode_batch([payload], 1 << 20, SecretMasker())
+    assert BASIC not in batch.payload_texts[0]
+
+
+def test_a_fragment_without_parameters_is_left_alone() -> None:
+    assert mask_url("https://h/p?q=1#top") == "https://h/p?q=1#top"
+
