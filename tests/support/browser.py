@@ -77,3 +77,10 @@ def screenshot_at_both_widths(page: Page, name: str, directory: Path) -> list[Pa
     first_width, first_height = next(iter(WIDTHS.values()))
     page.set_viewport_size({"width": first_width, "height": first_height})
     return written
+
+
+def open_sign_in_link(page: Page, link: str) -> None:
+    """Open a sign-in link (``/login#code=...``) and use it, as its user does: the page asks
+    first (it never signs in by itself: another site can open a link too)."""
+    page.goto(link)
+    page.get_by_role("button", name="Sign in with this link").click()

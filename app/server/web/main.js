@@ -108,20 +108,53 @@ async function route() {
   main.focus({ preventScroll: true });
 }
 
+// A sign-in link is used only when the person says so: another site can open
+// /login#code=<its own account's code> in the visitor's browser (a link, a pop-up it closes at
+// once), and a page that posted the code by itself would sign the visitor in to the
+// attacker's account without a word (login CSRF by navigation).
+async function confirmSignInLink(code) {
+  let current = null;
+  try {
+    current = await whoAmI();
+  } catch {
+    current = null;
+  }
+  const use = el("button", { type: "submit" }, "Sign in with this link");
+  const cancel = el("button", { type: "button", class: "secondary" }, "Cancel");
+  const form = el("form", { class: "card narrow", "aria-labelledby": "link-title" },
+    el("h1", { id: "link-title" }, "Sign in with this link?"),
+    el("p", {}, "This link signs this browser in to Chronicle as the user it was made for. Use it only if you asked for it (",
+      el("code", {}, "chronicle login-link NAME"), "): a link someone else sent you can sign you in to their account, so that what you type lands there."),
+    current ? el("p", { class: "error", role: "alert" }, `You are signed in as ${current.user} now; the link signs this browser in as the user it names instead.`) : null,
+    el("div", { class: "actions" }, use, cancel));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    use.disabled = true;
+    try {
+      await signInWithCode(code);
+    } catch (error) {
+      signInView(`That sign-in link did not work: ${error.message}`);
+      return;
+    }
+    me = null;
+    await route();
+  });
+  cancel.addEventListener("click", () => { route(); });
+  clear(main).append(form);
+  use.focus();
+}
+
 async function start() {
   // A sign-in link, /login#code=...: the one-time code is in the fragment (never sent to the
-  // server in a URL), leaves the address bar at once, and is posted by this page.
+  // server in a URL), leaves the address bar at once, and is posted by this page once the
+  // person confirms it.
   if (location.pathname === "/login") {
     const fragment = new URLSearchParams(location.hash.replace(/^#/, ""));
     const code = fragment.get("code");
     history.replaceState(null, "", "/");
     if (code) {
-      try {
-        await signInWithCode(code);
-      } catch (error) {
-        signInView(`That sign-in link did not work: ${error.message}`);
-        return;
-      }
+      await confirmSignInLink(code);
+      return;
     }
   }
   await route();

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import httpx
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import open_sign_in_link
 from tests.support.chronicle_server import ServerProcess
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
@@ -17,7 +18,7 @@ def test_a_refused_request_is_shown_as_a_message(
     server: ServerProcess, new_page: Callable[..., Page]
 ) -> None:
     page = new_page()
-    page.goto(server.sign_in_path(server.token("alice")))
+    open_sign_in_link(page, server.sign_in_path(server.token("alice")))
     page.get_by_role("link", name="New session").first.click()
     page.get_by_label("Task").fill("work somewhere it may not")
     page.get_by_label("Workspace").fill("/etc")
@@ -44,7 +45,7 @@ def test_the_keyboard_walks_the_list_and_opens_a_session(
         for n in range(2)
     ]
     page = new_page()
-    page.goto(server.sign_in_path(token))
+    open_sign_in_link(page, server.sign_in_path(token))
     expect(page.locator("tbody tr")).to_have_count(2)
     page.keyboard.press("j")
     expect(page.get_by_role("link", name="task number 1")).to_be_focused()  # newest first

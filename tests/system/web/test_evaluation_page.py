@@ -19,7 +19,7 @@ from app.evaluation.suite import Task
 from app.events import AgentState, EvalScore, Event, Finish, LlmCall, Message, SessionCreated
 from app.events.masking import SecretMasker
 from app.store import EventStore
-from tests.support.browser import screenshot_at_both_widths
+from tests.support.browser import open_sign_in_link, screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
 from tests.support.evaluation_api import bearer, wait_finished
 
@@ -62,7 +62,7 @@ def test_an_admin_reads_a_runs_report_and_nobody_else(
             ),
         ).result()
     admin = new_page()
-    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
+    open_sign_in_link(admin, server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
     admin.get_by_label("Evaluation run").fill("nightly")
     admin.get_by_role("button", name="Open report").click()
@@ -80,7 +80,7 @@ def test_an_admin_reads_a_runs_report_and_nobody_else(
     expect(admin.locator(".event.finish")).to_contain_text("done")
 
     someone = new_page()
-    someone.goto(server.sign_in_path(server.token("someone")))
+    open_sign_in_link(someone, server.sign_in_path(server.token("someone")))
     someone.goto("/#/evaluations/nightly")
     expect(someone.get_by_role("alert")).to_contain_text("no evaluation run 'nightly'")
     expect(someone.locator("table.tasks")).to_have_count(0)
@@ -108,7 +108,7 @@ def test_the_runs_list_and_two_runs_compared_as_a_flip_table(
             ),
         ).result()
     admin = new_page()
-    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
+    open_sign_in_link(admin, server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
     runs = admin.locator("table.runs-table tbody tr")
     expect(runs).to_have_count(2)
@@ -159,7 +159,7 @@ def test_an_admin_opens_each_of_two_users_runs_of_one_name(
         assert started.status_code == 202, started.text
         runs[user] = wait_finished(server.url, token, "nightly")
     admin = new_page()
-    admin.goto(server.sign_in_path(server.token("evaluator", admin=True)))
+    open_sign_in_link(admin, server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
     rows = admin.locator("table.runs-table tbody tr")
     expect(rows).to_have_count(2)

@@ -100,3 +100,37 @@ def test_the_old_link_form_tells_what_changed(
     page.goto(f"/login?token={server.token('nina')}")
     expect(page.get_by_role("heading", name="This sign-in link no longer works")).to_be_visible()
     _not_signed_in(page, server)
+
+
+def test_another_site_opening_a_sign_in_link_signs_nobody_in(
+    server: ServerProcess, attacker: AttackerSite, new_page: Callable[..., Page]
+) -> None:
+    """The link form moved the code into the fragment, which another site can still navigate
+    a visitor to (a link, a pop-up closed at once): the page must not use it by itself, or
+    the visitor lands in the attacker's account (a fresh browser) or leaves their own (one
+    signed in already)."""
+    link = server.url + server.sign_in_path(server.token("mallory"))
+    attacker.pages["/navigate"] = f"<script>location.href = {json.dumps(link)};</script>"
+    victim = new_page()
+    victim.goto(attacker.url + "/navigate")
+    expect(victim.get_by_role("heading", name="Sign in with this link?")).to_be_visible()
+    victim.wait_for_timeout(500)
+    assert not [c for c in victim.context.cookies() if c["name"] == "chronicle_session"]
+
+    # a visitor signed in as themselves stays so
+    signed_in = new_page()
+    signed_in.goto("/")
+    signed_in.get_by_label("API token").fill(server.token("alice"))
+    signed_in.get_by_role("button", name="Sign in").click()
+    expect(signed_in.locator("#who")).to_have_text("alice")
+    attacker.pages["/navigate"] = (
+        "<script>location.href = "
+        f"{json.dumps(server.url + server.sign_in_path(server.token('mallory')))};</script>"
+    )
+    signed_in.goto(attacker.url + "/navigate")
+    expect(signed_in.get_by_role("alert")).to_contain_text("You are signed in as alice now")
+    signed_in.wait_for_timeout(500)
+    me = signed_in.evaluate("fetch('/api/me').then((r) => r.json())")
+    assert me["user"] == "alice"
+    signed_in.get_by_role("button", name="Cancel").click()
+    expect(signed_in.locator("#who")).to_have_text("alice")

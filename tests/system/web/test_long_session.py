@@ -20,7 +20,7 @@ from playwright.sync_api import Page, expect
 from app.events import Event, LlmCall, Message, Run, RunOutput, SessionCreated, Think
 from app.events.masking import SecretMasker
 from app.store import EventStore
-from tests.support.browser import screenshot_at_both_widths
+from tests.support.browser import open_sign_in_link, screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
 
 EVENTS = 10_000
@@ -63,7 +63,7 @@ def test_a_long_session_opens_on_its_first_page_and_pages_on(
     database = server.env["CHRONICLE_DATABASE_URL"]
     run_async(append(database, session, long_session(), 0))
     page = new_page()
-    page.goto(server.sign_in_path(server.token("auditor", admin=True)))
+    open_sign_in_link(page, server.sign_in_path(server.token("auditor", admin=True)))
     page.goto(f"/#/sessions/{session}")
 
     more = page.locator(".timeline-more")

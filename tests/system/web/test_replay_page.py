@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import screenshot_at_both_widths
+from tests.support.browser import open_sign_in_link, screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
@@ -47,7 +47,7 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
 ) -> None:
     token = server.token("reviewer", admin=True)
     page = new_page()
-    page.goto(server.sign_in_path(token))
+    open_sign_in_link(page, server.sign_in_path(token))
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     session = recorded_session(server, fake_llm, page, token)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.support.browser import screenshot_at_both_widths
+from tests.support.browser import open_sign_in_link, screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
@@ -55,12 +55,15 @@ def test_a_sign_in_link_signs_in_once_and_leaves_the_address(
     assert link.startswith("/login#code=") and token not in link
     page = new_page()
     page.goto(link)
+    expect(page.get_by_role("heading", name="Sign in with this link?")).to_be_visible()
+    assert link.partition("=")[2] not in page.evaluate("location.href")
+    page.get_by_role("button", name="Sign in with this link").click()
     expect(page.locator("#who")).to_have_text("bob (admin)")
     assert page.url == server.url + "/"
     assert link.partition("=")[2] not in page.evaluate("location.href")
 
     again = new_page()
-    again.goto(link)  # the same link in another browser: used already
+    open_sign_in_link(again, link)  # the same link in another browser: used already
     expect(again.get_by_role("alert")).to_contain_text("That sign-in link did not work")
     expect(again.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
 

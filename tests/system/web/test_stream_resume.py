@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 from playwright.sync_api import Page, expect
 
+from tests.support.browser import open_sign_in_link
 from tests.support.chronicle_server import ServerProcess, start_server
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
@@ -27,7 +28,7 @@ def test_the_timeline_resumes_after_the_server_restarts(
         f"{server.url}/api/sessions", headers=headers, json={"task": "finish twice"}
     ).json()["id"]
     page = new_page()
-    page.goto(server.sign_in_path(token))
+    open_sign_in_link(page, server.sign_in_path(token))
     page.goto(f"/#/sessions/{session}")
     expect(page.locator(".event.finish")).to_contain_text(
         "done before the restart", timeout=120_000
