@@ -31,3 +31,10 @@ def cli_environment(database_url: str, tmp_path: Path) -> dict[str, str]:
         "CHRONICLE_DATA_DIR": str(tmp_path / "data"),
         "CHRONICLE_CONFIG": str(empty_settings_file(tmp_path)),
     }
+
+
+def demo_session(env: dict[str, str]) -> str:
+    """A recorded session made by ``chronicle demo``; its id."""
+    demo = chronicle("demo", env=env)
+    assert demo.returncode == 0, demo.stderr
+    return next(word for word in demo.stdout.split() if word.count("-") == 4)

@@ -17,7 +17,7 @@ import psycopg
 import pyarrow.parquet
 import pytest
 
-from tests.support.cli import chronicle, cli_environment, empty_settings_file
+from tests.support.cli import chronicle, cli_environment, demo_session, empty_settings_file
 from tests.support.postgres import ServerAddress, database_from_template
 
 TOOL_QUERY = "SELECT tool, command, exit_code, timed_out FROM tool_calls ORDER BY session_id, seq"
@@ -37,12 +37,6 @@ def other_database_url(pg_address: ServerAddress, pg_template: str) -> Iterator[
     yield from database_from_template(pg_address, pg_template, f"t_{uuid.uuid4().hex[:16]}")
 
 
-def _demo(env: dict[str, str]) -> str:
-    demo = chronicle("demo", env=env)
-    assert demo.returncode == 0, demo.stderr
-    return next(word for word in demo.stdout.split() if word.count("-") == 4)
-
-
 def _portable(line: str) -> dict[str, object]:
     event = json.loads(line)
     del event["global_position"], event["tx"]
@@ -50,7 +44,7 @@ def _portable(line: str) -> dict[str, object]:
 
 
 def test_sql_prints_a_table_csv_and_json(env: dict[str, str]) -> None:
-    _demo(env), _demo(env)
+    demo_session(env), demo_session(env)
     table = chronicle("sql", TOOL_QUERY, env=env)
     assert table.returncode == 0, table.stderr
     assert table.stdout.splitlines() == [
@@ -79,7 +73,7 @@ def test_sql_prints_a_table_csv_and_json(env: dict[str, str]) -> None:
 
 def test_sql_sees_session_state_right_after_a_run(env: dict[str, str]) -> None:
     """No runner is live: `chronicle sql` brings session_state up to date before it reads."""
-    session = _demo(env)
+    session = demo_session(env)
     found = chronicle(
         "sql", "--json", "SELECT session_id, title, last_seq FROM session_state", env=env
     )
@@ -128,7 +122,7 @@ def test_sql_url_and_a_missing_analyst_login(
 def test_export_verify_import_and_a_tampered_file(
     env: dict[str, str], other_database_url: str, tmp_path: Path
 ) -> None:
-    first, second = _demo(env), _demo(env)
+    first, second = demo_session(env), demo_session(env)
     archive = tmp_path / "archive.jsonl"
     exported = chronicle("export", first, second, "-o", str(archive), env=env)
     assert exported.returncode == 0, exported.stderr
@@ -171,7 +165,7 @@ def test_export_verify_import_and_a_tampered_file(
 
 
 def test_export_a_view_as_csv_and_parquet_round_trips(env: dict[str, str], tmp_path: Path) -> None:
-    _demo(env), _demo(env)
+    demo_session(env), demo_session(env)
     rows = [
         json.loads(line)
         for line in chronicle(
@@ -226,7 +220,7 @@ def test_the_embedded_server_has_an_analyst_login(data_dir: Path, tmp_path: Path
     }
     env.pop("CHRONICLE_DATABASE_URL", None)
     env.pop("CHRONICLE_ANALYST_DATABASE_URL", None)
-    session = _demo(env)
+    session = demo_session(env)
     found = chronicle("sql", "--csv", "SELECT session_id, title FROM session_state", env=env,
                       timeout=120)  # fmt: skip
     assert found.returncode == 0, found.stderr
@@ -251,7 +245,7 @@ def test_export_from_one_embedded_server_and_import_into_another(
     base.pop("CHRONICLE_DATABASE_URL", None)
     here = {**base, "CHRONICLE_DATA_DIR": str(data_dir)}
     there = {**base, "CHRONICLE_DATA_DIR": str(data_dir.parent / "other" / "data")}
-    session = _demo(here)
+    session = demo_session(here)
     archive = tmp_path / "one.jsonl"
     assert chronicle("export", session, "-o", str(archive), env=here, timeout=120).returncode == 0
     loaded = chronicle("import", str(archive), env=there, timeout=120)

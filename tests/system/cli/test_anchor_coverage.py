@@ -11,27 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.support.cli import chronicle, cli_environment
+from tests.support.cli import chronicle, demo_session
 from tests.support.tampering import rewrite_payload
-
-
-@pytest.fixture
-def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
-    return cli_environment(app_database_url, tmp_path)
-
-
-def _demo(env: dict[str, str]) -> str:
-    demo = chronicle("demo", env=env)
-    assert demo.returncode == 0, demo.stderr
-    return next(word for word in demo.stdout.split() if word.count("-") == 4)
 
 
 def test_a_rewritten_session_dropped_from_the_anchors_file_is_named(
     env: dict[str, str], database_url: str, tmp_path: Path
 ) -> None:
-    kept, rewritten = _demo(env), _demo(env)
+    kept, rewritten = demo_session(env), demo_session(env)
     anchors = tmp_path / "anchors.jsonl"
     assert chronicle("anchor", "--all", "-o", str(anchors), env=env).returncode == 0
 
@@ -62,12 +49,12 @@ def test_a_rewritten_session_dropped_from_the_anchors_file_is_named(
 def test_events_after_the_last_anchor_and_new_sessions_are_shown(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    first = _demo(env)
+    first = demo_session(env)
     anchors = tmp_path / "anchors.jsonl"
     assert chronicle("anchor", first, "-o", str(anchors), env=env).returncode == 0
     appended = chronicle("append", first, "message", '{"content": "later"}', env=env)
     assert appended.returncode == 0, appended.stderr
-    later = _demo(env)
+    later = demo_session(env)
 
     result = chronicle("verify", "--all", "--anchors", str(anchors), env=env)
     assert result.returncode == 3

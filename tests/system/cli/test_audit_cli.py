@@ -7,29 +7,17 @@ import uuid
 from pathlib import Path
 
 import psycopg
-import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.integrity.anchors import sign_anchor
-from tests.support.cli import chronicle, cli_environment
+from tests.support.cli import chronicle, cli_environment, demo_session
 from tests.support.payloads import sha256_hex
-
-
-@pytest.fixture
-def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
-    return cli_environment(app_database_url, tmp_path)
-
-
-def _demo(env: dict[str, str]) -> str:
-    demo = chronicle("demo", env=env)
-    assert demo.returncode == 0, demo.stderr
-    return next(word for word in demo.stdout.split() if word.count("-") == 4)
 
 
 def test_anchor_then_verify_and_an_auditor_with_only_the_public_key(
     env: dict[str, str], tmp_path: Path
 ) -> None:
-    first, second = _demo(env), _demo(env)
+    first, second = demo_session(env), demo_session(env)
     anchors = tmp_path / "anchors.jsonl"
     anchored = chronicle("anchor", "--all", "-o", str(anchors), env=env)
     assert anchored.returncode == 0, anchored.stderr
@@ -72,7 +60,7 @@ def test_anchor_then_verify_and_an_auditor_with_only_the_public_key(
 def test_a_deleted_session_and_a_forged_anchor_are_reported(
     env: dict[str, str], database_url: str, tmp_path: Path
 ) -> None:
-    kept, deleted = _demo(env), _demo(env)
+    kept, deleted = demo_session(env), demo_session(env)
     anchors = tmp_path / "anchors.jsonl"
     assert chronicle("anchor", "--all", "-o", str(anchors), env=env).returncode == 0
     with psycopg.connect(database_url, autocommit=True) as attacker:
@@ -103,7 +91,7 @@ def test_a_deleted_session_and_a_forged_anchor_are_reported(
 def test_anchor_refuses_a_session_that_does_not_verify(
     env: dict[str, str], database_url: str, tmp_path: Path
 ) -> None:
-    session = _demo(env)
+    session = demo_session(env)
     with psycopg.connect(database_url, autocommit=True) as attacker:
         attacker.execute("DELETE FROM sessions WHERE id = %s", (session,))
     anchors = tmp_path / "anchors.jsonl"

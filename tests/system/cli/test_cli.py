@@ -19,12 +19,6 @@ from tests.support.cli import chronicle, cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 
-@pytest.fixture
-def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
-    """The command as the application runs it: configured with chronicle_app's URL."""
-    return cli_environment(app_database_url, tmp_path)
-
-
 def test_demo_then_events_and_verify(env: dict[str, str]) -> None:
     demo = chronicle("demo", env=env)
     assert demo.returncode == 0, demo.stderr

@@ -12,21 +12,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from tests.support.cli import chronicle, cli_environment
+from tests.support.cli import chronicle, demo_session
 from tests.support.tampering import rewrite_payload
-
-
-@pytest.fixture
-def env(app_database_url: str, tmp_path: Path) -> dict[str, str]:
-    return cli_environment(app_database_url, tmp_path)
-
-
-def _demo(env: dict[str, str]) -> str:
-    demo = chronicle("demo", env=env)
-    assert demo.returncode == 0, demo.stderr
-    return next(word for word in demo.stdout.split() if word.count("-") == 4)
 
 
 def _lines(stdout: str) -> dict[str, str]:
@@ -36,7 +23,7 @@ def _lines(stdout: str) -> dict[str, str]:
 def test_a_history_re_signed_with_the_machines_key_fails_against_the_operators(
     env: dict[str, str], database_url: str, tmp_path: Path
 ) -> None:
-    kept, rewritten = _demo(env), _demo(env)
+    kept, rewritten = demo_session(env), demo_session(env)
     operator = tmp_path / "operator" / "anchor.pem"
     operator.parent.mkdir()
     made = chronicle("anchor", "--new-key", str(operator), env=env)
@@ -83,7 +70,7 @@ def test_a_key_made_with_openssl_signs_and_its_public_half_checks(
     env: dict[str, str], tmp_path: Path
 ) -> None:
     """The documented way to make a key without Chronicle."""
-    session = _demo(env)
+    session = demo_session(env)
     key, public = tmp_path / "ops.pem", tmp_path / "ops.pub"
     subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(key)], check=True)
     subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(public)], check=True)
