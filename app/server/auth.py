@@ -17,9 +17,10 @@ Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``) 
 credential has changed anywhere, so a revoked one stops working at once; a cookie is checked
 on every request (with its user and the token it was made with). Credentials that are refused
 count against the client's address (``auth_failures``): past ``server_auth_failures`` a
-minute, its requests with credentials are answered 429 before any lookup. The middleware puts
-the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API router refuses
-any route that somehow ran without one.
+minute, its requests with credentials are answered 429 before any lookup, but for credentials
+this process has seen work (a guesser must not lock out those who share its address). The
+middleware puts the ``Principal`` in ``request.user``; the ``authenticated`` guard on the API
+router refuses any route that somehow ran without one.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from litestar.middleware.authentication import (
 )
 
 from app.config import Settings
-from app.server.auth_failures import FailureLimiter, TooManyFailures
+from app.server.auth_failures import FailureLimiter, KnownCredentials, TooManyFailures
 from app.server.client_address import address_of
 from app.server.context import ServerContext
 from app.server.token_cache import TokenCache
@@ -72,6 +73,8 @@ class AuthState:
     watch: CredentialWatch
     tokens: TokenCache
     failures: FailureLimiter
+    #: Credentials seen working here: looked up even while their address is blocked.
+    known: KnownCredentials
 
     @classmethod
     def of(cls, store: EventStore, settings: Settings) -> AuthState:
@@ -80,6 +83,7 @@ class AuthState:
             watch=watch,
             tokens=TokenCache(settings.server_token_cache_seconds, watch),
             failures=FailureLimiter(settings.server_auth_failures),
+            known=KnownCredentials(),
         )
 
 
@@ -102,6 +106,16 @@ def refuse_if_failing(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
         raise TooManyRequestsException(
             str(exc), headers={"Retry-After": str(exc.retry_after)}
         ) from None
+
+
+def cookie_credential(cookie: str) -> str:
+    """How a session cookie is named among the credentials seen working."""
+    return f"cookie:{cookie}"
+
+
+def remember_login(connection: ASGIConnection[Any, Any, Any, Any], cookie: str) -> None:
+    """A login this process just made is a credential seen working."""
+    auth_state(connection).known.worked(cookie_credential(cookie))
 
 
 def count_failure(connection: ASGIConnection[Any, Any, Any, Any]) -> None:
@@ -133,7 +147,12 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         assert isinstance(context, ServerContext)
         authorization = connection.headers.get("authorization")
         cookie = connection.cookies.get(SESSION_COOKIE)
-        if authorization or cookie:
+        # what the request authenticates with: the Bearer header if any, else the cookie
+        credential = (
+            f"authorization:{authorization}" if authorization else cookie_credential(cookie)
+        )
+        known = auth_state(connection).known
+        if (authorization or cookie) and credential not in known:
             refuse_if_failing(connection)
         try:
             token = bearer_token(authorization)
@@ -147,12 +166,14 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
 
             principal = await auth_state(connection).tokens.principal(token, look_up)
             if principal is None:
+                known.refused(credential)
                 count_failure(connection)
                 raise NotAuthorizedException(
                     "the token is unknown, revoked or expired (or its user is disabled); ask "
                     "for a new one (chronicle tokens create NAME)",
                     headers=CHALLENGE,
                 )
+            known.worked(credential)
             return AuthenticationResult(user=principal, auth=principal.token_id)
         if not cookie:
             raise NotAuthorizedException(
@@ -162,6 +183,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
             )
         principal = await authenticate_login(context.store, cookie)
         if principal is None:
+            known.refused(credential)
             count_failure(connection)
             raise NotAuthorizedException(
                 "the login has ended (expired, logged out, its token revoked or its user "
@@ -176,6 +198,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                     "a request authenticated by the session cookie must send the X-CSRF-Token "
                     "header the login returned"
                 )
+        known.worked(credential)
         return AuthenticationResult(user=principal, auth=principal.token_id)
 
 

@@ -8,12 +8,20 @@ with ``Retry-After`` before anything is looked up, so guessing costs the guesser
 database nothing. Successful requests take nothing. The limit is per API process (as the
 request rate limit is) and per address as the server sees it: behind a proxy that is the
 proxy's, so its clients share one bucket.
+
+So that a guesser does not lock out the people who share its address (a proxy, a NAT), a
+credential this process has seen work (``KnownCredentials``: a sha256 of it, nothing more)
+is still looked up while its address is blocked; only credentials never seen live are
+answered 429 unread. A guess is never among them (tokens and codes are 256-bit random), so
+the lookups a blocked address can cause are those of credentials its users really hold.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 #: How many addresses one process remembers; full buckets are dropped first beyond it.
@@ -79,3 +87,30 @@ class FailureLimiter:
             del self._buckets[address]
         while len(self._buckets) >= self._max_addresses:
             del self._buckets[next(iter(self._buckets))]
+
+
+class KnownCredentials:
+    """The credentials that worked in this process lately (their sha256, the most recent
+    ``capacity``): these pass a blocked address's 429 and are looked up as usual, which still
+    refuses one revoked since."""
+
+    def __init__(self, capacity: int = MAX_ADDRESSES) -> None:
+        self._capacity = capacity
+        self._seen: OrderedDict[bytes, None] = OrderedDict()
+
+    @staticmethod
+    def _key(credential: str) -> bytes:
+        return hashlib.sha256(credential.encode()).digest()
+
+    def __contains__(self, credential: str) -> bool:
+        return self._key(credential) in self._seen
+
+    def worked(self, credential: str) -> None:
+        key = self._key(credential)
+        self._seen[key] = None
+        self._seen.move_to_end(key)
+        while len(self._seen) > self._capacity:
+            self._seen.popitem(last=False)
+
+    def refused(self, credential: str) -> None:
+        self._seen.pop(self._key(credential), None)

@@ -37,6 +37,7 @@ from app.server.auth import (
     csrf_token_for,
     principal_of,
     refuse_if_failing,
+    remember_login,
 )
 from app.server.client_address import address_of
 from app.server.context import Context
@@ -131,6 +132,7 @@ async def _signed_in(
         expires_at=expires,
         csrf_token=csrf_token_for(started.cookie),
     )
+    remember_login(request, started.cookie)
     return Response(result, cookies=_cookies(request, ctx, started.cookie, expires))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.server.auth_failures import FailureLimiter, TooManyFailures
+from app.server.auth_failures import FailureLimiter, KnownCredentials, TooManyFailures
 
 
 class Clock:
@@ -48,3 +48,16 @@ def test_the_number_of_addresses_remembered_is_bounded() -> None:
     for number in range(100):
         limiter.failed(f"10.0.0.{number}")
     assert len(limiter) <= 10
+
+
+def test_known_credentials_are_kept_hashed_and_bounded() -> None:
+    known = KnownCredentials(capacity=2)
+    known.worked("cookie:a")
+    known.worked("cookie:b")
+    assert "cookie:a" in known and "cookie:c" not in known
+    known.worked("cookie:a")  # the most recent use keeps it
+    known.worked("cookie:c")
+    assert "cookie:b" not in known and "cookie:a" in known and "cookie:c" in known
+    known.refused("cookie:a")
+    assert "cookie:a" not in known
+    assert all(len(key) == 32 for key in known._seen)  # a digest, never the credential
