@@ -134,9 +134,9 @@ def main() -> int:
     )
     quota = None
     if args.limit_workspace_mb is not None:
-        quota = WorkspaceQuota(workspace, args.limit_workspace_mb * MIB)
+        quota = WorkspaceQuota(workspace, args.limit_workspace_mb * MIB, shell.processes)
         shell.adopt_orphans()
-        quota.watch(shell.stop_commands, shell.reap_orphans)
+        quota.watch(shell.stop_commands, shell.reap_orphans, shell.stop_processes)
     executor = Executor(shell, Files(workspace, confine=not args.no_confine, quota=quota))
     state = SandboxState(token, executor)
     serve(

@@ -22,23 +22,32 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 MIB = 1024 * 1024
 #: Seconds between measurements, at least; a slow measurement spaces them out further.
 INTERVAL = 0.2
 #: A measurement may take at most this share of the time.
 BUSY_SHARE = 0.2
+#: What one entry counts for at least: a file system's inodes run out too, and an empty file,
+#: a short link or a directory of them holds no block of its own (half a million ``touch``
+#: calls counted 0 bytes). 4 KiB each: a 2 GB limit allows half a million entries.
+ENTRY_BYTES = 4096
 
 
 class WorkspaceFull(Exception):
     """A write would take the workspace past its size limit."""
 
 
-def disk_usage(root: str) -> int:
-    """Bytes allocated to everything beneath ``root``: no link followed, no other file system
-    entered, a hard-linked file counted once; what vanishes or cannot be read meanwhile is
-    skipped."""
+def disk_usage(
+    root: str, processes: Iterable[int] = (), hidden: set[int] | None = None
+) -> int:
+    """Bytes allocated to everything beneath ``root`` (each entry at least ``ENTRY_BYTES``): no
+    link followed, no other file system entered, a hard-linked file counted once; what vanishes
+    or cannot be read meanwhile is skipped. Then the files on the same file system that
+    ``processes`` hold open after they were deleted (``exec 3>f; rm f``, then write to fd 3:
+    no walk sees them, the disk fills all the same); those whose descriptors cannot be read
+    are added to ``hidden``."""
     try:
         device = os.lstat(root).st_dev
     except OSError:
@@ -64,20 +73,70 @@ def disk_usage(root: str) -> int:
                     if key in seen:
                         continue
                     seen.add(key)
-                total += info.st_blocks * 512
+                total += max(info.st_blocks * 512, ENTRY_BYTES)
                 if stat.S_ISDIR(info.st_mode):
                     pending.append(entry.path)
+    return total + deleted_but_open(device, processes, seen, set() if hidden is None else hidden)
+
+
+def deleted_but_open(
+    device: int, processes: Iterable[int], seen: set[tuple[int, int]], hidden: set[int]
+) -> int:
+    """Bytes allocated to regular files on ``device`` that no directory names any more and
+    one of ``processes`` holds open (each once). A process whose descriptors cannot be read
+    (it made itself non-dumpable: ``prctl``, or it runs a program it may not read) goes into
+    ``hidden``: what it holds is not known."""
+    total = 0
+    for pid in processes:
+        try:
+            descriptors = os.listdir(f"/proc/{pid}/fd")
+        except PermissionError:
+            if not _ended(pid):
+                hidden.add(pid)
+            continue
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                info = os.stat(f"/proc/{pid}/fd/{descriptor}")
+            except OSError:
+                continue
+            if info.st_nlink or info.st_dev != device or not stat.S_ISREG(info.st_mode):
+                continue
+            key = (info.st_dev, info.st_ino)
+            if key not in seen:
+                seen.add(key)
+                total += info.st_blocks * 512
     return total
+
+
+def _ended(pid: int) -> bool:
+    """Whether ``pid`` is gone or a zombie (killed, not yet collected: it holds nothing)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat_line = handle.read()
+    except OSError:
+        return True
+    return stat_line[stat_line.rfind(b")") + 2 :][:1] in (b"Z", b"X")
 
 
 class WorkspaceQuota:
     """The limit of one workspace: ``limit_bytes`` on top of what it held at the start."""
 
-    def __init__(self, workspace: str, limit_bytes: int) -> None:
+    def __init__(
+        self,
+        workspace: str,
+        limit_bytes: int,
+        processes: Callable[[], Iterable[int]] = lambda: (),
+    ) -> None:
+        """``processes``: the sandbox's processes, whose deleted but open files count too."""
         self.workspace = workspace
         self.limit_bytes = limit_bytes
-        self.baseline = disk_usage(workspace)
+        self.processes = processes
+        self.baseline = disk_usage(workspace, processes())
         self.used = self.baseline
+        #: The sandbox's processes whose open files the last measurement could not see.
+        self.hidden: set[int] = set()
         self._stop = threading.Event()
 
     @property
@@ -89,8 +148,18 @@ class WorkspaceQuota:
         """What an observation says when the limit stopped something."""
         return f"workspace size limit ({self.limit_bytes // MIB} MB) reached"
 
+    @property
+    def hiding(self) -> str:
+        """What an observation says when a process that hid its open files was stopped."""
+        return (
+            f"workspace size limit ({self.limit_bytes // MIB} MB): a process whose open files "
+            "it cannot see (a non-dumpable one) was stopped"
+        )
+
     def measure(self) -> int:
-        self.used = disk_usage(self.workspace)
+        hidden: set[int] = set()
+        self.used = disk_usage(self.workspace, self.processes(), hidden)
+        self.hidden = hidden
         return self.used
 
     def check_write(self, path: str, adding: int) -> None:
@@ -104,18 +173,25 @@ class WorkspaceQuota:
             )
 
     def watch(
-        self, stop_commands: Callable[[str], bool], each_round: Callable[[], None] = lambda: None
+        self,
+        stop_commands: Callable[[str], bool],
+        each_round: Callable[[], None] = lambda: None,
+        stop_processes: Callable[[set[int], str], None] = lambda pids, note: None,
     ) -> threading.Thread:
         """Measure in a thread until ``close``; while the workspace grows past the limit,
         ``stop_commands(note)`` (True when it stopped something). A command that frees space
         while the workspace is over (``rm``) is left alone: only growth stops commands.
-        ``each_round`` runs after every measurement (the shell reaps what it adopted)."""
+        A process whose open files cannot be seen (``hidden``) could hold any amount of
+        deleted files: ``stop_processes(pids, note)`` stops it at once. ``each_round`` runs
+        after every measurement (the shell reaps what it adopted)."""
 
         def loop() -> None:
             last = self.used
             while not self._stop.is_set():
                 began = time.monotonic()
                 used = self.measure()
+                if self.hidden:
+                    stop_processes(self.hidden, f"[{self.hiding}]")
                 if used > self.allowed and used > last:
                     stop_commands(f"[{self.reached}: the command was stopped]")
                 last = used

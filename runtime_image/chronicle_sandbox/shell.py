@@ -191,8 +191,10 @@ class Shell:
         """Kill every command of the shell (its terminal's session and whatever descends
         from this server, orphans it adopted included), not bash itself; the next observation
         ends with ``note``. Called from another thread (the workspace size limit's watcher):
-        no lock is taken."""
-        if not self._commands():
+        no lock is taken. Only the commands found now are killed: the observation may be
+        back before the SIGKILL, and the next command must not be taken for one of them."""
+        commands = self._commands()
+        if not commands:
             return False
         self._stopped_note = note
         if self._running is not None:
@@ -203,12 +205,27 @@ class Shell:
             except OSError:
                 pass
             time.sleep(0.1)
-        for pid in self._commands():
+        for pid in commands:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         return True
+
+    def stop_processes(self, pids: set[int], note: str) -> None:
+        """Kill ``pids`` (bash too, when it is one of them: the next command gets a new
+        bash); the next observation ends with ``note``. From the watcher's thread, as
+        ``stop_commands``."""
+        self._stopped_note = note
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def processes(self) -> set[int]:
+        """bash and every command of it (what the workspace size limit looks into)."""
+        return self._commands() | {self.pid}
 
     def _commands(self) -> set[int]:
         """The processes of the shell's commands: bash's session and this server's

@@ -155,3 +155,50 @@ async def test_no_command_reserves_disk_space_it_does_not_write(
         assert fallback.output.strip() == str(1 << 20), fallback.output
         assert (await run(sandbox, "echo still; git --version")).output.startswith("still\ngit")
     assert used_mb(workspace) <= LIMIT_MB
+
+
+#: Holds six deleted 30 MB files open (no walk of the workspace sees them) and waits.
+HOLD_DELETED = (
+    "{python} -c 'import os, time\n"
+    "held = []\n"
+    "for i in range(6):\n"
+    "    f = open(str(i), \"wb\"); os.unlink(str(i)); f.write(os.urandom(30 << 20)); f.flush()\n"
+    "    held.append(f)\n"
+    "print(\"held\", flush=True); time.sleep(8)'"
+)
+
+
+@pytest.mark.parametrize("kind", ["local", "docker"])
+async def test_files_with_no_blocks_or_no_name_count_too(
+    kind: str, request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
+) -> None:
+    """Three ways past a limit that only added up the blocks of the files a walk finds:
+    empty files (no blocks, but the file system's inodes run out: 100,000 went through),
+    files deleted while held open (180 MB against 64 MB, unseen), and the same from a
+    process that made itself non-dumpable (a copy of Python only it may execute, not read)
+    so that its descriptors cannot be read."""
+    if kind == "docker":
+        request.getfixturevalue("docker_ready")
+    async with limited(kind, workspace, tmp_path) as sandbox:
+        empty = await run(
+            sandbox,
+            "mkdir e && cd e && python3 -c 'for i in range(100000): open(str(i), \"w\").close()'",
+        )
+        assert f"[{REACHED}: the command was stopped]" in empty.output, empty.output
+        entries = len(os.listdir(workspace / "e"))
+        assert entries <= (LIMIT_MB + SLACK_MB) * MIB // 4096, entries
+        # The next command is not taken for the stopped one (it was killed a moment later).
+        assert (await run(sandbox, "cd .. && rm -rf e && echo gone")).output == "gone\n"
+
+        deleted = await run(sandbox, HOLD_DELETED.format(python="python3"))
+        assert f"[{REACHED}: the command was stopped]" in deleted.output, deleted.output
+
+        hidden = await run(
+            sandbox,
+            'cp "$(readlink -f "$(command -v python3)")" ./p && chmod 0111 ./p && '
+            + HOLD_DELETED.format(python="./p"),
+        )
+        assert "a process whose open files it cannot see (a non-dumpable one) was stopped" in (
+            hidden.output
+        ), hidden.output
+        assert (await run(sandbox, "echo on")).output == "on\n"
