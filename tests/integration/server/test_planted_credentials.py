@@ -14,6 +14,7 @@ disable, demote and remove every admin for good.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
@@ -117,3 +118,68 @@ async def test_the_app_login_changes_no_users_state(
     assert await authenticate(store, mallorys_token, "api") is None
     admin = await authenticate(store, roots_token, "api")
     assert admin is not None and admin.is_admin
+
+
+async def _promoted_while_open(
+    owner_store: EventStore, app_login: asyncpg.Connection, name: str, statement: str, *args: object
+) -> None:
+    """The attacker's credential made in a transaction held open across the promotion, whose
+    revocation cannot see an uncommitted row: the promotion must wait for it (the row's
+    foreign key holds a lock on the user's row that chronicle_set_user_state's FOR UPDATE
+    waits for), so that it revokes what the transaction made."""
+    transaction = app_login.transaction()
+    await transaction.start()
+    await app_login.fetch(statement, *args)
+    promotion = asyncio.ensure_future(promote_user(owner_store, name))
+    await asyncio.sleep(0.5)
+    assert not promotion.done()
+    await transaction.commit()
+    await asyncio.wait_for(promotion, 30)
+
+
+async def test_a_token_made_in_a_transaction_open_across_the_promotion_is_revoked(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    await _promoted_while_open(
+        owner_store,
+        app_login,
+        "bob",
+        "SELECT * FROM chronicle_create_token(gen_random_uuid(), $1, 'api', 'x', $2, NULL)",
+        bob.id,
+        hashlib.sha256(PLANTED.encode()).digest(),
+    )
+    assert await authenticate(store, PLANTED, "api") is None
+
+
+async def test_a_code_made_in_a_transaction_open_across_the_promotion_is_void(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    code = "chc_" + "C" * 43
+    await _promoted_while_open(
+        owner_store,
+        app_login,
+        "bob",
+        "SELECT chronicle_create_login_code($1, NULL, gen_random_uuid(), $2, 5)",
+        bob.id,
+        hashlib.sha256(code.encode()).digest(),
+    )
+    assert await exchange_login_code(store, code, hours=1, address="") is None
+
+
+async def test_a_login_made_in_a_transaction_open_across_the_promotion_is_ended(
+    owner_store: EventStore, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    code, _ = await create_login_code(store, bob.id, minutes=5)
+    cookie = "chl_" + "L" * 43
+    await _promoted_while_open(
+        owner_store,
+        app_login,
+        "bob",
+        "SELECT * FROM chronicle_exchange_login_code($1, gen_random_uuid(), $2, 1, '')",
+        hashlib.sha256(code.encode()).digest(),
+        hashlib.sha256(cookie.encode()).digest(),
+    )
+    assert await authenticate_login(store, cookie) is None
