@@ -358,6 +358,13 @@ class Settings(BaseSettings):
         "'*': any); empty: none, the peer's own address is the client's (for the failure "
         "limit, logins and the audit trail)",
     )
+    server_max_connections_per_address: int = Field(
+        default=0,
+        ge=0,
+        description="connections one client address (an IPv6 /64) may hold open at once; one "
+        "more is answered 503 at once (0: half of server_max_connections); the proxies "
+        "server_forwarded_allow_ips names are not limited",
+    )
     server_secure_cookies: bool = Field(
         default=False,
         description="mark the login cookies Secure (set it when clients reach the API over "

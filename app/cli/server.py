@@ -113,6 +113,9 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
         body_timeout=settings.server_body_timeout,
         max_connections=settings.server_max_connections,
         write_timeout=settings.server_write_timeout,
+        max_per_address=settings.server_max_connections_per_address
+        or max(1, settings.server_max_connections // 2),
+        forwarded_allow_ips=settings.server_forwarded_allow_ips,
     )
     short = ensure_descriptors(limits.max_connections)
     if short:

@@ -44,6 +44,8 @@ import h11
 import orjson
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app.server.connection_addresses import AddressCounts, AddressFull
+
 log = logging.getLogger(__name__)
 
 #: How long a refused connection lingers, reading and discarding what the client still sends,
@@ -64,6 +66,10 @@ class ConnectionLimits:
     max_connections: int
     #: Seconds a full write buffer may wait for the client to read any of it.
     write_timeout: float = 60.0
+    #: Connections one client address may hold open (``connection_addresses``; 0: no limit).
+    max_per_address: int = 0
+    #: The proxies exempt from ``max_per_address`` (``server_forwarded_allow_ips``).
+    forwarded_allow_ips: str = ""
 
 
 def _raw_problem(status: int, reason: str, detail: str, extra: dict[str, str]) -> bytes:
@@ -84,6 +90,7 @@ class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with the deadlines and the cap of ``limits`` (see the module)."""
 
     limits: ClassVar[ConnectionLimits]
+    addresses: ClassVar[AddressCounts | None] = None
     _warned_at: ClassVar[float] = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -93,6 +100,7 @@ class GuardedH11Protocol(H11Protocol):
         self._refused = False
         self._upgraded = False
         self._write_stall: asyncio.TimerHandle | None = None
+        self._address_key: str | None = None
 
     # -- the cap ----------------------------------------------------------------------------
 
@@ -100,14 +108,27 @@ class GuardedH11Protocol(H11Protocol):
         if len(self.connections) >= self.limits.max_connections:
             self._refuse(transport)
             return
+        if self.addresses is not None:
+            peer = transport.get_extra_info("peername")
+            host = str(peer[0]) if isinstance(peer, (tuple, list)) and peer else None
+            try:
+                self._address_key = self.addresses.take(host)
+            except AddressFull as full:
+                self._refuse(transport, str(full))
+                return
         super().connection_made(transport)
         self._watch()
 
-    def _refuse(self, transport: asyncio.Transport) -> None:
+    def _give_back_address(self) -> None:
+        if self.addresses is not None:
+            self.addresses.give_back(self._address_key)
+        self._address_key = None
+
+    def _refuse(self, transport: asyncio.Transport, detail: str | None = None) -> None:
         self._refused = True
         self.transport = transport
         now = time.monotonic()
-        if now - GuardedH11Protocol._warned_at >= WARN_EVERY:
+        if detail is None and now - GuardedH11Protocol._warned_at >= WARN_EVERY:
             GuardedH11Protocol._warned_at = now
             log.warning(
                 "refusing connections: %d are open (server_max_connections)",
@@ -117,7 +138,8 @@ class GuardedH11Protocol(H11Protocol):
             _raw_problem(
                 503,
                 "Service Unavailable",
-                f"the server has {self.limits.max_connections} connections open, its most; "
+                detail
+                or f"the server has {self.limits.max_connections} connections open, its most; "
                 "retry in a moment",
                 {"retry-after": "1"},
             )
@@ -142,6 +164,18 @@ class GuardedH11Protocol(H11Protocol):
         self._upgraded = True  # the WebSocket protocol owns the transport from here on
         self._disarm()
         super().handle_websocket_upgrade(event)
+        # this protocol hears nothing more of the connection: its place under the address's
+        # count is given back when the WebSocket's is lost
+        websocket = self.transport.get_protocol()
+        if websocket is self or self._address_key is None:
+            return
+        lost = websocket.connection_lost
+
+        def connection_lost(exc: Exception | None) -> None:
+            self._give_back_address()
+            lost(exc)
+
+        websocket.connection_lost = connection_lost  # type: ignore[method-assign]
 
     def pause_writing(self) -> None:
         """The write buffer is full: the client must read some of it within the deadline."""
@@ -171,6 +205,8 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         self._stop_stall()
+        if not self._upgraded:
+            self._give_back_address()
         if self._refused:
             return
         super().connection_lost(exc)
@@ -226,7 +262,14 @@ class GuardedH11Protocol(H11Protocol):
 def guarded_protocol(limits: ConnectionLimits) -> type[GuardedH11Protocol]:
     """The protocol class to give uvicorn (``Config(http=...)``): it makes one instance per
     connection with its own arguments, so the limits travel on the class."""
-    return type("ChronicleH11Protocol", (GuardedH11Protocol,), {"limits": limits})
+    addresses = (
+        AddressCounts(limits.max_per_address, limits.forwarded_allow_ips)
+        if limits.max_per_address > 0
+        else None
+    )
+    return type(
+        "ChronicleH11Protocol", (GuardedH11Protocol,), {"limits": limits, "addresses": addresses}
+    )
 
 
 def ensure_descriptors(max_connections: int) -> str | None:

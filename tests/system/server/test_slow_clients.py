@@ -179,7 +179,11 @@ def test_a_body_slower_than_the_body_timeout_is_cut(
 def test_connections_over_the_cap_are_refused_at_once_and_those_open_carry_on(
     serve: Callable[..., ServerProcess],
 ) -> None:
-    server = serve(server_max_connections="12", server_header_timeout="30")
+    server = serve(
+        server_max_connections="12",
+        server_max_connections_per_address="12",
+        server_header_timeout="30",
+    )
     token = server.token("ada")
     session = httpx.post(
         f"{server.url}/api/sessions", headers=bearer(token), json={"task": "stay"}

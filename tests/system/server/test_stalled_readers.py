@@ -46,7 +46,12 @@ def dropped(sock: socket.socket) -> bool:
 def test_clients_that_never_read_are_dropped_and_free_their_places(
     serve: Callable[..., ServerProcess],
 ) -> None:
-    server = serve(server_max_connections="4", server_write_timeout="2", server_header_timeout="2")
+    server = serve(
+        server_max_connections="4",
+        server_max_connections_per_address="4",
+        server_write_timeout="2",
+        server_header_timeout="2",
+    )
     assert httpx.get(f"{server.url}/schema/openapi.json").status_code == 200
     stalled = [non_reader(server) for _ in range(4)]
     try:
