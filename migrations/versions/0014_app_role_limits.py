@@ -356,7 +356,9 @@ BEGIN
         RAISE EXCEPTION 'only the database owner''s login may change what token % is', OLD.id
             USING ERRCODE = 'CR015';
     END IF;
-    IF TG_OP = 'INSERT' AND EXISTS (SELECT FROM users u WHERE u.id = NEW.user_id AND u.is_admin) THEN
+    -- FOR SHARE: a promotion not committed yet is waited for and then read, never the user
+    -- as it was (its revocation cannot see this row, not committed yet either).
+    IF TG_OP = 'INSERT' AND (SELECT u.is_admin FROM users u WHERE u.id = NEW.user_id FOR SHARE) THEN
         RAISE EXCEPTION 'only the database owner''s login may make a token for an admin'
             USING ERRCODE = 'CR015',
                   HINT = 'run `chronicle tokens create` with the owner''s database URL '

@@ -121,7 +121,8 @@ DECLARE
     v_expires timestamptz := now() + make_interval(secs => p_minutes * 60);
     v_admin boolean;
 BEGIN
-    SELECT u.is_admin INTO v_admin FROM users u WHERE u.id = p_user AND {live_user};
+    -- FOR SHARE: a promotion (or a disable) not committed yet is waited for, then read.
+    SELECT u.is_admin INTO v_admin FROM users u WHERE u.id = p_user AND {live_user} FOR SHARE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'no such user, or the user is disabled' USING ERRCODE = 'CR010';
     END IF;

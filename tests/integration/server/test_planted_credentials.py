@@ -15,6 +15,7 @@ disable, demote and remove every admin for good.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import uuid
 from collections.abc import AsyncIterator
@@ -178,6 +179,73 @@ async def test_a_login_made_in_a_transaction_open_across_the_promotion_is_ended(
         owner_store,
         app_login,
         "bob",
+        "SELECT * FROM chronicle_exchange_login_code($1, gen_random_uuid(), $2, 1, '')",
+        hashlib.sha256(code.encode()).digest(),
+        hashlib.sha256(cookie.encode()).digest(),
+    )
+    assert await authenticate_login(store, cookie) is None
+
+
+async def _made_while_promoting(
+    superuser: asyncpg.Connection,
+    app_login: asyncpg.Connection,
+    user_id: uuid.UUID,
+    statement: str,
+    *args: object,
+) -> None:
+    """The attacker's credential asked for while the owner's promotion is not committed yet:
+    its check must not read the user as it was before the promotion."""
+    transaction = superuser.transaction()
+    await transaction.start()
+    assert await superuser.fetchval("SELECT chronicle_set_user_state($1, 'admin')", user_id)
+    made = asyncio.ensure_future(app_login.fetch(statement, *args))
+    await asyncio.sleep(0.5)
+    await transaction.commit()
+    with contextlib.suppress(asyncpg.PostgresError):  # refused: the user is an admin now
+        await asyncio.wait_for(made, 30)
+
+
+async def test_a_token_asked_for_during_the_promotion_is_not_an_admins(
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    await _made_while_promoting(
+        superuser,
+        app_login,
+        bob.id,
+        "SELECT * FROM chronicle_create_token(gen_random_uuid(), $1, 'api', 'x', $2, NULL)",
+        bob.id,
+        hashlib.sha256(PLANTED.encode()).digest(),
+    )
+    assert await authenticate(store, PLANTED, "api") is None
+
+
+async def test_a_code_asked_for_during_the_promotion_signs_no_one_in(
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    code = "chc_" + "D" * 43
+    await _made_while_promoting(
+        superuser,
+        app_login,
+        bob.id,
+        "SELECT chronicle_create_login_code($1, NULL, gen_random_uuid(), $2, 5)",
+        bob.id,
+        hashlib.sha256(code.encode()).digest(),
+    )
+    assert await exchange_login_code(store, code, hours=1, address="") is None
+
+
+async def test_a_login_exchanged_during_the_promotion_is_ended(
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    bob = await add_user(store, "bob")
+    code, _ = await create_login_code(store, bob.id, minutes=5)
+    cookie = "chl_" + "M" * 43
+    await _made_while_promoting(
+        superuser,
+        app_login,
+        bob.id,
         "SELECT * FROM chronicle_exchange_login_code($1, gen_random_uuid(), $2, 1, '')",
         hashlib.sha256(code.encode()).digest(),
         hashlib.sha256(cookie.encode()).digest(),
