@@ -25,8 +25,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-#: Environment variable names whose values are secrets.
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+#: Environment variable names whose values are secrets: also an ``AUTHORIZATION`` (a header's
+#: value), an ``AUTH`` or ``PAT`` (a personal access token) part between underscores
+#: (``BASIC_AUTH``, ``GH_PAT``), never ``GIT_AUTHOR_NAME`` or ``PATH``.
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTHORIZATION|(?:^|_)(?:AUTH|PAT)(?:_|$)",
+    re.IGNORECASE,
+)
 #: Values shorter than this are never masked (too likely to occur by chance).
 MIN_SECRET_LENGTH = 8
 #: Names that match SECRET_NAME but hold no secret.

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from app.events.canonical import canonicalise
-from app.events.masking import SecretMasker, mask_url
+from app.events.masking import SecretMasker, environment_secrets, mask_url
 from app.store.append import encode_batch
 
 BASIC = "dXNlcjpodW50ZXIyLXBhc3N3b3Jk"  # user:hunter2-password
@@ -92,3 +92,23 @@ def test_a_command_writing_a_header_out_is_masked_at_the_logs_door() -> None:
 def test_a_fragment_without_parameters_is_left_alone() -> None:
     assert mask_url("https://h/p?q=1#top") == "https://h/p?q=1#top"
 
+
+
+def test_variables_named_for_authorization_are_secrets() -> None:
+    """An MCP server's ``env`` or the host's environment: a header value or an access token
+    kept under a name without KEY or TOKEN in it."""
+    found = environment_secrets(
+        {
+            "UPSTREAM_AUTHORIZATION": f"Basic {BASIC}",
+            "BASIC_AUTH": "deploy:hunter2-pass",
+            "GH_PAT": "github_pat_11ABCDEF0123456789",
+            "GIT_AUTHOR_NAME": "Ada Lovelace-Byron",
+            "PATH": "/usr/local/bin:/usr/bin",
+            "PATCH_LEVEL": "2026-12-01-a",
+        }
+    )
+    assert found == {
+        f"Basic {BASIC}": "UPSTREAM_AUTHORIZATION",
+        "deploy:hunter2-pass": "BASIC_AUTH",
+        "github_pat_11ABCDEF0123456789": "GH_PAT",
+    }
