@@ -195,9 +195,9 @@ def mask_auth_headers(text: str) -> str:
 def has_auth_header(text: str) -> bool:
     """Whether ``text`` (plain or JSON text) holds a header credential ``mask_auth_headers``
     (or a headers mapping's masking) masks."""
-    return any(
-        _header_credential(m) != m.group(0) for m in AUTH_HEADER.finditer(text)
-    ) or bool(SECRET_HEADER_JSON_KEY.search(text))
+    if SECRET_HEADER_JSON_KEY.search(text):
+        return True
+    return any(_header_credential(m) != m.group(0) for m in AUTH_HEADER.finditer(text))
 
 
 def mask_header_value(name: str, value: str) -> str:
@@ -268,11 +268,13 @@ class SecretMasker:
         return mask_auth_headers(mask_urls(text))
 
     def leaks_into_json(self, json_text: str) -> bool:
-        """Does this JSON text contain a known secret or a URL's credentials? (The cheap test
+        """Does this JSON text contain a known secret, a URL's or a header's credentials? (The cheap test
         before masking.)"""
         return (
-            self._json is not None and self._json.search(json_text) is not None
-        ) or has_url_credentials(json_text) or has_auth_header(json_text)
+            (self._json is not None and self._json.search(json_text) is not None)
+            or has_url_credentials(json_text)
+            or has_auth_header(json_text)
+        )
 
     def mask_value(self, value: Any) -> Any:
         """``value`` with every string in it (keys too) masked."""
@@ -289,7 +291,6 @@ class SecretMasker:
         if isinstance(value, list | tuple):
             return [self._mask(item) for item in value]
         return value
-
 
     def _mask_item(self, key: Any, value: Any) -> Any:
         masked = self._mask(value)
