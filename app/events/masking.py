@@ -268,8 +268,8 @@ class SecretMasker:
         return mask_auth_headers(mask_urls(text))
 
     def leaks_into_json(self, json_text: str) -> bool:
-        """Does this JSON text contain a known secret, a URL's or a header's credentials? (The cheap test
-        before masking.)"""
+        """Does this JSON text contain a known secret, or a URL's or a header's credentials?
+        (The cheap test before masking.)"""
         return (
             (self._json is not None and self._json.search(json_text) is not None)
             or has_url_credentials(json_text)
