@@ -60,7 +60,7 @@ async def fork_session(
     fork_prefix(await store.read(source), at, source)  # before anything is restored
     workspace = options.workspace or fork_workspace(settings, fork_id)
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
-    await _restore(store, settings, source, workspace)
+    await _restore(store, settings, source, workspace, on_host=True)
     if options.agent is not None:  # `chronicle fork --agent NAME`: recorded as a replay's is
         agent_config = (agent_config or AgentConfig()).model_copy(update={"agent": options.agent})
     await record_fork(
@@ -125,12 +125,18 @@ def _first_snapshot(events: list[RecordedEvent], source: UUID) -> WorkspaceSnaps
     return WorkspaceSnapshot.model_validate(snapshots[0].payload)
 
 
-async def _restore(store: EventStore, settings: Settings, source: UUID, workspace: Path) -> None:
-    """The source's recorded start rebuilt in ``workspace``."""
+async def _restore(
+    store: EventStore, settings: Settings, source: UUID, workspace: Path, *, on_host: bool
+) -> None:
+    """The source's recorded start rebuilt in ``workspace``. ``on_host``: asked for by the
+    user of this machine (``chronicle fork``), who may clone any repository of theirs; else
+    (through the API) only from the places ``clonable`` allows."""
     events = await store.read(source)
     config = recorded_config(events)
     snapshot = _first_snapshot(events, source)
     recorded_workspace = Path(config["workspace"]) if config.get("workspace") else None
+    if not on_host and snapshot.vcs == "git" and recorded_workspace is not None:
+        clonable(settings, recorded_workspace)
     try:
         await restore(
             snapshot, workspace, repository=recorded_workspace,
@@ -138,6 +144,25 @@ async def _restore(store: EventStore, settings: Settings, source: UUID, workspac
         )  # fmt: skip
     except WorkspaceStateError as exc:
         raise SessionError(f"cannot restore the recorded workspace: {exc}") from None
+
+
+def clonable(settings: Settings, repository: Path) -> None:
+    """SessionError unless ``repository`` (where the source recorded its workspace: a git
+    start is cloned from there) lies in Chronicle's data directory or a ``workspace_roots``
+    entry, the only places an API user's session can have worked in. The path is the log's
+    word, and a session the API did not make (``chronicle import``, an application login) may
+    name any repository on this host, for a fork to check out and its owner to read."""
+    real = Path(os.path.realpath(repository))
+    for root in (settings.data_dir, *settings.workspace_roots):
+        allowed = Path(os.path.realpath(root))
+        if real == allowed or real.is_relative_to(allowed):
+            return
+    raise SessionError(
+        f"the session recorded its workspace at {repository}, outside Chronicle's data "
+        "directory and the configured workspace_roots: a fork started through the API clones "
+        "only from there. Fork it on the host with `chronicle fork`, or add the directory "
+        "to workspace_roots"
+    )
 
 
 def awaits_reexecution(events: list[RecordedEvent]) -> bool:
@@ -168,7 +193,7 @@ async def continue_fork(
     workspace = Path(recorded_config(events)["workspace"])
     if workspace == fork_workspace(settings, fork_id):  # ours alone: clear a half-done restore
         await asyncio.to_thread(shutil.rmtree, workspace, ignore_errors=True)
-    await _restore(store, settings, source, workspace)
+    await _restore(store, settings, source, workspace, on_host=False)
     return await _reexecute_and_run(
         store, settings, fork_id, options, before_model_call=before_model_call
     )

@@ -10,6 +10,7 @@ holds, for the fork's owner to read).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import uuid
@@ -18,10 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from app.events import WorkspaceSnapshot
+from app.config import Settings
+from app.events import Message, SessionCreated, WorkspaceSnapshot
 from app.events.workspace import unsafe_start
 from app.runtime.workspace_restore import baseline_from_snapshot, restore
 from app.runtime.workspace_state import WorkspaceStateError
+from app.sessions.fork import clonable, continue_fork, fork_workspace, record_fork
+from app.sessions.runner import SessionError, SessionOptions
+from app.store import EventStore
 from tests.support.cli import chronicle, cli_environment
 from tests.support.postgres import ServerAddress, database_from_template
 
@@ -121,3 +126,46 @@ def test_a_crafted_git_start_is_refused_on_import(
     )
     assert "is not a git object id" in imported.stderr
     assert "Traceback" not in imported.stderr
+
+
+async def test_a_fork_through_the_api_clones_no_repository_outside_chronicles_places(
+    store: EventStore, settings: Settings, private_repository: Path
+) -> None:
+    """An application login records a session whose workspace was another repository on the
+    host (its commit id is no secret: a public project's, or one seen elsewhere), and forks
+    it as the API does (a worker runs the fork): before, the fork checked that repository
+    out into a workspace of the API user's. Now the worker clones only from the data
+    directory or ``workspace_roots``; ``chronicle fork`` on the host still may."""
+    commit = subprocess.run(
+        ["git", "-C", str(private_repository), "rev-parse", "HEAD"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+    source = uuid.uuid4()
+    config = {"workspace": str(private_repository), "runtime": "local", "agent": "codeact"}
+    await store.append(
+        source,
+        [
+            SessionCreated(title="innocent", config=config),
+            WorkspaceSnapshot(vcs="git", commit=commit, branch="main"),
+            Message(content="carry on", source="user"),
+        ],
+    )
+    fork_id = uuid.uuid4()
+    workspace = fork_workspace(settings, fork_id)
+    await record_fork(store, settings, source, 3, fork_id=fork_id, workspace=workspace)
+    options = SessionOptions(base_url="http://127.0.0.1:9", max_iterations=1)
+    said = ""
+    try:
+        await asyncio.wait_for(continue_fork(store, settings, fork_id, options), 60)
+    except SessionError as exc:
+        said = str(exc)
+    except Exception as exc:  # the old code went on to run the fork  # noqa: BLE001
+        said = repr(exc)
+    assert not (workspace / "secret.txt").exists()
+    assert "outside Chronicle's data directory and the configured workspace_roots" in said
+
+    # Named in workspace_roots, the same repository may be cloned (an operator's choice).
+    allowed = settings.model_copy(update={"workspace_roots": [private_repository.parent]})
+    clonable(allowed, private_repository)
+    with pytest.raises(SessionError, match="outside"):
+        clonable(settings, private_repository)
