@@ -8,6 +8,11 @@ adds no table and no writer. It adds:
 
 - ``platform_audit``: one row per audit event (who, through what, from which address, and
   the fields the auditor filters by), for ``chronicle_analyst`` like every view;
+- a rule of the events table: the log takes only its own ``session.created`` (its fixed
+  event id, marked ``platform_log``) and ``audit.*`` records, whoever appends. Else a login
+  in ``chronicle_app`` could start the log before the platform's first record with a
+  ``session.created`` of its own (unmarked: ``chronicle resume`` of the log would then run an
+  agent into it), or append any other kind to it;
 - ``session_costs`` without the platform log: it is a stream, not a session (the
   ``session_state`` projection leaves it out in code; the other views select kinds it
   never holds).
@@ -33,6 +38,31 @@ depends_on = None
 
 #: app.events.platform_audit.PLATFORM_LOG_ID (a test compares them).
 PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
+#: app.events.platform_audit.PLATFORM_LOG_CREATED_ID: the log's session.created.
+PLATFORM_LOG_CREATED_ID = "00000000-0000-4000-8000-00000000a0d2"
+
+# A trigger, not a check in the append functions: chronicle_import writes events too.
+PLATFORM_LOG_KINDS = rf"""
+CREATE FUNCTION chronicle_platform_log_kinds() RETURNS trigger
+LANGUAGE plpgsql SET search_path = {{search_path}} AS $$
+BEGIN
+    IF NEW.kind LIKE 'audit.%' OR (NEW.kind = 'session.created'
+            AND NEW.event_id = '{PLATFORM_LOG_CREATED_ID}'::uuid
+            AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the platform''s audit log takes only audit records, not %', NEW.kind
+        USING ERRCODE = 'CR014',
+              HINT = 'the platform log''s session.created is the platform''s own (its fixed '
+                     'event id, marked platform_log)';
+END
+$$;
+ALTER FUNCTION chronicle_platform_log_kinds() OWNER TO chronicle_owner;
+REVOKE ALL ON FUNCTION chronicle_platform_log_kinds() FROM PUBLIC;
+CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON events
+    FOR EACH ROW WHEN (NEW.session_id = '{PLATFORM_LOG_ID}'::uuid)
+    EXECUTE FUNCTION chronicle_platform_log_kinds();
+"""
 
 PLATFORM_AUDIT_VIEW = rf"""
 CREATE VIEW platform_audit AS
@@ -94,14 +124,26 @@ def _session_costs_0008() -> str:
     return view
 
 
+def _search_path() -> str:
+    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
+    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
+        cursor.execute("SELECT quote_ident(current_schema())")
+        row = cursor.fetchone()
+    assert row is not None
+    return f"pg_catalog, {row[0]}, pg_temp"
+
+
 def upgrade() -> None:
     narrowed = _session_costs_0008().rstrip().removesuffix(";")
     _run(f"{narrowed}\nWHERE s.id <> '{PLATFORM_LOG_ID}'::uuid;")
     _run(PLATFORM_AUDIT_VIEW)
     _run(PRIVILEGES)
+    _run(PLATFORM_LOG_KINDS.replace("{search_path}", _search_path()))
 
 
 def downgrade() -> None:
     # The audit events stay in the log (it is append-only); only the view goes.
+    _run("DROP TRIGGER events_platform_log_kinds ON events;")
+    _run("DROP FUNCTION chronicle_platform_log_kinds();")
     _run("DROP VIEW platform_audit;")
     _run(_session_costs_0008())
