@@ -39,9 +39,7 @@ class WorkspaceFull(Exception):
     """A write would take the workspace past its size limit."""
 
 
-def disk_usage(
-    root: str, processes: Iterable[int] = (), hidden: set[int] | None = None
-) -> int:
+def disk_usage(root: str, processes: Iterable[int] = (), hidden: set[int] | None = None) -> int:
     """Bytes allocated to everything beneath ``root`` (each entry at least ``ENTRY_BYTES``): no
     link followed, no other file system entered, a hard-linked file counted once; what vanishes
     or cannot be read meanwhile is skipped. Then the files on the same file system that

@@ -38,6 +38,12 @@ def _git(repo: Path, *args: str) -> None:
     )  # fmt: skip
 
 
+def head_of(repo: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 @pytest.fixture
 def private_repository(tmp_path: Path) -> Path:
     """Another repository on the host: not the attacker's, its contents not theirs to read."""
@@ -88,10 +94,7 @@ async def test_a_fork_checks_out_no_ref_of_another_repository(
 
 def test_a_recorded_start_is_still_restorable(private_repository: Path, tmp_path: Path) -> None:
     """What git records (the full id, the branch checked out) passes."""
-    commit = subprocess.run(
-        ["git", "-C", str(private_repository), "rev-parse", "HEAD"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+    commit = head_of(private_repository)
     for branch in ("main", "feature/x-1.2", "ünïcode", None):
         assert unsafe_start(WorkspaceSnapshot(vcs="git", commit=commit, branch=branch)) is None
     assert unsafe_start(WorkspaceSnapshot(vcs="git", commit=None, diff="")) is None
@@ -136,10 +139,7 @@ async def test_a_fork_through_the_api_clones_no_repository_outside_chronicles_pl
     it as the API does (a worker runs the fork): before, the fork checked that repository
     out into a workspace of the API user's. Now the worker clones only from the data
     directory or ``workspace_roots``; ``chronicle fork`` on the host still may."""
-    commit = subprocess.run(
-        ["git", "-C", str(private_repository), "rev-parse", "HEAD"],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+    commit = await asyncio.to_thread(head_of, private_repository)
     source = uuid.uuid4()
     config = {"workspace": str(private_repository), "runtime": "local", "agent": "codeact"}
     await store.append(
@@ -159,7 +159,7 @@ async def test_a_fork_through_the_api_clones_no_repository_outside_chronicles_pl
         await asyncio.wait_for(continue_fork(store, settings, fork_id, options), 60)
     except SessionError as exc:
         said = str(exc)
-    except Exception as exc:  # the old code went on to run the fork  # noqa: BLE001
+    except Exception as exc:  # the old code went on to run the fork
         said = repr(exc)
     assert not (workspace / "secret.txt").exists()
     assert "outside Chronicle's data directory and the configured workspace_roots" in said

@@ -149,7 +149,7 @@ async def test_no_command_reserves_disk_space_it_does_not_write(
         assert used_mb(workspace) < 1
         fallback = await run(
             sandbox,
-            "python3 -c 'import os; fd = os.open(\"c\", os.O_CREAT | os.O_WRONLY); "
+            'python3 -c \'import os; fd = os.open("c", os.O_CREAT | os.O_WRONLY); '
             "os.posix_fallocate(fd, 0, 1 << 20); print(os.fstat(fd).st_blocks * 512)'",
         )
         assert fallback.output.strip() == str(1 << 20), fallback.output
@@ -162,9 +162,9 @@ HOLD_DELETED = (
     "{python} -c 'import os, time\n"
     "held = []\n"
     "for i in range(6):\n"
-    "    f = open(str(i), \"wb\"); os.unlink(str(i)); f.write(os.urandom(30 << 20)); f.flush()\n"
+    '    f = open(str(i), "wb"); os.unlink(str(i)); f.write(os.urandom(30 << 20)); f.flush()\n'
     "    held.append(f)\n"
-    "print(\"held\", flush=True); time.sleep(8)'"
+    'print("held", flush=True); time.sleep(8)\''
 )
 
 
