@@ -15,7 +15,9 @@ called only once the head has arrived. So the protocol itself keeps two deadline
   waits for it (a route that answered early, e.g. 401, does not let the body dribble on).
 
 A client past a deadline is answered 408 (a problem document) when no response is under way,
-and its connection is closed.
+and its connection is closed. A WebSocket's handshake must be answered within
+``header_timeout`` of its upgrade request too (an upgrade request with a body was held by
+uvicorn's WebSocket protocol, unanswered, for good), or the connection is aborted.
 
 A client that stops reading is cut too: when a response (or an SSE stream) has filled the
 connection's write buffer and the client takes none of it for ``write_timeout``, the
@@ -164,18 +166,28 @@ class GuardedH11Protocol(H11Protocol):
         self._upgraded = True  # the WebSocket protocol owns the transport from here on
         self._disarm()
         super().handle_websocket_upgrade(event)
-        # this protocol hears nothing more of the connection: its place under the address's
-        # count is given back when the WebSocket's is lost
         websocket = self.transport.get_protocol()
-        if websocket is self or self._address_key is None:
+        if websocket is self:
             return
+        # the handshake has the head's deadline too: an upgrade request with a body
+        # (Content-Length) was held by the WebSocket protocol, unanswered, for good
+        handshake = self.loop.call_later(
+            self.limits.header_timeout, self._handshake_expired, websocket
+        )
         lost = websocket.connection_lost
 
         def connection_lost(exc: Exception | None) -> None:
+            # this protocol hears nothing more of the connection: its place under the
+            # address's count is given back when the WebSocket's is lost
+            handshake.cancel()
             self._give_back_address()
             lost(exc)
 
         websocket.connection_lost = connection_lost  # type: ignore[method-assign]
+
+    def _handshake_expired(self, websocket: asyncio.BaseProtocol) -> None:
+        if not _handshake_done(websocket) and not self.transport.is_closing():
+            self.transport.abort()
 
     def pause_writing(self) -> None:
         """The write buffer is full: the client must read some of it within the deadline."""
@@ -257,6 +269,14 @@ class GuardedH11Protocol(H11Protocol):
             cycle.disconnected = True
             cycle.message_event.set()
         self.transport.close()
+
+
+def _handshake_done(websocket: asyncio.BaseProtocol) -> bool:
+    """Whether uvicorn's WebSocket protocol answered the handshake (accepted or refused it)."""
+    event = getattr(websocket, "handshake_completed_event", None)  # the websockets library's
+    if isinstance(event, asyncio.Event):
+        return event.is_set()
+    return bool(getattr(websocket, "handshake_complete", True))  # sans-I/O and wsproto's
 
 
 def guarded_protocol(limits: ConnectionLimits) -> type[GuardedH11Protocol]:
