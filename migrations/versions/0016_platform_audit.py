@@ -9,7 +9,7 @@ adds no table and no writer. It adds:
 - ``platform_audit``: one row per audit event (who, through what, from which address, and
   the fields the auditor filters by), for ``chronicle_analyst`` like every view;
 - a rule of the events table: the log takes only its own ``session.created`` (its fixed
-  event id, marked ``platform_log``) and ``audit.*`` records, whoever appends. Else a login
+  event id, marked ``platform_log``) first and ``audit.*`` records after it, whoever appends. Else a login
   in ``chronicle_app`` could start the log before the platform's first record with a
   ``session.created`` of its own (unmarked: ``chronicle resume`` of the log would then run an
   agent into it), or append any other kind to it;
@@ -46,7 +46,9 @@ PLATFORM_LOG_KINDS = rf"""
 CREATE FUNCTION chronicle_platform_log_kinds() RETURNS trigger
 LANGUAGE plpgsql SET search_path = {{search_path}} AS $$
 BEGIN
-    IF NEW.kind LIKE 'audit.%' OR (NEW.kind = 'session.created'
+    -- Its session.created again, later: a re-sent append, which the event id's uniqueness
+    -- refuses as such (so seq 1 is the only one there is).
+    IF (NEW.kind LIKE 'audit.%' AND NEW.seq > 1) OR (NEW.kind = 'session.created'
             AND NEW.event_id = '{PLATFORM_LOG_CREATED_ID}'::uuid
             AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
         RETURN NEW;

@@ -40,6 +40,12 @@ APPEND_ONE = "SELECT * FROM chronicle_append_one($1, $2, $3, $4, 'system', NULL,
         # the platform's own event id, but not marked
         (str(PLATFORM_LOG_CREATED_ID), "session.created", {"config": {}, "title": "log"}),
         ("00000000-0000-4000-8000-0000000000ab", "message", {"content": "hi", "sender": "ann"}),
+        # an audit record first: the log would have no session.created at all
+        (
+            "00000000-0000-4000-8000-0000000000ad",
+            "audit.user_changed",
+            {"actor": "cli:root", "change": "added", "name": "ann", "via": "cli"},
+        ),
     ],
 )
 async def test_the_app_login_cannot_start_the_log_or_append_other_kinds(
