@@ -149,7 +149,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         cookie = connection.cookies.get(SESSION_COOKIE)
         # what the request authenticates with: the Bearer header if any, else the cookie
         credential = (
-            f"authorization:{authorization}" if authorization else cookie_credential(cookie)
+            f"authorization:{authorization}" if authorization else cookie_credential(cookie or "")
         )
         known = auth_state(connection).known
         if (authorization or cookie) and credential not in known:
