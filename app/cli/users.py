@@ -168,7 +168,12 @@ CHANGE_WORDS = {
     "disable": ("disabled", "disabled (its tokens refused, its logins ended)", "disabled"),
     "enable": ("enabled", "enabled", "enabled"),
     "remove": ("removed", "removed (its tokens revoked, its logins ended)", "removed"),
-    "promote": ("promoted", "now an admin", "an admin"),
+    "promote": (
+        "promoted",
+        "now an admin (its browser logins ended, its tokens not made by `chronicle tokens "
+        "create` revoked)",
+        "an admin",
+    ),
     "demote": ("demoted", "now a plain user", "a plain user"),
 }
 
