@@ -93,7 +93,6 @@ def test_a_fragment_without_parameters_is_left_alone() -> None:
     assert mask_url("https://h/p?q=1#top") == "https://h/p?q=1#top"
 
 
-
 def test_variables_named_for_authorization_are_secrets() -> None:
     """An MCP server's ``env`` or the host's environment: a header value or an access token
     kept under a name without KEY or TOKEN in it."""
