@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,6 +22,7 @@ import pytest
 from app.events import ErrorObservation, FileWrite, FileWriteOutput, Run, RunOutput
 from app.runtime import LocalRuntime, Runtime
 from app.runtime.docker.runtime import DockerRuntime
+from app.runtime.image import RUNTIME_IMAGE_DIR
 from app.runtime.local.limits import SandboxLimits
 from tests.support.sandboxes import sandbox_settings
 
@@ -202,3 +206,40 @@ async def test_files_with_no_blocks_or_no_name_count_too(
             hidden.output
         ), hidden.output
         assert (await run(sandbox, "echo on")).output == "on\n"
+
+
+def test_a_slow_measurement_gives_a_fast_writer_no_head_start(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Measurements are spaced out by how long they take (a fifth of the time at most), and a
+    workspace of many entries is slow to measure: with 200,000 empty files in it, a writer
+    went 2.7 GB past a 64 MB limit before the next measurement. Made to space them ten
+    seconds apart here, the watcher still measures as soon as the file system has lost more
+    than the limit had left, and stops the writer."""
+    monkeypatch.syspath_prepend(str(RUNTIME_IMAGE_DIR))
+    quota_module = importlib.import_module("chronicle_sandbox.quota")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for number in range(2000):
+        (workspace / str(number)).touch()
+    quota = quota_module.WorkspaceQuota(str(workspace), MIB)
+    took = time.monotonic()
+    quota.measure()
+    took = time.monotonic() - took
+    monkeypatch.setattr(quota_module, "BUSY_SHARE", took / 10)  # ten seconds apart
+    stopped = threading.Event()
+
+    def stop_commands(note: str) -> bool:
+        stopped.set()
+        return True
+
+    quota.watch(stop_commands)
+    try:
+        time.sleep(0.5)  # the first measurement is done: the next is ten seconds away
+        began = time.monotonic()
+        with open(workspace / "big", "wb") as big:
+            big.write(os.urandom(32 * MIB))
+        assert stopped.wait(30)
+        assert time.monotonic() - began < 5
+    finally:
+        quota.close()
