@@ -136,7 +136,7 @@ async def _restore(
     snapshot = _first_snapshot(events, source)
     recorded_workspace = Path(config["workspace"]) if config.get("workspace") else None
     if not on_host and snapshot.vcs == "git" and recorded_workspace is not None:
-        clonable(settings, recorded_workspace)
+        await asyncio.to_thread(clonable, settings, recorded_workspace)
     try:
         await restore(
             snapshot, workspace, repository=recorded_workspace,
@@ -156,6 +156,7 @@ def clonable(settings: Settings, repository: Path) -> None:
     for root in (settings.data_dir, *settings.workspace_roots):
         allowed = Path(os.path.realpath(root))
         if real == allowed or real.is_relative_to(allowed):
+            _own_objects(repository)
             return
     raise SessionError(
         f"the session recorded its workspace at {repository}, outside Chronicle's data "
@@ -163,6 +164,24 @@ def clonable(settings: Settings, repository: Path) -> None:
         "only from there. Fork it on the host with `chronicle fork`, or add the directory "
         "to workspace_roots"
     )
+
+
+def _own_objects(repository: Path) -> None:
+    """SessionError unless ``repository``'s ``.git`` (and its objects) is a directory of its
+    own that borrows no objects: its session's sandbox could write there, and a link, a
+    ``gitdir:`` file or an alternates file would have the clone read another repository."""
+    git_dir = repository / ".git"
+    for directory in (git_dir, git_dir / "objects"):
+        if not directory.is_dir() or directory.is_symlink():
+            raise SessionError(
+                f"{directory} is not a directory of its own (a link, or a gitdir file): a "
+                "fork started through the API does not clone through it"
+            )
+    if (git_dir / "objects" / "info" / "alternates").exists():
+        raise SessionError(
+            f"{repository} borrows objects of another repository (objects/info/alternates): a "
+            "fork started through the API does not clone from it"
+        )
 
 
 def awaits_reexecution(events: list[RecordedEvent]) -> bool:

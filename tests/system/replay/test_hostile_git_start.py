@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -169,3 +170,32 @@ async def test_a_fork_through_the_api_clones_no_repository_outside_chronicles_pl
     clonable(allowed, private_repository)
     with pytest.raises(SessionError, match="outside"):
         clonable(settings, private_repository)
+
+
+@pytest.mark.parametrize("how", ["gitdir file", ".git link", "objects link", "alternates"])
+def test_an_api_fork_clones_no_repository_a_sandbox_pointed_elsewhere(
+    how: str, settings: Settings, private_repository: Path
+) -> None:
+    """The recorded workspace lies in the data directory, but its session's sandbox could
+    write its ``.git``: pointed at another repository of the host (a ``gitdir:`` file, a
+    link, its objects borrowed), the clone would read that one; refused."""
+    workspace = settings.data_dir / "workspaces" / "theirs"
+    workspace.mkdir(parents=True)
+    private_git = private_repository / ".git"
+    if how == "gitdir file":
+        (workspace / ".git").write_text(f"gitdir: {private_git}\n")
+    elif how == ".git link":
+        (workspace / ".git").symlink_to(private_git)
+    else:
+        subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+        objects = workspace / ".git" / "objects"
+        if how == "objects link":
+            shutil.rmtree(objects)
+            objects.symlink_to(private_git / "objects")
+        else:
+            (objects / "info" / "alternates").write_text(f"{private_git / 'objects'}\n")
+    with pytest.raises(SessionError, match="does not clone"):
+        clonable(settings, workspace)
+    plain = settings.data_dir / "workspaces" / "plain"
+    subprocess.run(["git", "init", "-q", str(plain)], check=True)
+    clonable(settings, plain)
