@@ -14,7 +14,9 @@ loses more space meanwhile than the limit has left) and, when the workspace has 
 the limit, stops every command of the shell (``Shell.stop_commands``: the
 server adopts what detaches itself, so ``setsid`` does not escape); file actions refuse a
 write that would pass it. A fast writer can go past by what it writes between two
-measurements; a command that frees space meanwhile is left alone.
+measurements; a command that frees space meanwhile is left alone. Blocks reserved without
+being written (``fallocate``) are refused to the shell's commands by ``disk_filter``; files
+they deleted but hold open count, and a process whose open files cannot be seen is stopped.
 """
 
 from __future__ import annotations
