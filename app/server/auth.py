@@ -12,8 +12,12 @@ Every request but health, login and the OpenAPI document names a live token:
   cookie), an HMAC of the session cookie, so it needs no server secret shared by API
   processes, and another site that makes the browser send the cookie cannot know it.
 
-A Bearer request needs no CSRF header: a browser never adds that header on its own. A live
-Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``) while no
+A cookie request that sends ``X-CSRF-Token`` at all (the page sends it on every request, from
+its origin's own storage) must send the right one (a safe one is 401 otherwise): cookies are
+the host's whatever the port, so a page on another port (or a sibling domain's ``Domain``
+cookie) can set the cookie of a login the attacker made for itself, but not the page's
+storage. A Bearer request needs no CSRF header: a browser never adds that header on its own.
+A live Bearer token is remembered for ``server_token_cache_seconds`` (``token_cache``) while no
 credential has changed anywhere, so a revoked one stops working at once; a cookie is checked
 on every request (with its user and the token it was made with). Credentials that are refused
 count against the client's address (``auth_failures``): past ``server_auth_failures`` a
@@ -191,13 +195,24 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                 headers=CHALLENGE,
             )
         method = connection.scope.get("method", "GET")
-        if method not in SAFE_METHODS:
-            sent = connection.headers.get(CSRF_HEADER, "")
-            if not hmac.compare_digest(sent.encode(), csrf_token_for(cookie).encode()):
-                raise PermissionDeniedException(
-                    "a request authenticated by the session cookie must send the X-CSRF-Token "
-                    "header the login returned"
-                )
+        sent = connection.headers.get(CSRF_HEADER)
+        matches = sent is not None and hmac.compare_digest(
+            sent.encode(), csrf_token_for(cookie).encode()
+        )
+        if method not in SAFE_METHODS and not matches:
+            raise PermissionDeniedException(
+                "a request authenticated by the session cookie must send the X-CSRF-Token "
+                "header the login returned"
+            )
+        if sent is not None and not matches:
+            # the page sends what its own login returned on every request: a cookie it does
+            # not match was set by someone else (another port of the host, a sibling domain),
+            # and the page is told it is signed in as nobody
+            raise NotAuthorizedException(
+                "this browser's login cookie is not the one this page signed in with (another "
+                "site of this host may have set it); sign in again",
+                headers=CHALLENGE,
+            )
         known.worked(credential)
         return AuthenticationResult(user=principal, auth=principal.token_id)
 

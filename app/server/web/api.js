@@ -8,15 +8,33 @@ export class ApiError extends Error {
   }
 }
 
+// The CSRF token of this page's own login, kept in this origin's storage (never read from a
+// cookie: cookies are the host's, whatever the port, so a page on another port of the host
+// can set them; its storage it cannot). Sent with every request: the server refuses a login
+// cookie that does not go with it, so a cookie set by someone else signs this page in nowhere.
+const CSRF_KEY = "chronicle_csrf";
+
 function csrfToken() {
-  const found = document.cookie.split("; ").find((part) => part.startsWith("chronicle_csrf="));
-  return found ? decodeURIComponent(found.slice("chronicle_csrf=".length)) : "";
+  try {
+    return localStorage.getItem(CSRF_KEY) || "";
+  } catch {
+    return "";
+  }
+}
+
+function keepCsrfToken(login) {
+  try {
+    localStorage.setItem(CSRF_KEY, login.csrf_token);
+  } catch {
+    // no storage (a private window that refuses it): unsafe requests will be refused
+  }
+  return login;
 }
 
 export async function api(path, { method = "GET", body } = {}) {
   const headers = { Accept: "application/json, application/problem+json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET" && method !== "HEAD") headers["X-CSRF-Token"] = csrfToken();
+  headers["X-CSRF-Token"] = csrfToken();
   let response;
   try {
     response = await fetch(path, {
@@ -41,14 +59,22 @@ export async function api(path, { method = "GET", body } = {}) {
   return response.status === 204 ? null : response.json();
 }
 
-export function signIn(token) {
-  return api("/api/login", { method: "POST", body: { token } });
+export async function signIn(token) {
+  return keepCsrfToken(await api("/api/login", { method: "POST", body: { token } }));
 }
 
-export function signInWithCode(code) {
-  return api("/api/login/code", { method: "POST", body: { code } });
+export async function signInWithCode(code) {
+  return keepCsrfToken(await api("/api/login/code", { method: "POST", body: { code } }));
 }
 
-export function signOut() {
-  return api("/api/logout", { method: "POST" });
+export async function signOut() {
+  try {
+    return await api("/api/logout", { method: "POST" });
+  } finally {
+    try {
+      localStorage.removeItem(CSRF_KEY);
+    } catch {
+      // nothing kept
+    }
+  }
 }

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -134,3 +135,35 @@ def test_another_site_opening_a_sign_in_link_signs_nobody_in(
     assert me["user"] == "alice"
     signed_in.get_by_role("button", name="Cancel").click()
     expect(signed_in.locator("#who")).to_have_text("alice")
+
+
+def test_a_login_cookie_another_port_of_the_host_sets_is_not_the_pages(
+    server: ServerProcess, attacker: AttackerSite, new_page: Callable[..., Page]
+) -> None:
+    """Cookies are the host's, whatever the port: a page on another port of the same host (the
+    attacker's site here, a sibling subdomain's ``Domain`` cookie elsewhere) can set the
+    ``chronicle_session`` cookie of a browser login the attacker made for its own account
+    (and the readable CSRF cookie beside it). The page must not then act as the attacker's:
+    it signs in with what only it holds (its origin's storage, ports apart)."""
+    made = httpx.post(f"{server.url}/api/login", json={"token": server.token("mallory")})
+    assert made.status_code == 200, made.text
+    cookie, csrf = made.cookies["chronicle_session"], made.json()["csrf_token"]
+    attacker.pages["/toss"] = (
+        "<script>"
+        f"document.cookie = 'chronicle_session={cookie}; path=/; SameSite=Strict';"
+        f"document.cookie = 'chronicle_csrf={csrf}; path=/; SameSite=Strict';"
+        "</script>tossed"
+    )
+    victim = new_page()
+    victim.goto(attacker.url + "/toss")
+    assert any(c["name"] == "chronicle_session" for c in victim.context.cookies(server.url))
+    victim.goto(server.url + "/")
+    expect(victim.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    assert victim.locator("#who").text_content() == ""
+    # nor can it write as the attacker: the CSRF value is the page's, not the cookie's
+    status = victim.evaluate(
+        "fetch('/api/sessions', {method: 'POST', headers: {'Content-Type': 'application/json',"
+        " 'X-CSRF-Token': localStorage.getItem('chronicle_csrf') || ''},"
+        " body: JSON.stringify({task: 'typed by the victim'})}).then((r) => r.status)"
+    )
+    assert status in (401, 403)
