@@ -8,12 +8,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from app.config import Settings
 from app.store import EventStore
 from app.store.logins import (
     authenticate_login,
@@ -25,14 +23,6 @@ from app.store.user_states import disable_user, enable_user
 from app.store.users import OwnerLoginNeededError, add_user, create_token, revoke_token
 
 FORGED_HASH = hashlib.sha256(b"chl_forged").digest()
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 async def test_a_code_signs_in_once_even_when_two_exchanges_race(store: EventStore) -> None:

@@ -12,27 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from app.config import Settings
 from app.store import EventStore
 from app.store.users import OwnerLoginNeededError, add_user, authenticate, create_token
 
 #: The token the attacker wants the API to accept (format-correct, its hash known).
 FORGED = "chr_" + "A" * 43
 FORGED_HASH = hashlib.sha256(FORGED.encode()).digest()
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    """The store through an owner login (the test server's superuser), as the CLI opens it."""
-    async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(

@@ -18,12 +18,10 @@ import asyncio
 import contextlib
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
-from app.config import Settings
 from app.store import EventStore
 from app.store.logins import authenticate_login, begin_login, create_login_code, exchange_login_code
 from app.store.user_states import (
@@ -37,15 +35,6 @@ from app.store.users import OwnerLoginNeededError, add_user, authenticate, creat
 
 #: The token the attacker plants: its hash chosen, handed to the definer function directly.
 PLANTED = "chr_" + "P" * 43
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    """The store through an owner login (the test server's superuser), as the CLI opens it."""
-    async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 async def _plant(app_login: asyncpg.Connection, user_id: uuid.UUID) -> None:
