@@ -105,6 +105,7 @@ def create_app(
             health.ready,
             login.login,
             login.login_with_code,
+            login.peek_login_with_code,
             api,
             *web_routes(),
         ],

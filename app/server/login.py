@@ -1,5 +1,6 @@
 """``POST /api/login`` (a token for a session cookie), ``POST /api/login/code`` (a sign-in
-link's one-time code for one), ``POST /api/logout``, ``GET /api/me``.
+link's one-time code for one), ``POST /api/login/code/peek`` (whom a code signs in as, before
+the person agrees to use it), ``POST /api/logout``, ``GET /api/me``.
 
 A login makes a browser login of its own (``app/store/logins.py``; never the presented token:
 logging out ends only the browser's login) that lives ``server_login_hours`` at most, never
@@ -11,7 +12,9 @@ into an account of its choosing): they take ``application/json`` only (an HTML f
 send it, and a cross-site ``fetch`` that does needs a CORS preflight this server never
 grants), and refuse a request whose ``Sec-Fetch-Site`` or ``Origin`` says another site sent
 it. A sign-in link carries a one-time code in its fragment (``/login#code=...``), which the
-browser never sends: the page posts it here. Refused credentials count against the address
+browser never sends: the page peeks at it first, to ask "Sign in as NAME?" (another site can
+open a link to its own account's code; the person must see whose account it is), then posts it
+here. Refused credentials count against the address
 (``auth.count_failure``).
 """
 
@@ -43,7 +46,14 @@ from app.server.client_address import address_of
 from app.server.context import Context
 from app.server.problems import ApiProblem, problem_responses
 from app.sessions import platform_audit
-from app.store.logins import LoginStarted, begin_login, end_logins, exchange_login_code
+from app.store.logins import (
+    CodeHolder,
+    LoginStarted,
+    begin_login,
+    end_logins,
+    exchange_login_code,
+    peek_login_code,
+)
 
 
 class LoginRequest(BaseModel):
@@ -136,6 +146,13 @@ async def _signed_in(
     return Response(result, cookies=_cookies(request, ctx, started.cookie, expires))
 
 
+#: What a refused code is told, peeked at or exchanged.
+CODE_REFUSED = (
+    "the sign-in link is unknown, used or expired (a link works once, for minutes); "
+    "ask for a new one (chronicle login-link NAME)"
+)
+
+
 def _address(request: Request[Any, Any, Any]) -> str:
     return address_of(request.scope) or ""
 
@@ -183,12 +200,29 @@ async def login_with_code(
     )
     if started is None:
         count_failure(request)
-        raise NotAuthorizedException(
-            "the sign-in link is unknown, used or expired (a link works once, for minutes); "
-            "ask for a new one (chronicle login-link NAME)",
-            headers=CHALLENGE,
-        )
+        raise NotAuthorizedException(CODE_REFUSED, headers=CHALLENGE)
     return await _signed_in(request, ctx, started)
+
+
+@post(
+    "/api/login/code/peek",
+    opt={PUBLIC_OPTION: True, "exclude_from_auth": True},
+    status_code=200,
+    responses=problem_responses(415),
+)
+async def peek_login_with_code(
+    request: Request[Any, Any, Any], data: JSONBody[CodeLoginRequest], ctx: Context
+) -> CodeHolder:
+    """Whom a sign-in link's code signs in as, and until when it works; the code stays unused.
+    From this server's own page only, and a refused code counts against the address (a peek
+    is no cheaper way to guess codes)."""
+    refuse_cross_site(request)
+    refuse_if_failing(request)
+    holder = await peek_login_code(ctx.store, data.code)
+    if holder is None:
+        count_failure(request)
+        raise NotAuthorizedException(CODE_REFUSED, headers=CHALLENGE)
+    return holder
 
 
 @post("/api/logout", status_code=200, responses=problem_responses())

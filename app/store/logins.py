@@ -8,8 +8,9 @@ ended or expired, its user is neither disabled nor removed, and the API token it
 revoked token or a disabled user ends the login at once.
 
 A sign-in link carries a code, never a token: 32 random bytes, kept as a sha256, used once,
-valid for minutes. Every write goes through the database's definer functions; this module is
-their only caller.
+valid for minutes. ``peek_login_code`` says whom a code signs in as without using it, so the
+page can name that user before the person agrees. Every write goes through the database's
+definer functions; this module is their only caller.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class BrowserLogin(BaseModel):
     expires_at: datetime
     ended_at: datetime | None
     last_used_at: datetime | None
+
+
+class CodeHolder(BaseModel):
+    """Whom a live sign-in code signs in as, and until when it works."""
+
+    user: str
+    is_admin: bool
+    expires_at: datetime
 
 
 class LoginStarted(BaseModel):
@@ -138,6 +147,15 @@ async def exchange_login_code(
         address,
     )
     return _started(row, cookie)
+
+
+async def peek_login_code(store: EventStore, code: str) -> CodeHolder | None:
+    """Whom a sign-in link's code would sign in as (the code stays unused); None when the
+    exchange would refuse it: unknown, used, expired, or its user (or token) no longer live."""
+    row = await store.pool.fetchrow("SELECT * FROM chronicle_peek_login_code($1)", token_hash(code))
+    if row is None:
+        return None
+    return CodeHolder(user=row["name"], is_admin=row["is_admin"], expires_at=row["expires_at"])
 
 
 async def authenticate_login(store: EventStore, cookie: str) -> Principal | None:

@@ -7,6 +7,8 @@ revoking the token, disabling or removing the user ends it on its next request, 
 change was made. ``login_codes`` are the one-time codes of sign-in links: only a sha256 is
 kept, a code lives minutes and is used once (``chronicle_exchange_login_code`` marks it used
 in the statement that checks it, so two exchanges of one code cannot both win).
+``chronicle_peek_login_code`` tells which user a live code signs in as, and leaves it unused:
+the page names that user before the person agrees to use the link.
 
 ``users.disabled_at`` refuses every token and login of the user until it is enabled again;
 ``users.removed_at`` is for good (the row stays: sessions and the log still name the user).
@@ -187,6 +189,22 @@ END
 $$;
 """
 
+# Reads, never writes: the page asks whom a link signs in as before the person agrees. The
+# same liveness as the exchange (an unused, unexpired code of a live user and token), so a
+# link the page names is one the exchange would honour.
+PEEK_LOGIN_CODE = r"""
+CREATE FUNCTION chronicle_peek_login_code(p_code_hash bytea)
+RETURNS TABLE (name text, is_admin boolean, expires_at timestamptz)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {search_path} AS $$
+    SELECT u.name, u.is_admin, c.expires_at
+    FROM login_codes c JOIN users u ON u.id = c.user_id
+    LEFT JOIN api_tokens t ON t.id = c.token_id
+    WHERE c.hash = p_code_hash AND c.used_at IS NULL AND c.expires_at > now() AND {live_user}
+      AND (c.token_id IS NULL OR (t.revoked_at IS NULL
+                                  AND (t.expires_at IS NULL OR t.expires_at > now())));
+$$;
+"""
+
 TOUCH_LOGIN = r"""
 CREATE FUNCTION chronicle_touch_login(p_login uuid, p_resolution double precision)
 RETURNS void
@@ -294,6 +312,7 @@ FUNCTIONS = (
     "chronicle_begin_login(bytea, uuid, bytea, double precision, text)",
     "chronicle_create_login_code(uuid, uuid, uuid, bytea, double precision)",
     "chronicle_exchange_login_code(bytea, uuid, bytea, double precision, text)",
+    "chronicle_peek_login_code(bytea)",
     "chronicle_touch_login(uuid, double precision)",
     "chronicle_end_logins(uuid, uuid)",
     "chronicle_set_user_state(uuid, text)",
@@ -309,7 +328,7 @@ OWNERSHIP = "\n".join(
     ]
 )
 
-# The codes' table is not even readable: nothing but the exchange needs it.
+# The codes' table is not even readable: nothing but the exchange and the peek need it.
 APP_PRIVILEGES = "\n".join(
     [
         "REVOKE ALL ON browser_logins, login_codes FROM PUBLIC, chronicle_app;",
@@ -360,6 +379,7 @@ def upgrade() -> None:
         BEGIN_LOGIN,
         CREATE_LOGIN_CODE,
         EXCHANGE_LOGIN_CODE,
+        PEEK_LOGIN_CODE,
         TOUCH_LOGIN,
         END_LOGINS,
         SET_USER_STATE,

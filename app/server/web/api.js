@@ -67,6 +67,11 @@ export async function signInWithCode(code) {
   return keepCsrfToken(await api("/api/login/code", { method: "POST", body: { code } }));
 }
 
+// Whom a sign-in link's code signs in as ({user, is_admin, expires_at}); the code stays unused.
+export async function peekCode(code) {
+  return api("/api/login/code/peek", { method: "POST", body: { code } });
+}
+
 export async function signOut() {
   try {
     return await api("/api/logout", { method: "POST" });

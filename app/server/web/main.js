@@ -1,8 +1,9 @@
 // The page's shell: who is signed in, which view the address names (#/, #/new,
 // #/sessions/ID), and one place where errors are shown as messages.
 
-import { api, ApiError, signIn, signInWithCode, signOut } from "./api.js";
+import { api, ApiError, peekCode, signIn, signInWithCode, signOut } from "./api.js";
 import { el, clear } from "./dom.js";
+import { clock } from "./format.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
@@ -108,24 +109,41 @@ async function route() {
   main.focus({ preventScroll: true });
 }
 
-// A sign-in link is used only when the person says so: another site can open
-// /login#code=<its own account's code> in the visitor's browser (a link, a pop-up it closes at
-// once), and a page that posted the code by itself would sign the visitor in to the
-// attacker's account without a word (login CSRF by navigation).
+// A sign-in link is used only when the person says so, and only once the page has named the
+// user it signs in as: another site can open /login#code=<its own account's code> in the
+// visitor's browser (a link, a pop-up it closes at once), and a page that posted the code by
+// itself, or asked without saying whose account it is, would sign the visitor in to the
+// attacker's account (login CSRF by navigation). The peek leaves the code unused.
 async function confirmSignInLink(code) {
+  let holder;
+  try {
+    holder = await peekCode(code);
+  } catch (error) {
+    signInView(`That sign-in link did not work: ${error.message}`);
+    return;
+  }
   let current = null;
   try {
     current = await whoAmI();
   } catch {
     current = null;
   }
-  const use = el("button", { type: "submit" }, "Sign in with this link");
+  const name = `${holder.user}${holder.is_admin ? " (admin)" : ""}`;
+  const use = el("button", { type: "submit" }, `Sign in as ${holder.user}`);
   const cancel = el("button", { type: "button", class: "secondary" }, "Cancel");
+  let already = null;
+  if (current && current.user === holder.user) {
+    already = el("p", { class: "muted" }, `You are signed in as ${current.user} already; the link starts another login of the same account.`);
+  } else if (current) {
+    already = el("p", { class: "error", role: "alert" }, `You are signed in as ${current.user}; this link signs you in as ${holder.user} instead.`);
+  }
   const form = el("form", { class: "card narrow", "aria-labelledby": "link-title" },
-    el("h1", { id: "link-title" }, "Sign in with this link?"),
-    el("p", {}, "This link signs this browser in to Chronicle as the user it was made for. Use it only if you asked for it (",
-      el("code", {}, "chronicle login-link NAME"), "): a link someone else sent you can sign you in to their account, so that what you type lands there."),
-    current ? el("p", { class: "error", role: "alert" }, `You are signed in as ${current.user} now; the link signs this browser in as the user it names instead.`) : null,
+    el("h1", { id: "link-title" }, `Sign in as ${holder.user}?`),
+    el("p", {}, "This link signs this browser in to Chronicle as ", el("strong", {}, name),
+      ` (it works once, until ${clock(holder.expires_at)}).`),
+    el("p", {}, `If ${holder.user} is not your account, press Cancel: a link someone else sent you signs you in to their account, so that what you type lands there. Links come from `,
+      el("code", {}, "chronicle login-link NAME"), "."),
+    already,
     el("div", { class: "actions" }, use, cancel));
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

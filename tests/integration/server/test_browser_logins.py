@@ -18,6 +18,7 @@ from app.store.logins import (
     begin_login,
     create_login_code,
     exchange_login_code,
+    peek_login_code,
 )
 from app.store.user_states import disable_user, enable_user
 from app.store.users import OwnerLoginNeededError, add_user, create_token, revoke_token
@@ -52,6 +53,47 @@ async def test_a_login_lives_only_while_its_token_and_user_do(
     assert again is not None
     assert await revoke_token(store, info.id)
     assert await authenticate_login(store, again.cookie) is None
+
+
+async def test_a_peek_names_the_codes_user_and_uses_nothing_up(
+    store: EventStore, owner_store: EventStore
+) -> None:
+    user = await add_user(store, "edda")
+    code, expires = await create_login_code(store, user.id, minutes=5)
+    for _ in range(3):
+        holder = await peek_login_code(store, code)
+        assert holder is not None
+        assert (holder.user, holder.is_admin, holder.expires_at) == ("edda", False, expires)
+    started = await exchange_login_code(store, code, hours=1, address="")
+    assert started is not None and started.principal.name == "edda"
+    assert await peek_login_code(store, code) is None  # used: named no more
+    assert await peek_login_code(store, "chc_" + uuid.uuid4().hex) is None
+
+    # a code the exchange would refuse is named by nobody: its user disabled, its token revoked
+    other, _ = await create_login_code(store, user.id, minutes=5)
+    await disable_user(owner_store, "edda")
+    assert await peek_login_code(store, other) is None
+    await enable_user(owner_store, "edda")
+    assert await peek_login_code(store, other) is not None
+    info, _ = await create_token(store, user.id)
+    bound, _ = await create_login_code(store, user.id, minutes=5, token_id=info.id)
+    assert await peek_login_code(store, bound) is not None
+    assert await revoke_token(store, info.id)
+    assert await peek_login_code(store, bound) is None
+    assert await exchange_login_code(store, bound, hours=1, address="") is None
+
+
+async def test_the_app_login_peeks_only_through_the_function(
+    store: EventStore, app_login: asyncpg.Connection
+) -> None:
+    user = await add_user(store, "fern")
+    code, _ = await create_login_code(store, user.id, minutes=5)
+    row = await app_login.fetchrow(
+        "SELECT * FROM chronicle_peek_login_code($1)", hashlib.sha256(code.encode()).digest()
+    )
+    assert row is not None and row["name"] == "fern"
+    with pytest.raises(asyncpg.InsufficientPrivilegeError):
+        await app_login.fetch("SELECT user_id, expires_at FROM login_codes")
 
 
 @pytest.mark.parametrize(

@@ -215,11 +215,18 @@ def test_a_sign_in_link_is_a_one_time_code_that_expires(
     assert link.startswith(f"{server.url}/login#code=") and "chr_" not in link
     code = link.partition("#code=")[2]
     with httpx.Client(base_url=server.url) as page:
+        for _ in range(2):  # asking whom it signs in as uses nothing up, nor signs in
+            peeked = page.post("/api/login/code/peek", json={"code": code})
+            assert peeked.status_code == 200, peeked.text
+            assert peeked.json()["user"] == "rosa" and peeked.json()["is_admin"] is False
+            assert "chronicle_session" not in page.cookies
         used = page.post("/api/login/code", json={"code": code})
         assert used.status_code == 200 and used.json()["user"] == "rosa"
         assert page.get("/api/me").json()["user"] == "rosa"
     twice = httpx.post(f"{server.url}/api/login/code", json={"code": code})
     assert twice.status_code == 401 and "used or expired" in twice.json()["detail"]
+    peek_used = httpx.post(f"{server.url}/api/login/code/peek", json={"code": code})
+    assert peek_used.status_code == 401 and "used or expired" in peek_used.json()["detail"]
 
     short = {**server.env, "CHRONICLE_SERVER_LOGIN_CODE_MINUTES": "0.02"}  # 1.2 s
     late = chronicle("login-link", "rosa", "--url", server.url, env=short).stdout.strip()
@@ -279,6 +286,8 @@ def test_a_sign_in_from_another_site_is_refused(shared_server: ServerProcess) ->
         assert "set-cookie" not in refused.headers
         code_refused = httpx.post(f"{url}/code", json={"code": "chc_x"}, headers=headers)
         assert code_refused.status_code == 403, headers
+        peek_refused = httpx.post(f"{url}/code/peek", json={"code": "chc_x"}, headers=headers)
+        assert peek_refused.status_code == 403, headers
     own = httpx.post(
         url,
         json={"token": token},
@@ -322,3 +331,24 @@ def test_guessing_tokens_is_answered_429_and_a_good_token_is_not_counted(
         assert login.status_code == 429
         code = client.post("/api/login/code", json={"code": "chc_guess"})
         assert code.status_code == 429
+        peek = client.post("/api/login/code/peek", json={"code": "chc_guess"})
+        assert peek.status_code == 429
+
+
+def test_guessing_codes_by_peeking_spends_the_addresss_failures(
+    serve: Callable[..., ServerProcess],
+) -> None:
+    """The peek answers a user's name for a live code: as an oracle for guessed codes it is
+    limited as the exchange is, each refused guess counted against the address."""
+    server = serve(server_auth_failures="3", server_rate_limit="100000")
+    server.token("tess")
+    link = chronicle("login-link", "tess", "--url", server.url, env=server.env).stdout.strip()
+    with httpx.Client(base_url=server.url) as client:
+        guesses = [
+            client.post("/api/login/code/peek", json={"code": f"chc_guess{n}"}).status_code
+            for n in range(5)
+        ]
+        assert guesses[:3] == [401] * 3 and guesses[3:] == [429, 429], guesses
+        # spent: not even the right code is looked at until the failures refill
+        right = client.post("/api/login/code/peek", json={"code": link.partition("#code=")[2]})
+        assert right.status_code == 429

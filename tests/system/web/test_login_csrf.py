@@ -109,16 +109,19 @@ def test_another_site_opening_a_sign_in_link_signs_nobody_in(
     """The link form moved the code into the fragment, which another site can still navigate
     a visitor to (a link, a pop-up closed at once): the page must not use it by itself, or
     the visitor lands in the attacker's account (a fresh browser) or leaves their own (one
-    signed in already)."""
+    signed in already); and it must say whose account the link is for, or a visitor who
+    presses the button lands there all the same."""
     link = server.url + server.sign_in_path(server.token("mallory"))
     attacker.pages["/navigate"] = f"<script>location.href = {json.dumps(link)};</script>"
     victim = new_page()
     victim.goto(attacker.url + "/navigate")
-    expect(victim.get_by_role("heading", name="Sign in with this link?")).to_be_visible()
+    expect(victim.get_by_role("heading", name="Sign in as mallory?")).to_be_visible()
+    expect(victim.get_by_role("button", name="Sign in as mallory")).to_be_visible()
     victim.wait_for_timeout(500)
     assert not [c for c in victim.context.cookies() if c["name"] == "chronicle_session"]
 
-    # a visitor signed in as themselves stays so
+    # a visitor signed in as themselves is told whose account the link is for, and stays
+    # themselves on declining
     signed_in = new_page()
     signed_in.goto("/")
     signed_in.get_by_label("API token").fill(server.token("alice"))
@@ -129,12 +132,48 @@ def test_another_site_opening_a_sign_in_link_signs_nobody_in(
         f"{json.dumps(server.url + server.sign_in_path(server.token('mallory')))};</script>"
     )
     signed_in.goto(attacker.url + "/navigate")
-    expect(signed_in.get_by_role("alert")).to_contain_text("You are signed in as alice now")
+    expect(signed_in.get_by_role("heading", name="Sign in as mallory?")).to_be_visible()
+    expect(signed_in.get_by_role("alert")).to_have_text(
+        "You are signed in as alice; this link signs you in as mallory instead."
+    )
     signed_in.wait_for_timeout(500)
     me = signed_in.evaluate("fetch('/api/me').then((r) => r.json())")
     assert me["user"] == "alice"
     signed_in.get_by_role("button", name="Cancel").click()
     expect(signed_in.locator("#who")).to_have_text("alice")
+    signed_in.reload()
+    expect(signed_in.locator("#who")).to_have_text("alice")
+
+
+def test_another_site_cannot_ask_whom_a_code_signs_in_as(
+    server: ServerProcess, attacker: AttackerSite, new_page: Callable[..., Page]
+) -> None:
+    """The peek is the page's own, as the exchange is: a cross-site form or fetch learns
+    nothing of a code (and cannot use the peek to test guesses from the visitor's browser)."""
+    code = server.sign_in_path(server.token("nora")).partition("#code=")[2]
+    url = json.dumps(server.url + "/api/login/code/peek")
+    attacker.pages["/peek"] = (
+        f"<script>window.answer = fetch({url}, {{method: 'POST', "
+        "headers: {'Content-Type': 'application/json'}, "
+        f"body: JSON.stringify({{code: {json.dumps(code)}}})}})"
+        ".then((r) => r.status + ' ' + r.type, (e) => 'refused: ' + e.message);</script>"
+    )
+    page = new_page()
+    page.goto(attacker.url + "/peek")
+    answer = page.evaluate("window.answer")
+    assert answer.startswith("refused"), answer  # no CORS: the browser hides any answer
+    sent = httpx.post(
+        f"{server.url}/api/login/code/peek",
+        json={"code": code},
+        headers={"Origin": attacker.url, "Sec-Fetch-Site": "same-site"},
+    )
+    assert sent.status_code == 403, sent.text
+    form = httpx.post(  # what an HTML form (text/plain) can send that reads as JSON
+        f"{server.url}/api/login/code/peek",
+        content=json.dumps({"code": code}),
+        headers={"Content-Type": "text/plain"},
+    )
+    assert form.status_code == 415, form.text
 
 
 def test_a_login_cookie_another_port_of_the_host_sets_is_not_the_pages(

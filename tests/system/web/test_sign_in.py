@@ -6,6 +6,7 @@ one."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -55,9 +56,18 @@ def test_a_sign_in_link_signs_in_once_and_leaves_the_address(
     assert link.startswith("/login#code=") and token not in link
     page = new_page()
     page.goto(link)
-    expect(page.get_by_role("heading", name="Sign in with this link?")).to_be_visible()
+    expect(page.get_by_role("heading", name="Sign in as bob?")).to_be_visible()
+    expect(page.locator("form strong")).to_have_text("bob (admin)")
     assert link.partition("=")[2] not in page.evaluate("location.href")
-    page.get_by_role("button", name="Sign in with this link").click()
+
+    # naming the user used nothing up: the link asks again in another browser, and works
+    # in the first once its person says so
+    other = new_page()
+    other.goto(link)
+    expect(other.get_by_role("heading", name="Sign in as bob?")).to_be_visible()
+    other.get_by_role("button", name="Cancel").click()
+    expect(other.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    page.get_by_role("button", name="Sign in as bob").click()
     expect(page.locator("#who")).to_have_text("bob (admin)")
     assert page.url == server.url + "/"
     assert link.partition("=")[2] not in page.evaluate("location.href")
@@ -66,6 +76,18 @@ def test_a_sign_in_link_signs_in_once_and_leaves_the_address(
     open_sign_in_link(again, link)  # the same link in another browser: used already
     expect(again.get_by_role("alert")).to_contain_text("That sign-in link did not work")
     expect(again.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    expect(again.get_by_role("button", name=re.compile("^Sign in as"))).to_have_count(0)
+
+
+def test_a_wrong_sign_in_code_is_told_before_anything_is_asked(
+    server: ServerProcess, new_page: Callable[..., Page]
+) -> None:
+    page = new_page()
+    page.goto("/login#code=chc_" + "x" * 43)
+    expect(page.get_by_role("alert")).to_contain_text("That sign-in link did not work")
+    expect(page.get_by_role("alert")).to_contain_text("unknown, used or expired")
+    expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    assert not [c for c in page.context.cookies() if c["name"] == "chronicle_session"]
 
 
 def test_revoking_the_token_signs_the_page_out_on_its_next_request(
