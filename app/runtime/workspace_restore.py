@@ -11,8 +11,10 @@ restoring it writes on the host, so:
   the sandbox would run as (``sandbox_user``), so even a mistake here writes nothing that
   sandbox could not; the target is made theirs first;
 - a git start is cloned, checked out and patched by git itself, which refuses paths with
-  ``..`` or ``.git`` and any path beyond a symbolic link; what it wrote is then handed to
-  the sandbox's uid;
+  ``..`` or ``.git`` and any path beyond a symbolic link; as root, git runs as the sandbox's
+  uid (``git_as_user``), so what the source repository makes it do or read (it is the
+  source sandbox's to write) is no more than that sandbox could, and what it writes is
+  that uid's; it runs no hook, and clones over its own transport, copying no object file;
 - modes are 0644 or 0755, and setuid/setgid bits are cleared afterwards whatever made them.
 """
 
@@ -25,13 +27,15 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from app.events.workspace import WorkspaceFile, WorkspaceSnapshot, unsafe_entry, unsafe_start
 from app.runtime import restore_files
 from app.runtime.errors import SandboxStartError
+from app.runtime.git_as_user import GLOBAL_CONFIG, GitUser, git_user
 from app.runtime.local.jail import system_python
-from app.runtime.sandbox_user import SandboxUser, hand_over, prepare_workspace
+from app.runtime.sandbox_user import SandboxUser, prepare_workspace
 from app.runtime.special_bits import clear_special_bits
 from app.runtime.workspace_state import (
     EMPTY_TREE,
@@ -168,53 +172,99 @@ async def restore(
     if snapshot.vcs == "none":
         await write_manifest(snapshot.files, target, user, timeout=timeout)
     else:
-        await _restore_git(snapshot, target, repository, timeout)
-        if user is not None:  # git ran as this process (root): hand its files over
-            await asyncio.to_thread(hand_over, target, user, quiet=True)
+        await _restore_git(snapshot, target, repository, user, timeout)
     await asyncio.to_thread(clear_special_bits, target)
 
 
 async def apply_change(target: Path, patch: str, *, timeout: float = 60.0) -> None:
     """Apply a recorded ``workspace.diff`` to a start ``restore`` rebuilt in ``target``: with
-    git (which refuses ``..``, ``.git`` and paths beyond a link), then what it wrote given to
-    the target's owner (the sandbox's user) and setuid/setgid bits cleared."""
-    run = {"git_dir": target / ".git", "work_tree": target, "timeout": timeout}
-    if not await asyncio.to_thread((target / ".git").exists):
-        await git(["init", "-q"], **run)  # type: ignore[arg-type]
-    if patch:
-        data = patch.encode("utf-8", errors="surrogateescape")
-        await git(["apply", "--binary", "--whitespace=nowarn", "-"], stdin=data, **run)  # type: ignore[arg-type]
-    await asyncio.to_thread(_to_owner, target)
+    git (which refuses ``..``, ``.git`` and paths beyond a link), run as the target's owner
+    (the sandbox's user) when Chronicle is root; setuid/setgid bits cleared afterwards."""
+    user = await asyncio.to_thread(_owner, target)
+    with _git_as(user, [target]) as as_user:
+        run = _run_in(target, as_user, timeout)
+        if not await asyncio.to_thread((target / ".git").exists):
+            await git(["init", "-q"], **run)  # type: ignore[arg-type]
+        if patch:
+            data = patch.encode("utf-8", errors="surrogateescape")
+            await git(["apply", "--binary", "--whitespace=nowarn", "-"], stdin=data, **run)  # type: ignore[arg-type]
+    await asyncio.to_thread(clear_special_bits, target)
 
 
-def _to_owner(target: Path) -> None:
+def _owner(target: Path) -> SandboxUser | None:
+    """Who git runs as in ``target``: its owner when Chronicle is root and that is not root."""
     owner = os.stat(target, follow_symlinks=False)
-    if os.geteuid() == 0 and owner.st_uid != 0:
-        hand_over(target, SandboxUser(owner.st_uid, owner.st_gid or owner.st_uid), quiet=True)
-    clear_special_bits(target)
+    if os.geteuid() != 0 or owner.st_uid == 0:
+        return None
+    return SandboxUser(owner.st_uid, owner.st_gid or owner.st_uid)
+
+
+@contextlib.contextmanager
+def _git_as(user: SandboxUser | None, paths: list[Path]) -> Iterator[GitUser | None]:
+    if user is None:
+        yield None
+        return
+    try:
+        context = git_user(user, paths)
+        as_user = context.__enter__()
+    except OSError as exc:
+        raise WorkspaceStateError(
+            f"could not prepare git to run as uid {user.uid}: {exc}"
+        ) from None
+    try:
+        yield as_user
+    finally:
+        context.__exit__(None, None, None)
+
+
+def _run_in(target: Path, as_user: GitUser | None, timeout: float) -> dict[str, object]:
+    seen = as_user.path(target) if as_user is not None else target
+    return {"git_dir": seen / ".git", "work_tree": seen, "timeout": timeout, "as_user": as_user}
 
 
 async def _restore_git(
-    snapshot: WorkspaceSnapshot, target: Path, repository: Path | None, timeout: float
+    snapshot: WorkspaceSnapshot,
+    target: Path,
+    repository: Path | None,
+    user: SandboxUser | None,
+    timeout: float,
 ) -> None:
-    run = {"git_dir": target / ".git", "work_tree": target, "timeout": timeout}
-    if snapshot.commit is None:
+    if snapshot.commit is not None and (repository is None or not is_git_repository(repository)):
+        raise WorkspaceStateError(
+            f"the recorded start is commit {snapshot.commit} of a git repository, and "
+            f"{repository} is not one; pass the repository that holds it"
+        )
+    places = [target] if repository is None else [target, repository]
+    with _git_as(user, places) as as_user:
+        await _git_start(snapshot, target, repository, as_user, timeout)
+
+
+async def _git_start(
+    snapshot: WorkspaceSnapshot,
+    target: Path,
+    repository: Path | None,
+    as_user: GitUser | None,
+    timeout: float,
+) -> None:
+    run = _run_in(target, as_user, timeout)
+    if snapshot.commit is None or repository is None:
         await git(["init", "-q"], **run)  # type: ignore[arg-type]
     else:
-        if repository is None or not is_git_repository(repository):
-            raise WorkspaceStateError(
-                f"the recorded start is commit {snapshot.commit} of a git repository, and "
-                f"{repository} is not one; pass the repository that holds it"
-            )
-        # A clone checks who owns the source (a Docker sandbox's workspace belongs to the
-        # sandbox's uid), and only a global config may vouch for it: one of ours, for this.
+        # The source belongs to another uid (a Docker sandbox's, the project owner's), and
+        # only a global config may vouch for it: one of ours. A local clone (it copies every
+        # object: the recorded commit may be on no branch any more), over no other protocol.
+        seen_target = Path(str(run["git_dir"])).parent
+        seen_source = as_user.path(repository) if as_user is not None else repository
+        clone = [
+            *("-c", "protocol.allow=never", "-c", "protocol.file.allow=always"),
+            *("clone", "-q", "--no-checkout", "--no-hardlinks", str(seen_source), str(seen_target)),
+        ]
         with tempfile.TemporaryDirectory(prefix="chronicle-git-") as scratch:
             trusting = Path(scratch) / "gitconfig"
-            await asyncio.to_thread(trusting.write_text, "[safe]\n\tdirectory = *\n")
+            await asyncio.to_thread(trusting.write_text, GLOBAL_CONFIG)
             await git(
-                ["clone", "-q", "--no-checkout", "--no-hardlinks", str(repository), str(target)],
-                git_dir=target / ".git", work_tree=None, timeout=timeout,
-                global_config=trusting,
+                clone, git_dir=seen_target / ".git", work_tree=None, timeout=timeout,
+                global_config=trusting, as_user=as_user,
             )  # fmt: skip
         if snapshot.branch:
             await git(["checkout", "-q", "-B", snapshot.branch, snapshot.commit], **run)  # type: ignore[arg-type]

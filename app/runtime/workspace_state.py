@@ -24,11 +24,13 @@ import hashlib
 import os
 import shutil
 import stat
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.events.workspace import SkippedFile, WorkspaceDiff, WorkspaceFile, WorkspaceSnapshot
+from app.runtime.git_as_user import GitUser
 
 #: git's well-known id of the empty tree (it needs no object to exist).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -44,9 +46,10 @@ _GIT_ENV = {
 }
 #: A Docker sandbox's workspace belongs to the sandbox's uid: git skips its ownership check for an
 #: explicit GIT_DIR (how every command here runs), and safe.directory says so for any other.
+#: No hook runs (a restore's repository is someone else's, even when its config is ours).
 _GIT_FLAGS = (
     *("-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.quotepath=off"),
-    *("-c", "safe.directory=*"),
+    *("-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null"),
 )
 
 
@@ -83,28 +86,42 @@ async def git(
     stdin: bytes | None = None,
     index: Path | None = None,
     global_config: Path | None = None,
+    as_user: GitUser | None = None,
 ) -> bytes:
     """Run one git command against ``git_dir``; its stdout, or WorkspaceStateError.
-    ``global_config``: a git config file of ours to read as the global one."""
-    env = {**os.environ, **_GIT_ENV, "GIT_DIR": str(git_dir)}
-    if global_config is not None:
-        env["GIT_CONFIG_GLOBAL"] = str(global_config)
+    ``global_config``: a git config file of ours to read as the global one. ``as_user``: run
+    as that user, with only its environment (``git_as_user``); paths as that user sees them."""
+    if as_user is None:
+        env = {**os.environ, **_GIT_ENV, "GIT_DIR": str(git_dir)}
+        if global_config is not None:
+            env["GIT_CONFIG_GLOBAL"] = str(global_config)
+    else:
+        env = {**_GIT_ENV, **as_user.environment(), "GIT_DIR": str(git_dir)}
     env.pop("GIT_WORK_TREE", None)
     env.pop("GIT_INDEX_FILE", None)
     if work_tree is not None:
         env["GIT_WORK_TREE"] = str(work_tree)
     if index is not None:
         env["GIT_INDEX_FILE"] = str(index)
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        *_GIT_FLAGS,
-        *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(work_tree or git_dir.parent),
-        env=env,
-    )
+    try:
+        # as another user, the paths may exist only once its binds are made: git goes there
+        # itself (-C) from "/"
+        where = ["-C", str(work_tree)] if as_user is not None and work_tree is not None else []
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *where,
+            *_GIT_FLAGS,
+            *args,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd="/" if as_user is not None else str(work_tree or git_dir.parent),
+            env=env,
+            preexec_fn=as_user.preexec() if as_user is not None else None,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        who = f" as uid {as_user.user.uid}" if as_user is not None else ""
+        raise WorkspaceStateError(f"could not run git{who}: {exc}") from None
     try:
         async with asyncio.timeout(timeout):
             out, err = await process.communicate(stdin)

@@ -243,7 +243,8 @@ async def test_a_recorded_change_never_writes_through_a_restored_link(
         "diff --git a/out/passwd b/out/passwd\nnew file mode 100644\n--- /dev/null\n"
         "+++ b/out/passwd\n@@ -0,0 +1 @@\n+pwned\n"
     )
-    with pytest.raises(WorkspaceStateError, match="beyond a symbolic link"):
+    # As root, git runs as the sandbox's uid, which may not even reach the link's target.
+    with pytest.raises(WorkspaceStateError, match="beyond a symbolic link|Permission denied"):
         await apply_change(target, through)
     _untouched(victim_dir)
     fine = (
