@@ -120,8 +120,17 @@ async def git(
             preexec_fn=as_user.preexec() if as_user is not None else None,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        who = f" as uid {as_user.user.uid}" if as_user is not None else ""
-        raise WorkspaceStateError(f"could not run git{who}: {exc}") from None
+        if as_user is None:
+            raise WorkspaceStateError(f"could not run git: {exc}") from None
+        hint = (
+            "; it cannot reach the paths, and binding them for it needs a mount namespace "
+            "(CAP_SYS_ADMIN): restore into a directory that uid can reach"
+            if as_user.binds
+            else ""
+        )
+        raise WorkspaceStateError(
+            f"could not run git as uid {as_user.user.uid} (the sandbox's): {exc}{hint}"
+        ) from None
     try:
         async with asyncio.timeout(timeout):
             out, err = await process.communicate(stdin)

@@ -244,7 +244,7 @@ async def test_a_recorded_change_never_writes_through_a_restored_link(
         "+++ b/out/passwd\n@@ -0,0 +1 @@\n+pwned\n"
     )
     # As root, git runs as the sandbox's uid, which may not even reach the link's target.
-    with pytest.raises(WorkspaceStateError, match="beyond a symbolic link|Permission denied"):
+    with pytest.raises(WorkspaceStateError, match=r"beyond a symbolic link|Permission denied"):
         await apply_change(target, through)
     _untouched(victim_dir)
     fine = (

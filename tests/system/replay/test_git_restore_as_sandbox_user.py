@@ -9,6 +9,7 @@ hook (the script must not run as root).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 from pathlib import Path
@@ -56,9 +57,9 @@ def _owners(root: Path) -> set[int]:
     return owners
 
 
-async def test_alternates_naming_a_root_only_repository_check_out_nothing_of_it(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture
+def borrowing_source(tmp_path: Path) -> tuple[Path, str]:
+    """A source repository whose alternates name a root-only one; that one's commit."""
     private = tmp_path / "root-only"
     private.mkdir(mode=0o700)
     secret_commit = _repository(private / "repo", "secret.txt", "root's secret\n")
@@ -69,18 +70,26 @@ async def test_alternates_naming_a_root_only_repository_check_out_nothing_of_it(
     _hand_to_sandbox(source)
     (tmp_path / "shared").chmod(0o755)
     tmp_path.chmod(0o711)
+    return source, secret_commit
+
+
+async def test_alternates_naming_a_root_only_repository_check_out_nothing_of_it(
+    tmp_path: Path, borrowing_source: tuple[Path, str]
+) -> None:
+    source, secret_commit = borrowing_source
     target = tmp_path / "fork"
 
     with pytest.raises(WorkspaceStateError) as refused:
         await restore(_start(secret_commit), target, repository=source, sandbox_uid=SANDBOX_UID)
 
-    assert not (target / "secret.txt").exists()
+    assert not await asyncio.to_thread((target / "secret.txt").exists)
     assert "not a tree" in str(refused.value)  # the commit is not among what it may read
 
 
-async def test_the_source_repositorys_fsmonitor_and_hooks_do_not_run_as_root(
-    tmp_path: Path,
-) -> None:
+@pytest.fixture
+def hooked_source(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A source repository whose config names an fsmonitor and a hooks directory (with a
+    post-checkout hook) that note who ran them in ``marker``; its commit and the marker."""
     source = tmp_path / "source"
     commit = _repository(source, "readme.txt", "hello\n")
     marker = tmp_path / "ran"
@@ -95,12 +104,19 @@ async def test_the_source_repositorys_fsmonitor_and_hooks_do_not_run_as_root(
     _hand_to_sandbox(source)
     marker.touch()
     marker.chmod(0o666)
-    target = tmp_path / "private-dir" / "fork"  # tmp_path: mode 0700, root's
+    return source, commit, marker
+
+
+async def test_the_source_repositorys_fsmonitor_and_hooks_do_not_run_as_root(
+    tmp_path: Path, hooked_source: tuple[Path, str, Path]
+) -> None:
+    source, commit, marker = hooked_source
+    target = tmp_path / "private-dir" / "fork"  # below tmp_path: mode 0700, root's
 
     await restore(_start(commit), target, repository=source, sandbox_uid=SANDBOX_UID)
     await apply_change(target, "")
 
-    assert "0" not in marker.read_text().split(), "a script of the source repository ran as root"
-    assert (target / "readme.txt").read_text() == "hello\n"
-    assert _owners(target) == {SANDBOX_UID}
-
+    ran_as = await asyncio.to_thread(marker.read_text)
+    assert "0" not in ran_as.split(), "a script of the source repository ran as root"
+    assert await asyncio.to_thread((target / "readme.txt").read_text) == "hello\n"
+    assert await asyncio.to_thread(_owners, target) == {SANDBOX_UID}
