@@ -14,7 +14,7 @@ restoring it writes on the host, so:
   ``..`` or ``.git`` and any path beyond a symbolic link; as root, git runs as the sandbox's
   uid (``git_as_user``), so what the source repository makes it do or read (it is the
   source sandbox's to write) is no more than that sandbox could, and what it writes is
-  that uid's; it runs no hook, and clones over its own transport, copying no object file;
+  that uid's; it runs no hook and no fsmonitor, and speaks no protocol but a local clone;
 - modes are 0644 or 0755, and setuid/setgid bits are cleared afterwards whatever made them.
 """
 
