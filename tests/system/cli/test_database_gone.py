@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from app.config import Settings
 from app.store.embedded import EmbeddedPostgres
 from app.store.embedded.postmaster import read_postmaster
 from tests.support.agent_cli import agent_environment, file_says, start
@@ -56,6 +57,8 @@ async def test_a_database_that_goes_away_mid_run_is_one_line_and_the_session_res
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    if os.geteuid() == 0:  # the sandbox's own already: no hand-over warning beside the error
+        os.chown(workspace, Settings().sandbox_uid, Settings().sandbox_uid)
     fake_llm.script(
         Reply(tool_calls=[tool_call("execute_bash", command="echo started > log.txt && sleep 20")]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
