@@ -93,7 +93,9 @@ def hand_over(workspace: Path, user: SandboxUser, *, quiet: bool = False) -> int
             changed += _chown_if_root(dir_fd, name, user)
     if quiet:
         return changed
-    log.warning(
+    # an empty directory (a new session's workspace, made by the API as root) is no news
+    log.log(
+        logging.WARNING if changed > 1 else logging.INFO,
         "the workspace %s belonged to root; handed %d entries to uid %d (sandbox_uid) so the "
         "sandbox never runs as root",
         workspace,
