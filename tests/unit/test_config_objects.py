@@ -105,6 +105,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
             workspace_mb=64,
         ),
         hidden_paths=(default_config_file(), tmp_path),
+        uid=20002,
     )
     assert settings.executor_config() == ExecutorConfig(
         action_timeouts={"run": 5.0}, heartbeat_interval=4.0, ready_timeout=9.0, max_restarts=1
