@@ -68,7 +68,7 @@ def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
             ended.append(created.json()["id"])
         settle(server, token, fake_llm, ended)
 
-    # all four asked to run again at once: three messages and a resume
+    # all four asked to run again at once
     fake_llm.max_in_flight = 0
     fake_llm.script(*(finish(delay=4) for _ in range(8)))
 
@@ -81,9 +81,8 @@ def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
                         headers=bearer(token),
                         json={"content": f"again {n}"},
                     )
-                    for n, session in enumerate(ended[:3])
+                    for n, session in enumerate(ended)
                 ),
-                client.post(f"/api/sessions/{ended[3]}/resume", headers=bearer(token)),
             )
 
     answers = asyncio.run(wake_all())
@@ -95,12 +94,16 @@ def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
             assert f"{CAP} sessions working already" in answer.json()["detail"]
             assert answer.headers["retry-after"] == "30"
     # a refused message was not recorded: sending it again later is not a duplicate
-    for n, (session, answer) in enumerate(zip(ended[:3], answers, strict=False)):
+    for n, (session, answer) in enumerate(zip(ended, answers, strict=True)):
         recorded = f"again {n}" in messages_of(server, token, session)
         assert recorded is (answer.status_code == 202), (session, answer.text)
-    # a third place was never taken meanwhile, not even by a new session
+    # a third place was never taken meanwhile, not by a new session nor by a resume (a resume
+    # of a finished session that is let run leaves it "running": issue 23's steering item)
     refused = httpx.post(f"{server.url}/api/sessions", headers=bearer(token), json={"task": "t"})
     assert refused.status_code == 429, refused.text
+    idle = next(s for s, a in zip(ended, answers, strict=True) if a.status_code == 429)
+    resumed = httpx.post(f"{server.url}/api/sessions/{idle}/resume", headers=bearer(token))
+    assert resumed.status_code == 429, resumed.text
     settle(server, token, fake_llm, ended)
     assert 1 <= fake_llm.max_in_flight <= CAP, fake_llm.max_in_flight
 
