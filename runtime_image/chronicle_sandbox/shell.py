@@ -442,30 +442,11 @@ def _exec_shell(
 
 def _session_members(session_id: int) -> list[int]:
     """Processes whose session is ``session_id`` (Linux /proc; empty elsewhere)."""
-    return [
-        pid
-        for pid, fields in _process_stats()
-        if len(fields) > 3 and int(fields[3]) == session_id and pid != session_id
-    ]
-
-
-def _parents() -> dict[int, list[int]]:
-    """Each process's children (Linux /proc; empty elsewhere)."""
-    children: dict[int, list[int]] = {}
-    for pid, fields in _process_stats():
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(pid)
-    return children
-
-
-def _process_stats() -> list[tuple[int, list[bytes]]]:
-    """Each live process's /proc/PID/stat fields after its name (state, ppid, pgrp, session,
-    ...); empty where there is no /proc. A process gone meanwhile is left out."""
+    members: list[int] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
-    stats: list[tuple[int, list[bytes]]] = []
+        return members
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -474,8 +455,31 @@ def _process_stats() -> list[tuple[int, list[bytes]]]:
                 stat = handle.read()
         except OSError:
             continue
-        stats.append((int(entry), stat[stat.rfind(b")") + 2 :].split()))
-    return stats
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == session_id and int(entry) != session_id:
+            members.append(int(entry))
+    return members
+
+
+def _parents() -> dict[int, list[int]]:
+    """Each process's children (Linux /proc; empty elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return children
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    return children
 
 
 def _children_of(parent: int) -> list[int]:
