@@ -442,32 +442,30 @@ def _exec_shell(
 
 def _session_members(session_id: int) -> list[int]:
     """Processes whose session is ``session_id`` (Linux /proc; empty elsewhere)."""
-    members: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return members
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 3 and int(fields[3]) == session_id and int(entry) != session_id:
-            members.append(int(entry))
-    return members
+    return [
+        pid
+        for pid, fields in _process_stats()
+        if len(fields) > 3 and int(fields[3]) == session_id and pid != session_id
+    ]
 
 
 def _parents() -> dict[int, list[int]]:
     """Each process's children (Linux /proc; empty elsewhere)."""
     children: dict[int, list[int]] = {}
+    for pid, fields in _process_stats():
+        if len(fields) > 1:
+            children.setdefault(int(fields[1]), []).append(pid)
+    return children
+
+
+def _process_stats() -> list[tuple[int, list[bytes]]]:
+    """Each live process's /proc/PID/stat fields after its name (state, ppid, pgrp, session,
+    ...); empty where there is no /proc. A process gone meanwhile is left out."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return children
+        return []
+    stats: list[tuple[int, list[bytes]]] = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -476,10 +474,8 @@ def _parents() -> dict[int, list[int]]:
                 stat = handle.read()
         except OSError:
             continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1:
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    return children
+        stats.append((int(entry), stat[stat.rfind(b")") + 2 :].split()))
+    return stats
 
 
 def _children_of(parent: int) -> list[int]:
