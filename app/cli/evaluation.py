@@ -3,8 +3,9 @@ sessions again without the model, report a run, compare two runs, replay a run.
 
 Exit codes: 0 when every session was scored, 1 when one could not be (the others are scored
 and printed; report and compare: a run of that name has no session), 2 for options that
-cannot be used (an unknown scorer, a bad suite), 3 when a replay diverged (eval replay), 130
-when a run was interrupted (resume it with --resume).
+cannot be used (an unknown scorer, a bad suite, a model that cannot be called: eval run
+stops at the first trial that shows it; fix it, then --resume), 3 when a replay diverged
+(eval replay), 130 when a run was interrupted (resume it with --resume).
 """
 
 from __future__ import annotations
@@ -196,6 +197,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
         Progress,
         RunError,
         RunOptions,
+        RunStopped,
         recorded_plan,
         run_suite,
     )
@@ -251,6 +253,11 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
             results = await work
         except RunError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except RunStopped as stopped:
+            trial = f"{stopped.trial.task_id} epoch {stopped.trial.epoch}"
+            print(f"\nerror: {name} stopped at {trial}: {stopped.reason}\nfix it, then continue "
+                  f"the run with chronicle eval run --resume {name}", file=sys.stderr)  # fmt: skip
             return 2
         except asyncio.CancelledError:
             print(f"\n{name}: interrupted; continue it with chronicle eval run --resume {name}",

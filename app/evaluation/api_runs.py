@@ -18,6 +18,12 @@ and epoch, and claimed by inserting its owner row before anything is recorded: t
 of one name, or two workers whose trials ended at once, start each trial once (the loser
 counts it as running), with no lock held while the trial is recorded.
 
+A trial that ends on a configuration error (``app.llm.errors.CONFIGURATION_KINDS``: a key
+refused, a model unknown, nothing listening at the base URL) stops the run, as it stops
+``chronicle eval run``: it is not scored, no next trial is recorded, and the run reads
+``stopped`` with that error as its ``reason``. A model name with no provider is refused with
+the request (422).
+
 A run's name is its owner's: it is recorded (``evaluation_run``, what the report views and
 ``chronicle eval report`` group by) as ``NAME@OWNER-ID`` (``run_key``), and its trials' session
 ids and workspaces derive from that key, so another user's run of the same name is a different
@@ -59,7 +65,7 @@ from app.evaluation.scoring import (
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
 from app.events import AgentState, EvalScore, Message, SessionCreated
-from app.llm.errors import LlmNotConfiguredError
+from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
@@ -74,6 +80,7 @@ from app.store.evaluation_runs import (
     trial_claim,
 )
 from app.store.session_claims import SessionBusyError, claim_session
+from app.store.trial_stops import trial_stop
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +164,9 @@ class EvaluationRun(BaseModel):
     #: what the log and the report views call it (``NAME@OWNER-ID`` for an API run); an admin
     #: may ask for a run by it where two users chose the same name
     key: str
-    status: Literal["queued", "running", "finished"]
+    status: Literal["queued", "running", "finished", "stopped"]
+    #: why a stopped run stopped: the configuration error its first stopped trial ended on
+    reason: str | None = None
     #: who started it (None: ``chronicle eval run``)
     user: str | None
     model: str | None
@@ -179,13 +188,17 @@ def progress_of(row: RunRow) -> EvaluationRun:
     total = len((plan.get("suite") or {}).get("tasks") or []) * int(plan.get("trials") or 0)
     total = total or row.started
     finished = row.scored >= total
-    status: Literal["queued", "running", "finished"] = (
-        "finished" if finished else "queued" if row.begun == 0 and row.scored == 0 else "running"
-    )
+    status: Literal["queued", "running", "finished", "stopped"] = (
+        "finished" if finished
+        else "stopped" if row.stopped_by is not None
+        else "queued" if row.begun == 0 and row.scored == 0
+        else "running"
+    )  # fmt: skip
     return EvaluationRun(
         name=plan.get("name") or row.name,
         key=row.name,
         status=status,
+        reason=row.stopped_by if status == "stopped" else None,
         user=row.user_name,
         model=row.model,
         created_at=row.created_at,
@@ -311,7 +324,9 @@ async def _start_next(
     against the owner's cap of active sessions, and the first refused stops); how many this
     call started. One found started by another meanwhile counts as running: whoever started
     it runs it."""
-    trials = await owned_trials(store, plan.owner, plan.key)
+    trials = await owned_trials(store, plan.owner, plan.key, CONFIGURATION_KINDS)
+    if any(trial.stopped_by is not None for trial in trials):
+        return 0  # the run stopped on a configuration error (see the module)
     recorded = {(trial.task_id, trial.epoch) for trial in trials}
     active = sum(not trial.scored for trial in trials)
     started = 0
@@ -473,6 +488,8 @@ async def _score_claimed(
     events = await store.read(session)
     if not has_ended(events) or any(event.kind == "eval.score" for event in events):
         return False
+    if await trial_stop(store, session, CONFIGURATION_KINDS) is not None:
+        return False  # it stopped its run (see the module): not a trial of the agent
     try:
         judged = ScoredSession(events)
         defaults = [BUILTIN[name] for name in DEFAULT_SCORERS]

@@ -22,6 +22,7 @@ from uuid import UUID
 
 from app.config import Settings
 from app.evaluation.api_runs import RunPlan, continue_run, has_ended, score_trial
+from app.llm.errors import CONFIGURATION_KINDS
 from app.sessions.leases import request_run
 from app.store import EventStore
 from app.store.evaluation_runs import database_now
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 async def recover_runs(store: EventStore, settings: Settings) -> None:
     """One sweep (see the module): every stranded API run taken up where it was left."""
-    for run in await stranded_runs(store):
+    for run in await stranded_runs(store, CONFIGURATION_KINDS):
         try:
             plan = RunPlan.model_validate(run.request)
         except ValueError as exc:

@@ -18,6 +18,13 @@ interruption no uninterrupted trial sees (an action answered ``interrupted``, a 
 workspace may hold half a command's effects, so its outcome would not be a comparable trial.
 The interrupted session stays in the log; the report views count the newest attempt
 (``evaluation_attempt``) and say how often the run was resumed (``evaluation_resume``).
+
+A configuration error (a key refused or missing, a model or provider unknown, a base URL where
+nothing listens: ``app.llm.errors.CONFIGURATION_KINDS``) would fail every trial alike, so the
+run stops at the first trial that ends on one (``RunStopped``): trials not started yet are not
+started, and that trial is left unscored, so the run is ``stopped`` with its reason until
+``--resume`` runs it again as a new attempt. A model name with no provider, or no model at
+all, is refused before any trial is recorded.
 """
 
 from __future__ import annotations
@@ -38,10 +45,18 @@ from app.evaluation.rescoring import score_session, suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
 from app.evaluation.suite import Suite, Task
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
+from app.llm.errors import (
+    CONFIGURATION_KINDS,
+    LlmError,
+    LlmNotConfiguredError,
+    is_configuration_error,
+    model_name_problem,
+)
 from app.projections import SessionState, bring_up_to_date
 from app.sessions.runner import SessionError, SessionOptions, run_session
 from app.store import EventStore
 from app.store.evaluation_rows import RunAttempt, counted_trials, run_attempts
+from app.store.trial_stops import trial_stop
 
 
 class RunOptions(BaseModel):
@@ -79,6 +94,8 @@ class TaskResult(BaseModel):
     passed: bool
     cost_usd: float
     error: str | None = None
+    #: the configuration error this trial ended on, which stops the run (not scored)
+    stopped_by: str | None = None
 
 
 class Progress(BaseModel):
@@ -101,6 +118,16 @@ class RunError(Exception):
     """The run cannot start; the message says why."""
 
 
+class RunStopped(Exception):
+    """A trial ended on a configuration error (``TaskResult.stopped_by``): the run stopped
+    there; fix the configuration and resume it."""
+
+    def __init__(self, trial: TaskResult) -> None:
+        super().__init__(trial.stopped_by)
+        self.trial = trial
+        self.reason = trial.stopped_by or ""
+
+
 def recorded_plan(attempts: Sequence[RunAttempt]) -> RunOptions | None:
     """The options the run was started with, as its newest session recorded them."""
     for attempt in reversed(attempts):
@@ -110,10 +137,25 @@ def recorded_plan(attempts: Sequence[RunAttempt]) -> RunOptions | None:
 
 
 def interrupted(attempt: RunAttempt) -> bool:
-    """Mid-flight when its run stopped: no process runs it, and it did not end on its own."""
+    """Run again on resume: mid-flight when its run stopped (no process runs it, and it did
+    not end on its own), or ended on the configuration error that stopped its run."""
+    if attempt.stopped_by is not None:
+        return True
     if attempt.status in (None, "working"):
         return not attempt.claimed
     return attempt.status == "stopped" and (attempt.state_reason or "").startswith("interrupted")
+
+
+async def check_model(settings: Settings, options: RunOptions) -> None:
+    """Refuse a run whose model is named nowhere or has no provider (``RunError``), before
+    any trial is recorded: every trial would fail alike."""
+    try:
+        llm = settings.llm_config(model=options.model, base_url=options.base_url)
+    except LlmNotConfiguredError as exc:
+        raise RunError(exc.message) from None
+    problem = await asyncio.to_thread(model_name_problem, llm.model)
+    if problem is not None:
+        raise RunError(problem)
 
 
 async def run_suite(
@@ -128,9 +170,22 @@ async def run_suite(
     resume: bool = False,
 ) -> list[TaskResult]:
     """Run and score every task x epoch; results in suite order, epoch by epoch. With
-    ``resume`` the run named exists, and what it finished is kept (see the module)."""
+    ``resume`` the run named exists, and what it finished is kept (see the module). Raises
+    ``RunStopped`` when a trial ended on a configuration error."""
+    await check_model(settings, options)
     await bring_up_to_date(store, SessionState(), settings.projections_config())
-    attempts = await run_attempts(store, options.name)
+    attempts = await run_attempts(store, options.name, CONFIGURATION_KINDS)
+    newest: dict[tuple[str | None, int], RunAttempt] = {}
+    for attempt in attempts:
+        key = (attempt.task_id, attempt.epoch)
+        if key not in newest or attempt.attempt > newest[key].attempt:
+            newest[key] = attempt
+    stopped = next((a.stopped_by for a in newest.values() if a.stopped_by is not None), None)
+    if stopped is not None and not resume:
+        raise RunError(
+            f"evaluation run {options.name!r} stopped: {stopped}; resume it with --resume "
+            f"{options.name} or choose another --name"
+        )
     if attempts and not resume:
         raise RunError(
             f"an evaluation run named {options.name!r} exists already; choose another --name, "
@@ -144,11 +199,6 @@ async def run_suite(
             f"evaluation run {options.name!r} is running in another process (session "
             f"{running[0].session_id}); resume it once that process has stopped"
         )
-    newest: dict[tuple[str | None, int], RunAttempt] = {}
-    for attempt in attempts:
-        key = (attempt.task_id, attempt.epoch)
-        if key not in newest or attempt.attempt > newest[key].attempt:
-            newest[key] = attempt
     resume_number = max((a.resume for a in attempts), default=-1) + 1
     work = [(task, epoch) for epoch in range(1, options.epochs + 1) for task in suite.tasks]
     progress = Progress(total=len(work))
@@ -171,11 +221,15 @@ async def run_suite(
                 kept[(task.id, epoch)] = count(done[(task.id, epoch)])
     on_progress(progress)
 
-    async def one(task: Task, epoch: int) -> TaskResult:
+    stop: list[TaskResult] = []  # the trial that stopped the run, once one did
+
+    async def one(task: Task, epoch: int) -> TaskResult | None:
         if (task.id, epoch) in kept:
             return kept[(task.id, epoch)]
         earlier = newest.get((task.id, epoch))
         async with limit:
+            if stop:
+                return None  # not started: the run stopped
             if earlier is not None and not interrupted(earlier):
                 result = await _score_ended(store, settings, options, task, earlier, scorers,
                                             task_for)  # fmt: skip
@@ -184,6 +238,9 @@ async def run_suite(
                 attempt = {ATTEMPT_KEY: number, RESUME_KEY: resume_number, PLAN_KEY: options.plan()}
                 result = await _run_task(store, settings, suite_dir, options, task, epoch,
                                          scorers, task_for, attempt)  # fmt: skip
+            if result.stopped_by is not None:
+                stop.append(result)
+                return result
         count(result)
         on_progress(progress)
         return result
@@ -197,6 +254,8 @@ async def run_suite(
     failed = next((e for e in ended if isinstance(e, BaseException)), None)
     if failed is not None:
         raise failed
+    if stop:
+        raise RunStopped(stop[0])
     return [result for result in ended if isinstance(result, TaskResult)]
 
 
@@ -270,6 +329,14 @@ async def _run_task(
         session_id, outcome = await run_session(store, settings, session_options, task=task.prompt)
     except SessionError as exc:
         return failed.model_copy(update={"error": str(exc)})
+    except LlmError as exc:
+        if not is_configuration_error(exc.kind):
+            raise
+        return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
+    stopped_by = await trial_stop(store, session_id, CONFIGURATION_KINDS)
+    if stopped_by is not None:  # left unscored: the run stops, and a resume runs it again
+        update = {"session_id": session_id, "outcome": outcome, "error": stopped_by}
+        return failed.model_copy(update=update | {"stopped_by": stopped_by})
     return await _scored(store, settings, options, task, epoch, session_id, outcome, workspace,
                          scorers, task_for)  # fmt: skip
 

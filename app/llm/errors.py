@@ -13,8 +13,23 @@ FailureKind = Literal[
     "rate_limited",
     "unavailable",
     "not_configured",
+    "no_provider",  # litellm knows no provider for the model's name
+    "unreachable",  # nothing answers at the model's address (refused, unknown host)
     "bad_response",  # the server answered, but nothing in the reply can be used
 ]
+
+#: Failures of the configuration, not of one call: every later call made with it fails the
+#: same way (a key refused or missing, a model or provider unknown, an address where nothing
+#: listens, an account out of credit). An evaluation run stops at the first trial that shows
+#: one instead of running every trial into it.
+CONFIGURATION_KINDS: frozenset[str] = frozenset(
+    {"auth", "quota", "not_found", "not_configured", "no_provider", "unreachable"}
+)
+
+
+def is_configuration_error(kind: str | None) -> bool:
+    """Whether a failure of this kind is the configuration's (see ``CONFIGURATION_KINDS``)."""
+    return kind in CONFIGURATION_KINDS
 
 
 class LlmError(Exception):
@@ -36,3 +51,28 @@ class LlmNotConfiguredError(LlmError):
             "model behind an OpenAI-compatible endpoint, also set CHRONICLE_LLM_BASE_URL "
             "(e.g. http://localhost:8000/v1) and name the model openai/<name>.",
         )
+
+
+def no_provider_message(model: str) -> str:
+    return (
+        f"no model provider is known for the model name {model!r}: name it as "
+        "provider/model (e.g. openai/gpt-4o-mini, anthropic/claude-sonnet-4-5), or "
+        "openai/<name> for a model behind an OpenAI-compatible CHRONICLE_LLM_BASE_URL"
+    )
+
+
+def model_name_problem(model: str) -> str | None:
+    """Why litellm could call no provider for ``model`` (None: it knows one), checked before
+    a session or a run is recorded so a bad name is refused at once. Imports litellm (slow
+    the first time): call it off the event loop."""
+    import os
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price fetch at import
+    import litellm
+
+    litellm.suppress_debug_info = True
+    try:
+        litellm.get_llm_provider(model)
+    except Exception:  # litellm's BadRequestError, or a name it cannot even split
+        return no_provider_message(model)
+    return None

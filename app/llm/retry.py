@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from app.llm.errors import FailureKind
+from app.llm.errors import FailureKind, no_provider_message
 
 
 class Failure(NamedTuple):
@@ -115,6 +115,18 @@ def _missing_key(lowered: str) -> bool:
     )
 
 
+#: litellm's words for a model name it knows no provider for (raised before any request).
+_NO_PROVIDER = re.compile(r"LLM Provider NOT provided.*?You passed model=(\S+)", re.S)
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Nothing answers at the address: the connection was refused or its host is unknown
+    (litellm reports either as a server error with no response)."""
+    import socket
+
+    return any(isinstance(link, ConnectionRefusedError | socket.gaierror) for link in _chain(exc))
+
+
 def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
     """Sort a litellm (OpenAI-style) exception: retry 429/5xx/connection/timeouts only.
 
@@ -127,6 +139,16 @@ def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:
     lowered = text.lower()
     if _missing_key(lowered):
         return Failure("auth", False, None, f"no API key for the model: {GIVE_A_KEY} ({text})")
+    no_provider = _NO_PROVIDER.search(text)
+    if no_provider is not None:
+        return Failure("no_provider", False, None, no_provider_message(no_provider.group(1)))
+    if _unreachable(exc):
+        where = endpoint or "the model provider's address"
+        return Failure(
+            "unreachable", True, None,
+            f"nothing answers at {where}: check CHRONICLE_LLM_BASE_URL (or --base-url) and "
+            f"that the model server runs ({text})",
+        )  # fmt: skip
     unreadable = unreadable_reply(exc)
     if unreadable is not None:
         where = endpoint or "the model provider's address"

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
 from app.events import Message, SessionCreated
-from app.llm.errors import LlmNotConfiguredError
+from app.llm.errors import LlmNotConfiguredError, model_name_problem
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import TooManyActiveSessions, Unprocessable, problem_responses
@@ -123,6 +123,14 @@ def session_config(
     return config, llm.model
 
 
+async def refuse_unknown_provider(model: str) -> None:
+    """422 for a model name no provider answers to (every call of the session would fail),
+    before anything is recorded: a new session's and an evaluation run's model alike."""
+    problem = await asyncio.to_thread(model_name_problem, model)
+    if problem is not None:
+        raise Unprocessable(problem)
+
+
 async def reserve_within_cap(
     store: EventStore, settings: Settings, principal: Principal, session_id: UUID
 ) -> None:
@@ -148,6 +156,7 @@ async def create_session(
             allowed_workspace, new.workspace, list(settings.workspace_roots)
         )
     config, model = session_config(settings, new, workspace)
+    await refuse_unknown_provider(model)
     await reserve_within_cap(store, settings, principal, session_id)
     if new.workspace is None:  # made only once the session is sure to be recorded
         await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)

@@ -39,9 +39,11 @@ from app.evaluation.api_runs import (
 )
 from app.evaluation.report import Comparison, Report, compare
 from app.evaluation.reporting import ReportError, run_report
+from app.llm.errors import CONFIGURATION_KINDS
 from app.projections import SessionState, bring_up_to_date
 from app.server.auth import principal_of
 from app.server.context import Context
+from app.server.creation import refuse_unknown_provider
 from app.server.problems import (
     Conflict,
     NotFound,
@@ -145,6 +147,7 @@ async def start_evaluation(
         raise Unprocessable(f"a run may not be named {data.name!r}; choose another name")
     try:
         plan = plan_run(ctx.settings, data, principal.user_id, principal.name)
+        await refuse_unknown_provider(plan.model)
         return await start_run(ctx.store, ctx.settings, plan)
     except RunRequestError as exc:
         raise Unprocessable(str(exc)) from None
@@ -171,6 +174,7 @@ async def list_evaluations(
         owner=None if principal.is_admin else principal.user_id,
         limit=limit + 1,
         after=after,
+        stop_kinds=CONFIGURATION_KINDS,
     )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -204,10 +208,11 @@ async def compare_evaluations(
 async def evaluation_progress(
     request: Request[Any, Any, Any], ctx: Context, run: RunName
 ) -> EvaluationRun:
-    """A run's progress: queued (no trial started yet), running or finished, and its counts."""
+    """A run's progress: queued (no trial started yet), running, finished, or stopped (a
+    trial ended on a configuration error: ``reason``), and its counts."""
     key, owner = await visible_run(ctx, principal_of(request), run)
     await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
-    rows = await list_runs(ctx.store, owner=None, limit=1, name=key)
+    rows = await list_runs(ctx.store, owner=None, limit=1, name=key, stop_kinds=CONFIGURATION_KINDS)
     if rows:
         return progress_of(rows[0])
     if owner is not None and owner.request is not None:  # the projection has not seen it yet

@@ -4,7 +4,7 @@ one query (re-scoring a thousand sessions must not cost a thousand reads)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from uuid import UUID
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from app.store.event_store import COLUMNS, EventStore
 from app.store.records import RecordedEvent
 from app.store.session_claims import claimed_sql
+from app.store.trial_stops import configuration_stop_sql
 
 # A replay or a fork copies its recording's config, evaluation_run included: it is not one of
 # the run's own sessions. A replay run (`chronicle eval replay --name`) is made of replay
@@ -71,7 +72,8 @@ SELECT s.session_id, s.status, s.state_reason, {claimed_sql("s.session_id")} AS 
        (c.payload->'config'->'evaluation_plan')::text AS plan,
        c.payload->'config'->>'workspace' AS workspace,
        EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.session_id
-                                        AND e.kind = 'eval.score') AS scored
+                                        AND e.kind = 'eval.score') AS scored,
+       {configuration_stop_sql("s.session_id", "$2")} AS stopped_by
 FROM session_state s
 JOIN events c ON c.session_id = s.session_id AND c.seq = 1
 WHERE s.evaluation_run = $1 AND s.replay_of IS NULL AND s.forked_from IS NULL
@@ -98,12 +100,16 @@ class RunAttempt(BaseModel):
     workspace: str | None
     #: how the run was started (``evaluation_plan``), as JSON text
     plan: str | None
+    #: the configuration error it ended on, which stopped its run (``trial_stops``)
+    stopped_by: str | None = None
 
 
-async def run_attempts(store: EventStore, run: str) -> list[RunAttempt]:
+async def run_attempts(
+    store: EventStore, run: str, stop_kinds: Collection[str] = ()
+) -> list[RunAttempt]:
     """Every session the run started, oldest first; the caller brings ``session_state`` up
-    to date first."""
-    rows = await store.pool.fetch(RUN_ATTEMPTS_SQL, run)
+    to date first. ``stop_kinds``: the model failures that stop a run (``stopped_by``)."""
+    rows = await store.pool.fetch(RUN_ATTEMPTS_SQL, run, list(stop_kinds))
     return [RunAttempt.model_validate(dict(row)) for row in rows]
 
 

@@ -13,6 +13,7 @@ so includes runs started by ``chronicle eval run``, which have no owner.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
 from typing import Any, Literal, NamedTuple
 from uuid import UUID
@@ -22,18 +23,20 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from app.store.event_store import EventStore
 from app.store.session_owners import ACTIVE_SQL, RESERVE_LOCK_CLASS
+from app.store.trial_stops import configuration_stop_sql
 
 #: What claiming a trial did (see ``claim_trial``).
 TrialClaim = Literal["claimed", "taken", "capped"]
 #: The ``session.created`` config key an API run records its request under.
 REQUEST_KEY = "evaluation_request"
 
-OWNED_TRIALS_SQL = """
+OWNED_TRIALS_SQL = f"""
 SELECT o.session_id,
        c.payload->'config'->'evaluation_task'->>'id' AS task_id,
        coalesce((c.payload->'config'->>'evaluation_epoch')::integer, 1) AS epoch,
        EXISTS (SELECT 1 FROM events e WHERE e.session_id = o.session_id
-                                        AND e.kind = 'eval.score') AS scored
+                                        AND e.kind = 'eval.score') AS scored,
+       {configuration_stop_sql("o.session_id", "$3")} AS stopped_by
 FROM session_owners o
 JOIN events c ON c.session_id = o.session_id AND c.seq = 1
 WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = $2
@@ -68,14 +71,20 @@ WITH runs AS (
            (array_agg(c.payload->'config'->'{REQUEST_KEY}'
                       ORDER BY es.created_at, es.session_id))[1] AS request,
            (array_agg(c.payload->'config'->>'model'
-                      ORDER BY es.created_at, es.session_id))[1] AS model
+                      ORDER BY es.created_at, es.session_id))[1] AS model,
+           (array_agg(stop.reason ORDER BY es.created_at, es.session_id)
+                FILTER (WHERE stop.reason IS NOT NULL))[1] AS stopped_by
     FROM evaluation_sessions es
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN es.status = 'error'
+                    THEN {configuration_stop_sql("es.session_id", "$6")} END AS reason
+    ) stop
     JOIN events c ON c.session_id = es.session_id AND c.seq = 1
     LEFT JOIN session_owners o ON o.session_id = es.session_id
     GROUP BY es.evaluation_run
 )
 SELECT r.name, r.created_at, r.started, r.begun, r.scored, r.passed, r.owner, r.request,
-       r.model, u.name AS user_name
+       r.model, r.stopped_by, u.name AS user_name
 FROM runs r
 LEFT JOIN users u ON u.id = r.owner
 WHERE ($1::uuid IS NULL OR r.owner = $1)
@@ -122,6 +131,8 @@ class OwnedTrial(BaseModel):
     task_id: str | None
     epoch: int
     scored: bool
+    #: the configuration error it ended on, which stopped its run (``trial_stops``)
+    stopped_by: str | None = None
 
 
 class RunRow(BaseModel):
@@ -142,6 +153,8 @@ class RunRow(BaseModel):
     model: str | None
     #: what an API run was started with (None: started by ``chronicle eval run``)
     request: dict[str, Any] | None
+    #: the configuration error that stopped the run (its first trial that ended on one)
+    stopped_by: str | None = None
 
     @field_validator("request", mode="before")
     @classmethod
@@ -222,9 +235,12 @@ async def keys_named(store: EventStore, name: str) -> list[str]:
     return [row["key"] for row in rows]
 
 
-async def owned_trials(store: EventStore, owner: UUID, name: str) -> list[OwnedTrial]:
-    """The trials of the owner's run ``name`` recorded so far, oldest first."""
-    rows = await store.pool.fetch(OWNED_TRIALS_SQL, owner, name)
+async def owned_trials(
+    store: EventStore, owner: UUID, name: str, stop_kinds: Collection[str] = ()
+) -> list[OwnedTrial]:
+    """The trials of the owner's run ``name`` recorded so far, oldest first
+    (``stop_kinds``: the model failures that stop a run, for ``stopped_by``)."""
+    rows = await store.pool.fetch(OWNED_TRIALS_SQL, owner, name, list(stop_kinds))
     return [OwnedTrial.model_validate(dict(row)) for row in rows]
 
 
@@ -235,13 +251,15 @@ async def list_runs(
     limit: int,
     name: str | None = None,
     after: tuple[datetime, str] | None = None,
+    stop_kinds: Collection[str] = (),
 ) -> list[RunRow]:
     """Runs newest first (``owner``: only that user's; None: every run, ownerless ones
     too), after the keyset ``after`` = the last row's ``(created_at, name)``; ``session_state``
-    brought up to date by the caller."""
+    brought up to date by the caller. ``stop_kinds``: the model failures that stop a run."""
     rows = await store.pool.fetch(
-        RUNS_SQL, owner, name, after[0] if after else None, after[1] if after else None, limit
-    )
+        RUNS_SQL, owner, name, after[0] if after else None, after[1] if after else None, limit,
+        list(stop_kinds),
+    )  # fmt: skip
     return [RunRow.model_validate(dict(row)) for row in rows]
 
 

@@ -10,6 +10,7 @@ at; a trial the projection has not seen yet is found by a later sweep.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 from uuid import UUID
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from app.store.evaluation_runs import REQUEST_KEY
 from app.store.event_store import EventStore
+from app.store.trial_stops import configuration_stop_sql
 
 STRANDED_RUNS_SQL = f"""
 WITH trials AS (
@@ -25,7 +27,9 @@ WITH trials AS (
            c.payload->'config'->'{REQUEST_KEY}' AS request,
            EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.session_id
                                             AND e.kind = 'eval.score') AS scored,
-           EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = s.session_id) AS leased
+           EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = s.session_id) AS leased,
+           s.status = 'error'
+               AND {configuration_stop_sql("s.session_id", "$1")} IS NOT NULL AS stopped
     FROM session_state s
     JOIN session_owners o ON o.session_id = s.session_id
     JOIN events c ON c.session_id = s.session_id AND c.seq = 1
@@ -36,10 +40,11 @@ SELECT owner, name, (array_agg(request))[1] AS request,
                     FILTER (WHERE NOT scored AND NOT leased), '{{}}') AS idle
 FROM trials
 GROUP BY owner, name
-HAVING bool_or(NOT scored AND NOT leased)
+HAVING NOT bool_or(coalesce(stopped, false)) AND (
+    bool_or(NOT scored AND NOT leased)
     OR (count(*) FILTER (WHERE NOT scored) < max((request->>'concurrency')::integer)
         AND count(*) < max(jsonb_array_length(request->'suite'->'tasks')
-                           * (request->>'trials')::integer))
+                           * (request->>'trials')::integer)))
 """
 
 
@@ -60,6 +65,8 @@ class StrandedRun(BaseModel):
         return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
-async def stranded_runs(store: EventStore) -> list[StrandedRun]:
-    rows = await store.pool.fetch(STRANDED_RUNS_SQL)
+async def stranded_runs(store: EventStore, stop_kinds: Collection[str] = ()) -> list[StrandedRun]:
+    """The candidates; a run stopped on a configuration error (a trial ended on one of
+    ``stop_kinds``, see ``trial_stops``) is none: it waits for its user."""
+    rows = await store.pool.fetch(STRANDED_RUNS_SQL, list(stop_kinds))
     return [StrandedRun.model_validate(dict(row)) for row in rows]
