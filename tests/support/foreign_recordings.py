@@ -1,4 +1,5 @@
-"""Small recordings of other agents, written for the import tests (``chronicle import --from``).
+"""Recordings of other agents for the import tests (``chronicle import --from``): small ones
+written here, and real ones kept in foreign/ (``real_recording``).
 
 Each follows its agent's real serialization (app/evaluation/importers/openhands.py and
 swe_agent.py name every field read) and holds the odd things real files hold: string
@@ -10,7 +11,24 @@ output, an action type no importer knows, an agent state change and a condensati
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
+
+#: Real files of the agents themselves, trimmed (foreign/README.md says where each is from).
+REAL_RECORDINGS = Path(__file__).parent / "foreign"
+#: OpenHands' resolver output before 0.20: flat events, per-call ``metrics.costs``.
+OPENHANDS_RESOLVER_OUTPUT = "openhands_resolver_output.jsonl"
+#: An OpenHands evaluation output whose latencies are only in its ``metrics``.
+OPENHANDS_EVALUATION_OUTPUT = "openhands_multi_swe_bench_output.jsonl"
+#: A SWE-agent CTF trajectory that ends with ``submit 'FLAG'``; its flag.
+SWE_AGENT_CTF = "BabyEncryption.traj"
+CTF_FLAG = "HTB{l00k_47_y0u_r3v3rs1ng_3qu4710n5_c0ngr475}"
+
+
+def real_recording(name: str) -> bytes:
+    """A real recording's bytes, as its agent wrote them (see ``REAL_RECORDINGS``)."""
+    return (REAL_RECORDINGS / name).read_bytes()
+
 
 #: What a command printed: NUL and a lone surrogate, which PostgreSQL text cannot hold.
 ODD_OUTPUT = "def add(a, b):\x00\n    return a - b  # \ud800\n"

@@ -234,6 +234,17 @@ class SessionBuilder:
         )
         return self.add(call, origin)
 
+    def price_calls(self, costs: list[float | None]) -> bool:
+        """Give the model calls, in order, these costs (a recording that lists one per call
+        rather than per response); nothing when the counts differ, as which cost belongs to
+        which call is then unknown. Whether they were given."""
+        calls = [index for index, event in enumerate(self.events) if event.kind == "llm.call"]
+        if len(calls) != len(costs):
+            return False
+        for index, cost in zip(calls, costs, strict=True):
+            self.events[index] = self.events[index].model_copy(update={"cost_usd": cost})
+        return True
+
     def action(
         self, use: ToolUse, *, thought: str, cause: int | None, source: str = "agent"
     ) -> Event:

@@ -8,12 +8,21 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
   ``output.jsonl``: one JSON object per line (``EvalOutput``) whose ``history`` is that list
   (or, in old outputs, a list of ``[action, observation]`` pairs, flattened) — one session per
   line; a single such object as a JSON file is one session too. Of an ``EvalOutput``:
-  ``instance_id`` (the title), ``metrics`` and ``error`` (kept in the session's config;
-  ``error`` is how the session ended when the history does not say).
+  ``instance_id`` (the title; a resolver's output names its ``issue``: ``owner/repo#number``),
+  ``metrics`` and ``error`` (kept in the session's config; ``error`` is how the session ended
+  when the history does not say).
+- **Flat events.** Older outputs (the resolver's ``output.jsonl`` before 0.20, OpenHands' own
+  ``tests/unit/resolver/mock_output/output.jsonl``) hold each event as
+  ``dataclasses.asdict(event)``: the arguments (or an observation's extras) beside ``action``
+  (``observation``), and no ``id``, ``source`` or ``cause``. They are read as the nested form.
+  A message without a ``source`` is the user's when it opens the recording or answers the
+  agent's message, else the agent's; an observation without ``id`` and ``cause`` answers the
+  latest action not answered yet (such histories list each action's answer right after it).
 - **An event** is an object with ``action`` (an action type) or ``observation`` (an
   observation type); anything else is refused. ``id`` (its number in the stream: the
-  ``ImportOrigin.id``), ``source`` (``user``, ``agent``, ``environment``; missing: agent; an
-  observation is the environment's whatever it says, as Chronicle's controller expects),
+  ``ImportOrigin.id``), ``source`` (``user``, ``agent``, ``environment``; missing: agent,
+  but see flat events; an observation is the environment's whatever it says, as Chronicle's
+  controller expects),
   ``cause`` (an observation's action's ``id``),
   ``timeout`` (a command's hard timeout), ``tool_call_metadata`` (``function_name``,
   ``tool_call_id``, ``model_response``: the litellm ``ModelResponse`` the action came from,
@@ -34,7 +43,8 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
   ``command`` (``path``, ``file_text``, ``old_str``, ``new_str``, ``insert_line``,
   ``view_range``) is ``str_replace_editor``; ``write`` (``path``, ``content``) is
   ``str_replace_editor create``; ``think`` (``thought``) is ``think``; ``finish``
-  (``final_thought``, else ``outputs.content``) is ``finish``. Every other type — ``browse``,
+  (``final_thought``, else ``outputs.content``, else — older finishes had only it —
+  ``thought``) is ``finish``. Every other type — ``browse``,
   ``browse_interactive``, ``run_ipython``, ``call_tool_mcp``, ``delegate``, ``reject``,
   ``task_tracking``, an LLM-based ``edit``, one never seen — is an ``imported`` action with its
   ``args``; so are ``recall``, ``condensation``, ``condensation_request`` and
@@ -49,10 +59,13 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
   first user message, ``loading``, are left out: the task has not come yet); ``null`` is left
   out; every other type is ``imported.output`` with its ``extras``.
 - **Cost.** A model call costs the growth of ``llm_metrics.accumulated_cost`` since the
-  previous one (OpenHands counts the condenser's calls there too); without ``llm_metrics`` it
-  is unpriced. A call's latency is the ``response_latencies`` entry of its response's id, else
-  unknown (None). The messages sent to the model are not in the recording: the calls'
-  prompts are empty.
+  previous one (OpenHands counts the condenser's calls there too). Without ``llm_metrics`` on
+  any event, the ``EvalOutput``'s ``metrics.costs`` (one per call: a number, or an object's
+  ``cost``) price the calls in order when there are as many as calls; else they are unpriced.
+  A call's latency is the ``response_latencies`` entry of its response's id, in the event's
+  ``llm_metrics`` or else the ``EvalOutput``'s ``metrics`` (where evaluation outputs keep
+  them), else unknown (None). The messages sent to the model are not in the recording: the
+  calls' prompts are empty.
 - **The ending.** Where the recording does not end on the agent's own state, it ends as the
   last thing the agent did says: ``finished`` after a finish, ``awaiting_user_input`` after a
   message, ``error`` with the ``EvalOutput``'s error, else ``stopped``. A user message after
@@ -125,6 +138,16 @@ STATES: dict[str, AgentStateName] = {
 }
 OUTCOMES = frozenset({"finished", "awaiting_user_input", "stopped", "error", "paused"})
 SOURCES = frozenset({"user", "agent", "environment"})
+#: What surrounds an action's arguments (``args``); in a flat event the rest are they.
+ACTION_ENVELOPE = frozenset(
+    {"id", "timestamp", "source", "message", "cause", "action", "timeout", "tool_call_metadata",
+     "llm_metrics"}
+)  # fmt: skip
+#: What surrounds an observation's ``extras``; in a flat event the rest are they.
+OBSERVATION_ENVELOPE = frozenset(
+    {"id", "timestamp", "source", "message", "cause", "observation", "content", "success",
+     "tool_call_metadata", "llm_metrics"}
+)  # fmt: skip
 
 
 def import_openhands(file: str, data: bytes) -> list[ImportedSession]:
@@ -193,6 +216,20 @@ def _events(history: list[Any]) -> list[Any]:
     return history
 
 
+def _nested(item: dict[str, Any]) -> dict[str, Any]:
+    """A flat event (``dataclasses.asdict``: arguments or extras beside the type) in the
+    nested form, ``args`` or ``extras`` holding them; a nested event as it is."""
+    if "action" in item and "args" not in item:
+        envelope, key = ACTION_ENVELOPE, "args"
+    elif "action" not in item and "observation" in item and "extras" not in item:
+        envelope, key = OBSERVATION_ENVELOPE, "extras"
+    else:
+        return item
+    nested = {name: value for name, value in item.items() if name in envelope}
+    nested[key] = {name: value for name, value in item.items() if name not in envelope}
+    return nested
+
+
 def _what(value: Any) -> str:
     if isinstance(value, dict):
         return "an object without 'history'"
@@ -215,6 +252,10 @@ class _Reader:
         self.answered: set[int] = set()
         self.calls: dict[str, int] = {}  # model_response id -> llm.call seq
         self.cost_so_far = 0.0
+        self.metered = False  # an event carried ``llm_metrics``
+        metrics = mapping(mapping(output).get("metrics"))
+        self.latencies = _latencies_by_response(metrics.get("response_latencies"))
+        self.said: str | None = None  # who spoke last: "user", "agent", or "work" since
         self.last_done = ""  # what the agent last did: "finish", "message", "action"
         self.state_since_work: str | None = None  # the agent's state after its last work
         self.worked_since_user = False  # a model call or a state since the user's message
@@ -245,6 +286,7 @@ class _Reader:
     def parse(self, index: int, item: Any) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
         if not isinstance(item, dict):
             raise self.problem(f"is not an event object but {_what(item)}", index)
+        item = _nested(item)
         if "action" in item:
             kind, name = "action", item["action"]
         elif "observation" in item:
@@ -331,7 +373,7 @@ class _Reader:
                 self.tools = tools
             return
         if name == "message":
-            self.message(index, item, args, source)
+            self.message(index, item, args, self.speaker(item))
             return
         if not self.from_model(item, name):
             seq = self.b.add(
@@ -353,10 +395,19 @@ class _Reader:
         self.kinds[seq] = action.kind
         self.remember(item, seq)
         self.last_done = "finish" if action.kind == "finish" else "action"
+        self.said = "work"
+
+    def speaker(self, item: dict[str, Any]) -> str:
+        """Who sent a message: as recorded, else (flat events) the user when it opens the
+        recording or answers the agent's message, the agent otherwise."""
+        if item.get("source") is not None:
+            return str(item["source"])
+        return "user" if self.said in (None, "agent") else "agent"
 
     def message(self, index: int, item: dict[str, Any], args: dict[str, Any], source: str) -> None:
         content = text_of(args.get("content"))
         origin = self.b.origin(index, id=item.get("id"), field="action")
+        self.said = source
         if source == "agent":
             call = self.model_call(index, item, content, [])
             self.b.add(Message(content=content, source="agent", cause=call), origin)
@@ -406,10 +457,23 @@ class _Reader:
             finish_reason=finish_reason,
             usage=_usage(mapping(response.get("usage"))),
             cost_usd=self.cost(item),
-            latency_ms=_latency_ms(item, response.get("id")),
+            latency_ms=self.latency_ms(item, response.get("id")),
         )
 
+    def latency_ms(self, item: dict[str, Any], response_id: Any) -> float | None:
+        """What OpenHands measured for this response: in the event's ``llm_metrics``, else
+        in the evaluation output's ``metrics``; None when neither says."""
+        if not response_id:
+            return None
+        measured = _latency_ms(item, response_id)
+        if measured is None:
+            seconds = self.latencies.get(str(response_id))
+            measured = None if seconds is None else seconds * 1000
+        return measured
+
     def cost(self, item: dict[str, Any]) -> float | None:
+        if item.get("llm_metrics") is not None:
+            self.metered = True
         accumulated = number(mapping(item.get("llm_metrics")).get("accumulated_cost"))
         if accumulated is None:
             return None
@@ -441,7 +505,11 @@ class _Reader:
                 self.state_since_work = state
                 self.worked_since_user = True
             return
-        action = self.actions.get(str(item.get("cause")))
+        if item.get("cause") is None and item.get("id") is None:
+            # A flat history's observation follows the action it answers.
+            action = next((seq for seq in reversed(self.kinds) if seq not in self.answered), None)
+        else:
+            action = self.actions.get(str(item.get("cause")))
         if action in self.answered:
             action = None
         kind = self.kinds.get(action) if action is not None else None
@@ -490,7 +558,16 @@ def _session(
     reader = _Reader(builder, output)
     reader.read(items)
     reader.end()
-    instance = text_of((output or {}).get("instance_id"))
+    if output is not None and not reader.metered:
+        costs = mapping(output.get("metrics")).get("costs")
+        if isinstance(costs, list):  # one per call, in order (older outputs)
+            builder.price_calls(
+                [
+                    number(mapping(c).get("cost")) if isinstance(c, dict) else number(c)
+                    for c in costs
+                ]
+            )
+    instance = text_of((output or {}).get("instance_id")) or _issue((output or {}).get("issue"))
     task = first_line(reader.task) or builder.file
     title = f"{instance}: {task}" if instance else task
     imported: dict[str, Any] = {"events": len(items)}
@@ -507,6 +584,25 @@ def _session(
         title=f"openhands: {title}",
         config={"agent": FORMAT, "model": reader.model, "imported": imported},
     )
+
+
+def _issue(issue: Any) -> str:
+    """A resolver's issue as ``owner/repo#number``; empty when it does not say."""
+    fields = mapping(issue)
+    owner, repo, number_ = (text_of(fields.get(key)) for key in ("owner", "repo", "number"))
+    return f"{owner}/{repo}#{number_}" if owner and repo and number_ else ""
+
+
+def _latencies_by_response(entries: Any) -> dict[str, float]:
+    """``response_latencies`` (seconds, by ``response_id``) as a mapping; the last entry of
+    an id counts, as OpenHands appends."""
+    latencies: dict[str, float] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        fields = mapping(entry)
+        seconds = number(fields.get("latency"))
+        if fields.get("response_id") and seconds is not None and seconds >= 0:
+            latencies[str(fields["response_id"])] = seconds
+    return latencies
 
 
 def _latency_ms(item: dict[str, Any], response_id: Any) -> float | None:
@@ -568,8 +664,10 @@ def _chronicle_tool(
     if name == "think":
         return "think", {"thought": text_of(args.get("thought"))}
     if name == "finish":
-        message = text_of(args.get("final_thought")) or text_of(
-            mapping(args.get("outputs")).get("content")
+        message = (
+            text_of(args.get("final_thought"))
+            or text_of(mapping(args.get("outputs")).get("content"))
+            or text_of(args.get("thought"))
         )
         return "finish", {"message": message}
     return None, None

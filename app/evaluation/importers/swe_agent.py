@@ -30,7 +30,11 @@ What is read (SWE-agent's ``sweagent/agent/agents.py``: ``get_trajectory_data`` 
   the model called (the first one: SWE-agent runs one per step). ``bash`` is ``execute_bash``
   of its ``command``; ``str_replace_editor`` is ``str_replace_editor`` with its arguments
   (``command``, ``path``, ``file_text``, ``old_str``, ``new_str``, ``insert_line``,
-  ``view_range``); ``submit`` is ``finish``; a tool named ``exit...`` is an ``imported``
+  ``view_range``); ``submit`` is ``finish``, whose message is what was submitted: the
+  argument's text (a tool call's, else the command's words after ``submit`` as the shell reads
+  them: ``submit 'FLAG'``, a CTF's answer, is ``FLAG``; ``-f``/``--force``, which only skips
+  a review, is no text), else empty (a plain ``submit`` sends the repository's diff, which is
+  its observation); a tool named ``exit...`` is an ``imported``
   action; any other tool is ``execute_bash`` of the step's ``action`` (SWE-agent's tools are
   commands in its shell: that line is what ran). Without tool calls the ``action`` text says
   it the same way: ``submit``, ``str_replace_editor COMMAND PATH --flag VALUE ...`` (read as
@@ -266,7 +270,7 @@ class _Reader:
             return None
         word = action.split(maxsplit=1)[0]
         if word == "submit":
-            return _tool_use(call_id, "submit", {}, action)
+            return _tool_use(call_id, "submit", {}, action)  # its text: ``_submitted``
         if word == "str_replace_editor":
             editor = _editor_arguments(action)
             if editor is not None:
@@ -370,7 +374,7 @@ def _tool_use(call_id: str, name: str, arguments: dict[str, Any], action: str) -
         tool = name
         tool_arguments = {k: arguments[k] for k in EDITOR_ARGUMENTS if arguments.get(k) is not None}
     elif name == "submit":
-        tool, tool_arguments = "finish", {"message": ""}
+        tool, tool_arguments = "finish", {"message": _submitted(arguments, action)}
     elif name.startswith("exit"):
         tool, tool_arguments = None, None
     else:
@@ -382,6 +386,19 @@ def _tool_use(call_id: str, name: str, arguments: dict[str, Any], action: str) -
         tool=tool,
         tool_arguments=tool_arguments,
     )
+
+
+def _submitted(arguments: dict[str, Any], action: str) -> str:
+    """What a ``submit`` sent (see the module): a tool call's text argument, else the words
+    after ``submit`` joined as its ``echo "$@"`` does; empty for a plain or forced submit."""
+    texts = [value for value in arguments.values() if isinstance(value, str) and value]
+    if texts:
+        return texts[0]
+    try:
+        words = shlex.split(action)
+    except ValueError:  # unbalanced quotes: the shell refuses it too; keep the text as written
+        words = action.split()
+    return " ".join(word for word in words[1:] if word not in ("-f", "--force"))
 
 
 def _editor_arguments(action: str) -> dict[str, Any] | None:

@@ -13,11 +13,14 @@ from app.events import Event
 from tests.support.foreign_recordings import (
     HUGE_OUTPUT,
     ODD_OUTPUT,
+    OPENHANDS_EVALUATION_OUTPUT,
+    OPENHANDS_RESOLVER_OUTPUT,
     as_bytes,
     as_json_lines,
     openhands_chat,
     openhands_events,
     openhands_output_line,
+    real_recording,
 )
 
 
@@ -142,6 +145,66 @@ def test_latency_is_what_openhands_measured_for_that_response_else_unknown() -> 
     # resp-1 and resp-2 are in response_latencies (seconds); the other three responses are not,
     # and an unknown latency is None, never 0 (a 0 would pull every latency percentile down)
     assert [call["latency_ms"] for call in calls] == [1500.0, 2250.0, None, None, None]
+
+
+def test_an_evaluation_outputs_latencies_reach_each_call() -> None:
+    """OpenHands' evaluation outputs keep ``response_latencies`` in the output's ``metrics``
+    (each event's ``llm_metrics`` lists none): every call gets its response's."""
+    session = one(real_recording(OPENHANDS_EVALUATION_OUTPUT), OPENHANDS_EVALUATION_OUTPUT)
+    calls = [payload(e) for e in session.events if e.kind == "llm.call"]
+    assert [round(call["latency_ms"]) for call in calls] == [3057, 2198, 4374]
+    assert calls[0]["usage"]["prompt_tokens"] == 5920
+
+
+def test_the_resolvers_flat_output_imports_its_commands_task_answers_and_cost() -> None:
+    """OpenHands' own resolver test output (before 0.20): each event flat
+    (``dataclasses.asdict``), with no source, id or cause, and one cost per call."""
+    session = one(real_recording(OPENHANDS_RESOLVER_OUTPUT), OPENHANDS_RESOLVER_OUTPUT)
+    events = session.events
+    assert kinds(session) == [
+        "session.created", "message",
+        "llm.call", "run", "run.output",
+        "llm.call", "imported", "imported.output",  # run_ipython: no Chronicle tool
+        "llm.call", "run", "run.output",
+        "llm.call", "finish", "agent.state",
+    ]  # fmt: skip
+    task = events[1]
+    assert task.source == "user"
+    assert payload(task)["content"].startswith("Please fix the following issue")
+    assert [payload(e)["command"] for e in events if e.kind == "run"] == [
+        "touch LICENSE",
+        "cat LICENSE",
+    ]
+    answers = [e for e in events if e.kind in ("run.output", "imported.output")]
+    assert [e.cause for e in answers] == [4, 7, 10]  # the seqs of the actions before them
+    assert [payload(e)["exit_code"] for e in events if e.kind == "run.output"] == [0, 0]
+    assert payload(events[6])["arguments"]["code"].startswith('mit_license = """MIT License')
+    calls = [payload(e) for e in events if e.kind == "llm.call"]
+    costs = [0.015396, 0.019719, 0.016743, 0.018855]  # metrics.costs, one per call
+    assert [call["cost_usd"] for call in calls] == pytest.approx(costs)
+    assert payload(events[12])["message"].startswith("The MIT License has been successfully")
+    assert payload(events[-1])["state"] == "finished"
+    assert session.title.startswith("openhands: neubig/pr-viewer#5: Please fix the following")
+
+
+def test_flat_messages_are_the_users_when_they_open_or_answer_and_costs_must_match() -> None:
+    history = [
+        {"content": "Fix it", "action": "message"},
+        {"content": "Which file?", "wait_for_response": True, "action": "message"},
+        {"content": "calc.py", "action": "message"},
+        {"command": "ls", "thought": "", "action": "run"},
+        {"content": "calc.py", "command": "ls", "exit_code": 0, "observation": "run"},
+        {"content": "Done", "action": "message"},
+    ]
+    line = {"issue": {}, "history": history, "metrics": {"costs": [0.5, 0.25]}}
+    session = one(as_bytes(line))
+    messages = [(e.source, payload(e)["content"]) for e in session.events if e.kind == "message"]
+    assert messages == [
+        ("user", "Fix it"), ("agent", "Which file?"), ("user", "calc.py"), ("agent", "Done")
+    ]  # fmt: skip
+    # three calls (two messages, a command) and two costs: which is which is unknown
+    calls = [payload(e) for e in session.events if e.kind == "llm.call"]
+    assert len(calls) == 3 and {call["cost_usd"] for call in calls} == {None}
 
 
 def test_every_event_says_where_it_came_from() -> None:

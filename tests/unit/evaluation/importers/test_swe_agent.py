@@ -12,10 +12,13 @@ from app.evaluation.importers.model import ImportedSession
 from app.events import Event, canonical_json
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 from tests.support.foreign_recordings import (
+    CTF_FLAG,
     EDIT_ACTION,
     HEREDOC_ACTION,
     ODD_OUTPUT,
+    SWE_AGENT_CTF,
     as_bytes,
+    real_recording,
     swe_agent_trajectory,
 )
 
@@ -147,6 +150,48 @@ def test_an_old_trajectory_without_query_or_history_still_imports() -> None:
     ]  # fmt: skip
     assert payload(session.events[1])["content"] == "(the recording holds no task message)"
     assert payload(session.events[-1])["state"] == "finished"
+
+
+def test_a_submitted_flag_is_the_finish_message() -> None:
+    """SWE-agent's CTF mode (EnIGMA) ends with ``submit 'FLAG'``: the flag is the answer."""
+    [session] = read_recording("swe-agent", SWE_AGENT_CTF, real_recording(SWE_AGENT_CTF))
+    [finish] = [e for e in session.events if e.kind == "finish"]
+    assert payload(finish)["message"] == CTF_FLAG
+    call = session.events[finish.cause - 1]  # seqs start at 1
+    # the model's tool call says so too, so a replay's finish is the same
+    assert json.loads(payload(call)["response"]["tool_calls"][0]["arguments"]) == {
+        "message": CTF_FLAG
+    }
+    assert payload(session.events[-1])["state"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("action", "call", "message"),
+    [
+        ("submit 'HTB{two words}'\n", None, "HTB{two words}"),  # the shell's words, joined
+        ("submit flag{a} b\n", None, "flag{a} b"),
+        ("submit\n", None, ""),  # a plain submit sends the diff: its observation
+        ("submit -f", None, ""),  # review_on_submit's forced submit
+        ("submit 'unbalanced", None, "'unbalanced"),
+        ("submit", {"flag": "picoCTF{x}"}, "picoCTF{x}"),  # a tool call's own argument
+        ("submit", {}, ""),
+    ],
+)
+def test_each_form_of_submit_carries_what_it_sent(
+    action: str, call: dict[str, Any] | None, message: str
+) -> None:
+    step = {"action": action, "observation": "", "response": action, "thought": ""}
+    history = []
+    if call is not None:
+        function = {"name": "submit", "arguments": json.dumps(call)}
+        tool_call = {"id": "call_1", "type": "function", "function": function}
+        history = [
+            {"role": "assistant", "message_type": "action", "action": action,
+             "tool_calls": [tool_call]}
+        ]  # fmt: skip
+    session = one({"trajectory": [step], "history": history, "info": {}}, file="ctf.traj")
+    [finish] = [e for e in session.events if e.kind == "finish"]
+    assert payload(finish)["message"] == message
 
 
 @pytest.mark.parametrize(
