@@ -47,9 +47,10 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
             usage = p.get("usage") or {}
             cost = p.get("cost_usd")
             latency = p.get("latency_ms")
+            tokens_in, tokens_out = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
             return (
-                f"{p.get('model')}  in={usage.get('prompt_tokens', 0)} "
-                f"out={usage.get('completion_tokens', 0)}"
+                f"{p.get('model')}  in={'?' if tokens_in is None else tokens_in} "
+                f"out={'?' if tokens_out is None else tokens_out}"
                 + (f"  ${cost:.4f}" if isinstance(cost, int | float) else "")
                 + (f"  {latency:.0f} ms" if isinstance(latency, int | float) else "")
             )

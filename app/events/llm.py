@@ -17,21 +17,51 @@ class ToolCall(BaseModel):
     arguments: str
 
 
+def _unset(value: Any) -> bool:
+    return value is None
+
+
+#: A field written only when it has a value (a payload recorded before it was added, or by
+#: a model that sends none, stays as it was).
+def _optional(description: str) -> Any:
+    return Field(default=None, exclude_if=_unset, description=description)
+
+
 class LlmResponse(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
+    reasoning_content: str | None = _optional("the model's reasoning text, as it sent it")
+    id: str | None = _optional("the reply's id (gen_ai.response.id)")
+    model: str | None = _optional("the model that answered (gen_ai.response.model)")
 
 
 class LlmUsage(BaseModel):
+    """Token counts of one call. A count the model sent that is not one (``1e999``,
+    ``"abc"``, negative, beyond ``MAX_COUNT``: app.events.usage) is None, unknown, and the
+    usage as it was sent is kept in ``as_sent``; a count the model did not send is 0 for the
+    first four (as before) and None for the others."""
+
     model_config = ConfigDict(frozen=True)
 
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-    total_tokens: int = 0
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+    #: tokens of the prompt read from the provider's cache (gen_ai.usage.cache_read.input_tokens)
+    cached_tokens: int | None = 0
+    total_tokens: int | None = 0
+    cache_creation_tokens: int | None = _optional(
+        "tokens of the prompt written to the provider's cache "
+        "(gen_ai.usage.cache_creation.input_tokens)"
+    )
+    reasoning_tokens: int | None = _optional(
+        "output tokens spent on reasoning, part of completion_tokens "
+        "(gen_ai.usage.reasoning.output_tokens)"
+    )
+    as_sent: dict[str, Any] | None = _optional(
+        "the usage as the model sent it, when a count of it could not be read"
+    )
 
 
 class LlmCall(Event):

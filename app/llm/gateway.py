@@ -34,6 +34,7 @@ from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.stored_keys import StoredKeys
 from app.llm.text_tools import to_prompt_messages
+from app.llm.unread import unconverted_reply
 from app.llm.wire import for_the_wire
 from app.store import EventStore, RecordedEvent
 
@@ -467,6 +468,10 @@ class LlmGateway:
                     raise
                 except Exception as exc:
                     failure = self._failure(exc, native_tools=native and bool(tools))
+                    unconverted = unconverted_reply(exc) if failure.kind == "bad_response" else None
+                    if unconverted is not None:  # read as any reply: odd counts are unknown
+                        response = unconverted
+                        break
                     if failure.kind == "bad_response":
                         reply = unusable(failure.message)
                         event = await recorded(reply.call, record)
@@ -489,14 +494,21 @@ class LlmGateway:
         if read.problem is not None:
             reply = unusable(
                 read.problem,
-                response=LlmResponse(finish_reason=read.finish_reason),
+                response=LlmResponse(
+                    finish_reason=read.finish_reason, id=read.response_id, model=read.response_model
+                ),
                 usage=read.usage,
                 cost_usd=cost,
             )
             event = await recorded(reply.call, record)
             return reply.model_copy(update={"event": event, "messages": handed(record)})
         answer = LlmResponse(
-            content=read.content, tool_calls=read.tool_calls, finish_reason=read.finish_reason
+            content=read.content,
+            tool_calls=read.tool_calls,
+            finish_reason=read.finish_reason,
+            reasoning_content=read.reasoning_content,
+            id=read.response_id,
+            model=read.response_model,
         )
         call = call_event(response=answer, usage=read.usage, cost_usd=cost)
         return LlmReply(
@@ -542,11 +554,19 @@ class LlmGateway:
         )
 
     def _cost(self, response: Any, usage: LlmUsage) -> float | None:
+        """What the call cost: by the configured prices, else litellm's (which prices cache
+        reads and writes and reasoning tokens from the usage it read, where its model map
+        knows their prices). Unknown when a count it rests on is, or litellm could not read
+        the reply (``response`` is then the parsed JSON, not its response object)."""
         config = self.config
+        if usage.prompt_tokens is None or usage.completion_tokens is None:
+            return None
         if config.input_cost_per_token is not None or config.output_cost_per_token is not None:
             return usage.prompt_tokens * (config.input_cost_per_token or 0) + (
                 usage.completion_tokens * (config.output_cost_per_token or 0)
             )
+        if isinstance(response, dict):
+            return None
         try:
             cost = float(_import_litellm().completion_cost(completion_response=response))
         except Exception:  # a model litellm has no price for

@@ -41,6 +41,7 @@ from uuid import UUID
 from app.events import ACTION_KINDS
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import needs_escape
+from app.events.usage import token_count
 from app.projections.base import Projection
 from app.store import RecordedEvent
 from app.store.projection_store import ProjectionRows, Table
@@ -160,9 +161,20 @@ def uuid_or_none(value: Any) -> UUID | None:
         return None
 
 
+#: What a bigint column holds: a session's total stops there rather than fail the write
+#: (and with it the projection, for every session after it).
+BIGINT_MAX = 2**63 - 1
+
+
 def count(value: Any) -> int:
-    """A token count from a payload (0 for anything that is not a whole number)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A token count from a payload: 0 for anything that is not one by the rule the views
+    read counts by (``app.events.usage``: unknown, e.g. ``1e999`` or negative, is not added)."""
+    return (token_count(value) or 0) if isinstance(value, int) else 0
+
+
+def added(total: int, value: Any) -> int:
+    """``total`` plus the count ``value``, at most ``BIGINT_MAX``."""
+    return min(total + count(value), BIGINT_MAX)
 
 
 def exact_cost(value: Any) -> Decimal | None:
@@ -240,9 +252,9 @@ def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
         row.model = model
     usage = payload.get("usage")
     if isinstance(usage, dict):
-        row.input_tokens += count(usage.get("prompt_tokens"))
-        row.output_tokens += count(usage.get("completion_tokens"))
-        row.cached_tokens += count(usage.get("cached_tokens"))
+        row.input_tokens = added(row.input_tokens, usage.get("prompt_tokens"))
+        row.output_tokens = added(row.output_tokens, usage.get("completion_tokens"))
+        row.cached_tokens = added(row.cached_tokens, usage.get("cached_tokens"))
     failed = payload.get("error") is not None
     cost = exact_cost(payload.get("cost_usd"))
     if failed:

@@ -49,7 +49,7 @@ depends_on = None
 #: app.events.platform_audit.PLATFORM_LOG_ID (0016 leaves it out of session_costs).
 PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
 
-#: The largest count a view reads (app.events.usage.MAX_COUNT: a test compares them).
+#: The largest count a view reads, as app.events.usage.MAX_COUNT (a test reads both sides of it).
 MAX_COUNT = 2**53 - 1
 
 FUNCTIONS = rf"""
@@ -111,7 +111,7 @@ SELECT e.session_id,
        e.payload->'response'->>'id' AS "gen_ai.response.id",
        e.payload->'response'->>'model' AS "gen_ai.response.model",
        e.payload->>'error_kind' AS "error.type",
-       jsonb_typeof(u.usage->'as_sent') = 'object' OR EXISTS (
+       jsonb_typeof(u.usage->'as_sent') IS NOT DISTINCT FROM 'object' OR EXISTS (
            SELECT 1
            FROM jsonb_each(u.usage) AS c(key, value)
            WHERE c.key IN ('prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens')

@@ -76,6 +76,21 @@ function toolOffered(tool) {
     jsonBlock(fn.parameters ?? tool)));
 }
 
+/** A token count of a call's usage: null is a count the model sent that could not be read. */
+function tokens(count) {
+  return count === null ? "unknown" : String(count ?? 0);
+}
+
+/** The usage line: cache reads and writes and reasoning tokens where the model sent them. */
+function usageText(usage) {
+  const extra = [
+    usage.cache_creation_tokens !== undefined ? `${tokens(usage.cache_creation_tokens)} written to cache` : null,
+    usage.reasoning_tokens !== undefined ? `${tokens(usage.reasoning_tokens)} reasoning` : null,
+  ].filter(Boolean);
+  return `${tokens(usage.prompt_tokens)} prompt (${tokens(usage.cached_tokens)} cached), ${tokens(usage.completion_tokens)} completion` +
+    (extra.length ? ` (${extra.join(", ")})` : "");
+}
+
 /** The model call as sent and received, from GET /api/sessions/{id}/model-calls/{seq}. */
 function exactCall(call) {
   const messages = call.messages || call.prompt || [];
@@ -84,7 +99,7 @@ function exactCall(call) {
   const usage = call.usage || {};
   return [
     definition([
-      ["Tokens", usage.prompt_tokens !== undefined ? `${usage.prompt_tokens} prompt (${usage.cached_tokens ?? 0} cached), ${usage.completion_tokens ?? 0} completion` : null],
+      ["Tokens", usage.prompt_tokens !== undefined ? usageText(usage) : null],
       ["Cost", call.cost_usd === null || call.cost_usd === undefined ? null : `$${Number(call.cost_usd).toFixed(6)}`],
       ["Latency", call.latency_ms === undefined ? null : duration(call.latency_ms)],
       ["Retries", retries === null || retries === undefined ? null : String(retries)],
@@ -116,7 +131,7 @@ function modelCall(event, sessionId) {
   const retries = (p.attempts || 1) - 1;
   const summary = el("summary", {},
     el("span", { class: "label" }, p.error ? "Model call failed" : "Model call"),
-    ` ${p.model} · ${usage.prompt_tokens ?? 0} in / ${usage.completion_tokens ?? 0} out · `,
+    ` ${p.model} · ${tokens(usage.prompt_tokens)} in / ${tokens(usage.completion_tokens)} out · `,
     `${cost(p.cost_usd, p.cost_usd === null ? 1 : 0, 1)} · ${duration(p.latency_ms)}`,
     retries ? ` · ${retries} ${retries === 1 ? "retry" : "retries"}` : "");
   const calls = (response.tool_calls || []).map((call) =>
@@ -131,13 +146,16 @@ function modelCall(event, sessionId) {
             (p.prompt_kept ? ` after the previous call's first ${p.prompt_kept}` : "")],
           ["Tools offered", p.tools ? el("code", {}, p.tools.slice(0, 16)) : "none"],
           ["Tool calling", p.tool_calling],
-          ["Tokens", `${usage.prompt_tokens ?? 0} prompt (${usage.cached_tokens ?? 0} cached), ${usage.completion_tokens ?? 0} completion, ${usage.total_tokens ?? 0} total`],
+          ["Tokens", `${usageText(usage)}, ${tokens(usage.total_tokens)} total`],
+          ["Usage as sent", usage.as_sent ? el("code", {}, JSON.stringify(usage.as_sent)) : null],
           ["Cost", p.cost_usd === null || p.cost_usd === undefined ? "unknown (no price for this model)" : `$${p.cost_usd.toFixed(6)}`],
           ["Latency", duration(p.latency_ms)],
           ["Attempts", String(p.attempts ?? 1)],
           ["Finish reason", response.finish_reason],
           ["Error", p.error ? `${p.error_kind ? p.error_kind + ": " : ""}${p.error}` : null],
         ]),
+        response.reasoning_content ? el("h3", {}, "Reasoning") : null,
+        response.reasoning_content ? pre(response.reasoning_content, "reasoning") : null,
         el("h3", {}, "Response"),
         response.content ? pre(response.content, "response") : el("p", { class: "muted" }, "No text."),
         calls.length ? el("h3", {}, "Tool calls") : null,

@@ -68,7 +68,8 @@ def test_odd_shapes_are_read_not_crashed_on() -> None:
     assert json.loads(read.tool_calls[0].arguments) == {"command": "ls"}
     assert read.tool_calls[1].arguments == "" and read.tool_calls[2].name == ""
     assert (read.usage.prompt_tokens, read.usage.completion_tokens) == (10, 2)
-    assert read.usage.total_tokens == 0
+    assert read.usage.total_tokens is None  # "many" is no count: unknown, kept as sent
+    assert read.usage.as_sent == usage
 
 
 def test_text_with_lone_surrogates_and_nul_is_read_as_sent() -> None:

@@ -1,0 +1,47 @@
+"""The reply litellm received but could not turn into its response object.
+
+litellm builds its ``ModelResponse`` from the parsed JSON a server sent, and gives up on the
+whole reply when one field does not fit its model: a usage count of ``1e999`` or ``"abc"``
+makes a usable answer "Invalid response object" (an exception with a made-up status 500),
+and the call, paid for, looked like a server that sends no chat completion. The JSON it was
+converting is still in the traceback of that exception, as the argument of litellm's
+conversion function; ``app.llm.reply`` reads it field by field as it reads any reply, and
+the counts it cannot read are recorded as unknown.
+
+This depends on litellm's internals (the function's name and argument): a test drives a
+real litellm against the fake model server with such replies, so an upgrade that moves them
+fails there, not in a user's session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+#: litellm's conversion of a provider's JSON into its response objects, and its argument.
+_CONVERSION = "convert_to_model_response_object"
+_ARGUMENT = "response_object"
+
+
+def _links(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def unconverted_reply(exc: BaseException) -> dict[str, Any] | None:
+    """The chat completion (parsed JSON) whose conversion raised ``exc`` or an exception of
+    its chain, or None when ``exc`` did not come from converting one."""
+    for link in _links(exc):
+        trace = link.__traceback__
+        while trace is not None:
+            frame = trace.tb_frame
+            if frame.f_code.co_name == _CONVERSION:
+                reply = frame.f_locals.get(_ARGUMENT)
+                if isinstance(reply, dict) and "choices" in reply:
+                    return reply
+            trace = trace.tb_next
+    return None
