@@ -32,6 +32,14 @@ class Reply:
     prompt_tokens: int = 100
     completion_tokens: int = 20
     cached_tokens: int = 0
+    #: Sent in the usage when set: Anthropic-style cache writes, OpenAI-style reasoning tokens.
+    cache_creation_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    #: The usage object as raw JSON text instead of the one built from the counts above
+    #: (``{"prompt_tokens": 1e999}``, ``"abc"``: what ``json.dumps`` would never write).
+    usage_json: str | None = None
+    #: The message's ``reasoning_content`` (a reasoning model's thinking), when set.
+    reasoning_content: str | None = None
     #: Sent verbatim instead of a completion built from the fields above (status still applies).
     body: str | bytes | None = None
     content_type: str = "application/json"
@@ -176,8 +184,11 @@ class FakeLlmServer:
         return Handler
 
 
-def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any] | str:
+    """The chat completion of a scripted reply (JSON text when its usage is raw text)."""
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
     if reply.tool_calls:
         message["tool_calls"] = [
             {
@@ -192,7 +203,7 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
             }
             for index, call in enumerate(reply.tool_calls)
         ]
-    return {
+    body = {
         "id": f"chatcmpl-{int(time.time() * 1000)}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -204,10 +215,24 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any]:
                 "finish_reason": "tool_calls" if reply.tool_calls else "stop",
             }
         ],
-        "usage": {
-            "prompt_tokens": reply.prompt_tokens,
-            "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-            "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
-        },
+        "usage": _usage(reply),
     }
+    if reply.usage_json is None:
+        return body
+    return json.dumps(body).replace('"usage": "USAGE"', f'"usage": {reply.usage_json}')
+
+
+def _usage(reply: Reply) -> dict[str, Any] | str:
+    if reply.usage_json is not None:
+        return "USAGE"  # replaced by the raw text
+    usage: dict[str, Any] = {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
+    }
+    if reply.cache_creation_tokens is not None:
+        usage["cache_creation_input_tokens"] = reply.cache_creation_tokens
+    if reply.reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
+    return usage
