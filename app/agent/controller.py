@@ -26,6 +26,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from app.agent.codeact import CodeActAgent
+from app.agent.steering import PAUSED_BY_USER, STOPPED_BY_USER
 from app.agent.stuck import StuckConfig, detect
 from app.events import (
     AWAITED_KINDS,
@@ -228,10 +229,10 @@ class AgentController:
         """Do the next thing the log calls for; None means 'wait for more events'."""
         request, _ = self._user_request()
         if request == "stopped":
-            await self._set_state("stopped", "stopped by the user")
+            await self._set_state("stopped", STOPPED_BY_USER)
             return "stopped"
         if request == "paused":
-            await self._set_state("paused", "paused by the user")
+            await self._set_state("paused", PAUSED_BY_USER)
             return "paused" if self.stop_when_paused else None
         call = self._unprocessed_call()
         if call is not None:

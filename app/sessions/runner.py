@@ -22,6 +22,7 @@ from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits, Outcome
 from app.agent.driving import drive
 from app.agent.registry import UnknownAgent, agent_class
+from app.agent.steering import idle_answer, idle_outcome
 from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
@@ -42,9 +43,10 @@ from app.sessions.workspace import (
     record_workspace_start,
     workspace_baseline,
 )
-from app.store import EventStore, StoreError
+from app.store import ConcurrencyError, EventStore, StoreError
 from app.store.action_worker import ActionWorker
 from app.store.session_claims import SessionBusyError, claim_session
+from app.store.steering_marks import steering_marks
 from app.store.transient import TRANSIENT_ERRORS
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpTool, McpToolService
@@ -255,6 +257,11 @@ async def _run_claimed(
     )
     if not existing and not task:
         raise SessionError(f"session {session_id} does not exist; give a task to start it")
+    if existing:
+        await _record_resume(store, session_id, options, task)
+        idle = await _idle_run(store, session_id, options)
+        if idle is not None:
+            return session_id, idle
     mcp_configs = options.mcp_servers if options.mcp_servers is not None else settings.mcp_servers
     tools = McpToolService(mcp_configs, log_dir=mcp_log_dir(settings, session_id))
     mcp_tools = await tools.start()
@@ -286,16 +293,6 @@ async def _run_claimed(
         baseline = await record_workspace_start(store, session_id, workspace, settings)
     else:
         baseline = await workspace_baseline(store, session_id, workspace, settings)
-        steering = [
-            e
-            for e in await store.read(session_id)
-            if e.kind == "agent.state" and e.source == "user"
-        ]
-        paused = steering and steering[-1].payload["state"] in ("paused", "stopped")
-        if paused and options.continue_paused:
-            await store.append(session_id, [AgentState(state="running", source="user")])
-        if task:
-            await store.append(session_id, [Message(content=task, source="user")])
     reason = "error"
     try:
         result = await _run_with_baseline(
@@ -309,6 +306,41 @@ async def _run_claimed(
         raise
     finally:
         await record_workspace_end(store, session_id, baseline, settings, reason=reason)
+
+
+async def _record_resume(
+    store: EventStore, session_id: UUID, options: SessionOptions, task: str | None
+) -> None:
+    """What resuming an existing session records first: the user's ``running`` over their
+    pause or stop (unless the run leaves steering as it is), and the new message."""
+    marks = await steering_marks(store, session_id)
+    paused = marks.request is not None and marks.request.state in ("paused", "stopped")
+    if paused and options.continue_paused:
+        await store.append(session_id, [AgentState(state="running", source="user")])
+    if task:
+        await store.append(session_id, [Message(content=task, source="user")])
+
+
+async def _idle_run(store: EventStore, session_id: UUID, options: SessionOptions) -> Outcome | None:
+    """How the run ends at once, with no sandbox started and no workspace diff, when the log
+    asks nothing of it (``app.agent.steering``): the agent ended and the user sent nothing
+    since, e.g. a second run requested by a message its first run already read. A pause or
+    stop the agent was not there to answer is answered here, as its controller would."""
+    marks = await steering_marks(store, session_id)
+    answer = idle_answer(marks)
+    if answer is not None:
+        state, reason = answer
+        try:
+            await store.append(
+                session_id,
+                [AgentState(state=state, reason=reason, source="agent")],
+                expected_seq=marks.last_seq,
+            )
+        except ConcurrencyError:
+            return None  # the user steered again meanwhile: the controller reads it all
+        return state
+    as_recorded = options.max_iterations is None and options.max_cost_usd is None
+    return idle_outcome(marks, limits_as_recorded=as_recorded)
 
 
 async def _run_with_baseline(

@@ -13,8 +13,9 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
+from app.agent.steering import Steering, applicable, phase_shown
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import EventStore
 from app.store.session_rows import ListedState, SessionRow, list_sessions
@@ -74,6 +75,13 @@ class SessionSummary(BaseModel):
     replay_of: UUID | None
     forked_from: UUID | None
     evaluation_run: str | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def steering(self) -> list[Steering]:
+        """What of pause, stop and resume applies to the session as shown (the page enables
+        those buttons; the API refuses the others with 409): ``app.agent.steering``."""
+        return applicable(phase_shown(self.state))
 
     def cost_text(self) -> str:
         unpriced = self.unpriced_calls if self.cost_usd is not None else self.model_calls

@@ -25,6 +25,15 @@ export function sessionView({ main, showError, clearError }, id) {
   const pause = button("Pause", "pause", "pause after the current step");
   const resume = button("Resume", "resume", "let a paused or stopped session go on");
   const stop = button("Stop", "stop", "stop after the current step");
+  // Each enabled only where it applies to the session's state (the summary's "steering"):
+  // the API refuses the others with 409, e.g. a stop of a finished session.
+  const steering = { pause, resume, stop };
+  for (const control of Object.values(steering)) control.disabled = true;
+  let applicable = [];
+  function enableSteering(actions) {
+    applicable = actions || [];
+    for (const [action, control] of Object.entries(steering)) control.disabled = !applicable.includes(action);
+  }
   const verify = button("Verify", "verify", "check the hash chain now");
   const exportLink = el("a", { class: "button secondary", href: `/api/sessions/${id}/export`, download: `${id}.jsonl` }, "Export");
   const replayLink = el("a", { class: "button secondary", href: `#/replays/${id}`, title: "run it again with another agent configuration" }, "Replay…");
@@ -58,6 +67,7 @@ export function sessionView({ main, showError, clearError }, id) {
     title.textContent = s.title || "Session";
     state.textContent = stateLabel(s.state);
     state.className = `state state-${s.state || "starting"}`;
+    enableSteering(s.steering);
     facts.replaceChildren(...[
       `${s.model || "model ?"} · ${s.runtime || ""} · ${s.steps} step${s.steps === 1 ? "" : "s"} · `,
       `${s.model_calls} model call${s.model_calls === 1 ? "" : "s"} · ${s.input_tokens + s.output_tokens} tokens · `,
@@ -95,7 +105,7 @@ export function sessionView({ main, showError, clearError }, id) {
     const atBottom = follow.checked && timeline.caughtUp;
     timeline.append(events);
     for (const event of events) {
-      if (event.kind === "agent.state") {
+      if (event.kind === "agent.state" && event.source === "agent") { // a user's is a request
         state.textContent = stateLabel(event.payload.state);
         state.className = `state state-${event.payload.state}`;
       }
@@ -144,7 +154,8 @@ export function sessionView({ main, showError, clearError }, id) {
     } catch (error) {
       showError(error);
     } finally {
-      target.disabled = false;
+      target.disabled = !applicable.includes(action);
+      summarySoon(); // what applies now comes with the summary
     }
   }
   pause.addEventListener("click", () => steer("pause", pause));
