@@ -41,6 +41,7 @@ from app.server import (
 from app.server.auth import AUTH_STATE, PUBLIC_PATHS, AuthState, TokenAuthentication, authenticated
 from app.server.client_address import ClientAddressMiddleware
 from app.server.context import ServerContext, provide_context
+from app.server.json_text import JsonResponse
 from app.server.problems import handle_exception
 from app.server.request_body import BoundedJsonRequest
 from app.server.schema_page import SchemaPage, schema_router
@@ -123,6 +124,7 @@ def create_app(
         exception_handlers={Exception: handle_exception},
         request_max_body_size=settings.server_max_body_bytes,
         request_class=BoundedJsonRequest,
+        response_class=JsonResponse,
         openapi_config=OpenAPIConfig(
             title=TITLE,
             version=VERSION,

@@ -17,7 +17,7 @@ import asyncio
 import os
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from litestar import Request, post
@@ -31,6 +31,7 @@ from app.llm.errors import LlmNotConfiguredError, model_name_problem
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import TooManyActiveSessions, Unprocessable, problem_responses
+from app.server.text_fields import MESSAGE_TEXT
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
@@ -48,7 +49,9 @@ class SessionLimits(BaseModel):
 class NewSession(BaseModel):
     """What a client may choose about a new session; the rest comes from the settings."""
 
-    task: str = Field(min_length=1, max_length=100_000, description="what the agent should do")
+    task: Annotated[str, MESSAGE_TEXT] = MESSAGE_TEXT.field(
+        description="what the agent should do"
+    )
     model: str | None = Field(default=None, max_length=200, description="litellm model name")
     runtime: Literal["local", "docker"] | None = None
     limits: SessionLimits = Field(default_factory=SessionLimits)

@@ -17,7 +17,7 @@ sessions; a source session they may not see is a 404.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from litestar import Request, get, post
@@ -33,6 +33,7 @@ from app.server.client_address import client_address
 from app.server.context import Context
 from app.server.creation import reserve_within_cap
 from app.server.problems import NotFound, Unprocessable, problem_responses
+from app.server.text_fields import MESSAGE_TEXT, PROMPT_TEXT
 from app.sessions import platform_audit
 from app.sessions.fork import fork_prefix, fork_workspace, record_fork
 from app.sessions.leases import request_run
@@ -48,8 +49,8 @@ class AgentOverrides(BaseModel):
 
     model_config = {"extra": "forbid"}
 
-    system_prompt: str | None = Field(
-        default=None, min_length=1, max_length=200_000, description="replaces the agent's prompt"
+    system_prompt: Annotated[str, PROMPT_TEXT] | None = PROMPT_TEXT.field(
+        default=None, description="replaces the agent's prompt"
     )
     tools: list[str] | None = Field(
         default=None, max_length=100, description="the tools offered, by name (built-in, MCP)"
@@ -102,8 +103,8 @@ class Limits(BaseModel):
 
 class NewFork(BaseModel):
     at_seq: int = Field(ge=2, le=MAX_SEQ, description="the source's last event to copy")
-    message: str | None = Field(
-        default=None, min_length=1, max_length=100_000, description="sent to the agent first"
+    message: Annotated[str, MESSAGE_TEXT] | None = MESSAGE_TEXT.field(
+        default=None, description="sent to the agent first"
     )
     runtime: Literal["local", "docker"] | None = None
     limits: Limits = Field(default_factory=Limits)

@@ -22,6 +22,8 @@ from typing import Any
 from litestar import Request
 from litestar.exceptions import SerializationException
 
+from app.server.json_text import holds_escaped_surrogate, loads, utf8_text
+
 #: Deepest nesting of arrays and objects a request body may have.
 MAX_JSON_DEPTH = 100
 
@@ -43,7 +45,9 @@ def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 class BoundedJsonRequest(Request[Any, Any, Any]):
-    """Litestar's request, whose JSON body is refused (400) when nested too deeply."""
+    """Litestar's request, whose JSON body is refused (400) when nested too deeply, and which
+    reads a lone surrogate's escape (``\\udce9``: valid JSON, which msgspec refuses; see
+    ``json_text``) and says so when a body is not UTF-8."""
 
     async def json(self) -> Any:
         body = await self.body()
@@ -53,4 +57,21 @@ class BoundedJsonRequest(Request[Any, Any, Any]):
             raise SerializationException(
                 f"the JSON body is nested more than {MAX_JSON_DEPTH} levels deep"
             )
-        return await super().json()
+        try:
+            return await super().json()
+        except SerializationException as refused:
+            return self._json_msgspec_refused(body, refused)
+
+    def _json_msgspec_refused(self, body: bytes, refused: SerializationException) -> Any:
+        try:
+            text = utf8_text(body)
+        except ValueError as exc:
+            raise SerializationException(str(exc)) from None
+        if not holds_escaped_surrogate(body):
+            raise refused
+        try:
+            value = loads(text)
+        except ValueError:
+            raise refused from None
+        self._json = self._connection_state.json = value
+        return value

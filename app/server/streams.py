@@ -47,7 +47,6 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 from uuid import UUID
 
-import orjson
 from litestar import Litestar, Request, WebSocket, get, websocket
 from litestar.exceptions import WebSocketDisconnect
 from litestar.params import FromPath
@@ -57,6 +56,7 @@ from pydantic import BaseModel
 from app.server.access import ensure_visible
 from app.server.auth import auth_state, principal_of
 from app.server.context import Context, ServerContext
+from app.server.json_text import dumps, json_bytes
 from app.server.problems import ApiProblem, Problem, Unprocessable, problem_for, problem_response
 from app.server.session_routes import EventView
 from app.server.stream_credentials import CredentialCheck
@@ -140,7 +140,7 @@ def event_json(event: RecordedEvent) -> bytes:
         created_at=event.created_at,
         hash=event.hash.hex(),
     )
-    return view.model_dump_json().encode()
+    return json_bytes(view)
 
 
 class WireEvent(NamedTuple):
@@ -412,7 +412,7 @@ async def _refuse(socket: WebSocket[Any, Any, Any], problem: ApiProblem) -> None
     document: Problem
     document, headers = problem_for(problem)
     if "websocket.http.response" in (socket.scope.get("extensions") or {}):
-        body = orjson.dumps(document.model_dump(exclude_none=True))
+        body = dumps(document.model_dump(exclude_none=True))
         await socket.send(
             {
                 "type": "websocket.http.response.start",
