@@ -102,12 +102,14 @@ class _Plan(BaseModel):
 
 
 async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig | None) -> _Plan:
+    """Everything checked before anything is written: a recording that cannot be replayed is
+    refused here, leaving no replay session behind."""
     if not await store.read(session_id, limit=1):
         raise ReplayError(f"there is no session {session_id}; `chronicle sessions` lists them")
     try:
         recording = await stream_recording(store_pages(store, session_id))
     except RecordingError as exc:
-        raise ReplayError(str(exc)) from None
+        raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
     # A fork made by `--on-divergence fork` ran live with the overrides it recorded; a run
     # with `--agent NAME` with that agent.
     try:
@@ -121,7 +123,7 @@ async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig |
     try:
         llm = _llm_config(recording, agent_config)
     except ValueError as exc:
-        raise ReplayError(str(exc)) from None
+        raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
     return _Plan(recording=recording, agent_config=agent_config, agent_type=agent_type, llm=llm)
 
 
@@ -317,7 +319,7 @@ def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
     if recording.first_call is not None:
         model = recording.first_call.payload.get("model") or model
     if not model:
-        raise ValueError("the recording names no model")
+        raise ValueError("neither its configuration nor a model call of it names a model")
     values: dict[str, Any] = {
         "model": model,
         "base_url": recorded.get("base_url"),

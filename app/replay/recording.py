@@ -194,6 +194,7 @@ class _Index:
         self._feed: list[RecordedEvent] = []
         self._state: tuple[str | None, str] = (None, "")
         self._agent_since_feed = False
+        self._user_spoke = False
 
     def add(self, events: list[RecordedEvent]) -> None:
         for event in events:
@@ -239,6 +240,16 @@ class _Index:
         self._segment(event)
 
     def _segment(self, event: RecordedEvent) -> None:
+        if event.source == "user" and event.kind == "message":
+            self._user_spoke = True
+        elif event.kind == "llm.call" and not self._user_spoke and self._served_call(event.seq):
+            # The controller waits for the user's first message before it asks the model:
+            # a replay would wait for ever. An imported recording can start so.
+            raise RecordingError(
+                f"its first model call (seq {event.seq}) comes before any message from the "
+                "user, and the agent only starts on the user's message (an imported "
+                "recording whose task was not recorded as the user's says so)"
+            )
         if event.source == "user" and event.kind in USER_KINDS:
             if self._agent_since_feed:
                 if self._state[0] not in OUTCOME_STATES:
@@ -275,6 +286,11 @@ class _Index:
         created = self.created
         if created is None:
             raise RecordingError("the session has no events")
+        if not self._user_spoke:
+            raise RecordingError(
+                "it holds no message from the user, and the agent only starts on the user's "
+                "message: there is nothing to replay"
+            )
         ended = self._state[0] if self._state[0] in OUTCOME_STATES else None
         segments = [
             *self.segments,

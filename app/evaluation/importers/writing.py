@@ -2,8 +2,10 @@
 
 A session is appended whole, in one batch: it appears complete or not at all. Its id and
 its events' ids come from the recording's bytes (``model.py``), so importing the same file
-again finds the session already recorded and writes nothing; a session of that id holding
-other events (which only a changed importer could make) is refused, not mixed. The prompt
+again finds the session already recorded and writes nothing — also when events were
+appended to it since (``eval score``'s scores, an annotation): the import is the session's
+first events, whatever follows them. A session of that id whose first events are other
+events (which only a changed importer could make) is refused, not mixed. The prompt
 messages the model calls name are stored first, as the model gateway stores them.
 """
 
@@ -21,12 +23,13 @@ class ImportConflict(Exception):
 
 class WrittenSession(BaseModel):
     """What became of one imported session: ``written`` events appended now (0 when it was
-    imported before)."""
+    imported before), ``appended_since`` events recorded after an earlier import of it."""
 
     model_config = ConfigDict(frozen=True)
 
     session: ImportedSession
     written: int
+    appended_since: int = 0
 
     @property
     def already_present(self) -> bool:
@@ -35,16 +38,18 @@ class WrittenSession(BaseModel):
 
 async def write_session(store: EventStore, session: ImportedSession) -> WrittenSession:
     """Append ``session`` unless it is recorded already (see the module)."""
-    recorded = await store.read(session.session_id, resolve_blobs=False)
     ours = [event.event_id for event in session.events]
+    # Only the import's length is read: what was appended after it is not this import's.
+    recorded = await store.read(session.session_id, limit=len(ours), resolve_blobs=False)
     theirs = [event.event_id for event in recorded]
-    if theirs == ours:
-        return WrittenSession(session=session, written=0)
     if theirs:
+        last = await store.last_seq(session.session_id)
+        if theirs == ours:
+            return WrittenSession(session=session, written=0, appended_since=last - len(ours))
         raise ImportConflict(
-            f"session {session.session_id} already holds {len(theirs)} events that are not "
-            f"this import of {session.file} (another version of the importer wrote them); "
-            "nothing was written"
+            f"session {session.session_id} already holds {last} events that are not this "
+            f"import of {session.file} (another version of the importer wrote them); nothing "
+            "was written"
         )
     if session.messages:
         await store.put_messages(list(session.messages), list(session.messages.values()))

@@ -7,6 +7,7 @@ with NUL, a lone surrogate and a huge output among its outputs).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from decimal import Decimal
 from typing import Any
@@ -16,15 +17,21 @@ import pytest
 
 from app.evaluation.importers import ImportedSession, read_recording
 from app.evaluation.importers.writing import ImportConflict, write_session
+from app.evaluation.rescoring import rescore, suite_tasks
+from app.evaluation.scorers import scorer_named
 from app.projections import SessionState, bring_up_to_date
-from app.replay import replay
+from app.replay import ReplayError, replay
 from app.store import EventStore
 from tests.support.foreign_recordings import (
+    CTF_FLAG,
     HUGE_OUTPUT,
     ODD_OUTPUT,
+    OPENHANDS_RESOLVER_OUTPUT,
+    SWE_AGENT_CTF,
     as_bytes,
     openhands_chat,
     openhands_events,
+    real_recording,
     swe_agent_trajectory,
 )
 
@@ -191,3 +198,51 @@ async def test_a_replay_of_a_swe_agent_trajectory_reports_its_divergence(
     divergence = result.divergence
     assert divergence is not None and divergence.kind == "missing_call", divergence
     assert divergence.step == 5 and result.steps_served == 4
+
+
+async def test_a_scored_import_is_imported_already_and_its_submitted_flag_passes(
+    store: EventStore,
+) -> None:
+    """``eval score`` appends to an imported session; importing the file again recognises the
+    import at its start and writes nothing. The flag SWE-agent submitted is the answer."""
+    [session] = read_recording("swe-agent", SWE_AGENT_CTF, real_recording(SWE_AGENT_CTF))
+    await write_session(store, session)
+    scorers = [scorer_named("answer"), scorer_named("finished")]
+    [scored] = await rescore(store, [session.session_id], scorers, suite_tasks(None, CTF_FLAG))
+    assert scored.error is None and scored.scores["answer"].label == "pass", scored
+    grown = await store.last_seq(session.session_id)
+    assert grown == len(session.events) + 2
+
+    [again] = read_recording("swe-agent", SWE_AGENT_CTF, real_recording(SWE_AGENT_CTF))
+    written = await write_session(store, again)
+    assert written.already_present and written.appended_since == 2
+    assert await store.last_seq(session.session_id) == grown
+
+
+async def test_a_recording_the_agent_never_starts_on_is_refused_and_nothing_recorded(
+    store: EventStore,
+) -> None:
+    """An OpenHands trajectory saved without the user's message: the agent would wait for a
+    task for ever. The replay is refused before it records anything."""
+    events = [event for event in openhands_events() if event.get("source") != "user"]
+    session = openhands(events)
+    await write_session(store, session)
+    before = await store.pool.fetchval("SELECT count(*) FROM events")
+    with pytest.raises(ReplayError, match=f"session {session.session_id} cannot be replayed: "):
+        await asyncio.wait_for(replay(store, session.session_id, mode="positional"), 30)
+    assert await store.pool.fetchval("SELECT count(*) FROM events") == before
+
+
+async def test_the_resolvers_flat_output_replays_to_its_first_difference(
+    store: EventStore,
+) -> None:
+    """Imported right, OpenHands' older flat output starts Chronicle's agent on its task and
+    serves the recorded commands until the agent differs (OpenHands' IPython action)."""
+    [session] = read_recording(
+        "openhands", OPENHANDS_RESOLVER_OUTPUT, real_recording(OPENHANDS_RESOLVER_OUTPUT)
+    )
+    await write_session(store, session)
+    result = await asyncio.wait_for(replay(store, session.session_id, mode="positional"), 60)
+    assert result.model_calls == 0
+    assert result.divergence is not None and result.divergence.step == 2
+    assert result.divergence.kind == "action"  # run_ipython: no tool of Chronicle's agent

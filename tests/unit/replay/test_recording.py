@@ -133,6 +133,22 @@ async def test_sessions_that_cannot_be_replayed_say_why() -> None:
     platform.add("audit.login", "system", actor="alice", via="api", address="127.0.0.1")
     with pytest.raises(RecordingError, match="platform's audit log"):
         await read_recording(platform.events)
+
+
+async def test_a_recording_the_agent_would_never_start_on_is_refused() -> None:
+    """The agent starts on the user's message: a replay of a recording without one before
+    its first model call (an imported one can be so) would wait for ever."""
+    agent_first = Log()
+    agent_first.add("session.created", "system", config={"model": "m", "imported": {}})
+    agent_first.call()
+    agent_first.add("message", "user", content="later")
+    with pytest.raises(RecordingError, match=r"first model call \(seq 2\) comes before any "):
+        await read_recording(agent_first.events)
+    silent = Log()
+    silent.add("session.created", "system", config={"model": "m"})
+    silent.state("stopped", "the recording ends here")
+    with pytest.raises(RecordingError, match="holds no message from the user"):
+        await read_recording(silent.events)
     steered = Log()
     started(steered)
     steered.state("running")
@@ -184,6 +200,7 @@ async def test_a_prompt_recorded_as_what_it_adds_resolves_to_the_whole_prompt() 
 async def test_a_prompt_that_keeps_what_is_not_there_is_refused() -> None:
     log = Log()
     log.add("session.created", "user", title="t", config={"agent": "codeact"})
+    log.add("message", "user", content="t")
     first = log.call(prompt=["a"], prompt_kept=1)
     with pytest.raises(PromptChainError, match="keeps 1 messages of the previous call's prompt"):
         await (await read_recording(log.events)).prompt_of(first)
