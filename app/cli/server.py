@@ -107,6 +107,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.server import create_app
     from app.server.http_protocol import ConnectionLimits, ensure_descriptors, guarded_protocol
     from app.server.streams import close_streams
+    from app.store.database import kept_running
 
     limits = ConnectionLimits(
         header_timeout=settings.server_header_timeout,
@@ -121,7 +122,10 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     if short:
         print(short, file=sys.stderr, flush=True)
 
-    async with await open_store(settings) as store:
+    async with (
+        await open_store(settings) as store,
+        kept_running(settings.database_config()),  # the embedded server, restarted if it dies
+    ):
         app = create_app(store, settings)
         config = uvicorn.Config(
             app,

@@ -36,6 +36,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.api_runs import trial_ended
     from app.evaluation.run_recovery import recover_runs
     from app.sessions.worker import new_worker_id, run_worker
+    from app.store.database import kept_running
 
     if args.max_sessions is not None and args.max_sessions < 1:
         print("error: --max-sessions must be 1 or more", file=sys.stderr)
@@ -59,7 +60,11 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         loop.add_signal_handler(number, arrived, number)
     worker_id = args.worker_id or new_worker_id()
     try:
-        async with await open_store(settings) as store, inline_projections(store, settings):
+        async with (
+            await open_store(settings) as store,
+            kept_running(settings.database_config()),  # the embedded server, restarted if it dies
+            inline_projections(store, settings),
+        ):
             print(f"worker {worker_id} running", file=sys.stderr, flush=True)
             await run_worker(
                 store,

@@ -1,11 +1,15 @@
-"""Which PostgreSQL Chronicle uses: the configured URL, or the embedded server."""
+"""Which PostgreSQL Chronicle uses: the configured URL, or the embedded server (kept running
+under `chronicle serve` and `chronicle worker`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from app.store.config import DatabaseConfig
 from app.store.embedded import EmbeddedPostgres
+from app.store.embedded.supervisor import supervised
 from app.store.migrate import migrations_dir
 
 STAMP_NAME = "chronicle-schema.stamp"
@@ -61,3 +65,14 @@ def forget_migrations(config: DatabaseConfig) -> None:
 
 async def ensure_database_async(config: DatabaseConfig) -> str:
     return await asyncio.to_thread(ensure_database, config)
+
+
+@contextlib.asynccontextmanager
+async def kept_running(config: DatabaseConfig) -> AsyncIterator[None]:
+    """While the block runs (a long-lived process), the embedded server is started again
+    whenever it dies; a configured server is the operator's, never ours to start."""
+    if config.database_url:
+        yield
+        return
+    async with supervised(EmbeddedPostgres(config.data_dir)):
+        yield

@@ -6,8 +6,7 @@ server runs as; how the server is set up and started is decided here:
 - the data directory is private (0700; 0710 with the server's group when running as root, so
   the server's user can reach its own directory and nothing else in it);
 - the server lives in ``<data_dir>/postgres``, listens on no TCP address, and its Unix socket
-  is in a private directory: the server's own data directory, or a fresh 0700 temporary
-  directory when that path is too long for a socket (never a shared, world-writable one);
+  is in a private directory (``sockets``);
 - every connection needs a password (scram-sha-256 for every line of pg_hba.conf);
 - three generated passwords are kept in ``<data_dir>/secrets`` (0600): the superuser's, for
   migrations and `chronicle db`, ``chronicle_app``'s, the application's login, and
@@ -17,7 +16,10 @@ server runs as; how the server is set up and started is decided here:
   next start: passwords set, pg_hba.conf rewritten, configuration reloaded.
 
 The server keeps running after the command that started it exits; the next command reuses it,
-and a stopped or killed server is started again by the next command that needs it.
+and a stopped or killed server is started again by the next command that needs it. A server
+that dies under `chronicle serve` or `chronicle worker` is started again by them
+(``supervisor``, through ``start_if_died``). One process at a time starts or stops it (a lock
+file in the data directory): the others wait, then find it running.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
 from urllib.parse import quote
@@ -49,6 +52,12 @@ from app.store.embedded.programs import (
     server_user,
     write_server_file,
 )
+from app.store.embedded.sockets import (
+    PORT,
+    dead_servers_socket_dir,
+    remove_socket_dir,
+    socket_dir,
+)
 from app.store.errors import StoreError
 from app.store.private_files import private_dir, read_secret, secret_in
 
@@ -58,10 +67,6 @@ DATABASE = "chronicle"
 SUPERUSER = "postgres"
 APP_ROLE = "chronicle_app"
 ANALYST_ROLE = "chronicle_analyst"
-PORT = 5432
-SOCKET_NAME = f".s.PGSQL.{PORT}"
-#: sun_path holds 108 bytes with the final NUL; keep a margin.
-MAX_SOCKET_PATH = 100
 START_ATTEMPTS_SECONDS = 20.0
 
 #: Settings on the server's command line outrank postgresql.conf and ALTER SYSTEM.
@@ -80,6 +85,15 @@ class EmbeddedUrls(NamedTuple):
     admin: str
     app: str
     analyst: str
+
+
+class Revival(StrEnum):
+    """What ``start_if_died`` found: the server ``running`` (another process started it, or
+    it never died), ``started`` by this call, or ``stopped`` on purpose (left stopped)."""
+
+    RUNNING = "running"
+    STARTED = "started"
+    STOPPED = "stopped"
 
 
 class EmbeddedStatus(BaseModel):
@@ -121,31 +135,45 @@ class EmbeddedPostgres:
     def ensure_running(self) -> EmbeddedUrls:
         """Set up, upgrade or start the server as needed; the URLs to reach it."""
         with self._exclusive():
-            user = server_user()
-            server = read_postmaster(self.pgdata)
-            if server is not None and not self._is_private(server, user):
-                # Before the directories are locked down: it may no longer reach them after.
-                log.warning("restarting the embedded PostgreSQL on a private socket")
-                self._pg_ctl(user, "-m", "fast", "stop")
-                server = None
-            self._prepare_directories(user)
-            if not (self.pgdata / "PG_VERSION").exists():
-                self._initdb(user)
-            if server is None:
-                self._remove_socket_dir(self._dead_servers_socket_dir(), user)
-                server = self._start_server(user)
-            server = self._wait_ready(server)
-            if not hba_requires_passwords(self.pgdata):
-                self._upgrade_from_trust(server)
-            if not self._is_provisioned():
-                self._provision(server)
-            return EmbeddedUrls(
-                admin=_url(SUPERUSER, self._superuser_password(), DATABASE, server),
-                app=_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
-                analyst=_url(
-                    ANALYST_ROLE, read_secret(self.analyst_password_file), DATABASE, server
-                ),
-            )
+            return self._ensure_running()
+
+    def start_if_died(self) -> Revival:
+        """Start the server again if it died without stopping (its ``postmaster.pid`` left
+        behind names a dead process); a server stopped on purpose (`chronicle db stop`, whose
+        clean shutdown removes the file) stays stopped. Decided under the lock, so of the
+        processes that saw it die one starts it and the others find it running."""
+        with self._exclusive():
+            if read_postmaster(self.pgdata) is not None:
+                return Revival.RUNNING
+            if not (self.pgdata / "postmaster.pid").exists():
+                return Revival.STOPPED
+            self._ensure_running()
+            return Revival.STARTED
+
+    def _ensure_running(self) -> EmbeddedUrls:
+        user = server_user()
+        server = read_postmaster(self.pgdata)
+        if server is not None and not self._is_private(server, user):
+            # Before the directories are locked down: it may no longer reach them after.
+            log.warning("restarting the embedded PostgreSQL on a private socket")
+            self._pg_ctl(user, "-m", "fast", "stop")
+            server = None
+        self._prepare_directories(user)
+        if not (self.pgdata / "PG_VERSION").exists():
+            self._initdb(user)
+        if server is None:
+            directory = socket_dir(self.pgdata, user, dead_servers_socket_dir(self.pgdata))
+            server = self._start_server(user, directory)
+        server = self._wait_ready(server)
+        if not hba_requires_passwords(self.pgdata):
+            self._upgrade_from_trust(server)
+        if not self._is_provisioned():
+            self._provision(server)
+        return EmbeddedUrls(
+            admin=_url(SUPERUSER, self._superuser_password(), DATABASE, server),
+            app=_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
+            analyst=_url(ANALYST_ROLE, read_secret(self.analyst_password_file), DATABASE, server),
+        )
 
     def status(self) -> EmbeddedStatus:
         initialised = (self.pgdata / "PG_VERSION").exists()
@@ -180,7 +208,7 @@ class EmbeddedPostgres:
                 return False
             user = server_user()
             self._pg_ctl(user, "-m", "fast", "stop")
-            self._remove_socket_dir(server.socket_dir, user)
+            remove_socket_dir(self.pgdata, server.socket_dir, user)
             return True
 
     def provision_again(self) -> None:
@@ -269,18 +297,8 @@ class EmbeddedPostgres:
             )
         write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, user)
 
-    def _socket_dir(self, user: ServerUser | None) -> Path:
-        """The data directory when the socket path fits, else a fresh private directory."""
-        if len(os.fsencode(self.pgdata / SOCKET_NAME)) <= MAX_SOCKET_PATH:
-            return self.pgdata
-        directory = Path(tempfile.mkdtemp(prefix="chronicle-pg-"))  # 0700, a new name
-        if user is not None:
-            os.chown(directory, user.uid, user.gid)
-        return directory
-
-    def _start_server(self, user: ServerUser | None) -> Postmaster:
-        socket_dir = self._socket_dir(user)
-        settings = {**SERVER_SETTINGS, "unix_socket_directories": str(socket_dir)}
+    def _start_server(self, user: ServerUser | None, sockets: Path) -> Postmaster:
+        settings = {**SERVER_SETTINGS, "unix_socket_directories": str(sockets)}
         options = " ".join(f"-c {shlex.quote(f'{k}={v}')}" for k, v in settings.items())
         deadline = time.monotonic() + START_ATTEMPTS_SECONDS
         while True:
@@ -322,34 +340,6 @@ class EmbeddedPostgres:
         # pgserver ran the server with root's group, which cannot pass through the data dir
         # (0710, the server's group) once it is locked down.
         return user is None or process_gid(server.pid) == user.gid
-
-    def _dead_servers_socket_dir(self) -> Path | None:
-        """Where a server that died without stopping (kill -9) had its socket, from the
-        pid file it left (its fifth line); None when there is no such file."""
-        try:
-            lines = (self.pgdata / "postmaster.pid").read_text().splitlines()
-        except OSError:
-            return None
-        return Path(lines[4].strip()) if len(lines) > 4 and lines[4].strip() else None
-
-    def _remove_socket_dir(self, directory: Path | None, user: ServerUser | None) -> None:
-        """Remove a temporary socket directory we made (``/tmp/chronicle-pg-*``, a real
-        directory of the server's user), with the socket and lock file the server left."""
-        if directory is None or directory == self.pgdata:
-            return
-        if directory.parent != Path(tempfile.gettempdir()) or not directory.name.startswith(
-            "chronicle-pg-"
-        ):
-            return
-        owner = user.uid if user is not None else os.geteuid()
-        with contextlib.suppress(OSError):
-            info = directory.lstat()
-            if not stat.S_ISDIR(info.st_mode) or info.st_uid != owner:
-                return  # not ours (or a link): never touch what is in it
-            for leftover in directory.iterdir():
-                if leftover.name.startswith(SOCKET_NAME):
-                    leftover.unlink()
-            directory.rmdir()
 
     # -- authentication ------------------------------------------------------------------------
 
