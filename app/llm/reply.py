@@ -48,7 +48,10 @@ _SENT_AS: dict[str, list[tuple[str | None, str]]] = {
     "prompt_tokens": [(None, "prompt_tokens")],
     "completion_tokens": [(None, "completion_tokens")],
     "total_tokens": [(None, "total_tokens")],
-    "cached_tokens": [("prompt_tokens_details", "cached_tokens"), (None, "cache_read_input_tokens")],
+    "cached_tokens": [
+        ("prompt_tokens_details", "cached_tokens"),
+        (None, "cache_read_input_tokens"),
+    ],
     "cache_creation_tokens": [
         (None, "cache_creation_input_tokens"),
         ("prompt_tokens_details", "cache_creation_tokens"),
@@ -57,7 +60,9 @@ _SENT_AS: dict[str, list[tuple[str | None, str]]] = {
     "reasoning_tokens": [("completion_tokens_details", "reasoning_tokens")],
 }
 #: Counts a reply that does not send them had as 0 before (the others are None: not sent).
-_ZERO_WHEN_ABSENT = frozenset({"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"})
+_ZERO_WHEN_ABSENT = frozenset(
+    {"prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"}
+)
 
 
 def _sent(raw: Any, field: str) -> Any:

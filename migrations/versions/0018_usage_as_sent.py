@@ -87,11 +87,14 @@ SELECT e.session_id,
        e.payload->>'tool_calling' AS tool_calling,
        chronicle_float(e.payload->'latency_ms') AS latency_ms,
        chronicle_count(e.payload->'attempts') AS attempts,
-       coalesce(chronicle_count(u.usage->'prompt_tokens'), CASE WHEN NOT u.usage ? 'prompt_tokens' THEN 0 END)
+       coalesce(chronicle_count(e.payload->'usage'->'prompt_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'prompt_tokens', false) THEN 0 END)
            AS gen_ai_usage_input_tokens,
-       coalesce(chronicle_count(u.usage->'completion_tokens'), CASE WHEN NOT u.usage ? 'completion_tokens' THEN 0 END)
+       coalesce(chronicle_count(e.payload->'usage'->'completion_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'completion_tokens', false) THEN 0 END)
            AS gen_ai_usage_output_tokens,
-       coalesce(chronicle_count(u.usage->'cached_tokens'), CASE WHEN NOT u.usage ? 'cached_tokens' THEN 0 END)
+       coalesce(chronicle_count(e.payload->'usage'->'cached_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'cached_tokens', false) THEN 0 END)
            AS gen_ai_usage_cache_read_input_tokens,
        chronicle_float(e.payload->'cost_usd') AS cost_usd,
        CASE WHEN e.payload->'response'->>'finish_reason' IS NOT NULL
@@ -103,26 +106,26 @@ SELECT e.session_id,
        e.payload->>'error' AS error_message,
        e.payload ? 'replayed_from' AS replayed,
        chronicle_count(e.payload->'replayed_from') AS replayed_from,
-       chronicle_count(u.usage->'prompt_tokens') AS "gen_ai.usage.input_tokens",
-       chronicle_count(u.usage->'completion_tokens') AS "gen_ai.usage.output_tokens",
-       chronicle_count(u.usage->'cached_tokens') AS "gen_ai.usage.cache_read.input_tokens",
-       chronicle_count(u.usage->'cache_creation_tokens') AS "gen_ai.usage.cache_creation.input_tokens",
-       chronicle_count(u.usage->'reasoning_tokens') AS "gen_ai.usage.reasoning.output_tokens",
+       chronicle_count(e.payload->'usage'->'prompt_tokens') AS "gen_ai.usage.input_tokens",
+       chronicle_count(e.payload->'usage'->'completion_tokens') AS "gen_ai.usage.output_tokens",
+       chronicle_count(e.payload->'usage'->'cached_tokens')
+           AS "gen_ai.usage.cache_read.input_tokens",
+       chronicle_count(e.payload->'usage'->'cache_creation_tokens')
+           AS "gen_ai.usage.cache_creation.input_tokens",
+       chronicle_count(e.payload->'usage'->'reasoning_tokens')
+           AS "gen_ai.usage.reasoning.output_tokens",
        e.payload->'response'->>'id' AS "gen_ai.response.id",
        e.payload->'response'->>'model' AS "gen_ai.response.model",
        e.payload->>'error_kind' AS "error.type",
-       jsonb_typeof(u.usage->'as_sent') IS NOT DISTINCT FROM 'object' OR EXISTS (
+       jsonb_typeof(e.payload->'usage'->'as_sent') IS NOT DISTINCT FROM 'object' OR EXISTS (
            SELECT 1
-           FROM jsonb_each(u.usage) AS c(key, value)
+           FROM jsonb_each(CASE WHEN jsonb_typeof(e.payload->'usage') = 'object'
+                                THEN e.payload->'usage' END) AS c(key, value)
            WHERE c.key IN ('prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens')
              AND chronicle_count(c.value) IS NULL
        ) AS usage_unknown,
        coalesce(e.payload->'response'->>'reasoning_content', '') <> '' AS has_reasoning
 FROM events e
-CROSS JOIN LATERAL (
-    SELECT CASE WHEN jsonb_typeof(e.payload->'usage') = 'object'
-                THEN e.payload->'usage' ELSE '{}'::jsonb END AS usage
-) u
 WHERE e.kind = 'llm.call';
 COMMENT ON VIEW llm_calls IS
     'One row per model call; counts are bigint, NULL where the model sent none that can be read';
@@ -140,12 +143,14 @@ SELECT s.id AS session_id,
        coalesce(c.failed_llm_calls, 0) AS failed_llm_calls,
        coalesce(c.gen_ai_usage_input_tokens, 0) AS gen_ai_usage_input_tokens,
        coalesce(c.gen_ai_usage_output_tokens, 0) AS gen_ai_usage_output_tokens,
-       coalesce(c.gen_ai_usage_cache_read_input_tokens, 0) AS gen_ai_usage_cache_read_input_tokens,
+       coalesce(c.gen_ai_usage_cache_read_input_tokens, 0)
+           AS gen_ai_usage_cache_read_input_tokens,
        c.cost_usd,
        coalesce(c.unpriced_calls, 0) AS unpriced_calls,
        coalesce(c.models, '{{}}'::text[]) AS models,
        CASE WHEN jsonb_typeof(created.payload->'replay_of') = 'string'
-             AND created.payload->>'replay_of' ~* '^[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}$'
+             AND created.payload->>'replay_of'
+                 ~* '^[0-9a-f]{{8}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{4}}-[0-9a-f]{{12}}$'
             THEN (created.payload->>'replay_of')::uuid END AS replay_of,
        coalesce(c.replayed_llm_calls, 0) AS replayed_llm_calls,
        c.replayed_cost_usd,
@@ -194,7 +199,8 @@ SELECT (l.created_at AT TIME ZONE 'UTC')::date AS day,
        count(*) FILTER (WHERE l.error_message IS NOT NULL) AS failed_llm_calls,
        coalesce(sum(l.gen_ai_usage_input_tokens), 0) AS gen_ai_usage_input_tokens,
        coalesce(sum(l.gen_ai_usage_output_tokens), 0) AS gen_ai_usage_output_tokens,
-       coalesce(sum(l.gen_ai_usage_cache_read_input_tokens), 0) AS gen_ai_usage_cache_read_input_tokens,
+       coalesce(sum(l.gen_ai_usage_cache_read_input_tokens), 0)
+           AS gen_ai_usage_cache_read_input_tokens,
        sum(l.cost_usd) AS cost_usd,
        count(*) FILTER (WHERE l.cost_usd IS NULL AND l.error_message IS NULL) AS unpriced_calls,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY l.latency_ms)

@@ -18,8 +18,10 @@ from app.store.append import EncodedBatch
 
 
 def _call(usage: LlmUsage, *, cost: float | None = None, **response: Any) -> LlmCall:
-    return LlmCall(model="openai/gpt-4o", fingerprint="f" * 64, usage=usage, cost_usd=cost,
-                   response=LlmResponse(content="ok", finish_reason="stop", **response))  # fmt: skip
+    response_ = LlmResponse(content="ok", finish_reason="stop", **response)
+    return LlmCall(
+        model="openai/gpt-4o", fingerprint="f" * 64, usage=usage, cost_usd=cost, response=response_
+    )
 
 
 def _as_another_writer(payloads: list[dict[str, Any]]) -> EncodedBatch:
@@ -67,8 +69,13 @@ async def _sessions(store: EventStore) -> dict[str, uuid.UUID]:
         _odd({"prompt_tokens": MAX_COUNT, "completion_tokens": 0}),
         _odd({"prompt_tokens": MAX_COUNT + 1, "completion_tokens": 0}),
         _odd("garbage"),
-        _odd({"prompt_tokens": 1}, params={"max_tokens": 10**20, "temperature": "hot"},
-             attempts="x", latency_ms="fast", cost_usd="free"),
+        _odd(
+            {"prompt_tokens": 1},
+            params={"max_tokens": 10**20, "temperature": "hot"},
+            attempts="x",
+            latency_ms="fast",
+            cost_usd="free",
+        ),
     ]
     await store.append_encoded(ids["odd"], _as_another_writer(odd))
     return ids

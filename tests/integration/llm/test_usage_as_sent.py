@@ -75,9 +75,15 @@ async def test_reasoning_cache_counts_and_the_reply_id_are_recorded_and_priced(
     # Before: reasoning_content, reasoning tokens, cache writes and the reply's id and model
     # were dropped.
     fake_llm.script(
-        Reply(content="Done.", reasoning_content="The user wants a list; ls it is.",
-              prompt_tokens=10**15, completion_tokens=500, cached_tokens=4000,
-              cache_creation_tokens=700, reasoning_tokens=300)  # fmt: skip
+        Reply(
+            content="Done.",
+            reasoning_content="The user wants a list; ls it is.",
+            prompt_tokens=10**15,
+            completion_tokens=500,
+            cached_tokens=4000,
+            cache_creation_tokens=700,
+            reasoning_tokens=300,
+        )
     )
     gateway = LlmGateway(store, config(fake_llm))
     session = uuid.uuid4()

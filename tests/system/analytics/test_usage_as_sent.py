@@ -93,5 +93,8 @@ async def test_odd_usage_keeps_the_session_and_every_view_answers(
     assert set(by_session) >= {session, str(other)}
     mine = by_session[session]
     assert (mine["llm_calls"], mine["gen_ai_usage_input_tokens"]) == ("4", str(HUGE + 100))
-    assert (mine["unknown_usage_calls"], mine["gen_ai.usage.reasoning.output_tokens"]) == ("2", "11")
+    assert (mine["unknown_usage_calls"], mine["gen_ai.usage.reasoning.output_tokens"]) == (
+        "2",
+        "11",
+    )
     assert mine["replayed_llm_calls"] == "0"  # the replay is a session of its own

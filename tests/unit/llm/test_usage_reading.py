@@ -51,7 +51,9 @@ def test_odd_counts_are_unknown_and_the_usage_is_kept_as_sent() -> None:
         "prompt_tokens_details": {"cached_tokens": -5},
     }
     # What is recorded can be stored: canonical JSON of the whole call.
-    assert "Infinity" not in canonical_json(LlmCall(model="m", fingerprint="f", usage=usage).payload())
+    assert "Infinity" not in canonical_json(
+        LlmCall(model="m", fingerprint="f", usage=usage).payload()
+    )
 
 
 def test_readable_usage_keeps_no_copy_and_absent_counts_stay_zero() -> None:
