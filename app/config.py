@@ -143,6 +143,16 @@ class Settings(BaseSettings):
         description="claims of a session whose workers all died running it before one gives "
         "up on it (recorded as an error in its log)",
     )
+    worker_refused_backoff: float = Field(
+        default=2.0,
+        gt=0,
+        description="seconds before a session whose run the database refused for now (its disk "
+        "full, out of memory or connections) is tried again; doubled at each refusal in a row, "
+        "up to worker_refused_backoff_max",
+    )
+    worker_refused_backoff_max: float = Field(
+        default=60.0, gt=0, description="the longest wait between two tries of a refused run"
+    )
     worker_reap_interval: float = Field(
         default=600.0, gt=0, description="seconds between a worker's sweeps for stale sandboxes"
     )

@@ -5,7 +5,9 @@ The executor and the MCP tool service answer a session's actions as action worke
 place. A worker runs until cancelled; one that stops on its own (its sandbox died past the
 restart budget, the log refuses its answers, a replayed action has no recorded answer) would
 leave the controller waiting for answers that never come, so the run ends at once in
-``error``, recorded as an ``agent.state`` that says why.
+``error``, recorded as an ``agent.state`` that says why. A worker the database refused for
+now (its disk full: ``app.store.transient``) ends the run with that refusal instead: the
+session is not in error, its run is tried again later.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from uuid import UUID
 from app.agent.controller import AgentController, Outcome
 from app.events import AgentState
 from app.store import EventStore
+from app.store.transient import refused_for_now
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,9 @@ async def drive(
         if control in done:
             return control.result()
         stopped = next(task for task in tasks if task in done)
+        refusal = None if stopped.cancelled() else refused_for_now(stopped.exception())
+        if refusal is not None:
+            raise refusal
         reason = _why_stopped(tasks[stopped], stopped)
         log.error("session %s: %s; the run ends", session_id, reason)
         control.cancel()

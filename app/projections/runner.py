@@ -9,7 +9,8 @@ batch.
 
 Runners of the same projection in other processes stand by: they try the lock every
 ``standby_interval`` and take over when its holder ends (its connection closes, however the
-process died). A runner whose connection or database goes away lets go and starts over.
+process died). A runner whose connection or database goes away, or whose database refuses
+for now (its disk full: ``app.store.transient``), lets go and starts over.
 """
 
 from __future__ import annotations
@@ -31,13 +32,18 @@ from app.store.projection_store import (
     runner_identity,
 )
 from app.store.subscriptions import GlobalSubscription
-from app.store.transient import DATABASE_GONE_ERRORS, TRANSIENT_ERRORS
+from app.store.transient import DATABASE_GONE_ERRORS, REFUSED_FOR_NOW, TRANSIENT_ERRORS
 
 log = logging.getLogger(__name__)
 
 RunnerState = Literal["starting", "standby", "rebuilding", "applying", "stopped"]
-#: The database or the runner's connection went away: let go, and try again a little later.
-LET_GO: tuple[type[BaseException], ...] = (*TRANSIENT_ERRORS, *DATABASE_GONE_ERRORS)
+#: The database or the runner's connection went away, or the database refuses for now (a full
+#: disk would refuse the same batch again until space is freed): let go, try again later.
+LET_GO: tuple[type[BaseException], ...] = (
+    *TRANSIENT_ERRORS,
+    *DATABASE_GONE_ERRORS,
+    *REFUSED_FOR_NOW,
+)
 #: Longest pause before trying again after the database went away.
 MAX_BACKOFF = 10.0
 

@@ -1,9 +1,11 @@
 """``GET /health/live`` (the process answers) and ``GET /health/ready`` (it can serve).
 
-Ready means: the database answers, its schema is at the revision this code was built for,
-the projections the API reads (``session_state``) are live and not far behind, and some
-worker has been seen within a lease's duration (else a session created now would wait). The
-status is 503 when any fails, so a load balancer takes the process out of rotation.
+Ready means: the database answers, takes writes (a small write that must reach its disk:
+``app.store.readiness``; not ready while its disk is full), its schema is at the revision
+this code was built for, the projections the API reads (``session_state``) are live and not
+far behind, and some worker has been seen within a lease's duration (else a session created
+now would wait). The status is 503 when any fails, so a load balancer takes the process out
+of rotation.
 
 Anyone may ask (a probe has no token), so the answer without credentials is only ``ready`` or
 ``not ready``: the checks' findings (the schema revision, how many workers and how busy, how
@@ -28,7 +30,7 @@ from app.server.auth import SESSION_COOKIE, TokenAuthentication
 from app.server.context import Context, ServerContext
 from app.store.migrate import head_revision
 from app.store.projection_status import projection_status
-from app.store.readiness import schema_revision
+from app.store.readiness import schema_revision, write_refusal
 from app.store.session_leases import present_workers
 from app.store.users import Principal
 
@@ -106,6 +108,7 @@ async def _database(ctx: ServerContext) -> list[Check]:
     head = await asyncio.to_thread(head_revision)
     return [
         Check(name="database", ok=True, detail="reachable"),
+        await _writes(ctx),
         Check(
             name="migrations",
             ok=revision == head,
@@ -113,6 +116,17 @@ async def _database(ctx: ServerContext) -> list[Check]:
             + ("" if revision == head else ": run chronicle db migrate"),
         ),
     ]
+
+
+async def _writes(ctx: ServerContext) -> Check:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            refusal = await write_refusal(ctx.store)
+    except Exception as exc:  # any failure is the answer: not ready, and why
+        return Check(name="writes", ok=False, detail=f"cannot tell: {type(exc).__name__}")
+    if refusal is not None:
+        return Check(name="writes", ok=False, detail=f"refused: {refusal}")
+    return Check(name="writes", ok=True, detail="taken")
 
 
 async def _projections(ctx: ServerContext) -> list[Check]:

@@ -23,11 +23,14 @@ from pydantic import BaseModel
 from app.events import InvalidEventError
 from app.store import ConcurrencyError, DatabaseUnavailableError, DuplicateEventError, StoreError
 from app.store.session_claims import SessionBusyError
-from app.store.transient import TRANSIENT_ERRORS
+from app.store.transient import TRANSIENT_ERRORS, refused_for_now
 
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
+#: Seconds a client waits before sending again what the database refused for now (its disk
+#: full, out of memory or connections: ``app.store.transient``).
+REFUSED_RETRY_AFTER = "10"
 
 
 class Problem(BaseModel):
@@ -103,6 +106,10 @@ def problem_for(exc: BaseException) -> tuple[Problem, dict[str, str]]:
         if isinstance(exc, ValidationException):
             return _titled(exc.status_code, exc.detail, errors=_validation_errors(exc)), headers
         return _titled(exc.status_code, exc.detail), headers
+    refusal = refused_for_now(exc)
+    if refusal is not None:  # PostgreSQL's message names its files: the log's, not the user's
+        log.warning("the database refused for now: %s", refusal.server_message or refusal)
+        return _titled(503, str(refusal)), {"Retry-After": REFUSED_RETRY_AFTER}
     if isinstance(exc, (DatabaseUnavailableError, *TRANSIENT_ERRORS)):
         log.warning("the database is unavailable: %s", exc)
         return _titled(503, "the database is unavailable; retry in a moment"), {"Retry-After": "5"}

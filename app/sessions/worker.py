@@ -20,6 +20,11 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
   (an evaluation trial's scoring: a worker's sweep scores it later).
 - A session whose workers keep dying while running it is given up after
   ``worker_max_attempts`` claims, with an error in its log.
+- A run the database refuses for now (its disk full, out of memory or connections:
+  ``app.store.transient``) keeps its request: it is handed back and tried again after
+  ``worker_refused_backoff`` seconds, twice as long at each refusal in a row (at most
+  ``worker_refused_backoff_max``), and a failure whose error the log cannot take yet is kept
+  the same way, so the session says why it ended once its log can be written again.
 
 A replay or a fork the API recorded is run as one (``app.sessions.worker_runs``).
 
@@ -35,6 +40,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,6 +49,8 @@ from uuid import UUID
 
 from app.config import Settings
 from app.events import AgentState
+from app.llm.gateway import preload_client
+from app.sessions.lost_calls import record_lost_call
 from app.sessions.runner import (
     DatabaseGoneError,
     RunningElsewhereError,
@@ -55,6 +63,7 @@ from app.sessions.worker_runs import run_claimed
 from app.store import EventStore
 from app.store import session_leases as leases
 from app.store.session_leases import Lease, ReleaseOutcome
+from app.store.transient import refused_for_now
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +75,7 @@ DRAIN_TIMED_OUT = "the worker was stopped (its steps in flight outlasted worker_
 LEASE_LOST = "the worker lost its lease on the session; another worker continues it"
 
 #: How a run ended, as far as its lease is concerned.
-RunEnding = Literal["ended", "failed", "drained", "busy", "lease_lost", "database_gone"]
+RunEnding = Literal["ended", "failed", "drained", "busy", "lease_lost", "database_gone", "refused"]
 #: Called with a session's id once its run ended and its lease was released (an evaluation
 #: trial is scored then: ``app.evaluation.api_runs.trial_ended``, passed in by the caller).
 AfterRun = Callable[[UUID], Awaitable[None]]
@@ -80,17 +89,27 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}/{os.getpid()}/{uuid.uuid4().hex[:8]}"
 
 
-def release_plan(ending: RunEnding, *, busy_retry_after: float) -> tuple[ReleaseOutcome, float]:
+def release_plan(
+    ending: RunEnding, *, busy_retry_after: float, refused_retry_after: float = 0.0
+) -> tuple[ReleaseOutcome, float]:
     """How to release a lease after a run ended so (the outcome, seconds before the session
     may be claimed again). An ended or failed run is done (its row goes unless the session was
     requested again meanwhile); a drained one is handed back at once; one that another process
-    was running is tried again later. A lost lease is someone else's now: the release is
-    refused, harmlessly; a lost database makes it fail, and the lease expires instead."""
+    was running, or that the database refused for now, is tried again later. A lost lease is
+    someone else's now: the release is refused, harmlessly; a lost database makes it fail,
+    and the lease expires instead."""
     if ending in ("ended", "failed"):
         return "ended", 0.0
     if ending == "busy":
         return "handed_back", busy_retry_after
+    if ending == "refused":
+        return "handed_back", refused_retry_after
     return "handed_back", 0.0
+
+
+def refused_backoff(refusals: int, first: float, longest: float) -> float:
+    """Seconds before trying again a run refused ``refusals`` times in a row."""
+    return min(first * 2 ** min(refusals - 1, 30), longest)
 
 
 def wait_before_claiming(poll: float, due_in: float | None) -> float:
@@ -144,10 +163,17 @@ class Worker:
         self._wake = asyncio.Event()
         self._serving: set[asyncio.Task[None]] = set()
         self._hooks: set[asyncio.Future[None]] = set()
+        #: Sessions whose runs the database refused for now, and how many times in a row.
+        self._refusals: dict[UUID, int] = {}
 
     # -- the claim loop --------------------------------------------------------------------
 
     async def serve(self, stop: asyncio.Event, abort: asyncio.Event) -> None:
+        # The model client's import (seconds of CPU) as the worker starts, not when it takes
+        # a session over: that import made a takeover outlast the lease by 10-20 s.
+        threading.Thread(
+            target=preload_client, name="chronicle-worker-model-client", daemon=True
+        ).start()
         async with leases.run_requests(self.store) as requests:
             helpers = [
                 asyncio.create_task(self._doorbell(requests), name="chronicle-worker-doorbell"),
@@ -244,8 +270,11 @@ class Worker:
                 "worker %s takes session %s over from %s (attempt %d)",
                 self.worker_id, session, lease.taken_over_from, lease.attempts,
             )  # fmt: skip
+            await record_lost_call(self.store, session, lease.taken_over_from)
         if lease.attempts > self.settings.worker_max_attempts:
-            await self._record_error(session, gave_up_reason(lease.attempts))
+            if not await self._record_error(session, gave_up_reason(lease.attempts)):
+                await self._release(lease, "refused")
+                return
             await self._release(lease, "failed")
             await self._after_run(session)
             return
@@ -327,12 +356,19 @@ class Worker:
             return "busy"
         if isinstance(problem, DatabaseGoneError):
             return "database_gone"
+        refusal = refused_for_now(problem)
+        if refusal is not None:
+            log.warning(
+                "session %s: %s (%s: %s)",
+                run.lease.session_id, refusal, refusal.sqlstate, refusal.server_message,
+            )  # fmt: skip
+            return "refused"
         log.warning("session %s failed: %s", run.lease.session_id, problem, exc_info=problem)
-        await self._record_error(
+        recorded = await self._record_error(
             run.lease.session_id,
             f"the worker could not run the session: {getattr(problem, 'message', None) or problem}",
         )
-        return "failed"
+        return "failed" if recorded else "refused"
 
     async def keep_lease(self, run: WorkerRun) -> None:
         """Renew the lease every heartbeat; a refusal (taken over) or a lease that ran out
@@ -357,8 +393,16 @@ class Worker:
             renewed_at = loop.time()
 
     async def _release(self, lease: Lease, ending: RunEnding) -> None:
+        refusals = self._refusals.pop(lease.session_id, 0) + 1  # in a row: others reset it
+        if ending == "refused":
+            self._refusals[lease.session_id] = refusals
+        settings = self.settings
         outcome, retry_after = release_plan(
-            ending, busy_retry_after=self.settings.worker_heartbeat_interval
+            ending,
+            busy_retry_after=settings.worker_heartbeat_interval,
+            refused_retry_after=refused_backoff(
+                refusals, settings.worker_refused_backoff, settings.worker_refused_backoff_max
+            ),
         )
         try:
             async with asyncio.timeout(10):
@@ -368,12 +412,20 @@ class Worker:
             return
         log.info("session %s: %s, lease %s (%s)", lease.session_id, ending, outcome, result)
 
-    async def _record_error(self, session: UUID, reason: str) -> None:
-        with contextlib.suppress(Exception):
+    async def _record_error(self, session: UUID, reason: str) -> bool:
+        """Say in the session's log why its run ended; False when the database refused it
+        for now (the run is kept, to say it once the log can be written)."""
+        try:
             async with asyncio.timeout(10):
                 await self.store.append(
                     session, [AgentState(state="error", reason=reason, source="agent")]
                 )
+        except Exception as exc:
+            if refused_for_now(exc) is not None:
+                log.warning("session %s: its error cannot be recorded yet: %s", session, exc)
+                return False
+            log.warning("session %s: its error was not recorded: %s", session, exc)
+        return True
 
     # -- around the runs -------------------------------------------------------------------
 

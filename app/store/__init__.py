@@ -8,6 +8,7 @@ from app.store.errors import (
     DuplicateEventError,
     EventTooLargeError,
     InvalidEventError,
+    RefusedForNowError,
     StoreError,
 )
 from app.store.event_store import EventStore
@@ -24,6 +25,7 @@ __all__ = [
     "MissingBlobError",
     "Position",
     "RecordedEvent",
+    "RefusedForNowError",
     "StoreError",
     "VerifyReport",
 ]

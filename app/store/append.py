@@ -27,6 +27,7 @@ from app.store.errors import (
     StoreError,
 )
 from app.store.records import RecordedEvent
+from app.store.transient import refused_for_now
 
 APPEND_SQL = "SELECT * FROM chronicle_append($1, $2, $3, $4, $5, $6, $7, $8, $9)"
 APPEND_ONE_SQL = "SELECT * FROM chronicle_append_one($1, $2, $3, $4, $5, $6, $7, $8, $9)"
@@ -246,8 +247,12 @@ def translate_error(
     The one place that knows the database's error codes: CR001 stale expected seq, CR003 an
     observation that answers no action, CR004 content that does not match its hash, CR005
     malformed arguments, CR014 an unknown kind or a payload text that is not canonical JSON
-    (see the migrations), and the constraints named below.
+    (see the migrations), and the constraints named below; a refusal that passes (a full disk:
+    ``app.store.transient``) is ``RefusedForNowError``.
     """
+    refusal = refused_for_now(exc)
+    if refusal is not None:
+        return refusal
     state = exc.sqlstate
     if state == "CR001":
         assert session_id is not None

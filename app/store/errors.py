@@ -40,6 +40,19 @@ class DatabaseUnavailableError(StoreError):
     """PostgreSQL cannot be reached."""
 
 
+class RefusedForNowError(StoreError):
+    """PostgreSQL is there but cannot take the request now (its disk is full, it is out of
+    memory or connections, it takes no writes: ``app.store.transient``). Nothing is wrong with
+    the request: keep it and try again later. ``server_message`` is PostgreSQL's own text,
+    which may name the server's files: for the operator's log, never for a user."""
+
+    def __init__(self, sqlstate: str, reason: str, server_message: str = "") -> None:
+        super().__init__(f"the database cannot take this now: {reason}; try again later")
+        self.sqlstate = sqlstate
+        self.reason = reason
+        self.server_message = server_message
+
+
 __all__ = [
     "ConcurrencyError",
     "ContentMismatchError",
@@ -47,5 +60,6 @@ __all__ = [
     "DuplicateEventError",
     "EventTooLargeError",
     "InvalidEventError",
+    "RefusedForNowError",
     "StoreError",
 ]

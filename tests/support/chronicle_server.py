@@ -14,7 +14,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.cli import chronicle
+from tests.support.cli import chronicle, cli_environment
+from tests.support.postgres import PgServer, database_name
 
 LISTENING = re.compile(r"chronicle serving on (http://\S+)")
 
@@ -77,6 +78,24 @@ class ServerProcess:
             self.process.kill()
             self.process.wait()
             raise
+
+
+def database_environment(
+    pg_server: PgServer, admin_url: str, root: Path, **settings: str
+) -> dict[str, str]:
+    """A server's environment for the database at ``admin_url`` (its superuser's URL)."""
+    env = cli_environment(pg_server.app.url(database_name(admin_url)), root)
+    # the operator's login, which `chronicle users` and `tokens` use (the server never does)
+    env["CHRONICLE_OWNER_DATABASE_URL"] = admin_url
+    env["CHRONICLE_LLM_MODEL"] = "openai/scripted"
+    env["CHRONICLE_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens
+    env["CHRONICLE_LLM_API_KEY"] = "sk-not-used"
+    # a session the server's worker runs against no model fails at once, so that a
+    # SIGTERM's drain (the step in flight finishes) does not wait on retries
+    env["CHRONICLE_LLM_RETRIES"] = "0"
+    env["CHRONICLE_LLM_TIMEOUT"] = "10"
+    env.update({f"CHRONICLE_{name.upper()}": value for name, value in settings.items()})
+    return env
 
 
 def start_server(

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.chronicle_server import ServerProcess, start_server
-from tests.support.cli import cli_environment
-from tests.support.postgres import PgServer, database_from_template, database_name
+from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.postgres import PgServer, database_from_template
 
 
 def server_environment(
@@ -22,18 +21,7 @@ def server_environment(
     for admin_url in database_from_template(
         pg_server.admin, template, f"srv_{uuid.uuid4().hex[:16]}"
     ):
-        env = cli_environment(pg_server.app.url(database_name(admin_url)), root)
-        # the operator's login, which `chronicle users` and `tokens` use (the server never does)
-        env["CHRONICLE_OWNER_DATABASE_URL"] = admin_url
-        env["CHRONICLE_LLM_MODEL"] = "openai/scripted"
-        env["CHRONICLE_LLM_BASE_URL"] = "http://127.0.0.1:9/v1"  # nothing listens
-        env["CHRONICLE_LLM_API_KEY"] = "sk-not-used"
-        # a session the server's worker runs against no model fails at once, so that a
-        # SIGTERM's drain (the step in flight finishes) does not wait on retries
-        env["CHRONICLE_LLM_RETRIES"] = "0"
-        env["CHRONICLE_LLM_TIMEOUT"] = "10"
-        env.update({f"CHRONICLE_{name.upper()}": value for name, value in settings.items()})
-        yield env
+        yield database_environment(pg_server, admin_url, root, **settings)
 
 
 @pytest.fixture(scope="module")

@@ -164,7 +164,13 @@ def test_ready_reports_each_check_to_an_admin_only(shared_server: ServerProcess)
     body = ready.json()
     assert ready.status_code == 200, body
     checks = {check["name"]: check for check in body["checks"]}
-    assert set(checks) == {"database", "migrations", "projection session_state", "workers"}
+    assert set(checks) == {
+        "database",
+        "writes",
+        "migrations",
+        "projection session_state",
+        "workers",
+    }
     assert all(check["ok"] for check in checks.values()), checks
     # anyone else (a probe, a member, a wrong token) learns ready or not, nothing about the
     # revision, the workers' slots or the projections' lag

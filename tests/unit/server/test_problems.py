@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+import asyncpg
 import orjson
 import pytest
 from litestar.exceptions import (
@@ -13,8 +14,16 @@ from litestar.exceptions import (
     ValidationException,
 )
 
-from app.server.problems import PROBLEM_JSON, NotFound, handle_exception, problem_for
+from app.server.problems import (
+    PROBLEM_JSON,
+    REFUSED_RETRY_AFTER,
+    NotFound,
+    handle_exception,
+    problem_for,
+)
 from app.store import ConcurrencyError, DatabaseUnavailableError, StoreError
+from app.store.append import translate_error
+from app.store.coalescer import AppendRefused
 from app.store.session_claims import SessionBusyError
 
 
@@ -80,3 +89,23 @@ def test_an_unexpected_error_is_a_500_with_an_id_and_no_details(
     # the details are in the server's log, under that id, with the traceback
     record = next(r for r in caplog.records if error_id in r.getMessage())
     assert record.exc_info is not None and secret in str(record.exc_info[1])
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        asyncpg.DiskFullError('could not extend file "base/16384/2619": No space left on device'),
+        translate_error(
+            AppendRefused("53100", 'could not write to file "pg_wal/xlogtemp.7"', None, None),
+            uuid.uuid4(),
+            None,
+        ),
+    ],
+)
+def test_a_full_disk_is_a_503_with_retry_after_and_no_server_path(exc: Exception) -> None:
+    problem, headers = problem_for(exc)
+    assert (problem.status, headers) == (503, {"Retry-After": REFUSED_RETRY_AFTER})
+    assert problem.detail == (
+        "the database cannot take this now: its disk is full (an operator must free space); "
+        "try again later"
+    )

@@ -18,6 +18,7 @@ from app.sessions.worker import (
     WorkerRun,
     gave_up_reason,
     new_worker_id,
+    refused_backoff,
     release_plan,
     wait_before_claiming,
 )
@@ -95,3 +96,14 @@ async def test_abort_stops_the_runs_at_once() -> None:
     async with asyncio.timeout(5):
         await worker.finish_runs(abort)
     assert run.task.cancelled() and run.cancelled_because == "drained"
+
+
+def test_a_run_refused_for_now_is_handed_back_with_a_growing_wait() -> None:
+    # a full disk: the run keeps its request, claimable again after the backoff
+    assert release_plan("refused", busy_retry_after=5, refused_retry_after=0.8) == (
+        "handed_back",
+        0.8,
+    )
+    waits = [refused_backoff(n, 0.5, 3.0) for n in range(1, 7)]
+    assert waits == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
+    assert refused_backoff(10_000, 0.5, 60.0) == 60.0  # no overflow after days of refusals
