@@ -49,9 +49,7 @@ class SessionLimits(BaseModel):
 class NewSession(BaseModel):
     """What a client may choose about a new session; the rest comes from the settings."""
 
-    task: Annotated[str, MESSAGE_TEXT] = MESSAGE_TEXT.field(
-        description="what the agent should do"
-    )
+    task: Annotated[str, MESSAGE_TEXT] = MESSAGE_TEXT.field(description="what the agent should do")
     model: str | None = Field(default=None, max_length=200, description="litellm model name")
     runtime: Literal["local", "docker"] | None = None
     limits: SessionLimits = Field(default_factory=SessionLimits)
@@ -126,9 +124,13 @@ def session_config(
     return config, llm.model
 
 
-async def refuse_unknown_provider(model: str) -> None:
-    """422 for a model name no provider answers to (every call of the session would fail),
-    before anything is recorded: a new session's and an evaluation run's model alike."""
+async def refuse_unknown_provider(model: str | None) -> None:
+    """422 for a model the request names that no provider answers to (every call of the
+    session would fail), before anything is recorded: a new session's and an evaluation
+    run's alike. The server's own model is the operator's: a request that names none is not
+    held up by importing litellm (seconds, the first time) to check it."""
+    if model is None:
+        return
     problem = await asyncio.to_thread(model_name_problem, model)
     if problem is not None:
         raise Unprocessable(problem)
@@ -159,7 +161,7 @@ async def create_session(
             allowed_workspace, new.workspace, list(settings.workspace_roots)
         )
     config, model = session_config(settings, new, workspace)
-    await refuse_unknown_provider(model)
+    await refuse_unknown_provider(new.model)
     await reserve_within_cap(store, settings, principal, session_id)
     if new.workspace is None:  # made only once the session is sure to be recorded
         await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)

@@ -147,7 +147,7 @@ async def start_evaluation(
         raise Unprocessable(f"a run may not be named {data.name!r}; choose another name")
     try:
         plan = plan_run(ctx.settings, data, principal.user_id, principal.name)
-        await refuse_unknown_provider(plan.model)
+        await refuse_unknown_provider(data.model)
         return await start_run(ctx.store, ctx.settings, plan)
     except RunRequestError as exc:
         raise Unprocessable(str(exc)) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
 import uuid
@@ -12,6 +13,7 @@ import pytest
 
 from app.config import Settings
 from app.llm import LlmConfig, LlmError, LlmGateway, LlmNotConfiguredError
+from app.llm.errors import is_configuration_error
 from app.store import EventStore
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
@@ -187,6 +189,34 @@ async def test_permanent_failures_are_not_retried(
     assert len(fake_llm.requests) == 1
     [event] = await store.read(session)
     assert event.payload["error"] and event.payload["attempts"] == 1
+
+
+async def test_configuration_failures_are_named_as_such(
+    store: EventStore, fake_llm: FakeLlmServer
+) -> None:
+    """A model name no provider answers to, and an address where nothing listens, are
+    failures of the configuration (an evaluation run stops on them). Before: "the model
+    refused the request" and "the model server failed"."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    closed.close()  # nothing listens there now: connections are refused
+    fake_llm.key, fake_llm.models = "sk-test-secret", {"fake-model"}
+    cases = [
+        ({"model": "nosuchprovider/x"}, "no_provider", "no model provider is known", 0),
+        ({"base_url": nowhere, "retries": 1}, "unreachable", f"nothing answers at {nowhere}", 0),
+        ({"api_key": "sk-wrong"}, "auth", "refused the credentials", 1),
+        ({"model": "openai/gone"}, "not_found", "The model `gone` does not exist", 1),
+    ]
+    for overrides, kind, words, requests in cases:
+        sent = len(fake_llm.requests)
+        with pytest.raises(LlmError) as raised:
+            await LlmGateway(store, config(fake_llm, **overrides)).complete(
+                uuid.uuid4(), MESSAGES, []
+            )
+        assert (raised.value.kind, is_configuration_error(kind)) == (kind, True)
+        assert words in raised.value.message
+        assert len(fake_llm.requests) - sent == requests
 
 
 async def test_context_window_error_is_not_retried(

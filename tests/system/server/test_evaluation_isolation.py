@@ -67,7 +67,7 @@ async def record_cli_run(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def alice(shared_server: ServerProcess) -> str:
-    """Alice's token; her run has finished (its trial fails at once: no model listens), and a
+    """Alice's token; her run has ended (stopped at its trial: no model listens), and a
     command-line run is recorded beside it."""
     token = shared_server.token("alice")
     started = httpx.post(
@@ -80,7 +80,7 @@ def alice(shared_server: ServerProcess) -> str:
     deadline = time.monotonic() + 120
     while True:
         got = httpx.get(f"{shared_server.url}/api/evaluations/{SECRET}", headers=bearer(token))
-        if got.status_code == 200 and got.json()["status"] == "finished":
+        if got.status_code == 200 and got.json()["status"] == "stopped":
             return token
         assert time.monotonic() < deadline, got.text
         time.sleep(0.3)

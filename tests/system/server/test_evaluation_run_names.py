@@ -42,9 +42,9 @@ def test_two_users_may_choose_one_name_and_neither_sees_the_other(
     again = start(shared_server, bob, NAME)
     assert again.status_code == 409 and "you have" in again.text  # his own name is taken
 
-    alices, bobs = (
-        wait_finished(shared_server.url, alice, NAME),
-        wait_finished(shared_server.url, bob, NAME),
+    alices, bobs = (  # stopped at their one trial: no model listens
+        wait_finished(shared_server.url, alice, NAME, status="stopped"),
+        wait_finished(shared_server.url, bob, NAME, status="stopped"),
     )
     assert (alices["user"], bobs["user"]) == ("alice", "bob")
     assert (alices["total"], bobs["total"]) == (1, 1)  # one trial each: the runs are apart

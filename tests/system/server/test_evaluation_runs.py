@@ -119,6 +119,18 @@ def test_a_run_started_over_http_is_run_by_workers_scored_reported_and_compared(
     ).json()
     assert [run["name"] for run in rest["runs"]] == ["before"] and rest["next_cursor"] is None
 
+    # A model the server does not have (404 model_not_found) stops the run at its first trial,
+    # unscored, with the reason in GET; no next trial is recorded. Before: every trial ran
+    # into it and the run read "finished", 0 of 2 passed, with no reason.
+    fake_llm.models = {"scripted"}
+    sent = len(fake_llm.requests)
+    assert start(server, ada, "gone", model="openai/gone").status_code == 202
+    gone = wait_finished(server.url, ada, "gone", status="stopped")
+    assert (gone["total"], gone["started"], gone["done"]) == (2, 1, 0)
+    assert gone["reason"].startswith("the model was not found: check CHRONICLE_LLM_MODEL")
+    assert "The model `gone` does not exist" in gone["reason"]
+    assert len(fake_llm.requests) == sent + 1
+
 
 def test_bad_requests_are_refused_with_a_problem_document(
     serve: Callable[..., ServerProcess],
@@ -142,6 +154,13 @@ def test_bad_requests_are_refused_with_a_problem_document(
         assert refused.status_code == 422, refused.text
         assert refused.headers["content-type"] == "application/problem+json"
         assert expected in refused.json()["detail"], refused.json()
+    # a model name no provider answers to (before: 202, and every trial failed)
+    unknown = {"name": "bad", "suite": SUITE, "model": "nosuchprovider/x"}
+    refused = httpx.post(
+        f"{server.url}/api/evaluations", headers=bearer(token), json=unknown, timeout=60
+    )  # the first request naming a model imports litellm
+    assert refused.status_code == 422, refused.text
+    assert "no model provider is known for the model name 'nosuchprovider/x'" in refused.text
     for name in ("compare", "no spaces please"):
         body = {"name": name, "suite": SUITE}
         refused = httpx.post(f"{server.url}/api/evaluations", headers=bearer(token), json=body)
@@ -188,10 +207,11 @@ def test_one_name_started_many_times_at_once_is_started_once(
 
     answers = [response.status_code for response in asyncio.run(starts())]
     assert sorted(answers) == [202] * 2 + [409] * 6, answers
-    # their trials fail at once (no model listens), each recorded once
+    # their trials fail at once (no model listens: the runs stop), each recorded once
     for token in tokens:
-        run = wait_finished(server.url, token, "once", timeout=120)
-        assert (run["total"], run["started"], run["done"]) == (2, 2, 2)
+        run = wait_finished(server.url, token, "once", timeout=120, status="stopped")
+        assert (run["total"], run["started"], run["done"]) == (2, 2, 0)
+        assert run["reason"].startswith("nothing answers at http://127.0.0.1:9/v1")
     admin = server.token("root", admin=True)
     sessions = httpx.get(f"{server.url}/api/sessions?limit=200", headers=bearer(admin)).json()
     assert len(sessions["sessions"]) == 4

@@ -29,6 +29,11 @@ def test_a_session_mid_flight_is_run_again_and_an_ended_one_is_not() -> None:
     assert not interrupted(attempt("stopped", "the user stopped it"))
 
 
+def test_a_session_that_stopped_its_run_on_a_configuration_error_is_run_again() -> None:
+    stopped = attempt("error", "the model call failed: the model provider refused the key")
+    assert interrupted(stopped.model_copy(update={"stopped_by": "refused the key"}))
+
+
 def test_a_resume_continues_with_the_newest_recorded_plan() -> None:
     first = RunOptions(name="n", epochs=2, concurrency=3, model="openai/a", suite="/s.yaml")
     second = first.model_copy(update={"model": "openai/b"})
