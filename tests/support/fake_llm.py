@@ -71,6 +71,11 @@ class FakeLlmServer:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        #: When set, a request without ``Authorization: Bearer <key>`` is answered 401, and
+        #: one for a model not in ``models`` (when set) 404, as OpenAI's API answers them,
+        #: before any scripted reply is taken (the request is still in ``requests``).
+        self.key: str | None = None
+        self.models: set[str] | None = None
         self._lock = threading.Lock()
         #: Tasks in ``wait_until``: their loop and the event the server's threads set.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
@@ -119,12 +124,27 @@ class FakeLlmServer:
         for loop, changed in self._waiters:
             loop.call_soon_threadsafe(changed.set)
 
+    def _refusal(self, body: dict[str, Any]) -> Reply | None:
+        """OpenAI's answer to a wrong key or an unknown model (see ``key``), else None."""
+        if self.key is not None and body.get("_authorization") != f"Bearer {self.key}":
+            return Reply(status=401, error_code="invalid_api_key",
+                         error="Incorrect API key provided: sk-wr***. You can find your API "
+                               "key at https://platform.openai.com/account/api-keys.")  # fmt: skip
+        if self.models is not None and body.get("model") not in self.models:
+            return Reply(status=404, error_code="model_not_found",
+                         error=f"The model `{body.get('model')}` does not exist or you do not "
+                               "have access to it.")  # fmt: skip
+        return None
+
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             self.requests.append(body)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self._changed()
+            refusal = self._refusal(body)
+            if refusal is not None:
+                return refusal
             return (
                 self.replies.popleft()
                 if self.replies

@@ -156,6 +156,25 @@ def test_verify_and_export_match_the_command_line(shared_server: ServerProcess) 
     assert exported.text == cli.stdout
 
 
+def test_a_model_name_no_provider_answers_to_is_refused_at_creation(
+    shared_server: ServerProcess,
+) -> None:
+    """Before: 201, and a session that failed at its first step saying the model "refused
+    the request"."""
+    token = shared_server.token("gina")
+    refused = httpx.post(
+        f"{shared_server.url}/api/sessions",
+        headers=bearer(token),
+        json={"task": "t", "model": "nosuchprovider/x"},
+        timeout=60,  # the first request naming a model imports litellm
+    )
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    detail = refused.json()["detail"]
+    assert detail.startswith("no model provider is known for the model name 'nosuchprovider/x'")
+    assert "openai/<name>" in detail  # how to name a model behind a base URL
+
+
 def test_ready_reports_each_check_to_an_admin_only(shared_server: ServerProcess) -> None:
     ready = httpx.get(
         f"{shared_server.url}/health/ready",
