@@ -3,7 +3,8 @@
 model calls, one with another system prompt diverges at the first call's system message, a
 fork at a seq restores the workspace, re-executes the copied command and goes on live with
 the model; the model-call route shows what the export holds; another user gets 404 and bad
-input a 422 problem document."""
+input a 422 problem document; a finished session refuses pause, stop and resume with 409
+and its replay still matches."""
 
 from __future__ import annotations
 
@@ -82,6 +83,22 @@ def test_replays_match_or_diverge_and_are_sessions_of_the_user(
 ) -> None:
     server, token, session = recorded
     calls_before = len(fake_llm.requests)
+    # steering a finished session is refused and records nothing (issue 23, item 3): a stop
+    # recorded here made the plain replay below end "stopped" where the recording "finished"
+    last_seq = len(events_of(server, token, session))
+    for steering in ("stop", "pause", "resume"):
+        refused = httpx.post(
+            f"{server.url}/api/sessions/{session}/{steering}", headers=bearer(token)
+        )
+        assert refused.status_code == 409, refused.text
+        assert refused.headers["content-type"].startswith("application/problem+json")
+        assert refused.json()["detail"].startswith(
+            f"session {session} is finished; {steering} applies only to a "
+        ), refused.text
+    assert "send it a message to continue it" in refused.json()["detail"]
+    assert len(events_of(server, token, session)) == last_seq
+    summary = httpx.get(f"{server.url}/api/sessions/{session}", headers=bearer(token)).json()
+    assert summary["state"] == "finished" and summary["steering"] == []
 
     started = httpx.post(
         f"{server.url}/api/sessions/{session}/replays", headers=bearer(token), json={}

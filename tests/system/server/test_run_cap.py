@@ -56,10 +56,11 @@ def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
     server = serve(llm_base_url=fake_llm.base_url, server_max_active_sessions=str(CAP))
     token = server.token("mallory")
 
-    # four sessions that ran and ended, created two at a time (creation is capped)
+    # four sessions that ran and ended in error (so that a resume applies to them, as a
+    # message does), created two at a time (creation is capped)
     ended: list[str] = []
     for _ in range(2):
-        fake_llm.script(finish(), finish())
+        fake_llm.script(Reply(status=500), Reply(status=500))
         for _ in range(CAP):
             created = httpx.post(
                 f"{server.url}/api/sessions", headers=bearer(token), json={"task": "t"}
@@ -97,8 +98,7 @@ def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
     for n, (session, answer) in enumerate(zip(ended, answers, strict=True)):
         recorded = f"again {n}" in messages_of(server, token, session)
         assert recorded is (answer.status_code == 202), (session, answer.text)
-    # a third place was never taken meanwhile, not by a new session nor by a resume (a resume
-    # of a finished session that is let run leaves it "running": issue 23's steering item)
+    # a third place was never taken meanwhile, not by a new session nor by a resume
     refused = httpx.post(f"{server.url}/api/sessions", headers=bearer(token), json={"task": "t"})
     assert refused.status_code == 429, refused.text
     idle = next(s for s, a in zip(ended, answers, strict=True) if a.status_code == 429)

@@ -43,15 +43,18 @@ def test_creating_and_steering_records_each_event_with_its_user(
     assert session["title"] == "write hello.py" and session["max_iterations"] == 7
     assert session["user"] == "carol" and session["model"] == "openai/scripted"
     base = f"{shared_server.url}/api/sessions/{session['id']}"
+    # in an order each applies in, whenever the worker's run gets to them: the message asks
+    # for a run, which a pause pauses, a stop stops, a resume lets go on
     for path, body in (
         ("/messages", {"content": "also add a test"}),
         ("/pause", None),
-        ("/resume", None),
         ("/stop", None),
+        ("/resume", None),
     ):
         response = httpx.post(base + path, headers=bearer(token), json=body)
         assert response.status_code == 202, (path, response.text)
-        assert response.json()["run_requested"] == (path in ("/messages", "/resume"))
+        if path != "/stop":  # a stop asks for a run when the pause was answered already
+            assert response.json()["run_requested"] == (path in ("/messages", "/resume"))
     events = httpx.get(f"{base}/events", headers=bearer(token)).json()["events"]
     kinds = [(e["kind"], e["source"], e["payload"].get("user")) for e in events]
     assert kinds[0] == ("session.created", "system", "carol")
@@ -61,8 +64,8 @@ def test_creating_and_steering_records_each_event_with_its_user(
         "write hello.py\nthat prints hello",
         "also add a test",
         "paused",
-        "running",
         "stopped",
+        "running",
     ]
     assert all(e["payload"]["user"] == "carol" for e in user_events)
     config = events[0]["payload"]["config"]

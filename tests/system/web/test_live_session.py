@@ -1,5 +1,6 @@
 """A session started from the web page and watched live: its events arrive over the stream
-while the agent works (a command's output with its exit code), pause and resume steer it,
+while the agent works (a command's output with its exit code), pause and resume steer it
+(each button enabled only where it applies),
 a model call opens to what was asked and answered, a message reaches the log, verify checks
 the chain, times show in the viewer's own time zone, and a second user sees none of it."""
 
@@ -87,14 +88,23 @@ def test_a_session_runs_live_pauses_resumes_and_opens_its_model_calls(
     second = page.locator(".event.run", has_text=SECOND_COMMAND)
     expect(second).to_be_visible()
     assert second.locator(".exit").count() == 0, "the second command ended before the pause"
-    page.get_by_role("button", name="Pause").click()
+    # only the steering that applies to the state is enabled (issue 23, item 3)
+    pause, resume, stop = (page.get_by_role("button", name=n) for n in ("Pause", "Resume", "Stop"))
+    expect(pause).to_be_enabled()
+    expect(stop).to_be_enabled()
+    expect(resume).to_be_disabled()
+    pause.click()
     expect(page.locator("#session-state")).to_have_text("paused")
     assert "paused" in timeline_states(page)
     assert len(fake_llm.requests) == 2, "a paused session asked the model again"
     expect(page.locator(".event.state", has_text="paused by alice")).to_have_count(1)
+    expect(resume).to_be_enabled()
+    expect(pause).to_be_disabled()
 
-    page.get_by_role("button", name="Resume").click()
+    resume.click()
     expect(page.locator("#session-state")).to_have_text("finished", timeout=30_000)
+    for control in (pause, resume, stop):  # a finished session is continued by a message
+        expect(control).to_be_disabled()
     expect(page.locator(".event.finish")).to_contain_text("All done from the web.")
     assert len(fake_llm.requests) == 3
 
@@ -175,15 +185,21 @@ def test_a_second_user_sees_nothing_of_the_first_users_sessions(
     expect(alice.locator("#session-state")).to_have_text("finished", timeout=30_000)
 
     mallory = new_page()
-    sign_in(mallory, server.token("mallory"))
+    mallory_token = server.token("mallory")
+    sign_in(mallory, mallory_token)
     expect(mallory.get_by_text("No sessions yet")).to_be_visible()
     expect(mallory.get_by_text("Alice's secret task")).to_have_count(0)
     mallory.goto(f"/#/sessions/{session}")
     expect(mallory.get_by_role("alert")).to_contain_text("no such session")
     expect(mallory.locator(".timeline .event")).to_have_count(0)
     expect(mallory.get_by_text("Alice's secret task")).to_have_count(0)
-    mallory.get_by_role("button", name="Pause").click()
-    expect(mallory.get_by_role("alert")).to_contain_text(f"no session {session}")
+    # nothing to steer where nothing is shown; the API says so too
+    expect(mallory.get_by_role("button", name="Pause")).to_be_disabled()
+    refused = httpx.post(
+        f"{server.url}/api/sessions/{session}/pause",
+        headers={"Authorization": f"Bearer {mallory_token}"},
+    )
+    assert refused.status_code == 404 and f"no session {session}" in refused.json()["detail"]
     events = httpx.get(
         f"{server.url}/api/sessions/{session}/events",
         headers={"Authorization": f"Bearer {alice_token}"},
