@@ -10,6 +10,9 @@ from pathlib import Path
 
 from tests.support.cli import chronicle, cli_environment
 from tests.support.foreign_recordings import (
+    CTF_FLAG,
+    REAL_RECORDINGS,
+    SWE_AGENT_CTF,
     as_bytes,
     as_json_lines,
     openhands_chat,
@@ -100,3 +103,32 @@ def test_a_bad_recording_is_refused_in_one_line(tmp_path: Path, app_database_url
     unknown = chronicle("import", "--from", "aider", str(wrong), env=env)
     assert unknown.returncode == 2 and "invalid choice: 'aider'" in unknown.stderr
     assert "Traceback" not in refused.stderr + unknown.stderr
+
+
+def test_a_scored_flag_passes_imports_again_and_an_untold_recording_is_refused(
+    tmp_path: Path, app_database_url: str
+) -> None:
+    """SWE-agent's CTF trajectory scored against its flag, then imported again after the
+    scores were appended; a trajectory without the user's message refused by `chronicle
+    replay` at once (it waited for ever; the integration tests check nothing is recorded)."""
+    env = cli_environment(app_database_url, tmp_path)
+    ctf = str(REAL_RECORDINGS / SWE_AGENT_CTF)
+    first = chronicle("import", "--from", "swe-agent", ctf, env=env)
+    assert first.returncode == 0, first.stderr
+    [session] = imported_ids(first.stdout)
+    scored = chronicle("eval", "score", str(session), "--answer", CTF_FLAG, env=env)
+    assert scored.returncode == 0, scored.stderr
+    assert f"{session}  answer    pass" in scored.stdout
+    again = chronicle("import", "--from", "swe-agent", ctf, env=env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == first.stdout.replace("imported:", "already imported:")
+
+    untold = tmp_path / "no-task.json"
+    untold.write_bytes(as_bytes([e for e in openhands_events() if e.get("source") != "user"]))
+    imported = chronicle("import", "--from", "openhands", str(untold), env=env)
+    assert imported.returncode == 0, imported.stderr
+    [agent_only] = imported_ids(imported.stdout)
+    refused = chronicle("replay", str(agent_only), env=env, timeout=30)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.startswith(f"error: session {agent_only} cannot be replayed: ")
+    assert "before any message from the user" in refused.stderr
