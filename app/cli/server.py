@@ -1,7 +1,8 @@
 """`chronicle serve`: the access service (HTTP API) under uvicorn, with its companions.
 
 ``--role all`` (the default) runs the API, the projections runner and a worker in one process
-(on the embedded PostgreSQL unless ``CHRONICLE_DATABASE_URL`` is set); ``--role api`` runs the
+(on the embedded PostgreSQL unless ``CHRONICLE_DATABASE_URL`` is set, started again if its
+postmaster dies: ``app.store.embedded.supervisor``); ``--role api`` runs the
 API alone, for several API processes against one database (a projections runner, e.g.
 `chronicle projections run`, keeps ``session_state`` current); ``--role worker`` runs a worker
 alone, as `chronicle worker` does (``app.sessions.worker``). SIGTERM or SIGINT stops accepting

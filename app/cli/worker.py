@@ -2,7 +2,8 @@
 
 The first signal drains (each session finishes its step in flight, its lease is handed back
 for another worker, exit 0); a second one stops the sessions at once (what was in flight is
-reported interrupted when another worker resumes them).
+reported interrupted when another worker resumes them). An embedded PostgreSQL whose
+postmaster dies meanwhile is started again (``app.store.embedded.supervisor``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """`chronicle serve` and `chronicle worker` on the embedded PostgreSQL start it again when its
 postmaster is killed: exactly one of them starts it (the other finds it running), the API
-turns ready again and a new session runs to its end, with nothing started by hand."""
+turns ready again and a new session runs to its end, with nothing started by hand. A server
+stopped on purpose (`chronicle db stop`) is left stopped."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ from tests.support.waiting import exited, pid_ended, until
 
 #: What the process that started the server again logs (once per restart, at WARNING).
 STARTED_AGAIN = "started it again"
+#: What each of them logs when the server was stopped on purpose.
+LEFT_STOPPED = "left stopped until a command starts it"
 #: What PostgreSQL logs each time a postmaster comes up on the data directory.
 UP = "database system is ready to accept connections"
 
@@ -129,6 +132,16 @@ async def test_serve_and_worker_start_a_killed_embedded_postgres_once_and_carry_
         # the killed one is not yet reaped names the killed one) and said it did not start.
         assert f"another postmaster (PID {restarted.pid})" not in postgres_log, postgres_log
         assert "did not start" not in outputs, outputs
+
+        # Stopped on purpose (`chronicle db stop`): both see it, neither starts it again.
+        assert await asyncio.to_thread(embedded.stop)
+        await until(
+            lambda: ("".join(server.output) + worker_log.read_text()).count(LEFT_STOPPED) == 2,
+            timeout=30,
+            what="serve and worker saw the server stopped",
+        )
+        assert read_postmaster(embedded.pgdata) is None and not _postmasters(embedded.pgdata)
+        await asyncio.to_thread(embedded.ensure_running)  # what the next command does
 
         assert await asyncio.to_thread(server.stop) == 0
         worker.send_signal(signal.SIGTERM)
