@@ -17,6 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.config import Settings
+from app.store import EventStore
+from app.store.users import add_user, create_token
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
 from tests.support.evaluation_api import bearer
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
@@ -31,6 +34,17 @@ TOO_LONG_FOR_A_FULL_DISK = secrets.token_urlsafe(70_000)
 async def finished(api: httpx.AsyncClient, session: str) -> bool:
     answer = await api.get(f"/api/sessions/{session}")
     return answer.status_code == 200 and answer.json()["state"] == "finished"
+
+
+async def admin_token(admin_url: str) -> str:
+    """An admin's API token, made through the database owner's login as the CLI makes it."""
+    settings = Settings()
+    async with await EventStore.open(
+        admin_url, config=settings.store_config(), masker=settings.masker()
+    ) as owner:
+        user = await add_user(owner, "root", is_admin=True)
+        _, token = await create_token(owner, user.id)
+    return token
 
 
 async def ready(api: httpx.AsyncClient) -> bool:
@@ -57,9 +71,9 @@ async def test_a_full_disk_delays_a_run_until_space_is_freed_and_never_drops_it(
             worker_refused_backoff="0.2",
             worker_refused_backoff_max="1",
         )
+        token = await admin_token(admin_url)  # in-process: the CLI's two commands take seconds
         server = start_server(env)
         try:
-            token = server.token("root", admin=True)
             async with httpx.AsyncClient(
                 base_url=server.url, headers=bearer(token), timeout=30
             ) as api:
@@ -77,7 +91,6 @@ async def run_through_a_full_disk(
     api: httpx.AsyncClient, server: ServerProcess, disk: SmallDisk
 ) -> str:
     """A session created just before the disk fills, run through the fault; its id."""
-    await until(lambda: ready(api), timeout=60, what="the server is ready")
     created = await api.post(
         "/api/sessions",
         json={"task": "Say done."},
