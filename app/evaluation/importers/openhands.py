@@ -1,4 +1,5 @@
-"""OpenHands recordings: a list of serialized events, as Chronicle sessions.
+"""OpenHands recordings: a list of serialized events, as Chronicle sessions (what single
+fields say is in ``openhands_fields.py``).
 
 What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to_dict`` /
 ``event_to_trajectory``):
@@ -75,8 +76,6 @@ What is read (OpenHands' ``openhands/events/serialization/event.py``, ``event_to
 
 from __future__ import annotations
 
-import ast
-import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -88,6 +87,16 @@ from app.evaluation.importers.model import (
     ToolUse,
     refused,
 )
+from app.evaluation.importers.openhands_fields import (
+    chronicle_tool,
+    issue_name,
+    json_object,
+    latencies_by_response,
+    nested,
+    recorded_latency_ms,
+    upgraded,
+    usage_of,
+)
 from app.evaluation.importers.values import first_line, integer, load_json, mapping, number, text_of
 from app.events import (
     ErrorObservation,
@@ -95,7 +104,6 @@ from app.events import (
     FileEditOutput,
     ImportedAction,
     ImportedOutput,
-    LlmUsage,
     Message,
     RunOutput,
 )
@@ -121,7 +129,6 @@ MODEL_ACTIONS = frozenset(
         "task_tracking",
     }
 )
-EDIT_COMMANDS = frozenset({"view", "create", "str_replace", "insert", "undo_edit"})
 #: OpenHands' agent states as Chronicle's (those without a counterpart are left out).
 STATES: dict[str, AgentStateName] = {
     "loading": "loading",
@@ -138,16 +145,6 @@ STATES: dict[str, AgentStateName] = {
 }
 OUTCOMES = frozenset({"finished", "awaiting_user_input", "stopped", "error", "paused"})
 SOURCES = frozenset({"user", "agent", "environment"})
-#: What surrounds an action's arguments (``args``); in a flat event the rest are they.
-ACTION_ENVELOPE = frozenset(
-    {"id", "timestamp", "source", "message", "cause", "action", "timeout", "tool_call_metadata",
-     "llm_metrics"}
-)  # fmt: skip
-#: What surrounds an observation's ``extras``; in a flat event the rest are they.
-OBSERVATION_ENVELOPE = frozenset(
-    {"id", "timestamp", "source", "message", "cause", "observation", "content", "success",
-     "tool_call_metadata", "llm_metrics"}
-)  # fmt: skip
 
 
 def import_openhands(file: str, data: bytes) -> list[ImportedSession]:
@@ -216,20 +213,6 @@ def _events(history: list[Any]) -> list[Any]:
     return history
 
 
-def _nested(item: dict[str, Any]) -> dict[str, Any]:
-    """A flat event (``dataclasses.asdict``: arguments or extras beside the type) in the
-    nested form, ``args`` or ``extras`` holding them; a nested event as it is."""
-    if "action" in item and "args" not in item:
-        envelope, key = ACTION_ENVELOPE, "args"
-    elif "action" not in item and "observation" in item and "extras" not in item:
-        envelope, key = OBSERVATION_ENVELOPE, "extras"
-    else:
-        return item
-    nested = {name: value for name, value in item.items() if name in envelope}
-    nested[key] = {name: value for name, value in item.items() if name not in envelope}
-    return nested
-
-
 def _what(value: Any) -> str:
     if isinstance(value, dict):
         return "an object without 'history'"
@@ -254,7 +237,7 @@ class _Reader:
         self.cost_so_far = 0.0
         self.metered = False  # an event carried ``llm_metrics``
         metrics = mapping(mapping(output).get("metrics"))
-        self.latencies = _latencies_by_response(metrics.get("response_latencies"))
+        self.latencies = latencies_by_response(metrics.get("response_latencies"))
         self.said: str | None = None  # who spoke last: "user", "agent", or "work" since
         self.last_done = ""  # what the agent last did: "finish", "message", "action"
         self.state_since_work: str | None = None  # the agent's state after its last work
@@ -286,7 +269,7 @@ class _Reader:
     def parse(self, index: int, item: Any) -> tuple[dict[str, Any], str, str, dict[str, Any]]:
         if not isinstance(item, dict):
             raise self.problem(f"is not an event object but {_what(item)}", index)
-        item = _nested(item)
+        item = nested(item)
         if "action" in item:
             kind, name = "action", item["action"]
         elif "observation" in item:
@@ -329,7 +312,7 @@ class _Reader:
         metadata = mapping(item.get("tool_call_metadata"))
         call_id = text_of(metadata.get("tool_call_id")) or f"openhands-{item.get('id', index)}"
         function = text_of(metadata.get("function_name"))
-        tool, arguments = _chronicle_tool(name, _upgraded(args), item)
+        tool, arguments = chronicle_tool(name, upgraded(args), item)
         if tool is not None and function == tool:
             # The model called a tool Chronicle's agent has too (OpenHands' names are the
             # same): its own arguments, over what the action's say.
@@ -349,7 +332,7 @@ class _Reader:
             calls = mapping(mapping(choice).get("message")).get("tool_calls")
             for call in calls if isinstance(calls, list) else []:
                 if isinstance(call, dict) and call.get("id") == call_id:
-                    return _json_object(mapping(call.get("function")).get("arguments"))
+                    return json_object(mapping(call.get("function")).get("arguments"))
         return {}
 
     # -- actions ----------------------------------------------------------------------------
@@ -455,7 +438,7 @@ class _Reader:
             uses=uses,
             tools=self.tools,
             finish_reason=finish_reason,
-            usage=_usage(mapping(response.get("usage"))),
+            usage=usage_of(mapping(response.get("usage"))),
             cost_usd=self.cost(item),
             latency_ms=self.latency_ms(item, response.get("id")),
         )
@@ -465,7 +448,7 @@ class _Reader:
         in the evaluation output's ``metrics``; None when neither says."""
         if not response_id:
             return None
-        measured = _latency_ms(item, response_id)
+        measured = recorded_latency_ms(item, response_id)
         if measured is None:
             seconds = self.latencies.get(str(response_id))
             measured = None if seconds is None else seconds * 1000
@@ -567,7 +550,7 @@ def _session(
                     for c in costs
                 ]
             )
-    instance = text_of((output or {}).get("instance_id")) or _issue((output or {}).get("issue"))
+    instance = text_of((output or {}).get("instance_id")) or issue_name((output or {}).get("issue"))
     task = first_line(reader.task) or builder.file
     title = f"{instance}: {task}" if instance else task
     imported: dict[str, Any] = {"events": len(items)}
@@ -584,114 +567,3 @@ def _session(
         title=f"openhands: {title}",
         config={"agent": FORMAT, "model": reader.model, "imported": imported},
     )
-
-
-def _issue(issue: Any) -> str:
-    """A resolver's issue as ``owner/repo#number``; empty when it does not say."""
-    fields = mapping(issue)
-    owner, repo, number_ = (text_of(fields.get(key)) for key in ("owner", "repo", "number"))
-    return f"{owner}/{repo}#{number_}" if owner and repo and number_ else ""
-
-
-def _latencies_by_response(entries: Any) -> dict[str, float]:
-    """``response_latencies`` (seconds, by ``response_id``) as a mapping; the last entry of
-    an id counts, as OpenHands appends."""
-    latencies: dict[str, float] = {}
-    for entry in entries if isinstance(entries, list) else []:
-        fields = mapping(entry)
-        seconds = number(fields.get("latency"))
-        if fields.get("response_id") and seconds is not None and seconds >= 0:
-            latencies[str(fields["response_id"])] = seconds
-    return latencies
-
-
-def _latency_ms(item: dict[str, Any], response_id: Any) -> float | None:
-    """What OpenHands measured for this response (seconds, by response id), in ms; else None."""
-    if not response_id:
-        return None
-    latencies = mapping(item.get("llm_metrics")).get("response_latencies")
-    for entry in reversed(latencies if isinstance(latencies, list) else []):
-        fields = mapping(entry)
-        if fields.get("response_id") == response_id:
-            seconds = number(fields.get("latency"))
-            return None if seconds is None or seconds < 0 else seconds * 1000
-    return None
-
-
-def _usage(usage: dict[str, Any]) -> LlmUsage:
-    details = mapping(usage.get("prompt_tokens_details"))
-    cached = integer(details.get("cached_tokens")) or integer(usage.get("cache_read_input_tokens"))
-    prompt = integer(usage.get("prompt_tokens")) or 0
-    completion = integer(usage.get("completion_tokens")) or 0
-    return LlmUsage(
-        prompt_tokens=max(prompt, 0),
-        completion_tokens=max(completion, 0),
-        cached_tokens=max(cached or 0, 0),
-        total_tokens=max(integer(usage.get("total_tokens")) or prompt + completion, 0),
-    )
-
-
-def _chronicle_tool(
-    name: str, args: dict[str, Any], item: dict[str, Any]
-) -> tuple[str | None, dict[str, Any] | None]:
-    """The Chronicle tool and arguments an OpenHands action type corresponds to, if any."""
-    path = text_of(args.get("path"))
-    if name == "run":
-        arguments: dict[str, Any] = {"command": text_of(args.get("command"))}
-        if args.get("is_input") is not None:
-            arguments["is_input"] = args["is_input"]
-        timeout = number(item.get("timeout"))
-        if timeout is not None and timeout > 0:
-            arguments["timeout"] = timeout
-        return "execute_bash", arguments
-    if name == "read":
-        arguments = {"command": "view", "path": path}
-        if isinstance(args.get("view_range"), list):
-            arguments["view_range"] = args["view_range"]
-        return "str_replace_editor", arguments
-    if name == "edit" and args.get("command") in EDIT_COMMANDS:
-        arguments = {"command": args["command"], "path": path}
-        for key in ("file_text", "old_str", "new_str", "insert_line", "view_range"):
-            if args.get(key) is not None:
-                arguments[key] = args[key]
-        return "str_replace_editor", arguments
-    if name == "write":
-        return "str_replace_editor", {
-            "command": "create",
-            "path": path,
-            "file_text": text_of(args.get("content")),
-        }
-    if name == "think":
-        return "think", {"thought": text_of(args.get("thought"))}
-    if name == "finish":
-        message = (
-            text_of(args.get("final_thought"))
-            or text_of(mapping(args.get("outputs")).get("content"))
-            or text_of(args.get("thought"))
-        )
-        return "finish", {"message": message}
-    return None, None
-
-
-def _json_object(value: Any) -> dict[str, Any]:
-    """Tool call arguments (JSON text); anything but an object reads as none."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _upgraded(args: dict[str, Any]) -> dict[str, Any]:
-    """Old ``edit`` arguments: the editor call written as ``translated_ipython_code``
-    (``print(file_editor(**{...}))``) read back, as OpenHands' own ``action_from_dict`` does."""
-    code = args.get("translated_ipython_code")
-    prefix = "print(file_editor(**"
-    if not (isinstance(code, str) and code.startswith(prefix) and code.endswith("))")):
-        return args
-    try:
-        called = ast.literal_eval(code[len(prefix) : -2])
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return args
-    return {**args, **called} if isinstance(called, dict) else args
