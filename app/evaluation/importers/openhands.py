@@ -93,6 +93,7 @@ from app.evaluation.importers.openhands_fields import (
     json_object,
     latencies_by_response,
     nested,
+    per_call_costs,
     recorded_latency_ms,
     upgraded,
     usage_of,
@@ -238,7 +239,7 @@ class _Reader:
         self.metered = False  # an event carried ``llm_metrics``
         metrics = mapping(mapping(output).get("metrics"))
         self.latencies = latencies_by_response(metrics.get("response_latencies"))
-        self.said: str | None = None  # who spoke last: "user", "agent", or "work" since
+        self.said: str | None = None  # last: "user"'s or "agent"'s message, model "work"
         self.last_done = ""  # what the agent last did: "finish", "message", "action"
         self.state_since_work: str | None = None  # the agent's state after its last work
         self.worked_since_user = False  # a model call or a state since the user's message
@@ -542,14 +543,9 @@ def _session(
     reader.read(items)
     reader.end()
     if output is not None and not reader.metered:
-        costs = mapping(output.get("metrics")).get("costs")
-        if isinstance(costs, list):  # one per call, in order (older outputs)
-            builder.price_calls(
-                [
-                    number(mapping(c).get("cost")) if isinstance(c, dict) else number(c)
-                    for c in costs
-                ]
-            )
+        costs = per_call_costs(mapping(output.get("metrics")).get("costs"))
+        if costs is not None:
+            builder.price_calls(costs)
     instance = text_of((output or {}).get("instance_id")) or issue_name((output or {}).get("issue"))
     task = first_line(reader.task) or builder.file
     title = f"{instance}: {task}" if instance else task

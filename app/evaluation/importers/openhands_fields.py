@@ -61,6 +61,15 @@ def latencies_by_response(entries: Any) -> dict[str, float]:
     return latencies
 
 
+def per_call_costs(costs: Any) -> list[float | None] | None:
+    """An evaluation output's ``metrics.costs``: one entry per model call, in order (a number,
+    or an object's ``cost`` in later versions); None when it is not a list."""
+    if not isinstance(costs, list):
+        return None
+    return [number(mapping(cost).get("cost")) if isinstance(cost, dict) else number(cost)
+            for cost in costs]  # fmt: skip
+
+
 def recorded_latency_ms(item: dict[str, Any], response_id: Any) -> float | None:
     """What OpenHands measured for this response (seconds, by response id), in ms; else None."""
     if not response_id:
