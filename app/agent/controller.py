@@ -39,6 +39,7 @@ from app.events import (
     LlmResponse,
 )
 from app.events.conversation import AgentStateName
+from app.events.llm import ANSWERED_NOTHING
 from app.llm import LlmError
 from app.llm.retry import Failure
 from app.store import ConcurrencyError, EventStore, RecordedEvent
@@ -140,7 +141,8 @@ class AgentController:
             self._finished_since_user = False
         elif kind == "llm.call":
             self._last_call, self._last_call_led = event, False
-            self._calls += 1
+            if event.payload.get("error_kind") not in ANSWERED_NOTHING:
+                self._calls += 1  # as a replay counts: it serves no call that answered nothing
             self._spent += event.payload.get("cost_usd") or 0.0
             if not event.payload.get("error"):
                 self._answered_calls.append(event.seq)

@@ -100,3 +100,13 @@ class LlmCall(Event):
     attempts: int = Field(default=1, ge=1)
     error: str | None = None
     error_kind: str | None = None
+
+
+#: ``error_kind`` of a call its own run recorded as stopped before the model answered.
+INTERRUPTED = "interrupted"
+#: ``error_kind`` of a call that was in flight when its worker died (kill -9, a lost machine)
+#: and so was never recorded by it: the worker that took the session over records it
+#: (``app.agent.in_flight``), its answer, usage and cost unknown.
+LOST = "lost"
+#: Calls that answered nothing: the run that followed asked the model again.
+ANSWERED_NOTHING = frozenset({INTERRUPTED, LOST})

@@ -167,6 +167,13 @@ def _import_litellm() -> Any:
     return litellm
 
 
+def preload_client() -> None:
+    """Import litellm now, in the calling thread (seconds of CPU: call it in a thread of
+    its own). A worker does so as it starts, so that a session it takes over from a dead
+    worker does not wait for the import before its next model call."""
+    _import_litellm()
+
+
 def native_by_default(model: str) -> bool:
     """Native tool calling unless litellm's model map says this model cannot call tools.
 

@@ -5,8 +5,8 @@ A live session may run in several goes (``run``, then ``resume`` after the agent
 user, stopped or was interrupted). The user's events (messages, pause/resume/stop) split the
 recording into segments: the replay feeds each segment's user events, runs the controller as
 a resumed session would, and expects it to stop as the recording did before the next user
-event. Model calls that were interrupted (the run was cancelled while the model thought)
-answered nothing and are left out: the resumed run asked again.
+event. Model calls that were interrupted (the run was cancelled while the model thought) or
+lost (its worker died then) answered nothing and are left out: the resumed run asked again.
 
 The recording is read twice, a page at a time, so a replay's memory does not grow with the
 length of the session it replays: once up front for its index (seqs only: which event is a
@@ -28,6 +28,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.events import OBSERVATION_KINDS
+from app.events.llm import ANSWERED_NOTHING
 from app.events.platform_audit import PLATFORM_LOG_MARK
 from app.llm.prompts import whole_prompt
 from app.replay.seqs import SeqGroups, SeqMap, Seqs
@@ -175,7 +176,9 @@ class Recording(BaseModel):
 
 
 def _answers_nothing(call: RecordedEvent) -> bool:
-    return call.payload.get("error_kind") == "interrupted"
+    """A call stopped before the model answered (``interrupted``), or one a dead worker had
+    in flight (``lost``, recorded by the worker that took over): nothing to serve."""
+    return call.payload.get("error_kind") in ANSWERED_NOTHING
 
 
 class _Index:

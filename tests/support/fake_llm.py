@@ -43,6 +43,9 @@ class Reply:
     #: Sent verbatim instead of a completion built from the fields above (status still applies).
     body: str | bytes | None = None
     content_type: str = "application/json"
+    #: Answer only once ``FakeLlmServer.release_held()`` is called (a request held in flight,
+    #: e.g. while the test kills the process that sent it).
+    held: bool = False
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -77,6 +80,7 @@ class FakeLlmServer:
         self.key: str | None = None
         self.models: set[str] | None = None
         self._lock = threading.Lock()
+        self._released = threading.Event()
         #: Tasks in ``wait_until``: their loop and the event the server's threads set.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -94,7 +98,12 @@ class FakeLlmServer:
         self._thread.start()
         return self
 
+    def release_held(self) -> None:
+        """Let every held reply (``Reply(held=True)``) go, now and from now on."""
+        self._released.set()
+
     def stop(self) -> None:
+        self._released.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -189,6 +198,8 @@ class FakeLlmServer:
                 request["_authorization"] = self.headers.get("Authorization")
                 reply = fake._next(request)
                 try:
+                    if reply.held:
+                        fake._released.wait(600)
                     time.sleep(reply.delay)
                     if reply.body is not None:
                         self._send(reply.status, reply.body, reply.headers, reply.content_type)

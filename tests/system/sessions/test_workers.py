@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,41 +21,12 @@ from app.store import EventStore
 from tests.support.agent_cli import agent_environment, file_says
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.waiting import exited, until, wait_for_event
+from tests.support.worker_processes import Workers, lease_owner
 from tests.support.worker_sessions import recorded_session
 
 LEASE = 3.0
 # &&, not ;: when the process tree is killed, `sleep` may die before bash does.
 SLOW = "echo started >> log.txt && sleep 30 && echo slow >> log.txt"
-
-
-class Workers:
-    """`chronicle worker` processes of one test, their output in files; all killed at the end."""
-
-    def __init__(self, env: dict[str, str], logs: Path) -> None:
-        self.env = env
-        self.logs = logs
-        self.started: dict[str, subprocess.Popen[str]] = {}
-
-    def start(self, name: str) -> subprocess.Popen[str]:
-        out = (self.logs / f"{name}.log").open("w")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker", "--id", name],
-            env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
-        out.close()
-        self.started[name] = process
-        return process
-
-    def output(self) -> str:
-        return "\n".join(
-            f"--- {name}:\n{(self.logs / f'{name}.log').read_text()}" for name in self.started
-        )
-
-    def kill_all(self) -> None:
-        for process in self.started.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
 
 
 @pytest.fixture
@@ -76,12 +45,6 @@ def workers(fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path) -> I
         yield started
     finally:
         started.kill_all()
-
-
-async def lease_owner(store: EventStore, session: uuid.UUID) -> str | None:
-    return await store.pool.fetchval(  # type: ignore[no-any-return]
-        "SELECT owner FROM session_leases WHERE session_id = $1", session
-    )
 
 
 async def test_a_worker_killed_mid_command_is_replaced_within_the_lease(
