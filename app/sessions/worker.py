@@ -9,7 +9,10 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
 ``chronicle run``/``resume`` never run one session at once.
 
 - A worker that dies (kill -9) renews nothing: its lease expires and another worker takes
-  the session over, within ``worker_lease_duration`` plus a poll.
+  the session over, its step in flight again within ``worker_lease_duration`` plus 5 s (a
+  worker imports its model client as it starts, not when it takes a session over). A model
+  call the dead worker had in flight is recorded by the new holder as ``lost``
+  (``app.sessions.lost_calls``).
 - A worker whose renewal is refused (it stalled past its lease and another took over) stops
   that run at once.
 - ``stop`` drains: no new claims; each session finishes the step in flight (the model call
