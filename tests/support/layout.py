@@ -79,6 +79,7 @@ PROCESS_MODULES = frozenset(
         "tests.support.processes",
         "tests.support.sandbox_server",
         "tests.support.sandboxes",
+        "tests.support.worker_processes",
     }
 )
 DRIVER_MODULES = frozenset({"asyncpg", "psycopg", "psycopg2"})
