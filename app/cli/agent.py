@@ -23,6 +23,7 @@ from pydantic import SecretStr
 
 from app.cli.inline_projections import inline_projections
 from app.cli.log import open_store, session_id
+from app.cli.numbers import positive, seq_number
 from app.cli.render import render_line
 from app.cli.terminal import raw
 from app.config import Settings
@@ -76,7 +77,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runtime", choices=["local", "docker"], help="the sandbox (default: local)"
     )
-    parser.add_argument("--max-iterations", type=int, help="model calls allowed (default 100)")
+    parser.add_argument("--max-iterations", type=positive, help="model calls allowed (default 100)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="spend allowed")
     parser.add_argument("--no-stuck-detection", action="store_true")
     parser.add_argument(
@@ -117,7 +118,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     fork.add_argument("session", type=session_id, metavar="SESSION")
     fork.add_argument("message", nargs="?", help="a new instruction for the agent")
     fork.add_argument(
-        "--at", type=int, required=True, metavar="SEQ", help="copy the events up to this seq"
+        "--at", type=seq_number, required=True, metavar="SEQ", help="copy the events up to this seq"
     )
     fork.add_argument(
         "--workspace",
@@ -275,23 +276,28 @@ def _database_gone(session: uuid.UUID, detail: str) -> str:
     )
 
 
-async def _summary(store: EventStore, session: uuid.UUID, outcome: str | None) -> str:
-    """``session S: finished (why); 2 model calls, cost $0.0123`` from the log."""
+async def _summary(store: EventStore, session: uuid.UUID, outcome: str | None) -> str | None:
+    """``session S: finished (why); 2 model calls, cost $0.0123`` from the log; None when
+    nothing was recorded (a fork or run refused before its first event: its id exists
+    nowhere, and the error said why)."""
     events = await store.read(session)
     if not events:
-        return f"session {session}: not started"
+        return None
     states = [e for e in events if e.kind == "agent.state" and e.source == "agent"]
     last = states[-1].payload if states else {}
     state = outcome or last.get("state") or "not started"
     reason = last.get("reason", "") if last.get("state") == state else ""
     calls = [e.payload for e in events if e.kind == "llm.call"]
-    known = sum(c.get("cost_usd") or 0.0 for c in calls)
+    # as session_state counts them (what `chronicle sessions` and the page show): unknown
+    # when a call that answered has no price and none has one
+    priced = [c["cost_usd"] for c in calls if c.get("cost_usd") is not None]
     unpriced = sum(1 for c in calls if c.get("cost_usd") is None and not c.get("error"))
+    cost = None if unpriced and not priced else sum(priced)
     return (
         f"session {session}: {state}"
         + (f" ({reason})" if reason else "")
         + f"; {len(calls)} model call{'' if len(calls) == 1 else 's'}, "
-        + f"cost {format_cost(known, unpriced, len(calls))}"
+        + f"cost {format_cost(cost, unpriced, len(calls))}"
     )
 
 

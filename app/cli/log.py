@@ -10,6 +10,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
+from app.cli.numbers import positive, seq_after, seq_number
 from app.cli.render import render_json, render_line
 from app.config import Settings
 from app.store import EventStore
@@ -22,27 +23,6 @@ def session_id(text: str) -> uuid.UUID:
         return uuid.UUID(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a session id (a UUID)") from None
-
-
-def seq_number(text: str) -> int:
-    """A seq names an event of a session: 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a seq (a whole number)") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not a seq: seqs start at 1")
-    return value
-
-
-def positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not 1 or more")
-    return value
 
 
 SPANS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -70,7 +50,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     events.add_argument("session", type=session_id, metavar="SESSION")
     events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
     events.add_argument("--json", action="store_true", help="one JSON object per line")
-    events.add_argument("--after", type=int, default=0, metavar="SEQ", help="start after SEQ")
+    events.add_argument("--after", type=seq_after, default=0, metavar="SEQ", help="start after SEQ")
 
     append = commands.add_parser("append", help="append one event to a session")
     append.add_argument("session", type=session_id, metavar="SESSION")

@@ -1,7 +1,7 @@
 """The event protocol: envelope, one model per kind, canonical JSON and hashing. No I/O."""
 
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
-from app.events.base import Action, Event, Observation, Service, Source
+from app.events.base import MAX_SEQ, Action, Event, Observation, Service, Source
 from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
 from app.events.conversation import AgentState, Condensation, Message
 from app.events.evaluation import EvalScore
@@ -36,6 +36,7 @@ __all__ = [
     "AWAITED_KINDS",
     "EVENT_TYPES",
     "HANDLED_KINDS",
+    "MAX_SEQ",
     "OBSERVATION_KINDS",
     "Action",
     "AgentState",

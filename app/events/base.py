@@ -37,6 +37,10 @@ _EXCLUDED: Mapping[tuple[bool, ...], frozenset[str]] = {
 }
 
 
+#: The largest seq (and so cause): the events table's ``seq`` is a PostgreSQL ``integer``.
+MAX_SEQ = 2**31 - 1
+
+
 class Event(BaseModel):
     """Base of every event kind. Subclasses set ``kind`` (a Literal) and a default ``source``."""
 
@@ -52,7 +56,7 @@ class Event(BaseModel):
 
     kind: str
     source: Source
-    cause: int | None = Field(default=None, ge=1)
+    cause: int | None = Field(default=None, ge=1, le=MAX_SEQ)
     event_id: UUID = Field(default_factory=new_event_id)
     #: In a replay session only: the seq, in the recorded session, of the event this one was
     #: served from (a model call's response, an observation). Left out of the payload when
