@@ -104,7 +104,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="a run's pass rate (95%% interval), per-task table, cost and step totals",
         description="Report an evaluation run from its recorded sessions and the scores that "
         "count on them (the newest per scorer). Every task x epoch is one trial: the pass "
-        "rate is pass@1 averaged over epochs, with Wilson's 95%% interval; pass@k and pass^k "
+        "rate is pass@1 averaged over epochs, with Wilson's 95% interval; pass@k and pass^k "
         "are the shares of tasks passed in at least one and in every epoch.",
     )
     report.add_argument("run_name", metavar="RUN", help="the evaluation run's name")
@@ -117,7 +117,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="run B against run A: the flip table, pass rates and their difference",
         description="Compare two evaluation runs task by task (a task passes a run when it "
         "passed in more than half of its epochs): newly passing, regressed, both, neither; "
-        "both pass rates with Wilson's 95%% interval and the difference B - A with "
+        "both pass rates with Wilson's 95% interval and the difference B - A with "
         "Newcombe's interval; cost and step deltas.",
     )
     compare.add_argument("run_a", metavar="RUN_A", help="the baseline run")

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from app.evaluation.report import Comparison, Report
 from app.evaluation.statistics import Interval
+from app.sessions.summary import UNKNOWN_COST
 
 
 def _rate(rate: float, interval: Interval) -> str:
@@ -14,7 +15,7 @@ def _rate(rate: float, interval: Interval) -> str:
 
 
 def _usd(cost: Decimal | None) -> str:
-    return "-" if cost is None else f"${cost.normalize():f}"
+    return UNKNOWN_COST if cost is None else f"${cost.normalize():f}"
 
 
 def _signed(value: Decimal) -> str:
@@ -116,18 +117,18 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     a, b = comparison.run_a, comparison.run_b
     difference = comparison.difference_interval
     delta = comparison.cost_delta_usd
-    cost = "-" if delta is None else _signed(delta)
+    cost = UNKNOWN_COST if delta is None else f"{_signed(delta)} USD"
     mean_cost = comparison.mean_cost_delta_usd
     mean_steps = comparison.mean_steps_delta
     lines = [
         f"A {a}: pass rate {_rate(comparison.pass_rate_a, comparison.interval_a)}",
         f"B {b}: pass rate {_rate(comparison.pass_rate_b, comparison.interval_b)}",
         f"B - A: {comparison.difference:+.1%} ({difference.confidence:.0%} CI "
-        f"{difference.low:+.1%} to {difference.high:+.1%}); cost {cost} USD, "
+        f"{difference.low:+.1%} to {difference.high:+.1%}); cost {cost}, "
         f"steps {comparison.steps_delta:+d}",
         "per trial: cost "
-        + ("-" if mean_cost is None else _signed(mean_cost))
-        + " USD, steps "
+        + (UNKNOWN_COST if mean_cost is None else f"{_signed(mean_cost)} USD")
+        + ", steps "
         + ("-" if mean_steps is None else _signed(mean_steps)),
         "",
     ]

@@ -126,13 +126,18 @@ def _bare(payload: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in payload.items() if key not in VOLATILE_FIELDS}
 
 
+def _a(kind: str) -> str:
+    """``kind`` with its article: "an error", "a file.edit"."""
+    return f"{'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
+
+
 def _what(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
     if old is None and new is not None:
-        return f"the agent did more than recorded (a {new['kind']})"
+        return f"the agent did more than recorded ({_a(new['kind'])})"
     if new is None and old is not None:
         return f"the agent did less than recorded (no {old['kind']})"
     assert old is not None and new is not None
     if old["kind"] != new["kind"]:
-        return f"the agent made a {new['kind']} where the recording has a {old['kind']}"
+        return f"the agent made {_a(new['kind'])} where the recording has {_a(old['kind'])}"
     changed = ", ".join(change.field for change in field_changes(old, new))
     return f"the agent's {new['kind']} differs from the recorded one ({changed})"

@@ -29,11 +29,19 @@ def one_line_title(text: str, width: int = TITLE_WIDTH) -> str:
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
-def format_cost(known_usd: float, unpriced_calls: int, calls: int) -> str:
-    """``$0.0123``; ``-`` when no call's price is known; ``≥$0.0123`` when some are not."""
-    if unpriced_calls and unpriced_calls == calls:
-        return "-"
-    return ("≥" if unpriced_calls else "") + f"${known_usd:.4f}"
+#: How a cost no price is known for is written, by the CLI, the reports and the page
+#: (``UNKNOWN_COST`` in app/server/web/format.js); the API says ``null``.
+UNKNOWN_COST = "unknown"
+
+
+def format_cost(cost_usd: float | None, unpriced_calls: int, calls: int) -> str:
+    """``$0.0123``; ``≥$0.0123`` when some calls have no price; ``unknown`` when none has
+    (``cost_usd`` None); ``$0`` with no model call."""
+    if calls == 0:
+        return "$0"
+    if cost_usd is None:
+        return UNKNOWN_COST
+    return ("≥" if unpriced_calls else "") + f"${cost_usd:.4f}"
 
 
 def shown_state(status: str | None, claimed: bool) -> str | None:
@@ -84,8 +92,7 @@ class SessionSummary(BaseModel):
         return applicable(phase_shown(self.state))
 
     def cost_text(self) -> str:
-        unpriced = self.unpriced_calls if self.cost_usd is not None else self.model_calls
-        return format_cost(self.cost_usd or 0.0, unpriced, self.model_calls)
+        return format_cost(self.cost_usd, self.unpriced_calls, self.model_calls)
 
     @classmethod
     def of(cls, row: SessionRow) -> SessionSummary:

@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
-import { cost, localTime } from "./format.js";
+import { UNKNOWN_COST, cost, localTime } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -176,12 +176,12 @@ export function evaluationView({ main, showError, clearError, go }, run) {
           el("td", { "data-label": "Task" }, t.id),
           el("td", { "data-label": "Passed", class: "num" }, `${t.passed} / ${t.epochs}`),
           el("td", { "data-label": "Steps", class: "num" }, String(t.steps)),
-          el("td", { "data-label": "Cost", class: "num" }, t.cost_usd === null ? "–" : `$${Number(t.cost_usd).toFixed(4)}`),
+          el("td", { "data-label": "Cost", class: "num" }, t.cost_usd === null ? UNKNOWN_COST : `$${Number(t.cost_usd).toFixed(4)}`),
           el("td", { "data-label": "Sessions" }, t.session_ids.map((id, i) =>
             el("a", { href: `#/sessions/${id}`, class: "session-link", "aria-label": `session ${i + 1} of task ${t.id}` }, `#${i + 1}`)))))))),
       el("div", { class: "charts" },
         barChart("Steps per task", tasks, (t) => t.steps, (t) => String(t.steps)),
-        barChart("Cost per task (USD)", tasks, (t) => Number(t.cost_usd || 0), (t) => t.cost_usd === null ? "–" : `$${Number(t.cost_usd).toFixed(4)}`)));
+        barChart("Cost per task (USD)", tasks, (t) => Number(t.cost_usd || 0), (t) => t.cost_usd === null ? UNKNOWN_COST : `$${Number(t.cost_usd).toFixed(4)}`)));
   }).catch((error) => {
     if (closed) return;
     clear(body);

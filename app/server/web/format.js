@@ -24,8 +24,14 @@ export function age(iso, now = Date.now()) {
   return `${Math.floor(hours / 24)}d`;
 }
 
+/** How a cost no price is known for is written (UNKNOWN_COST in app/sessions/summary.py). */
+export const UNKNOWN_COST = "unknown";
+
+/** `$0.0123`; `≥$0.0123` when some calls have no price; unknown when none has; `$0` with no
+ * model call (as format_cost in app/sessions/summary.py). */
 export function cost(usd, unpriced = 0, calls = 0) {
-  if (usd === null || usd === undefined) return calls ? "–" : "$0";
+  if (!calls) return "$0";
+  if (usd === null || usd === undefined) return UNKNOWN_COST;
   return `${unpriced ? "≥" : ""}$${usd.toFixed(4)}`;
 }
 

@@ -270,4 +270,5 @@ async def test_another_registered_agent_is_the_one_replayed_and_diverges_readabl
     assert action.recorded is not None and action.recorded["kind"] == "file.edit"
     assert action.new is not None and action.new["kind"] == "error"
     assert "there is no tool 'str_replace_editor'" in action.new["message"]
-    assert "the agent made a error where the recording has a file.edit" in action.summary
+    # "an error", not "a error" (issue 23)
+    assert "the agent made an error where the recording has a file.edit" in action.summary

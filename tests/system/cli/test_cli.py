@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -233,7 +234,7 @@ def test_a_settings_file_named_but_missing_is_an_error(env: dict[str, str], tmp_
     assert f"CHRONICLE_CONFIG names {missing}, which does not exist" in line
 
 
-def test_unknown_cost_shows_a_dash_and_titles_are_one_line(env: dict[str, str]) -> None:
+def test_unknown_cost_shows_as_unknown_and_titles_are_one_line(env: dict[str, str]) -> None:
     session = str(uuid.uuid4())
     title = "Fix the parser\nthen run the tests\nand commit"
     created = json.dumps({"title": title, "config": {}})
@@ -242,7 +243,7 @@ def test_unknown_cost_shows_a_dash_and_titles_are_one_line(env: dict[str, str]) 
     assert chronicle("append", session, "llm.call", unpriced, env=env).returncode == 0
     listed = chronicle("sessions", env=env)
     [line] = listed.stdout.splitlines()
-    assert "$0.0000" not in line and "  -  " in line
+    assert "$0.0000" not in line and "  unknown  " in line
     assert line.endswith("Fix the parser") and "then run" not in listed.stdout
     [row] = [json.loads(x) for x in chronicle("sessions", "--json", env=env).stdout.splitlines()]
     assert row["cost_usd"] is None and row["model_calls"] == 1
@@ -270,7 +271,7 @@ def test_run_records_a_one_line_title_and_summarises_unknown_cost(
     assert len(title) <= 80 and title.endswith("…")
     summary = done.stdout.strip().splitlines()[-1]
     assert summary.startswith(f"session {session}: finished")
-    assert "1 model call" in summary and "cost -" in summary and "$0.0000" not in done.stdout
+    assert "1 model call" in summary and "cost unknown" in summary and "$0.0000" not in done.stdout
 
 
 def test_text_no_terminal_can_encode_prints_as_its_escape(env: dict[str, str]) -> None:
@@ -302,3 +303,20 @@ def test_cause_zero_is_an_error_on_the_command_line(app_database_url: str, tmp_p
         "append", session, "run.output", '{"exit_code": 0}', "--cause", "1", env=env
     )
     assert answered.returncode == 0, answered.stderr
+
+
+def test_no_model_call_costs_nothing_written_as_the_page_writes_it(env: dict[str, str]) -> None:
+    """One notation: ``$0`` with no model call (the page's), ``unknown`` with no price."""
+    session = str(uuid.uuid4())
+    created = json.dumps({"title": "nothing asked", "config": {}})
+    assert chronicle("append", session, "session.created", created, env=env).returncode == 0
+    [line] = chronicle("sessions", env=env).stdout.splitlines()
+    assert re.search(r" 0 calls +\$0  nothing asked$", line), line
+
+
+def test_help_texts_print_a_percent_sign_once() -> None:
+    """argparse formats an option's help with ``%`` but not a description: "95%%" showed."""
+    for command in (("eval", "report", "--help"), ("eval", "compare", "--help")):
+        shown = chronicle(*command, env=dict(os.environ))
+        assert shown.returncode == 0, shown.stderr
+        assert "95% interval" in shown.stdout and "%%" not in shown.stdout, shown.stdout
