@@ -14,13 +14,13 @@ import uuid
 from http import HTTPStatus
 from typing import Any
 
-import orjson
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel
 
 from app.events import InvalidEventError
+from app.server.json_text import dumps
 from app.store import ConcurrencyError, DatabaseUnavailableError, DuplicateEventError, StoreError
 from app.store.session_claims import SessionBusyError
 from app.store.transient import TRANSIENT_ERRORS, refused_for_now
@@ -73,7 +73,7 @@ class TooManyActiveSessions(ApiProblem):
 
 
 def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> Response[bytes]:
-    body = orjson.dumps(problem.model_dump(exclude_none=True))
+    body = dumps(problem.model_dump(exclude_none=True))
     return Response(
         content=body, status_code=problem.status, media_type=PROBLEM_JSON, headers=headers
     )
