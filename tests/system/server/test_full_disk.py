@@ -57,9 +57,9 @@ async def test_a_full_disk_delays_a_run_until_space_is_freed_and_never_drops_it(
     if (why := can_fill_a_disk(pg_server)) is not None:
         pytest.skip(why)
     finish = tool_call("finish", message="done")
-    # the first answer cannot be stored while the disk is full; the next ones are small
+    # the first answer comes once the disk is full, and cannot be stored then; the next are small
     fake_llm.script(
-        Reply(content=TOO_LONG_FOR_A_FULL_DISK, tool_calls=[finish]),
+        Reply(content=TOO_LONG_FOR_A_FULL_DISK, tool_calls=[finish], held=True),
         *(Reply(tool_calls=[finish]) for _ in range(10)),
     )
     with database_on_small_disk(pg_server, pg_template) as (admin_url, disk):
@@ -77,7 +77,7 @@ async def test_a_full_disk_delays_a_run_until_space_is_freed_and_never_drops_it(
             async with httpx.AsyncClient(
                 base_url=server.url, headers=bearer(token), timeout=30
             ) as api:
-                session = await run_through_a_full_disk(api, server, disk)
+                session = await run_through_a_full_disk(api, server, disk, fake_llm)
                 events = (await api.get(f"/api/sessions/{session}/events?limit=1000")).json()
         finally:
             server.stop()
@@ -88,7 +88,7 @@ async def test_a_full_disk_delays_a_run_until_space_is_freed_and_never_drops_it(
 
 
 async def run_through_a_full_disk(
-    api: httpx.AsyncClient, server: ServerProcess, disk: SmallDisk
+    api: httpx.AsyncClient, server: ServerProcess, disk: SmallDisk, model: FakeLlmServer
 ) -> str:
     """A session created just before the disk fills, run through the fault; its id."""
     created = await api.post(
@@ -116,6 +116,7 @@ async def run_through_a_full_disk(
         "detail": "refused: its disk is full (an operator must free space)",
     }
     # the session's run meets the full disk (53100) before any space is freed
+    model.release_held()
     await until(
         lambda: any(session in line and "53100" in line for line in server.output),
         timeout=120,
