@@ -15,12 +15,12 @@ in between is read again instead of steered blind.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from litestar import Request, post
 from litestar.params import FromPath, JSONBody
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from app.agent.steering import Steering, needs_run, phase_of, refusal
 from app.events import AgentState, Event, Message
@@ -28,6 +28,7 @@ from app.server.access import ensure_visible
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import Conflict, TooManyActiveSessions, problem_responses
+from app.server.text_fields import MESSAGE_TEXT
 from app.sessions.leases import record_and_request_run, request_run
 from app.store import ConcurrencyError
 from app.store.capped_runs import RunCapReached
@@ -44,7 +45,7 @@ STEER_ATTEMPTS = 20
 
 
 class NewMessage(BaseModel):
-    content: str = Field(min_length=1, max_length=100_000)
+    content: Annotated[str, MESSAGE_TEXT] = MESSAGE_TEXT.field()
 
 
 class Recorded(BaseModel):

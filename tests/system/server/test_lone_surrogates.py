@@ -155,6 +155,16 @@ def test_a_request_body_may_carry_an_escaped_surrogate(
     events = get(shared_server, f"/api/sessions/{session}/events", admin)["events"]
     message = next(e for e in events if e["kind"] == "message")
     assert message["payload"]["content"] == "caf\udce9 and \ud83d alone"
+    sent = httpx.post(
+        f"{shared_server.url}/api/sessions/{session}/messages",
+        headers={**admin, "Content-Type": "application/json"},
+        content=b'{"content": "and na\\udcefve.txt"}',
+        timeout=30,
+    )
+    assert sent.status_code == 202, sent.text
+    events = get(shared_server, f"/api/sessions/{session}/events", admin, limit=1000)["events"]
+    said = [e["payload"]["content"] for e in events if e["kind"] == "message"]
+    assert "and na\udcefve.txt" in said
     not_utf8 = httpx.post(
         f"{shared_server.url}/api/sessions",
         headers={**admin, "Content-Type": "application/json"},
