@@ -34,7 +34,7 @@ from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.stored_keys import StoredKeys
 from app.llm.text_tools import to_prompt_messages
-from app.llm.unread import unconverted_reply
+from app.llm.unread import quiet_odd_count_warnings, unconverted_reply
 from app.llm.wire import for_the_wire
 from app.store import EventStore, RecordedEvent
 
@@ -164,6 +164,7 @@ def _import_litellm() -> Any:
     import litellm
 
     litellm.suppress_debug_info = True
+    quiet_odd_count_warnings()
     return litellm
 
 

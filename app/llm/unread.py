@@ -15,12 +15,31 @@ fails there, not in a user's session.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 #: litellm's conversion of a provider's JSON into its response objects, and its argument.
 _CONVERSION = "convert_to_model_response_object"
 _ARGUMENT = "response_object"
+
+
+#: pydantic's warning when litellm serializes its usage model holding what a server sent
+#: (``inf``, ``"abc"``): the counts are recorded as unknown, the user needs no traceback-like
+#: lines on the terminal for it. Only when every value it names is a token count.
+_ODD_COUNTS_WARNING = (
+    r"Pydantic serializer warnings:"
+    r"(?:\s+PydanticSerializationUnexpectedValue\([^\n]*field_name='\w*tokens'[^\n]*\))+\s*\Z"
+)
+
+
+@cache  # once: each change of the filters empties the warnings' caches
+def quiet_odd_count_warnings() -> None:
+    """Leave out pydantic's warning about odd token counts inside litellm (see above)."""
+    warnings.filterwarnings(
+        "ignore", message=_ODD_COUNTS_WARNING, category=UserWarning, module=r"pydantic\.main"
+    )
 
 
 def _links(exc: BaseException) -> Iterator[BaseException]:
