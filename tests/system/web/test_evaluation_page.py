@@ -157,8 +157,7 @@ def test_an_admin_opens_each_of_two_users_runs_of_one_name(
             timeout=30,
         )
         assert started.status_code == 202, started.text
-        # stopped at its one trial: no model listens
-        runs[user] = wait_finished(server.url, token, "nightly", status="stopped")
+        runs[user] = wait_finished(server.url, token, "nightly")
     admin = new_page()
     open_sign_in_link(admin, server.sign_in_path(server.token("evaluator", admin=True)))
     admin.get_by_role("link", name="Evaluation").click()
