@@ -22,6 +22,9 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.ConnectionDoesNotExistError,
+    # A connection the server ended with a message (a fast shutdown's 57P01) can be left
+    # waiting for an answer that never comes: each use then raises this (asyncpg #1069).
+    asyncpg.InternalClientError,
 )
 
 #: What a database that went away looks like to a caller of the store: the store's own error
