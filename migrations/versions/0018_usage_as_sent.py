@@ -8,8 +8,8 @@ session. Now:
 - a count is read by ``chronicle_count(jsonb)``: a whole JSON number from 0 to 2^53 - 1 (what
   every JSON reader, a browser's too, holds exactly) as a ``bigint``, anything else (a
   string, a fraction, a negative or absurd number, an unknown count recorded as ``null``)
-  NULL: unknown, never an error. A missing key is 0 in the columns that had it (a failed
-  call records no usage), NULL in the new ones (not reported);
+  NULL: unknown, never an error. A missing key is 0 in the columns that had it (as before),
+  NULL in the new ones (not reported);
 - a number of the payload read as a float (cost, latency, temperature) goes through
   ``chronicle_float(jsonb)``: NULL when it is not a number a ``float8`` holds;
 - sums of counts in ``session_costs`` and ``daily_usage`` are ``numeric`` (no ``::bigint``
@@ -26,7 +26,9 @@ session. Now:
 
 A view cannot change a column's type in place: ``llm_calls`` and the views built on it
 (``session_costs``, ``daily_usage``, ``evaluation_latency``) are dropped and made again in
-one transaction, owned by ``chronicle_owner`` and granted as 0003, 0006 and 0009 ask.
+one transaction, owned by ``chronicle_owner`` and granted as 0003, 0006 and 0009 ask. A view
+of a user's own over one of them stops the upgrade (PostgreSQL names it): drop it, migrate,
+and make it again.
 
 Revision ID: 0018
 Revises: 0017
