@@ -1,0 +1,40 @@
+"""The session_state fold adds only counts the views count, and a total stops at bigint's
+maximum rather than fail the projection's write for every session after it (pure code)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from app.events.usage import MAX_COUNT
+from app.projections import SESSION_STATE, SessionState
+from app.projections.session_state import BIGINT_MAX
+from app.store import RecordedEvent
+from app.store.projection_store import ProjectionRows
+
+SESSION = uuid.uuid4()
+
+
+def _call(seq: int, **usage: Any) -> RecordedEvent:
+    return RecordedEvent(
+        global_position=seq, session_id=SESSION, seq=seq, event_id=uuid.uuid4(), tx=seq,
+        kind="llm.call", source="agent", cause=None, payload={"model": "m", "usage": usage},
+        schema_version=1, created_at=datetime(2026, 1, 1, tzinfo=UTC), hash=b"",
+    )  # fmt: skip
+
+
+def test_odd_counts_are_not_added_and_totals_stop_at_bigint() -> None:
+    rows = ProjectionRows()
+    projection = SessionState()
+    calls = [
+        _call(1, prompt_tokens=10**15, completion_tokens=-5),  # before: -5 was added
+        _call(2, prompt_tokens=10**25, completion_tokens=None),  # before: overflowed bigint
+        *(_call(seq, prompt_tokens=MAX_COUNT) for seq in range(3, 1030)),
+    ]
+    for call in calls:
+        projection.apply(rows, call)
+    row = rows.get(SESSION_STATE, SESSION)
+    assert row is not None
+    assert (row.model_calls, row.output_tokens) == (1029, 0)
+    assert row.input_tokens == BIGINT_MAX  # 10**15 + 1027 * (2**53 - 1) is beyond it
