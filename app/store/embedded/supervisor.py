@@ -41,59 +41,61 @@ class PostmasterSupervisor:
 
     def __init__(self, server: EmbeddedPostgres) -> None:
         self.server = server
+        self._last_pid: int | None = None
+        self._backoff = FIRST_BACKOFF
+        self._told_stopped = False
 
     async def run(self) -> None:
-        """Watch until cancelled."""
-        pgdata = self.server.pgdata
-        last_pid: int | None = None
-        backoff = FIRST_BACKOFF
-        told_stopped = False
+        """Watch until cancelled; a failure is logged and tried again after a backoff."""
         while True:
-            running = await asyncio.to_thread(read_postmaster, pgdata)
-            if running is not None:
-                last_pid, backoff, told_stopped = running.pid, FIRST_BACKOFF, False
-                await _ended(running.pid, within=CHECK_INTERVAL)
-                continue
-            reason = (
-                f"its postmaster (pid {last_pid}) ended without shutting down"
-                if last_pid is not None
-                else "its postmaster ended without shutting down"
-            )
             try:
-                revival = await asyncio.to_thread(self.server.start_if_died)
+                await self._step()
             except Exception as exc:  # logged and retried: the supervisor must outlive it
                 log.warning(
                     "the embedded PostgreSQL in %s is down: %s; it did not start: %s; "
                     "trying again in %.0f s",
-                    pgdata,
-                    reason,
+                    self.server.pgdata,
+                    self._reason(),
                     exc,
-                    backoff,
+                    self._backoff,
                 )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
-                continue
-            if revival is Revival.STOPPED:
-                if not told_stopped:
-                    log.warning(
-                        "the embedded PostgreSQL in %s was stopped (`chronicle db stop`); "
-                        "left stopped until a command starts it",
-                        pgdata,
-                    )
-                    told_stopped = True
-                await asyncio.sleep(STOPPED_INTERVAL)
-                continue
-            now = await asyncio.to_thread(read_postmaster, pgdata)
-            pid = now.pid if now is not None else None
-            if revival is Revival.STARTED:
+                await asyncio.sleep(self._backoff)
+                self._backoff = min(self._backoff * 2, MAX_BACKOFF)
+
+    async def _step(self) -> None:
+        """Wait for the running postmaster to end, or start a dead one again."""
+        pgdata = self.server.pgdata
+        running = await asyncio.to_thread(read_postmaster, pgdata)
+        if running is not None:
+            self._last_pid, self._backoff, self._told_stopped = running.pid, FIRST_BACKOFF, False
+            await _ended(running.pid, within=CHECK_INTERVAL)
+            return
+        revival = await asyncio.to_thread(self.server.start_if_died)
+        if revival is Revival.STOPPED:
+            if not self._told_stopped:
                 log.warning(
-                    "the embedded PostgreSQL in %s died: %s; started it again (pid %s)",
+                    "the embedded PostgreSQL in %s was stopped (`chronicle db stop`); "
+                    "left stopped until a command starts it",
                     pgdata,
-                    reason,
-                    pid,
                 )
-            else:
-                log.info("the embedded PostgreSQL in %s runs again (pid %s)", pgdata, pid)
+                self._told_stopped = True
+            await asyncio.sleep(STOPPED_INTERVAL)
+            return
+        now = await asyncio.to_thread(read_postmaster, pgdata)
+        pid = now.pid if now is not None else None
+        if revival is Revival.STARTED:
+            log.warning(
+                "the embedded PostgreSQL in %s died: %s; started it again (pid %s)",
+                pgdata,
+                self._reason(),
+                pid,
+            )
+        else:
+            log.info("the embedded PostgreSQL in %s runs again (pid %s)", pgdata, pid)
+
+    def _reason(self) -> str:
+        pid = f" (pid {self._last_pid})" if self._last_pid is not None else ""
+        return f"its postmaster{pid} ended without shutting down"
 
 
 async def _ended(pid: int, *, within: float) -> None:
