@@ -81,6 +81,7 @@ class FakeLlmServer:
         self.models: set[str] | None = None
         self._lock = threading.Lock()
         self._released = threading.Event()
+        self._stopping = False
         #: Tasks in ``wait_until``: their loop and the event the server's threads set.
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -103,6 +104,7 @@ class FakeLlmServer:
         self._released.set()
 
     def stop(self) -> None:
+        self._stopping = True  # held replies go unanswered: their askers are usually dead
         self._released.set()
         self._server.shutdown()
         self._server.server_close()
@@ -200,6 +202,8 @@ class FakeLlmServer:
                 try:
                     if reply.held:
                         fake._released.wait(600)
+                        if fake._stopping:
+                            return
                     time.sleep(reply.delay)
                     if reply.body is not None:
                         self._send(reply.status, reply.body, reply.headers, reply.content_type)

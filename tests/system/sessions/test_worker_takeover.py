@@ -24,7 +24,7 @@ from tests.support.waiting import exited, wait_for_event
 from tests.support.worker_processes import Workers, lease_owner
 from tests.support.worker_sessions import recorded_session
 
-LEASE = 4.0
+LEASE = 6.0
 KILLS = 3
 #: The documented bound: a dead worker's session is going again within the lease plus this.
 SLACK = 5.0
@@ -41,7 +41,7 @@ def workers(fake_llm: FakeLlmServer, app_database_url: str, tmp_path: Path) -> I
         app_database_url,
         tmp_path,
         CHRONICLE_WORKER_LEASE_DURATION=str(LEASE),
-        CHRONICLE_WORKER_HEARTBEAT_INTERVAL="1",
+        CHRONICLE_WORKER_HEARTBEAT_INTERVAL="2",
         CHRONICLE_WORKER_MAX_ATTEMPTS=str(KILLS + 1),
     )
     logs = tmp_path / "worker-logs"
