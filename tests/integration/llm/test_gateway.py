@@ -202,7 +202,7 @@ async def test_configuration_failures_are_named_as_such(
     nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
     closed.close()  # nothing listens there now: connections are refused
     fake_llm.key, fake_llm.models = "sk-test-secret", {"fake-model"}
-    cases = [
+    cases: list[tuple[dict[str, object], str, str, int]] = [
         ({"model": "nosuchprovider/x"}, "no_provider", "no model provider is known", 0),
         ({"base_url": nowhere, "retries": 1}, "unreachable", f"nothing answers at {nowhere}", 0),
         ({"api_key": "sk-wrong"}, "auth", "refused the credentials", 1),
