@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import math
 import os
@@ -166,6 +167,25 @@ def _import_litellm() -> Any:
     litellm.suppress_debug_info = True
     quiet_odd_count_warnings()
     return litellm
+
+
+@functools.cache
+def _openai_provider(model: str, base_url: str) -> bool:
+    """Does litellm call this model at this URL through the OpenAI SDK?"""
+    try:
+        return _import_litellm().get_llm_provider(model=model, api_base=base_url)[1] == "openai"
+    except Exception:  # a model litellm cannot place: its own call says why
+        return False
+
+
+def _openai_compatible_client(config: LlmConfig) -> Any:
+    """The SDK client for an OpenAI-compatible server (``app.llm.openai_client``: its tool
+    calls' arguments read as text), or None: litellm's own client."""
+    if not (config.base_url and config.api_key and _openai_provider(config.model, config.base_url)):
+        return None
+    from app.llm.openai_client import client_for  # the SDK loads with litellm, not before
+
+    return client_for(config.base_url, config.api_key.get_secret_value())
 
 
 def preload_client() -> None:
@@ -547,6 +567,9 @@ class LlmGateway:
             extra["input_cost_per_token"] = config.input_cost_per_token
         if config.output_cost_per_token is not None:
             extra["output_cost_per_token"] = config.output_cost_per_token
+        client = _openai_compatible_client(config)
+        if client is not None:
+            extra["client"] = client
         return await litellm.acompletion(
             model=config.model,
             messages=messages,

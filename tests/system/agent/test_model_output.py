@@ -209,6 +209,28 @@ async def test_arguments_as_models_send_them(
     await finished_and_sound(store, session, outcome)
 
 
+@pytest.mark.filterwarnings("error:Pydantic serializer warnings:UserWarning")
+async def test_arguments_sent_as_an_object_are_read_without_a_warning(
+    store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    """Before: the call worked, and pydantic printed a five-line serializer warning (the
+    object in the SDK's ``str`` field); as an error here, litellm reported the reply as a
+    server error and the command never ran."""
+    as_object = raw_completion(
+        '{"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": '
+        '"function", "function": {"name": "execute_bash", "arguments": '
+        '{"command": "echo caf\\u00e9"}}}]}',
+        finish_reason="tool_calls",
+    )
+    session, outcome, events = await run(store, fake_llm, tmp_path, Reply(body=as_object), FINISH)
+    [sent] = calls(events)[0].payload["response"]["tool_calls"]
+    assert json.loads(sent["arguments"]) == {"command": "echo café"}
+    command = first_action(events, "run")
+    assert command.payload["command"] == "echo café"
+    assert answer(events, command.seq).payload["output"] == "café\n"
+    await finished_and_sound(store, session, outcome)
+
+
 # -- replies that cannot be used ---------------------------------------------------------------
 
 
