@@ -10,8 +10,8 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
 
 - A worker that dies (kill -9) renews nothing: its lease expires and another worker takes
   the session over, its step in flight again within ``worker_lease_duration`` plus 5 s (a
-  worker imports its model client as it starts, not when it takes a session over). A model
-  call the dead worker had in flight is recorded by the new holder as ``lost``
+  worker imports its model client once it sees a session run, not when it takes one over).
+  A model call the dead worker had in flight is recorded by the new holder as ``lost``
   (``app.sessions.lost_calls``).
 - A worker whose renewal is refused (it stalled past its lease and another took over) stops
   that run at once.
@@ -166,17 +166,13 @@ class Worker:
         self._wake = asyncio.Event()
         self._serving: set[asyncio.Task[None]] = set()
         self._hooks: set[asyncio.Future[None]] = set()
+        self._client_loading = False
         #: Sessions whose runs the database refused for now, and how many times in a row.
         self._refusals: dict[UUID, int] = {}
 
     # -- the claim loop --------------------------------------------------------------------
 
     async def serve(self, stop: asyncio.Event, abort: asyncio.Event) -> None:
-        # The model client's import (seconds of CPU) as the worker starts, not when it takes
-        # a session over: that import made a takeover outlast the lease by 10-20 s.
-        threading.Thread(
-            target=preload_client, name="chronicle-worker-model-client", daemon=True
-        ).start()
         async with leases.run_requests(self.store) as requests:
             helpers = [
                 asyncio.create_task(self._doorbell(requests), name="chronicle-worker-doorbell"),
@@ -213,15 +209,30 @@ class Worker:
                 except Exception as exc:  # the database away or not migrated: keep polling
                     log.warning("worker %s cannot claim sessions: %s", self.worker_id, exc)
             if lease is not None:
+                self._load_model_client()
                 self._start(lease)
                 continue
             timeout = poll
             if len(self.runs) < self.max_sessions:
                 with contextlib.suppress(Exception):
-                    timeout = wait_before_claiming(poll, await leases.seconds_until_due(self.store))
+                    due_in = await leases.seconds_until_due(self.store)
+                    if due_in is not None:  # sessions run: one may be ours to take over
+                        self._load_model_client()
+                    timeout = wait_before_claiming(poll, due_in)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
+
+    def _load_model_client(self) -> None:
+        """Import the model client (litellm: seconds of CPU) in a thread of its own, once, as
+        soon as any session must run: imported when this worker takes a session over, it held
+        the session's next model call back 10-20 s past the lease on a loaded machine. A
+        worker that never sees a session (an API's, in tests) never pays for it."""
+        if not self._client_loading:
+            self._client_loading = True
+            threading.Thread(
+                target=preload_client, name="chronicle-worker-model-client", daemon=True
+            ).start()
 
     async def _doorbell(self, requests: leases.RunRequests) -> None:
         while True:
