@@ -17,6 +17,7 @@ from litestar.handlers.base import BaseRouteHandler
 from litestar.params import QueryParameter
 from pydantic import BaseModel
 
+from app.events import MAX_SEQ
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.server.auth import principal_of
 from app.server.context import Context
@@ -25,8 +26,6 @@ from app.store.platform_audit import read_audit
 from app.store.records import VerifyReport
 
 MAX_PAGE = 1000
-#: seq is an integer column: a larger after_seq is refused as invalid, not sent to PostgreSQL
-MAX_SEQ = 2**31 - 1
 
 
 async def admins_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

@@ -24,7 +24,7 @@ from litestar import Request, get, post
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, Field
 
-from app.events import Message
+from app.events import MAX_SEQ, Message
 from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult
 from app.replay.engine import prepare_replay
 from app.server.access import ensure_visible
@@ -39,9 +39,6 @@ from app.sessions.fork import fork_prefix, fork_workspace, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import SessionError
 from app.sessions.worker_runs import FORK_ON_DIVERGENCE, fork_id_of
-
-#: seq is an integer column: a larger one is refused as invalid, not sent to PostgreSQL
-MAX_SEQ = 2**31 - 1
 
 
 class AgentOverrides(BaseModel):

@@ -13,6 +13,7 @@ from litestar import Request, Response, get
 from litestar.params import FromPath, PathParameter, QueryParameter
 from pydantic import BaseModel
 
+from app.events import MAX_SEQ
 from app.llm.prompts import PromptChainError, whole_prompts
 from app.server.access import ensure_visible, not_found, owner_filter
 from app.server.auth import principal_of
@@ -27,8 +28,6 @@ from app.store.session_rows import ListedState
 
 MAX_PAGE = 200
 MAX_EVENTS_PAGE = 1000
-#: seq is an integer column: a larger after_seq is refused as invalid, not sent to PostgreSQL
-MAX_SEQ = 2**31 - 1
 
 
 class SessionPage(BaseModel):
