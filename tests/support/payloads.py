@@ -26,6 +26,10 @@ CASES: dict[str, Callable[[], list[Event]]] = {
         Run(command="cat caf\udce9.txt"),
         McpCall(server="s", tool="t", arguments={"caf\udce9": ["\ud800", {"x": "\udfff"}]}),
     ],
+    # Keys as sent, at any depth (pydantic's JSON mode replaced or refused them: free_keys).
+    "lone surrogates in keys": lambda: [
+        McpCall(server="s", tool="t", arguments={"k\udce9": {"n\ud800": [{"\udfff": 1}]}}),
+    ],
     "looks like a marker": lambda: [
         McpCall(
             server="s",
