@@ -39,6 +39,7 @@ from typing import Any
 from uuid import UUID
 
 from app.events import ACTION_KINDS
+from app.events.llm import LOST
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import needs_escape
 from app.events.usage import token_count
@@ -187,7 +188,8 @@ def exact_cost(value: Any) -> Decimal | None:
 class SessionState(Projection):
     name = "session_state"
     #: 2: calls served from a recording are not model calls (migration 0008)
-    version = 2
+    #: 3: odd usage counts are unknown, not added; a lost call's cost is unknown, not free
+    version = 3
     tables = (SESSION_STATE,)
 
     def keys(self, event: RecordedEvent) -> Iterable[tuple[Table[Any], Any]]:
@@ -262,7 +264,7 @@ def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
     if cost is not None:
         row.priced_calls += 1
         row.cost_usd = EXACT.add(row.cost_usd or Decimal(0), cost)
-    elif not failed:
+    elif not failed or payload.get("error_kind") == LOST:  # a lost call may have been paid
         row.unpriced_calls += 1
         if row.priced_calls == 0:
             row.cost_usd = None

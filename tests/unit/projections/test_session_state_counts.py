@@ -38,3 +38,19 @@ def test_odd_counts_are_not_added_and_totals_stop_at_bigint() -> None:
     assert row is not None
     assert (row.model_calls, row.output_tokens) == (1029, 0)
     assert row.input_tokens == BIGINT_MAX  # 10**15 + 1027 * (2**53 - 1) is beyond it
+
+
+def _call_with(seq: int, **payload: Any) -> RecordedEvent:
+    return _call(seq)._replace(payload={"model": "m", **payload})
+
+
+def test_a_lost_call_leaves_the_cost_unknown_and_a_failed_one_free() -> None:
+    rows = ProjectionRows()
+    projection = SessionState()
+    projection.apply(rows, _call_with(1, cost_usd=0.5))
+    projection.apply(rows, _call_with(2, error="refused", error_kind="auth", cost_usd=None))
+    row = rows.get(SESSION_STATE, SESSION)
+    assert row is not None
+    assert (row.failed_calls, row.unpriced_calls) == (1, 0)  # a refused call is not paid
+    projection.apply(rows, _call_with(3, error="in flight at takeover", error_kind="lost"))
+    assert (row.failed_calls, row.unpriced_calls) == (2, 1)  # a lost one may have been
