@@ -1,4 +1,4 @@
-"""The README's worked example of evaluation, run verbatim so it cannot rot: its suite file
+"""The worked example of docs/evaluation.md, run verbatim so it cannot rot: its suite file
 (the ```yaml block after ``<!-- example-file: NAME -->``) is written as it reads, and each
 transcript (the ```console blocks after ``<!-- example-transcript -->``) is replayed: every
 ``$ chronicle ...`` line runs as written, its exit status must be the one the transcript says
@@ -20,7 +20,7 @@ from typing import Any
 from tests.support.agent_cli import agent_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "evaluation.md"
 FILE = re.compile(r"<!-- example-file: (?P<name>[\w.]+) -->\n```\w*\n(?P<text>.*?)```", re.S)
 TRANSCRIPT = re.compile(r"<!-- example-transcript -->\n```console\n(?P<text>.*?)```", re.S)
 EXIT = re.compile(r"^\[exit (\d+)\]$")
@@ -77,12 +77,12 @@ def assert_shown(shown: list[str], output: str, command: str) -> None:
 def test_the_worked_example_runs_as_written(
     fake_llm: FakeLlmServer, tmp_path: Path, app_database_url: str
 ) -> None:
-    readme = README.read_text(encoding="utf-8")
-    files = {match["name"]: match["text"] for match in FILE.finditer(readme)}
+    guide = GUIDE.read_text(encoding="utf-8")
+    files = {match["name"]: match["text"] for match in FILE.finditer(guide)}
     assert set(files) == {"smoke.yaml", "terse.txt"}
     for name, text in files.items():
         (tmp_path / name).write_text(text)
-    steps = transcripts(readme)
+    steps = transcripts(guide)
     assert [command.split()[:3] for command, _, _ in steps] == [
         ["chronicle", "eval", "run"], ["chronicle", "eval", "report"],
         ["chronicle", "eval", "run"], ["chronicle", "eval", "compare"],
