@@ -150,7 +150,7 @@ async def floor_steps_per_second(
     a ``put_messages`` round trip of its own). ``sandbox``: `true` runs in it before each
     observation, as in the loop, so the database sits idle while a process runs, outside the
     timed window (an append after such a pause costs the server more than one in a burst:
-    README, issue 9's seventh pass)."""
+    issue 9's seventh pass, in the git history of README.md)."""
     session = uuid.uuid4()
     await store.append(session, [Message(content="go")])
     reactions = []

@@ -2,12 +2,13 @@
 
     python -m bench.append_candidates [--url URL] [--rounds N]
 
-What issue 9 asked to measure before choosing (README, "What made append fast"): the array
-function ``chronicle_append`` against the scalar ``chronicle_append_one``, the NOTIFY inside
-the append's transaction against one sent after the commit on a second connection (the
-listening one, as the store's announcer does), at 1 and 8 concurrent writers. Every candidate
-runs as the application's login on its own connection per writer, at the SQL level, so the
-figures are the database's and the protocol's cost, not the store's Python.
+What issue 9 asked to measure before choosing (its results are in the git history of README.md,
+"What made append fast"): the array function ``chronicle_append`` against the scalar
+``chronicle_append_one``, the NOTIFY inside the append's transaction against one sent after the
+commit on a second connection (the listening one, as the store's announcer does), at 1 and 8
+concurrent writers. Every candidate runs as the application's login on its own connection per
+writer, at the SQL level, so the figures are the database's and the protocol's cost, not the
+store's Python.
 
 Floors, not candidates, measured the same way: a raw INSERT with a ``pg_notify`` in the same
 statement (PostgreSQL's notify lock, no Chronicle code), ``chronicle_append_one`` without any

@@ -34,7 +34,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     evaluation = commands.add_parser(
-        "eval", help="offline evaluation: score recorded sessions (see the README's Evaluation)"
+        "eval", help="offline evaluation: score recorded sessions (see docs/evaluation.md)"
     )
     actions = evaluation.add_subparsers(dest="eval_command", required=True, metavar="ACTION")
     score = actions.add_parser(

@@ -1,12 +1,13 @@
 """A small HTTP/1.1 client for the sandbox protocol, on asyncio streams.
 
 A sandbox round trip should cost less than spawning a process, and httpx's layers (anyio,
-httpcore's pool and state machines, h11) cost ~1.4 ms per request here, several times what
-the action server itself takes (README, Benchmarks). The protocol needs little: keep-alive
-connections over a Unix socket or TCP (TLS for ``https``), one request at a time on each,
-bodies framed by Content-Length (chunked and read-to-close answers are understood too), a
-timeout per request. Requests are written in one piece and answers parsed with ``bytes``
-methods; idle connections are kept in a small pool, so concurrent requests each get one.
+httpcore's pool and state machines, h11) cost ~1.4 ms per request here, several times what the
+action server itself takes (the figures are in the git history of README.md's Benchmarks
+section). The protocol needs little: keep-alive connections over a Unix socket or TCP (TLS for
+``https``), one request at a time on each, bodies framed by Content-Length (chunked and
+read-to-close answers are understood too), a timeout per request. Requests are written in one
+piece and answers parsed with ``bytes`` methods; idle connections are kept in a small pool, so
+concurrent requests each get one.
 
 Errors: ``HttpTimeout`` when a request took too long, ``HttpError`` for every other transport
 failure (refused, reset, closed before the answer ended, not an HTTP answer). A connection

@@ -8,9 +8,10 @@ an event.
 The connection LISTENs only while something in the process watches: a listener hears every
 append of the cluster, its process's own included, and taking each one in costs the client
 ~75-100 us of CPU (asyncpg's parsing, an event-loop wake-up), which a process that only writes
-paid on every append for nothing (README, issue 9's fifth pass). When the first watcher comes,
-LISTEN is sent and then every watcher rung, so whatever committed before the LISTEN took effect
-is found by the catch-up read that ring causes.
+paid on every append for nothing (issue 9's fifth pass; its figures are in the git history of
+README.md). When the first watcher comes, LISTEN is sent and then every watcher rung, so
+whatever committed before the LISTEN took effect is found by the catch-up read that ring
+causes.
 
 A NOTIFY sent by one of the process's own append connections rings nobody: the append rings
 its watchers itself, with the events, once it returns (``EventStore.append``). Heard first,

@@ -52,7 +52,7 @@ BEGIN
 EXCEPTION WHEN insufficient_privilege THEN
     RAISE EXCEPTION 'cannot set up the roles chronicle_owner and chronicle_app: %', SQLERRM
         USING HINT = 'run migrations as a superuser, or create both roles first and run '
-                     'them as a login that is a member of chronicle_owner (README: Security model)';
+                     'them as a login that is a member of chronicle_owner (docs/configuration.md: Database roles)';
 END
 $$;
 """

@@ -53,7 +53,7 @@ BEGIN
             CREATE ROLE chronicle_analyst NOLOGIN;
         EXCEPTION WHEN insufficient_privilege OR duplicate_object THEN
             RAISE NOTICE 'chronicle_analyst not created (%): create it and grant it the views '
-                         '(README: Database roles)', SQLERRM;
+                         '(docs/configuration.md: Database roles)', SQLERRM;
         END;
     END IF;
 END

@@ -1,12 +1,12 @@
 """chronicle_append_one: a single event in one round trip, with scalar arguments.
 
-Most appends carry one event (an action, an observation, a message). ``chronicle_append``
-takes column arrays, returns a set through ``RETURN QUERY`` and sends its NOTIFY only when
-asked; for one event that costs measurably more than the work itself (the README's
-Benchmarks section has the numbers). This function does exactly what ``chronicle_append``
-does for a one-event batch — the per-session lock, the expected-seq check, the gapless seq,
-the hash chain over the same canonical text, the check that an observation answers an action
-of its session, the sessions row — with scalar arguments and one output row.
+Most appends carry one event (an action, an observation, a message). ``chronicle_append`` takes
+column arrays, returns a set through ``RETURN QUERY`` and sends its NOTIFY only when asked; for
+one event that costs measurably more than the work itself (the numbers are in the git history
+of README.md's Benchmarks section). This function does exactly what ``chronicle_append`` does
+for a one-event batch — the per-session lock, the expected-seq check, the gapless seq, the hash
+chain over the same canonical text, the check that an observation answers an action of its
+session, the sessions row — with scalar arguments and one output row.
 
 ``p_notify``: the caller may have the NOTIFY sent in this transaction (one round trip in all)
 or send it itself after the commit. A transaction that notifies holds a database-wide lock

@@ -63,7 +63,7 @@ def analyst_url(config: DatabaseConfig) -> str:
         raise AnalystError(
             f"no analyst login is configured for the database at {redact(config.database_url)}: "
             "set CHRONICLE_ANALYST_DATABASE_URL to the URL of a login in chronicle_analyst "
-            "(README: Database roles)"
+            "(docs/configuration.md: Database roles)"
         )
     from app.store.database import ensure_database
     from app.store.embedded import EmbeddedPostgres
@@ -115,7 +115,7 @@ async def _check_login(connection: asyncpg.Connection, url: str) -> None:
         raise AnalystError(
             f"{redact(url)} logs in as {row['login']}, {' and '.join(kinds)}, which can change "
             "the log; analytics need a login that is only in chronicle_analyst "
-            "(README: Database roles)"
+            "(docs/configuration.md: Database roles)"
         )
 
 

@@ -1,12 +1,12 @@
 """Prompt messages commit without waiting for a WAL flush of their own, and only they do.
 
 ``put_messages`` stores messages before the ``llm.call`` that names them, and that append
-commits synchronously: its flush covers the WAL up to itself, earlier commits included. So
-the messages' transaction sets ``synchronous_commit`` off for itself (``set_config(...,
-true)``). Before, it waited for its own flush: a second fsync on every agent step's path
-(README, Benchmarks: 2.6 ms -> 0.66 ms per call at the median on a loaded machine). What
-could go wrong is the setting outliving its transaction on the pooled connection, so that
-appends, which must be durable when they return, stop waiting for their flush: checked here.
+commits synchronously: its flush covers the WAL up to itself, earlier commits included. So the
+messages' transaction sets ``synchronous_commit`` off for itself (``set_config(..., true)``).
+Before, it waited for its own flush: a second fsync on every agent step's path (2.6 ms -> 0.66
+ms per call at the median on a loaded machine). What could go wrong is the setting outliving
+its transaction on the pooled connection, so that appends, which must be durable when they
+return, stop waiting for their flush: checked here.
 """
 
 from __future__ import annotations

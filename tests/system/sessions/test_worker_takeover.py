@@ -1,5 +1,5 @@
 """Workers killed with SIGKILL while the model answers, three times in a row: each time another
-`chronicle worker` takes the session over within the lease plus 5 s (README, *Workers*: the
+`chronicle worker` takes the session over within the lease plus 5 s (docs/workers.md: the
 call is in flight again by then), and the call the dead worker had in flight, maybe paid and
 never recorded by it, is in the log as a lost call that the analytics views count, usage
 and cost unknown; a replay of the session serves no lost call and matches."""

@@ -1,4 +1,5 @@
-"""A message may follow the options, as docs/replay.md writes it: ``chronicle fork S --at 5 "msg"``."""
+"""A message may follow the options, as docs/replay.md writes it:
+``chronicle fork S --at 5 "msg"``."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 Before: after handing out the events of a read, the next ``__anext__`` read the table again
 at once, although that read had come back short of a page (it had everything there was), so
 every delivered event cost two reads: at 100 sessions that doubled the subscriber's queries
-and was most of the delivery tail (README, "What made append fast"). The source here is a
-list in memory that counts reads; the doorbells are the notifier's own ``announce``.
+and was most of the delivery tail (issue 9; the figures are in the git history of README.md).
+The source here is a list in memory that counts reads; the doorbells are the notifier's own
+``announce``.
 """
 
 from __future__ import annotations
