@@ -201,6 +201,27 @@ class Settings(BaseSettings):
         "takes none",
     )
 
+    # -- model gateway for agents Chronicle does not run (app/external, docs/gateway.md) ----
+    gateway_model_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="model names (or patterns: '*', 'gpt-*') an agent may send to the "
+        'gateway, mapped to the litellm model that answers them, e.g. {"*": '
+        '"openai/gpt-4o-mini"}; the most specific pattern wins',
+    )
+    gateway_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="model names (or patterns) an agent may ask the gateway for as they are "
+        "(litellm names); the server's own llm_model is always allowed",
+    )
+    gateway_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="largest request body the model gateway (/v1/...) reads; more is 413",
+    )
+    gateway_max_concurrency: int = Field(
+        default=64, ge=1, description="gateway calls in flight per upstream model"
+    )
+
     # -- tools ---------------------------------------------------------------------------
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list, description="MCP servers every session starts ([[mcp_servers]])"
@@ -400,6 +421,14 @@ class Settings(BaseSettings):
         """``CHRONICLE_WORKSPACE_ROOTS=/srv/repos:/home/me/src`` as well as a TOML list."""
         if isinstance(value, str):
             return [part.strip() for part in value.split(os.pathsep) if part.strip()]
+        return value
+
+    @field_validator("gateway_models", mode="before")
+    @classmethod
+    def _models_list(cls, value: object) -> object:
+        """``CHRONICLE_GATEWAY_MODELS=gpt-4o,claude-*`` as well as a TOML list."""
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
         return value
 
     @field_validator("sandbox_env", mode="before")

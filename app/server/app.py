@@ -30,6 +30,7 @@ from app.server import (
     audit_routes,
     creation,
     evaluation_routes,
+    gateway_routes,
     health,
     login,
     replay_routes,
@@ -66,6 +67,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *streams.ROUTES,
         *audit_routes.ROUTES,
         *user_logins.ROUTES,
+        *gateway_routes.ROUTES,
     ]
 
 
@@ -112,7 +114,7 @@ def create_app(
         ],
         state=State({"context": context, AUTH_STATE: auth}),
         on_startup=[auth.watch.start],
-        on_shutdown=[auth.watch.close],
+        on_shutdown=[auth.watch.close, gateway_routes.close_gateway],
         dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
         middleware=[
             ClientAddressMiddleware,

@@ -54,6 +54,18 @@ async def record_owner(store: EventStore, session_id: UUID, user_id: UUID) -> No
     )
 
 
+async def own_session(store: EventStore, session_id: UUID, user_id: UUID) -> UUID | None:
+    """Make ``user_id`` the session's owner unless it has one already; the owner it has
+    (a session the model gateway opens on a first call, which two calls may race to open)."""
+    await store.pool.execute(
+        "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2) "
+        "ON CONFLICT (session_id) DO NOTHING",
+        session_id,
+        user_id,
+    )
+    return await owner_of(store, session_id)
+
+
 async def reserve_session(store: EventStore, session_id: UUID, user_id: UUID, cap: int) -> int:
     """Make ``user_id`` the owner of the new session if fewer than ``cap`` of theirs are
     active; returns how many were active (the session was not reserved when that is
