@@ -1,0 +1,515 @@
+"""Anthropic's Messages protocol, read into the OpenAI-shaped request the gateway sends on.
+
+Claude Code and every agent built on Anthropic's SDK speak ``POST /v1/messages``; the gateway
+calls models through litellm, which takes OpenAI's chat-completions shape (and turns it back
+into Anthropic's for an Anthropic model, cache marks and thinking blocks included). So an
+Anthropic request is validated here (typed models, Anthropic's own limits) and rewritten as
+the chat-completions body the OpenAI route would have received; the reply goes back through
+``anthropic_reply`` / ``anthropic_stream``. Pure: no I/O.
+
+What has no OpenAI form is refused with a message (Anthropic's server tools, a document by
+URL), never dropped silently, except a tool result's ``is_error`` flag (OpenAI's tool message
+has no such field) and request fields only Anthropic's own service reads (``service_tier``,
+``container``, ...), which are accepted and not sent on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from app.external.errors import GatewayError, invalid_request
+
+#: Tool types that are ordinary client tools (name, description, input_schema).
+_CLIENT_TOOL_TYPES = (None, "custom")
+
+
+class _Part(BaseModel):
+    """A content block: newer optional fields (``citations``, ...) are accepted."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cache_control: dict[str, Any] | None = None
+
+
+class TextBlock(_Part):
+    type: Literal["text"]
+    text: str
+
+
+class Base64Source(BaseModel):
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class UrlSource(BaseModel):
+    type: Literal["url"]
+    url: str
+
+
+class PlainTextSource(BaseModel):
+    type: Literal["text"]
+    media_type: str = "text/plain"
+    data: str
+
+
+class ImageBlock(_Part):
+    type: Literal["image"]
+    source: Annotated[Base64Source | UrlSource, Field(discriminator="type")]
+
+
+class DocumentBlock(_Part):
+    type: Literal["document"]
+    source: Annotated[Base64Source | UrlSource | PlainTextSource, Field(discriminator="type")]
+    title: str | None = None
+
+
+class ToolUseBlock(_Part):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+ToolResultPart = Annotated[TextBlock | ImageBlock | DocumentBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Part):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str | list[ToolResultPart] = ""
+    is_error: bool = False
+
+
+class ThinkingBlock(_Part):
+    type: Literal["thinking"]
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(_Part):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+ContentBlock = Annotated[
+    TextBlock
+    | ImageBlock
+    | DocumentBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock,
+    Field(discriminator="type"),
+]
+
+
+class MessageParam(BaseModel):
+    role: Literal["user", "assistant", "system"]
+    content: str | list[ContentBlock]
+
+
+class ToolParam(BaseModel):
+    """A client tool. Anthropic's server tools (``web_search_...``, ``bash_...``) run on
+    Anthropic's side and have no chat-completions form: refused by name."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    input_schema: dict[str, Any]
+    cache_control: dict[str, Any] | None = None
+    type: Literal["custom"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _client_tool(cls, value: Any) -> Any:
+        if isinstance(value, dict) and value.get("type") not in _CLIENT_TOOL_TYPES:
+            raise ValueError(
+                f"the tool type {value.get('type')!r} is one of Anthropic's server tools, "
+                "which only Anthropic's own API runs; this gateway sends client tools "
+                "(name, description, input_schema)"
+            )
+        return value
+
+
+class ToolChoiceAuto(BaseModel):
+    type: Literal["auto"]
+    disable_parallel_tool_use: bool = False
+
+
+class ToolChoiceAny(BaseModel):
+    type: Literal["any"]
+    disable_parallel_tool_use: bool = False
+
+
+class ToolChoiceTool(BaseModel):
+    type: Literal["tool"]
+    name: str
+    disable_parallel_tool_use: bool = False
+
+
+class ToolChoiceNone(BaseModel):
+    type: Literal["none"]
+
+
+ToolChoice = Annotated[
+    ToolChoiceAuto | ToolChoiceAny | ToolChoiceTool | ToolChoiceNone, Field(discriminator="type")
+]
+
+
+class Metadata(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    user_id: str | None = None
+
+
+class ThinkingConfig(BaseModel):
+    """Passed on as litellm's ``thinking`` (which Anthropic's models read)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["enabled", "disabled", "adaptive", "between_tools"]
+    budget_tokens: int | None = Field(default=None, ge=0)
+
+
+class MessagesRequest(BaseModel):
+    """The body of ``POST /v1/messages``. Fields only Anthropic's service reads are accepted
+    (an agent's SDK sends them) and not sent on."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    max_tokens: int = Field(ge=0)
+    messages: list[MessageParam] = Field(min_length=1)
+    system: str | list[TextBlock] | None = None
+    tools: list[ToolParam] | None = None
+    tool_choice: ToolChoice | None = None
+    stop_sequences: list[str] | None = None
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0)
+    metadata: Metadata | None = None
+    stream: bool = False
+    thinking: ThinkingConfig | None = None
+
+
+def parse_request(body: Any) -> MessagesRequest:
+    """The request, or ``GatewayError`` 400 saying which field is wrong, as Anthropic's API
+    words it (``messages.0.content.1.type: ...``)."""
+    try:
+        return MessagesRequest.model_validate(body)
+    except ValidationError as exc:
+        raise invalid_request(validation_message(exc, body)) from None
+
+
+_SCALAR_BRANCHES = frozenset({"str", "int", "float", "bool", "none"})
+
+
+def _branch(part: str | int) -> bool:
+    """Whether a location part names a branch of a union (``str``, ``list[...]``,
+    ``TextBlock``), not a field or an index."""
+    return isinstance(part, str) and (part in _SCALAR_BRANCHES or "[" in part or part[:1].isupper())
+
+
+def _location(loc: tuple[str | int, ...], body: Any) -> list[str | int]:
+    """A location in the request's terms: without the union branches pydantic tried, nor
+    the tag (a block's ``type``) that chose one, found by walking ``body`` along it."""
+    kept: list[str | int] = []
+    node = body
+    tagged = False  # the node's tag was passed already
+    for part in loc:
+        if not tagged and isinstance(node, dict) and node.get("type") == part:
+            tagged = True
+            continue  # the tag of a tagged union
+        if _branch(part):
+            continue
+        kept.append(part)
+        tagged = False
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            node = None
+    return kept
+
+
+def validation_message(exc: ValidationError, body: Any = None) -> str:
+    """The problems of a validation error, one each, where then what, in a request's terms
+    (``messages.0.content.1: ...``): the union branches pydantic tried are left out, and so
+    is the complaint of a plain-text branch when a list was sent."""
+    errors = exc.errors(include_url=False)
+    if len(errors) > 1:  # "content.str: Input should be a valid string" is noise then
+        errors = [e for e in errors if "str" not in e["loc"]] or errors
+    lines: list[str] = []
+    for error in errors:
+        where = ".".join(str(part) for part in _location(error["loc"], body))
+        line = f"{where}: {error['msg']}" if where else str(error["msg"])
+        if line not in lines:
+            lines.append(line)
+    shown = lines[:5]
+    if len(lines) > len(shown):
+        shown.append(f"(and {len(lines) - len(shown)} more)")
+    return "; ".join(shown)
+
+
+# --- to chat completions ------------------------------------------------------------------
+
+
+def _text_part(block: TextBlock) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "text", "text": block.text}
+    if block.cache_control is not None:
+        part["cache_control"] = block.cache_control
+    return part
+
+
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    source = block.source
+    url = source.url if isinstance(source, UrlSource) else _data_url(source)
+    part: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
+    if block.cache_control is not None:
+        part["cache_control"] = block.cache_control
+    return part
+
+
+def _data_url(source: Base64Source) -> str:
+    return f"data:{source.media_type};base64,{source.data}"
+
+
+def _document_part(block: DocumentBlock, where: str) -> dict[str, Any]:
+    """A PDF as litellm's ``file`` part, a plain-text document as text."""
+    source = block.source
+    if isinstance(source, PlainTextSource):
+        part: dict[str, Any] = {"type": "text", "text": source.data}
+    elif isinstance(source, Base64Source):
+        part = {"type": "file", "file": {"file_data": _data_url(source)}}
+        if block.title:
+            part["file"]["filename"] = block.title
+    else:
+        raise invalid_request(
+            f"{where}: a document given by URL is not supported by this gateway; "
+            "send it as base64 data or as text"
+        )
+    if block.cache_control is not None:
+        part["cache_control"] = block.cache_control
+    return part
+
+
+def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """One plain text part is sent as a string (how most clients write it); anything else
+    as its list of parts."""
+    if len(parts) == 1 and parts[0]["type"] == "text" and set(parts[0]) == {"type", "text"}:
+        text: str = parts[0]["text"]
+        return text
+    return parts
+
+
+def _system(system: str | list[TextBlock]) -> dict[str, Any]:
+    if isinstance(system, str):
+        return {"role": "system", "content": system}
+    return {"role": "system", "content": _content([_text_part(b) for b in system])}
+
+
+def _tool_result(block: ToolResultBlock, where: str) -> tuple[dict[str, Any], list[Any]]:
+    """The tool message for a result, and its images (a tool message holds text only: they
+    follow in the user message)."""
+    if isinstance(block.content, str):
+        return {"role": "tool", "tool_call_id": block.tool_use_id, "content": block.content}, []
+    texts: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for number, part in enumerate(block.content):
+        if isinstance(part, ImageBlock):
+            images.append(_image_part(part))
+        elif isinstance(part, DocumentBlock):
+            images.append(_document_part(part, f"{where}.content.{number}"))
+        else:
+            texts.append(_text_part(part))
+    content: str | list[dict[str, Any]] = _content(texts) if texts else ""
+    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}, images
+
+
+def _user(blocks: list[Any], where: str) -> list[dict[str, Any]]:
+    """A user turn: its tool results first, as tool messages (they must follow the
+    assistant's calls), then the rest as one user message."""
+    tools: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for number, block in enumerate(blocks):
+        here = f"{where}.content.{number}"
+        if isinstance(block, ToolResultBlock):
+            message, images = _tool_result(block, here)
+            tools.append(message)
+            parts += images
+        elif isinstance(block, TextBlock):
+            parts.append(_text_part(block))
+        elif isinstance(block, ImageBlock):
+            parts.append(_image_part(block))
+        elif isinstance(block, DocumentBlock):
+            parts.append(_document_part(block, here))
+        else:
+            raise invalid_request(f"{here}: a user message cannot hold a {block.type} block")
+    if parts or not tools:
+        tools.append({"role": "user", "content": _content(parts)})
+    return tools
+
+
+def arguments_text(tool_input: dict[str, Any]) -> str:
+    """A tool_use block's input as the JSON text of a chat-completions tool call."""
+    return json.dumps(tool_input, ensure_ascii=False)
+
+
+def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
+    """An assistant turn: its text as content, its tool uses as tool calls, its thinking as
+    litellm's ``thinking_blocks`` (signed: an Anthropic model checks them)."""
+    texts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    thinking: list[dict[str, Any]] = []
+    for number, block in enumerate(blocks):
+        if isinstance(block, TextBlock):
+            texts.append(_text_part(block))
+        elif isinstance(block, ToolUseBlock):
+            calls.append(
+                {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {"name": block.name, "arguments": arguments_text(block.input)},
+                }
+            )
+        elif isinstance(block, ThinkingBlock):
+            thinking.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
+        elif isinstance(block, RedactedThinkingBlock):
+            thinking.append({"type": "redacted_thinking", "data": block.data})
+        else:
+            raise invalid_request(
+                f"{where}.content.{number}: an assistant message cannot hold a {block.type} block"
+            )
+    message: dict[str, Any] = {"role": "assistant", "content": _content(texts) if texts else None}
+    if calls:
+        message["tool_calls"] = calls
+    if thinking:
+        message["thinking_blocks"] = thinking
+    if message["content"] is None and not calls:
+        message["content"] = ""
+    return message
+
+
+def _messages(request: MessagesRequest) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if request.system is not None and request.system != []:
+        messages.append(_system(request.system))
+    for number, message in enumerate(request.messages):
+        where = f"messages.{number}"
+        blocks = message.content
+        if isinstance(blocks, str):
+            messages.append({"role": message.role, "content": blocks})
+        elif message.role == "system":
+            texts = [b for b in blocks if isinstance(b, TextBlock)]
+            if len(texts) != len(blocks):
+                raise invalid_request(f"{where}: a system message holds text blocks only")
+            messages.append(_system(texts))
+        elif message.role == "user":
+            messages += _user(blocks, where)
+        else:
+            messages.append(_assistant(blocks, where))
+    return messages
+
+
+def _tool(tool: ToolParam) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+    if tool.description is not None:
+        function["description"] = tool.description
+    converted: dict[str, Any] = {"type": "function", "function": function}
+    if tool.cache_control is not None:
+        converted["cache_control"] = tool.cache_control
+    return converted
+
+
+def _tool_choice(choice: Any) -> str | dict[str, Any]:
+    if isinstance(choice, ToolChoiceAuto):
+        return "auto"
+    if isinstance(choice, ToolChoiceAny):
+        return "required"
+    if isinstance(choice, ToolChoiceTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return "none"
+
+
+def to_chat_request(request: MessagesRequest) -> dict[str, Any]:
+    """The chat-completions body that asks what ``request`` asks (see the module's doc)."""
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": _messages(request),
+        "max_tokens": request.max_tokens,
+    }
+    if request.tools:
+        body["tools"] = [_tool(tool) for tool in request.tools]
+    choice = request.tool_choice
+    if choice is not None:
+        body["tool_choice"] = _tool_choice(choice)
+        if getattr(choice, "disable_parallel_tool_use", False):
+            body["parallel_tool_calls"] = False
+    if request.stop_sequences:
+        body["stop"] = list(request.stop_sequences)
+    for name in ("temperature", "top_p", "top_k"):
+        value = getattr(request, name)
+        if value is not None:
+            body[name] = value
+    if request.metadata is not None and request.metadata.user_id is not None:
+        body["user"] = request.metadata.user_id
+    if request.thinking is not None:
+        body["thinking"] = request.thinking.model_dump(exclude_none=True)
+    if request.stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+# --- errors -------------------------------------------------------------------------------
+
+#: Anthropic's error type for each of the gateway's kinds of refusal (its API's words).
+_ERROR_TYPES: dict[str, str] = {
+    "invalid_request": "invalid_request_error",
+    "authentication": "authentication_error",
+    "permission": "permission_error",
+    "model_not_found": "not_found_error",
+    "not_found": "not_found_error",
+    "too_large": "request_too_large",
+    "rate_limited": "rate_limit_error",
+    "upstream": "api_error",
+    "unavailable": "overloaded_error",
+    "server": "api_error",
+}
+
+#: The statuses Anthropic's API answers each error type with.
+ERROR_STATUS: dict[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+
+
+def error_type(error: GatewayError) -> str:
+    """Anthropic's name for the gateway's refusal (by its kind, else its status)."""
+    known = _ERROR_TYPES.get(error.kind)
+    if known is not None:
+        return known
+    by_status = {status: name for name, status in ERROR_STATUS.items()}
+    return by_status.get(
+        error.status, "api_error" if error.status >= 500 else "invalid_request_error"
+    )
+
+
+def error_body(error: GatewayError) -> dict[str, Any]:
+    """The body Anthropic's API answers an error with (an SDK raises its typed error from
+    the status and reads ``error.message``)."""
+    return {"type": "error", "error": {"type": error_type(error), "message": error.message}}
