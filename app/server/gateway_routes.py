@@ -140,7 +140,7 @@ def _session_header(session_id: Any) -> dict[str, str]:
     exception_handlers={Exception: openai_errors},
     include_in_schema=False,
 )
-async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> Any:
+async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     """OpenAI's chat completions, sent upstream and recorded as an ``llm.call``."""
     body = await json_body(request, ctx.settings.gateway_max_body_bytes)
     chat: ChatRequest = openai_protocol.chat_request(body)
@@ -158,19 +158,19 @@ async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> Any
         def frames(first: Any, rest: Any) -> Any:
             return openai_protocol.stream_frames(first, rest, stream, chat)
 
-        app: ASGIApp = StreamedCall(
+        return StreamedCall(
             stream=stream,
             frames=frames,
             error_body=openai_protocol.error_body,
             headers=[(k.lower().encode(), v.encode()) for k, v in headers.items()],
         )
-        return app
     reply = await gateway.calls.complete(session_id, chat)
-    return Response(
+    answer = Response(
         content=dumps(openai_protocol.completion(reply, chat)),
         media_type="application/json",
         headers=headers,
     )
+    return answer.to_asgi_response(app=None, request=request)
 
 
 def _model(name: str) -> dict[str, Any]:
