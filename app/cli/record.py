@@ -1,0 +1,112 @@
+"""`chronicle record [--session NAME] [--workspace DIR] -- COMMAND ...`: run any agent's
+command with its model calls going through a running `chronicle serve`'s gateway, recorded
+as a session of agent kind ``external`` (app/external/record.py says what is recorded).
+
+Like ``chronicle run``, the command works on the deployment's database itself (the same
+settings as the server's): it holds the session's claim while the command runs, records the
+workspace, and mints the command's token as ``chronicle tokens create`` does. The gateway is
+the server at ``--url`` (``CHRONICLE_URL``, default the server's own default address); it
+must answer before anything is recorded: this command starts no server.
+
+Exit codes: the command's own; 127 when the command is not found, 126 when it cannot be run;
+1 (with one sentence) when the recording cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import uuid
+from pathlib import Path
+
+from app.cli.users import DEFAULT_SERVER_URL
+from app.config import Settings
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    record = commands.add_parser(
+        "record",
+        help="run an agent's command with its model calls recorded through the gateway of a "
+        "running chronicle serve",
+        description="Run COMMAND with OPENAI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_BASE_URL and "
+        "ANTHROPIC_API_KEY pointing at the gateway (a token of the session's, revoked when it "
+        "ends); record the command line, the workspace at the start and its change at the end, "
+        "the exit code and the wall time; exit with the command's exit code.",
+    )
+    record.add_argument(
+        "--session",
+        metavar="NAME",
+        help="record into this session (a UUID, or a name: the user's session of that name, "
+        "made on first use); default: a new session",
+    )
+    record.add_argument(
+        "--workspace",
+        type=Path,
+        help="the directory the command works in and whose change is recorded (default: the "
+        "current directory)",
+    )
+    record.add_argument(
+        "--url",
+        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
+        help=f"the running chronicle serve (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
+    )
+    record.add_argument(
+        "--user",
+        default=os.environ.get("CHRONICLE_USER"),
+        help="whose session and token it is (default: CHRONICLE_USER, else your login name)",
+    )
+    # not "command": the subcommand's own name is args.command
+    record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+
+
+def _user(args: argparse.Namespace) -> str:
+    if args.user:
+        return str(args.user)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+async def run(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.log import open_store
+    from app.external.agent_command import RecordError, find_command
+    from app.external.record import Recording, check_gateway, check_server, record
+
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    workspace = Path(os.path.abspath(args.workspace or Path.cwd()))  # noqa: ASYNC240
+    try:
+        if not workspace.is_dir():  # noqa: ASYNC240 - one stat
+            raise RecordError(f"the workspace {workspace} is not a directory")
+        find_command(command, workspace, os.environ)
+        await check_server(args.url)
+        async with await open_store(settings) as store:
+            recording = Recording(
+                command=command,
+                workspace=workspace,
+                gateway_url=args.url,
+                user=_user(args),
+                session=args.session,
+            )
+
+            def started(session: uuid.UUID) -> None:
+                print(f"chronicle: recording session {session}", file=sys.stderr, flush=True)
+
+            recorded = await record(
+                store,
+                settings,
+                recording,
+                check_gateway=lambda token: check_gateway(args.url, token),
+                started=started,
+            )
+    except RecordError as exc:
+        print(f"chronicle record: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(
+        f"chronicle: session {recorded.session_id} recorded: exit code {recorded.exit_code} "
+        f"after {recorded.wall_seconds:g} s",
+        file=sys.stderr,
+    )
+    return recorded.exit_code

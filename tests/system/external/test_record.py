@@ -1,0 +1,203 @@
+"""``chronicle record -- COMMAND``: a real ``chronicle serve`` whose gateway calls the fake
+model, a real agent script on the official ``openai`` SDK run under the real command, and
+what the session's log then holds (read back with ``chronicle events`` and ``verify``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.cli import chronicle
+from tests.support.fake_llm import FakeLlmServer, Reply
+from tests.support.postgres import PgServer, database_from_template
+
+USER = "rec"
+STARTED = re.compile(r"recording session ([0-9a-f-]{36})")
+
+AGENT = textwrap.dedent(
+    """
+    import sys
+    from openai import OpenAI
+
+    client = OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from chronicle record
+    answers = []
+    for question in ("first?", "second?"):
+        reply = client.chat.completions.create(
+            model="scripted", messages=[{"role": "user", "content": question}]
+        )
+        answers.append(reply.choices[0].message.content)
+    with open("answer.txt", "w") as out:
+        out.write(" ".join(answers) + "\\n")
+    print(" ".join(answers))
+    sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeLlmServer]:
+    server = FakeLlmServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    pg_server: PgServer,
+    pg_template: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    upstream: FakeLlmServer,
+) -> Iterator[ServerProcess]:
+    """One server for the module, its model the fake one, and the user who records."""
+    root = tmp_path_factory.mktemp("record")
+    name = f"rec_{uuid.uuid4().hex[:16]}"
+    for admin_url in database_from_template(pg_server.admin, pg_template, name):
+        env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
+        server = start_server(env)
+        try:
+            added = chronicle("users", "add", USER, env=env)
+            assert added.returncode == 0, added.stderr
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    (path / "agent.py").write_text(AGENT)
+    (path / "README").write_text("a small project\n")
+    return path
+
+
+def record(
+    gateway: ServerProcess, workspace: Path, *command: str, session: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    options = ["--user", USER, "--url", gateway.url, "--workspace", str(workspace)]
+    if session is not None:
+        options += ["--session", session]
+    return chronicle("record", *options, "--", *command, env=gateway.env, timeout=120)
+
+
+def events(gateway: ServerProcess, session: str) -> list[dict[str, Any]]:
+    listed = chronicle("events", session, "--json", env=gateway.env)
+    assert listed.returncode == 0, listed.stderr
+    return [json.loads(line) for line in listed.stdout.splitlines()]
+
+
+def session_of(result: subprocess.CompletedProcess[str]) -> str:
+    found = STARTED.search(result.stderr)
+    assert found, result.stderr
+    return found.group(1)
+
+
+def test_an_sdk_agent_is_recorded_whole_and_verifies(
+    gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
+) -> None:
+    upstream.script(Reply(content="one"), Reply(content="two"))
+    result = record(gateway, workspace, sys.executable, "agent.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "one two\n"  # the agent's stdout is the agent's alone
+    session = session_of(result)
+    log = events(gateway, session)
+    kinds = [event["kind"] for event in log]
+    assert kinds == [
+        "session.created",
+        "workspace.snapshot",
+        "agent.state",
+        "llm.call",
+        "llm.call",
+        "agent.state",
+        "workspace.diff",
+    ], kinds
+    created, snapshot, running, first, second, ended, diff = (e["payload"] for e in log)
+    assert created["config"]["agent"] == "external"
+    assert created["config"]["command"] == [sys.executable, "agent.py"]
+    assert created["config"]["workspace"] == str(workspace)
+    assert {f["path"] for f in snapshot["files"]} == {"agent.py", "README"}
+    assert running["state"] == "running" and "agent.py" in running["reason"]
+    assert [first["response"]["content"], second["response"]["content"]] == ["one", "two"]
+    assert (ended["state"], ended["exit_code"]) == ("finished", 0)
+    assert ended["wall_seconds"] > 0
+    assert diff["changed"] == ["answer.txt"] and "+one two" in diff["diff"]
+    # the model was called with the server's key, never with the token the agent held
+    assert len(upstream.requests) >= 2
+    verified = chronicle("verify", session, env=gateway.env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_commands_exit_code_is_records(
+    gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
+) -> None:
+    upstream.script(Reply(content="a"), Reply(content="b"))
+    result = record(gateway, workspace, sys.executable, "agent.py", "3")
+    assert result.returncode == 3, result.stderr
+    ended = [
+        e["payload"] for e in events(gateway, session_of(result)) if e["kind"] == "agent.state"
+    ]
+    assert (ended[-1]["state"], ended[-1]["exit_code"]) == ("error", 3)
+    assert "exited with code 3" in ended[-1]["reason"]
+
+
+def test_a_named_session_takes_each_run(
+    gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
+) -> None:
+    upstream.script(*(Reply(content=word) for word in ("a", "b", "c", "d")))
+    first = record(gateway, workspace, sys.executable, "agent.py", session="nightly")
+    second = record(gateway, workspace, sys.executable, "agent.py", session="nightly")
+    assert first.returncode == second.returncode == 0, first.stderr + second.stderr
+    session = session_of(first)
+    assert session_of(second) == session
+    kinds = [event["kind"] for event in events(gateway, session)]
+    assert kinds.count("llm.call") == 4 and kinds.count("workspace.diff") == 2
+    assert kinds.count("session.created") == 1
+
+
+def test_a_missing_command_is_127_and_a_sentence(gateway: ServerProcess, workspace: Path) -> None:
+    result = record(gateway, workspace, "no-such-agent-24")
+    assert result.returncode == 127
+    assert "'no-such-agent-24' was not found" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_no_server_is_a_sentence(gateway: ServerProcess, workspace: Path) -> None:
+    result = chronicle(
+        "record", "--user", USER, "--url", "http://127.0.0.1:9", "--", sys.executable, "-V",
+        env=gateway.env,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "no Chronicle server answers at http://127.0.0.1:9" in result.stderr
+
+
+def test_ctrl_c_reaches_the_command(gateway: ServerProcess, workspace: Path) -> None:
+    """SIGINT to ``chronicle record`` (no terminal here) goes on to the command; its end is
+    recorded as stopped, and record exits as the command did (130)."""
+    waiting = "import time; print('ready', flush=True); time.sleep(120)"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "record", "--user", USER, "--url", gateway.url,
+         "--workspace", str(workspace), "--", sys.executable, "-c", waiting],
+        env=gateway.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.readline() == "ready\n"
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 130
+    stderr = process.stderr.read()
+    found = STARTED.search(stderr)
+    assert found, stderr
+    ended = [e["payload"] for e in events(gateway, found.group(1)) if e["kind"] == "agent.state"]
+    assert (ended[-1]["state"], ended[-1]["exit_code"]) == ("stopped", 130)
