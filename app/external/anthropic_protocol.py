@@ -20,7 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from app.external.errors import GatewayError, invalid_request
+from app.external.calls import ChatRequest
+from app.external.errors import invalid_request
 
 #: Tool types that are ordinary client tools (name, description, input_schema).
 _CLIENT_TOOL_TYPES = (None, "custom")
@@ -467,21 +468,20 @@ def to_chat_request(request: MessagesRequest) -> dict[str, Any]:
     return body
 
 
-# --- errors -------------------------------------------------------------------------------
+def chat_request(request: MessagesRequest) -> ChatRequest:
+    """The request as the gateway's core takes it (``app.external.calls``)."""
+    body = to_chat_request(request)
+    return ChatRequest(
+        model=body.pop("model"),
+        messages=body.pop("messages"),
+        tools=body.pop("tools", []),
+        stream=body.pop("stream", False),
+        stream_usage=bool(body.pop("stream_options", None)),
+        params=body,
+    )
 
-#: Anthropic's error type for each of the gateway's kinds of refusal (its API's words).
-_ERROR_TYPES: dict[str, str] = {
-    "invalid_request": "invalid_request_error",
-    "authentication": "authentication_error",
-    "permission": "permission_error",
-    "model_not_found": "not_found_error",
-    "not_found": "not_found_error",
-    "too_large": "request_too_large",
-    "rate_limited": "rate_limit_error",
-    "upstream": "api_error",
-    "unavailable": "overloaded_error",
-    "server": "api_error",
-}
+
+# --- errors -------------------------------------------------------------------------------
 
 #: The statuses Anthropic's API answers each error type with.
 ERROR_STATUS: dict[str, int] = {
@@ -496,20 +496,20 @@ ERROR_STATUS: dict[str, int] = {
     "timeout_error": 504,
     "overloaded_error": 529,
 }
+_BY_STATUS = {status: name for name, status in ERROR_STATUS.items()} | {
+    503: "overloaded_error"  # the gateway's "down for now": what Anthropic says with 529
+}
 
 
-def error_type(error: GatewayError) -> str:
-    """Anthropic's name for the gateway's refusal (by its kind, else its status)."""
-    known = _ERROR_TYPES.get(error.kind)
+def error_type(status: int) -> str:
+    """Anthropic's error type for a status the gateway answers with (an SDK picks its
+    exception and whether to retry by the status; the type names it in the body)."""
+    known = _BY_STATUS.get(status)
     if known is not None:
         return known
-    by_status = {status: name for name, status in ERROR_STATUS.items()}
-    return by_status.get(
-        error.status, "api_error" if error.status >= 500 else "invalid_request_error"
-    )
+    return "api_error" if status >= 500 else "invalid_request_error"
 
 
-def error_body(error: GatewayError) -> dict[str, Any]:
-    """The body Anthropic's API answers an error with (an SDK raises its typed error from
-    the status and reads ``error.message``)."""
-    return {"type": "error", "error": {"type": error_type(error), "message": error.message}}
+def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    """The body Anthropic's API answers an error with (``code``, OpenAI's, has no place)."""
+    return {"type": "error", "error": {"type": error_type(status), "message": message}}

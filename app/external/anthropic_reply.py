@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.events import LlmUsage
+from app.external import openai_protocol
+from app.external.calls import ChatRequest
+from app.llm import LlmReply
 from app.llm.reply import read_usage
 
 #: Stop reasons Anthropic's API sends as they are (litellm passes the raw one on for these).
@@ -191,3 +194,8 @@ def to_message(reply: Any, *, model: str) -> dict[str, Any]:
         "stop_sequence": sequence if reason == "stop_sequence" else None,
         "usage": usage_counts(read_usage(reply)),
     }
+
+
+def reply_message(reply: LlmReply, request: ChatRequest, model: str) -> dict[str, Any]:
+    """A recorded call (``ExternalCalls.complete``) as the Message the agent reads."""
+    return to_message(openai_protocol.completion(reply, request), model=model)

@@ -15,11 +15,13 @@ model says anything is then answered with an HTTP error, not a stream that holds
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, NamedTuple
 
 from app.events import LlmUsage
+from app.external.anthropic_protocol import error_type
 from app.external.anthropic_reply import field, message_id, stop_reason, tool_use_id, usage_counts
+from app.external.calls import CallStream
 from app.llm.reply import read_usage
 
 
@@ -214,3 +216,27 @@ class AnthropicStream:
         if isinstance(arguments, str) and arguments:
             events.append(self._delta({"type": "input_json_delta", "partial_json": arguments}))
         return events
+
+
+async def stream_frames(
+    first: dict[str, Any] | None,
+    rest: AsyncIterator[dict[str, Any]],
+    stream: CallStream,
+    model: str,
+) -> AsyncIterator[bytes]:
+    """The SSE frames of a streamed call (``ExternalCalls.stream``): the events of each
+    chunk, then the end of the message, or an ``error`` event if the call failed after its
+    first chunk."""
+    relay = AnthropicStream(model)
+    if first is not None:
+        for event in relay.feed(first):
+            yield event.encoded()
+    async for chunk in rest:
+        for event in relay.feed(chunk):
+            yield event.encoded()
+    failed = stream.error
+    if failed is not None:
+        yield error_event(error_type(failed.status), failed.message).encoded()
+        return
+    for event in relay.finish():
+        yield event.encoded()

@@ -27,6 +27,7 @@ from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
 from app.server import (
+    anthropic_routes,
     audit_routes,
     creation,
     evaluation_routes,
@@ -68,6 +69,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *audit_routes.ROUTES,
         *user_logins.ROUTES,
         *gateway_routes.ROUTES,
+        *anthropic_routes.ROUTES,
     ]
 
 
