@@ -4,6 +4,7 @@ what the session's log then holds (read back with ``chronicle events`` and ``ver
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -15,12 +16,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
 from tests.support.postgres import PgServer, database_from_template
+from tests.support.waiting import until
 
 USER = "rec"
 STARTED = re.compile(r"recording session ([0-9a-f-]{36})")
@@ -183,9 +186,12 @@ def test_no_server_is_a_sentence(gateway: ServerProcess, workspace: Path) -> Non
     assert "no Chronicle server answers at http://127.0.0.1:9" in result.stderr
 
 
-def test_ctrl_c_reaches_the_command(gateway: ServerProcess, workspace: Path) -> None:
-    """SIGINT to ``chronicle record`` (no terminal here) goes on to the command; its end is
-    recorded as stopped, and record exits as the command did (130)."""
+def test_a_session_is_live_while_its_command_runs_and_ctrl_c_reaches_the_command(
+    gateway: ServerProcess, workspace: Path
+) -> None:
+    """The page's session list shows the session running while the command runs; SIGINT to
+    ``chronicle record`` (no terminal here) goes on to the command, whose end is recorded as
+    stopped, and record exits as the command did (130)."""
     waiting = "import time; print('ready', flush=True); time.sleep(120)"
     process = subprocess.Popen(
         [sys.executable, "-m", "app.cli", "record", "--user", USER, "--url", gateway.url,
@@ -193,11 +199,43 @@ def test_ctrl_c_reaches_the_command(gateway: ServerProcess, workspace: Path) -> 
         env=gateway.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert process.stdout is not None and process.stderr is not None
+    session = next(
+        found.group(1) for line in process.stderr if (found := STARTED.search(line)) is not None
+    )
     assert process.stdout.readline() == "ready\n"
+    headers = {"Authorization": f"Bearer {gateway.token(USER)}"}
+
+    def state() -> str | None:
+        answer = httpx.get(f"{gateway.url}/api/sessions/{session}", headers=headers)
+        return answer.json()["state"] if answer.status_code == 200 else None
+
+    asyncio.run(until(lambda: state() == "running", timeout=30, what="a running session"))
     process.send_signal(signal.SIGINT)
     assert process.wait(timeout=60) == 130
-    stderr = process.stderr.read()
-    found = STARTED.search(stderr)
-    assert found, stderr
-    ended = [e["payload"] for e in events(gateway, found.group(1)) if e["kind"] == "agent.state"]
+    ended = [e["payload"] for e in events(gateway, session) if e["kind"] == "agent.state"]
     assert (ended[-1]["state"], ended[-1]["exit_code"]) == ("stopped", 130)
+    assert "SIGINT" in ended[-1]["reason"]
+    asyncio.run(until(lambda: state() == "stopped", timeout=30, what="a stopped session"))
+
+
+def test_the_commands_token_reaches_its_session_only(
+    gateway: ServerProcess, workspace: Path
+) -> None:
+    """A call that names another session with the scoped token is refused (403)."""
+    elsewhere = textwrap.dedent(
+        """
+        import openai, sys
+        client = openai.OpenAI(default_headers={"X-Chronicle-Session": "elsewhere"})
+        try:
+            client.chat.completions.create(
+                model="scripted", messages=[{"role": "user", "content": "x"}]
+            )
+        except openai.PermissionDeniedError as exc:
+            print(exc.message)
+            sys.exit(7)
+        """
+    )
+    result = record(gateway, workspace, sys.executable, "-c", elsewhere)
+    assert result.returncode == 7, result.stdout + result.stderr
+    assert "this token is for session " + session_of(result) in result.stdout
+    assert [e["kind"] for e in events(gateway, session_of(result))].count("llm.call") == 0
