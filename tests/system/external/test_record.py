@@ -143,6 +143,26 @@ def test_an_sdk_agent_is_recorded_whole_and_verifies(
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
+def test_an_anthropic_sdk_agent_finds_the_gateway_too(
+    gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
+) -> None:
+    """ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY: the official anthropic SDK's call is
+    recorded in the run's session, with no header and no key of its own."""
+    agent = (
+        "import anthropic\n"
+        "reply = anthropic.Anthropic().messages.create(\n"
+        "    model='scripted', max_tokens=50, messages=[{'role': 'user', 'content': 'hi'}]\n"
+        ")\n"
+        "print(reply.content[0].text)\n"
+    )
+    upstream.script(Reply(content="hello"))
+    result = record(gateway, workspace, sys.executable, "-c", agent)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "hello\n"
+    calls = [e for e in events(gateway, session_of(result)) if e["kind"] == "llm.call"]
+    assert [call["payload"]["response"]["content"] for call in calls] == ["hello"]
+
+
 def test_the_commands_exit_code_is_records(
     gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
 ) -> None:
