@@ -6,6 +6,7 @@ recorded as an ``llm.call`` of the session the SDK's ``X-Chronicle-Session`` hea
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from anthropic.types import Message
 
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
@@ -48,14 +50,14 @@ def gateway(
     upstream: FakeLlmServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[ServerProcess]:
-    """A server that sends every model an agent names to the fake model."""
+    """A server that sends every claude-* model an agent names to the fake model."""
     root = tmp_path_factory.mktemp("anthropic-gateway")
     for admin_url in database_from_template(
         pg_server.admin, pg_template, f"anth_{uuid.uuid4().hex[:16]}"
     ):
         env = database_environment(pg_server, admin_url, root)
         env["CHRONICLE_LLM_BASE_URL"] = upstream.base_url
-        env["CHRONICLE_GATEWAY_MODEL_MAP"] = '{"*": "openai/scripted"}'
+        env["CHRONICLE_GATEWAY_MODEL_MAP"] = '{"claude-*": "openai/scripted"}'
         server = start_server(env)
         try:
             yield server
@@ -245,3 +247,54 @@ def test_the_async_client_and_its_errors(
             await each.close()
 
     asyncio.run(talk())
+
+
+def test_hostile_input_is_refused_in_anthropics_shape_or_recorded_as_sent(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    session = f"anthropic-hostile-{uuid.uuid4().hex[:8]}"
+    sdk = client(gateway, token, session)
+    hello: list[Any] = [{"role": "user", "content": "hi"}]
+    with pytest.raises(anthropic.NotFoundError) as unknown:
+        sdk.messages.create(model="gpt-4o", max_tokens=10, messages=hello)
+    assert unknown.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    assert "not allowed by this Chronicle deployment" in unknown.value.message
+    with pytest.raises(anthropic.APIStatusError) as large:
+        sdk.messages.create(model=MODEL, max_tokens=10, messages=[
+            {"role": "user", "content": "x" * (10 * 1024 * 1024)}
+        ])  # fmt: skip
+    assert large.value.status_code == 413
+    assert large.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+    with pytest.raises(anthropic.BadRequestError) as schema:
+        sdk.messages.create(
+            model=MODEL,
+            max_tokens=10,
+            messages=hello,
+            tools=[{"name": "t", "input_schema": "not a schema"}],  # type: ignore[typeddict-item]
+        )
+    assert schema.value.body["error"]["message"] == (  # type: ignore[index]
+        "tools.0.input_schema: Input should be a valid dictionary"
+    )
+    asked = len(upstream.requests)
+    upstream.script(Reply(content="ok"))
+    # the SDK cannot encode a lone surrogate: the JSON escape, as another client sends it
+    body = {
+        "model": MODEL,
+        "max_tokens": 10,
+        "system": "caf\udce9",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "a\x00b caf\udce9"}]}],
+    }
+    raw = httpx.post(
+        f"{gateway.url}/v1/messages",
+        content=json.dumps(body),  # ensure_ascii: the surrogate as \\udce9
+        headers={"x-api-key": token, "content-type": "application/json",
+                 "X-Chronicle-Session": session},
+        timeout=120,  # the server's first model call imports litellm
+    )  # fmt: skip
+    assert raw.status_code == 200, raw.text
+    assert Message.model_validate(raw.json()).content[0].type == "text"
+    assert len(upstream.requests) == asked + 1  # the refused requests never reached the model
+    sent = upstream.requests[-1]["messages"]
+    assert sent[1]["content"] == "a\x00b caf\\udce9"  # the lone surrogate escaped on the wire
+    (call,) = llm_calls(gateway, token, raw.headers["x-chronicle-session"])
+    assert call["response"]["content"] == "ok"

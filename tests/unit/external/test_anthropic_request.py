@@ -311,3 +311,14 @@ def test_other_statuses() -> None:
     assert error_type(418) == "invalid_request_error"
     assert error_type(599) == "api_error"
     assert error_type(ERROR_STATUS["overloaded_error"]) == "overloaded_error"
+
+
+def test_nul_and_lone_surrogates_are_kept_as_sent() -> None:
+    text = "a\x00b caf\udce9"
+    body = chat(
+        hello(system=text, messages=[{"role": "user", "content": [{"type": "text", "text": text}]}])
+    )
+    assert body["messages"] == [
+        {"role": "system", "content": text},
+        {"role": "user", "content": text},
+    ]

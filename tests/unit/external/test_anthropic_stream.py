@@ -5,8 +5,9 @@ agent on the SDK gets."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import anthropic
@@ -15,7 +16,9 @@ import pytest
 from anthropic.types import Message
 
 from app.external.anthropic_reply import to_message
-from app.external.anthropic_stream import AnthropicStream, StreamEvent, error_event
+from app.external.anthropic_stream import AnthropicStream, StreamEvent, error_event, stream_frames
+from app.external.calls import CallStream
+from app.external.errors import GatewayError
 
 
 def chunk(
@@ -216,3 +219,45 @@ def test_finish_is_said_once() -> None:
     stream = AnthropicStream("m")
     assert stream.finish()
     assert stream.finish() == []
+
+
+async def frames_of(chunks: list[dict[str, Any]], error: GatewayError | None) -> list[StreamEvent]:
+    """The events ``stream_frames`` sends for these chunks of a call that ended so."""
+
+    async def rest() -> AsyncIterator[dict[str, Any]]:
+        for each in chunks[1:]:
+            yield each
+
+    call = CallStream()
+    call.error = error
+    first = chunks[0] if chunks else None
+    sent = [frame async for frame in stream_frames(first, rest(), call, "claude-sonnet-4-5")]
+    events = []
+    for frame in sent:
+        name, data, _ = frame.decode().split("\n", 2)
+        events.append(StreamEvent(name.removeprefix("event: "), json.loads(data[6:])))
+    return events
+
+
+def test_a_call_that_fails_mid_stream_ends_with_an_error_event() -> None:
+    cut = GatewayError(502, "upstream", "the model failed: connection reset")
+    events = asyncio.run(frames_of([chunk({"content": "par"}), chunk({"content": "t"})], cut))
+    assert [event.event for event in events] == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "error",
+    ]
+    assert events[-1].data == {
+        "type": "error",
+        "error": {"type": "api_error", "message": "the model failed: connection reset"},
+    }
+
+
+def test_a_call_that_ended_without_chunks_is_still_a_whole_message() -> None:
+    events = asyncio.run(frames_of([], None))
+    names = ["message_start", "ping", "message_delta", "message_stop"]
+    assert [event.event for event in events] == names
+    assert events[2].data["delta"]["stop_reason"] == "end_turn"
