@@ -198,11 +198,17 @@ class MessagesRequest(BaseModel):
     thinking: ThinkingConfig | None = None
 
 
-def parse_request(body: Any) -> MessagesRequest:
+class CountTokensRequest(MessagesRequest):
+    """The body of ``POST /v1/messages/count_tokens``: a request without ``max_tokens``."""
+
+    max_tokens: int = Field(default=1, ge=0)
+
+
+def parse_request(body: Any, model: type[MessagesRequest] = MessagesRequest) -> MessagesRequest:
     """The request, or ``GatewayError`` 400 saying which field is wrong, as Anthropic's API
     words it (``messages.0.content.1.type: ...``)."""
     try:
-        return MessagesRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as exc:
         raise invalid_request(validation_message(exc, body)) from None
 

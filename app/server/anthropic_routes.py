@@ -1,4 +1,5 @@
-"""The model gateway's route for Anthropic's protocol: ``POST /v1/messages``.
+"""The model gateway's routes for Anthropic's protocol: ``POST /v1/messages`` and
+``POST /v1/messages/count_tokens``.
 
 The same gateway as OpenAI's route (``gateway_routes``: the body bounded by
 ``gateway_max_body_bytes``, the model routing, the session chosen by ``X-Chronicle-Session``
@@ -11,6 +12,7 @@ shape, which the SDKs raise as their typed errors.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from litestar import Request, Response, post
@@ -21,6 +23,7 @@ from app.external import anthropic_protocol, anthropic_stream
 from app.external.anthropic_reply import reply_message
 from app.external.errors import GatewayError
 from app.external.sessions import SESSION_HEADER
+from app.llm.token_count import prompt_tokens
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.gateway_routes import OPENAI_PREFIX, gateway_of, json_body
@@ -82,4 +85,21 @@ async def messages(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     )
 
 
-ROUTES = [messages]
+@post(
+    f"{OPENAI_PREFIX}/messages/count_tokens",
+    request_max_body_size=None,  # read here, bounded by gateway_max_body_bytes
+    exception_handlers={Exception: anthropic_errors},
+    include_in_schema=False,
+)
+async def count_tokens(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
+    """How many input tokens a request would send (``app.llm.token_count``): counted here,
+    for the model that would answer it; no model is called and nothing is recorded."""
+    body = await json_body(request, ctx.settings.gateway_max_body_bytes)
+    parsed = anthropic_protocol.parse_request(body, anthropic_protocol.CountTokensRequest)
+    chat = anthropic_protocol.chat_request(parsed)
+    upstream = gateway_of(request.app).calls.routes.upstream(chat.model)
+    counted = await asyncio.to_thread(prompt_tokens, upstream, chat.messages, chat.tools)
+    return ASGIResponse(body=dumps({"input_tokens": counted}), media_type="application/json")
+
+
+ROUTES = [messages, count_tokens]

@@ -298,3 +298,21 @@ def test_hostile_input_is_refused_in_anthropics_shape_or_recorded_as_sent(
     assert sent[1]["content"] == "a\x00b caf\\udce9"  # the lone surrogate escaped on the wire
     (call,) = llm_calls(gateway, token, raw.headers["x-chronicle-session"])
     assert call["response"]["content"] == "ok"
+
+
+def test_count_tokens_answers_without_calling_the_model(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    sdk = client(gateway, token, f"anthropic-count-{uuid.uuid4().hex[:8]}")
+    asked = len(upstream.requests)
+    short = sdk.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hi"}])
+    longer = sdk.messages.count_tokens(
+        model=MODEL,
+        system="You are a careful engineer.",
+        messages=[{"role": "user", "content": "Please read every file of the repository."}],
+        tools=TOOLS,
+    )
+    assert 0 < short.input_tokens < longer.input_tokens
+    assert len(upstream.requests) == asked
+    with pytest.raises(anthropic.NotFoundError):
+        sdk.messages.count_tokens(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
