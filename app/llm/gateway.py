@@ -528,9 +528,11 @@ class LlmGateway:
                 attempts += 1
                 chunks.clear()
                 try:
-                    response = await self._call(
-                        sent, offered if native else [], params, chunks, on_chunk
-                    )
+                    offering = offered if native else []
+                    if on_chunk is None:
+                        response = await self._call(sent, offering, params)
+                    else:
+                        response = await self._streamed(sent, offering, params, chunks, on_chunk)
                     break
                 except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
                     why = exc.args[0] if exc.args else "the run was cancelled"
@@ -612,21 +614,25 @@ class LlmGateway:
             message += NATIVE_TOOLS_HINT
         return failure._replace(message=self.store.masker.mask_text(message))
 
-    async def _call(
+    async def _streamed(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         params: dict[str, Any],
-        chunks: list[Any] | None = None,
-        on_chunk: OnChunk | None = None,
+        chunks: list[Any],
+        on_chunk: OnChunk,
     ) -> Any:
-        """The model's reply; streamed into ``chunks`` through ``on_chunk`` when given."""
+        """The model's reply streamed into ``chunks`` through ``on_chunk``, assembled."""
+        streaming = {**params, "stream": True, "stream_options": {"include_usage": True}}
+        await relayed(await self._call(messages, tools, streaming), chunks, on_chunk)
+        return assembled(chunks)
+
+    async def _call(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Any:
         litellm = _import_litellm()
         config = self.config
         extra: dict[str, Any] = {}
-        if on_chunk is not None:
-            extra["stream"] = True
-            extra["stream_options"] = {"include_usage": True}
         if config.input_cost_per_token is not None:
             extra["input_cost_per_token"] = config.input_cost_per_token
         if config.output_cost_per_token is not None:
@@ -634,7 +640,7 @@ class LlmGateway:
         client = _openai_compatible_client(config)
         if client is not None:
             extra["client"] = client
-        reply = await litellm.acompletion(
+        return await litellm.acompletion(
             model=config.model,
             messages=messages,
             tools=tools or None,
@@ -647,10 +653,6 @@ class LlmGateway:
             **params,
             **extra,
         )
-        if on_chunk is None or chunks is None:
-            return reply
-        await relayed(reply, chunks, on_chunk)
-        return assembled(chunks)
 
     def _cost(self, response: Any, usage: LlmUsage) -> float | None:
         """What the call cost: by the configured prices, else litellm's (which prices cache
