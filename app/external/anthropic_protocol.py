@@ -367,8 +367,10 @@ def arguments_text(tool_input: dict[str, Any]) -> str:
 
 
 def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
-    """An assistant turn: its text as content, its tool uses as tool calls, its thinking as
-    litellm's ``thinking_blocks`` (signed: an Anthropic model checks them)."""
+    """An assistant turn: its text as content, its tool uses as tool calls, its signed
+    thinking as litellm's ``thinking_blocks`` (an Anthropic model checks the signature).
+    Unsigned thinking (a model's ``reasoning_content`` that ``anthropic_reply`` sent as a
+    thinking block) is left out: no model takes it back."""
     texts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     thinking: list[dict[str, Any]] = []
@@ -384,6 +386,8 @@ def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
                 }
             )
         elif isinstance(block, ThinkingBlock):
+            if not block.signature:  # a model's reasoning this gateway passed on: no use now
+                continue
             thinking.append(
                 {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
             )

@@ -39,6 +39,7 @@ def test_a_conversation_with_tools_becomes_the_chat_completions_body() -> None:
                 "role": "assistant",
                 "content": [
                     {"type": "thinking", "thinking": "Look first.", "signature": "sig1"},
+                    {"type": "thinking", "thinking": "unsigned", "signature": ""},
                     {"type": "text", "text": "Reading it."},
                     {
                         "type": "tool_use",
