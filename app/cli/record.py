@@ -71,7 +71,7 @@ def _user(args: argparse.Namespace) -> str:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.cli.log import open_store
+    from app.cli.log import open_owner_store, open_store
     from app.external.agent_command import RecordError, find_command
     from app.external.record import Recording, check_gateway, check_server, record
 
@@ -100,6 +100,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 recording,
                 check_gateway=lambda token: check_gateway(args.url, token),
                 started=started,
+                owner_store=lambda: open_owner_store(settings),
             )
     except RecordError as exc:
         print(f"chronicle record: {exc}", file=sys.stderr)

@@ -143,10 +143,13 @@ async def record(
     *,
     check_gateway: Callable[[str], Awaitable[None]],
     started: Callable[[UUID], None],
+    owner_store: Callable[[], Awaitable[EventStore]] | None = None,
 ) -> Recorded:
     """Record ``recording.command`` as a run of its session; ``check_gateway(token)`` is
     awaited with the command's token before anything is recorded (it raises when the gateway
-    would refuse the command), ``started(session_id)`` once the command starts."""
+    would refuse the command), ``started(session_id)`` once the command starts.
+    ``owner_store()`` opens the store through the database owner's login, the only one that
+    may make an admin's token (migration 0014): for a user who is an admin."""
     user = await find_user(store, recording.user)
     if user is None or user.disabled_at is not None or user.removed_at is not None:
         raise RecordError(
@@ -154,7 +157,11 @@ async def record(
             "(--user NAME or CHRONICLE_USER), or add it: chronicle users add NAME"
         )
     session_id, new = await _target(store, user.id, recording.session)
-    info, token = await _mint(store, user.id, session_id)
+    if user.is_admin and owner_store is not None:
+        async with await owner_store() as owner:
+            info, token = await _mint(owner, user.id, session_id)
+    else:
+        info, token = await _mint(store, user.id, session_id)
     this = asyncio.current_task()
     assert this is not None
     lost = asyncio.Event()

@@ -26,6 +26,8 @@ from tests.support.postgres import PgServer, database_from_template
 from tests.support.waiting import until
 
 USER = "rec"
+#: An admin's token is made only through the database owner's login (migration 0014).
+ADMIN = "rec-admin"
 STARTED = re.compile(r"recording session ([0-9a-f-]{36})")
 
 AGENT = textwrap.dedent(
@@ -71,8 +73,9 @@ def gateway(
         env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
         server = start_server(env)
         try:
-            added = chronicle("users", "add", USER, env=env)
-            assert added.returncode == 0, added.stderr
+            for user, admin in ((USER, []), (ADMIN, ["--admin"])):
+                added = chronicle("users", "add", user, *admin, env=env)
+                assert added.returncode == 0, added.stderr
             yield server
         finally:
             server.stop()
@@ -88,9 +91,13 @@ def workspace(tmp_path: Path) -> Path:
 
 
 def record(
-    gateway: ServerProcess, workspace: Path, *command: str, session: str | None = None
+    gateway: ServerProcess,
+    workspace: Path,
+    *command: str,
+    session: str | None = None,
+    user: str = USER,
 ) -> subprocess.CompletedProcess[str]:
-    options = ["--user", USER, "--url", gateway.url, "--workspace", str(workspace)]
+    options = ["--user", user, "--url", gateway.url, "--workspace", str(workspace)]
     if session is not None:
         options += ["--session", session]
     return chronicle("record", *options, "--", *command, env=gateway.env, timeout=120)
@@ -166,8 +173,9 @@ def test_an_anthropic_sdk_agent_finds_the_gateway_too(
 def test_the_commands_exit_code_is_records(
     gateway: ServerProcess, upstream: FakeLlmServer, workspace: Path
 ) -> None:
+    """Recorded by an admin, whose token only the owner's login may make."""
     upstream.script(Reply(content="a"), Reply(content="b"))
-    result = record(gateway, workspace, sys.executable, "agent.py", "3")
+    result = record(gateway, workspace, sys.executable, "agent.py", "3", user=ADMIN)
     assert result.returncode == 3, result.stderr
     ended = [
         e["payload"] for e in events(gateway, session_of(result)) if e["kind"] == "agent.state"
