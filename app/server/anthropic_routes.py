@@ -20,6 +20,7 @@ from litestar.response.base import ASGIResponse
 from litestar.types import ASGIApp
 
 from app.external import anthropic_protocol, anthropic_stream
+from app.external.anthropic_models import CountTokensRequest, parse_request
 from app.external.anthropic_reply import reply_message
 from app.external.errors import GatewayError
 from app.external.sessions import SESSION_HEADER
@@ -55,7 +56,7 @@ async def messages(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     """Anthropic's Messages, sent upstream and recorded as an ``llm.call``. Answered by an
     ASGI app either way (Litestar would serialize any other object a handler returns)."""
     body = await json_body(request, ctx.settings.gateway_max_body_bytes)
-    parsed = anthropic_protocol.parse_request(body)
+    parsed = parse_request(body)
     chat = anthropic_protocol.chat_request(parsed)
     gateway = gateway_of(request.app)
     gateway.calls.routes.upstream(chat.model)  # a model not allowed touches no session
@@ -95,7 +96,7 @@ async def count_tokens(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp
     """How many input tokens a request would send (``app.llm.token_count``): counted here,
     for the model that would answer it; no model is called and nothing is recorded."""
     body = await json_body(request, ctx.settings.gateway_max_body_bytes)
-    parsed = anthropic_protocol.parse_request(body, anthropic_protocol.CountTokensRequest)
+    parsed = parse_request(body, CountTokensRequest)
     chat = anthropic_protocol.chat_request(parsed)
     upstream = gateway_of(request.app).calls.routes.upstream(chat.model)
     counted = await asyncio.to_thread(prompt_tokens, upstream, chat.messages, chat.tools)

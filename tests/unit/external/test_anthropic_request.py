@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from anthropic.types.shared import ErrorResponse
 
+from app.external.anthropic_models import parse_request
 from app.external.anthropic_protocol import (
     ERROR_STATUS,
     error_body,
     error_type,
-    parse_request,
     to_chat_request,
 )
 from app.external.errors import GatewayError
