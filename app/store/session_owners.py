@@ -32,12 +32,13 @@ if TYPE_CHECKING:
 #: projection sees it working, or before it ever ran: no state yet, or just created (the
 #: projection has not seen it), which is trusted for ``FRESH_SECONDS`` only, so an owner row
 #: whose session was never recorded (its creation failed half-way) does not count for ever.
-#: A session of an external agent's model calls (``agent`` ``external``: app/external) that
-#: no worker ever ran has no state and never will: it does not count.
+#: A session of an external agent's model calls (``agent`` ``external``: app/external) is run
+#: by no worker: it does not count, with no state (the gateway's) or working (a command
+#: ``chronicle record`` runs, or ran until its process was killed).
 FRESH_SECONDS = 300
 #: Whether ``session_owners o`` (left-joined with ``session_state s``) counts, as above.
 COUNTS = f"""(EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = o.session_id)
-       OR s.status = 'working'
+       OR (s.status = 'working' AND s.agent IS DISTINCT FROM 'external')
        OR (s.session_id IS NOT NULL AND s.status IS NULL AND s.agent IS DISTINCT FROM 'external')
        OR (s.session_id IS NULL AND o.created_at > now() - interval '{FRESH_SECONDS} seconds'))"""
 ACTIVE_SQL = f"""
