@@ -316,3 +316,41 @@ def test_count_tokens_answers_without_calling_the_model(
     assert len(upstream.requests) == asked
     with pytest.raises(anthropic.NotFoundError):
         sdk.messages.count_tokens(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+
+
+def first_llm_call(gateway: ServerProcess, token: str, session: str) -> dict[str, Any]:
+    """The session's first llm.call, once it is in the log (read through its live stream)."""
+    with httpx.stream(
+        "GET",
+        f"{gateway.url}/api/sessions/{session}/stream",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    ) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line.removeprefix("data: "))
+                if event.get("kind") == "llm.call":
+                    found: dict[str, Any] = event["payload"]
+                    return found
+    raise AssertionError("the stream ended without an llm.call")
+
+
+def test_an_sdk_that_leaves_mid_stream_leaves_its_call_recorded_as_cut(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    upstream.hold()
+    upstream.script(
+        Reply(content="never finished", stream_pieces=["never", " finished"], stream_held=True)
+    )
+    sdk = client(gateway, token, f"anthropic-cut-{uuid.uuid4().hex[:8]}")
+    with sdk.messages.stream(
+        model=MODEL, max_tokens=50, messages=[{"role": "user", "content": "Say it slowly."}]
+    ) as stream:
+        session = stream.response.headers["x-chronicle-session"]
+        assert next(iter(stream.text_stream)) == "never"
+    # the SDK closed the response; the model still holds the rest of its reply
+    call = first_llm_call(gateway, token, session)
+    assert call["error_kind"] == "cut"
+    assert call["response"]["content"] == "never"
+    upstream.release_held()
+    asyncio.run(upstream.wait_until(lambda s: s.cut_streams == 1))  # the upstream closed too
