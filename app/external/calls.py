@@ -21,6 +21,10 @@ analytics views and the page's model-call view read these calls unchanged.
 Parameters: those of OpenAI's chat completions (``PASSED``) go to litellm as they came; any
 other key goes in ``extra_body`` (the provider gets it in the request's JSON), so nothing a
 client sends can steer litellm itself (``api_base``, ``api_key``, ``mock_response``, ...).
+They are the call's recorded ``params`` and part of its fingerprint (``stream`` is not: a
+streamed call records ``"stream": true`` beside them), so a replay fingerprints a request
+as recorded with ``LlmGateway.prepare(request.messages, request.tools,
+params=upstream_params(request.params))`` of a gateway of the same upstream model.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any
 from uuid import UUID
 
 from app.config import Settings
-from app.external.errors import GatewayError
+from app.external.errors import ErrorKind, GatewayError
 from app.external.models import ModelRoutes
 from app.llm import LlmError, LlmGateway, LlmReply
 from app.store import EventStore
@@ -83,6 +87,14 @@ _UPSTREAM_STATUS = {
 }
 
 
+#: OpenAI's ``code`` for a model failure of each kind (others keep Chronicle's kind).
+_OPENAI_CODES = {
+    "context_window": "context_length_exceeded",
+    "rate_limited": "rate_limit_exceeded",
+    "quota": "insufficient_quota",
+}
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """A chat request in OpenAI's shape, whatever protocol it came in (not copied: the
@@ -110,17 +122,20 @@ def upstream_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def upstream_error(exc: LlmError) -> GatewayError:
-    """A model failure (after the gateway's retries) as the agent is told it."""
+    """A model failure (after the gateway's retries) as the agent is told it: OpenAI's code
+    where it has one, which agents act on (``context_length_exceeded``: condense, retry)."""
     status = _UPSTREAM_STATUS.get(exc.kind, 502)
+    kind: ErrorKind = "invalid_request"
     if status == 502:
         kind = "upstream"
     elif status == 429:
         kind = "rate_limited"
     elif status == 503:
         kind = "unavailable"
-    else:
-        kind = "invalid_request"
-    return GatewayError(status, kind, f"the model failed: {exc.message}", code=exc.kind)  # type: ignore[arg-type]
+    message = f"the model failed: {exc.message}"
+    if exc.kind == "context_window":  # the words clients (litellm among them) look for
+        message += " (maximum context length exceeded)"
+    return GatewayError(status, kind, message, code=_OPENAI_CODES.get(exc.kind, exc.kind))
 
 
 def unusable(reply: LlmReply) -> GatewayError:

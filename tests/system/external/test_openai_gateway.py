@@ -290,6 +290,31 @@ def test_streamed_tool_calls_add_up(
     assert payload["response"]["finish_reason"] == "tool_calls"
 
 
+def test_a_stream_the_model_refuses_is_answered_with_its_status_and_recorded(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    upstream.script(
+        Reply(
+            status=400,
+            error="This model's maximum context length is 8192 tokens.",
+            error_code="context_length_exceeded",
+        )
+    )
+    with pytest.raises(openai.BadRequestError) as refused:
+        client(gateway, token, "refusals").chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "long"}], stream=True
+        )
+    assert "maximum context length" in refused.value.message
+    assert refused.value.code == "context_length_exceeded"
+    listed = httpx.get(
+        f"{gateway.url}/api/sessions", headers={"Authorization": f"Bearer {token}"}
+    ).json()["sessions"]
+    session = next(s["id"] for s in listed if s["title"] == "refusals")
+    payload = calls(gateway, token, session)[-1]["payload"]
+    assert payload["error_kind"] == "context_window"
+    assert payload["params"]["stream"] is True
+
+
 def test_the_models_are_listed(gateway: ServerProcess, token: str) -> None:
     names = [model.id for model in client(gateway, token).models.list()]
     assert names == ["scripted", "openai/scripted"]  # the pattern gpt-* is not a name
