@@ -61,7 +61,10 @@ def gateway(
     for admin_url in database_from_template(
         pg_server.admin, pg_template, f"gw_{uuid.uuid4().hex[:16]}"
     ):
-        env = database_environment(pg_server, admin_url, root, gateway_model_map=MODEL_MAP)
+        env = database_environment(
+            pg_server, admin_url, root, gateway_model_map=MODEL_MAP,
+            llm_retries="1", llm_retry_min_wait="0", llm_retry_max_wait="0.1",
+        )  # fmt: skip
         env["CHRONICLE_LLM_BASE_URL"] = upstream.base_url
         with analyst_login(admin_url, pg_server.admin) as analyst:
             env["CHRONICLE_ANALYST_DATABASE_URL"] = analyst  # for the llm_calls view
@@ -313,6 +316,18 @@ def test_a_stream_the_model_refuses_is_answered_with_its_status_and_recorded(
     payload = calls(gateway, token, session)[-1]["payload"]
     assert payload["error_kind"] == "context_window"
     assert payload["params"]["stream"] is True
+
+
+def test_a_failure_the_gateway_retries_is_one_call_of_two_attempts(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    upstream.script(Reply(status=503, error="overloaded"), Reply(content="second time"))
+    raw = client(gateway, token, "retried").chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "again?"}]
+    )
+    assert raw.parse().choices[0].message.content == "second time"
+    payload = calls(gateway, token, raw.headers["x-chronicle-session"])[-1]["payload"]
+    assert (payload["attempts"], payload["error"]) == (2, None)
 
 
 def test_the_models_are_listed(gateway: ServerProcess, token: str) -> None:
