@@ -64,6 +64,7 @@ def gateway(
         env = database_environment(
             pg_server, admin_url, root, gateway_model_map=MODEL_MAP,
             llm_retries="1", llm_retry_min_wait="0", llm_retry_max_wait="0.1",
+            llm_input_cost_per_token="0.000001", llm_output_cost_per_token="0.000002",
         )  # fmt: skip
         env["CHRONICLE_LLM_BASE_URL"] = upstream.base_url
         with analyst_login(admin_url, pg_server.admin) as analyst:
@@ -159,6 +160,7 @@ def test_a_sync_call_is_an_llm_call_of_an_external_session(
     assert payload["params"]["temperature"] == 0.3 and payload["params"]["seed"] == 7
     assert payload["response"]["content"] == "Paris."
     assert payload["usage"]["prompt_tokens"] == 12 and payload["attempts"] == 1
+    assert payload["cost_usd"] == pytest.approx(12 * 0.000001 + 3 * 0.000002)
     assert payload["latency_ms"] > 0
     view = model_call(gateway, token, session, call["seq"])
     assert [m["content"] for m in view["messages"]] == ["Answer in one word.", "Capital of France?"]
@@ -328,6 +330,23 @@ def test_a_failure_the_gateway_retries_is_one_call_of_two_attempts(
     assert raw.parse().choices[0].message.content == "second time"
     payload = calls(gateway, token, raw.headers["x-chronicle-session"])[-1]["payload"]
     assert (payload["attempts"], payload["error"]) == (2, None)
+
+
+def test_a_tool_schema_that_is_not_json_schema_goes_to_the_model_as_sent(
+    gateway: ServerProcess, token: str, upstream: FakeLlmServer
+) -> None:
+    upstream.script(Reply(content="fine"))
+    odd = [{"type": "function", "function": {"name": "x", "parameters": "not a schema"}}]
+    answered = httpx.post(
+        f"{gateway.url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {token}", "X-Chronicle-Session": "odd tools"},
+        json={"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}], "tools": odd},
+    )
+    assert answered.status_code == 200, answered.text
+    assert upstream.requests[-1]["tools"] == odd
+    session = answered.headers["x-chronicle-session"]
+    view = model_call(gateway, token, session, calls(gateway, token, session)[-1]["seq"])
+    assert view["tools"] == odd
 
 
 def test_the_models_are_listed(gateway: ServerProcess, token: str) -> None:
