@@ -235,6 +235,8 @@ class LlmGateway:
         self._tools_hash: tuple[list[dict[str, Any]], str] | None = None
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._client_loaded = False
+        #: streamed calls' recordings in flight (``_shielded``)
+        self._recordings: set[asyncio.Future[Any]] = set()
 
     async def load_client(self) -> None:
         """Import litellm in a thread, once: its import takes seconds of CPU, which on the
@@ -595,7 +597,7 @@ class LlmGateway:
         call = call_event(response=answer, usage=usage, cost_usd=cost)
         recording: Awaitable[RecordedEvent | None] = recorded(call, record)
         if on_chunk is not None:  # a stream is cut while it streams, never while recorded
-            recording = asyncio.shield(recording)
+            recording = self._shielded(recording)
         return LlmReply(
             call=call,
             event=await recording,
@@ -604,6 +606,15 @@ class LlmGateway:
             finish_reason=read.finish_reason,
             messages=handed(record),
         )
+
+    def _shielded(self, recording: Awaitable[RecordedEvent | None]) -> Awaitable[Any]:
+        """``recording`` in a task that cancelling its caller does not stop (kept referenced
+        until it ends): a streamed call the model finished is recorded whole, even when its
+        client is gone by then."""
+        task = asyncio.ensure_future(recording)
+        self._recordings.add(task)
+        task.add_done_callback(self._recordings.discard)
+        return asyncio.shield(task)
 
     def _failure(self, exc: BaseException, *, native_tools: bool) -> Failure:
         """The classified failure, its message masked and, when a refusal is about the
