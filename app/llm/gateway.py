@@ -508,7 +508,10 @@ class LlmGateway:
             """What a stream that ended early sent: its response, usage and cost."""
             if not chunks:
                 return {}
-            response = assembled(chunks)
+            try:
+                response = assembled(chunks)
+            except Exception:  # chunks litellm cannot add up: the error says what happened
+                return {}
             read = read_reply(response, tools, prompt_tools=not native)
             answer = LlmResponse(
                 content=read.content, tool_calls=read.tool_calls,
