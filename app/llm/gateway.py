@@ -399,6 +399,11 @@ class LlmGateway:
                 if earlier is not None and earlier != id(message):  # the same text, again
                     self._texts.pop(earlier, None)
                 self._handed[key] = id(message)
+            else:
+                # stored already: its text (made to hash it) is not needed. A client of the
+                # model gateway sends every message again as a new object: kept, their texts
+                # (and the messages) were never let go
+                self._texts.pop(id(message), None)
         return unstored
 
     def _stored_now(self, keys: Iterable[str]) -> None:
@@ -727,6 +732,8 @@ class LlmGateway:
         if known is not None and _same_objects(known[0], tools):
             return known[1]
         masked = [self._masked(tool) for tool in tools]
+        for tool in tools:  # its text was for the leak check; the list is hashed whole
+            self._texts.pop(id(tool), None)
         self._tools_masked = (tools, masked)
         return masked
 
