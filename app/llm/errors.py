@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal
 
 FailureKind = Literal[
@@ -76,3 +77,14 @@ def model_name_problem(model: str) -> str | None:
     except Exception:  # litellm's BadRequestError, or a name it cannot even split
         return no_provider_message(model)
     return None
+
+
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what caused it, link by link (``__cause__``, else ``__context__``): litellm
+    wraps the exception that says what happened, sometimes more than once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__

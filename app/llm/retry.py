@@ -14,10 +14,9 @@ import json
 import random
 import re
 import time
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from app.llm.errors import FailureKind, no_provider_message
+from app.llm.errors import FailureKind, exception_chain, no_provider_message
 
 
 class Failure(NamedTuple):
@@ -48,15 +47,6 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 #: litellm's words for a 2xx reply it could not turn into a chat completion.
 _RECEIVED = re.compile(
     r"Empty or invalid response from LLM endpoint\. Received: (.*?)\. Check the", re.S
@@ -82,7 +72,7 @@ def unreadable_reply(exc: BaseException) -> str | None:
 
     if not isinstance(exc, litellm.InternalServerError | litellm.APIError):
         return None
-    chain = list(_chain(exc))
+    chain = list(exception_chain(exc))
     if any(isinstance(link, httpx.HTTPStatusError) for link in chain):
         return None
     text = str(getattr(exc, "message", "") or exc)
@@ -124,7 +114,9 @@ def _unreachable(exc: BaseException) -> bool:
     (litellm reports either as a server error with no response)."""
     import socket
 
-    return any(isinstance(link, ConnectionRefusedError | socket.gaierror) for link in _chain(exc))
+    return any(
+        isinstance(link, ConnectionRefusedError | socket.gaierror) for link in exception_chain(exc)
+    )
 
 
 def classify(exc: BaseException, *, endpoint: str | None = None) -> Failure:

@@ -16,9 +16,10 @@ fails there, not in a user's session.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from functools import cache
 from typing import Any
+
+from app.llm.errors import exception_chain
 
 #: litellm's conversion of a provider's JSON into its response objects, and its argument.
 _CONVERSION = "convert_to_model_response_object"
@@ -42,19 +43,10 @@ def quiet_odd_count_warnings() -> None:
     )
 
 
-def _links(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def unconverted_reply(exc: BaseException) -> dict[str, Any] | None:
     """The chat completion (parsed JSON) whose conversion raised ``exc`` or an exception of
     its chain, or None when ``exc`` did not come from converting one."""
-    for link in _links(exc):
+    for link in exception_chain(exc):
         trace = link.__traceback__
         while trace is not None:
             frame = trace.tb_frame

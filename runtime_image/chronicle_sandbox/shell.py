@@ -311,29 +311,31 @@ class Shell:
         return self._observation(buffer, exit_code, timed_out, still_running, notes)
 
     def _stop_command(self, buffer: CappedBuffer) -> int | None:
-        """Ctrl-C (so bash abandons the rest of the command line), then SIGKILL for whatever
-        is left of the command's process group; if bash does not come back to its prompt, it
-        is replaced by a new shell.
+        """Ctrl-C, so bash abandons the rest of the command line, then SIGKILL for what is left
+        of the command's process group. A command that outlives Ctrl-C (it ignores SIGINT, or
+        the machine is slow) takes bash with it and a new shell starts: killing only its group
+        would let bash run the rest of the line (``sleep 1000; rm -rf ...`` would remove).
         """
         try:
             group = os.tcgetpgrp(self.fd)
         except OSError:
             group = self._shell_group
         os.write(self.fd, SPECIAL_KEYS["C-c"])
-        code = self._wait_for_prompt(buffer, 0.5)
+        code = self._wait_for_prompt(buffer, 2.5)
+        if code is None:
+            self._kill()
+            self._start()
+            self._stopped_note = (
+                "[the command did not stop at Ctrl-C: its shell was replaced by a new one, "
+                "so its directory and variables are back to where the sandbox started]"
+            )
+            return None
         if group != self._shell_group:
             try:
                 os.killpg(group, signal.SIGKILL)
             except OSError:
                 pass
-        if code is not None:
-            return code
-        code = self._wait_for_prompt(buffer, 2.0)
-        if code is not None:
-            return code
-        self._kill()
-        self._start()
-        return None
+        return code
 
     def _observation(
         self,

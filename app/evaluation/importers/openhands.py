@@ -90,7 +90,6 @@ from app.evaluation.importers.model import (
 from app.evaluation.importers.openhands_fields import (
     chronicle_tool,
     issue_name,
-    json_object,
     latencies_by_response,
     nested,
     per_call_costs,
@@ -98,7 +97,15 @@ from app.evaluation.importers.openhands_fields import (
     upgraded,
     usage_of,
 )
-from app.evaluation.importers.values import first_line, integer, load_json, mapping, number, text_of
+from app.evaluation.importers.values import (
+    first_line,
+    integer,
+    json_object,
+    load_json,
+    mapping,
+    number,
+    text_of,
+)
 from app.events import (
     ErrorObservation,
     Event,

@@ -8,7 +8,6 @@ field); each one here reads a value and nothing else.
 from __future__ import annotations
 
 import ast
-import json
 from typing import Any
 
 from app.evaluation.importers.values import integer, mapping, number, text_of
@@ -137,16 +136,6 @@ def chronicle_tool(
         )
         return "finish", {"message": message}
     return None, None
-
-
-def json_object(value: Any) -> dict[str, Any]:
-    """Tool call arguments (JSON text); anything but an object reads as none."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def upgraded(args: dict[str, Any]) -> dict[str, Any]:

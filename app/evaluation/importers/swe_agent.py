@@ -66,7 +66,14 @@ from app.evaluation.importers.model import (
     ToolUse,
     refused,
 )
-from app.evaluation.importers.values import first_line, integer, load_json, mapping, text_of
+from app.evaluation.importers.values import (
+    first_line,
+    integer,
+    json_object,
+    load_json,
+    mapping,
+    text_of,
+)
 from app.events import (
     Event,
     FileEditOutput,
@@ -264,7 +271,7 @@ class _Reader:
         if call is not None:
             function = mapping(call.get("function"))
             name = text_of(function.get("name"))
-            arguments = _arguments(function.get("arguments"))
+            arguments = json_object(function.get("arguments"))
             return _tool_use(call_id, name, arguments, action)
         if not action.strip():
             return None
@@ -355,16 +362,6 @@ def _model_name(replay_config: Any) -> str:
     return text_of(model.get("name"))
 
 
-def _arguments(value: Any) -> dict[str, Any]:
-    """A tool call's arguments: JSON text (or an object); anything else reads as none."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            return {}
-    return value if isinstance(value, dict) else {}
-
-
 def _tool_use(call_id: str, name: str, arguments: dict[str, Any], action: str) -> ToolUse:
     tool: str | None
     tool_arguments: dict[str, Any] | None
@@ -420,7 +417,7 @@ def _editor_arguments(action: str) -> dict[str, Any] | None:
         if key == "insert_line":
             arguments[key] = integer(value) if integer(value) is not None else value
         elif key == "view_range":
-            arguments[key] = _arguments(f'{{"v": {value}}}').get("v", value)
+            arguments[key] = json_object(f'{{"v": {value}}}').get("v", value)
         else:
             arguments[key] = value
     return arguments

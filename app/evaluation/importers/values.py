@@ -52,6 +52,16 @@ def mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def json_object(value: Any) -> dict[str, Any]:
+    """Tool call arguments: JSON text (or an object); anything but an object reads as none."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
 def integer(value: Any) -> int | None:
     """An integer, also written as a string or an integral float; else None."""
     if isinstance(value, bool):

@@ -56,6 +56,15 @@ async def test_hard_timeout_kills_and_returns_what_was_printed(runtime: Runtime)
     assert after.output == "after\n" and after.exit_code == 0
 
 
+async def test_a_timed_out_line_runs_nothing_after_the_command(runtime: Runtime) -> None:
+    """A command that ignores Ctrl-C was killed alone and bash ran the rest of its line."""
+    line = "bash -c \"trap '' INT; sleep 1000\"; echo ran > after-the-timeout"
+    result = await run(runtime, line, timeout=1)
+    assert result.timed_out and "shell was replaced" in result.output
+    check = await run(runtime, "ls after-the-timeout 2>/dev/null | wc -l; echo alive")
+    assert check.output.split() == ["0", "alive"]
+
+
 async def test_hard_timeout_stops_a_busy_shell_loop(runtime: Runtime) -> None:
     result = await run(runtime, "while true; do :; done", timeout=1)
     assert result.timed_out

@@ -297,7 +297,7 @@ def test_cause_zero_is_an_error_on_the_command_line(app_database_url: str, tmp_p
     session = str(uuid.uuid4())
     assert chronicle("append", session, "run", '{"command": "ls"}', env=env).returncode == 0
     zero = chronicle("append", session, "run.output", "{}", "--cause", "0", env=env)
-    assert zero.returncode == 2 and "0 is not a seq: seqs start at 1" in zero.stderr
+    assert zero.returncode == 2 and "0 is not a seq: it goes from 1 to" in zero.stderr
     assert "Traceback" not in zero.stderr
     answered = chronicle(
         "append", session, "run.output", '{"exit_code": 0}', "--cause", "1", env=env
