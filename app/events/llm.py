@@ -108,5 +108,10 @@ INTERRUPTED = "interrupted"
 #: and so was never recorded by it: the worker that took the session over records it
 #: (``app.agent.in_flight``), its answer, usage and cost unknown.
 LOST = "lost"
+#: ``error_kind`` of a streamed call whose client went away after the first chunks (a gateway
+#: client that disconnected): the model answered in part, the usage it bills is unknown.
+CUT = "cut"
 #: Calls that answered nothing: the run that followed asked the model again.
 ANSWERED_NOTHING = frozenset({INTERRUPTED, LOST})
+#: Failed calls the provider may still have billed, so their session's cost is unknown (≥).
+MAYBE_PAID = frozenset({LOST, CUT})

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
+from app.events.llm import CUT
 from app.llm.config import LlmConfig
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
@@ -548,7 +549,7 @@ class LlmGateway:
                     why = exc.args[0] if exc.args else "the run was cancelled"
                     if chunks:
                         stopped = f"the stream was cut after {len(chunks)} chunks ({why})"
-                        stop = call_event(error=stopped, error_kind="cut", **partial())
+                        stop = call_event(error=stopped, error_kind=CUT, **partial())
                     else:
                         stopped = f"interrupted before the model answered ({why})"
                         stop = call_event(error=stopped, error_kind="interrupted")
