@@ -402,7 +402,9 @@ def _exec_shell(
 
     bash and every command it runs get: death with the server, only the terminal (none of the
     server's descriptors; set to neither add carriage returns nor echo input), the default
-    action of the signals Python ignores (as ``subprocess`` does), the resource limits for
+    action of the signals Python ignores (as ``subprocess`` does) and of those a server started
+    in the background or under ``nohup`` inherits ignored (else Ctrl-C and a timeout's
+    interrupt would not reach a command), the resource limits for
     good, and the out-of-memory killer's first place (before the server); with a
     ``disk_filter``, its seccomp filter for good (no shell at all if it cannot be installed).
     """
@@ -410,7 +412,7 @@ def _exec_shell(
         if prctl is not None:
             prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+        for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ", "SIGINT", "SIGQUIT", "SIGHUP"):
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), signal.SIG_DFL)
         for which, soft, hard in limits:
