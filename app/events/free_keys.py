@@ -14,7 +14,6 @@ values JSON has no type for (a UUID, a datetime) into what JSON mode would have 
 
 from __future__ import annotations
 
-import re
 import types
 import typing
 from collections.abc import Mapping
@@ -23,7 +22,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from app.events.stored_form import needs_escape
+
 _JSON_SCALARS = (str, int, float, bool, type(None))
 
 
@@ -51,10 +51,11 @@ def free_fields(model: type[BaseModel]) -> frozenset[str]:
 
 
 def holds_surrogate_key(value: Any) -> bool:
-    """Does ``value`` hold, at any depth, an object key with a lone surrogate?"""
+    """Does ``value`` hold, at any depth, an object key the stored form escapes (a lone
+    surrogate, or NUL, which JSON mode keeps but costs nothing to dump exactly too)?"""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            if isinstance(key, str) and _SURROGATE.search(key) is not None:
+            if isinstance(key, str) and needs_escape(key):
                 return True
             if holds_surrogate_key(item):
                 return True
