@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
+import os
 import signal
 import sys
 from datetime import UTC, datetime
@@ -21,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from app.cli.log import open_store, positive
+from app.cli.log import open_owner_store, open_store, positive
 from app.cli.replay import add_agent_options
 from app.cli.terminal import escape_controls, raw
+from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -98,6 +101,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
+    run.add_argument(
+        "--url",
+        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
+        help="tasks whose agent is a command: the running chronicle serve whose gateway "
+        f"records its model calls (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
+    )
+    run.add_argument(
+        "--user",
+        default=os.environ.get("CHRONICLE_USER"),
+        help="tasks whose agent is a command: whose sessions and tokens they are (default: "
+        "CHRONICLE_USER, else your login name)",
+    )
 
     report = actions.add_parser(
         "report",
@@ -138,6 +153,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
     add_agent_options(replayed)
+
+
+def _user(args: argparse.Namespace) -> str:
+    """Whose sessions an agent command's trials are: ``--user``, else the login name (as
+    ``chronicle record`` takes it)."""
+    if args.user:
+        return str(args.user)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -203,6 +229,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
     )
     from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
     from app.evaluation.suite import SuiteError, load_suite
+    from app.external.eval_trials import GatewayTrials
     from app.projections import SessionState, bring_up_to_date
     from app.store.evaluation_rows import run_attempts
 
@@ -244,6 +271,8 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
             run_suite(
                 store, settings, suite, suite_path.resolve().parent, options,
                 [BUILTIN[n] for n in DEFAULT_SCORERS], show, resume=args.resume is not None,
+                recorder=GatewayTrials(store, settings, args.url, _user(args),
+                                       lambda: open_owner_store(settings)),
             )
         )  # fmt: skip
         loop = asyncio.get_running_loop()

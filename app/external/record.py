@@ -24,7 +24,7 @@ import shlex
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -127,6 +127,15 @@ class Recording:
     gateway_url: str
     user: str
     session: str | None = None
+    #: more of a new session's ``session.created`` config (an evaluation trial's run and task)
+    config: Mapping[str, Any] = field(default_factory=dict)
+    #: variables the command gets besides the gateway's (an evaluation task's prompt)
+    environment: Mapping[str, str] = field(default_factory=dict)
+    #: how the command runs: in the foreground with signals passed on, unless an evaluation
+    #: runs it (in the background, with a timeout)
+    runner: Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[int]] = field(
+        default=run_forwarding_signals
+    )
 
 
 @dataclass(frozen=True)
@@ -245,7 +254,7 @@ async def _open(
         title=recording.session or one_line_title(command),
         user=user,
         user_agent=None,
-        extra=session_config(recording.command, recording.workspace),
+        extra=session_config(recording.command, recording.workspace) | dict(recording.config),
     )
     try:
         await store.append(session_id, [created], expected_seq=0)
@@ -278,13 +287,13 @@ async def _record_claimed(
     reason = "interrupted"
     try:
         await store.append(session_id, [starting(recording.command)])
-        environ = gateway_environment(os.environ, recording.gateway_url, token, session_id)
+        environ = gateway_environment(
+            {**os.environ, **recording.environment}, recording.gateway_url, token, session_id
+        )
         begun = time.monotonic()
         started(session_id)
         try:
-            returncode = await run_forwarding_signals(
-                recording.command, recording.workspace, environ
-            )
+            returncode = await recording.runner(recording.command, recording.workspace, environ)
         except RecordError as exc:  # gone between the check and the start
             reason = "error"
             failed = AgentState(state="error", reason=str(exc), exit_code=exc.exit_code)
