@@ -19,10 +19,16 @@ import getpass
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
+
+if TYPE_CHECKING:
+    from app.external.record import Recording
+    from app.store import EventStore
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -56,6 +62,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--user",
         default=os.environ.get("CHRONICLE_USER"),
         help="whose session and token it is (default: CHRONICLE_USER, else your login name)",
+    )
+    record.add_argument(
+        "--replay",
+        metavar="SESSION",
+        help="replay this recorded session: the gateway answers the command's model calls "
+        "from it and calls no model; exit 0 when they matched, 3 when they diverged "
+        "(see docs/gateway.md)",
+    )
+    record.add_argument(
+        "--mode",
+        choices=["strict", "positional"],
+        default="strict",
+        help="with --replay: strict stops at the first request that differs; positional "
+        "serves the recorded answer anyway and reports the difference (default: strict)",
+    )
+    record.add_argument(
+        "--on-divergence",
+        choices=["stop", "live"],
+        default="stop",
+        help="with --replay: stop the command at a divergence, or go on with the real model "
+        "from there, recorded in the replay session (default: stop)",
     )
     # not "command": the subcommand's own name is args.command
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
@@ -94,6 +121,9 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             def started(session: uuid.UUID) -> None:
                 print(f"chronicle: recording session {session}", file=sys.stderr, flush=True)
 
+            if args.replay is not None:
+                return await _replay(args, settings, store, recording, started)
+
             recorded = await record(
                 store,
                 settings,
@@ -111,3 +141,45 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     return recorded.exit_code
+
+
+async def _replay(
+    args: argparse.Namespace,
+    settings: Settings,
+    store: EventStore,
+    recording: Recording,
+    started: Callable[[uuid.UUID], None],
+) -> int:
+    """``--replay SESSION``: ``app.external.replay_command`` with this command's options;
+    the report on stderr (the command's stdout is the command's alone)."""
+    from app.cli.log import open_owner_store
+    from app.external.agent_command import RecordError
+    from app.external.record import check_gateway
+    from app.external.replay_command import replay_command
+
+    try:
+        if args.session is not None:
+            raise RecordError("--replay records a session of its own; leave out --session")
+        try:
+            replayed = uuid.UUID(args.replay)
+        except ValueError:
+            raise RecordError(f"--replay takes a session's id, not {args.replay!r}") from None
+        outcome = await replay_command(
+            store,
+            settings,
+            recording=replayed,
+            command=recording.command,
+            workspace=recording.workspace,
+            gateway_url=recording.gateway_url,
+            user=recording.user,
+            mode=args.mode,
+            on_divergence=args.on_divergence,
+            check_gateway=lambda token: check_gateway(args.url, token),
+            started=started,
+            owner_store=lambda: open_owner_store(settings),
+        )
+    except RecordError as exc:
+        print(f"chronicle record: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(outcome.report(), file=sys.stderr)
+    return outcome.exit_code

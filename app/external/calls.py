@@ -38,6 +38,7 @@ from uuid import UUID
 
 from app.config import Settings
 from app.external.errors import ErrorKind, GatewayError
+from app.external.limit_guard import LimitGuard
 from app.external.models import ModelRoutes
 from app.llm import LlmError, LlmGateway, LlmReply
 from app.store import EventStore
@@ -151,7 +152,13 @@ class ExternalCalls:
         self.store = store
         self.settings = settings
         self.routes = ModelRoutes.of(settings)
+        #: the limits each call is checked against first (app/external/limits.py)
+        self.limits = LimitGuard(store, settings.gateway_limits)
         self._gateways: dict[str, LlmGateway] = {}
+        from app.external.replay_serving import ReplayServing  # it imports this module
+
+        #: replay sessions' calls, served from their recordings (``chronicle record --replay``)
+        self.replays = ReplayServing(store, settings)
         #: calls streaming in tasks of their own (kept referenced until they end)
         self._running: set[asyncio.Task[Any]] = set()
 
@@ -178,15 +185,20 @@ class ExternalCalls:
     async def complete(self, session_id: UUID, request: ChatRequest) -> LlmReply:
         """Call the model and record the call (see the module's docstring)."""
         gateway = self._checked(request)
+        served = await self.replays.serve(session_id, request, gateway.config.model)
+        if served is not None:
+            return served
+        params = upstream_params(request.params)
+        admission = await self.limits.admit(
+            session_id, gateway, request.messages, request.tools, params, stream=False
+        )
         try:
             reply = await gateway.complete(
-                session_id,
-                request.messages,
-                request.tools,
-                params=upstream_params(request.params),
+                session_id, request.messages, request.tools, params=params
             )
         except LlmError as exc:
             raise upstream_error(exc) from None
+        await admission.spent(reply.call.cost_usd)
         if reply.error is not None:
             raise unusable(reply)
         return reply
@@ -197,9 +209,17 @@ class ExternalCalls:
         params = upstream_params(request.params)
 
         async def call(on_chunk: Callable[[Any], Awaitable[None]]) -> LlmReply:
-            return await gateway.complete(
+            served = await self.replays.serve(session_id, request, gateway.config.model, on_chunk)
+            if served is not None:
+                return served
+            admission = await self.limits.admit(
+                session_id, gateway, request.messages, request.tools, params, stream=True
+            )
+            reply = await gateway.complete(
                 session_id, request.messages, request.tools, params=params, on_chunk=on_chunk
             )
+            await admission.spent(reply.call.cost_usd)
+            return reply
 
         stream = CallStream()
         task = asyncio.create_task(stream.run(call))
@@ -241,6 +261,8 @@ class CallStream:
                 self.reply = reply
         except LlmError as exc:
             self.error = upstream_error(exc)
+        except GatewayError as exc:  # refused (a replay that diverged, a limit)
+            self.error = exc
         except asyncio.CancelledError:
             self.error = GatewayError(499, "server", "the call was cut")
         except Exception:
