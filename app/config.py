@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -58,6 +58,35 @@ def read_secret_file(path: Path) -> str:
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+class GatewayLimits(BaseModel):
+    """Limits on an external agent's gateway calls, for one user or one session (None: no
+    limit). What each means and how it is counted: app/external/limits.py, docs/gateway.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_cost_usd: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="refuse calls once this is spent"
+    )
+    max_calls: int | None = Field(default=None, ge=0, description="calls made, at most")
+    models: tuple[str, ...] | None = Field(
+        default=None,
+        description="names or patterns ('gpt-4o*') of the upstream models that may answer",
+    )
+    rate_per_minute: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="calls per minute, at most"
+    )
+
+
+class GatewayLimitDefaults(BaseModel):
+    """The deployment's limits: every user's (unless an admin set the user's own) and every
+    session's (a session's own limits only tighten them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: GatewayLimits = GatewayLimits()
+    session: GatewayLimits = GatewayLimits()
 
 
 class Settings(BaseSettings):
@@ -220,6 +249,11 @@ class Settings(BaseSettings):
     )
     gateway_max_concurrency: int = Field(
         default=64, ge=1, description="gateway calls in flight per upstream model"
+    )
+    gateway_limits: GatewayLimitDefaults = Field(
+        default_factory=GatewayLimitDefaults,
+        description="limits of every user's and every session's gateway calls (cost, calls, "
+        'models, rate), e.g. {"session": {"max_calls": 500}, "user": {"max_cost_usd": 20}}',
     )
 
     # -- tools ---------------------------------------------------------------------------

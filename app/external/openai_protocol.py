@@ -122,8 +122,9 @@ def error_type(status: int) -> str:
 
 
 def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
-    """OpenAI's error document."""
-    return {"error": {"message": message, "type": error_type(status), "param": None, "code": code}}
+    """OpenAI's error document (a spent quota has its own type, as OpenAI writes it)."""
+    kind = "insufficient_quota" if code == "insufficient_quota" else error_type(status)
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
 def sse(data: Any) -> bytes:

@@ -32,6 +32,7 @@ from uuid import UUID
 
 from app.events import SessionCreated
 from app.external.errors import GatewayError
+from app.external.limits import CONFIG_KEY, LIMITS_HEADER, parse_limits
 from app.external.session_scope import scoped_session
 from app.store import ConcurrencyError, EventStore
 from app.store.session_owners import own_session, owner_of
@@ -88,9 +89,16 @@ class SessionChooser:
         self._known: OrderedDict[tuple[UUID, UUID], None] = OrderedDict()
 
     async def session_for(
-        self, principal: Principal, header: str | None, user_agent: str | None
+        self,
+        principal: Principal,
+        header: str | None,
+        user_agent: str | None,
+        limits: str | None = None,
     ) -> UUID:
-        """The session a call with this token and ``X-Chronicle-Session`` value goes to."""
+        """The session a call with this token and ``X-Chronicle-Session`` value goes to;
+        ``limits`` (``X-Chronicle-Limits``) are recorded as the session's own when the call
+        opens it (``app.external.limits``)."""
+        own = opening_limits(limits)
         scoped = scoped_session(principal.label)
         if scoped is not None:  # a token made for one session (app.external.session_scope)
             if header is not None and header.strip():
@@ -108,15 +116,17 @@ class SessionChooser:
             try:
                 session_id = UUID(chosen)
             except ValueError:
-                return await self._named(principal, chosen, user_agent)
+                return await self._named(principal, chosen, user_agent, own)
             await self._existing(principal, session_id)
             return session_id
         session_id = token_session_id(principal.token_id)
         title = f"calls of token {str(principal.token_id)[:8]}"
-        await self._opened(principal, session_id, title, user_agent)
+        await self._opened(principal, session_id, title, user_agent, own)
         return session_id
 
-    async def _named(self, principal: Principal, name: str, user_agent: str | None) -> UUID:
+    async def _named(
+        self, principal: Principal, name: str, user_agent: str | None, own: dict[str, Any]
+    ) -> UUID:
         if not _NAME.match(name):
             raise GatewayError(
                 400,
@@ -125,7 +135,7 @@ class SessionChooser:
                 f"{MAX_NAME} characters without control characters",
             )
         session_id = named_session_id(principal.user_id, name)
-        await self._opened(principal, session_id, name, user_agent)
+        await self._opened(principal, session_id, name, user_agent, own)
         return session_id
 
     def _remember(self, principal: Principal, session_id: UUID) -> None:
@@ -134,7 +144,12 @@ class SessionChooser:
             self._known.popitem(last=False)
 
     async def _opened(
-        self, principal: Principal, session_id: UUID, title: str, user_agent: str | None
+        self,
+        principal: Principal,
+        session_id: UUID,
+        title: str,
+        user_agent: str | None,
+        own: dict[str, Any] | None = None,
     ) -> None:
         """Open the session (owner, then ``session.created``) unless it is open already."""
         if (principal.user_id, session_id) in self._known:
@@ -143,7 +158,9 @@ class SessionChooser:
         if owner != principal.user_id:  # only a uuid5 collision could get here
             raise _not_yours(session_id)
         if await self.store.last_seq(session_id) == 0:
-            created = external_session(title=title, user=principal.name, user_agent=user_agent)
+            created = external_session(
+                title=title, user=principal.name, user_agent=user_agent, extra=own
+            )
             try:
                 await self.store.append(session_id, [created], expected_seq=0)
             except ConcurrencyError:
@@ -171,6 +188,18 @@ class SessionChooser:
                 f"session {session_id} is not a session of an external agent (its "
                 "session.created does not say agent 'external'); name another, or a new name",
             )
+
+
+def opening_limits(header: str | None) -> dict[str, Any]:
+    """``session.created``'s ``config`` of a session opened with these ``X-Chronicle-Limits``
+    (nothing for none); ``GatewayError`` 400 for a header that is not limits."""
+    if header is None or not header.strip():
+        return {}
+    try:
+        limits = parse_limits(header)
+    except ValueError as exc:
+        raise GatewayError(400, "invalid_request", f"{LIMITS_HEADER}: {exc}") from None
+    return {CONFIG_KEY: limits.model_dump(exclude_none=True, mode="json")}
 
 
 def _header_session(principal: Principal, chosen: str) -> UUID:

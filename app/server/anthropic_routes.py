@@ -23,6 +23,7 @@ from app.external import anthropic_protocol, anthropic_stream
 from app.external.anthropic_models import CountTokensRequest, parse_request
 from app.external.anthropic_reply import reply_message
 from app.external.errors import GatewayError
+from app.external.limits import LIMITS_HEADER
 from app.external.sessions import SESSION_HEADER
 from app.llm.token_count import prompt_tokens
 from app.server.auth import principal_of
@@ -64,6 +65,7 @@ async def messages(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
         principal_of(request),
         request.headers.get(SESSION_HEADER),
         request.headers.get("user-agent"),
+        request.headers.get(LIMITS_HEADER),
     )
     headers = {"X-Chronicle-Session": str(session_id)}
     if chat.stream:

@@ -21,6 +21,7 @@ from litestar.types import ASGIApp
 from app.external import openai_protocol
 from app.external.calls import ChatRequest, ExternalCalls
 from app.external.errors import GatewayError
+from app.external.limits import LIMITS_HEADER
 from app.external.sessions import SESSION_HEADER, SessionChooser
 from app.server.auth import principal_of
 from app.server.context import Context, ServerContext
@@ -150,6 +151,7 @@ async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> ASG
         principal_of(request),
         request.headers.get(SESSION_HEADER),
         request.headers.get("user-agent"),
+        request.headers.get(LIMITS_HEADER),
     )
     headers = _session_header(session_id)
     if chat.stream:
