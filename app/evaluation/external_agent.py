@@ -8,7 +8,9 @@ The command runs in the task's fresh workspace (prepared as for Chronicle's agen
 ways, so any agent's command line can take it:
 
 - in its arguments: ``{prompt}`` in an argument is replaced by the prompt, ``{prompt_file}``
-  by the path of a file holding it (beside the workspace, so it is no change of the agent's);
+  by the path of a file holding it (beside the workspace, so it is no change of the agent's),
+  ``{suite_dir}`` by the suite file's directory (where an agent script beside the suite is:
+  the command runs in the workspace, so a relative path is the workspace's);
 - in its environment: ``CHRONICLE_TASK_PROMPT``, ``CHRONICLE_TASK_PROMPT_FILE``,
   ``CHRONICLE_TASK_ID`` and ``CHRONICLE_TASK_EPOCH``, besides the gateway's
   ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` / ``ANTHROPIC_BASE_URL`` / ``ANTHROPIC_API_KEY``;
@@ -30,6 +32,7 @@ from app.evaluation.suite import AgentCommand, Suite, Task
 
 PROMPT = "{prompt}"
 PROMPT_FILE = "{prompt_file}"
+SUITE_DIR = "{suite_dir}"
 
 
 class CommandEnd(Protocol):
@@ -66,11 +69,14 @@ class CommandRecorder(Protocol):
         ...
 
 
-def command_line(agent: AgentCommand, prompt: str, prompt_file: Path) -> list[str]:
-    """The command with ``{prompt}`` and ``{prompt_file}`` replaced in each argument (no
-    other braces are read: an argument is not a format string)."""
+def command_line(agent: AgentCommand, prompt: str, prompt_file: Path, suite_dir: Path) -> list[str]:
+    """The command with ``{suite_dir}``, ``{prompt_file}`` and ``{prompt}`` replaced in each
+    argument, the prompt last so that its own text is never read for them (no other braces
+    are read: an argument is not a format string)."""
     return [
-        part.replace(PROMPT_FILE, str(prompt_file)).replace(PROMPT, prompt)
+        part.replace(SUITE_DIR, str(suite_dir))
+        .replace(PROMPT_FILE, str(prompt_file))
+        .replace(PROMPT, prompt)
         for part in agent.command
     ]
 
@@ -109,6 +115,7 @@ async def run_agent_command(
     task: Task,
     epoch: int,
     workspace: Path,
+    suite_dir: Path,
     config: Mapping[str, Any],
 ) -> CommandEnd:
     """Run the task's command in its prepared ``workspace`` as a recorded session whose
@@ -116,7 +123,7 @@ async def run_agent_command(
     prompt_file = workspace.with_name(f"{workspace.name}.prompt")
     await asyncio.to_thread(prompt_file.write_text, task.prompt, encoding="utf-8")
     return await recorder.record(
-        command_line(agent, task.prompt, prompt_file),
+        command_line(agent, task.prompt, prompt_file, suite_dir),
         workspace,
         task_environment(task, epoch, prompt_file),
         config,

@@ -336,7 +336,7 @@ async def _run_task(
     note = None  # why an agent command failed, said beside its scores
     if task.agent is not None:
         assert recorder is not None  # run_suite refuses such a suite without one
-        end = await run_agent_command(recorder, task.agent, task, epoch, workspace,
+        end = await run_agent_command(recorder, task.agent, task, epoch, workspace, suite_dir,
                                       session_options.evaluation or {})  # fmt: skip
         if end.session_id is None:
             stop = {"stopped_by": end.error} if end.stops_run else {}

@@ -47,9 +47,9 @@ class Limits(BaseModel):
 class AgentCommand(BaseModel):
     """An agent Chronicle does not run, as a task names it: the command ``chronicle eval run``
     runs under ``chronicle record`` in the task's workspace (its model calls go through the
-    gateway of a running ``chronicle serve``), stopped after ``timeout`` seconds. ``{prompt}``
-    and ``{prompt_file}`` in an argument are replaced by the task's prompt and the path of a
-    file holding it (``app/evaluation/external_agent.py``)."""
+    gateway of a running ``chronicle serve``), stopped after ``timeout`` seconds. ``{prompt}``,
+    ``{prompt_file}`` and ``{suite_dir}`` in an argument are replaced by the task's prompt,
+    the path of a file holding it and the suite's directory (``external_agent.py``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

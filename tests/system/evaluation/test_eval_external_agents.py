@@ -48,7 +48,7 @@ AGENT = textwrap.dedent(
 
 SUITE = """
 name: outside
-agent: {{command: [{python}, {agent}, "{{prompt}}"], timeout: 120}}
+agent: {{command: [{python}, "{{suite_dir}}/agent.py", "{{prompt}}"], timeout: 120}}
 tasks:
   - id: greet
     prompt: Make greeting.txt say hello.
@@ -130,7 +130,7 @@ def test_an_outside_agent_is_run_recorded_and_scored_per_task_and_epoch(
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT)
     suite = tmp_path / "outside.yaml"
-    suite.write_text(SUITE.format(python=sys.executable, agent=agent))
+    suite.write_text(SUITE.format(python=sys.executable))
     # trials run in suite order, epoch by epoch (one at a time): greet, sum, greet, sum
     greeting, wrong = Reply(content="greeting.txt\nhello"), Reply(content="answer.txt\n41")
     upstream.script(greeting, wrong, greeting, wrong)
@@ -180,8 +180,6 @@ def test_an_outside_agent_is_run_recorded_and_scored_per_task_and_epoch(
         ["greet", "finished", "pass"], ["greet", "finished", "pass"],
         ["sum", "finished", "pass"], ["sum", "finished", "pass"],
     ]  # fmt: skip
-    verified = chronicle("verify", sessions[("greet", 1)], env=gateway.env)
-    assert verified.returncode == 0, verified.stdout + verified.stderr
 
 
 def test_a_command_that_times_out_or_fails_is_a_scored_failure(
@@ -211,7 +209,7 @@ def test_no_running_server_is_a_sentence_before_any_trial(
     gateway: ServerProcess, tmp_path: Path
 ) -> None:
     suite = tmp_path / "outside.yaml"
-    suite.write_text(SUITE.format(python=sys.executable, agent=tmp_path / "agent.py"))
+    suite.write_text(SUITE.format(python=sys.executable))
     ran = chronicle(
         "eval", "run", str(suite), "--url", "http://127.0.0.1:9", "--user", USER,
         "--name", "nowhere", env=gateway.env,
@@ -219,5 +217,5 @@ def test_no_running_server_is_a_sentence_before_any_trial(
     assert ran.returncode == 2
     assert "error: no Chronicle server answers at http://127.0.0.1:9" in ran.stderr
     assert "Traceback" not in ran.stderr
-    report = chronicle("eval", "report", "nowhere", env=gateway.env)
-    assert report.returncode == 1  # nothing was recorded
+    runs = Path(gateway.env["CHRONICLE_DATA_DIR"]) / "evaluations"
+    assert not (runs / "nowhere").exists()  # no trial started

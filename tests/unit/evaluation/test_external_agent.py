@@ -11,12 +11,13 @@ from app.evaluation.suite import AgentCommand, Task
 
 def test_placeholders_are_replaced_in_each_argument_and_other_braces_are_left() -> None:
     agent = AgentCommand(
-        command=["agent", "--task={prompt}", "--file", "{prompt_file}", "{x} {0}", "{prompt"]
-    )
-    prompt = 'Fix {it}: "x" {prompt_file}'
-    assert command_line(agent, prompt, Path("/runs/t/epoch-1.prompt")) == [
-        "agent",
-        '--task=Fix {it}: "x" {prompt_file}',  # the prompt's own text is not read again
+        command=["{suite_dir}/agent", "--task={prompt}", "--file", "{prompt_file}", "{x} {0}",
+                 "{prompt"]
+    )  # fmt: skip
+    prompt = 'Fix {it}: "x" {prompt_file} {suite_dir}'
+    assert command_line(agent, prompt, Path("/runs/t/epoch-1.prompt"), Path("/suites")) == [
+        "/suites/agent",
+        '--task=Fix {it}: "x" {prompt_file} {suite_dir}',  # the prompt's text is not read
         "--file",
         "/runs/t/epoch-1.prompt",
         "{x} {0}",
