@@ -14,7 +14,7 @@ import argparse
 import math
 from typing import Any
 
-from app.config import Settings
+from app.config import GatewayLimits, Settings
 
 #: The options, their GatewayLimits field, and how each is read.
 FIELDS = {
@@ -91,6 +91,16 @@ def given_limits(args: argparse.Namespace) -> dict[str, Any]:
         for option, field in FIELDS.items()
         if getattr(args, option, None) is not None
     }
+
+
+def session_limits_config(args: argparse.Namespace) -> dict[str, Any]:
+    """``chronicle record``'s limit options as the new session's ``session.created`` config
+    (``config.limits``, which the gateway reads: app/external/limits.py)."""
+    given = {field: value for field, value in given_limits(args).items() if value != CLEAR}
+    if not given:
+        return {}
+    limits = GatewayLimits.model_validate(given)
+    return {"limits": limits.model_dump(exclude_none=True, mode="json")}
 
 
 def add_parser(users: Any) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.gateway_limits import add_limit_options, session_limits_config
 from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
 
@@ -84,6 +85,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --replay: stop the command at a divergence, or go on with the real model "
         "from there, recorded in the replay session (default: stop)",
     )
+    add_limit_options(record, clearable=False)  # a new session's own limits (docs/gateway.md)
     # not "command": the subcommand's own name is args.command
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
 
@@ -116,6 +118,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 gateway_url=args.url,
                 user=_user(args),
                 session=args.session,
+                config=session_limits_config(args),
             )
 
             def started(session: uuid.UUID) -> None:

@@ -38,6 +38,7 @@ from app.external.agent_command import (
     run_forwarding_signals,
     signal_name,
 )
+from app.external.limits import CONFIG_KEY as LIMITS_KEY
 from app.external.session_scope import scope_label
 from app.external.sessions import (
     EXTERNAL_AGENT,
@@ -166,6 +167,11 @@ async def record(
             "(--user NAME or CHRONICLE_USER), or add it: chronicle users add NAME"
         )
     session_id, new = await _target(store, user.id, recording.session)
+    if not new and recording.config.get(LIMITS_KEY):
+        raise RecordError(
+            f"session {session_id} is open already: its limits were set when it was opened; "
+            "record into a new session to give limits"
+        )
     if user.is_admin and owner_store is not None:
         async with await owner_store() as owner:
             info, token = await _mint(owner, user.id, session_id)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -77,7 +79,9 @@ class Sent:
 
 def openai_sdk(gateway: ServerProcess, token: str, headers: dict[str, str], sent: Sent) -> Any:
     return openai.OpenAI(
-        base_url=f"{gateway.url}/v1", api_key=token, default_headers=headers,
+        base_url=f"{gateway.url}/v1",
+        api_key=token,
+        default_headers=headers,
         http_client=httpx2.Client(event_hooks={"request": [sent.hook]}),
     )  # fmt: skip  (the SDK's default retries: 2)
 
@@ -160,9 +164,7 @@ def test_a_session_call_cap_refuses_in_openais_shape_without_retries(
     assert [row["cost_usd"] for row in rows[2:]] == [0, 0]
 
 
-def test_the_rate_limit_says_when_to_retry(
-    gateway: ServerProcess, upstream: FakeLlmServer
-) -> None:
+def test_the_rate_limit_says_when_to_retry(gateway: ServerProcess, upstream: FakeLlmServer) -> None:
     token = gateway.token("limits-rate")
     headers = {"X-Chronicle-Session": "paced", "X-Chronicle-Limits": "rate=1"}
     sdk = openai_sdk(gateway, token, headers, Sent()).with_options(max_retries=0)
@@ -265,3 +267,42 @@ def test_32_concurrent_calls_never_pass_the_call_cap(
     assert (len(answered), len(refusals)) == (10, 22), results
     assert len(upstream.requests) == before + 10
     upstream.replies.clear()  # the 22 replies no call asked for
+
+
+AGENT = """
+import openai
+client = openai.OpenAI()  # OPENAI_BASE_URL and OPENAI_API_KEY from chronicle record
+for question in ("first?", "second?"):
+    try:
+        reply = client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": question}]
+        )
+        print(reply.choices[0].message.content)
+    except openai.RateLimitError as exc:
+        print("refused:", exc.code)
+"""
+
+
+def test_chronicle_record_gives_a_new_session_its_limits(
+    gateway: ServerProcess, upstream: FakeLlmServer, tmp_path: Path
+) -> None:
+    gateway.token("limits-record")
+    (tmp_path / "agent.py").write_text(AGENT)
+    upstream.script(Reply(content="answered"))
+    options = ["--user", "limits-record", "--url", gateway.url, "--workspace", str(tmp_path)]
+    result = chronicle(
+        "record", *options, "--max-calls", "1", "--", sys.executable, "agent.py",
+        env=gateway.env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "answered\nrefused: insufficient_quota\n"
+    again = chronicle(
+        "record", *options, "--session", "named", "--max-cost", "1", "--", sys.executable, "-V",
+        env=gateway.env, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr  # a name's first use opens it: limits taken
+    refused = chronicle(
+        "record", *options, "--session", "named", "--max-cost", "1", "--", sys.executable, "-V",
+        env=gateway.env, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 1 and "limits were set when it was opened" in refused.stderr
