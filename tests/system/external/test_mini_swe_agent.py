@@ -24,6 +24,7 @@ from tests.support.coding_agents import (
     FINISH,
     RUN_TESTS,
     SYSTEM_PROMPT,
+    config_with_one_byte_changed,
     fixing_replies,
     make_repository,
     mini_command,
@@ -166,3 +167,52 @@ def test_mini_fixes_the_bug_and_each_of_its_calls_is_recorded(
     assert unittest_passes(recorded.repository)
     verified = chronicle("verify", recorded.session, env=gateway.env)
     assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def replay_result(gateway: ServerProcess, replayed: subprocess.CompletedProcess[str]) -> Any:
+    """The ``replay.result`` that ends the replay's own session."""
+    log = events(gateway, session_of(replayed))
+    assert log[-1]["kind"] == "replay.result", [event["kind"] for event in log]
+    return log[-1]["payload"]
+
+
+def test_mini_replays_from_its_recording_with_the_model_stopped(
+    gateway: ServerProcess, recorded: Recorded, tmp_path: Path
+) -> None:
+    """The same command on a fresh copy of the repository: the gateway answers every call
+    from the recording (the model is stopped), and mini fixes the bug again."""
+    assert recorded.result.returncode == 0, recorded.result.stderr
+    repository = make_repository(tmp_path / "repo")
+    replayed = record(
+        gateway, repository, tmp_path / "home", "--replay", recorded.session, config="mini.yaml"
+    )
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "3 model calls served, matched" in replayed.stderr
+    result = replay_result(gateway, replayed)
+    assert result["matched"] is True and result["model_calls"] == 0
+    assert (result["steps_recorded"], result["steps_served"], result["steps_matched"]) == (3, 3, 3)
+    assert unittest_passes(repository)
+
+
+def test_one_byte_of_minis_system_prompt_is_a_typed_divergence(
+    gateway: ServerProcess, recorded: Recorded, tmp_path: Path
+) -> None:
+    """mini's own configuration file, its system prompt ending in ``!`` instead of ``.``."""
+    assert recorded.result.returncode == 0, recorded.result.stderr
+    repository = make_repository(tmp_path / "repo")
+    changed = config_with_one_byte_changed(tmp_path)
+    replayed = record(
+        gateway, repository, tmp_path / "home", "--replay", recorded.session, config=changed
+    )
+    assert replayed.returncode == 3, replayed.stdout + replayed.stderr
+    assert "diverged (request): model call 1: prompt message 0 (system) differs" in (
+        replayed.stderr
+    )
+    assert f"-{SYSTEM_PROMPT}\n" in replayed.stderr
+    assert f"+{SYSTEM_PROMPT[:-1]}!\n" in replayed.stderr
+    result = replay_result(gateway, replayed)
+    assert result["matched"] is False and result["model_calls"] == 0
+    divergence = result["divergence"]
+    assert (divergence["kind"], divergence["step"]) == ("request", 1)
+    assert (divergence["message"]["index"], divergence["message"]["recorded_role"]) == (0, "system")
+    assert not unittest_passes(repository)  # stopped at its first call: nothing was changed
