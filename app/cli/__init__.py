@@ -55,7 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
     record_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument(
-        "name", choices=["eventstore", "runtime", "agent", "projections", "replay", "server", "ui"]
+        "name",
+        choices=[
+            "eventstore",
+            "runtime",
+            "agent",
+            "projections",
+            "replay",
+            "server",
+            "ui",
+            "gateway",
+        ],
     )
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -29,6 +28,7 @@ from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
 from app.events.llm import CUT
 from app.llm.config import LlmConfig
+from app.llm.cost import litellm_cost
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
@@ -238,6 +238,8 @@ class LlmGateway:
         self._client_loaded = False
         #: streamed calls' recordings in flight (``_shielded``)
         self._recordings: set[asyncio.Future[Any]] = set()
+        #: the answering models litellm has no price for (``app.llm.cost``)
+        self._unpriced: set[str] = set()
 
     async def load_client(self) -> None:
         """Import litellm in a thread, once: its import takes seconds of CPU, which on the
@@ -688,11 +690,7 @@ class LlmGateway:
             )
         if isinstance(response, dict):
             return None
-        try:
-            cost = float(_import_litellm().completion_cost(completion_response=response))
-        except Exception:  # a model litellm has no price for
-            return None
-        return cost if math.isfinite(cost) else None  # odd usage must not make it unstorable
+        return litellm_cost(response, self._unpriced)
 
     def _masked(self, message: dict[str, Any]) -> dict[str, Any]:
         """The message with known secrets masked (the same object when it holds none).
