@@ -101,18 +101,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
-    run.add_argument(
-        "--url",
-        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
-        help="tasks whose agent is a command: the running chronicle serve whose gateway "
-        f"records its model calls (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
-    )
-    run.add_argument(
-        "--user",
-        default=os.environ.get("CHRONICLE_USER"),
-        help="tasks whose agent is a command: whose sessions and tokens they are (default: "
-        "CHRONICLE_USER, else your login name)",
-    )
+    add_gateway_options(run, "tasks whose agent is a command")
 
     report = actions.add_parser(
         "report",
@@ -153,6 +142,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
     add_agent_options(replayed)
+    add_gateway_options(replayed, "trials of an agent command (replayed through it)")
+
+
+def add_gateway_options(parser: argparse.ArgumentParser, which: str) -> None:
+    """``--url`` and ``--user``: the running server whose gateway an agent command's model
+    calls go through, and whose they are (as ``chronicle record`` takes them)."""
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
+        help=f"{which}: the running chronicle serve whose gateway records the command's model "
+        f"calls (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
+    )
+    parser.add_argument(
+        "--user",
+        default=os.environ.get("CHRONICLE_USER"),
+        help=f"{which}: whose sessions and tokens they are (default: CHRONICLE_USER, else "
+        "your login name)",
+    )
 
 
 def _user(args: argparse.Namespace) -> str:
@@ -313,9 +320,11 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
 
 async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.replay import OptionError, agent_config_from
+    from app.evaluation.external_replay import command_trial, replay_command_trial
     from app.evaluation.replaying import replay_trial
     from app.evaluation.reporting import ReportError, run_report
     from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+    from app.external.eval_trials import GatewayTrials
 
     try:
         config = agent_config_from(args)
@@ -331,9 +340,25 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        commands = {t.session_id: await command_trial(store, t.session_id) for t in report.tasks}
+        recorder = GatewayTrials(store, settings, args.url, _user(args),
+                                 lambda: open_owner_store(settings))  # fmt: skip
+        ran = [c.command for c in commands.values() if c is not None]
+        problem = await recorder.problem(ran) if ran else None
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         for trial in report.tasks:
-            replayed = await replay_trial(store, name, trial.id, trial.epoch, trial.session_id,
-                                          config, args.mode, scorers)  # fmt: skip
+            command = commands[trial.session_id]
+            if command is not None:
+                replayed = await replay_command_trial(
+                    store, settings, recorder, name, command, trial.epoch, trial.session_id,
+                    args.mode, scorers,
+                )  # fmt: skip
+            else:
+                replayed = await replay_trial(store, name, trial.id, trial.epoch,
+                                              trial.session_id, config, args.mode,
+                                              scorers)  # fmt: skip
             if replayed.error is not None:
                 failed += 1
                 print(f"error: {trial.id} epoch {trial.epoch}: {replayed.error}", file=sys.stderr)

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from uuid import UUID
 
 from app.evaluation.suite import AgentCommand, Suite, Task
+from app.replay import ReplayMode, ReplayResult
 
 PROMPT = "{prompt}"
 PROMPT_FILE = "{prompt_file}"
@@ -46,6 +47,15 @@ class CommandEnd(Protocol):
     def error(self) -> str | None: ...
     @property
     def stops_run(self) -> bool: ...
+
+
+class CommandReplay(Protocol):
+    """A trial's command replayed (``app.external.eval_trials.ReplayedTrial``)."""
+
+    @property
+    def result(self) -> ReplayResult | None: ...
+    @property
+    def error(self) -> str | None: ...
 
 
 class CommandRecorder(Protocol):
@@ -66,6 +76,21 @@ class CommandRecorder(Protocol):
     ) -> CommandEnd:
         """Run ``command`` in ``workspace`` as a recorded session whose ``session.created``
         config adds ``config``; stop it after ``seconds``; its output into ``output``."""
+        ...
+
+    async def replay(
+        self,
+        recording: UUID,
+        command: Sequence[str],
+        workspace: Path,
+        environment: Mapping[str, str],
+        config: Mapping[str, Any],
+        mode: ReplayMode,
+        seconds: float,
+        output: Path,
+    ) -> CommandReplay:
+        """Run ``command`` again as a replay of the session ``recording``: the gateway serves
+        the recorded answers; otherwise as ``record``."""
         ...
 
 
@@ -120,13 +145,24 @@ async def run_agent_command(
 ) -> CommandEnd:
     """Run the task's command in its prepared ``workspace`` as a recorded session whose
     ``session.created`` config adds ``config`` (the trial's evaluation keys)."""
-    prompt_file = workspace.with_name(f"{workspace.name}.prompt")
-    await asyncio.to_thread(prompt_file.write_text, task.prompt, encoding="utf-8")
+    prompt_file = await write_prompt(task, workspace)
     return await recorder.record(
         command_line(agent, task.prompt, prompt_file, suite_dir),
         workspace,
         task_environment(task, epoch, prompt_file),
         config,
         agent.timeout,
-        workspace.with_name(f"{workspace.name}.log"),
+        output_file(workspace),
     )
+
+
+async def write_prompt(task: Task, workspace: Path) -> Path:
+    """The task's prompt in a file beside its workspace; the file's path."""
+    prompt_file = workspace.with_name(f"{workspace.name}.prompt")
+    await asyncio.to_thread(prompt_file.write_text, task.prompt, encoding="utf-8")
+    return prompt_file
+
+
+def output_file(workspace: Path) -> Path:
+    """Where the command's output goes: beside its workspace."""
+    return workspace.with_name(f"{workspace.name}.log")

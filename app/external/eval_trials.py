@@ -13,6 +13,9 @@ why), never a crash of the run. What would fail every trial alike (no server at 
 unknown user, a server on another database) is said before any trial starts (``problem``), or
 stops the run when it shows up mid-run (``RecordedTrial.stops_run``).
 
+``chronicle eval replay`` replays such a trial the same way, through ``chronicle record
+--replay``'s ``replay_command`` (``GatewayTrials.replay``).
+
 The evaluation package sees this only through its ``CommandRecorder`` protocol
 (``app/evaluation/external_agent.py``): the command line wires the two together.
 """
@@ -37,6 +40,8 @@ from app.external.agent_command import (
     find_command,
 )
 from app.external.record import Recording, check_gateway, check_server, record
+from app.external.replay_command import replay_command
+from app.replay.engine import ReplayMode, ReplayResult
 from app.store import EventStore
 from app.store.users import find_user
 
@@ -189,3 +194,42 @@ class GatewayTrials:
         return RecordedTrial(
             recorded.session_id, "error", f"the command exited with code {recorded.exit_code}"
         )
+
+    async def replay(
+        self,
+        recording: UUID,
+        command: Sequence[str],
+        workspace: Path,
+        environment: Mapping[str, str],
+        config: Mapping[str, Any],
+        mode: ReplayMode,
+        seconds: float,
+        output: Path,
+    ) -> ReplayedTrial:
+        """Replay the trial ``recording`` by running its command again (``chronicle record
+        --replay``, stopping at the first divergence), in the background as ``record`` runs
+        it; the replay's result, or why it could not be replayed."""
+
+        async def runner(argv: Sequence[str], cwd: Path, environ: Mapping[str, str]) -> int:
+            return await run_in_background(argv, cwd, environ, output=output, seconds=seconds)
+
+        try:
+            outcome = await replay_command(
+                self.store, self.settings, recording=recording, command=command,
+                workspace=workspace, gateway_url=self.gateway_url, user=self.user, mode=mode,
+                on_divergence="stop",
+                check_gateway=lambda token: check_gateway(self.gateway_url, token),
+                started=lambda session: None, owner_store=self.owner_store, config=config,
+                environment=environment, run_command=runner,
+            )  # fmt: skip
+        except RecordError as exc:
+            return ReplayedTrial(None, str(exc))
+        return ReplayedTrial(outcome.result, None)
+
+
+@dataclass(frozen=True)
+class ReplayedTrial:
+    """A trial's command replayed: the replay's result (None: it could not be, ``error``)."""
+
+    result: ReplayResult | None
+    error: str | None

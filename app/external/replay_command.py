@@ -27,9 +27,9 @@ import asyncio
 import contextlib
 import signal
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
@@ -113,11 +113,15 @@ async def replay_command(
     check_gateway: Callable[[str], Awaitable[None]],
     started: Callable[[UUID], None],
     owner_store: Callable[[], Awaitable[EventStore]] | None = None,
+    config: Mapping[str, Any] | None = None,
+    environment: Mapping[str, str] | None = None,
+    run_command: CommandRunner = run_forwarding_signals,
 ) -> ReplayOutcome:
     """Replay ``recording`` by running ``command`` against the gateway at ``gateway_url``
     (see the module); ``RecordError`` when it cannot start (the recording is not an
     external session of ``user``'s, ...). ``check_gateway``, ``started`` and
-    ``owner_store`` are ``app.external.record.record``'s."""
+    ``owner_store`` are ``app.external.record.record``'s; ``config``, ``environment`` and
+    ``run_command`` (its ``runner``) are ``Recording``'s, for ``chronicle eval replay``."""
     begun = time.monotonic()
     recorded = await load_recording(store, recording)
     found = await find_user(store, user)
@@ -129,12 +133,14 @@ async def replay_command(
         gateway_url=gateway_url,
         user=user,
         config={
+            **(config or {}),
             REPLAY_OF_KEY: str(recording),
             MODE_KEY: mode,
             ON_DIVERGENCE_KEY: on_divergence,
             "client": "chronicle record --replay",
         },
-        runner=_runner(store, stop=on_divergence == "stop"),
+        environment=environment or {},
+        runner=_runner(store, stop=on_divergence == "stop", run_command=run_command),
     )
     ran = await record(
         store,
@@ -154,14 +160,18 @@ async def replay_command(
     )
 
 
+#: How a command runs (``Recording.runner``).
+CommandRunner = Callable[[Sequence[str], Path, Mapping[str, str]], Coroutine[Any, Any, int]]
+
+
 def _runner(
-    store: EventStore, *, stop: bool
-) -> Callable[[Sequence[str], Path, Mapping[str, str]], Awaitable[int]]:
+    store: EventStore, *, stop: bool, run_command: CommandRunner = run_forwarding_signals
+) -> CommandRunner:
     """How the command runs: with signals passed on, and (``stop``) stopped with SIGTERM as
     soon as the gateway refuses one of its requests (a divergence)."""
 
     async def run(command: Sequence[str], cwd: Path, environ: Mapping[str, str]) -> int:
-        running = asyncio.create_task(run_forwarding_signals(command, cwd, environ))
+        running = asyncio.create_task(run_command(command, cwd, environ))
         if not stop:
             return await running
         watching = asyncio.create_task(_refused(store, UUID(environ["CHRONICLE_SESSION"])))

@@ -1,12 +1,15 @@
 """`chronicle eval run` of a suite whose agent is a command: a real ``chronicle serve`` whose
 gateway calls the scripted fake model, a small agent on the official ``openai`` SDK that writes
 the model's answer into its workspace, two tasks x two epochs with a ``check`` (one task
-passes, one fails), read back as the report, ``eval score`` and the sessions' logs read them;
-a command that times out or exits non-zero is a scored failure; no server is a sentence."""
+passes, one fails), read back as the report, ``eval score`` and the sessions' logs read them,
+then ``eval replay`` of that run through the command (matched with no model call; a changed
+agent diverges); a command that times out or exits non-zero is a scored failure; no server
+is a sentence."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -113,6 +116,13 @@ def eval_run(gateway: ServerProcess, suite: Path, *options: str) -> Any:
     return json.loads(ran.stdout)
 
 
+def eval_replay(gateway: ServerProcess, run: str, name: str) -> subprocess.CompletedProcess[str]:
+    return chronicle(
+        "eval", "replay", run, "--name", name, "--url", gateway.url, "--user", USER, "--json",
+        env=gateway.env, timeout=240,
+    )  # fmt: skip
+
+
 def events(gateway: ServerProcess, session: str) -> list[dict[str, Any]]:
     listed = chronicle("events", session, "--json", env=gateway.env)
     assert listed.returncode == 0, listed.stderr
@@ -180,6 +190,40 @@ def test_an_outside_agent_is_run_recorded_and_scored_per_task_and_epoch(
         ["greet", "finished", "pass"], ["greet", "finished", "pass"],
         ["sum", "finished", "pass"], ["sum", "finished", "pass"],
     ]  # fmt: skip
+
+    # eval replay: each trial's command again, the gateway serving its recorded answers
+    replayed = eval_replay(gateway, "outside-1", "outside-replay")
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    trials = [json.loads(line) for line in replayed.stdout.splitlines()]
+    assert sorted((t["task_id"], t["epoch"], t["matched"], t["model_calls"]) for t in trials) == [
+        ("greet", 1, True, 0), ("greet", 2, True, 0), ("sum", 1, True, 0), ("sum", 2, True, 0),
+    ]  # fmt: skip
+    assert len(upstream.requests) == 4  # no model call
+    shown = json.loads(
+        chronicle("eval", "report", "outside-replay", "--json", env=gateway.env).stdout
+    )
+    # each replay made its workspace again, and the check ran on it
+    assert sorted((t["id"], t["epoch"], t["passed"]) for t in shown["tasks"]) == [
+        ("greet", 1, True), ("greet", 2, True), ("sum", 1, False), ("sum", 2, False),
+    ]  # fmt: skip
+    replay_log = events(gateway, trials[0]["replay"])
+    assert replay_log[0]["payload"]["config"]["replay_of"] == trials[0]["recorded"]
+    assert [e["payload"]["replayed_from"] is not None for e in replay_log
+            if e["kind"] == "llm.call"] == [True]  # fmt: skip
+
+    # a changed agent (one more message in its request) diverges at its first call
+    (tmp_path / "agent.py").write_text(
+        AGENT.replace(
+            '[{"role": "user"', '[{"role": "system", "content": "be brief"}, {"role": "user"'
+        )
+    )
+    diverged = eval_replay(gateway, "outside-1", "outside-changed")
+    assert diverged.returncode == 3, diverged.stdout + diverged.stderr
+    kinds = [
+        (t["matched"], t["step"], t["kind"]) for t in map(json.loads, diverged.stdout.splitlines())
+    ]
+    assert kinds == [(False, 1, "request")] * 4
+    assert len(upstream.requests) == 4
 
 
 def test_a_command_that_times_out_or_fails_is_a_scored_failure(
