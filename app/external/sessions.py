@@ -30,9 +30,10 @@ from collections import OrderedDict
 from typing import Any
 from uuid import UUID
 
+from app.config import GatewayLimits
 from app.events import SessionCreated
 from app.external.errors import GatewayError
-from app.external.limits import CONFIG_KEY, LIMITS_HEADER, parse_limits
+from app.external.limits import CONFIG_KEY, LIMITS_HEADER, parse_limits, session_limits
 from app.external.session_scope import scoped_session
 from app.store import ConcurrencyError, EventStore
 from app.store.session_owners import own_session, owner_of
@@ -87,6 +88,8 @@ class SessionChooser:
     def __init__(self, store: EventStore) -> None:
         self.store = store
         self._known: OrderedDict[tuple[UUID, UUID], None] = OrderedDict()
+        #: the limits sessions were opened with (``_same_limits``; they never change)
+        self._limits: OrderedDict[UUID, GatewayLimits] = OrderedDict()
 
     async def session_for(
         self,
@@ -97,8 +100,35 @@ class SessionChooser:
     ) -> UUID:
         """The session a call with this token and ``X-Chronicle-Session`` value goes to;
         ``limits`` (``X-Chronicle-Limits``) are recorded as the session's own when the call
-        opens it (``app.external.limits``)."""
+        opens it (``app.external.limits``), and must be those afterwards (409 otherwise: a
+        session's limits never change, and a header that seemed to change them would
+        mislead)."""
         own = opening_limits(limits)
+        session_id = await self._chosen(principal, header, user_agent, own)
+        if own:
+            await self._same_limits(session_id, own[CONFIG_KEY])
+        return session_id
+
+    async def _same_limits(self, session_id: UUID, given: dict[str, Any]) -> None:
+        recorded = self._limits.get(session_id)
+        if recorded is None:
+            first = await self.store.read(session_id, 0, 1)
+            config = first[0].payload.get("config") if first else None
+            recorded = self._limits[session_id] = session_limits(config)
+            if len(self._limits) > KNOWN_LIMIT:
+                self._limits.popitem(last=False)
+        if recorded != session_limits({CONFIG_KEY: given}):
+            shown = recorded.model_dump(exclude_none=True, mode="json") or "none"
+            raise GatewayError(
+                409,
+                "invalid_request",
+                f"session {session_id} was opened with the limits {shown}; a session's limits "
+                f"are set when it is opened: send the same {LIMITS_HEADER} header, or none",
+            )
+
+    async def _chosen(
+        self, principal: Principal, header: str | None, user_agent: str | None, own: dict[str, Any]
+    ) -> UUID:
         scoped = scoped_session(principal.label)
         if scoped is not None:  # a token made for one session (app.external.session_scope)
             if header is not None and header.strip():
