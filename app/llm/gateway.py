@@ -32,6 +32,7 @@ from app.llm.cost import litellm_cost
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
+from app.llm.litellm_logging import without_prompt_copies
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.stored_keys import StoredKeys
@@ -168,6 +169,7 @@ def _import_litellm() -> Any:
 
     litellm.suppress_debug_info = True
     quiet_odd_count_warnings()
+    without_prompt_copies()
     return litellm
 
 
