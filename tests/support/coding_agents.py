@@ -54,11 +54,12 @@ def mini_path() -> Path:
     return MINI
 
 
-def mini_command(config: str | Path = "mini.yaml") -> list[str]:
+def mini_command(config: Path | None = None) -> list[str]:
     """``mini`` run to its end without a person: every command without asking (``-y``), no
     question when it finishes, the model the deployment's (``openai/`` is litellm's OpenAI
-    protocol), ``config`` a built-in name or a file."""
-    return [str(mini_path()), "-c", str(config), "-y", "--exit-immediately",
+    protocol); its own ``mini.yaml`` unless ``config`` names another file."""
+    chosen = ["-c", str(config)] if config is not None else []
+    return [str(mini_path()), *chosen, "-y", "--exit-immediately",
             "-m", "openai/scripted", "-t", TASK]  # fmt: skip
 
 

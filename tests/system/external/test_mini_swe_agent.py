@@ -82,7 +82,7 @@ class Recorded:
 
 
 def record(
-    gateway: ServerProcess, repository: Path, home: Path, *options: str, config: str | Path
+    gateway: ServerProcess, repository: Path, home: Path, *options: str, config: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``chronicle record [OPTIONS] --workspace REPOSITORY -- mini ...``."""
     return chronicle(
@@ -107,7 +107,7 @@ def recorded(
     repository = make_repository(root / "repo")
     assert not unittest_passes(repository)
     upstream.script(*fixing_replies())
-    result = record(gateway, repository, root / "home", config="mini.yaml")
+    result = record(gateway, repository, root / "home")
     requests = list(upstream.requests)
     upstream.stop()
     return Recorded(result, session_of(result), repository, requests)
@@ -183,9 +183,7 @@ def test_mini_replays_from_its_recording_with_the_model_stopped(
     from the recording (the model is stopped), and mini fixes the bug again."""
     assert recorded.result.returncode == 0, recorded.result.stderr
     repository = make_repository(tmp_path / "repo")
-    replayed = record(
-        gateway, repository, tmp_path / "home", "--replay", recorded.session, config="mini.yaml"
-    )
+    replayed = record(gateway, repository, tmp_path / "home", "--replay", recorded.session)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "3 model calls served, matched" in replayed.stderr
     result = replay_result(gateway, replayed)
