@@ -107,44 +107,56 @@ def _usage(row: object) -> Usage:
     )
 
 
+#: Makes each scope's row on first use and locks it, in one statement (an upsert that
+#: changes nothing takes the row's lock and returns it): the session's row before the
+#: user's, always, so two calls never wait on each other in a cycle.
+_LOCK = f"""
+INSERT INTO gateway_usage (scope, subject)
+SELECT k.scope, k.subject FROM unnest($1::text[], $2::uuid[]) AS k (scope, subject)
+ORDER BY k.scope, k.subject
+ON CONFLICT (scope, subject) DO UPDATE SET calls = gateway_usage.calls
+RETURNING scope, subject, {_USAGE_COLUMNS},
+          extract(epoch FROM clock_timestamp())::float8 AS now
+"""
+_COUNT = """
+UPDATE gateway_usage u SET calls = k.calls, tokens = k.tokens, refilled_at = k.refilled_at
+FROM unnest($1::text[], $2::uuid[], $3::bigint[], $4::float8[], $5::float8[])
+     AS k (scope, subject, calls, tokens, refilled_at)
+WHERE u.scope = k.scope AND u.subject = k.subject
+"""
+_REFUSED = """
+UPDATE gateway_usage SET refused = refused + 1
+WHERE (scope, subject) IN (SELECT * FROM unnest($1::text[], $2::uuid[]))
+"""
+
+
 async def reserve(store: EventStore, keys: Sequence[Key], decide: Decision) -> bool:
     """Decide a call over ``keys``' usage rows, locked (see the module's docstring); whether
-    it was admitted (its new usage written) or refused (each scope's ``refused`` counted)."""
+    it was admitted (its new usage written) or refused (each scope's ``refused`` counted).
+
+    The transaction commits without waiting for its WAL to reach the disk
+    (``synchronous_commit = off``): the lock is released, and the count seen by the next
+    call, at once all the same, and the admitted call's ``llm.call``, appended with a
+    durable commit, makes it durable too. Only a database crash between the two could lose
+    a count, of a call whose record it loses as well."""
     scopes = [scope for scope, _ in keys]
     subjects = [subject for _, subject in keys]
     async with store.pool.acquire() as connection, connection.transaction():
-        await connection.execute(
-            "INSERT INTO gateway_usage (scope, subject) "
-            "SELECT * FROM unnest($1::text[], $2::uuid[]) ON CONFLICT DO NOTHING",
-            scopes,
-            subjects,
-        )
-        rows = await connection.fetch(
-            f"SELECT scope, subject, {_USAGE_COLUMNS}, "
-            "extract(epoch FROM clock_timestamp())::float8 AS now FROM gateway_usage "
-            "WHERE (scope, subject) IN (SELECT * FROM unnest($1::text[], $2::uuid[])) "
-            "ORDER BY scope, subject FOR UPDATE",
-            scopes,
-            subjects,
-        )
+        await connection.execute("SET LOCAL synchronous_commit = off")
+        rows = await connection.fetch(_LOCK, scopes, subjects)
         found = {(row["scope"], row["subject"]): row for row in rows}
         now = float(rows[0]["now"])
         decided = decide([_usage(found[key]) for key in keys], now)
         if decided is None:
-            await connection.execute(
-                "UPDATE gateway_usage SET refused = refused + 1 "
-                "WHERE (scope, subject) IN (SELECT * FROM unnest($1::text[], $2::uuid[]))",
-                scopes,
-                subjects,
-            )
+            await connection.execute(_REFUSED, scopes, subjects)
             return False
-        await connection.executemany(
-            "UPDATE gateway_usage SET calls = $3, tokens = $4, refilled_at = $5 "
-            "WHERE scope = $1 AND subject = $2",
-            [
-                (scope, subject, usage.calls, usage.tokens, usage.refilled_at)
-                for (scope, subject), usage in zip(keys, decided, strict=True)
-            ],
+        await connection.execute(
+            _COUNT,
+            scopes,
+            subjects,
+            [usage.calls for usage in decided],
+            [usage.tokens for usage in decided],
+            [usage.refilled_at for usage in decided],
         )
         return True
 
