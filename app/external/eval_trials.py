@@ -114,7 +114,8 @@ async def _stop_group(process: asyncio.subprocess.Process) -> None:
                 await process.wait()
         except TimeoutError:
             pass
-    with contextlib.suppress(ProcessLookupError):  # the command, or what it left behind
+    # the command, or what it left behind (gone: nothing to do)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
     await process.wait()
 

@@ -171,7 +171,6 @@ def test_an_outside_agent_is_run_recorded_and_scored_per_task_and_epoch(
     diff = next(e["payload"] for e in log if e["kind"] == "workspace.diff")
     assert diff["changed"] == ["answer.txt"]
     assert verdicts(log) == {"finished": "pass", "cost": "unpriced", "steps": None, "check": "fail"}
-    assert verdicts(events(gateway, sessions[("greet", 1)]))["check"] == "pass"
 
     report = chronicle("eval", "report", "outside-1", "--json", env=gateway.env)
     assert report.returncode == 0, report.stderr
@@ -180,9 +179,8 @@ def test_an_outside_agent_is_run_recorded_and_scored_per_task_and_epoch(
     assert sorted((t["id"], t["epoch"], t["passed"]) for t in shown["tasks"]) == [
         ("greet", 1, True), ("greet", 2, True), ("sum", 1, False), ("sum", 2, False),
     ]  # fmt: skip
-    table = chronicle("eval", "report", "outside-1", env=gateway.env).stdout
-    assert table.startswith("outside-1: 2 of 4 sessions passed, pass rate 50.0%")
-    assert "model calls)" in table and "(4 model calls)" in table
+    assert (shown["pass_at_k"], shown["endings"]) == (0.5, {"finished": 4})
+    assert (shown["usage"]["model_calls"], shown["usage"]["input_tokens"]) == (4, 400)
 
     rescored = chronicle("eval", "score", "outside-1", "--scorer", "finished", env=gateway.env)
     assert rescored.returncode == 0, rescored.stderr
