@@ -180,6 +180,26 @@ def decide_all(
     return reserved
 
 
+#: The words each refusal's message holds (``decide``), by which a recorded one is told.
+_RECORDED_WORDS: tuple[tuple[str, Limit], ...] = (
+    ("rate limit is reached", "rate_per_minute"),
+    ("call cap is reached", "max_calls"),
+    ("cost cap is reached", "max_cost_usd"),
+    ("limits (models:", "models"),
+)
+
+
+def recorded_refusal(error: str) -> GatewayError:
+    """The refusal a recorded ``llm.call`` (``error_kind`` ``refused``, its ``error`` this
+    message) was answered with, to answer a replay of it the same way (a rate refusal says
+    retry after 1 s: the wait is not part of what is replayed)."""
+    scope: Scope = "user" if "the user's" in error else "session"
+    for words, limit in _RECORDED_WORDS:
+        if words in error:
+            return Refusal(scope, limit, error, retry_after=1.0).error()
+    return Refusal(scope, "max_calls", error).error()
+
+
 _PAIR = re.compile(r"\s*([a-z_]+)\s*=\s*([^,;]*)")
 _HEADER_NAMES = {
     "max_cost": "max_cost_usd",

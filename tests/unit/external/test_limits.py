@@ -14,6 +14,7 @@ from app.external.limits import (
     decide_all,
     model_allowed,
     parse_limits,
+    recorded_refusal,
     session_limits,
     tightest,
 )
@@ -137,3 +138,18 @@ def test_a_session_config_with_unreadable_limits_allows_nothing() -> None:
     assert session_limits({"limits": {"max_calls": 2}}) == GatewayLimits(max_calls=2)
     assert session_limits({"agent": "external"}) == GatewayLimits()
     assert session_limits({"limits": {"max_calls": -1}}) == GatewayLimits(max_calls=0)
+
+
+def test_a_recorded_refusal_is_answered_again_as_it_was() -> None:
+    limits = GatewayLimits(max_calls=1, models=("gpt-*",), rate_per_minute=1)
+    cases = {
+        "rate_limit_exceeded": decide("session", [limits], Usage(tokens=0.0), MODEL, 0.0),
+        "insufficient_quota": decide("user", [limits], Usage(calls=1), MODEL, 0.0),
+        "model_not_allowed": decide("user", [GatewayLimits(models=("x",))], Usage(), MODEL, 0.0),
+    }
+    for code, decided in cases.items():
+        again = recorded_refusal(refused(decided).message)
+        first = refused(decided).error()
+        assert (again.status, again.code, again.message) == (first.status, code, first.message)
+    rate = recorded_refusal(refused(cases["rate_limit_exceeded"]).message)
+    assert rate.headers["Retry-After"] == "1"
