@@ -104,3 +104,15 @@ async def test_a_sessions_limits_are_those_it_was_opened_with(store: EventStore)
     with pytest.raises(GatewayError) as wrong:
         await chooser.session_for(dee, "other", None, "max_calls=-1")
     assert wrong.value.status == 400
+
+
+async def test_a_sessions_own_limits_cannot_loosen_the_deployments(store: EventStore) -> None:
+    eve = await principal(store, "eve")
+    chooser = SessionChooser(store)
+    loose = await chooser.session_for(eve, "loose", None, "max_calls=50; models=*")
+    defaults = GatewayLimitDefaults(session=GatewayLimits(max_calls=1, models=("other-*",)))
+    guard = LimitGuard(store, defaults)
+    assert await admit(guard, store, loose) == "model_not_allowed"  # the default's models
+    guard = LimitGuard(store, GatewayLimitDefaults(session=GatewayLimits(max_calls=1)))
+    assert isinstance(await admit(guard, store, loose), Admission)
+    assert await admit(guard, store, loose) == "insufficient_quota"  # the default's cap
