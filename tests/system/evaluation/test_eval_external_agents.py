@@ -9,6 +9,8 @@ is a sentence."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -19,10 +21,12 @@ from typing import Any
 
 import pytest
 
+from tests.support.agent_cli import start
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
 from tests.support.postgres import PgServer, database_from_template
+from tests.support.waiting import until
 
 USER = "evaluator"
 #: The deployment's key for the model: the only one the fake model takes.
@@ -261,3 +265,50 @@ def test_no_running_server_is_a_sentence_before_any_trial(
     assert "Traceback" not in ran.stderr
     runs = Path(gateway.env["CHRONICLE_DATA_DIR"]) / "evaluations"
     assert not (runs / "nowhere").exists()  # no trial started
+
+
+#: Waits the first time it runs (its pid in a file beside the suite), finishes the next time.
+WAITS_ONCE = (
+    "import os, sys, time\n"
+    "mark = sys.argv[1]\n"
+    "if not os.path.exists(mark):\n"
+    "    open(mark, 'w').write(str(os.getpid()))\n"
+    "    time.sleep(120)\n"
+)
+
+
+async def test_an_interrupted_command_trial_is_stopped_and_run_again_on_resume(
+    gateway: ServerProcess, tmp_path: Path
+) -> None:
+    """SIGINT to ``eval run`` stops the command (its process group, not left running) and
+    leaves its trial mid-flight; ``--resume`` runs it again from the start as a new attempt."""
+    mark = tmp_path / "pid"
+    suite = tmp_path / "once.yaml"
+    suite.write_text(
+        "name: once\ntasks:\n  - id: wait\n    prompt: Wait.\n    agent: {command: ["
+        f"{sys.executable}, -c, {json.dumps(WAITS_ONCE)}, {mark}], timeout: 300}}\n"
+    )
+    options = ["--url", gateway.url, "--user", USER, "--name", "once-1"]
+    run = start("eval", "run", str(suite), *options, env=gateway.env)
+    await until(lambda: mark.exists() and mark.read_text() != "", timeout=60,
+                what="the command started", process=run)  # fmt: skip
+    pid = int(mark.read_text())
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=60) == 130, run.communicate()
+    await until(lambda: not alive(pid), timeout=10, what="the command stopped")
+
+    resumed = chronicle("eval", "run", "--resume", "once-1", *options[:4], "--json",
+                        env=gateway.env, timeout=120)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr
+    (trial,) = json.loads(resumed.stdout)["tasks"]
+    assert (trial["passed"], trial["outcome"]) == (True, "finished")
+    report = json.loads(chronicle("eval", "report", "once-1", "--json", env=gateway.env).stdout)
+    assert (report["passed"], report["resumes"], report["rerun_sessions"]) == (1, 1, 1)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
