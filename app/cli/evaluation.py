@@ -133,8 +133,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="replay every session of a run against the current agent (no model calls)",
         description="Replay each trial of the run with chronicle replay's engine (recorded "
         "model replies and observations; no model, no sandbox) and report per task matched "
-        "or the first divergence. The replays form a run of their own (--name) that eval "
-        "report and eval compare read.",
+        "or the first divergence. A trial of an agent command is replayed by running the "
+        "command again as chronicle record --replay does (the gateway at --url serves the "
+        "recorded replies; the check runs on its workspace). The replays form a run of their "
+        "own (--name) that eval report and eval compare read.",
     )
     replayed.add_argument("run_name", metavar="RUN", help="the evaluation run to replay")
     replayed.add_argument(
