@@ -220,6 +220,10 @@ def test_a_users_cost_cap_and_models_hold_in_anthropics_shape(
     refused_call(recorded[2], "not allowed")
     shown = chronicle("users", "limits", user, env=gateway.env)
     assert "models     gpt-*" in shown.stdout and "used: 1 calls, $0.00014" in shown.stdout
+    set_limits(gateway, user, "--models", "none", "--max-cost", "0.0001", "--reset")
+    upstream.script(Reply(content="a new budget"))
+    again = sdk.messages.create(model="claude-sonnet-4-5", max_tokens=10, messages=HELLO)
+    assert again.content[0].text == "a new budget"  # type: ignore[union-attr]
 
 
 def test_a_session_cannot_loosen_its_users_cap(
