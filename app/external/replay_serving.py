@@ -145,6 +145,10 @@ class ReplayingSession:
         #: diverged and stopped: what every later request is answered
         self.refusal: GatewayError | None = None
         self._lock = asyncio.Lock()
+        #: what ``LlmGateway.prepare`` needs of the session's last llm.call: a request that
+        #: goes on from it names only its new messages (``prompt_kept``), and the messages
+        #: appended with it count as stored
+        self._previous: dict[str, Any] | None = None
         #: prepare requests only (fingerprints as recorded); never call a model
         self._gateways: dict[str, LlmGateway] = {}
 
@@ -177,7 +181,7 @@ class ReplayingSession:
                 raise self.refusal
             gateway = self._gateway(model)
             prepared = gateway.prepare(
-                request.messages, request.tools, None, upstream_params(request.params)
+                request.messages, request.tools, self._previous, upstream_params(request.params)
             )
             step = self.served + 1
             recorded_calls = self.recording.served
@@ -202,8 +206,7 @@ class ReplayingSession:
                 return None
             self.served += 1
             call = _served(recorded, prepared, model, streamed=on_chunk is not None)
-            await gateway.store_prompt(prepared)
-            event = (await self.store.append(self.session_id, [call]))[0]
+            event = await self._append(call, gateway, prepared)
         reply = _reply(call, event)
         if call.error is not None and call.error_kind != CUT:
             if call.error_kind == "bad_response":
@@ -213,6 +216,19 @@ class ReplayingSession:
             for chunk in reply_chunks(call, request.model):
                 await on_chunk(chunk)
         return reply
+
+    async def _append(
+        self, call: LlmCall, gateway: LlmGateway, prepared: PreparedRequest
+    ) -> RecordedEvent:
+        """Record ``call`` with the prompt messages not stored yet, in one transaction."""
+        unstored = gateway.unstored(prepared)
+        event = (await self.store.append(self.session_id, [call], messages=unstored))[0]
+        self._previous = {
+            "fingerprint": call.fingerprint,
+            "prompt_kept": call.prompt_kept,
+            "prompt": call.prompt,
+        }
+        return event
 
     async def _diverged(
         self, divergence: Divergence, gateway: LlmGateway, prepared: PreparedRequest, model: str
@@ -233,8 +249,7 @@ class ReplayingSession:
             error=f"the replay diverged: {divergence.summary}",
             error_kind=DIVERGED,
         )
-        await gateway.store_prompt(prepared)
-        await self.store.append(self.session_id, [refused])
+        await self._append(refused, gateway, prepared)
         self.refusal = _refusal(refused.error or "")
         raise self.refusal
 

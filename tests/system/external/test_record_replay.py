@@ -8,19 +8,44 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
-from tests.system.external.test_record import (  # noqa: F401 - the module's server, reused
+from tests.support.postgres import PgServer
+from tests.support.record_gateway import (
     USER,
     events,
-    gateway,
+    fake_model,
+    recording_server,
     session_of,
-    upstream,
 )
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeLlmServer]:
+    server = fake_model()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    pg_server: PgServer,
+    pg_template: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    upstream: FakeLlmServer,
+) -> Iterator[ServerProcess]:
+    root = tmp_path_factory.mktemp("replay")
+    yield from recording_server(pg_server, pg_template, root, upstream)
+
 
 #: An agent on the openai SDK: a system prompt and questions from its environment, each
 #: question one call (streamed with AGENT_STREAM=1).
@@ -84,9 +109,7 @@ def _run(
 ) -> Any:
     env = {**gateway.env, **environment}
     common = ["--user", USER, "--url", gateway.url, "--workspace", str(workspace)]
-    return chronicle(
-        "record", *common, *options, "--", sys.executable, agent, env=env, timeout=120
-    )
+    return chronicle("record", *common, *options, "--", sys.executable, agent, env=env, timeout=120)
 
 
 def _recorded(
