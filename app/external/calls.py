@@ -155,6 +155,10 @@ class ExternalCalls:
         #: the limits each call is checked against first (app/external/limits.py)
         self.limits = LimitGuard(store, settings.gateway_limits)
         self._gateways: dict[str, LlmGateway] = {}
+        from app.external.replay_serving import ReplayServing  # it imports this module
+
+        #: replay sessions' calls, served from their recordings (``chronicle record --replay``)
+        self.replays = ReplayServing(store, settings)
         #: calls streaming in tasks of their own (kept referenced until they end)
         self._running: set[asyncio.Task[Any]] = set()
 
@@ -181,6 +185,9 @@ class ExternalCalls:
     async def complete(self, session_id: UUID, request: ChatRequest) -> LlmReply:
         """Call the model and record the call (see the module's docstring)."""
         gateway = self._checked(request)
+        served = await self.replays.serve(session_id, request, gateway.config.model)
+        if served is not None:
+            return served
         params = upstream_params(request.params)
         admission = await self.limits.admit(
             session_id, gateway, request.messages, request.tools, params, stream=False
@@ -202,6 +209,9 @@ class ExternalCalls:
         params = upstream_params(request.params)
 
         async def call(on_chunk: Callable[[Any], Awaitable[None]]) -> LlmReply:
+            served = await self.replays.serve(session_id, request, gateway.config.model, on_chunk)
+            if served is not None:
+                return served
             admission = await self.limits.admit(
                 session_id, gateway, request.messages, request.tools, params, stream=True
             )
@@ -251,7 +261,7 @@ class CallStream:
                 self.reply = reply
         except LlmError as exc:
             self.error = upstream_error(exc)
-        except GatewayError as exc:  # refused by a limit (recorded): before any chunk
+        except GatewayError as exc:  # refused (a replay that diverged, a limit)
             self.error = exc
         except asyncio.CancelledError:
             self.error = GatewayError(499, "server", "the call was cut")
