@@ -63,8 +63,11 @@ DIVERGED_CODE = "replay_diverged"
 REPLAY_OF_KEY = "replay_of"
 MODE_KEY = "replay_mode"
 ON_DIVERGENCE_KEY = "on_divergence"
-#: Sessions looked at, kept per process (bounded; a replay evicted is loaded again).
+#: Sessions known not to be replays, kept per process (bounded).
 KNOWN_LIMIT = 10_000
+#: Replays kept in memory with their recordings, the last used (one evicted that is asked
+#: again is loaded again, where its log says it is).
+REPLAYS_LIMIT = 32
 
 OnChunk = Callable[[Any], Awaitable[None]]
 
@@ -75,7 +78,8 @@ class ReplayServing:
     def __init__(self, store: EventStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
-        self._known: OrderedDict[UUID, ReplayingSession | None] = OrderedDict()
+        self._plain: OrderedDict[UUID, None] = OrderedDict()
+        self._replays: OrderedDict[UUID, ReplayingSession] = OrderedDict()
         self._loading: dict[UUID, asyncio.Task[ReplayingSession | None]] = {}
 
     async def serve(
@@ -83,12 +87,15 @@ class ReplayServing:
     ) -> LlmReply | None:
         """The recorded answer when ``session_id`` is a replay that serves this request;
         None when the call goes to the model (not a replay, or one gone live)."""
-        replaying = self._known.get(session_id, _UNKNOWN)
-        if replaying is _UNKNOWN:
-            replaying = await self._load(session_id)
-        if replaying is None:
+        if session_id in self._plain:
             return None
-        assert isinstance(replaying, ReplayingSession)
+        replaying = self._replays.get(session_id)
+        if replaying is None:
+            replaying = await self._load(session_id)
+            if replaying is None:
+                return None
+        else:
+            self._replays.move_to_end(session_id)
         return await replaying.serve(request, model, on_chunk)
 
     async def _load(self, session_id: UUID) -> ReplayingSession | None:
@@ -98,9 +105,14 @@ class ReplayServing:
             self._loading[session_id] = task
             task.add_done_callback(lambda _: self._loading.pop(session_id, None))
         found = await asyncio.shield(task)
-        self._known[session_id] = found
-        if len(self._known) > KNOWN_LIMIT:
-            self._known.popitem(last=False)
+        if found is None:
+            self._plain[session_id] = None
+            if len(self._plain) > KNOWN_LIMIT:
+                self._plain.popitem(last=False)
+        else:
+            found = self._replays.setdefault(session_id, found)
+            if len(self._replays) > REPLAYS_LIMIT:
+                self._replays.popitem(last=False)
         return found
 
     async def _read(self, session_id: UUID) -> ReplayingSession | None:
@@ -116,9 +128,6 @@ class ReplayServing:
         replaying = ReplayingSession(self.store, self.settings, session_id, recording, config)
         await replaying.resume()
         return replaying
-
-
-_UNKNOWN: Any = object()
 
 
 class ReplayingSession:
