@@ -14,8 +14,12 @@ agent's does: every call sends the previous messages, the model's answer and a n
    Targets (issue 24): added p50 <= 2 ms, p99 <= 5 ms.
 2. Streamed calls, 1 agent: time to the first content chunk, p50 of the round, added as
    above. Target: <= 2 ms.
+3. Replay: an agent process (``REPLAY_AGENT``: ``REPLAY_CALLS`` calls, one after another) is
+   recorded once with ``chronicle record``, then run again under ``chronicle record --replay``
+   (the gateway answers from the recording, no model called), in rounds against the same
+   agent calling the upstream directly; the agent's own calls per second. Target: >= 500.
 
-    python -m bench.gateway [--rounds N] [--only calls streams] [--url URL] [--json]
+    python -m bench.gateway [--rounds N] [--only calls streams replay] [--url URL] [--json]
 """
 
 from __future__ import annotations
@@ -65,6 +69,26 @@ P50_TARGET_MS = 2.0
 P99_TARGET_MS = 5.0
 FIRST_TOKEN_TARGET_MS = 2.0
 LISTENING = re.compile(r"listening on (\d+)")
+REPLAY_CALLS = 1000
+REPLAY_TARGET = 500.0
+RECORDING = re.compile(r"recording session ([0-9a-f-]{36})")
+#: The agent of the replay figure: its calls to OPENAI_BASE_URL, one after another, then its
+#: rate on its last line.
+REPLAY_AGENT = """
+import os, sys, time
+import httpx, orjson
+calls = int(sys.argv[1])
+headers = {"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]}
+with httpx.Client(base_url=os.environ["OPENAI_BASE_URL"], headers=headers, timeout=60) as client:
+    began = time.perf_counter()
+    for step in range(calls):
+        messages = [{"role": "system", "content": "You answer in one word."},
+                    {"role": "user", "content": f"question {step}?"}]
+        body = orjson.dumps({"model": "gpt-bench", "messages": messages})
+        answer = client.post("/chat/completions", content=body)
+        answer.raise_for_status()
+    print(calls / (time.perf_counter() - began))
+"""
 
 
 class Upstream:
@@ -286,6 +310,63 @@ async def measure_streams(direct: Side, gateway: Side, rounds: int) -> Measureme
     )
 
 
+def run_agent(server: Server, root: Path, env: dict[str, str], *record: str) -> tuple[float, str]:
+    """The replay figure's agent, under ``chronicle record`` when ``record`` names its options
+    (else on its own, with ``env``): its calls per second, and the session recorded."""
+    agent = root / "workspace" / "agent.py"
+    agent.parent.mkdir(exist_ok=True)
+    agent.write_text(REPLAY_AGENT)
+    command = [sys.executable, str(agent), str(REPLAY_CALLS)]
+    if record:
+        command = [sys.executable, "-m", "app.cli", "record", "--url", server.url,
+                   "--workspace", str(agent.parent), *record, "--", *command]  # fmt: skip
+    done = subprocess.run(
+        command, env={**server.env, **env}, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the replay agent failed ({done.returncode}): {done.stderr[-2000:]}")
+    found = RECORDING.search(done.stderr)
+    return float(done.stdout.strip().splitlines()[-1]), found.group(1) if found else ""
+
+
+async def measure_replay(
+    server: Server, upstream: Upstream, root: Path, rounds: int
+) -> Measurement:
+    user = "bench-recorder"
+    await asyncio.to_thread(server.cli, "users", "add", user)
+    options = ("--user", user)
+    _, recording = await asyncio.to_thread(run_agent, server, root, {}, *options)
+    direct_env = {"OPENAI_BASE_URL": upstream.url, "OPENAI_API_KEY": "sk-bench"}
+
+    async def direct() -> float:
+        return (await asyncio.to_thread(run_agent, server, root, direct_env))[0]
+
+    async def replayed() -> float:
+        rate, _ = await asyncio.to_thread(
+            run_agent, server, root, {}, *options, "--replay", recording
+        )
+        return rate
+
+    result = await interleave(direct, replayed, rounds=rounds)
+    return Measurement(
+        name=f"replay of a {REPLAY_CALLS:,}-call recording through the gateway",
+        unit="calls/s",
+        baseline=result.baseline.median,
+        chronicle=result.chronicle.median,
+        ratio=result.ratio,
+        target=f">= {REPLAY_TARGET:.0f} calls/s",
+        met=result.chronicle.median >= REPLAY_TARGET,
+        baseline_spread=f"{result.baseline.low:.0f}-{result.baseline.high:.0f}",
+        chronicle_spread=f"{result.chronicle.low:.0f}-{result.chronicle.high:.0f}",
+        ratio_spread=f"{result.ratio_low:.2f}-{result.ratio_high:.2f}",
+        detail={
+            "rounds": len(result.ratios),
+            "baseline_samples": result.baseline.values,
+            "chronicle_samples": result.chronicle.values,
+        },
+    )
+
+
 @contextlib.contextmanager
 def upstream_running() -> Any:
     upstream = Upstream()
@@ -297,9 +378,9 @@ def upstream_running() -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_arguments(__doc__, rounds=5, figures=["calls", "streams"])
+    parser = bench_arguments(__doc__, rounds=5, figures=["calls", "streams", "replay"])
     args = parser.parse_args(argv)
-    only = set(args.only or ["calls", "streams"])
+    only = set(args.only or ["calls", "streams", "replay"])
 
     async def run(database: BenchDatabase) -> list[Measurement]:
         rows: list[Measurement] = []
@@ -316,12 +397,14 @@ def main(argv: list[str] | None = None) -> int:
                     rows += await measure_calls(direct, gateway, args.rounds)
                 if "streams" in only:
                     rows.append(await measure_streams(direct, gateway, args.rounds))
+                if "replay" in only:
+                    rows.append(await measure_replay(server, upstream, Path(root), args.rounds))
                 await direct.client.aclose()
                 await gateway.client.aclose()
         return rows
 
     machine, rows = measured_on_database(args.url, run)
-    added = {row.name: round(row.detail["added_ms"], 3) for row in rows}
+    added = {row.name: round(row.detail["added_ms"], 3) for row in rows if row.unit == "ms"}
     return report(
         "gateway",
         "Model gateway: latency a call through chronicle serve adds to the same call made "
