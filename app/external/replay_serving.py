@@ -38,10 +38,11 @@ from uuid import UUID
 
 from app.config import Settings
 from app.events import LlmCall
-from app.events.llm import CUT
+from app.events.llm import CUT, REFUSED
 from app.external.agent_command import RecordError
 from app.external.calls import ChatRequest, unusable, upstream_error, upstream_params
 from app.external.errors import GatewayError
+from app.external.limits import recorded_refusal
 from app.external.openai_protocol import usage_json
 from app.external.replay_recording import (
     RecordedCalls,
@@ -220,6 +221,8 @@ class ReplayingSession:
         if call.error is not None and call.error_kind != CUT:
             if call.error_kind == "bad_response":
                 raise unusable(reply)
+            if call.error_kind == REFUSED:  # a gateway limit refused it: refused the same way
+                raise recorded_refusal(call.error)
             raise upstream_error(LlmError(call.error_kind or "unavailable", call.error))  # type: ignore[arg-type]
         if on_chunk is not None:
             for chunk in reply_chunks(call, request.model):
@@ -298,7 +301,7 @@ def _served(
             "usage": payload.get("usage") or {},
             "cost_usd": payload.get("cost_usd"),
             "latency_ms": 0.0,
-            "attempts": payload.get("attempts") or 1,
+            "attempts": payload.get("attempts", 1),
             "error": payload.get("error"),
             "error_kind": payload.get("error_kind"),
             "replayed_from": recorded.seq,

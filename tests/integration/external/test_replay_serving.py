@@ -20,13 +20,16 @@ from app.store import EventStore
 from tests.support.fake_llm import FakeLlmServer, Reply
 
 
-def _settings(tmp_path: Path, fake_llm: FakeLlmServer) -> Settings:
-    return Settings(
-        data_dir=tmp_path / "data",
-        llm_model="openai/scripted",
-        llm_base_url=fake_llm.base_url,
-        llm_api_key="sk-test",
-        llm_retries=0,
+def _settings(tmp_path: Path, fake_llm: FakeLlmServer, **more: Any) -> Settings:
+    return Settings.model_validate(
+        {
+            "data_dir": tmp_path / "data",
+            "llm_model": "openai/scripted",
+            "llm_base_url": fake_llm.base_url,
+            "llm_api_key": "sk-test",
+            "llm_retries": 0,
+            **more,
+        }
     )
 
 
@@ -88,4 +91,30 @@ async def test_a_replay_session_is_served_in_order_and_refused_past_its_recordin
     assert [p["fingerprint"] for p in served[:2]] == [e.payload["fingerprint"] for e in recorded]
     assert served[1]["params"]["stream"] is True
     assert (served[2]["error_kind"], served[2]["cost_usd"]) == (DIVERGED, 0.0)
+    assert len(fake_llm.requests) == asked
+
+
+async def test_a_call_a_limit_refused_is_refused_again_as_recorded(
+    store: EventStore, tmp_path: Path, fake_llm: FakeLlmServer
+) -> None:
+    """Served from the recording before any limit: the replay's served call does not count
+    against the cap, and the recorded refusal answers the agent as it did."""
+    settings = _settings(tmp_path, fake_llm, gateway_limits={"session": {"max_calls": 1}})
+    recording = uuid.uuid4()
+    await store.append(recording, [external_session(title="r", user="u", user_agent=None)])
+    fake_llm.script(Reply(content="one"))
+    live = ExternalCalls(store, settings)
+    await live.complete(recording, _request("first?"))
+    with pytest.raises(GatewayError) as recorded:
+        await live.complete(recording, _request("second?"))
+    asked = len(fake_llm.requests)
+
+    calls = ExternalCalls(store, settings)
+    replay = await _replay_of(store, recording)
+    assert (await calls.complete(replay, _request("first?"))).content == "one"
+    with pytest.raises(GatewayError) as again:
+        await calls.complete(replay, _request("second?"))
+
+    assert (again.value.status, again.value.code) == (recorded.value.status, recorded.value.code)
+    assert again.value.message == recorded.value.message
     assert len(fake_llm.requests) == asked
