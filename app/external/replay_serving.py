@@ -18,8 +18,9 @@ is served in memory:
   not as spend); a streamed request gets the answer as a stream of chunks;
 - another fingerprint (strict), or a call past the recording's last (either mode), is a
   divergence. ``stop``: the request is recorded as a refused ``llm.call`` (``error_kind``
-  ``diverged``, no model called, cost 0) and answered with an error in the agent's protocol;
-  ``chronicle record --replay`` sees that call in the log, stops the command and reports.
+  ``diverged``, no model called: attempts 0, cost 0) and answered with an error in the
+  agent's protocol; ``chronicle record --replay`` sees that call in the log, stops the
+  command and reports.
   ``live``: from this request on, the session's calls go to the model as any external
   session's (a fork: the recorded prefix served, the rest live).
 
@@ -258,6 +259,7 @@ class ReplayingSession:
             tools=prepared.tools_hash,
             cost_usd=0.0,
             latency_ms=0.0,
+            attempts=0,  # no model was asked
             error=f"the replay diverged: {divergence.summary}",
             error_kind=DIVERGED,
         )
