@@ -349,6 +349,12 @@ class Settings(BaseSettings):
     server_rate_limit: int = Field(
         default=600, ge=1, description="requests per minute one token (or one address) may make"
     )
+    gateway_rate_limit: int = Field(
+        default=6000,
+        ge=1,
+        description="model calls per minute one token may make through the model gateway "
+        "(/v1/...), counted apart from server_rate_limit",
+    )
     server_max_body_bytes: int = Field(
         default=1024 * 1024, ge=1024, description="largest request body the API reads"
     )
