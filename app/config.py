@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -58,6 +58,35 @@ def read_secret_file(path: Path) -> str:
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
+
+
+class GatewayLimits(BaseModel):
+    """Limits on an external agent's gateway calls, for one user or one session (None: no
+    limit). What each means and how it is counted: app/external/limits.py, docs/gateway.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_cost_usd: float | None = Field(
+        default=None, ge=0, allow_inf_nan=False, description="refuse calls once this is spent"
+    )
+    max_calls: int | None = Field(default=None, ge=0, description="calls made, at most")
+    models: tuple[str, ...] | None = Field(
+        default=None,
+        description="names or patterns ('gpt-4o*') of the upstream models that may answer",
+    )
+    rate_per_minute: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="calls per minute, at most"
+    )
+
+
+class GatewayLimitDefaults(BaseModel):
+    """The deployment's limits: every user's (unless an admin set the user's own) and every
+    session's (a session's own limits only tighten them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user: GatewayLimits = GatewayLimits()
+    session: GatewayLimits = GatewayLimits()
 
 
 class Settings(BaseSettings):
@@ -201,6 +230,32 @@ class Settings(BaseSettings):
         "takes none",
     )
 
+    # -- model gateway for agents Chronicle does not run (app/external, docs/gateway.md) ----
+    gateway_model_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="model names (or patterns: '*', 'gpt-*') an agent may send to the "
+        'gateway, mapped to the litellm model that answers them, e.g. {"*": '
+        '"openai/gpt-4o-mini"}; the most specific pattern wins',
+    )
+    gateway_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="model names (or patterns) an agent may ask the gateway for as they are "
+        "(litellm names); the server's own llm_model is always allowed",
+    )
+    gateway_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        ge=1024,
+        description="largest request body the model gateway (/v1/...) reads; more is 413",
+    )
+    gateway_max_concurrency: int = Field(
+        default=64, ge=1, description="gateway calls in flight per upstream model"
+    )
+    gateway_limits: GatewayLimitDefaults = Field(
+        default_factory=GatewayLimitDefaults,
+        description="limits of every user's and every session's gateway calls (cost, calls, "
+        'models, rate), e.g. {"session": {"max_calls": 500}, "user": {"max_cost_usd": 20}}',
+    )
+
     # -- tools ---------------------------------------------------------------------------
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list, description="MCP servers every session starts ([[mcp_servers]])"
@@ -293,6 +348,12 @@ class Settings(BaseSettings):
     )
     server_rate_limit: int = Field(
         default=600, ge=1, description="requests per minute one token (or one address) may make"
+    )
+    gateway_rate_limit: int = Field(
+        default=6000,
+        ge=1,
+        description="model calls per minute one token may make through the model gateway "
+        "(/v1/...), counted apart from server_rate_limit",
     )
     server_max_body_bytes: int = Field(
         default=1024 * 1024, ge=1024, description="largest request body the API reads"
@@ -400,6 +461,14 @@ class Settings(BaseSettings):
         """``CHRONICLE_WORKSPACE_ROOTS=/srv/repos:/home/me/src`` as well as a TOML list."""
         if isinstance(value, str):
             return [part.strip() for part in value.split(os.pathsep) if part.strip()]
+        return value
+
+    @field_validator("gateway_models", mode="before")
+    @classmethod
+    def _models_list(cls, value: object) -> object:
+        """``CHRONICLE_GATEWAY_MODELS=gpt-4o,claude-*`` as well as a TOML list."""
+        if isinstance(value, str):
+            return [name.strip() for name in value.split(",") if name.strip()]
         return value
 
     @field_validator("sandbox_env", mode="before")

@@ -19,6 +19,7 @@ from app.cli import db as db_cli
 from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
 from app.cli import projections as projections_cli
+from app.cli import record as record_cli
 from app.cli import replay as replay_cli
 from app.cli import runtime as runtime_cli
 from app.cli import server as server_cli
@@ -51,9 +52,20 @@ def build_parser() -> argparse.ArgumentParser:
     worker_cli.add_parser(commands)
     users_cli.add_parsers(commands)
     server_cli.add_parser(commands)
+    record_cli.add_parser(commands)
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument(
-        "name", choices=["eventstore", "runtime", "agent", "projections", "replay", "server", "ui"]
+        "name",
+        choices=[
+            "eventstore",
+            "runtime",
+            "agent",
+            "projections",
+            "replay",
+            "server",
+            "ui",
+            "gateway",
+        ],
     )
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
     return parser
@@ -91,6 +103,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         "users": users_cli.users,
         "tokens": users_cli.tokens,
         "login-link": users_cli.login_link,
+        "record": record_cli.run,
     }[args.command]
     return asyncio.run(handler(args, settings))
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import json
+import os
 import signal
 import sys
 from datetime import UTC, datetime
@@ -21,9 +23,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from app.cli.log import open_store, positive
+from app.cli.log import open_owner_store, open_store, positive
 from app.cli.replay import add_agent_options
 from app.cli.terminal import escape_controls, raw
+from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -98,6 +101,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
     run.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_gateway_options(run, "tasks whose agent is a command")
 
     report = actions.add_parser(
         "report",
@@ -129,8 +133,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="replay every session of a run against the current agent (no model calls)",
         description="Replay each trial of the run with chronicle replay's engine (recorded "
         "model replies and observations; no model, no sandbox) and report per task matched "
-        "or the first divergence. The replays form a run of their own (--name) that eval "
-        "report and eval compare read.",
+        "or the first divergence. A trial of an agent command is replayed by running the "
+        "command again as chronicle record --replay does (the gateway at --url serves the "
+        "recorded replies; the check runs on its workspace). The replays form a run of their "
+        "own (--name) that eval report and eval compare read.",
     )
     replayed.add_argument("run_name", metavar="RUN", help="the evaluation run to replay")
     replayed.add_argument(
@@ -138,6 +144,35 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
     add_agent_options(replayed)
+    add_gateway_options(replayed, "trials of an agent command (replayed through it)")
+
+
+def add_gateway_options(parser: argparse.ArgumentParser, which: str) -> None:
+    """``--url`` and ``--user``: the running server whose gateway an agent command's model
+    calls go through, and whose they are (as ``chronicle record`` takes them)."""
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
+        help=f"{which}: the running chronicle serve whose gateway records the command's model "
+        f"calls (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
+    )
+    parser.add_argument(
+        "--user",
+        default=os.environ.get("CHRONICLE_USER"),
+        help=f"{which}: whose sessions and tokens they are (default: CHRONICLE_USER, else "
+        "your login name)",
+    )
+
+
+def _user(args: argparse.Namespace) -> str:
+    """Whose sessions an agent command's trials are: ``--user``, else the login name (as
+    ``chronicle record`` takes it)."""
+    if args.user:
+        return str(args.user)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -203,6 +238,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
     )
     from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
     from app.evaluation.suite import SuiteError, load_suite
+    from app.external.eval_trials import GatewayTrials
     from app.projections import SessionState, bring_up_to_date
     from app.store.evaluation_rows import run_attempts
 
@@ -244,6 +280,8 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
             run_suite(
                 store, settings, suite, suite_path.resolve().parent, options,
                 [BUILTIN[n] for n in DEFAULT_SCORERS], show, resume=args.resume is not None,
+                recorder=GatewayTrials(store, settings, args.url, _user(args),
+                                       lambda: open_owner_store(settings)),
             )
         )  # fmt: skip
         loop = asyncio.get_running_loop()
@@ -284,9 +322,11 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
 
 async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.replay import OptionError, agent_config_from
+    from app.evaluation.external_replay import command_trial, replay_command_trial
     from app.evaluation.replaying import replay_trial
     from app.evaluation.reporting import ReportError, run_report
     from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+    from app.external.eval_trials import GatewayTrials
 
     try:
         config = agent_config_from(args)
@@ -302,9 +342,25 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
+        commands = {t.session_id: await command_trial(store, t.session_id) for t in report.tasks}
+        recorder = GatewayTrials(store, settings, args.url, _user(args),
+                                 lambda: open_owner_store(settings))  # fmt: skip
+        ran = [c.command for c in commands.values() if c is not None]
+        problem = await recorder.problem(ran) if ran else None
+        if problem is not None:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         for trial in report.tasks:
-            replayed = await replay_trial(store, name, trial.id, trial.epoch, trial.session_id,
-                                          config, args.mode, scorers)  # fmt: skip
+            command = commands[trial.session_id]
+            if command is not None:
+                replayed = await replay_command_trial(
+                    store, settings, recorder, name, command, trial.epoch, trial.session_id,
+                    args.mode, scorers,
+                )  # fmt: skip
+            else:
+                replayed = await replay_trial(store, name, trial.id, trial.epoch,
+                                              trial.session_id, config, args.mode,
+                                              scorers)  # fmt: skip
             if replayed.error is not None:
                 failed += 1
                 print(f"error: {trial.id} epoch {trial.epoch}: {replayed.error}", file=sys.stderr)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from app.cli import gateway_limits
 from app.cli.log import open_owner_store
 from app.config import Settings
 from app.sessions import platform_audit
@@ -70,6 +71,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     logins.add_argument("name")
     logout = sub.add_parser("logout", help="end every browser login of a user at once")
     logout.add_argument("name")
+    gateway_limits.add_parser(sub)
 
     tokens = commands.add_parser("tokens", help="the users' API tokens")
     sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
@@ -129,6 +131,8 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.users import add_user, list_users
 
     # the owner's login: only it may make an admin (migration 0014)
+    if args.users_command == "limits":
+        return await gateway_limits.user_limits_command(args, settings)
     async with await open_owner_store(settings) as store:
         if args.users_command == "add":
             user = await add_user(store, args.name, is_admin=args.admin)

@@ -29,8 +29,9 @@ A run's name is its owner's: it is recorded (``evaluation_run``, what the report
 ids and workspaces derive from that key, so another user's run of the same name is a different
 run, and starting one never tells whether someone else chose that name.
 
-What the API refuses that the command line takes: ``setup`` commands (they run on the
-machine, outside any sandbox: a user of the API must not run commands on the server) and a
+What the API refuses that the command line takes: ``setup`` commands and agent commands
+(``agent``; they run on the machine, outside any sandbox: a user of the API must not run
+commands on the server) and a
 ``repo`` outside the configured ``workspace_roots`` (the API must not copy any directory of
 the server's machine into a workspace).
 """
@@ -256,6 +257,12 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
                 f"task {task.id!r}, field 'setup': setup commands run on the server's machine "
                 "outside any sandbox, so the API does not take them; give the task's files "
                 "instead, or run the suite with chronicle eval run"
+            )
+        if task.agent is not None:
+            raise RunRequestError(
+                f"task {task.id!r}, field 'agent': an agent command runs on the server's machine "
+                "outside any sandbox, so the API does not take one; run the suite with "
+                "chronicle eval run"
             )
     roots = list(settings.workspace_roots)
     suite = suite.model_copy(

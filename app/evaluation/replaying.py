@@ -13,6 +13,10 @@ The task's check is not run on a replay: a replay touches no sandbox. When the r
 its agent took the recorded actions and got the recorded observations, so its final
 workspace is the recording's: the recorded check verdict is carried over (said so in its
 explanation). A diverged replay gets no check verdict; its ``replay`` verdict fails it.
+
+A trial of an agent command (``external_agent``) is replayed by running its command again in
+a fresh workspace with the gateway serving the recorded answers (``external_replay``); that
+replay made a real workspace, so a matched one gets the check run on it instead.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.evaluation.live_check import VERSION as LIVE_CHECK_VERSION
 from app.evaluation.rescoring import score_session
-from app.evaluation.scoring import Scorer, ScoringError, latest_scores
+from app.evaluation.scoring import Score, Scorer, ScoringError, latest_scores
 from app.events import EvalScore
-from app.replay import AgentConfig, ReplayError, ReplayMode, replay
+from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult, replay
 from app.store import EventStore, RecordedEvent
 
 NAME = "replay"
@@ -70,6 +75,21 @@ async def replay_trial(
         result = await replay(store, session_id, agent_config, mode=mode)
     except ReplayError as exc:
         return trial.model_copy(update={"error": str(exc)})
+    return await record_replay(store, run, trial, result, scorers)
+
+
+async def record_replay(
+    store: EventStore,
+    run: str,
+    trial: ReplayedTrial,
+    result: ReplayResult,
+    scorers: Sequence[Scorer],
+    check: Score | None = None,
+) -> ReplayedTrial:
+    """Tag the replay ``result`` of ``trial`` with the replay run ``run`` and score it; a
+    matched replay's check verdict is ``check`` (one run on the replay's own workspace: an
+    agent command's replay made one), else the recording's carried over."""
+    session_id = trial.recorded
     divergence = result.divergence
     summary = divergence.summary if divergence is not None else None
     if divergence is None and result.differences:
@@ -87,7 +107,13 @@ async def replay_trial(
             scored_seq=last, evaluation_run=run,
         )
     ]  # fmt: skip
-    if result.matched:
+    if result.matched and check is not None:
+        tags.append(EvalScore(
+            name=CHECK, scorer_version=LIVE_CHECK_VERSION, score_value=check.value,
+            score_label=check.label, explanation=check.explanation, scored_seq=last,
+            evaluation_run=run,
+        ))  # fmt: skip
+    elif result.matched:
         tags += _carried_check(await store.read(session_id), session_id, run, last)
     await store.append(result.session_id, tags)
     try:

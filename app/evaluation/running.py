@@ -40,6 +40,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
+from app.evaluation.external_agent import CommandRecorder, agents_problem, run_agent_command
 from app.evaluation.live_check import record_check, run_check
 from app.evaluation.rescoring import score_session, suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
@@ -168,11 +169,17 @@ async def run_suite(
     on_progress: Callable[[Progress], None] = lambda progress: None,
     *,
     resume: bool = False,
+    recorder: CommandRecorder | None = None,
 ) -> list[TaskResult]:
     """Run and score every task x epoch; results in suite order, epoch by epoch. With
     ``resume`` the run named exists, and what it finished is kept (see the module). Raises
-    ``RunStopped`` when a trial ended on a configuration error."""
-    await check_model(settings, options)
+    ``RunStopped`` when a trial ended on a configuration error. ``recorder`` runs the tasks
+    whose agent is a command (``external_agent``)."""
+    if any(task.agent is None for task in suite.tasks):
+        await check_model(settings, options)
+    problem = await agents_problem(suite, recorder)
+    if problem is not None:
+        raise RunError(problem)
     await bring_up_to_date(store, SessionState(), settings.projections_config())
     attempts = await run_attempts(store, options.name, CONFIGURATION_KINDS)
     newest: dict[tuple[str | None, int], RunAttempt] = {}
@@ -237,7 +244,7 @@ async def run_suite(
                 number = 1 if earlier is None else earlier.attempt + 1
                 attempt = {ATTEMPT_KEY: number, RESUME_KEY: resume_number, PLAN_KEY: options.plan()}
                 result = await _run_task(store, settings, suite_dir, options, task, epoch,
-                                         scorers, task_for, attempt)  # fmt: skip
+                                         scorers, task_for, attempt, recorder)  # fmt: skip
             if result.stopped_by is not None:
                 stop.append(result)
                 return result
@@ -299,6 +306,7 @@ async def _run_task(
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
     attempt: dict[str, Any],
+    recorder: CommandRecorder | None = None,
 ) -> TaskResult:
     where = f"epoch-{epoch}" + (
         f"-attempt-{attempt[ATTEMPT_KEY]}" if attempt[ATTEMPT_KEY] > 1 else ""
@@ -325,20 +333,33 @@ async def _run_task(
         max_cost_usd=task.limits.max_cost_usd,
         evaluation=evaluation_config(options.name, recorded, epoch) | attempt,
     )
-    try:
-        session_id, outcome = await run_session(store, settings, session_options, task=task.prompt)
-    except SessionError as exc:
-        return failed.model_copy(update={"error": str(exc)})
-    except LlmError as exc:
-        if not is_configuration_error(exc.kind):
-            raise
-        return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
+    note = None  # why an agent command failed, said beside its scores
+    if task.agent is not None:
+        assert recorder is not None  # run_suite refuses such a suite without one
+        end = await run_agent_command(recorder, task.agent, task, epoch, workspace, suite_dir,
+                                      session_options.evaluation or {})  # fmt: skip
+        if end.session_id is None:
+            stop = {"stopped_by": end.error} if end.stops_run else {}
+            return failed.model_copy(update={"error": end.error} | stop)
+        session_id, outcome, note = end.session_id, end.outcome, end.error
+    else:
+        try:
+            session_id, outcome = await run_session(
+                store, settings, session_options, task=task.prompt
+            )
+        except SessionError as exc:
+            return failed.model_copy(update={"error": str(exc)})
+        except LlmError as exc:
+            if not is_configuration_error(exc.kind):
+                raise
+            return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
     stopped_by = await trial_stop(store, session_id, CONFIGURATION_KINDS)
     if stopped_by is not None:  # left unscored: the run stops, and a resume runs it again
         update = {"session_id": session_id, "outcome": outcome, "error": stopped_by}
         return failed.model_copy(update=update | {"stopped_by": stopped_by})
-    return await _scored(store, settings, options, task, epoch, session_id, outcome, workspace,
-                         scorers, task_for)  # fmt: skip
+    scored = await _scored(store, settings, options, task, epoch, session_id, outcome, workspace,
+                           scorers, task_for)  # fmt: skip
+    return scored if note is None else scored.model_copy(update={"error": note})
 
 
 async def _scored(

@@ -13,12 +13,18 @@ from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError
 
 
 class Finished:
-    """Pass when the agent called ``finish``: it declared the task done."""
+    """Pass when the agent called ``finish``: it declared the task done. An agent Chronicle
+    does not run declares it as a command does, by exiting with code 0."""
 
     name = "finished"
     version = 1
 
     def score(self, session: ScoredSession) -> Score:
+        if session.external:
+            state, reason = session.final_state
+            if state is None:
+                return Score.verdict(False, "the agent's command recorded no end")
+            return Score.verdict(state == "finished", reason or f"the command ended {state}")
         finish = session.finish
         if finish is not None:
             return Score.verdict(True, f"the agent called finish at seq {finish.seq}")
@@ -33,7 +39,8 @@ class Answer:
     """Pass when the finish message matches the task's expected answer: the whole message
     (trimmed) for an exact answer, a search for ``regex:``, a substring for ``contains:``.
     Does not apply to a task without an answer. A ``regex:`` search that runs past its time
-    limit (``answer_patterns``) is a fail that says it was cut off."""
+    limit (``answer_patterns``) is a fail that says it was cut off. An agent Chronicle does
+    not run calls no finish: its model's last reply is judged instead."""
 
     name = "answer"
     version = 1
@@ -42,7 +49,9 @@ class Answer:
         expected = session.task.expected_answer if session.task else None
         if expected is None:
             return None
-        message = session.finish_message
+        message = session.final_reply if session.external else session.finish_message
+        if message is None and session.external:
+            return Score.verdict(False, "the agent's model never answered, so it gave no answer")
         if message is None:
             return Score.verdict(False, "the agent never called finish, so it gave no answer")
         if expected.mode == "exact":

@@ -104,6 +104,23 @@ class ScoredSession:
         return message if isinstance(message, str) else ""
 
     @property
+    def external(self) -> bool:
+        """A session of an agent Chronicle does not run (``chronicle record``, an evaluation
+        task's ``agent`` command): it calls no ``finish``; its command's end says how it
+        ended, and its model's last reply is its answer."""
+        return self.config.get("agent") == "external"
+
+    @property
+    def final_reply(self) -> str | None:
+        """The text of the last model call's answer (None: no call was answered)."""
+        for call in reversed(self.model_calls):
+            response = call.payload.get("response")
+            if call.payload.get("error") is None and isinstance(response, dict):
+                content = response.get("content")
+                return content if isinstance(content, str) else ""
+        return None
+
+    @property
     def final_state(self) -> tuple[str | None, str]:
         """The controller's last state and its reason (a user's steering is not one)."""
         for event in reversed(self.events):

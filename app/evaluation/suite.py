@@ -44,6 +44,28 @@ class Limits(BaseModel):
     max_cost_usd: PositiveFloat | None = None
 
 
+class AgentCommand(BaseModel):
+    """An agent Chronicle does not run, as a task names it: the command ``chronicle eval run``
+    runs under ``chronicle record`` in the task's workspace (its model calls go through the
+    gateway of a running ``chronicle serve``), stopped after ``timeout`` seconds. ``{prompt}``,
+    ``{prompt_file}`` and ``{suite_dir}`` in an argument are replaced by the task's prompt,
+    the path of a file holding it and the suite's directory (``external_agent.py``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: list[str] = Field(min_length=1)
+    timeout: PositiveFloat = 1800.0
+
+    @field_validator("command")
+    @classmethod
+    def _program_named(cls, command: list[str]) -> list[str]:
+        if not command[0].strip():
+            raise ValueError("the command's first item (the program) is empty")
+        if any("\x00" in part for part in command):
+            raise ValueError("the command holds a NUL character")
+        return command
+
+
 class ExpectedAnswer(BaseModel):
     """What the agent's finish message is compared with: the whole message (``exact``, after
     trimming surrounding whitespace), a regular expression searched in it, or a substring."""
@@ -96,6 +118,8 @@ class Task(BaseModel):
     #: the expected finish message: exact, or ``regex:`` / ``contains:`` prefixed
     answer: str | None = None
     limits: Limits = Field(default_factory=Limits)
+    #: an outside agent's command instead of Chronicle's agent (default: the suite's ``agent``)
+    agent: AgentCommand | None = None
 
     @field_validator("files")
     @classmethod
@@ -137,6 +161,32 @@ class Suite(BaseModel):
 
     name: str = Field(min_length=1)
     tasks: list[Task] = Field(min_length=1)
+    #: the agent command of every task that names none (None: Chronicle's agent)
+    agent: AgentCommand | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tasks_take_the_suites_agent(cls, data: Any) -> Any:
+        """Each task without an ``agent`` gets the suite's (``agent: null`` keeps Chronicle's),
+        so a task, as its sessions record it, says whole what ran it. A suite ``agent`` that
+        is not valid is left to its own field's error, not repeated in every task."""
+        if not isinstance(data, dict) or data.get("agent") is None:
+            return data
+        try:
+            AgentCommand.model_validate(data["agent"])
+        except ValidationError:
+            return data
+        tasks = data.get("tasks")
+        if isinstance(tasks, list):
+            data = data | {
+                "tasks": [
+                    task | {"agent": data["agent"]}
+                    if isinstance(task, dict) and "agent" not in task
+                    else task
+                    for task in tasks
+                ]
+            }
+        return data
 
     @field_validator("tasks")
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -35,6 +35,21 @@ class AgentState(Event):
     source: Source = "agent"
     state: AgentStateName
     reason: str = ""
+    #: Only where Chronicle ran an agent's command without being its agent (``chronicle
+    #: record``): the command's exit code (a shell's: 128 + N when signal N ended it) and wall
+    #: time, on the state that ends its run. Left out of the payload when None.
+    exit_code: int | None = None
+    wall_seconds: float | None = Field(default=None, ge=0)
+
+    def payload(self) -> dict[str, Any]:
+        payload = super().payload()
+        for name in _COMMAND_FIELDS:
+            if payload.get(name) is None:
+                payload.pop(name, None)
+        return payload
+
+
+_COMMAND_FIELDS = ("exit_code", "wall_seconds")
 
 
 class Condensation(Event):

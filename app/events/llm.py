@@ -97,7 +97,9 @@ class LlmCall(Event):
     latency_ms: float | None = Field(
         default=0.0, description="how long the call took; None when a recording does not say"
     )
-    attempts: int = Field(default=1, ge=1)
+    attempts: int = Field(
+        default=1, ge=0, description="upstream requests made (0: refused by a gateway limit)"
+    )
     error: str | None = None
     error_kind: str | None = None
 
@@ -108,5 +110,13 @@ INTERRUPTED = "interrupted"
 #: and so was never recorded by it: the worker that took the session over records it
 #: (``app.agent.in_flight``), its answer, usage and cost unknown.
 LOST = "lost"
+#: ``error_kind`` of a streamed call whose client went away after the first chunks (a gateway
+#: client that disconnected): the model answered in part, the usage it bills is unknown.
+CUT = "cut"
+#: ``error_kind`` of a gateway call a limit refused (app/external/limits.py): no upstream
+#: request was made (``attempts`` 0), it cost nothing; the agent was answered with the error.
+REFUSED = "refused"
 #: Calls that answered nothing: the run that followed asked the model again.
 ANSWERED_NOTHING = frozenset({INTERRUPTED, LOST})
+#: Failed calls the provider may still have billed, so their session's cost is unknown (≥).
+MAYBE_PAID = frozenset({LOST, CUT})

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import functools
 import hashlib
-import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -27,13 +26,17 @@ from pydantic import BaseModel, ConfigDict
 
 from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
+from app.events.llm import CUT
 from app.llm.config import LlmConfig
+from app.llm.cost import litellm_cost
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
+from app.llm.litellm_logging import without_prompt_copies
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.stored_keys import StoredKeys
+from app.llm.streaming import OnChunk, assembled, relayed, sent_usage
 from app.llm.text_tools import to_prompt_messages
 from app.llm.unread import quiet_odd_count_warnings, unconverted_reply
 from app.llm.wire import for_the_wire
@@ -166,6 +169,7 @@ def _import_litellm() -> Any:
 
     litellm.suppress_debug_info = True
     quiet_odd_count_warnings()
+    without_prompt_copies()
     return litellm
 
 
@@ -234,6 +238,10 @@ class LlmGateway:
         self._tools_hash: tuple[list[dict[str, Any]], str] | None = None
         self._tools_wire: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None
         self._client_loaded = False
+        #: streamed calls' recordings in flight (``_shielded``)
+        self._recordings: set[asyncio.Future[Any]] = set()
+        #: the answering models litellm has no price for (``app.llm.cost``)
+        self._unpriced: set[str] = set()
 
     async def load_client(self) -> None:
         """Import litellm in a thread, once: its import takes seconds of CPU, which on the
@@ -276,6 +284,7 @@ class LlmGateway:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         previous: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> PreparedRequest:
         """The request as it is recorded: messages and tools masked (images left out for a
         model that takes none), their hashes and the request's fingerprint. Replay prepares
@@ -285,7 +294,10 @@ class LlmGateway:
         messages, only the new ones are masked and hashed, and the fingerprint goes on from
         the previous one's (``PromptDigest``), so a step costs what it added. When
         ``previous`` (the payload of the log's last llm.call) is the previous request's, the
-        llm.call names only the messages after those it keeps of it (``prompt_kept``)."""
+        llm.call names only the messages after those it keeps of it (``prompt_kept``).
+
+        ``params`` are the request's parameters as a client sent them (the model gateway for
+        external agents): they replace the configured ones (temperature, max_tokens)."""
         prompt = base = self._prompt
         recorded = base is not None and base.recorded_as(previous)
         if base is not None and recorded:
@@ -305,7 +317,7 @@ class LlmGateway:
         prompt.content += content
         self._prompt = prompt
         tools = self._masked_tools(tools)
-        params = self._params()
+        params = self._params() if params is None else dict(params)
         if self._tools_hash is None or self._tools_hash[0] != tools:
             self._tools_hash = (tools, content_hash({"tools": tools}))
         tools_hash = self._tools_hash[1]
@@ -392,6 +404,11 @@ class LlmGateway:
                 if earlier is not None and earlier != id(message):  # the same text, again
                     self._texts.pop(earlier, None)
                 self._handed[key] = id(message)
+            else:
+                # stored already: its text (made to hash it) is not needed. A client of the
+                # model gateway sends every message again as a new object: kept, their texts
+                # (and the messages) were never let go
+                self._texts.pop(id(message), None)
         return unstored
 
     def _stored_now(self, keys: Iterable[str]) -> None:
@@ -426,6 +443,8 @@ class LlmGateway:
         on_retry: Callable[[Failure, float], Awaitable[None]] | None = None,
         record: bool = True,
         previous: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | None = None,
+        on_chunk: OnChunk | None = None,
     ) -> LlmReply:
         """Call the model and record the call; raise ``LlmError`` when it failed for good.
 
@@ -434,10 +453,18 @@ class LlmGateway:
         append in one batch with its consequences (a failed call is always recorded here).
         ``on_retry(failure, wait)`` hears about each retryable failure before the wait.
         ``previous`` is the payload of the session's last llm.call (see ``prepare``).
+
+        ``params`` (see ``prepare``) replace the configured parameters. With ``on_chunk`` the
+        call is streamed (``app.llm.streaming``): each chunk is handed to it as it arrives,
+        and the assembled reply is read and recorded as any other (``params`` record
+        ``"stream": true``). A failure before the first chunk is retried as usual; after it,
+        the call is recorded with what came and the error. A stream stopped by cancelling
+        the call after its first chunk (its client went away) is recorded with what came,
+        ``error_kind="cut"``.
         """
         await self.load_client()  # before the clock starts: not part of the call's latency
         native = self.native_tool_calling()
-        request = self.prepare(messages, tools, previous)
+        request = self.prepare(messages, tools, previous, params)
         messages, tools, params = request.messages, request.tools, request.params
         wire_messages = request.sent()  # a list of its own: the client may change it
         offered = self._on_the_wire_tools(tools)
@@ -447,12 +474,17 @@ class LlmGateway:
         unstored = self.unstored(request)  # appended with the llm.call, by us or the caller
         started = time.monotonic()
         attempts = 0
+        #: a streamed call's chunks so far (of its last attempt)
+        chunks: list[Any] = []
+        recorded_params = {**params, "base_url": self.config.base_url}
+        if on_chunk is not None:
+            recorded_params["stream"] = True
 
         def call_event(**outcome: Any) -> LlmCall:
             """The llm.call for this request, with how it ended (a response, or an error)."""
             return LlmCall(
                 model=self.config.model,
-                params={**params, "base_url": self.config.base_url},
+                params=recorded_params,
                 fingerprint=request_fingerprint,
                 prompt=prompt_hashes,
                 prompt_kept=request.kept,
@@ -482,17 +514,51 @@ class LlmGateway:
             return LlmReply(call=call, event=None, content=None, tool_calls=[],
                             finish_reason=None, error=problem)  # fmt: skip
 
+        def partial() -> dict[str, Any]:
+            """What a stream that ended early sent: its response, usage and cost."""
+            if not chunks:
+                return {}
+            try:
+                response = assembled(chunks)
+            except Exception:  # chunks litellm cannot add up: the error says what happened
+                return {}
+            read = read_reply(response, tools, prompt_tools=not native)
+            answer = LlmResponse(
+                content=read.content, tool_calls=read.tool_calls,
+                finish_reason=read.finish_reason, reasoning_content=read.reasoning_content,
+                id=read.response_id, model=read.response_model,
+            )  # fmt: skip
+            usage = streamed_usage(read.usage)
+            return {"response": answer, "usage": usage, "cost_usd": self._cost(response, usage)}
+
+        def streamed_usage(usage: LlmUsage) -> LlmUsage:
+            """A stream's usage: unknown when no chunk carried it (litellm then estimates,
+            which is not what the provider counted)."""
+            if on_chunk is None or sent_usage(chunks):
+                return usage
+            return LlmUsage(prompt_tokens=None, completion_tokens=None, total_tokens=None)
+
         async with self._limit():
             while True:
                 attempts += 1
+                chunks.clear()
                 try:
-                    response = await self._call(sent, offered if native else [], params)
+                    offering = offered if native else []
+                    if on_chunk is None:
+                        response = await self._call(sent, offering, params)
+                    else:
+                        response = await self._streamed(sent, offering, params, chunks, on_chunk)
                     break
                 except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
                     why = exc.args[0] if exc.args else "the run was cancelled"
-                    stopped = f"interrupted before the model answered ({why})"
+                    if chunks:
+                        stopped = f"the stream was cut after {len(chunks)} chunks ({why})"
+                        stop = call_event(error=stopped, error_kind=CUT, **partial())
+                    else:
+                        stopped = f"interrupted before the model answered ({why})"
+                        stop = call_event(error=stopped, error_kind="interrupted")
                     with contextlib.suppress(Exception):  # a lost database must not hide the stop
-                        await recorded(call_event(error=stopped, error_kind="interrupted"), True)
+                        await recorded(stop, True)
                     raise
                 except Exception as exc:
                     failure = self._failure(exc, native_tools=native and bool(tools))
@@ -501,11 +567,13 @@ class LlmGateway:
                         response = unconverted
                         break
                     if failure.kind == "bad_response":
-                        reply = unusable(failure.message)
+                        reply = unusable(failure.message, **partial())
                         event = await recorded(reply.call, record)
                         return reply.model_copy(update={"event": event, "messages": handed(record)})
-                    if not failure.retryable or attempts > self.config.retries:
-                        failed = call_event(error=failure.message, error_kind=failure.kind)
+                    if not failure.retryable or attempts > self.config.retries or chunks:
+                        failed = call_event(
+                            error=failure.message, error_kind=failure.kind, **partial()
+                        )
                         await recorded(failed, True)
                         raise LlmError(failure.kind, failure.message, attempts=attempts) from exc
                     wait = backoff(attempts, self.config.retry_min_wait, self.config.retry_max_wait)
@@ -518,14 +586,15 @@ class LlmGateway:
                         await on_retry(failure, wait)
                     await asyncio.sleep(wait)
         read = read_reply(response, tools, prompt_tools=not native)
-        cost = self._cost(response, read.usage)
+        usage = streamed_usage(read.usage)
+        cost = self._cost(response, usage)
         if read.problem is not None:
             reply = unusable(
                 read.problem,
                 response=LlmResponse(
                     finish_reason=read.finish_reason, id=read.response_id, model=read.response_model
                 ),
-                usage=read.usage,
+                usage=usage,
                 cost_usd=cost,
             )
             event = await recorded(reply.call, record)
@@ -538,15 +607,27 @@ class LlmGateway:
             id=read.response_id,
             model=read.response_model,
         )
-        call = call_event(response=answer, usage=read.usage, cost_usd=cost)
+        call = call_event(response=answer, usage=usage, cost_usd=cost)
+        recording: Awaitable[RecordedEvent | None] = recorded(call, record)
+        if on_chunk is not None:  # a stream is cut while it streams, never while recorded
+            recording = self._shielded(recording)
         return LlmReply(
             call=call,
-            event=await recorded(call, record),
+            event=await recording,
             content=read.content,
             tool_calls=read.tool_calls,
             finish_reason=read.finish_reason,
             messages=handed(record),
         )
+
+    def _shielded(self, recording: Awaitable[RecordedEvent | None]) -> Awaitable[Any]:
+        """``recording`` in a task that cancelling its caller does not stop (kept referenced
+        until it ends): a streamed call the model finished is recorded whole, even when its
+        client is gone by then."""
+        task = asyncio.ensure_future(recording)
+        self._recordings.add(task)
+        task.add_done_callback(self._recordings.discard)
+        return asyncio.shield(task)
 
     def _failure(self, exc: BaseException, *, native_tools: bool) -> Failure:
         """The classified failure, its message masked and, when a refusal is about the
@@ -556,6 +637,19 @@ class LlmGateway:
         if failure.kind == "bad_request" and native_tools and "tool" in message.lower():
             message += NATIVE_TOOLS_HINT
         return failure._replace(message=self.store.masker.mask_text(message))
+
+    async def _streamed(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        params: dict[str, Any],
+        chunks: list[Any],
+        on_chunk: OnChunk,
+    ) -> Any:
+        """The model's reply streamed into ``chunks`` through ``on_chunk``, assembled."""
+        streaming = {**params, "stream": True, "stream_options": {"include_usage": True}}
+        await relayed(await self._call(messages, tools, streaming), chunks, on_chunk)
+        return assembled(chunks)
 
     async def _call(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
@@ -598,11 +692,7 @@ class LlmGateway:
             )
         if isinstance(response, dict):
             return None
-        try:
-            cost = float(_import_litellm().completion_cost(completion_response=response))
-        except Exception:  # a model litellm has no price for
-            return None
-        return cost if math.isfinite(cost) else None  # odd usage must not make it unstorable
+        return litellm_cost(response, self._unpriced)
 
     def _masked(self, message: dict[str, Any]) -> dict[str, Any]:
         """The message with known secrets masked (the same object when it holds none).
@@ -643,6 +733,8 @@ class LlmGateway:
         if known is not None and _same_objects(known[0], tools):
             return known[1]
         masked = [self._masked(tool) for tool in tools]
+        for tool in tools:  # its text was for the leak check; the list is hashed whole
+            self._texts.pop(id(tool), None)
         self._tools_masked = (tools, masked)
         return masked
 

@@ -39,7 +39,7 @@ from typing import Any
 from uuid import UUID
 
 from app.events import ACTION_KINDS
-from app.events.llm import LOST
+from app.events.llm import MAYBE_PAID
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import needs_escape
 from app.events.usage import token_count
@@ -264,7 +264,7 @@ def _llm_call(row: SessionStateRow, event: RecordedEvent) -> None:
     if cost is not None:
         row.priced_calls += 1
         row.cost_usd = EXACT.add(row.cost_usd or Decimal(0), cost)
-    elif not failed or payload.get("error_kind") == LOST:  # a lost call may have been paid
+    elif not failed or payload.get("error_kind") in MAYBE_PAID:
         row.unpriced_calls += 1
         if row.priced_calls == 0:
             row.cost_usd = None

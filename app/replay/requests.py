@@ -49,14 +49,15 @@ def message_text(message: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _lines(text: str) -> list[str]:
+    """The text's lines, each ending in a newline (a last line without one would run into
+    the next line of the diff)."""
+    return [line if line.endswith("\n") else f"{line}\n" for line in text.splitlines(True)]
+
+
 def _diff(recorded: str, new: str) -> str:
     return "".join(
-        difflib.unified_diff(
-            recorded.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile="recorded",
-            tofile="replay",
-        )
+        difflib.unified_diff(_lines(recorded), _lines(new), fromfile="recorded", tofile="replay")
     )
 
 

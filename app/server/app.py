@@ -3,7 +3,9 @@
 Routes come from one module per idea (login, health, sessions, ...); every route but health,
 login and the OpenAPI document sits under the ``authenticated`` guard, and the
 authentication middleware runs before the per-token rate limit, so each token (or, before
-login, each address) gets ``server_rate_limit`` requests a minute. Every error is a problem
+login, each address) gets ``server_rate_limit`` requests a minute, and apart from those
+``gateway_rate_limit`` model calls a minute on the model gateway's paths (``/v1/...``: an
+agent or a replay makes many calls fast; its spend has the gateway's own limits). Every error is a problem
 document (``problems``); bodies over ``server_max_body_bytes`` are refused with 413.
 
 A module with more routes (the live streams, ``app/server/streams.py``) adds its handlers to
@@ -27,9 +29,11 @@ from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
 from app.server import (
+    anthropic_routes,
     audit_routes,
     creation,
     evaluation_routes,
+    gateway_routes,
     health,
     login,
     replay_routes,
@@ -66,7 +70,14 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *streams.ROUTES,
         *audit_routes.ROUTES,
         *user_logins.ROUTES,
+        *gateway_routes.ROUTES,
+        *anthropic_routes.ROUTES,
     ]
+
+
+#: The model gateway's paths, counted in a bucket of their own (``gateway_rate_limit``).
+MODEL_PATHS_PATTERN = "^/v1/"
+OTHER_THAN_MODEL_PATHS = "^/(?!v1/)."  # not "/" alone: Litestar warns of a pattern that matches it
 
 
 def rate_limit_key(request: Request[Any, Any, Any]) -> str:
@@ -96,8 +107,14 @@ def create_app(
     )
     rate_limit = RateLimitConfig(
         rate_limit=("minute", settings.server_rate_limit),
-        exclude=PUBLIC_PATHS,
+        exclude=[*PUBLIC_PATHS, MODEL_PATHS_PATTERN],
         identifier_for_request=rate_limit_key,
+    )
+    model_rate_limit = RateLimitConfig(
+        rate_limit=("minute", settings.gateway_rate_limit),
+        exclude=OTHER_THAN_MODEL_PATHS,
+        identifier_for_request=rate_limit_key,
+        store="gateway_rate_limit",
     )
     auth = AuthState.of(store, settings)
     return Litestar(
@@ -112,7 +129,7 @@ def create_app(
         ],
         state=State({"context": context, AUTH_STATE: auth}),
         on_startup=[auth.watch.start],
-        on_shutdown=[auth.watch.close],
+        on_shutdown=[auth.watch.close, gateway_routes.close_gateway],
         dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
         middleware=[
             ClientAddressMiddleware,
@@ -120,6 +137,7 @@ def create_app(
                 TokenAuthentication, exclude=PUBLIC_PATHS, exclude_from_auth_key="exclude_from_auth"
             ),
             rate_limit.middleware,
+            model_rate_limit.middleware,
         ],
         exception_handlers={Exception: handle_exception},
         request_max_body_size=settings.server_max_body_bytes,

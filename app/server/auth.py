@@ -2,7 +2,9 @@
 
 Every request but health, login and the OpenAPI document names a live token:
 
-- ``Authorization: Bearer <token>`` (an ``api`` token from ``chronicle tokens create``);
+- ``Authorization: Bearer <token>`` (an ``api`` token from ``chronicle tokens create``), or
+  on the model gateway's paths (``/v1/...``) ``x-api-key: <token>``, as agents' SDKs send
+  their API key;
 - or the ``chronicle_session`` cookie that ``POST /api/login`` or ``POST /api/login/code``
   sets (a browser login of its own, ``app/store/logins.py``: HttpOnly, SameSite=Strict, ended
   by ``POST /api/logout``, by revoking the token it was made with, or by disabling its user;
@@ -67,6 +69,9 @@ PUBLIC_OPTION = "public"
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="chronicle"'}
 #: The key of the app's ``AuthState`` in its state.
 AUTH_STATE = "auth"
+#: Where the model gateway answers (app/server/gateway_routes.py): there a token may also come
+#: as ``x-api-key``, as an agent's SDK sends its API key.
+MODEL_PATHS = ("/v1/",)
 
 
 @dataclass
@@ -143,13 +148,22 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
+def model_api_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
+    """``x-api-key: <token>`` as ``Bearer <token>``, on the model gateway's paths only
+    (``/v1/...``): Anthropic's SDKs send their key so; nothing else of the API takes it."""
+    key = connection.headers.get("x-api-key")
+    if key is None or not connection.scope.get("path", "").startswith(MODEL_PATHS):
+        return None
+    return f"Bearer {key}"
+
+
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Authenticates HTTP and WebSocket connections by Bearer token or session cookie."""
 
     async def authenticate_request(self, connection: ASGIConnection) -> AuthenticationResult:
         context = connection.app.state.context
         assert isinstance(context, ServerContext)
-        authorization = connection.headers.get("authorization")
+        authorization = connection.headers.get("authorization") or model_api_key(connection)
         cookie = connection.cookies.get(SESSION_COOKIE)
         # what the request authenticates with: the Bearer header if any, else the cookie
         credential = (

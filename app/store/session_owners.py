@@ -32,11 +32,14 @@ if TYPE_CHECKING:
 #: projection sees it working, or before it ever ran: no state yet, or just created (the
 #: projection has not seen it), which is trusted for ``FRESH_SECONDS`` only, so an owner row
 #: whose session was never recorded (its creation failed half-way) does not count for ever.
+#: A session of an external agent's model calls (``agent`` ``external``: app/external) is run
+#: by no worker: it does not count, with no state (the gateway's) or working (a command
+#: ``chronicle record`` runs, or ran until its process was killed).
 FRESH_SECONDS = 300
 #: Whether ``session_owners o`` (left-joined with ``session_state s``) counts, as above.
 COUNTS = f"""(EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = o.session_id)
-       OR s.status = 'working'
-       OR (s.session_id IS NOT NULL AND s.status IS NULL)
+       OR (s.status = 'working' AND s.agent IS DISTINCT FROM 'external')
+       OR (s.session_id IS NOT NULL AND s.status IS NULL AND s.agent IS DISTINCT FROM 'external')
        OR (s.session_id IS NULL AND o.created_at > now() - interval '{FRESH_SECONDS} seconds'))"""
 ACTIVE_SQL = f"""
 SELECT count(*) FROM session_owners o
@@ -52,6 +55,18 @@ async def record_owner(store: EventStore, session_id: UUID, user_id: UUID) -> No
     await store.pool.execute(
         "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2)", session_id, user_id
     )
+
+
+async def own_session(store: EventStore, session_id: UUID, user_id: UUID) -> UUID | None:
+    """Make ``user_id`` the session's owner unless it has one already; the owner it has
+    (a session the model gateway opens on a first call, which two calls may race to open)."""
+    await store.pool.execute(
+        "INSERT INTO session_owners (session_id, user_id) VALUES ($1, $2) "
+        "ON CONFLICT (session_id) DO NOTHING",
+        session_id,
+        user_id,
+    )
+    return await owner_of(store, session_id)
 
 
 async def reserve_session(store: EventStore, session_id: UUID, user_id: UUID, cap: int) -> int:

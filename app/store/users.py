@@ -102,6 +102,8 @@ class Principal(BaseModel):
     token_id: UUID
     token_kind: TokenKind
     expires_at: datetime | None
+    #: The token's label: ``session:<id>`` scopes it to one session (app/external/session_scope.py).
+    label: str = ""
 
 
 def new_token() -> str:
@@ -200,8 +202,9 @@ async def authenticate(store: EventStore, token: str, kind: TokenKind) -> Princi
     ``last_used_at`` is brought up to date when it is older than a minute."""
     row = await store.pool.fetchrow(
         "SELECT t.id AS token_id, t.kind AS token_kind, t.expires_at, t.last_used_at, "
-        "u.id AS user_id, u.name, u.is_admin "
+        "l.label, u.id AS user_id, u.name, u.is_admin "
         "FROM chronicle_token_by_hash($1) t JOIN users u ON u.id = t.user_id "
+        "JOIN api_tokens l ON l.id = t.id "  # its label, which that function does not return
         "WHERE t.kind = $2 AND t.revoked_at IS NULL "
         "AND (t.expires_at IS NULL OR t.expires_at > now()) "
         "AND u.disabled_at IS NULL AND u.removed_at IS NULL",

@@ -2,9 +2,13 @@
 
 Tests script what the "model" answers (text, tool calls, usage, or an HTTP error with
 headers), then drive litellm against it through a base URL, exactly as a user would point
-Chronicle at a local or company model. A reply can also be a raw body sent byte for byte
-(``Reply(body=...)``): odd JSON, an HTML page with status 200, ``"choices": []``, escapes such
-as ``\\udce9`` or ``\\u0000``, numbers like ``1e999`` that ``json.dumps`` would never write.
+Chronicle at a local or company model. A request with ``"stream": true`` is answered as
+OpenAI streams: SSE ``chat.completion.chunk`` frames (the content in ``stream_pieces``, each
+tool call's arguments in two halves, the usage last when ``stream_options.include_usage``),
+then ``data: [DONE]``; ``stream_held`` holds the rest after the first piece. A reply can also
+be a raw body sent byte for byte (``Reply(body=...)``): odd JSON, an HTML page with status
+200, ``"choices": []``, escapes such as ``\\udce9`` or ``\\u0000``, numbers like ``1e999``
+that ``json.dumps`` would never write.
 """
 
 from __future__ import annotations
@@ -46,6 +50,10 @@ class Reply:
     #: Answer only once ``FakeLlmServer.release_held()`` is called (a request held in flight,
     #: e.g. while the test kills the process that sent it).
     held: bool = False
+    #: A streamed reply's content in these pieces (default: the content in three).
+    stream_pieces: list[str] | None = None
+    #: A streamed reply sends its first piece, then waits for ``release_held()``.
+    stream_held: bool = False
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -74,6 +82,10 @@ class FakeLlmServer:
         self.requests: list[dict[str, Any]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        #: Streamed replies whose reader went away before the end (a write failed).
+        self.cut_streams = 0
+        #: Streamed replies that have sent their first piece.
+        self.streams_started = 0
         #: When set, a request without ``Authorization: Bearer <key>`` is answered 401, and
         #: one for a model not in ``models`` (when set) 404, as OpenAI's API answers them,
         #: before any scripted reply is taken (the request is still in ``requests``).
@@ -102,6 +114,10 @@ class FakeLlmServer:
     def release_held(self) -> None:
         """Let every held reply (``Reply(held=True)``) go, now and from now on."""
         self._released.set()
+
+    def hold(self) -> None:
+        """Hold held replies again (after ``release_held``), until the next release."""
+        self._released.clear()
 
     def stop(self) -> None:
         self._stopping = True  # held replies go unanswered: their askers are usually dead
@@ -167,6 +183,11 @@ class FakeLlmServer:
             self.in_flight -= 1
             self._changed()
 
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+            self._changed()
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -212,9 +233,38 @@ class FakeLlmServer:
                         error = {"message": reply.error, "type": "error", "code": reply.error_code}
                         self._send(reply.status, {"error": error}, reply.headers)
                         return
+                    if request.get("stream"):
+                        self._stream(request, reply)
+                        return
                     self._send(200, completion(request, reply), reply.headers)
                 finally:
                     fake._done()
+
+            def _stream(self, request: dict[str, Any], reply: Reply) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                for name, value in reply.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.close_connection = True
+                frames = stream_chunks(request, reply)
+                try:
+                    for index, frame in enumerate(frames):
+                        self.wfile.write(
+                            b"data: " + frame.encode("utf-8", "surrogatepass") + b"\n\n"
+                        )
+                        self.wfile.flush()
+                        if index == 1:  # the role's chunk, then the first piece
+                            fake._count("streams_started")
+                            if reply.stream_held:
+                                fake._released.wait(600)
+                                if fake._stopping:
+                                    return
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except OSError:  # the reader went away
+                    fake._count("cut_streams")
 
         return Handler
 
@@ -255,6 +305,49 @@ def completion(request: dict[str, Any], reply: Reply) -> dict[str, Any] | str:
     if reply.usage_json is None:
         return body
     return json.dumps(body).replace('"usage": "USAGE"', f'"usage": {reply.usage_json}')
+
+
+def stream_chunks(request: dict[str, Any], reply: Reply) -> list[str]:
+    """The JSON of each ``chat.completion.chunk`` of a streamed reply, in order."""
+    head = {
+        "id": f"chatcmpl-{int(time.time() * 1000)}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request.get("model", "fake"),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return json.dumps({**head, "choices": [choice]})
+
+    content = reply.content or ""
+    pieces = reply.stream_pieces
+    if pieces is None:
+        third = max(1, len(content) // 3)
+        pieces = [content[i : i + third] for i in range(0, len(content), third)] or [""]
+    frames = [chunk({"role": "assistant", "content": ""})]
+    frames += [chunk({"content": piece}) for piece in pieces]
+    for index, call in enumerate(reply.tool_calls):
+        arguments = call["arguments"]
+        text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        half = len(text) // 2
+        opening = {
+            "index": index,
+            "id": f"call_{index}_{int(time.time() * 1000)}",
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
+        frames.append(chunk({"tool_calls": [opening]}))
+        for part in (text[:half], text[half:]):
+            frames.append(
+                chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            )
+    frames.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
+    options = request.get("stream_options") or {}
+    if options.get("include_usage"):
+        usage = _usage(reply)
+        frames.append(json.dumps({**head, "choices": [], "usage": usage}))
+    return frames
 
 
 def _usage(reply: Reply) -> dict[str, Any] | str:

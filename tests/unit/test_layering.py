@@ -4,7 +4,7 @@ Every module under app/ is parsed (nothing is imported) and every import counts:
 inside functions, under ``TYPE_CHECKING``. The rule:
 
 - imports point down the stack ``events ← store ← {llm, runtime, tools, projections} ← agent
-  ← replay ← sessions ← evaluation ← server ← cli``: a package imports only lower ones
+  ← replay ← sessions ← {evaluation, external} ← server ← cli``: a package imports only lower ones
   (packages on one level never import each other);
 - only sessions and above read the app-wide ``Settings`` (``app.config``); ``app/config.py``
   builds the lower packages' own config objects and imports nothing from sessions or above;
@@ -44,14 +44,15 @@ LEVELS = {
     "replay": 4,
     "sessions": 5,
     "evaluation": 6,
+    "external": 6,  # agents Chronicle does not run: the model gateway (beside evaluation)
     "server": 7,
     "cli": 8,  # the command line starts the server (`chronicle serve`); server never imports cli
 }
 STACK = (
     "events ← store ← {llm, runtime, tools, projections} ← agent ← replay ← sessions "
-    "← evaluation ← server ← cli"
+    "← {evaluation, external} ← server ← cli"
 )
-SETTINGS_READERS = frozenset({"sessions", "evaluation", "server", "cli"})
+SETTINGS_READERS = frozenset({"sessions", "evaluation", "external", "server", "cli"})
 #: app/config.py sits beside sessions: it may import what sessions may.
 CONFIG_LEVEL = LEVELS["sessions"]
 #: What agent may know of runtime: the protocol and its errors, no implementation.
@@ -138,8 +139,8 @@ def import_violations(
                     path,
                     line,
                     what,
-                    "only sessions and above (sessions, evaluation, server, cli) read the "
-                    "app-wide Settings; take a config object of this package's own, built in "
+                    "only sessions and above (sessions, evaluation, external, server, cli) read "
+                    "the app-wide Settings; take a config object of this package's own, built in "
                     "app/config.py",
                 )
             continue

@@ -113,3 +113,18 @@ def test_requests_at_once_cannot_exceed_the_cap(serve: Callable[..., ServerProce
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = sorted(pool.map(create, range(8)))
     assert statuses == [201, 201] + [429] * 6
+
+
+def test_model_calls_have_a_rate_limit_of_their_own(serve: Callable[..., ServerProcess]) -> None:
+    """An agent's model calls (``/v1/...``) count in ``gateway_rate_limit``, apart from the
+    API's ``server_rate_limit``: a replay that makes calls fast is not stopped by the API's."""
+    server = serve(server_rate_limit="3", gateway_rate_limit="5")
+    token = server.token("agent")
+    models = [
+        httpx.get(f"{server.url}/v1/models", headers=bearer(token)).status_code for _ in range(5)
+    ]
+    assert models == [200] * 5
+    assert httpx.get(f"{server.url}/v1/models", headers=bearer(token)).status_code == 429
+    # the API's own bucket is untouched by them, and has its own limit
+    api = [httpx.get(f"{server.url}/api/me", headers=bearer(token)).status_code for _ in range(4)]
+    assert api == [200, 200, 200, 429]

@@ -117,3 +117,10 @@ def test_status_from_the_counts() -> None:
     # a command-line run: as many trials as it recorded, its request unknown
     cli = progress_of(row(2, 2, 2, 2, None))
     assert (cli.status, cli.total, cli.trials) == ("finished", 2, None)
+
+
+def test_agent_commands_are_refused_they_would_run_on_the_server(tmp_path: Path) -> None:
+    said = refused(
+        settings(tmp_path), request({"id": "a", "prompt": "p", "agent": {"command": ["id"]}})
+    )
+    assert "task 'a', field 'agent'" in said and "outside any sandbox" in said

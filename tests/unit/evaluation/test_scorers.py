@@ -28,6 +28,7 @@ from app.events import (
     FileWriteOutput,
     Finish,
     LlmCall,
+    LlmResponse,
     Message,
     SessionCreated,
     parse_event,
@@ -275,3 +276,29 @@ def test_a_scorer_written_in_python_is_found_by_module_and_name(
             scorer_named("no_such_mod_xyz:Thing")
     finally:
         sys.modules.pop(module, None)
+
+
+def external_session(*replies: str, state: str = "finished", reason: str = "") -> HandMadeLog:
+    """A recorded outside agent's session: its model calls, then its command's end."""
+    log = HandMadeLog()
+    log.add(SessionCreated(config={"agent": "external", "command": ["agent"]}))
+    log.add(AgentState(state="running", reason="running agent"))
+    for reply in replies:
+        log.add(call(0.25, response=LlmResponse(content=reply)))
+    log.add(AgentState(state=state, reason=reason, exit_code=0 if state == "finished" else 3))
+    return log
+
+
+def test_an_outside_agent_finishes_by_exiting_zero_and_answers_with_its_last_reply() -> None:
+    """It calls no finish: its command's exit says whether it finished, and its model's last
+    reply is what the task's answer is compared with."""
+    done = scored(external_session("thinking", "done: 42", reason="exited 0"), task("regex:42"))
+    assert Finished().score(done) == Score.verdict(True, "exited 0")
+    answer = Answer().score(done)
+    assert answer is not None and answer.label == "pass" and "'done: 42'" in answer.explanation
+    failed = scored(external_session("41", state="error", reason="exited with code 3"))
+    assert Finished().score(failed) == Score.verdict(False, "exited with code 3")
+    silent = scored(external_session(), task("42"))
+    assert Answer().score(silent) == Score.verdict(
+        False, "the agent's model never answered, so it gave no answer"
+    )

@@ -169,3 +169,37 @@ def test_loading_a_file(tmp_path: Path) -> None:
     path.write_bytes(b"name: \xff\n")
     with pytest.raises(SuiteError, match="is not UTF-8 text"):
         load_suite(path)
+
+
+def test_an_agent_command_is_the_suites_default_and_a_task_may_name_its_own() -> None:
+    suite = parse_suite(
+        """
+name: outside
+agent: {command: [python, agent.py, "{prompt}"], timeout: 60}
+tasks:
+  - {id: a, prompt: p}
+  - {id: b, prompt: p, agent: {command: [aider, --yes]}}
+  - {id: c, prompt: p, agent: null}
+"""
+    )
+    a, b, c = suite.tasks
+    assert a.agent is not None and a.agent.command == ["python", "agent.py", "{prompt}"]
+    assert a.agent.timeout == 60
+    assert b.agent is not None and (b.agent.command, b.agent.timeout) == (["aider", "--yes"], 1800)
+    assert c.agent is None  # Chronicle's own agent
+
+
+@pytest.mark.parametrize(
+    ("agent", "said"),
+    [
+        ("{command: []}", "field 'agent.command'"),
+        ("{command: [agent], timeout: 0}", "field 'agent.timeout'"),
+        ("{command: [agent], shell: true}", "field 'agent.shell': is not a known field"),
+        ('{command: [" "]}', "the program) is empty"),
+    ],
+)
+def test_a_bad_agent_command_is_refused_once_at_the_suite(agent: str, said: str) -> None:
+    with pytest.raises(SuiteError) as refused:
+        parse_suite(f"name: s\nagent: {agent}\ntasks:\n  - {{id: a, prompt: p}}\n")
+    assert said in str(refused.value)
+    assert "task 'a'" not in str(refused.value)  # not repeated for every task

@@ -23,7 +23,8 @@ from app.events.registry import EVENT_CLASSES
 
 
 def reference_payload(event: Event) -> dict[str, Any]:
-    """``Event.payload`` before it called the serializer directly (and ``SessionCreated``'s)."""
+    """``Event.payload`` before it called the serializer directly (and ``SessionCreated``'s
+    and ``AgentState``'s, which leave out fields that are None)."""
     exclude = set(ENVELOPE_FIELDS)
     exclude.update(name for name in OMITTED_WHEN_NONE if getattr(event, name) is None)
     payload = event.model_dump(mode="json", exclude=exclude)
@@ -32,6 +33,10 @@ def reference_payload(event: Event) -> dict[str, Any]:
     if event.kind == "session.created" and payload.get("forked_from") is None:
         payload.pop("forked_from", None)
         payload.pop("forked_at", None)
+    if event.kind == "agent.state":
+        for name in ("exit_code", "wall_seconds"):
+            if payload.get(name) is None:
+                payload.pop(name)
     return payload
 
 

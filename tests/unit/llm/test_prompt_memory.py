@@ -68,3 +68,23 @@ def test_a_prompt_that_starts_over_is_prepared_as_a_new_gateway_prepares_it() ->
     assert again.prompt == fresh.prompt
     assert again.wire == fresh.wire and again.messages == fresh.messages
     assert again.wire[2] is gateway.prepare(conversation, TOOLS).wire[7]
+
+
+def test_a_client_sending_every_message_anew_leaves_none_held() -> None:
+    # The model gateway's clients (app/external) send the whole conversation as new objects
+    # in each request, conversations of many sessions interleaved. Before, the text made to
+    # hash each message (and the message with it) was kept for every message already stored,
+    # and for every tool: the process grew by every prompt it relayed.
+    gateway = _gateway()
+    watched: list[weakref.ref[_Message]] = []
+    for round_ in range(6):
+        for name in ("a", "b"):
+            turns = [("system", name), *(("user", f"{name}{n}") for n in range(round_ + 1))]
+            messages: list[dict[str, Any]] = [_Message(role=r, content=c) for r, c in turns]
+            tools: list[dict[str, Any]] = [_Message(tool) for tool in TOOLS]
+            request = gateway.prepare(messages, tools)
+            gateway._stored_now(gateway.unstored(request))  # as a recorded llm.call does
+            if 0 < round_ < 5:  # the first tool list is kept by its hash's cache, the last
+                watched += [weakref.ref(message) for message in [*messages, *tools]]  # type: ignore[misc]
+    gc.collect()
+    assert [ref() for ref in watched] == [None] * len(watched)

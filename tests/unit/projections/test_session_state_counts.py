@@ -54,3 +54,5 @@ def test_a_lost_call_leaves_the_cost_unknown_and_a_failed_one_free() -> None:
     assert (row.failed_calls, row.unpriced_calls) == (1, 0)  # a refused call is not paid
     projection.apply(rows, _call_with(3, error="in flight at takeover", error_kind="lost"))
     assert (row.failed_calls, row.unpriced_calls) == (2, 1)  # a lost one may have been
+    projection.apply(rows, _call_with(4, error="the stream was cut", error_kind="cut"))
+    assert (row.failed_calls, row.unpriced_calls) == (3, 2)  # a cut stream was, in part

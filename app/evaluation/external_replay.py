@@ -1,0 +1,104 @@
+"""``chronicle eval replay`` of a trial whose agent was a command: the command run again, as
+the trial recorded it, in a fresh workspace prepared as the task's, with the gateway serving
+the trial's recorded model answers (``chronicle record --replay``, stopped at the first
+divergence) — no model is called.
+
+The replay session records the trial's task and epoch (so the report views name its task),
+and is tagged with the replay run and scored as any replay (``replaying.record_replay``).
+A replay that matched made a real workspace again, so the task's check is run on it (in a
+fresh sandbox, as ``eval run`` runs it) rather than carried over from the recording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from pydantic import ValidationError
+
+from app.config import Settings
+from app.evaluation.external_agent import (
+    CommandRecorder,
+    output_file,
+    task_environment,
+    write_prompt,
+)
+from app.evaluation.live_check import run_check
+from app.evaluation.replaying import ReplayedTrial, record_replay
+from app.evaluation.running import PLAN_KEY
+from app.evaluation.scoring import EPOCH_KEY, TASK_KEY, Scorer
+from app.evaluation.suite import Task
+from app.evaluation.workspaces import WorkspaceError, prepare_workspace
+from app.replay import ReplayMode
+from app.store import EventStore
+
+
+@dataclass(frozen=True)
+class CommandTrial:
+    """A recorded trial of an agent command: its task (with the agent), its command line as
+    it ran, and the runtime its run's checks ran in."""
+
+    task: Task
+    command: list[str]
+    runtime: str | None = None
+
+
+async def command_trial(store: EventStore, session_id: UUID) -> CommandTrial | None:
+    """The trial ``session_id`` if an agent command ran it (None: Chronicle's agent did)."""
+    head = await store.read(session_id, limit=1)
+    config: Any = head[0].payload.get("config") if head else None
+    if not isinstance(config, dict) or config.get("agent") != "external":
+        return None
+    command = config.get("command")
+    try:
+        task = Task.model_validate(config.get(TASK_KEY))
+    except ValidationError:
+        return None
+    if task.agent is None or not isinstance(command, list) or not command:
+        return None
+    plan = config.get(PLAN_KEY)
+    runtime = plan.get("runtime") if isinstance(plan, dict) else None
+    return CommandTrial(
+        task, [str(part) for part in command], runtime if isinstance(runtime, str) else None
+    )
+
+
+async def replay_command_trial(
+    store: EventStore,
+    settings: Settings,
+    recorder: CommandRecorder,
+    run: str,
+    trial: CommandTrial,
+    epoch: int,
+    session_id: UUID,
+    mode: ReplayMode,
+    scorers: Sequence[Scorer],
+) -> ReplayedTrial:
+    """Replay one recorded trial of an agent command, tag it with the replay run ``run`` and
+    score it (see the module)."""
+    task = trial.task
+    assert task.agent is not None
+    replayed = ReplayedTrial(task_id=task.id, epoch=epoch, recorded=session_id, replay=None,
+                             matched=False)  # fmt: skip
+    workspace = settings.data_dir / "evaluations" / run / task.id / f"epoch-{epoch}"
+    try:  # the task recorded its repository's absolute path: no suite directory is needed
+        await prepare_workspace(task, workspace, Path("/"))
+    except WorkspaceError as exc:
+        return replayed.model_copy(update={"error": str(exc)})
+    prompt_file = await write_prompt(task, workspace)
+    config = {TASK_KEY: task.model_dump(mode="json"), EPOCH_KEY: epoch}
+    end = await recorder.replay(
+        session_id, trial.command, workspace, task_environment(task, epoch, prompt_file), config,
+        mode, task.agent.timeout, output_file(workspace),
+    )  # fmt: skip
+    if end.result is None:
+        return replayed.model_copy(update={"error": end.error})
+    check = None
+    if end.result.matched and task.check is not None:
+        check = await run_check(
+            settings, workspace, end.result.session_id, task.check, trial.runtime
+        )
+    return await record_replay(store, run, replayed, end.result, scorers, check)
