@@ -5,8 +5,9 @@ login and the OpenAPI document sits under the ``authenticated`` guard, and the
 authentication middleware runs before the per-token rate limit, so each token (or, before
 login, each address) gets ``server_rate_limit`` requests a minute, and apart from those
 ``gateway_rate_limit`` model calls a minute on the model gateway's paths (``/v1/...``: an
-agent or a replay makes many calls fast; its spend has the gateway's own limits). Every error is a problem
-document (``problems``); bodies over ``server_max_body_bytes`` are refused with 413.
+agent or a replay makes many calls fast; its spend has the gateway's own limits). Every
+error is a problem document (``problems``); bodies over ``server_max_body_bytes`` are
+refused with 413.
 
 A module with more routes (the live streams, ``app/server/streams.py``) adds its handlers to
 ``protected_routes()``.
