@@ -218,6 +218,12 @@ class Settings(BaseSettings):
     llm_input_cost_per_token: float | None = Field(default=None, ge=0)
     llm_output_cost_per_token: float | None = Field(default=None, ge=0)
     llm_max_concurrency: int = Field(default=8, ge=1, description="calls in flight per model")
+    llm_direct_calls: bool = Field(
+        default=True,
+        description="call an OpenAI-compatible upstream (openai/<name> at a base URL) "
+        "directly, without litellm's per-call work, when litellm would send the request "
+        "unchanged (plain messages, function tools); false: every call through litellm",
+    )
     llm_native_tool_calling: bool | None = Field(
         default=None,
         description="None: native unless litellm's model map says the model cannot call "

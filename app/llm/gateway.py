@@ -29,6 +29,7 @@ from app.events.canonical import canonical_json
 from app.events.llm import CUT
 from app.llm.config import LlmConfig
 from app.llm.cost import litellm_cost
+from app.llm.direct import Direct, call_directly
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
@@ -242,6 +243,8 @@ class LlmGateway:
         self._recordings: set[asyncio.Future[Any]] = set()
         #: the answering models litellm has no price for (``app.llm.cost``)
         self._unpriced: set[str] = set()
+        #: calls answered by the direct path (``app.llm.direct``), not through litellm
+        self.direct_answers = 0
 
     async def load_client(self) -> None:
         """Import litellm in a thread, once: its import takes seconds of CPU, which on the
@@ -664,6 +667,13 @@ class LlmGateway:
         client = _openai_compatible_client(config)
         if client is not None:
             extra["client"] = client
+            if config.direct_calls and not params.get("stream"):  # app.llm.direct
+                direct = await self._directly(messages, tools, params)
+                if direct is not None and direct.response is not None:
+                    self.direct_answers += 1
+                    return direct.response
+                if direct is not None:  # litellm reads the upstream's answer, not asked again
+                    extra["client"] = direct.client
         return await litellm.acompletion(
             model=config.model,
             messages=messages,
@@ -677,6 +687,17 @@ class LlmGateway:
             **params,
             **extra,
         )
+
+    async def _directly(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+    ) -> Direct | None:
+        """The call made without litellm (``app.llm.direct``), or None: not a plain one."""
+        config = self.config
+        assert config.base_url is not None and config.api_key is not None
+        return await call_directly(
+            config.model, config.base_url, config.api_key.get_secret_value(),
+            messages, tools, params, config.timeout, self._unpriced,
+        )  # fmt: skip
 
     def _cost(self, response: Any, usage: LlmUsage) -> float | None:
         """What the call cost: by the configured prices, else litellm's (which prices cache

@@ -1,0 +1,281 @@
+"""The direct path (app.llm.direct) records what litellm's path records, call for call.
+
+The same scripted calls go through a gateway with ``direct_calls`` off (every call through
+litellm, as before) and one with it on, against the fake model server, each into a session
+of its own on real PostgreSQL; their ``llm.call`` events, the requests the upstream got, what
+the caller got back (or the error it saw) and the streamed chunks must be the same, but for
+ids, times and latency.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.external.calls import chunk_dict, upstream_error
+from app.llm import LlmConfig, LlmError, LlmGateway
+from app.store import EventStore
+from tests.support.fake_llm import FakeLlmServer, Reply, raw_completion, raw_tool_call, tool_call
+
+BASH = {
+    "type": "function",
+    "function": {
+        "name": "execute_bash",
+        "description": "Run a command.",
+        "parameters": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
+    },
+}
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+
+
+@dataclass
+class Call:
+    replies: list[Reply]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] | None = None
+    stream: bool = False
+    #: whether the direct path answers it (else it stays on litellm)
+    direct: bool = True
+
+
+def _user(text: str) -> list[dict[str, Any]]:
+    return [SYSTEM, {"role": "user", "content": text}]
+
+
+CALLS = [
+    Call([Reply(content="Hello.")], _user("hi")),
+    Call(  # a tool call, after an earlier one and its result
+        [Reply(tool_calls=[tool_call("execute_bash", command="ls")], cached_tokens=30)],
+        [
+            *_user("list the files"),
+            {
+                "role": "assistant",
+                "content": None,
+                "name": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "execute_bash", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        ],
+        [BASH],
+        {
+            "temperature": 0.2,
+            "max_tokens": 50,
+            "tool_choice": "auto",
+            "seed": 7,
+            "extra_body": {"top_k": 3},
+        },
+    ),
+    Call(  # retried: a 429 with Retry-After, then a 503, then the answer
+        [
+            Reply(status=429, headers={"Retry-After": "0"}, error="slow down"),
+            Reply(status=503, error="overloaded"),
+            Reply(content="after the retries", reasoning_tokens=4),
+        ],
+        _user("retry me"),
+    ),
+    Call([Reply(status=500, error="down")] * 3, _user("fail for good")),
+    Call(  # a refused context overflow: the code agents act on
+        [
+            Reply(
+                status=400,
+                error_code="context_length_exceeded",
+                error="This model's maximum context length is 8192 tokens. However, your "
+                "messages resulted in 9000 tokens.",
+            )
+        ],
+        _user("too long"),
+    ),
+    Call([Reply(status=401, error_code="invalid_api_key", error="Incorrect API key")], _user("k")),
+    Call(
+        [Reply(body='{"id": "x", "object": "chat.completion", "model": "m", "choices": []}')],
+        _user("empty choices"),
+    ),
+    Call([Reply(body="<html>login</html>", content_type="text/html")], _user("html")),
+    Call([Reply(body="")], _user("empty body")),
+    Call(  # string booleans and absurd usage
+        [
+            Reply(
+                content="ok",
+                usage_json='{"prompt_tokens": "12", "completion_tokens": true, '
+                '"total_tokens": 1e999}',
+            )
+        ],
+        _user("odd usage"),
+    ),
+    Call(
+        [Reply(content="ok", usage_json='{"prompt_tokens": -5, "completion_tokens": 1e30}')],
+        _user("absurd usage"),
+    ),
+    Call(
+        [Reply(tool_calls=[raw_tool_call("execute_bash", '{"command": "ls", "all": "false"}')])],
+        _user("string boolean arguments"),
+        [BASH],
+    ),
+    Call(
+        [Reply(body=raw_completion('{"role": "assistant", "content": "nul \\u0000 here"}'))],
+        _user("nul"),
+    ),
+    Call(
+        [Reply(body=raw_completion('{"role": "assistant", "content": "lone \\udce9 here"}'))],
+        _user("surrogate"),
+    ),
+    Call(
+        [
+            Reply(
+                body=raw_completion(
+                    '{"role": "assistant", "content": null, "refusal": "false", '
+                    '"tool_calls": [{"id": "t", "type": "function", "function": '
+                    '{"name": "execute_bash", "arguments": {"command": "ls"}}}]}',
+                    finish_reason="tool_calls",
+                )
+            )
+        ],
+        _user("arguments as an object"),
+        [BASH],
+    ),
+    Call(
+        [
+            Reply(
+                body='{"id": "n", "object": "chat.completion", "model": "m", "choices": '
+                '[{"index": 0, "message": {"role": "assistant", "content": "no usage"}, '
+                '"finish_reason": "stop"}]}'
+            )
+        ],
+        _user("no usage"),
+    ),
+    # what stays on litellm: a stream, a prompt litellm rewrites, one it cannot send as JSON
+    Call(
+        [Reply(content="streamed reply", tool_calls=[tool_call("execute_bash", command="ls")])],
+        _user("stream"),
+        [BASH],
+        stream=True,
+        direct=False,
+    ),
+    Call(
+        [Reply(content="dev")], [{"role": "developer", "content": "d"}, *_user("x")], direct=False
+    ),
+    Call(
+        [Reply(content="parts")],
+        [SYSTEM, {"role": "user", "content": [{"type": "text", "text": "in parts"}]}],
+        direct=False,
+    ),
+    Call([Reply(content="s")], _user("lone \udce9 in the prompt"), direct=False),
+    Call([Reply(content="u")], _user("a user param"), params={"user": "me"}, direct=False),
+]
+
+
+def _config(fake: FakeLlmServer, direct: bool) -> LlmConfig:
+    return LlmConfig.model_validate(
+        {
+            "model": "openai/gpt-4o-mini",  # priced in litellm's map: the cost is compared too
+            "base_url": fake.base_url,
+            "api_key": "sk-test-secret",
+            "retries": 2,
+            "retry_min_wait": 0.01,
+            "retry_max_wait": 0.02,
+            "native_tool_calling": True,
+            "direct_calls": direct,
+        }
+    )
+
+
+_VOLATILE = re.compile(r"\d{10,}")  # the fake server's ids and times (milliseconds)
+
+
+def _same(value: Any) -> Any:
+    """``value`` with ids, times and latency taken out."""
+    if isinstance(value, dict):
+        return {k: _same(v) for k, v in value.items() if k not in ("latency_ms", "created")}
+    if isinstance(value, list):
+        return [_same(v) for v in value]
+    if isinstance(value, str):
+        return _VOLATILE.sub("<t>", value)
+    return value
+
+
+async def _run(store: EventStore, fake: FakeLlmServer, direct: bool) -> dict[str, Any]:
+    gateway = LlmGateway(store, _config(fake, direct))
+    session = uuid.uuid4()
+    seen: list[Any] = []
+    first = len(fake.requests)
+    for call in CALLS:
+        fake.script(*call.replies)
+        chunks: list[dict[str, Any]] = []
+
+        async def on_chunk(chunk: Any, chunks: list[dict[str, Any]] = chunks) -> None:
+            chunks.append(chunk_dict(chunk))
+
+        try:
+            reply = await gateway.complete(
+                session,
+                call.messages,
+                call.tools,
+                params=call.params,
+                on_chunk=on_chunk if call.stream else None,
+            )
+            seen.append(
+                {
+                    "content": reply.content,
+                    "tool_calls": [t.model_dump() for t in reply.tool_calls],
+                    "finish_reason": reply.finish_reason,
+                    "error": reply.error,
+                    "chunks": chunks,
+                }
+            )
+        except LlmError as exc:
+            error = upstream_error(exc)
+            agent_sees = [error.status, error.kind, error.message, error.code]
+            seen.append(
+                {
+                    "kind": exc.kind,
+                    "message": exc.message,
+                    "attempts": exc.attempts,
+                    "agent_sees": agent_sees,
+                }
+            )
+    events = await store.read(session)
+    requests = [{k: v for k, v in r.items() if k != "_authorization"} for r in fake.requests]
+    return {
+        "events": [[e.kind, e.source, e.cause, e.payload] for e in events],
+        "seen": seen,
+        "requests": requests[first:],
+        "direct_answers": gateway.direct_answers,
+    }
+
+
+async def test_the_direct_path_records_what_litellm_records(
+    store: EventStore, fake_llm: FakeLlmServer
+) -> None:
+    through_litellm = await _run(store, fake_llm, direct=False)
+    direct = await _run(store, fake_llm, direct=True)
+    assert through_litellm["direct_answers"] == 0
+    # the plain successes were answered directly; failures, odd replies and the rest not
+    assert direct["direct_answers"] == 9
+    assert len(direct["events"]) == len(CALLS)
+    for index, (a, b) in enumerate(zip(through_litellm["events"], direct["events"], strict=True)):
+        differs = {
+            k: (v, _same(b[3]).get(k))
+            for k, v in {**_same(b[3]), **_same(a[3])}.items()
+            if _same(b[3]).get(k) != v
+        }
+        assert _same(b) == _same(a), f"call {index}: {json.dumps(differs, default=str)}"
+    for index, (a, b) in enumerate(zip(through_litellm["seen"], direct["seen"], strict=True)):
+        assert _same(b) == _same(a), f"call {index}"
+    assert _same(direct["requests"]) == _same(through_litellm["requests"])
+    # the priced model's cost, and a streamed call's chunks, are there to compare
+    assert through_litellm["events"][0][3]["cost_usd"] > 0
+    assert len(through_litellm["seen"][-5]["chunks"]) > 3
