@@ -54,6 +54,8 @@ def direct_model(model: str, base_url: str) -> str | None:
     from app.llm.gateway import _import_litellm
 
     litellm = _import_litellm()
+    from litellm.llms.openai.chat.gpt_transformation import OpenAIUnknownModelConfig
+
     try:
         name, provider, _, _ = litellm.get_llm_provider(model=model, api_base=base_url)
         config = litellm.ProviderConfigManager.get_provider_chat_config(
@@ -61,7 +63,10 @@ def direct_model(model: str, base_url: str) -> str | None:
         )
     except Exception:  # a model litellm cannot place: its own call says why
         return None
-    if provider != "openai" or type(config) is not litellm.OpenAIGPTConfig:
+    # the base config, or the one for a name it does not know (a self-hosted model), which
+    # differs only in passing reasoning_effort on (not a parameter sent directly)
+    plain = (litellm.OpenAIGPTConfig, OpenAIUnknownModelConfig)
+    if provider != "openai" or type(config) not in plain:
         return None
     return str(name)
 
@@ -273,18 +278,26 @@ async def call_directly(
     answer = await post(base_url, api_key, body, seconds)
     response = read(answer) if isinstance(answer, httpx.Response) else None
     if response is not None:
-        stamp_cost(response, name, params, unpriced)
+        stamp_cost(response, name, base_url, params, unpriced)
         return Direct(response=response)
     return Direct(client=replayed_client(base_url, api_key, answer))
 
 
-def stamp_cost(response: Any, model: str, params: Mapping[str, Any], unpriced: set[str]) -> None:
+def stamp_cost(
+    response: Any, model: str, base_url: str, params: Mapping[str, Any], unpriced: set[str]
+) -> None:
     """Price ``response`` as litellm's own call prices it (by the model asked for, at the
     OpenAI provider's prices) and stamp it where litellm does, so ``app.llm.cost`` reads the
     same figure. A model the map has no price for is remembered in ``unpriced`` (the lookup
     walks the whole map, ~1.5 ms) and left unstamped, as litellm leaves it."""
     import litellm
 
+    hidden = response._hidden_params
+    # what litellm's call leaves there, which its pricing of the response reads again
+    # (``app.llm.cost`` prices it by the answering model when the asked one has no price)
+    hidden.update(custom_llm_provider="openai", region_name=None, model_id=None,
+                  api_base=base_url, litellm_model_name=f"openai/{model}",
+                  provider_response_model=getattr(response, "model", None))  # fmt: skip
     key = f"openai/{model}"
     if key in unpriced:
         return
@@ -299,4 +312,4 @@ def stamp_cost(response: Any, model: str, params: Mapping[str, Any], unpriced: s
     except Exception:  # odd usage: litellm's own call stamps nothing either
         return
     if cost is not None:
-        response._hidden_params["response_cost"] = cost
+        hidden["response_cost"] = cost
