@@ -267,7 +267,9 @@ async def test_the_direct_path_records_what_litellm_records(
     through_litellm = await _run(store, fake_llm, model, direct=False)
     direct = await _run(store, fake_llm, model, direct=True)
     assert through_litellm["direct_answers"] == 0
-    # the plain successes were answered directly; failures, odd replies and the rest not
+    # answered directly: the plain successes (the retried one's last attempt), empty choices,
+    # odd but readable replies (string booleans, -5 and 1e30 counts, NUL, no usage, arguments
+    # as an object); the errors, non-JSON bodies, 1e999 and a lone surrogate went to litellm
     assert direct["direct_answers"] == 9
     assert len(direct["events"]) == len(CALLS)
     for index, (a, b) in enumerate(zip(through_litellm["events"], direct["events"], strict=True)):
