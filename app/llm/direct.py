@@ -23,12 +23,12 @@ its message are litellm's own and the upstream is never asked twice.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
+import re
+import time
 from collections.abc import Mapping
 from typing import Any, NamedTuple
-from weakref import WeakKeyDictionary
 
 import httpx
 import orjson
@@ -175,14 +175,9 @@ def replayed_client(base_url: str, api_key: str, answer: httpx.Response | BaseEx
     ``answer``."""
     from app.llm.openai_client import ArgumentsAsText
 
-    http = httpx.AsyncClient(transport=Replay(answer), follow_redirects=True)
+    # the SDK takes an httpx client as litellm's own is (its type names the SDK's own httpx)
+    http: Any = httpx.AsyncClient(transport=Replay(answer), follow_redirects=True)
     return ArgumentsAsText(base_url=base_url, api_key=api_key, max_retries=0, http_client=http)
-
-
-#: the kept HTTP clients of each event loop (a client's connections belong to its loop)
-_CLIENTS: WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], Any]] = (
-    WeakKeyDictionary()
-)
 
 
 def http_client(base_url: str, api_key: str) -> Any:
@@ -252,10 +247,24 @@ def read(response: httpx.Response) -> Any:
 
 class Direct(NamedTuple):
     """How a direct call went: its ``response`` (litellm's object, as litellm would have
-    returned it), or the SDK ``client`` that hands the upstream's answer to litellm."""
+    returned it), or the SDK ``client`` that hands the upstream's answer to litellm, and how
+    long the request took (seconds)."""
 
     response: Any = None
     client: Any = None
+    took: float = 0.0
+
+    def retimed(self, exc: BaseException) -> None:
+        """litellm's words for a timeout say how long the attempt took, as litellm saw it:
+        reading the answer from ``replayed_client`` took no time, the request took ``took``.
+        Its message says the latter, as it would have through litellm."""
+        message = getattr(exc, "message", None)
+        if isinstance(message, str):
+            exc.message = _TOOK.sub(f"time taken={round(self.took, 2)} seconds", message)  # type: ignore[attr-defined]
+
+
+#: how litellm's message of a timeout says how long the attempt took
+_TOOK = re.compile(r"time taken=[0-9.]+ seconds")
 
 
 async def call_directly(
@@ -273,14 +282,16 @@ async def call_directly(
     ``unpriced``: see ``stamp_cost``."""
     name = direct_model(model, base_url)
     body = None if name is None else direct_body(name, messages, tools, params)
-    if body is None:
+    if name is None or body is None:
         return None
+    started = time.time()  # as litellm times an attempt
     answer = await post(base_url, api_key, body, seconds)
     response = read(answer) if isinstance(answer, httpx.Response) else None
     if response is not None:
         stamp_cost(response, name, base_url, params, unpriced)
         return Direct(response=response)
-    return Direct(client=replayed_client(base_url, api_key, answer))
+    took = time.time() - started
+    return Direct(client=replayed_client(base_url, api_key, answer), took=took)
 
 
 def stamp_cost(

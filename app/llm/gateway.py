@@ -665,6 +665,7 @@ class LlmGateway:
         if config.output_cost_per_token is not None:
             extra["output_cost_per_token"] = config.output_cost_per_token
         client = _openai_compatible_client(config)
+        direct = None
         if client is not None:
             extra["client"] = client
             if config.direct_calls and not params.get("stream"):  # app.llm.direct
@@ -674,19 +675,24 @@ class LlmGateway:
                     return direct.response
                 if direct is not None:  # litellm reads the upstream's answer, not asked again
                     extra["client"] = direct.client
-        return await litellm.acompletion(
-            model=config.model,
-            messages=messages,
-            tools=tools or None,
-            api_base=config.base_url,
-            api_key=config.api_key.get_secret_value() if config.api_key else None,
-            api_version=config.api_version,
-            timeout=config.timeout,
-            num_retries=0,
-            max_retries=0,
-            **params,
-            **extra,
-        )
+        try:
+            return await litellm.acompletion(
+                model=config.model,
+                messages=messages,
+                tools=tools or None,
+                api_base=config.base_url,
+                api_key=config.api_key.get_secret_value() if config.api_key else None,
+                api_version=config.api_version,
+                timeout=config.timeout,
+                num_retries=0,
+                max_retries=0,
+                **params,
+                **extra,
+            )
+        except Exception as exc:
+            if direct is not None:
+                direct.retimed(exc)
+            raise
 
     async def _directly(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,7 +181,7 @@ CALLS = [
 ]
 
 
-def _config(fake: FakeLlmServer, model: str, direct: bool) -> LlmConfig:
+def _config(fake: FakeLlmServer, model: str, direct: bool, **overrides: Any) -> LlmConfig:
     return LlmConfig.model_validate(
         {
             "model": model,
@@ -191,11 +192,13 @@ def _config(fake: FakeLlmServer, model: str, direct: bool) -> LlmConfig:
             "retry_max_wait": 0.02,
             "native_tool_calling": True,
             "direct_calls": direct,
+            **overrides,
         }
     )
 
 
 _VOLATILE = re.compile(r"\d{10,}")  # the fake server's ids and times (milliseconds)
+_TOOK = re.compile(r"time taken=([0-9.]+) seconds")  # a timeout's message says how long
 
 
 def _same(value: Any) -> Any:
@@ -205,16 +208,23 @@ def _same(value: Any) -> Any:
     if isinstance(value, list):
         return [_same(v) for v in value]
     if isinstance(value, str):
-        return _VOLATILE.sub("<t>", value)
+        return _TOOK.sub("time taken=<t> seconds", _VOLATILE.sub("<t>", value))
     return value
 
 
-async def _run(store: EventStore, fake: FakeLlmServer, model: str, direct: bool) -> dict[str, Any]:
-    gateway = LlmGateway(store, _config(fake, model, direct))
+async def _run(
+    store: EventStore,
+    fake: FakeLlmServer,
+    model: str,
+    direct: bool,
+    calls: list[Call] = CALLS,
+    **overrides: Any,
+) -> dict[str, Any]:
+    gateway = LlmGateway(store, _config(fake, model, direct, **overrides))
     session = uuid.uuid4()
     seen: list[Any] = []
     first = len(fake.requests)
-    for call in CALLS:
+    for call in calls:
         fake.script(*call.replies)
         chunks: list[dict[str, Any]] = []
 
@@ -286,3 +296,32 @@ async def test_the_direct_path_records_what_litellm_records(
     priced = through_litellm["events"][0][3]["cost_usd"]
     assert priced > 0 if model.endswith("mini") else priced is None
     assert len(through_litellm["seen"][-5]["chunks"]) > 3
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_failed_connection_or_a_timeout_is_recorded_as_through_litellm(
+    store: EventStore, fake_llm: FakeLlmServer
+) -> None:
+    nobody = {"base_url": f"http://127.0.0.1:{_closed_port()}/v1", "retries": 1}
+    slow = {"timeout": 0.3, "retries": 1}
+    cases: list[tuple[dict[str, Any], list[Call]]] = [
+        (nobody, [Call([], _user("anyone there?"))]),
+        (slow, [Call([Reply(content="late", delay=1.0)] * 2, _user("too slow"))]),
+    ]
+    for overrides, calls in cases:
+        runs = [
+            await _run(store, fake_llm, "openai/self-hosted-model", direct, calls, **overrides)
+            for direct in (False, True)
+        ]
+        assert _same(runs[1]["events"]) == _same(runs[0]["events"])
+        assert _same(runs[1]["seen"]) == _same(runs[0]["seen"])
+        assert runs[0]["seen"][0]["kind"] in ("unreachable", "unavailable")
+        assert runs[0]["seen"][0]["attempts"] == 2
+    # the direct attempt that timed out says how long it took, as litellm's says
+    took = [float(t) for t in _TOOK.findall(runs[1]["seen"][0]["message"])]
+    assert took and took[0] >= 0.3
