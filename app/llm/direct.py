@@ -66,8 +66,8 @@ def direct_model(model: str, base_url: str) -> str | None:
     # the base config, or the one for a name it does not know (a self-hosted model), which
     # differs only in passing reasoning_effort on (not a parameter sent directly)
     plain = (litellm.OpenAIGPTConfig, OpenAIUnknownModelConfig)
-    if provider != "openai" or type(config) not in plain:
-        return None
+    if provider != "openai" or type(config) not in plain or "?" in base_url:
+        return None  # (a base URL with a query: the SDK's joining of it is litellm's path)
     return str(name)
 
 
@@ -203,7 +203,7 @@ async def post(
             url, content=body, headers=headers, timeout=seconds
         )
         await response.aread()
-    except (TimeoutError, httpx.HTTPError, OSError) as exc:
+    except Exception as exc:  # handed to the SDK and litellm, which say what it was
         return exc
     return response
 
