@@ -79,7 +79,21 @@ CALLS = [
             "max_tokens": 50,
             "tool_choice": "auto",
             "seed": 7,
-            "extra_body": {"top_k": 3},
+            "parallel_tool_calls": False,
+            "extra_body": {"top_k": 3, "repetition_penalty": None},
+        },
+    ),
+    Call(  # every other parameter sent directly
+        [Reply(content="sampled")],
+        _user("sample"),
+        params={
+            "temperature": 1.0,
+            "top_p": 0.9,
+            "stop": ["END"],
+            "max_tokens": None,
+            "frequency_penalty": 0.5,
+            "presence_penalty": -0.5,
+            "seed": None,
         },
     ),
     Call(  # retried: a 429 with Retry-After, then a 503, then the answer
@@ -280,7 +294,7 @@ async def test_the_direct_path_records_what_litellm_records(
     # answered directly: the plain successes (the retried one's last attempt), empty choices,
     # odd but readable replies (string booleans, -5 and 1e30 counts, NUL, no usage, arguments
     # as an object); the errors, non-JSON bodies, 1e999 and a lone surrogate went to litellm
-    assert direct["direct_answers"] == 9
+    assert direct["direct_answers"] == 10
     assert len(direct["events"]) == len(CALLS)
     for index, (a, b) in enumerate(zip(through_litellm["events"], direct["events"], strict=True)):
         differs = {
