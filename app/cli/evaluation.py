@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import getpass
 import json
-import os
 import signal
 import sys
 from datetime import UTC, datetime
@@ -23,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from app.cli.gateway_client import add_gateway_options, gateway_user
 from app.cli.log import open_owner_store, open_store, positive
 from app.cli.replay import add_agent_options
 from app.cli.terminal import escape_controls, raw
-from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
 
 if TYPE_CHECKING:
@@ -147,34 +145,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_gateway_options(replayed, "trials of an agent command (replayed through it)")
 
 
-def add_gateway_options(parser: argparse.ArgumentParser, which: str) -> None:
-    """``--url`` and ``--user``: the running server whose gateway an agent command's model
-    calls go through, and whose they are (as ``chronicle record`` takes them)."""
-    parser.add_argument(
-        "--url",
-        default=os.environ.get("CHRONICLE_URL") or DEFAULT_SERVER_URL,
-        help=f"{which}: the running chronicle serve whose gateway records the command's model "
-        f"calls (default: CHRONICLE_URL, else {DEFAULT_SERVER_URL})",
-    )
-    parser.add_argument(
-        "--user",
-        default=os.environ.get("CHRONICLE_USER"),
-        help=f"{which}: whose sessions and tokens they are (default: CHRONICLE_USER, else "
-        "your login name)",
-    )
-
-
-def _user(args: argparse.Namespace) -> str:
-    """Whose sessions an agent command's trials are: ``--user``, else the login name (as
-    ``chronicle record`` takes it)."""
-    if args.user:
-        return str(args.user)
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
-
-
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.eval_command == "run":
         return await run_suite_command(args, settings)
@@ -280,7 +250,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
             run_suite(
                 store, settings, suite, suite_path.resolve().parent, options,
                 [BUILTIN[n] for n in DEFAULT_SCORERS], show, resume=args.resume is not None,
-                recorder=GatewayTrials(store, settings, args.url, _user(args),
+                recorder=GatewayTrials(store, settings, args.url, gateway_user(args),
                                        lambda: open_owner_store(settings)),
             )
         )  # fmt: skip
@@ -343,7 +313,7 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         commands = {t.session_id: await command_trial(store, t.session_id) for t in report.tasks}
-        recorder = GatewayTrials(store, settings, args.url, _user(args),
+        recorder = GatewayTrials(store, settings, args.url, gateway_user(args),
                                  lambda: open_owner_store(settings))  # fmt: skip
         ran = [c.command for c in commands.values() if c is not None]
         problem = await recorder.problem(ran) if ran else None

@@ -26,16 +26,22 @@ FIELDS = {
 CLEAR = "none"
 
 
-def _cost(text: str) -> float | str:
+def _amount(text: str, *, zero: bool, what: str) -> float | str:
+    """A finite number (``zero``: 0 allowed) or ``none``; otherwise argparse's error naming
+    ``what`` it should be."""
     if text.strip().lower() == CLEAR:
         return CLEAR
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD (e.g. 5 or 0.25)")
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     return value
+
+
+def _cost(text: str) -> float | str:
+    return _amount(text, zero=True, what="an amount of USD (e.g. 5 or 0.25)")
 
 
 def _calls(text: str) -> int | str:
@@ -47,15 +53,7 @@ def _calls(text: str) -> int | str:
 
 
 def _rate(text: str) -> float | str:
-    if text.strip().lower() == CLEAR:
-        return CLEAR
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a rate in calls per minute (e.g. 60)")
-    return value
+    return _amount(text, zero=False, what="a rate in calls per minute (e.g. 60)")
 
 
 def _models(text: str) -> tuple[str, ...] | str:

@@ -15,7 +15,6 @@ Exit codes: the command's own; 127 when the command is not found, 126 when it ca
 from __future__ import annotations
 
 import argparse
-import getpass
 import os
 import sys
 import uuid
@@ -23,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.gateway_client import gateway_user
 from app.cli.gateway_limits import add_limit_options, session_limits_config
 from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
@@ -90,15 +90,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
 
 
-def _user(args: argparse.Namespace) -> str:
-    if args.user:
-        return str(args.user)
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return ""
-
-
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_owner_store, open_store
     from app.external.agent_command import RecordError, find_command
@@ -116,7 +107,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
                 command=command,
                 workspace=workspace,
                 gateway_url=args.url,
-                user=_user(args),
+                user=gateway_user(args),
                 session=args.session,
                 config=session_limits_config(args),
             )

@@ -55,6 +55,7 @@ from app.external.replay_recording import (
 from app.llm import LlmError, LlmGateway, LlmReply
 from app.llm.gateway import PreparedRequest
 from app.replay.divergence import Divergence, ExtraCall
+from app.replay.gateway import served_call
 from app.store import EventStore, RecordedEvent
 
 #: ``error_kind`` of a request a replay refused: it diverged from the recording.
@@ -216,7 +217,7 @@ class ReplayingSession:
                 await self._diverged(difference, gateway, prepared, model)
                 return None
             self.served += 1
-            call = _served(recorded, prepared, model, streamed=on_chunk is not None)
+            call = served_call(recorded, prepared, model, streamed=on_chunk is not None)
             event = await self._append(call, gateway, prepared)
         reply = _reply(call, event)
         if call.error is not None and call.error_kind != CUT:
@@ -276,38 +277,6 @@ def _refusal(error: str) -> GatewayError:
         "the replay stopped (`chronicle record --replay` reports the difference; replay with "
         "--on-divergence live to go on with the model instead)",
         code=DIVERGED_CODE,
-    )
-
-
-def _served(
-    recorded: RecordedEvent, request: PreparedRequest, model: str, *, streamed: bool
-) -> LlmCall:
-    """The replay's llm.call: the replay's request, the recording's answer."""
-    payload = recorded.payload
-    params: dict[str, Any] = {
-        **request.params,
-        "base_url": (payload.get("params") or {}).get("base_url"),
-    }
-    if streamed:
-        params["stream"] = True
-    return LlmCall.model_validate(
-        {
-            "model": model,
-            "params": params,
-            "fingerprint": request.fingerprint,
-            "prompt": request.recorded_prompt(),
-            "prompt_kept": request.kept,
-            "tools": request.tools_hash,
-            "tool_calling": payload.get("tool_calling", "native"),
-            "response": payload.get("response") or {},
-            "usage": payload.get("usage") or {},
-            "cost_usd": payload.get("cost_usd"),
-            "latency_ms": 0.0,
-            "attempts": payload.get("attempts", 1),
-            "error": payload.get("error"),
-            "error_kind": payload.get("error_kind"),
-            "replayed_from": recorded.seq,
-        }
     )
 
 

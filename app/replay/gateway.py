@@ -77,7 +77,7 @@ class ReplayGateway:
             progress.report(difference)
         await self._requests.store_prompt(request)
         progress.served += 1
-        call = self._served(recorded, request, cause)
+        call = served_call(recorded, request, self.config.model, cause=cause)
         if call.error and call.error_kind != "bad_response":
             await self.store.append(session_id, [call])  # a failed call is always recorded
             kind: FailureKind = call.error_kind or "unavailable"  # type: ignore[assignment]
@@ -91,37 +91,6 @@ class ReplayGateway:
             tool_calls=[] if call.error else list(response.tool_calls),
             finish_reason=response.finish_reason,
             error=call.error,
-        )
-
-    def _served(
-        self, recorded: RecordedEvent, request: PreparedRequest, cause: int | None
-    ) -> LlmCall:
-        """The llm.call of the replay: the replay's request, the recording's answer."""
-        payload = recorded.payload
-        # One validation of the whole event (its response and usage inside it), not one per
-        # part: a replay makes one of these a step.
-        return LlmCall.model_validate(
-            {
-                "model": self.config.model,
-                "params": {
-                    **request.params,
-                    "base_url": payload.get("params", {}).get("base_url"),
-                },
-                "fingerprint": request.fingerprint,
-                "prompt": request.recorded_prompt(),
-                "prompt_kept": request.kept,
-                "tools": request.tools_hash,
-                "tool_calling": payload.get("tool_calling", "native"),
-                "response": payload.get("response") or {},
-                "usage": payload.get("usage") or {},
-                "cost_usd": payload.get("cost_usd"),
-                "latency_ms": 0.0,
-                "attempts": payload.get("attempts") or 1,
-                "error": payload.get("error"),
-                "error_kind": payload.get("error_kind"),
-                "cause": cause,
-                "replayed_from": recorded.seq,
-            }
         )
 
     async def _difference(
@@ -151,3 +120,46 @@ class ReplayGateway:
         difference = compare_requests(step, recorded.seq, old, new)
         assert difference is not None  # the fingerprints differ
         return difference
+
+
+def served_call(
+    recorded: RecordedEvent,
+    request: PreparedRequest,
+    model: str,
+    *,
+    cause: int | None = None,
+    streamed: bool = False,
+) -> LlmCall:
+    """The llm.call a replay records for a served call: the replay's request, the
+    recording's answer (``replayed_from`` its seq). Chronicle's replay and the gateway's
+    replay of an outside agent (``app/external/replay_serving.py``) both record this one."""
+    payload = recorded.payload
+    params: dict[str, Any] = {
+        **request.params,
+        "base_url": (payload.get("params") or {}).get("base_url"),
+    }
+    if streamed:
+        params["stream"] = True
+    # One validation of the whole event (its response and usage inside it), not one per
+    # part: a replay makes one of these a step.
+    return LlmCall.model_validate(
+        {
+            "model": model,
+            "params": params,
+            "fingerprint": request.fingerprint,
+            "prompt": request.recorded_prompt(),
+            "prompt_kept": request.kept,
+            "tools": request.tools_hash,
+            "tool_calling": payload.get("tool_calling", "native"),
+            "response": payload.get("response") or {},
+            "usage": payload.get("usage") or {},
+            "cost_usd": payload.get("cost_usd"),
+            "latency_ms": 0.0,
+            # a refusal (limits, divergence) was recorded with 0 attempts: kept so
+            "attempts": payload.get("attempts", 1),
+            "error": payload.get("error"),
+            "error_kind": payload.get("error_kind"),
+            "cause": cause,
+            "replayed_from": recorded.seq,
+        }
+    )

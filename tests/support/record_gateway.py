@@ -7,7 +7,7 @@ import json
 import re
 import subprocess
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +32,22 @@ def fake_model() -> FakeLlmServer:
 
 
 def recording_server(
-    pg_server: PgServer, pg_template: str, root: Path, upstream: FakeLlmServer
+    pg_server: PgServer,
+    pg_template: str,
+    root: Path,
+    upstream: FakeLlmServer,
+    users: Sequence[tuple[str, bool]] = ((USER, False),),
 ) -> Iterator[ServerProcess]:
-    """A server on a fresh database, its model the fake one, and ``USER`` added."""
+    """A server on a fresh database, its model the fake one, and ``users`` added (name,
+    admin or not)."""
     name = f"rec_{uuid.uuid4().hex[:16]}"
     for admin_url in database_from_template(pg_server.admin, pg_template, name):
         env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
         server = start_server(env)
         try:
-            added = chronicle("users", "add", USER, env=env)
-            assert added.returncode == 0, added.stderr
+            for user, admin in users:
+                added = chronicle("users", "add", user, *(["--admin"] if admin else []), env=env)
+                assert added.returncode == 0, added.stderr
             yield server
         finally:
             server.stop()

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,15 +21,14 @@ from typing import Any
 import pytest
 
 from tests.support.agent_cli import start
-from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
-from tests.support.postgres import PgServer, database_from_template
+from tests.support.postgres import PgServer
+from tests.support.record_gateway import fake_model, recording_server
 from tests.support.waiting import until
 
 USER = "evaluator"
-#: The deployment's key for the model: the only one the fake model takes.
-SERVER_KEY = "sk-not-used"
 
 #: The agent: the task from its argument (and the same in its environment and prompt file),
 #: one model call, whose answer names a file and its new first line.
@@ -82,8 +80,7 @@ tasks:
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    server.key = SERVER_KEY
+    server = fake_model()
     try:
         yield server
     finally:
@@ -99,16 +96,7 @@ def gateway(
 ) -> Iterator[ServerProcess]:
     """One server for the module, its model the fake one, and the user the trials are of."""
     root = tmp_path_factory.mktemp("eval-external")
-    name = f"evx_{uuid.uuid4().hex[:16]}"
-    for admin_url in database_from_template(pg_server.admin, pg_template, name):
-        env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
-        server = start_server(env)
-        try:
-            added = chronicle("users", "add", USER, env=env)
-            assert added.returncode == 0, added.stderr
-            yield server
-        finally:
-            server.stop()
+    yield from recording_server(pg_server, pg_template, root, upstream, users=((USER, False),))
 
 
 def eval_run(gateway: ServerProcess, suite: Path, *options: str) -> Any:

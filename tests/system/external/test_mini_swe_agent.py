@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.coding_agents import (
     FINISH,
@@ -33,18 +32,16 @@ from tests.support.coding_agents import (
     unittest_passes,
 )
 from tests.support.fake_llm import FakeLlmServer
-from tests.support.postgres import PgServer, database_from_template
+from tests.support.postgres import PgServer
+from tests.support.record_gateway import SERVER_KEY, fake_model, recording_server
 
 USER = "mini"
 STARTED = re.compile(r"recording session ([0-9a-f-]{36})")
-#: The deployment's key for the model: the only one the fake model takes.
-SERVER_KEY = "sk-not-used"
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    server.key = SERVER_KEY
+    server = fake_model()
     try:
         yield server
     finally:
@@ -60,16 +57,7 @@ def gateway(
 ) -> Iterator[ServerProcess]:
     mini_path()  # skip before starting anything when mini is not installed
     root = tmp_path_factory.mktemp("mini-gateway")
-    name = f"mini_{uuid.uuid4().hex[:16]}"
-    for admin_url in database_from_template(pg_server.admin, pg_template, name):
-        env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
-        server = start_server(env)
-        try:
-            added = chronicle("users", "add", USER, env=env)
-            assert added.returncode == 0, added.stderr
-            yield server
-        finally:
-            server.stop()
+    yield from recording_server(pg_server, pg_template, root, upstream, users=((USER, False),))
 
 
 @dataclass

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,10 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
-from tests.support.postgres import PgServer, database_from_template
+from tests.support.postgres import PgServer
+from tests.support.record_gateway import SERVER_KEY, fake_model, recording_server
 from tests.support.waiting import until
 
 USER = "rec"
@@ -53,15 +53,9 @@ AGENT = textwrap.dedent(
 )
 
 
-#: The deployment's key for the model (``database_environment``'s): the only key the fake
-#: model takes, so every recorded call proves the agent's token never reached it.
-SERVER_KEY = "sk-not-used"
-
-
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    server.key = SERVER_KEY
+    server = fake_model()
     try:
         yield server
     finally:
@@ -77,17 +71,9 @@ def gateway(
 ) -> Iterator[ServerProcess]:
     """One server for the module, its model the fake one, and the user who records."""
     root = tmp_path_factory.mktemp("record")
-    name = f"rec_{uuid.uuid4().hex[:16]}"
-    for admin_url in database_from_template(pg_server.admin, pg_template, name):
-        env = database_environment(pg_server, admin_url, root, llm_base_url=upstream.base_url)
-        server = start_server(env)
-        try:
-            for user, admin in ((USER, []), (ADMIN, ["--admin"])):
-                added = chronicle("users", "add", user, *admin, env=env)
-                assert added.returncode == 0, added.stderr
-            yield server
-        finally:
-            server.stop()
+    yield from recording_server(
+        pg_server, pg_template, root, upstream, users=((USER, False), (ADMIN, True))
+    )
 
 
 @pytest.fixture
