@@ -5,10 +5,25 @@ OAuth redirect's ``#access_token=`` fragment. Before, all of these reached the l
 
 from __future__ import annotations
 
+import re
+import sys
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.events.canonical import canonicalise
-from app.events.masking import SecretMasker, environment_secrets, mask_url
+from app.events.masking import (
+    AUTH_HEADER,
+    HEADER_NAME_PARTS,
+    SECRET_HEADER_JSON_KEY,
+    SecretMasker,
+    environment_secrets,
+    has_auth_header,
+    mask_auth_headers,
+    mask_url,
+    may_name_a_secret_header,
+)
 from app.store.append import encode_batch
 
 BASIC = "dXNlcjpodW50ZXIyLXBhc3N3b3Jk"  # user:hunter2-password
@@ -111,3 +126,36 @@ def test_variables_named_for_authorization_are_secrets() -> None:
         "deploy:hunter2-pass": "BASIC_AUTH",
         "github_pat_11ABCDEF0123456789": "GH_PAT",
     }
+
+
+# The cheap test before the header regexes: it may only say "no" where they find nothing.
+
+NAME_LETTERS = re.compile("(?i)[" + "".join(set("".join(HEADER_NAME_PARTS)) - {"-"}) + "]")
+
+
+def test_every_character_the_header_regexes_read_as_a_name_letter_is_mapped() -> None:
+    twins = [
+        chr(code) for code in range(128, sys.maxunicode + 1) if NAME_LETTERS.fullmatch(chr(code))
+    ]
+    assert twins  # the regex engine reads some (dotted and dotless I, the Kelvin sign)
+    for twin in twins:
+        letter = next(c for c in "authorizationpkey" if re.fullmatch(f"(?i){c}", twin))
+        name = next(part for part in HEADER_NAME_PARTS if letter in part)
+        text = f"{name.replace(letter, twin)}: Bearer sk-0123456789abcdef"
+        assert AUTH_HEADER.search(text), repr(twin)
+        assert may_name_a_secret_header(text), repr(twin)
+
+
+#: Pieces of texts near the names: spelled in cases, with twins beyond ASCII, cut short.
+PIECES = ["Authorization", "AUTHORİZATİON", "x-api-\u212aey", "Api-Key", "authoriz", "api", '"',
+          "\\", ":", "=", " ", "Bearer ", "token ", "sk-0123456789abcdef", "$KEY", "é"]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_the_cheap_test_says_no_only_where_the_header_regexes_find_nothing(text: str) -> None:
+    if not may_name_a_secret_header(text):
+        assert AUTH_HEADER.search(text) is None
+        assert SECRET_HEADER_JSON_KEY.search(text) is None
+        assert not has_auth_header(text)
+        assert mask_auth_headers(text) == text
