@@ -144,6 +144,10 @@ class Recorded:
     session_id: UUID
     exit_code: int
     wall_seconds: float
+    #: the ending's state (``ending``): finished, stopped (a signal ended it) or error
+    state: str = "finished"
+    #: the signal that ended the command (``SIGKILL``), when one did
+    ended_by: str | None = None
 
 
 async def record(
@@ -308,7 +312,10 @@ async def _record_claimed(
         end = ending(returncode, time.monotonic() - begun)
         reason = end.state
         await store.append(session_id, [end])
-        return Recorded(session_id, exit_code_of(returncode), end.wall_seconds or 0.0)
+        by = signal_name(-returncode) if returncode < 0 else None
+        return Recorded(
+            session_id, exit_code_of(returncode), end.wall_seconds or 0.0, end.state, by
+        )
     finally:
         await record_workspace_end(store, session_id, baseline, settings, reason=reason)
 

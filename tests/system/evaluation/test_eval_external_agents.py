@@ -75,6 +75,9 @@ tasks:
     prompt: Fail.
     agent: {{command: [{python}, -c, "import sys; print('boom'); sys.exit(3)"]}}
     check: "true"
+  - id: killed
+    prompt: Go away.
+    agent: {{command: [{python}, -c, "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"]}}
 """
 
 
@@ -222,11 +225,14 @@ def test_a_command_that_times_out_or_fails_is_a_scored_failure(
     suite = tmp_path / "broken.yaml"
     suite.write_text(BROKEN.format(python=sys.executable))
     run = eval_run(gateway, suite, "--name", "broken-1")
-    slow, crash = run["tasks"]
+    slow, crash, killed = run["tasks"]
     assert (slow["passed"], slow["outcome"]) == (False, "error")
     assert "did not finish within its timeout of 1 s" in slow["error"]
     assert (crash["passed"], crash["outcome"]) == (False, "error")
     assert crash["error"] == "the command exited with code 3"
+    # a signal ended it: stopped, as its session's ending says, not a failed exit code
+    assert (killed["passed"], killed["outcome"]) == (False, "stopped")
+    assert killed["error"] == "the command was ended by SIGKILL"
 
     ended = [
         e["payload"] for e in events(gateway, slow["session_id"]) if e["kind"] == "agent.state"
