@@ -49,6 +49,7 @@ from litestar.middleware.authentication import (
 )
 
 from app.config import Settings
+from app.external.session_scope import scoped_session
 from app.server.auth_failures import FailureLimiter, KnownCredentials, TooManyFailures
 from app.server.client_address import address_of
 from app.server.context import ServerContext
@@ -157,6 +158,22 @@ def model_api_key(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
     return f"Bearer {key}"
 
 
+def refuse_outside_its_session(
+    connection: ASGIConnection[Any, Any, Any, Any], principal: Principal
+) -> None:
+    """A token scoped to one session (``app.external.session_scope``) is the API key of an
+    agent ``chronicle record`` runs, which the agent (or what it runs) can read: it reaches
+    the model gateway's paths and nothing else of its user's API (other sessions, tokens,
+    steering), 403 otherwise."""
+    if scoped_session(principal.label) is None:
+        return
+    if not connection.scope.get("path", "").startswith(MODEL_PATHS):
+        raise PermissionDeniedException(
+            f"this token ({principal.label}) is an agent's model key: it reaches the model "
+            "gateway (/v1/...) only; use a token of your own for the API"
+        )
+
+
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Authenticates HTTP and WebSocket connections by Bearer token or session cookie."""
 
@@ -192,6 +209,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                     headers=CHALLENGE,
                 )
             known.worked(credential)
+            refuse_outside_its_session(connection, principal)
             return AuthenticationResult(user=principal, auth=principal.token_id)
         if not cookie:
             raise NotAuthorizedException(

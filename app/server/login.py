@@ -31,6 +31,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.params import JSONBody
 from pydantic import BaseModel, Field
 
+from app.external.session_scope import scoped_session
 from app.server.auth import (
     CHALLENGE,
     CSRF_COOKIE,
@@ -54,6 +55,7 @@ from app.store.logins import (
     exchange_login_code,
     peek_login_code,
 )
+from app.store.users import authenticate
 
 
 class LoginRequest(BaseModel):
@@ -170,6 +172,7 @@ async def login(
     this server's own page only."""
     refuse_cross_site(request)
     refuse_if_failing(request)
+    await refuse_an_agents_key(ctx, data.token)
     hours = ctx.settings.server_login_hours
     started = await begin_login(ctx.store, data.token, hours=hours, address=_address(request))
     if started is None:
@@ -179,6 +182,17 @@ async def login(
             headers=CHALLENGE,
         )
     return await _signed_in(request, ctx, started)
+
+
+async def refuse_an_agents_key(ctx: Context, token: str) -> None:
+    """A token scoped to one session is an agent's model key (``auth.refuse_outside_its_session``):
+    no browser login is made with it, which would reach the whole API."""
+    principal = await authenticate(ctx.store, token, "api")
+    if principal is not None and scoped_session(principal.label) is not None:
+        raise PermissionDeniedException(
+            f"this token ({principal.label}) is an agent's model key: it reaches the model "
+            "gateway (/v1/...) only; sign in with a token of your own"
+        )
 
 
 @post(

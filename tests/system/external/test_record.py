@@ -304,3 +304,33 @@ def test_the_commands_token_reaches_its_session_only(
     assert result.returncode == 7, result.stdout + result.stderr
     assert "this token is for session " + session_of(result) in result.stdout
     assert [e["kind"] for e in events(gateway, session_of(result))].count("llm.call") == 0
+
+
+def test_the_commands_token_reaches_the_model_gateway_and_nothing_else(
+    gateway: ServerProcess, workspace: Path
+) -> None:
+    """The command can read its token (it is its API key): with it, the rest of its user's
+    API (its sessions, a new session, a browser login) is refused, 403; the model
+    gateway still answers. Before, that token was its user's whole API."""
+    probe = textwrap.dedent(
+        """
+        import json, os, httpx
+        base = os.environ["OPENAI_BASE_URL"].removesuffix("/v1")
+        key = os.environ["OPENAI_API_KEY"]
+        bearer = {"Authorization": "Bearer " + key}
+        answers = {
+            "models": httpx.get(base + "/v1/models", headers=bearer).status_code,
+            "sessions": httpx.get(base + "/api/sessions", headers=bearer).status_code,
+            "create": httpx.post(base + "/api/sessions", headers=bearer, json={}).status_code,
+            "login": httpx.post(base + "/api/login", json={"token": key},
+                                headers={"Origin": base}).status_code,
+        }
+        refused = httpx.get(base + "/api/sessions", headers=bearer).json()
+        print(json.dumps({"answers": answers, "detail": refused.get("detail", "")}))
+        """
+    )
+    result = record(gateway, workspace, sys.executable, "-c", probe)
+    assert result.returncode == 0, result.stdout + result.stderr
+    shown = json.loads(result.stdout.strip().splitlines()[-1])
+    assert shown["answers"] == {"models": 200, "sessions": 403, "create": 403, "login": 403}
+    assert "reaches the model gateway (/v1/...) only" in shown["detail"]
