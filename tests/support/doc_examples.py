@@ -14,13 +14,14 @@ A session id shown in a command's output stands for the id the command really pr
 the commands after it; any other id in a command for the test's recorded session.
 
 Placeholders (see docs/contributing.md#shell-examples-in-the-docs): ``$TOKEN`` and the
-README's example token, ``$SESSION``/``SESSION``/a session id, ``$REPLAY``, the server's
+README's example token, ``$SESSION``/``SESSION``/a session id, the server's
 address ``http://127.0.0.1:8000`` or ``http://localhost:8000``, ``./dev chronicle``.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,12 +34,13 @@ EXIT = re.compile(r"^\[exit (\d+)\]$")
 
 #: The README's example token, shown as ``./dev up`` prints one.
 EXAMPLE_TOKEN = "chr_pu-JvvO0besLlqCYSIPgqoy8jW2IGzAKJM3skZ-ftEs"
-#: A session id in an example: whole, or its first part and an ellipsis.
+#: A session id in an example: whole, or its first part and an ellipsis (``…`` or ``...``).
 SESSION_ID = re.compile(
-    r"\b[0-9a-f]{8}-(?:[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|…)"
+    r"\b[0-9a-f]{8}-(?:[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|…|\.\.\.)"
 )
-#: A time of day as the event lists print it: any time stands for any other.
-TIME_OF_DAY = re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b")
+#: A time of day as the event lists print it, or a duration (``0.20 s``, ``12 ms``): in shown
+#: output, any stands for any other.
+TIME_OF_DAY = re.compile(r"\b\d\d:\d\d:\d\d(?:\.\d+)?\b|\b\d+(?:\.\d+)? m?s\b")
 EXAMPLE_URL = re.compile(r"http://(?:127\.0\.0\.1|localhost):8000")
 
 
@@ -79,13 +81,25 @@ class Block:
                     found[-1].shown.append(line)
                 continue
             text = line[2:] if self.lang == "console" else line
-            while text.rstrip().endswith("\\"):
-                text = text.rstrip()[:-1].rstrip() + " " + next(lines).strip()
+            while text.rstrip().endswith("\\") or open_quote(text):
+                if text.rstrip().endswith("\\"):
+                    text = text.rstrip()[:-1].rstrip() + " " + next(lines).strip()
+                else:  # a quoted argument over several lines (a JSON body)
+                    text += "\n" + next(lines)
             if self.lang != "console":
                 text = strip_comment(text)
             if text.strip():
                 found.append(Command(text.strip()))
         return found
+
+
+def open_quote(text: str) -> bool:
+    """Whether a quote of ``text`` is still open (the command goes on on the next line)."""
+    try:
+        shlex.split(text, comments=False)
+    except ValueError:
+        return True
+    return False
 
 
 def strip_comment(line: str) -> str:
@@ -141,7 +155,6 @@ class Placeholders:
     url: str
     token: str
     session: str
-    replay: str
     #: A session id an example's output showed -> the id really printed there.
     printed: dict[str, str] = field(default_factory=dict)
 
@@ -153,7 +166,7 @@ class Placeholders:
         return re.sub(r"(?<![\w$/-])SESSION\b", self.session, command)
 
     def environment(self) -> dict[str, str]:
-        return {"TOKEN": self.token, "SESSION": self.session, "REPLAY": self.replay}
+        return {"TOKEN": self.token, "SESSION": self.session}
 
 
 def shown_pattern(shown: str) -> tuple[re.Pattern[str], list[str]]:

@@ -54,6 +54,8 @@ def test_commands_and_their_shown_output() -> None:
             "[exit 3]\n"
             "$ ./dev chronicle verify SESSION\n"
             "ok: 8 events, hash chain intact\n"
+            "$ curl -d '{\n    \"a\": 1}' URL\n"
+            '{"ok": true}\n'
             "```\n"
         )
     ]
@@ -63,12 +65,14 @@ def test_commands_and_their_shown_output() -> None:
          ['{"id":"764913d8-…","user":"admin"}']),
         ("chronicle replay 32f9df4a-3498-4763-b01d-2d3704ffcb29 --system-prompt p.txt", 3, []),
         ("./dev chronicle verify SESSION", 0, ["ok: 8 events, hash chain intact"]),
+        ("curl -d '{\n    \"a\": 1}' URL", 0, ['{"ok": true}']),
     ]  # fmt: skip
-    fill = Placeholders(url="http://127.0.0.1:4321", token="chr_x", session="S-ID", replay="R")
+    fill = Placeholders(url="http://127.0.0.1:4321", token="chr_x", session="S-ID")
     assert [fill.fill(c.text) for c in commands] == [
         "curl -s -H 'a: b' -d '{}' http://127.0.0.1:4321/api/sessions",
         "chronicle replay S-ID --system-prompt p.txt",
         "chronicle verify S-ID",
+        "curl -d '{\n    \"a\": 1}' URL",
     ]
     assert fill.fill("curl $URL/api/sessions/$SESSION/events") == (
         "curl $URL/api/sessions/$SESSION/events"

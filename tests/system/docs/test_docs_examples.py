@@ -90,17 +90,15 @@ def server(
             started.stop()
 
 
-def session_of(server: ServerProcess, token: str) -> tuple[str, str]:
-    """A session the server's worker ran to its end, and a replay of it."""
+def session_of(server: ServerProcess, token: str) -> str:
+    """A session the server's worker ran to its end."""
     headers = {"Authorization": f"Bearer {token}"}
     made = httpx.post(f"{server.url}/api/sessions", headers=headers,
                       json={"task": "Write hello.py that prints hello chronicle."})  # fmt: skip
     assert made.status_code == 201, made.text
     session = made.json()["id"]
     wait_until_run_ended(server.url, headers, session)
-    replay = httpx.post(f"{server.url}/api/sessions/{session}/replays", headers=headers, json={})
-    assert replay.status_code == 202, replay.text
-    return session, replay.json()["id"]
+    return session
 
 
 def shell_environment(server: ServerProcess, fill: Placeholders, home: Path) -> dict[str, str]:
@@ -150,8 +148,7 @@ def test_the_examples_run_as_written(
     token = server.token("admin", admin=True)
     added = chronicle("users", "add", "alice", env=server.env)
     assert added.returncode == 0, added.stderr
-    session, replay = session_of(server, token)
-    fill = Placeholders(url=server.url, token=token, session=session, replay=replay)
+    fill = Placeholders(url=server.url, token=token, session=session_of(server, token))
     work = tmp_path / "work"
     work.mkdir()
     env = shell_environment(server, fill, tmp_path / "home")
