@@ -190,9 +190,10 @@ def match_output(shown: list[str], output: str) -> tuple[str | None, dict[str, s
     at = 0
     for expected in shown:
         wanted, ids = shown_pattern(expected)
+        found = None
         while at < len(lines) and (found := wanted.fullmatch(lines[at])) is None:
             at += 1
-        if at == len(lines):
+        if found is None:
             return expected, bound
         bound |= dict(zip(ids, found.groups(), strict=True))
         at += 1

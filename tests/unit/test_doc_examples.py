@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.doc_examples import (
+    Block,
     Placeholders,
     blocks,
     documented_pages,
+    match_output,
     missing_output,
 )
 
@@ -97,7 +99,25 @@ def test_shown_output_is_found_in_order() -> None:
     assert missing_output(['{"id":"…","user":"lena"}'], output) == '{"id":"…","user":"lena"}'
 
 
-def blocks_of(text: str) -> list:
+def test_an_id_an_example_printed_stands_for_the_real_one() -> None:
+    shown = [
+        '{"id":"5b0e62a1-…","user":"admin"}',
+        "session c6ed8968-a05b-4f79-9c11-d8d4dd11cf8e ok",
+    ]
+    real = "11111111-2222-3333-4444-555555555555"
+    other = "66666666-7777-8888-9999-000000000000"
+    output = f'{{"id":"{real}","user":"admin"}}\nsession {other} ok\n'
+    missing, printed = match_output(shown, output)
+    assert missing is None
+    assert printed == {"5b0e62a1-…": real, "c6ed8968-a05b-4f79-9c11-d8d4dd11cf8e": other}
+    fill = Placeholders(url="u", token="t", session="S", printed=printed)
+    assert fill.fill("curl /api/sessions/5b0e62a1-…/replay-result") == (
+        f"curl /api/sessions/{real}/replay-result"
+    )
+    assert fill.fill("chronicle verify 12345678-…") == "chronicle verify S"
+
+
+def blocks_of(text: str) -> list[Block]:
     import tempfile
 
     with tempfile.TemporaryDirectory() as directory:

@@ -59,7 +59,8 @@ def runnable_pages() -> list[str]:
 
 @pytest.fixture
 def model() -> Iterator[HelloModel]:
-    server = HelloModel().start()
+    server = HelloModel()
+    server.start()
     try:
         yield server
     finally:
@@ -109,14 +110,18 @@ def shell_environment(server: ServerProcess, fill: Placeholders, home: Path) -> 
         (home / project).mkdir(parents=True, exist_ok=True)
     old, new = PROMPT_EDIT
     editor = home / "edit-prompt"
-    editor.write_text(f"#!/bin/sh\nsed -i {shlex.quote(f's/{old}/{new}/')} \"$1\"\n")
+    editor.write_text(f'#!/bin/sh\nsed -i {shlex.quote(f"s/{old}/{new}/")} "$1"\n')
     editor.chmod(0o755)
-    return server.env | fill.environment() | {
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-        "EDITOR": str(editor),
-        "CHRONICLE_URL": server.url,
-    }
+    return (
+        server.env
+        | fill.environment()
+        | {
+            "HOME": str(home),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "EDITOR": str(editor),
+            "CHRONICLE_URL": server.url,
+        }
+    )
 
 
 def run_block(block: Block, fill: Placeholders, env: dict[str, str], work: Path) -> None:
