@@ -68,6 +68,10 @@ class Block:
     def runs_here(self) -> bool:
         return self.marker is None
 
+    def command_line(self, line: str) -> str:
+        """A line of a command: in ``sh``/``bash``, without its ``# comment``."""
+        return (line if self.lang == "console" else strip_comment(line)).rstrip()
+
     def commands(self) -> list[Command]:
         """The block's commands in order, with the output a console block shows for each."""
         found: list[Command] = []
@@ -80,14 +84,12 @@ class Block:
                 elif line.strip() and found:
                     found[-1].shown.append(line)
                 continue
-            text = line[2:] if self.lang == "console" else line
-            while text.rstrip().endswith("\\") or open_quote(text):
-                if text.rstrip().endswith("\\"):
-                    text = text.rstrip()[:-1].rstrip() + " " + next(lines).strip()
+            text = self.command_line(line[2:] if self.lang == "console" else line)
+            while text.endswith("\\") or open_quote(text):
+                if text.endswith("\\"):
+                    text = text[:-1].rstrip() + " " + self.command_line(next(lines)).strip()
                 else:  # a quoted argument over several lines (a JSON body)
                     text += "\n" + next(lines)
-            if self.lang != "console":
-                text = strip_comment(text)
             if text.strip():
                 found.append(Command(text.strip()))
         return found

@@ -83,7 +83,7 @@ def test_commands_and_their_shown_output() -> None:
 
 def test_sh_blocks_drop_comments_and_join_lines() -> None:
     (block,) = blocks_of(
-        "```sh\n# a comment\nchronicle sql \"SELECT '#1'\"   # a table\n"
+        "```sh\n# a comment\nchronicle sql \"SELECT '#1'\"   # the analyst's table\n"
         "CHRONICLE_X=1 \\\n    chronicle users add ann --admin   # the owner\n```\n"
     )
     assert [c.text for c in block.commands()] == [
