@@ -23,8 +23,8 @@ HEADING = re.compile(r"^(#{1,6})\s+(?P<text>.+?)\s*#*\s*$")
 SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
-def prose(text: str) -> str:
-    """The text outside fenced blocks and inline code (fenced lines become empty lines)."""
+def unfenced(text: str) -> str:
+    """The text outside fenced blocks (fenced lines become empty lines)."""
     lines, fenced = [], False
     for line in text.split("\n"):
         if FENCE.match(line):
@@ -32,7 +32,12 @@ def prose(text: str) -> str:
             lines.append("")
         else:
             lines.append("" if fenced else line)
-    return INLINE_CODE.sub("", "\n".join(lines))
+    return "\n".join(lines)
+
+
+def prose(text: str) -> str:
+    """The text outside fenced blocks and inline code."""
+    return INLINE_CODE.sub("", unfenced(text))
 
 
 def anchor(heading: str) -> str:
@@ -48,7 +53,7 @@ def anchor(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     found: set[str] = set()
     seen: dict[str, int] = {}
-    for line in prose(path.read_text(encoding="utf-8")).split("\n"):
+    for line in unfenced(path.read_text(encoding="utf-8")).split("\n"):  # code in headings
         match = HEADING.match(line)
         if not match:
             continue
@@ -108,12 +113,14 @@ def test_anchors_are_githubs(heading: str, expected: str) -> None:
 def test_a_broken_link_is_named(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "page.md").write_text(
-        "# A page\n\n## Usage notes\n\n## Usage notes\n", encoding="utf-8"
+        "# A page\n\n## Usage notes\n\n## Usage notes\n\n## The `chronicle` command\n",
+        encoding="utf-8",
     )
     (tmp_path / "README.md").write_text(
         "# Readme\n\n"
         "[ok](docs/page.md) [ok](docs/page.md#usage-notes) [ok](docs/page.md#usage-notes-1)\n"
         "[ok](#readme) [web](https://example.org/x#y) `[code](missing.md)`\n"
+        "[ok](docs/page.md#the-chronicle-command)\n"
         "```\n[fenced](missing.md)\n```\n"
         "[gone](docs/gone.md) [bad anchor](docs/page.md#usage) [self](#nowhere)\n",
         encoding="utf-8",
