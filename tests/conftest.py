@@ -117,3 +117,21 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "workspace"
     path.mkdir()
     return path
+
+
+#: The folders in the order their files go to the workers under ``./dev test`` (pytest-xdist,
+#: ``--dist loadfile``): the slow ones first, so that the run does not end on one worker with
+#: a long file while the others idle; the unit files fill the gaps at the end.
+WORKER_ORDER = ("system", "integration", "contract", "unit")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the order as collected
+        return
+
+    def rank(item: pytest.Item) -> int:
+        parts = Path(str(item.path)).parts
+        folder = parts[parts.index("tests") + 1] if "tests" in parts else ""
+        return WORKER_ORDER.index(folder) if folder in WORKER_ORDER else len(WORKER_ORDER)
+
+    items.sort(key=rank)  # stable: each file's tests keep their order
