@@ -65,6 +65,7 @@ async def test_a_replay_session_is_served_in_order_and_refused_past_its_recordin
     calls = ExternalCalls(store, settings)  # another process of the gateway, say
     replay = await _replay_of(store, recording)
     first = await calls.complete(replay, _request("first?"))
+    await calls.close()  # shut down: what it served is written
     calls = ExternalCalls(store, settings)  # restarted: goes on where the replay's log says
     stream = calls.stream(replay, _request("second?", stream=True))
     chunks = [chunk async for chunk in stream]
