@@ -3,10 +3,11 @@
 A served call's answer is not new information: it comes from the recording, which is
 durable already, and the replay's own log is made again by running the replay again. So the
 gateway answers a served call first and appends its ``llm.call`` in the background
-(``ReplayAppends``): in the order the calls were served, the calls that came in while one
-append was in flight joined into the next (one transaction, one round trip, one NOTIFY for
-them all). A commit per call before its answer held a replay to the commit rate. What the
-log promises holds all the same:
+(``ReplayAppends``): in the order the calls were served, the calls of the last ``LINGER``
+seconds (and those that came in while an append was in flight) joined into one append (one
+transaction, one round trip, one NOTIFY for them all, so one read by each follower of the
+session, such as ``chronicle record --replay``'s watch). A commit per call before its answer
+held a replay to the commit rate. What the log promises holds all the same:
 
 - order and completeness: one writer per replay session and a queue; each append is one
   transaction, written whole or not at all;
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 SETTLED_PATH = "/v1/chronicle/replay/settled"
 #: Calls written in one append at most.
 BATCH = 500
+#: Seconds the writer waits for more calls before an append of fewer than ``BATCH``.
+LINGER = 0.02
 #: Calls waiting unwritten at most: past it, the next served call waits for the writer.
 MOST_WAITING = 2 * BATCH
 
@@ -50,11 +53,13 @@ class ReplayAppends:
         *,
         batch: int = BATCH,
         most_waiting: int = MOST_WAITING,
+        linger: float = LINGER,
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.batch = batch
         self.most_waiting = most_waiting
+        self.linger = linger
         #: served calls and the prompt messages to store with them, in the order served
         self._waiting: list[tuple[LlmCall, dict[str, str]]] = []
         self._writer: asyncio.Task[None] | None = None
@@ -90,6 +95,8 @@ class ReplayAppends:
     async def _write(self) -> None:
         try:
             while self._waiting and self.failure is None:
+                if len(self._waiting) < self.batch:
+                    await asyncio.sleep(self.linger)
                 taken = self._waiting[: self.batch]
                 messages: dict[str, str] = {}
                 for _, stored in taken:
