@@ -229,11 +229,13 @@ class ExternalCalls:
         return stream
 
     async def close(self) -> None:
-        """Let the streams in flight end (their calls are recorded) at shutdown."""
+        """Let the streams in flight end (their calls are recorded) at shutdown, and the
+        replays' served calls be written."""
         for task in list(self._running):
             task.cancel("the server is shutting down")
         if self._running:
             await asyncio.gather(*self._running, return_exceptions=True)
+        await self.replays.close()
 
 
 _END = object()

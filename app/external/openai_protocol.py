@@ -97,9 +97,10 @@ def completion(reply: LlmReply, request: ChatRequest) -> dict[str, Any]:
         ]
     if response.reasoning_content:
         message["reasoning_content"] = response.reasoning_content
-    event = reply.event
+    # a replay's served call is answered before its event is appended: the call's own id
+    event_id = reply.event.event_id if reply.event is not None else reply.call.event_id
     return {
-        "id": response.id or f"chatcmpl-{event.event_id if event else 'chronicle'}",
+        "id": response.id or f"chatcmpl-{event_id}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": response.model or request.model,

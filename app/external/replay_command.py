@@ -6,8 +6,11 @@ The replay is a session of its own, recorded as ``chronicle record`` records any
 command line, the workspace, the exit code), whose ``session.created`` config names the
 recording (``replay_of``), the mode and what to do on a divergence. The gateway serves and
 records the calls; this side watches the replay's log (``stop``: the command is stopped when
-the gateway refuses a request) and, when the command has ended, judges the replay from the
-two logs alone, with ``chronicle replay``'s typed divergences:
+the gateway refuses a request). The gateway appends a served call behind its answer
+(``replay_appends``), so when the command has ended this side asks it to settle the replay
+(every served call in the log, or the error that kept one out: then the replay fails) before
+it records the command's end; then it judges the replay from the two logs alone, with
+``chronicle replay``'s typed divergences:
 
 - a served call whose request differs from the recorded one: a ``request`` divergence (the
   one that stopped a strict replay, or a difference a positional replay reported);
@@ -38,6 +41,7 @@ from app.config import Settings
 from app.events import ReplayResultEvent
 from app.external.agent_command import RecordError, run_forwarding_signals
 from app.external.record import Recording, record
+from app.external.replay_appends import SETTLED_PATH
 from app.external.replay_recording import (
     RecordedCalls,
     load_recording,
@@ -62,6 +66,8 @@ from app.store.users import find_user
 OnDivergence = Literal["stop", "live"]
 #: What ``chronicle record --replay`` exits with when the replay diverged.
 DIVERGED_EXIT = 3
+#: Seconds the gateway may take to write the calls it served (a long replay, a slow database).
+SETTLE_TIMEOUT = 300.0
 
 
 class ReplayOutcome(BaseModel):
@@ -140,7 +146,7 @@ async def replay_command(
             "client": "chronicle record --replay",
         },
         environment=environment or {},
-        runner=_runner(store, stop=on_divergence == "stop", run_command=run_command),
+        runner=_runner(store, gateway_url, stop=on_divergence == "stop", run_command=run_command),
     )
     ran = await record(
         store,
@@ -165,12 +171,30 @@ CommandRunner = Callable[[Sequence[str], Path, Mapping[str, str]], Coroutine[Any
 
 
 def _runner(
-    store: EventStore, *, stop: bool, run_command: CommandRunner = run_forwarding_signals
+    store: EventStore,
+    gateway_url: str,
+    *,
+    stop: bool,
+    run_command: CommandRunner = run_forwarding_signals,
 ) -> CommandRunner:
-    """How the command runs: with signals passed on, and (``stop``) stopped with SIGTERM as
-    soon as the gateway refuses one of its requests (a divergence)."""
+    """How the command runs: with signals passed on, (``stop``) stopped with SIGTERM as soon
+    as the gateway refuses one of its requests (a divergence), and done once the gateway
+    has written every call it served (``settled_replay``): the same serving process as when
+    the command started, or calls it answered might be missing (``RecordError``)."""
 
     async def run(command: Sequence[str], cwd: Path, environ: Mapping[str, str]) -> int:
+        token = environ["OPENAI_API_KEY"]  # the command's (``gateway_environment``)
+        serving = await settled_replay(gateway_url, token)
+        returncode = await _run(command, cwd, environ)
+        if await settled_replay(gateway_url, token) != serving:
+            raise RecordError(
+                "the gateway process that served this replay is not the one that started it "
+                "(it restarted, or another one answered): calls it answered may be missing "
+                "from the replay's log, so the replay failed; run it again"
+            )
+        return returncode
+
+    async def _run(command: Sequence[str], cwd: Path, environ: Mapping[str, str]) -> int:
         running = asyncio.create_task(run_command(command, cwd, environ))
         if not stop:
             return await running
@@ -189,6 +213,37 @@ def _runner(
         return -signal.SIGTERM
 
     return run
+
+
+async def settled_replay(gateway_url: str, token: str) -> str:
+    """Once the gateway at ``gateway_url`` has every call it served the replay of ``token``
+    in the replay's log (``app.external.replay_appends``); which serving process says so.
+    ``RecordError`` when it cannot say so: the replay failed."""
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=SETTLE_TIMEOUT) as client:
+            answer = await client.post(
+                f"{gateway_url.rstrip('/')}{SETTLED_PATH}",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+    except httpx.HTTPError as exc:
+        raise RecordError(
+            f"the gateway at {gateway_url} stopped answering ({exc!r}) before it said every "
+            "call it served this replay is recorded; the replay failed: run it again"
+        ) from None
+    if answer.status_code == 404:
+        raise RecordError(
+            f"the Chronicle server at {gateway_url} cannot say when a replay's calls are "
+            f"recorded ({SETTLED_PATH}); upgrade it"
+        )
+    if answer.status_code != 200:
+        try:
+            message = str(answer.json()["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            message = answer.text[:500]
+        raise RecordError(f"the replay failed: {message}")
+    return str(answer.json()["gateway"])
 
 
 async def _refused(store: EventStore, session_id: UUID) -> None:

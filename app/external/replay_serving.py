@@ -15,14 +15,18 @@ is served in memory:
   recorded in the replay session as ``chronicle replay`` records a served call: an
   ``llm.call`` with the replay's request, the recording's answer, usage and cost, and
   ``replayed_from`` = the recorded call's seq (so the analytics views count it as served,
-  not as spend); a streamed request gets the answer as a stream of chunks;
+  not as spend); a streamed request gets the answer as a stream of chunks. The answer goes
+  out first and the ``llm.call`` is appended behind it, in order (``replay_appends``: why
+  that is safe, and what ``chronicle record --replay`` waits for before the replay ends);
 - another fingerprint (strict), or a call past the recording's last (either mode), is a
   divergence. ``stop``: the request is recorded as a refused ``llm.call`` (``error_kind``
   ``diverged``, no model called: attempts 0, cost 0) and answered with an error in the
   agent's protocol; ``chronicle record --replay`` sees that call in the log, stops the
   command and reports.
   ``live``: from this request on, the session's calls go to the model as any external
-  session's (a fork: the recorded prefix served, the rest live).
+  session's (a fork: the recorded prefix served, the rest live). Both wait for the served
+  calls' appends first: a refusal, and a call to the model, are committed before they are
+  answered, after the calls served before them.
 
 The report (which call, a diff) is made from the replay session's log by the command
 (``replay_command``), the same typed divergences ``chronicle replay`` reports.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -45,6 +50,7 @@ from app.external.calls import ChatRequest, unusable, upstream_error, upstream_p
 from app.external.errors import GatewayError
 from app.external.limits import recorded_refusal
 from app.external.openai_protocol import usage_json
+from app.external.replay_appends import ReplayAppends
 from app.external.replay_recording import (
     RecordedCalls,
     external_config,
@@ -56,7 +62,7 @@ from app.llm import LlmError, LlmGateway, LlmReply
 from app.llm.gateway import PreparedRequest
 from app.replay.divergence import Divergence, ExtraCall
 from app.replay.gateway import served_call
-from app.store import EventStore, RecordedEvent
+from app.store import EventStore
 
 #: ``error_kind`` of a request a replay refused: it diverged from the recording.
 DIVERGED = "diverged"
@@ -84,6 +90,10 @@ class ReplayServing:
         self._plain: OrderedDict[UUID, None] = OrderedDict()
         self._replays: OrderedDict[UUID, ReplayingSession] = OrderedDict()
         self._loading: dict[UUID, asyncio.Task[ReplayingSession | None]] = {}
+        #: this process's serving: ``chronicle record --replay`` checks that the one that
+        #: settled its replay's calls at the end is the one it asked at the start (another
+        #: process, or this one restarted, would not know of calls answered but not written)
+        self.instance = uuid.uuid4()
 
     async def serve(
         self, session_id: UUID, request: ChatRequest, model: str, on_chunk: OnChunk | None = None
@@ -114,9 +124,35 @@ class ReplayServing:
                 self._plain.popitem(last=False)
         else:
             found = self._replays.setdefault(session_id, found)
-            if len(self._replays) > REPLAYS_LIMIT:
-                self._replays.popitem(last=False)
+            self._evict()
         return found
+
+    def _evict(self) -> None:
+        """Forget the replays used least lately past ``REPLAYS_LIMIT``; never one whose
+        served calls are still being written, or whose log failed (its next request and its
+        end must meet that failure)."""
+        excess = len(self._replays) - REPLAYS_LIMIT
+        for session_id, replaying in list(self._replays.items()):
+            if excess <= 0:
+                break
+            if replaying.appends.idle:
+                del self._replays[session_id]
+                excess -= 1
+
+    async def settled(self, session_id: UUID) -> None:
+        """Once every call this process served ``session_id`` is in its log; the
+        ``GatewayError`` of an append that failed."""
+        replaying = self._replays.get(session_id)
+        if replaying is not None:
+            await replaying.appends.settled()
+
+    async def close(self) -> None:
+        """At shutdown: write what the replays served (their failures are logged)."""
+        for replaying in list(self._replays.values()):
+            try:
+                await replaying.appends.settled()
+            except GatewayError:
+                pass
 
     async def _read(self, session_id: UUID) -> ReplayingSession | None:
         head = await self.store.read(session_id, limit=1)
@@ -163,6 +199,8 @@ class ReplayingSession:
         self._previous: dict[str, Any] | None = None
         #: prepare requests only (fingerprints as recorded); never call a model
         self._gateways: dict[str, LlmGateway] = {}
+        #: the served calls' llm.call, appended behind their answers
+        self.appends = ReplayAppends(store, session_id)
 
     async def resume(self) -> None:
         """Where an earlier process of the gateway left this replay (its log says)."""
@@ -191,6 +229,7 @@ class ReplayingSession:
                 return None
             if self.refusal is not None:
                 raise self.refusal
+            self.appends.check()
             gateway = self._gateway(model)
             prepared = gateway.prepare(
                 request.messages, request.tools, self._previous, upstream_params(request.params)
@@ -218,8 +257,9 @@ class ReplayingSession:
                 return None
             self.served += 1
             call = served_call(recorded, prepared, model, streamed=on_chunk is not None)
-            event = await self._append(call, gateway, prepared)
-        reply = _reply(call, event)
+            await self.appends.add(call, gateway.unstored(prepared))
+            self._previous = _previous(call)
+        reply = _reply(call)
         if call.error is not None and call.error_kind != CUT:
             if call.error_kind == "bad_response":
                 raise unusable(reply)
@@ -231,23 +271,12 @@ class ReplayingSession:
                 await on_chunk(chunk)
         return reply
 
-    async def _append(
-        self, call: LlmCall, gateway: LlmGateway, prepared: PreparedRequest
-    ) -> RecordedEvent:
-        """Record ``call`` with the prompt messages not stored yet, in one transaction."""
-        unstored = gateway.unstored(prepared)
-        event = (await self.store.append(self.session_id, [call], messages=unstored))[0]
-        self._previous = {
-            "fingerprint": call.fingerprint,
-            "prompt_kept": call.prompt_kept,
-            "prompt": call.prompt,
-        }
-        return event
-
     async def _diverged(
         self, divergence: Divergence, gateway: LlmGateway, prepared: PreparedRequest, model: str
     ) -> None:
-        """Go live (the caller then calls the model), or record the refusal and raise it."""
+        """Go live (the caller then calls the model), or record the refusal and raise it;
+        either after the calls served before are in the log."""
+        await self.appends.settled()
         if self.live_on_divergence:
             self.live = True
             return
@@ -264,7 +293,9 @@ class ReplayingSession:
             error=f"the replay diverged: {divergence.summary}",
             error_kind=DIVERGED,
         )
-        await self._append(refused, gateway, prepared)
+        unstored = gateway.unstored(prepared)
+        await self.store.append(self.session_id, [refused], messages=unstored)
+        self._previous = _previous(refused)
         self.refusal = _refusal(refused.error or "")
         raise self.refusal
 
@@ -280,11 +311,17 @@ def _refusal(error: str) -> GatewayError:
     )
 
 
-def _reply(call: LlmCall, event: RecordedEvent) -> LlmReply:
+def _previous(call: LlmCall) -> dict[str, Any]:
+    """What ``LlmGateway.prepare`` needs of the call before the next one."""
+    return {"fingerprint": call.fingerprint, "prompt_kept": call.prompt_kept, "prompt": call.prompt}
+
+
+def _reply(call: LlmCall) -> LlmReply:
+    """The served answer; its event is not in the log yet (``replay_appends``)."""
     response = call.response
     return LlmReply(
         call=call,
-        event=event,
+        event=None,
         content=response.content,
         tool_calls=list(response.tool_calls),
         finish_reason=response.finish_reason,

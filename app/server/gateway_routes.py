@@ -1,5 +1,7 @@
 """The model gateway's routes (OpenAI's protocol): ``POST /v1/chat/completions``,
-``GET /v1/models`` and ``GET /v1/models/{model}``. See app/external and docs/gateway.md.
+``GET /v1/models`` and ``GET /v1/models/{model}``; and Chronicle's own
+``POST /v1/chronicle/replay/settled`` (``chronicle record --replay`` waits on it). See
+app/external and docs/gateway.md.
 
 The agent's API key is a Chronicle token (``Authorization: Bearer`` or ``x-api-key``, checked by
 the authentication middleware as for every route). Every error of these routes, the
@@ -22,6 +24,7 @@ from app.external import openai_protocol
 from app.external.calls import ChatRequest, ExternalCalls
 from app.external.errors import GatewayError
 from app.external.limits import LIMITS_HEADER
+from app.external.replay_appends import SETTLED_PATH
 from app.external.sessions import SESSION_HEADER, SessionChooser
 from app.server.auth import principal_of
 from app.server.context import Context, ServerContext
@@ -175,6 +178,29 @@ async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> ASG
     return answer.to_asgi_response(app=None, request=request)
 
 
+@post(
+    SETTLED_PATH,
+    status_code=200,
+    exception_handlers={Exception: openai_errors},
+    include_in_schema=False,
+)
+async def replay_settled(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """Once every call this process served the token's replay session is in the session's
+    log (``app.external.replay_appends``): what ``chronicle record --replay`` waits for
+    before it records the command's end; an error if one could not be written. Answers
+    which serving process settled it (``ReplayServing.instance``)."""
+    gateway = gateway_of(request.app)
+    session_id = await gateway.sessions.session_for(
+        principal_of(request),
+        request.headers.get(SESSION_HEADER),
+        request.headers.get("user-agent"),
+    )
+    replays = gateway.calls.replays
+    await replays.settled(session_id)
+    body = {"session": str(session_id), "gateway": str(replays.instance)}
+    return Response(content=dumps(body), media_type="application/json")
+
+
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "chronicle"}
 
@@ -203,4 +229,4 @@ async def get_model(request: Request[Any, Any, Any], model: str) -> Response[byt
     return Response(content=dumps(_model(name)), media_type="application/json")
 
 
-ROUTES = [chat_completions, list_models, get_model]
+ROUTES = [chat_completions, list_models, get_model, replay_settled]

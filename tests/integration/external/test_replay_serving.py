@@ -5,6 +5,7 @@ records the calls first)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from app.external.errors import GatewayError
 from app.external.replay_serving import DIVERGED, DIVERGED_CODE
 from app.external.sessions import external_session
 from app.store import EventStore
+from app.store.errors import DatabaseUnavailableError
 from tests.support.fake_llm import FakeLlmServer, Reply
 
 
@@ -65,6 +67,7 @@ async def test_a_replay_session_is_served_in_order_and_refused_past_its_recordin
     calls = ExternalCalls(store, settings)  # another process of the gateway, say
     replay = await _replay_of(store, recording)
     first = await calls.complete(replay, _request("first?"))
+    await calls.close()  # shut down: what it served is written
     calls = ExternalCalls(store, settings)  # restarted: goes on where the replay's log says
     stream = calls.stream(replay, _request("second?", stream=True))
     chunks = [chunk async for chunk in stream]
@@ -118,3 +121,100 @@ async def test_a_call_a_limit_refused_is_refused_again_as_recorded(
     assert (again.value.status, again.value.code) == (recorded.value.status, recorded.value.code)
     assert again.value.message == recorded.value.message
     assert len(fake_llm.requests) == asked
+
+
+async def _recorded(store: EventStore, settings: Settings, fake_llm: FakeLlmServer) -> uuid.UUID:
+    """A recording of three calls (``first?``, ``second?``, ``third?``)."""
+    recording = uuid.uuid4()
+    await store.append(recording, [external_session(title="r", user="u", user_agent=None)])
+    fake_llm.script(Reply(content="one"), Reply(content="two"), Reply(content="three"))
+    live = ExternalCalls(store, settings)
+    for question in ("first?", "second?", "third?"):
+        await live.complete(recording, _request(question))
+    return recording
+
+
+def _held_appends(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, session_id: uuid.UUID
+) -> tuple[asyncio.Event, list[int]]:
+    """The store's appends to ``session_id`` held until the event is set; the number of
+    events of each, as they were asked for."""
+    gate, sizes = asyncio.Event(), []
+    append = store.append
+
+    async def held(session: uuid.UUID, events: Any, **options: Any) -> Any:
+        if session == session_id:
+            events = list(events)
+            sizes.append(len(events))
+            await gate.wait()
+        return await append(session, events, **options)
+
+    monkeypatch.setattr(store, "append", held)
+    return gate, sizes
+
+
+async def test_served_calls_are_answered_first_and_appended_behind_in_order(
+    store: EventStore, tmp_path: Path, fake_llm: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answers do not wait for the log; the calls that came while an append was in
+    flight are written together after it, in order; a refusal is appended after them all."""
+    settings = _settings(tmp_path, fake_llm)
+    recording = await _recorded(store, settings, fake_llm)
+    replay = await _replay_of(store, recording)
+    gate, sizes = _held_appends(store, monkeypatch, replay)
+    calls = ExternalCalls(store, settings)
+
+    answers = [
+        (await asyncio.wait_for(calls.complete(replay, _request(q)), 5)).content
+        for q in ("first?", "second?", "third?")
+    ]
+    assert answers == ["one", "two", "three"]  # while no append could finish
+    assert [e.kind for e in await store.read(replay)] == ["session.created"]
+    settling = asyncio.create_task(calls.replays.settled(replay))
+    diverging = asyncio.create_task(calls.complete(replay, _request("fourth?")))
+    await asyncio.sleep(0.05)
+    assert not settling.done()  # settled means durable
+    assert not diverging.done()  # a refusal is committed after the calls served before it
+    gate.set()
+    await settling
+    with pytest.raises(GatewayError) as refused:
+        await diverging
+
+    assert refused.value.code == DIVERGED_CODE
+    served = [e.payload for e in await store.read(replay) if e.kind == "llm.call"]
+    recorded = [e.seq for e in await store.read(recording) if e.kind == "llm.call"]
+    assert [p.get("replayed_from") for p in served] == [*recorded, None]
+    assert served[-1]["error_kind"] == DIVERGED
+    assert sum(sizes[:-1]) == 3 and len(sizes) < 4  # calls written together, then the refusal
+
+
+async def test_an_append_that_fails_stops_the_replay_loudly(
+    store: EventStore, tmp_path: Path, fake_llm: FakeLlmServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A served call's append that fails: nothing after it is written, and every later
+    request and the replay's settling fail with the reason."""
+    settings = _settings(tmp_path, fake_llm)
+    recording = await _recorded(store, settings, fake_llm)
+    replay = await _replay_of(store, recording)
+    append = store.append
+
+    async def failing(session: uuid.UUID, events: Any, **options: Any) -> Any:
+        if session == replay:
+            raise DatabaseUnavailableError("the database went away")
+        return await append(session, events, **options)
+
+    monkeypatch.setattr(store, "append", failing)
+    calls = ExternalCalls(store, settings)
+
+    assert (await calls.complete(replay, _request("first?"))).content == "one"
+    with pytest.raises(GatewayError) as settled:
+        await calls.replays.settled(replay)
+    with pytest.raises(GatewayError) as later:
+        await calls.complete(replay, _request("second?"))
+
+    for failure in (settled.value, later.value):
+        assert (failure.status, failure.code) == (500, "replay_log_failed")
+        assert "the replay's log could not be written (the database went away)" in (failure.message)
+        assert "1 calls the gateway answered are not recorded" in failure.message
+    monkeypatch.setattr(store, "append", append)
+    assert [e.kind for e in await store.read(replay)] == ["session.created"]

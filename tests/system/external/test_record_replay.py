@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.support.chronicle_server import ServerProcess
@@ -162,6 +163,10 @@ def test_a_replay_serves_the_recording_and_calls_no_model(
     assert [c["payload"]["fingerprint"] for c in calls] == [
         c["payload"]["fingerprint"] for c in recorded_calls
     ]
+    # the served calls are appended behind their answers, yet all before the command's end
+    kinds = [e["kind"] for e in log]
+    ended = max(i for i, e in enumerate(log) if e["kind"] == "agent.state")
+    assert max(i for i, kind in enumerate(kinds) if kind == "llm.call") < ended
     result = _result(gateway, replay)
     assert result["matched"] is True
     assert (result["steps_recorded"], result["steps_served"], result["steps_matched"]) == (2, 2, 2)
@@ -308,3 +313,48 @@ def test_recorded_calls_left_unasked_are_a_divergence(
     result = _result(gateway, _replay_session(positional))
     assert result["divergence"] is None and len(result["differences"]) == 2
     assert json.dumps(result["differences"][0]["message"]["recorded_role"]) == '"system"'
+
+
+#: A fault at the store's door: the database refuses the llm.call of a served call (one whose
+#: ``replayed_from`` is the given seq), in any replay session.
+REFUSE_SERVED = """
+CREATE FUNCTION test_refuse_served() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF NEW.kind = 'llm.call' AND NEW.payload->>'replayed_from' = TG_ARGV[0] THEN
+    RAISE EXCEPTION 'test fault: served call refused';
+  END IF;
+  RETURN NEW;
+END $$;
+CREATE TRIGGER test_refuse_served BEFORE INSERT ON events
+  FOR EACH ROW EXECUTE FUNCTION test_refuse_served({seq});
+"""
+
+
+def test_a_served_call_the_log_refused_fails_the_replay_loudly(
+    gateway: ServerProcess, upstream: FakeLlmServer, tmp_path: Path
+) -> None:
+    """The last call's append fails after the agent got its answer and ended: the replay
+    still fails (not 0, the reason said), and records no result."""
+    workspace = _workspace(tmp_path)
+    recording = _recorded(
+        gateway, upstream, workspace, "openai_agent.py", Reply(content="one"), Reply(content="two")
+    )
+    last = [e for e in events(gateway, recording) if e["kind"] == "llm.call"][-1]["seq"]
+    owner = gateway.env["CHRONICLE_OWNER_DATABASE_URL"]
+    with psycopg.connect(owner, autocommit=True) as connection:
+        connection.execute(REFUSE_SERVED.format(seq=int(last)))
+    try:
+        replayed = _run(gateway, workspace, "openai_agent.py", "--replay", recording)
+    finally:
+        with psycopg.connect(owner, autocommit=True) as connection:
+            connection.execute("DROP TRIGGER test_refuse_served ON events")
+            connection.execute("DROP FUNCTION test_refuse_served()")
+
+    assert replayed.stdout == "one two\n"  # answered before the append failed
+    assert replayed.returncode not in (0, 3), replayed.stderr
+    assert "the replay failed" in replayed.stderr
+    assert "the replay's log could not be written" in replayed.stderr
+    assert "1 calls the gateway answered are not recorded" in replayed.stderr
+    log = events(gateway, _replay_session(replayed))
+    assert "replay.result" not in [e["kind"] for e in log]
+    assert [e["payload"]["state"] for e in log if e["kind"] == "agent.state"][-1] == "error"
