@@ -206,3 +206,12 @@ def json_path(*fields: str, alias: str = "c", text: bool = True) -> str:
     last = "->>" if text else "->"
     inner = "".join(f"->'{key}'" for key in steps[:-1])
     return f"{alias}.payload{inner}{last}'{steps[-1]}'"
+
+
+def json_has(*fields: str, alias: str = "c") -> str:
+    """The SQL that tests whether ``alias``'s ``session.created`` config holds a field's key:
+    ``json_has("evaluation", "request")`` is ``c.payload->'config' ? 'evaluation_request'``."""
+    keys = SessionConfig.stored_path(*fields)
+    if len(keys) != 1:
+        raise KeyError(f"{'.'.join(fields)!r} is not a key of the config itself")
+    return f"{alias}.payload->'config' ? '{keys[0]}'"

@@ -22,7 +22,7 @@ from app.evaluation.api_runs import (
     trial_session_id,
 )
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS
-from app.store.evaluation_runs import REQUEST_KEY, RunRow
+from app.store.evaluation_runs import RunRow
 
 OWNER = uuid.uuid4()
 
@@ -92,7 +92,7 @@ def test_trials_run_epoch_by_epoch_and_record_the_request(tmp_path: Path) -> Non
         "a",
     )
     assert (recorded["evaluation_epoch"], recorded["max_iterations"]) == (2, 7)
-    assert recorded[REQUEST_KEY]["owner"] == str(OWNER)
+    assert recorded["evaluation_request"]["owner"] == str(OWNER)
     assert "sk-x" not in str(recorded)
     assert trial_config(config, plan, b, 1, tmp_path)["max_iterations"] == DEFAULT_MAX_ITERATIONS
     # whoever starts a trial gives it the same session id: claiming it twice is a conflict
