@@ -75,6 +75,10 @@ class RecordedKeys(BaseModel):
                 data.update(part)
         return data
 
+    def stored(self) -> dict[str, Any]:
+        """The keys and values as ``session.created``'s config holds them."""
+        return self.model_dump(mode="json")
+
     @classmethod
     def stored_key(cls, field: str) -> str:
         """The key ``field`` is stored under; a field this model does not have is refused."""
@@ -159,10 +163,6 @@ class SessionConfig(RecordedKeys):
     imported: dict[str, Any] | None = None
     #: marks the platform's audit log (``app.events.platform_audit``)
     platform_log: bool | None = None
-
-    def stored(self) -> dict[str, Any]:
-        """The configuration as ``session.created``'s payload holds it."""
-        return self.model_dump(mode="json")
 
     def with_keys(self, **changes: Any) -> SessionConfig:
         """This configuration with stored keys added or replaced (a replay's, a fork's)."""
