@@ -75,6 +75,11 @@ class RecordedKeys(BaseModel):
                 data.update(part)
         return data
 
+    def given(self, field: str, default: Any) -> Any:
+        """The field's value if it was recorded (None included), else ``default``: what
+        ``config.get(key, default)`` read of the stored dict."""
+        return getattr(self, field) if field in self.model_fields_set else default
+
     def stored(self) -> dict[str, Any]:
         """The keys and values as ``session.created``'s config holds them."""
         return self.model_dump(mode="json")
