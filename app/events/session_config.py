@@ -14,7 +14,7 @@ the SQL that reads a stored key from the fields, so a query and the model cannot
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from pydantic import (
@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
     model_validator,
 )
@@ -177,6 +178,17 @@ class SessionConfig(RecordedKeys):
     def of_payload(cls, payload: Mapping[str, Any]) -> SessionConfig:
         """The configuration in a stored ``session.created`` payload."""
         return cls.model_validate(payload.get("config") or {})
+
+    @classmethod
+    def read(cls, events: Sequence[Any]) -> SessionConfig | None:
+        """The config of ``events``' first if it is a ``session.created`` whose config
+        parses; None otherwise (for readers that go on either way: the gateway's checks)."""
+        if not events or events[0].kind != "session.created":
+            return None
+        try:
+            return cls.of_payload(events[0].payload)
+        except ValidationError:
+            return None
 
     @classmethod
     def stored_path(cls, *fields: str) -> tuple[str, ...]:
