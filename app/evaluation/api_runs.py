@@ -372,7 +372,7 @@ async def _abandoned(
 
 def trial_config(
     settings: Settings, plan: RunPlan, task: Task, epoch: int, workspace: Path
-) -> dict[str, Any]:
+) -> SessionConfig:
     """``session.created``'s config: ``chronicle run``'s (``run_config``), tagged as
     ``chronicle eval run`` tags it, with the request."""
     evaluation_plan = {
