@@ -18,8 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from app.events import AWAITED_KINDS, LlmCall, LlmUsage
 from app.events.llm import ANSWERED_NOTHING, LOST
+from app.events.session_config import SessionConfig
 from app.store import RecordedEvent
 
 #: The agent's states in which its next step is a model call.
@@ -51,7 +54,11 @@ class _Reading:
                 self.call_led = True
         if kind == "session.created":
             self.replay = bool(payload.get("replay_of"))
-            self.model = (payload.get("config") or {}).get("model") or self.model
+            try:
+                recorded = SessionConfig.of_payload(payload).model
+            except ValidationError:  # the fold goes on: the model stays as configured
+                recorded = None
+            self.model = recorded or self.model
         elif kind in ("runtime.starting", "runtime.failed"):
             self.sandbox_up = False
         elif kind == "runtime.ready":

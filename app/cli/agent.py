@@ -197,7 +197,7 @@ def _workspace(
     if args.workspace is not None:
         return checked_workspace(args.workspace, args.create_workspace)
     try:
-        recorded = recorded_config(existing).get("workspace")
+        recorded = recorded_config(existing).workspace
     except SessionError:
         return None
     return checked_workspace(Path(recorded), args.create_workspace) if recorded else None

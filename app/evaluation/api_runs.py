@@ -54,18 +54,17 @@ from app.config import Settings
 from app.evaluation.live_check import NAME as CHECK
 from app.evaluation.live_check import VERSION as CHECK_VERSION
 from app.evaluation.live_check import run_check
-from app.evaluation.running import ATTEMPT_KEY, PLAN_KEY, RESUME_KEY
 from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
 from app.evaluation.scoring import (
     ScoredSession,
     ScoringError,
-    evaluation_config,
     judge,
     score_event,
 )
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
 from app.events import AgentState, EvalScore, Message, SessionCreated
+from app.events.session_config import EvaluationTrial, SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
@@ -73,7 +72,6 @@ from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import ConcurrencyError, EventStore, RecordedEvent
 from app.store.evaluation_runs import (
-    REQUEST_KEY,
     RunRow,
     claim_trial,
     name_taken,
@@ -108,7 +106,8 @@ class EvaluationRequest(BaseModel):
 
 
 class RunPlan(BaseModel):
-    """What an API run was started with, recorded in each of its sessions (``REQUEST_KEY``)."""
+    """What an API run was started with, recorded in each of its sessions (the trial's
+    ``request``)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -373,7 +372,7 @@ async def _abandoned(
 
 def trial_config(
     settings: Settings, plan: RunPlan, task: Task, epoch: int, workspace: Path
-) -> dict[str, Any]:
+) -> SessionConfig:
     """``session.created``'s config: ``chronicle run``'s (``run_config``), tagged as
     ``chronicle eval run`` tags it, with the request."""
     evaluation_plan = {
@@ -393,13 +392,15 @@ def trial_config(
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
         stuck_detection=True,
-        extra=evaluation_config(plan.key, task, epoch)
-        | {
-            ATTEMPT_KEY: 1,
-            RESUME_KEY: 0,
-            PLAN_KEY: evaluation_plan,
-            REQUEST_KEY: plan.model_dump(mode="json"),
-        },
+        extra=EvaluationTrial(
+            run=plan.key,
+            task=task.model_dump(mode="json"),
+            epoch=epoch,
+            attempt=1,
+            resume=0,
+            plan=evaluation_plan,
+            request=plan.model_dump(mode="json"),
+        ).model_dump(mode="json"),
     )
 
 
@@ -504,11 +505,10 @@ async def _score_claimed(
     except ScoringError as exc:
         log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, exc)
         return False
-    config = judged.config
-    task = Task.model_validate(config["evaluation_task"])
-    if task.check is not None and config.get("workspace"):
+    config, task = judged.config, judged.task
+    if task is not None and task.check is not None and config.workspace:
         check = await run_check(
-            settings, Path(config["workspace"]), session, task.check, config.get("runtime")
+            settings, Path(config.workspace), session, task.check, config.runtime
         )
         check_score = EvalScore(
             name=CHECK, scorer_version=CHECK_VERSION, score_value=check.value,
@@ -533,8 +533,10 @@ def has_ended(events: list[RecordedEvent]) -> bool:
 async def plan_of(store: EventStore, session: UUID) -> RunPlan | None:
     """The API run the session is a trial of (its recorded request); None for any other."""
     head = await store.read(session, limit=1)
-    config = head[0].payload.get("config") if head and head[0].kind == "session.created" else None
-    request = config.get(REQUEST_KEY) if isinstance(config, dict) else None
+    if not head or head[0].kind != "session.created":
+        return None
+    trial = SessionConfig.of_payload(head[0].payload).evaluation
+    request = trial.request if trial is not None else None
     return None if request is None else RunPlan.model_validate(request)
 
 

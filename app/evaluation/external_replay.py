@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 from pydantic import ValidationError
@@ -28,10 +27,10 @@ from app.evaluation.external_agent import (
 )
 from app.evaluation.live_check import run_check
 from app.evaluation.replaying import ReplayedTrial, record_replay
-from app.evaluation.running import PLAN_KEY
-from app.evaluation.scoring import EPOCH_KEY, TASK_KEY, Scorer
+from app.evaluation.scoring import Scorer
 from app.evaluation.suite import Task
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
+from app.events.session_config import EvaluationTrial, SessionConfig
 from app.replay import ReplayMode
 from app.store import EventStore
 
@@ -49,21 +48,21 @@ class CommandTrial:
 async def command_trial(store: EventStore, session_id: UUID) -> CommandTrial | None:
     """The trial ``session_id`` if an agent command ran it (None: Chronicle's agent did)."""
     head = await store.read(session_id, limit=1)
-    config: Any = head[0].payload.get("config") if head else None
-    if not isinstance(config, dict) or config.get("agent") != "external":
-        return None
-    command = config.get("command")
     try:
-        task = Task.model_validate(config.get(TASK_KEY))
+        config = SessionConfig.of_payload(head[0].payload) if head else None
     except ValidationError:
         return None
-    if task.agent is None or not isinstance(command, list) or not command:
+    if config is None or config.agent != "external" or config.evaluation is None:
         return None
-    plan = config.get(PLAN_KEY)
-    runtime = plan.get("runtime") if isinstance(plan, dict) else None
-    return CommandTrial(
-        task, [str(part) for part in command], runtime if isinstance(runtime, str) else None
-    )
+    trial = config.evaluation
+    try:
+        task = Task.model_validate(trial.task)
+    except ValidationError:
+        return None
+    if task.agent is None or not config.command:
+        return None
+    runtime = (trial.plan or {}).get("runtime")
+    return CommandTrial(task, list(config.command), runtime if isinstance(runtime, str) else None)
 
 
 async def replay_command_trial(
@@ -89,7 +88,7 @@ async def replay_command_trial(
     except WorkspaceError as exc:
         return replayed.model_copy(update={"error": str(exc)})
     prompt_file = await write_prompt(task, workspace)
-    config = {TASK_KEY: task.model_dump(mode="json"), EPOCH_KEY: epoch}
+    config = EvaluationTrial(task=task.model_dump(mode="json"), epoch=epoch).model_dump(mode="json")
     end = await recorder.replay(
         session_id, trial.command, workspace, task_environment(task, epoch, prompt_file), config,
         mode, task.agent.timeout, output_file(workspace),

@@ -29,7 +29,7 @@ VERSION = 2
 def _repository(session: ScoredSession) -> Path | None:
     """Where a git start's commit can be cloned from: the recorded workspace, or the task's
     repository (recorded as an absolute path by ``chronicle eval run``)."""
-    for candidate in (session.config.get("workspace"), session.task and session.task.repo):
+    for candidate in (session.config.workspace, session.task and session.task.repo):
         if isinstance(candidate, str) and is_git_repository(Path(candidate)):
             return Path(candidate)
     return None
@@ -53,7 +53,7 @@ async def score_check(
         repository = await asyncio.to_thread(_repository, session)
         await restore(start, target, repository=repository, sandbox_uid=settings.sandbox_uid)
         await apply_change(target, str(diff.payload.get("diff") or ""))
-        runtime = runtime or str(session.config.get("runtime") or "") or None
+        runtime = runtime or session.config.runtime or None
         return await run_check(settings, target, session.session_id, session.task.check, runtime)
     except WorkspaceStateError as exc:
         return Score(label="error", explanation=f"the final workspace cannot be rebuilt: {exc}")

@@ -46,6 +46,7 @@ from app.evaluation.rescoring import score_session, suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
 from app.evaluation.suite import Suite, Task
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
+from app.events.session_config import EvaluationTrial
 from app.llm.errors import (
     CONFIGURATION_KINDS,
     LlmError,
@@ -77,10 +78,6 @@ class RunOptions(BaseModel):
     def plan(self) -> dict[str, Any]:
         """What a resume needs to continue the run as it was started."""
         return self.model_dump(mode="json", exclude={"name"})
-
-
-#: session.created config keys a run adds to ``evaluation_config``'s
-ATTEMPT_KEY, RESUME_KEY, PLAN_KEY = "evaluation_attempt", "evaluation_resume", "evaluation_plan"
 
 
 class TaskResult(BaseModel):
@@ -242,7 +239,7 @@ async def run_suite(
                                             task_for)  # fmt: skip
             else:
                 number = 1 if earlier is None else earlier.attempt + 1
-                attempt = {ATTEMPT_KEY: number, RESUME_KEY: resume_number, PLAN_KEY: options.plan()}
+                attempt = EvaluationTrial(attempt=number, resume=resume_number, plan=options.plan())
                 result = await _run_task(store, settings, suite_dir, options, task, epoch,
                                          scorers, task_for, attempt, recorder)  # fmt: skip
             if result.stopped_by is not None:
@@ -305,11 +302,11 @@ async def _run_task(
     epoch: int,
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
-    attempt: dict[str, Any],
+    attempt: EvaluationTrial,
     recorder: CommandRecorder | None = None,
 ) -> TaskResult:
     where = f"epoch-{epoch}" + (
-        f"-attempt-{attempt[ATTEMPT_KEY]}" if attempt[ATTEMPT_KEY] > 1 else ""
+        f"-attempt-{attempt.attempt}" if attempt.attempt and attempt.attempt > 1 else ""
     )
     workspace = settings.data_dir / "evaluations" / options.name / task.id / where
     failed = TaskResult(task_id=task.id, epoch=epoch, session_id=None, outcome="error",
@@ -331,7 +328,8 @@ async def _run_task(
         base_url=options.base_url,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
-        evaluation=evaluation_config(options.name, recorded, epoch) | attempt,
+        evaluation=evaluation_config(options.name, recorded, epoch)
+        | attempt.model_dump(mode="json"),
     )
     note = None  # why an agent command failed, said beside its scores
     if task.agent is not None:

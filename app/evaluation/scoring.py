@@ -33,12 +33,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.evaluation.suite import Task
 from app.events import ACTION_KINDS, EvalScore
+from app.events.session_config import EvaluationTrial, SessionConfig
 from app.store import RecordedEvent
-
-#: The session.created config keys an evaluation run records (see ``evaluation_config``).
-RUN_KEY = "evaluation_run"
-TASK_KEY = "evaluation_task"
-EPOCH_KEY = "evaluation_epoch"
 
 
 class ScoringError(ValueError):
@@ -80,11 +76,15 @@ class ScoredSession:
             raise ScoringError("the session has no session.created event: nothing to score")
         self.events = list(events)
         self.session_id: UUID = events[0].session_id
-        config = events[0].payload.get("config")
-        self.config: dict[str, Any] = config if isinstance(config, dict) else {}
-        run = self.config.get(RUN_KEY)
-        self.evaluation_run: str | None = run if isinstance(run, str) else None
-        self.task: Task | None = task if task is not None else _recorded_task(self.config)
+        try:
+            self.config = SessionConfig.of_payload(events[0].payload)
+        except ValidationError as exc:
+            raise ScoringError(
+                f"the session's recorded configuration is not valid: {exc}"
+            ) from None
+        trial = self.config.evaluation
+        self.evaluation_run: str | None = trial.run if trial is not None else None
+        self.task: Task | None = task if task is not None else _recorded_task(trial)
         self.last_seq: int = events[-1].seq
 
     @property
@@ -108,7 +108,7 @@ class ScoredSession:
         """A session of an agent Chronicle does not run (``chronicle record``, an evaluation
         task's ``agent`` command): it calls no ``finish``; its command's end says how it
         ended, and its model's last reply is its answer."""
-        return self.config.get("agent") == "external"
+        return self.config.agent == "external"
 
     @property
     def final_reply(self) -> str | None:
@@ -168,21 +168,24 @@ async def judge(scorers: Sequence[Scorer], session: ScoredSession) -> list[tuple
     return await asyncio.to_thread(scored)
 
 
-def _recorded_task(config: dict[str, Any]) -> Task | None:
-    raw = config.get(TASK_KEY)
-    if raw is None:
+def _recorded_task(trial: EvaluationTrial | None) -> Task | None:
+    if trial is None or trial.task is None:
         return None
     try:
-        return Task.model_validate(raw)
+        return Task.model_validate(trial.task)
     except ValidationError as exc:
-        raise ScoringError(
-            f"the session's recorded {TASK_KEY} is not a valid task: {exc}"
-        ) from None
+        key = EvaluationTrial.stored_key("task")
+        raise ScoringError(f"the session's recorded {key} is not a valid task: {exc}") from None
+
+
+def evaluation_trial(run: str, task: Task, epoch: int) -> EvaluationTrial:
+    """What a session run for an evaluation records in its ``session.created`` config."""
+    return EvaluationTrial(run=run, task=task.model_dump(mode="json"), epoch=epoch)
 
 
 def evaluation_config(run: str, task: Task, epoch: int) -> dict[str, Any]:
-    """What a session run for an evaluation records in its ``session.created`` config."""
-    return {RUN_KEY: run, TASK_KEY: task.model_dump(mode="json"), EPOCH_KEY: epoch}
+    """``evaluation_trial``'s keys as ``session.created``'s config stores them."""
+    return evaluation_trial(run, task, epoch).model_dump(mode="json")
 
 
 def score_event(scorer: Scorer, score: Score, session: ScoredSession) -> EvalScore:

@@ -34,6 +34,8 @@ def _reaches_any(annotation: Any, seen: set[type]) -> bool:
         if annotation in seen:
             return False
         seen.add(annotation)
+        if annotation.model_config.get("extra") == "allow":  # its unknown keys hold anything
+            return True
         return any(_reaches_any(f.annotation, seen) for f in annotation.model_fields.values())
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
@@ -63,7 +65,10 @@ def holds_surrogate_key(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return any(holds_surrogate_key(item) for item in value)
     if isinstance(value, BaseModel):
-        return any(holds_surrogate_key(item) for item in value.__dict__.values())
+        extra = value.__pydantic_extra__ or {}
+        return any(
+            holds_surrogate_key(item) for item in (*value.__dict__.values(), *extra.values())
+        ) or any(needs_escape(key) for key in extra)
     return False
 
 

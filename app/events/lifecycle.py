@@ -8,6 +8,7 @@ from uuid import UUID
 from pydantic import Field
 
 from app.events.base import Event, Source
+from app.events.session_config import SessionConfig
 
 
 class SessionCreated(Event):
@@ -16,7 +17,7 @@ class SessionCreated(Event):
     kind: Literal["session.created"] = "session.created"
     source: Source = "system"
     title: str = ""
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: SessionConfig = Field(default_factory=SessionConfig)
     replay_of: UUID | None = None
     #: A fork's source session and the seq its copy ends at (left out of other payloads).
     forked_from: UUID | None = None

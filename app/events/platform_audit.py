@@ -22,6 +22,7 @@ from pydantic import Field
 
 from app.events.base import Event, Source
 from app.events.lifecycle import SessionCreated
+from app.events.session_config import SessionConfig
 
 #: The platform log's stream id: fixed, so every process and every SQL view names the same one.
 PLATFORM_LOG_ID = UUID("00000000-0000-4000-8000-00000000a0d1")
@@ -29,7 +30,7 @@ PLATFORM_LOG_ID = UUID("00000000-0000-4000-8000-00000000a0d1")
 #: it once (the second append is a re-send of the first).
 PLATFORM_LOG_CREATED_ID = UUID("00000000-0000-4000-8000-00000000a0d2")
 #: The config key that marks the platform log in its ``session.created``.
-PLATFORM_LOG_MARK = "platform_log"
+PLATFORM_LOG_MARK = SessionConfig.stored_key("platform_log")
 
 #: Where an audited action came from: the HTTP API, or the ``chronicle`` command on the host.
 Via = Literal["api", "cli"]
@@ -40,7 +41,7 @@ def platform_log_created() -> SessionCreated:
     return SessionCreated(
         event_id=PLATFORM_LOG_CREATED_ID,
         title="Chronicle platform audit log",
-        config={PLATFORM_LOG_MARK: True},
+        config=SessionConfig(platform_log=True),
     )
 
 

@@ -24,6 +24,7 @@ from uuid import UUID
 from app.config import GatewayLimitDefaults, GatewayLimits
 from app.events import LlmCall
 from app.events.llm import REFUSED
+from app.events.session_config import SessionConfig
 from app.external import limits
 from app.external.errors import GatewayError
 from app.llm import LlmGateway
@@ -76,8 +77,7 @@ class LimitGuard:
         if known is None:
             owner = await owner_of(self.store, session_id)
             first = await self.store.read(session_id, 0, 1)
-            config = first[0].payload.get("config") if first else None
-            known = (owner, limits.session_limits(config))
+            known = (owner, limits.session_limits(SessionConfig.read(first)))
             self._sessions[session_id] = known
             if len(self._sessions) > KNOWN_LIMIT:
                 self._sessions.popitem(last=False)

@@ -30,6 +30,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from app.config import GatewayLimits
+from app.events.session_config import SessionConfig
 from app.external.errors import GatewayError
 from app.store.gateway_limits import Usage
 
@@ -39,7 +40,7 @@ Limit = Literal["max_cost_usd", "max_calls", "models", "rate_per_minute"]
 #: The header a gateway-opened session's own limits are given in (read when it is opened).
 LIMITS_HEADER = "x-chronicle-limits"
 #: ``session.created``'s ``config`` key of a session's own limits.
-CONFIG_KEY = "limits"
+CONFIG_KEY = SessionConfig.stored_key("limits")
 #: The header that tells the official OpenAI and Anthropic SDKs not to retry (their
 #: ``_should_retry`` obeys it before looking at the status).
 NO_RETRY = {"x-should-retry": "false"}
@@ -235,10 +236,10 @@ def parse_limits(text: str) -> GatewayLimits:
         raise ValueError(f"the limits are not valid: {problems}") from None
 
 
-def session_limits(config: object) -> GatewayLimits:
+def session_limits(config: SessionConfig | None) -> GatewayLimits:
     """A session's own limits, from its ``session.created`` ``config`` (none: no limits)."""
-    found = config.get(CONFIG_KEY) if isinstance(config, dict) else None
-    if not isinstance(found, dict):
+    found = config.limits if config is not None else None
+    if found is None:
         return GatewayLimits()
     try:
         return GatewayLimits.model_validate(found)

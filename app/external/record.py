@@ -32,6 +32,7 @@ from uuid import UUID
 
 from app.config import Settings
 from app.events import AgentState
+from app.events.session_config import SessionConfig
 from app.external.agent_command import (
     RecordError,
     exit_code_of,
@@ -249,8 +250,8 @@ async def _external(store: EventStore, session_id: UUID) -> bool:
     """Whether the session's ``session.created`` says agent ``external`` (only those take
     an outside agent's calls)."""
     first = await store.read(session_id, 0, 1)
-    config = first[0].payload.get("config") if first else None
-    return isinstance(config, dict) and config.get("agent") == EXTERNAL_AGENT
+    config = SessionConfig.read(first)
+    return config is not None and config.agent == EXTERNAL_AGENT
 
 
 async def _open(

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
 from app.events import ReplayResultEvent
+from app.events.session_config import ReplayOrigin
 from app.external.agent_command import RecordError, run_forwarding_signals
 from app.external.record import Recording, record
 from app.external.replay_appends import SETTLED_PATH
@@ -48,7 +49,7 @@ from app.external.replay_recording import (
     request_difference,
     stored_request,
 )
-from app.external.replay_serving import DIVERGED, MODE_KEY, ON_DIVERGENCE_KEY, REPLAY_OF_KEY
+from app.external.replay_serving import DIVERGED
 from app.llm.prompts import whole_prompts
 from app.replay.divergence import (
     Divergence,
@@ -140,9 +141,7 @@ async def replay_command(
         user=user,
         config={
             **(config or {}),
-            REPLAY_OF_KEY: str(recording),
-            MODE_KEY: mode,
-            ON_DIVERGENCE_KEY: on_divergence,
+            **ReplayOrigin(of=str(recording), mode=mode, on_divergence=on_divergence).stored(),
             "client": "chronicle record --replay",
         },
         environment=environment or {},

@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from pydantic import ValidationError
+
 from app.events.llm import ANSWERED_NOTHING
+from app.events.session_config import SessionConfig
 from app.external.agent_command import RecordError
 from app.external.sessions import EXTERNAL_AGENT
 from app.llm.gateway import PreparedRequest
@@ -56,14 +59,15 @@ class RecordedCalls:
         raise KeyError(seq)
 
 
-def external_config(created: RecordedEvent | None) -> dict[str, Any] | None:
+def external_config(created: RecordedEvent | None) -> SessionConfig | None:
     """The configuration of an external session's ``session.created``, else None."""
     if created is None or created.kind != "session.created":
         return None
-    config = created.payload.get("config")
-    if not isinstance(config, Mapping) or config.get("agent") != EXTERNAL_AGENT:
+    try:
+        config = SessionConfig.of_payload(created.payload)
+    except ValidationError:
         return None
-    return dict(config)
+    return config if config.agent == EXTERNAL_AGENT else None
 
 
 async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
@@ -71,15 +75,14 @@ async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
     head = await store.read(session_id, limit=1)
     if not head:
         raise RecordError(f"there is no session {session_id}; `chronicle sessions` lists them")
-    if external_config(head[0]) is None:
+    config = external_config(head[0])
+    if config is None:
         raise RecordError(
             f"session {session_id} is not a recorded external agent's session (its "
             "session.created does not say agent 'external'); replay a session of Chronicle's "
             "own agent with `chronicle replay`"
         )
-    replay_of = head[0].payload.get("replay_of") or (external_config(head[0]) or {}).get(
-        "replay_of"
-    )
+    replay_of = head[0].payload.get("replay_of") or (config.replay and config.replay.of)
     if replay_of:
         raise RecordError(
             f"session {session_id} is itself a replay; replay the session it replays "

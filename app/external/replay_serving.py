@@ -45,6 +45,7 @@ from uuid import UUID
 from app.config import Settings
 from app.events import LlmCall
 from app.events.llm import CUT, REFUSED
+from app.events.session_config import ReplayOrigin, SessionConfig
 from app.external.agent_command import RecordError
 from app.external.calls import ChatRequest, unusable, upstream_error, upstream_params
 from app.external.errors import GatewayError
@@ -68,10 +69,6 @@ from app.store import EventStore
 DIVERGED = "diverged"
 #: The OpenAI ``code`` of that refusal.
 DIVERGED_CODE = "replay_diverged"
-#: ``session.created`` config keys of a replay session.
-REPLAY_OF_KEY = "replay_of"
-MODE_KEY = "replay_mode"
-ON_DIVERGENCE_KEY = "on_divergence"
 #: Sessions known not to be replays, kept per process (bounded).
 KNOWN_LIMIT = 10_000
 #: Replays kept in memory with their recordings, the last used (one evicted that is asked
@@ -157,7 +154,7 @@ class ReplayServing:
     async def _read(self, session_id: UUID) -> ReplayingSession | None:
         head = await self.store.read(session_id, limit=1)
         config = external_config(head[0] if head else None)
-        replay_of = config.get(REPLAY_OF_KEY) if config is not None else None
+        replay_of = config.replay.of if config is not None and config.replay else None
         if config is None or not replay_of:
             return None
         try:
@@ -178,14 +175,15 @@ class ReplayingSession:
         settings: Settings,
         session_id: UUID,
         recording: RecordedCalls,
-        config: dict[str, Any],
+        config: SessionConfig,
     ) -> None:
         self.store = store
         self.settings = settings
         self.session_id = session_id
         self.recording = recording
-        self.positional = config.get(MODE_KEY) == "positional"
-        self.live_on_divergence = config.get(ON_DIVERGENCE_KEY) == "live"
+        replay = config.replay or ReplayOrigin()
+        self.positional = replay.mode == "positional"
+        self.live_on_divergence = replay.on_divergence == "live"
         #: recorded calls served so far
         self.served = 0
         #: diverged and went on with the model (``live``)

@@ -32,6 +32,7 @@ from uuid import UUID
 
 from app.config import GatewayLimits
 from app.events import SessionCreated
+from app.events.session_config import SessionConfig
 from app.external.errors import GatewayError
 from app.external.limits import CONFIG_KEY, LIMITS_HEADER, parse_limits, session_limits
 from app.external.session_scope import scoped_session
@@ -113,11 +114,10 @@ class SessionChooser:
         recorded = self._limits.get(session_id)
         if recorded is None:
             first = await self.store.read(session_id, 0, 1)
-            config = first[0].payload.get("config") if first else None
-            recorded = self._limits[session_id] = session_limits(config)
+            recorded = self._limits[session_id] = session_limits(SessionConfig.read(first))
             if len(self._limits) > KNOWN_LIMIT:
                 self._limits.popitem(last=False)
-        if recorded != session_limits({CONFIG_KEY: given}):
+        if recorded != session_limits(SessionConfig(limits=given)):
             shown = recorded.model_dump(exclude_none=True, mode="json") or "none"
             raise GatewayError(
                 409,
@@ -209,9 +209,8 @@ class SessionChooser:
 
     async def _check_external(self, session_id: UUID) -> None:
         first = await self.store.read(session_id, 0, 1)
-        config = first[0].payload.get("config") if first else None
-        agent = config.get("agent") if isinstance(config, dict) else None
-        if not first or first[0].kind != "session.created" or agent != EXTERNAL_AGENT:
+        config = SessionConfig.read(first)
+        if config is None or config.agent != EXTERNAL_AGENT:
             raise GatewayError(
                 409,
                 "invalid_request",

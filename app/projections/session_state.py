@@ -38,9 +38,12 @@ from decimal import Context, Decimal
 from typing import Any
 from uuid import UUID
 
+from pydantic import ValidationError
+
 from app.events import ACTION_KINDS
 from app.events.llm import MAYBE_PAID
 from app.events.platform_audit import PLATFORM_LOG_ID
+from app.events.session_config import EvaluationTrial, ReplayOrigin, SessionConfig
 from app.events.stored_form import needs_escape
 from app.events.usage import token_count
 from app.projections.base import Projection
@@ -220,16 +223,21 @@ class SessionState(Projection):
 
 def _created(row: SessionStateRow, event: RecordedEvent) -> None:
     payload = event.payload
-    config = payload.get("config")
-    config = config if isinstance(config, dict) else {}
+    try:
+        config = SessionConfig.of_payload(payload)
+    except ValidationError:  # the projection goes on past any payload: its row is bare
+        config = SessionConfig()
+    replay, trial = config.replay or ReplayOrigin(), config.evaluation or EvaluationTrial()
+    # no producer writes a config ``forked_from``: read where it would be, as always
+    forked_from = (config.model_extra or {}).get("forked_from")
     row.title = storable(payload.get("title"))
-    row.agent = storable(config.get("agent"))
-    row.model = storable(config.get("model"))
-    row.runtime = storable(config.get("runtime"))
-    row.workspace = storable(config.get("workspace"))
-    row.replay_of = uuid_or_none(payload.get("replay_of") or config.get("replay_of"))
-    row.forked_from = uuid_or_none(payload.get("forked_from") or config.get("forked_from"))
-    row.evaluation_run = storable(payload.get("evaluation_run") or config.get("evaluation_run"))
+    row.agent = storable(config.agent)
+    row.model = storable(config.model)
+    row.runtime = storable(config.runtime)
+    row.workspace = storable(config.workspace)
+    row.replay_of = uuid_or_none(payload.get("replay_of") or replay.of)
+    row.forked_from = uuid_or_none(payload.get("forked_from") or forked_from)
+    row.evaluation_run = storable(payload.get("evaluation_run") or trial.run)
 
 
 def _agent_state(row: SessionStateRow, event: RecordedEvent) -> None:

@@ -28,6 +28,7 @@ from app.agent.stuck import StuckConfig
 from app.agent.tools import BUILTIN_TOOLS
 from app.events import AgentState, Event, ReplayResultEvent, SessionCreated, new_event_id
 from app.events.registry import SERVICES
+from app.events.session_config import ModelSettings, ReplayOrigin
 from app.llm import LlmConfig
 from app.replay.agent_config import AgentConfig
 from app.replay.answers import RecordedAnswers
@@ -131,8 +132,8 @@ def _limits(plan: _Plan) -> Limits:
     recording = plan.recording
     return Limits(
         max_iterations=plan.agent_config.max_iterations
-        or max(recording.config.get("max_iterations") or 100, len(recording.call_seqs)),
-        max_cost_usd=recording.config.get("max_cost_usd"),
+        or max(recording.config.max_iterations or 100, len(recording.call_seqs)),
+        max_cost_usd=recording.config.max_cost_usd,
     )
 
 
@@ -145,16 +146,15 @@ def _created(
 ) -> SessionCreated:
     """The replay session's first event: the recording's configuration with what the replay
     runs (agent, model, tools, limit, mode, overrides)."""
-    config = {
-        **plan.recording.config,
-        "agent": plan.agent_type.name,
-        "model": plan.llm.model,
-        "llm": plan.llm.public(),
-        "tools": [tool["function"]["name"] for tool in agent.tools()],
-        "max_iterations": _limits(plan).max_iterations,
-        "replay_mode": mode,
-        "agent_config": plan.agent_config.model_dump(mode="json"),
-    }
+    config = plan.recording.config.with_keys(
+        agent=plan.agent_type.name,
+        model=plan.llm.model,
+        llm=plan.llm.public(),
+        tools=[tool["function"]["name"] for tool in agent.tools()],
+        max_iterations=_limits(plan).max_iterations,
+        **ReplayOrigin(mode=mode).stored(),
+        agent_config=plan.agent_config.model_dump(mode="json"),
+    )
     return SessionCreated(
         title=f"replay of {plan.recording.title}"[:200],
         config=config,
@@ -304,27 +304,27 @@ def _recorded_overrides(recording: Recording) -> dict[str, Any] | None:
     recording names the other framework's agent (``openhands``, ``swe-agent``): it is replayed
     against Chronicle's default agent, which is what comparing them means."""
     config = recording.config
-    if config.get("agent_config"):
-        return dict(config["agent_config"])
-    if config.get("imported") is not None:
+    if config.agent_config:
+        return dict(config.agent_config)
+    if config.imported is not None:
         return None
-    agent = config.get("agent")
+    agent = config.agent
     return {"agent": agent} if agent and agent != CodeActAgent.name else None
 
 
 def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
     """The gateway settings the recording's calls were made with, and the overrides."""
-    recorded = dict(recording.config.get("llm") or {})
-    model = recorded.get("model") or recording.config.get("model")
+    recorded = recording.config.llm or ModelSettings()
+    model = recorded.model or recording.config.model
     if recording.first_call is not None:
         model = recording.first_call.payload.get("model") or model
     if not model:
         raise ValueError("neither its configuration nor a model call of it names a model")
     values: dict[str, Any] = {
         "model": model,
-        "base_url": recorded.get("base_url"),
-        "temperature": recorded.get("temperature", 0.0),
-        "max_output_tokens": recorded.get("max_output_tokens"),
+        "base_url": recorded.base_url,
+        "temperature": recorded.given("temperature", 0.0),
+        "max_output_tokens": recorded.max_output_tokens,
     }
     values.update(agent_config.llm_overrides())
     return LlmConfig(**values)
@@ -340,9 +340,9 @@ async def _agent(
     """The agent as the recording configured it: its workspace path, and its MCP tools as the
     first recorded call offered them (their schemas are stored with the prompt)."""
     config = recording.config
-    workspace = "/workspace" if config.get("runtime") == "docker" else str(config.get("workspace"))
+    workspace = "/workspace" if config.runtime == "docker" else str(config.workspace)
     mcp_tools: list[dict[str, Any]] = []
-    servers = [str(s.get("name")) for s in config.get("mcp_servers") or [] if isinstance(s, dict)]
+    servers = [str(s.get("name")) for s in config.mcp_servers or []]
     first = recording.first_call
     first_tools = first.payload.get("tools") if first is not None else None
     if servers and first_tools:
@@ -378,7 +378,7 @@ def _stuck_detection(recording: Recording, agent_config: AgentConfig) -> bool:
     """As overridden, else as recorded (on when the recording does not say)."""
     if agent_config.stuck_detection is not None:
         return agent_config.stuck_detection
-    return bool(recording.config.get("stuck_detection", True))
+    return bool(recording.config.given("stuck_detection", True))
 
 
 def _fed(event: RecordedEvent) -> Event:

@@ -99,7 +99,7 @@ async def copy_prefix(
         update: dict[str, Any] = {"event_id": new_event_id(), "replayed_from": event.seq}
         if isinstance(typed, SessionCreated):
             update |= {
-                "config": {**typed.config, **config_changes},
+                "config": typed.config.with_keys(**config_changes),
                 "forked_from": source,
                 "forked_at": prefix[-1].seq,
             }

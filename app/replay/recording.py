@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.events import OBSERVATION_KINDS
 from app.events.llm import ANSWERED_NOTHING
-from app.events.platform_audit import PLATFORM_LOG_MARK
+from app.events.session_config import SessionConfig
 from app.llm.prompts import whole_prompt
 from app.replay.seqs import SeqGroups, SeqMap, Seqs
 from app.store import EventStore, RecordedEvent
@@ -102,7 +102,7 @@ class Recording(BaseModel):
 
     session_id: Any
     title: str
-    config: dict[str, Any]
+    config: SessionConfig
     #: seqs of the calls the replay serves, in order
     call_seqs: Seqs
     #: the first of them (its model and tools configure the replay)
@@ -186,6 +186,7 @@ class _Index:
 
     def __init__(self) -> None:
         self.created: RecordedEvent | None = None
+        self.config = SessionConfig()
         self.call_seqs = array("q")
         self.first_call: RecordedEvent | None = None
         self.consequences = SeqGroups()
@@ -211,7 +212,11 @@ class _Index:
                 "this session has no session.created event, so nothing says how its agent "
                 "was configured; only sessions started by `chronicle run` can be replayed"
             )
-        if (event.payload.get("config") or {}).get(PLATFORM_LOG_MARK) is True:
+        try:
+            config = SessionConfig.of_payload(event.payload)
+        except ValidationError as exc:
+            raise RecordingError(f"its recorded config is not valid: {exc}") from None
+        if config.platform_log is True:
             raise RecordingError(
                 "this is the platform's audit log, not a session: read it with "
                 "`chronicle audit log`; there is no agent in it to replay"
@@ -222,6 +227,7 @@ class _Index:
                 f"({event.payload['replay_of']}) instead"
             )
         self.created = event
+        self.config = config
 
     def _event(self, event: RecordedEvent) -> None:
         kind = event.kind
@@ -308,7 +314,7 @@ class _Index:
         return Recording.model_construct(
             session_id=created.session_id,
             title=str(created.payload.get("title", "")),
-            config=dict(created.payload.get("config") or {}),
+            config=self.config,
             call_seqs=self.call_seqs,
             first_call=self.first_call,
             consequence_seqs=self.consequences.finish(),

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
 from app.events import Message, SessionCreated
+from app.events.session_config import SessionConfig
 from app.llm.errors import LlmNotConfiguredError, model_name_problem
 from app.server.auth import principal_of
 from app.server.context import Context
@@ -102,7 +103,7 @@ def allowed_workspace(requested: str, roots: list[Path]) -> Path:
 
 def session_config(
     settings: Settings, new: NewSession, workspace: Path
-) -> tuple[dict[str, Any], str]:
+) -> tuple[SessionConfig, str]:
     """``session.created``'s configuration (as ``chronicle run`` records it) and the model."""
     try:
         llm = settings.llm_config(model=new.model)
@@ -182,10 +183,10 @@ async def create_session(
         id=session_id,
         title=title,
         workspace=str(workspace),
-        runtime=config["runtime"],
+        runtime=str(config.runtime),
         model=model,
-        max_iterations=config["max_iterations"],
-        max_cost_usd=config["max_cost_usd"],
+        max_iterations=config.max_iterations,
+        max_cost_usd=config.max_cost_usd,
         user=principal.name,
     )
 

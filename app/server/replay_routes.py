@@ -140,7 +140,7 @@ async def start_replay(
         raise Unprocessable(str(exc)) from None
     if data.on_divergence == FORK_ON_DIVERGENCE:
         created = created.model_copy(
-            update={"config": {**created.config, "on_divergence": FORK_ON_DIVERGENCE}}
+            update={"config": created.config.with_keys(on_divergence=FORK_ON_DIVERGENCE)}
         )
     await reserve_within_cap(ctx.store, ctx.settings, principal, replay_id)
     await ctx.store.append(replay_id, [created], expected_seq=0)

@@ -24,6 +24,7 @@ from app.agent.controller import Outcome
 from app.agent.registry import UnknownAgent, agent_class
 from app.config import Settings
 from app.events import WorkspaceSnapshot
+from app.events.session_config import SessionConfig
 from app.replay.agent_config import AgentConfig
 from app.replay.fork import (
     EnvironmentDivergence,
@@ -97,7 +98,7 @@ async def record_fork(
     events = await store.read(source)
     prefix = fork_prefix(events, at, source)
     config = recorded_config(events)
-    runtime_kind = runtime or config.get("runtime") or settings.runtime
+    runtime_kind = runtime or config.runtime or settings.runtime
     changes = {"workspace": str(workspace), "runtime": runtime_kind}
     changes |= limits or {}
     if agent_config is not None:
@@ -134,7 +135,7 @@ async def _restore(
     events = await store.read(source)
     config = recorded_config(events)
     snapshot = _first_snapshot(events, source)
-    recorded_workspace = Path(config["workspace"]) if config.get("workspace") else None
+    recorded_workspace = Path(config.workspace) if config.workspace else None
     if not on_host and snapshot.vcs == "git" and recorded_workspace is not None:
         await asyncio.to_thread(clonable, settings, recorded_workspace)
     try:
@@ -209,7 +210,7 @@ async def continue_fork(
     if not awaits_reexecution(events):
         raise SessionError(f"session {fork_id} is not a fork waiting to be run")
     source = UUID(str(events[0].payload["forked_from"]))
-    workspace = Path(recorded_config(events)["workspace"])
+    workspace = _recorded_workspace(recorded_config(events), fork_id)
     if workspace == fork_workspace(settings, fork_id):  # ours alone: clear a half-done restore
         await asyncio.to_thread(shutil.rmtree, workspace, ignore_errors=True)
     await _restore(store, settings, source, workspace, on_host=False)
@@ -231,8 +232,8 @@ async def _reexecute_and_run(
     recorded), then the fork run live."""
     events = await store.read(fork_id)
     config = recorded_config(events)
-    workspace = Path(config["workspace"])
-    runtime_kind = str(config.get("runtime") or settings.runtime)
+    workspace = _recorded_workspace(config, fork_id)
+    runtime_kind = str(config.runtime or settings.runtime)
     prefix = [e for e in events if e.payload.get("replayed_from") is not None]
     runtime = make_runtime(settings.runtime_config(), workspace, fork_id, runtime_kind)
     try:
@@ -251,12 +252,19 @@ async def _reexecute_and_run(
     return outcome, divergences
 
 
-def _agent_changes(config: dict[str, Any], agent_config: AgentConfig) -> dict[str, Any]:
+def _recorded_workspace(config: SessionConfig, fork_id: UUID) -> Path:
+    """Where ``record_fork`` recorded the fork's workspace."""
+    if not config.workspace:
+        raise SessionError(f"session {fork_id} recorded no workspace: it cannot be run")
+    return Path(config.workspace)
+
+
+def _agent_changes(config: SessionConfig, agent_config: AgentConfig) -> dict[str, Any]:
     """The fork's ``session.created`` config changes for running with ``agent_config``: the
     overrides themselves (on top of any the source recorded), and the limit and tool list
     they set, where the runner and a reader look for them."""
     try:
-        merged = agent_config.over(config.get("agent_config"))
+        merged = agent_config.over(config.agent_config)
         merged.llm_overrides()
     except (ValidationError, ValueError) as exc:
         raise SessionError(f"the agent configuration cannot be used live: {exc}") from None
@@ -272,7 +280,7 @@ def _agent_changes(config: dict[str, Any], agent_config: AgentConfig) -> dict[st
         changes["max_iterations"] = merged.max_iterations
     if merged.tools is not None:
         changes["tools"] = list(merged.tools)
-    elif agent_type.name != config.get("agent", CodeActAgent.name):
-        mcp = [name for name in config.get("tools") or [] if "__" in name]
+    elif agent_type.name != config.given("agent", CodeActAgent.name):
+        mcp = [name for name in config.tools or [] if "__" in name]
         changes["tools"] = [*agent_type.builtin_tool_names(), *mcp]
     return changes

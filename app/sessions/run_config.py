@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from app.agent.codeact import CodeActAgent
+from app.events.session_config import SessionConfig
 from app.llm import LlmConfig
 from app.runtime.image import image_tag
 from app.tools.config import McpServerConfig
@@ -34,22 +35,24 @@ def run_config(
     max_cost_usd: float | None,
     stuck_detection: bool,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> SessionConfig:
     """The configuration ``session.created`` records. ``mcp_tool_names``: the tools of MCP
     servers already started (the API starts none: a run lists them when it starts);
     ``extra``: what an evaluation run adds (see ``SessionOptions.evaluation``)."""
-    return {
-        "agent": agent.name,
-        "workspace": str(workspace),
-        "runtime": runtime,
-        "image": image_tag(sandbox_base_image) if runtime == "docker" else None,
-        "model": llm.model,
-        "base_url": llm.base_url,
-        "llm": llm.public(),
-        "tools": agent.builtin_tool_names() + list(mcp_tool_names),
-        "mcp_servers": [server.public() for server in mcp_servers],
-        "max_iterations": max_iterations or DEFAULT_MAX_ITERATIONS,
-        "max_cost_usd": max_cost_usd,
-        "stuck_detection": stuck_detection,
-        **(extra or {}),
-    }
+    return SessionConfig.model_validate(
+        {
+            "agent": agent.name,
+            "workspace": str(workspace),
+            "runtime": runtime,
+            "image": image_tag(sandbox_base_image) if runtime == "docker" else None,
+            "model": llm.model,
+            "base_url": llm.base_url,
+            "llm": llm.public(),
+            "tools": agent.builtin_tool_names() + list(mcp_tool_names),
+            "mcp_servers": [server.public() for server in mcp_servers],
+            "max_iterations": max_iterations or DEFAULT_MAX_ITERATIONS,
+            "max_cost_usd": max_cost_usd,
+            "stuck_detection": stuck_detection,
+            **(extra or {}),
+        }
+    )

@@ -28,7 +28,7 @@ from app.agent.tools import mcp_tool_name
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
 from app.events.masking import MASKED, SecretMasker
-from app.events.platform_audit import PLATFORM_LOG_MARK
+from app.events.session_config import SessionConfig
 from app.llm import LlmConfig, LlmGateway
 from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
@@ -92,14 +92,17 @@ class DatabaseGoneError(SessionError):
 DATABASE_GONE = "the database went away"
 
 
-def recorded_config(events: list[Any]) -> dict[str, Any]:
+def recorded_config(events: list[Any]) -> SessionConfig:
     """The configuration a session was created with; the platform's audit log (a stream of
     the same table, app/events/platform_audit.py) is refused: it is no session to resume,
     fork or run."""
     for event in events:
         if event.kind == "session.created":
-            config = dict(event.payload.get("config", {}))
-            if config.get(PLATFORM_LOG_MARK) is True:
+            try:
+                config = SessionConfig.of_payload(event.payload)
+            except ValidationError as exc:
+                raise SessionError(f"the session's recorded config cannot be used: {exc}") from None
+            if config.platform_log is True:
                 raise SessionError(
                     "this is the platform's audit log, not a session: read it with "
                     "`chronicle audit log`; it cannot be resumed, forked or run"
@@ -126,25 +129,25 @@ def _recorded_base_url(
     )
 
 
-def _agent_overrides(recorded: dict[str, Any]) -> AgentConfig:
+def _agent_overrides(recorded: SessionConfig) -> AgentConfig:
     """The agent changes the session recorded in ``agent_config`` (a fork made by
     ``chronicle replay --on-divergence fork`` runs live with the replay's system prompt,
     tools and model parameters); none for a session that recorded none."""
     try:
-        overrides = AgentConfig.model_validate(recorded.get("agent_config") or {})
+        overrides = AgentConfig.model_validate(recorded.agent_config or {})
         overrides.llm_overrides()
     except (ValidationError, ValueError) as exc:
         raise SessionError(f"the session's recorded agent_config cannot be used: {exc}") from None
     return overrides
 
 
-def _agent_type(options: SessionOptions, recorded: dict[str, Any]) -> type[CodeActAgent]:
+def _agent_type(options: SessionOptions, recorded: SessionConfig) -> type[CodeActAgent]:
     """The agent class to run: the one asked for, else the one the session recorded (a
     fork's ``agent_config`` first: it is what the fork was made to run), else CodeAct; a
     resumed session keeps its agent, so its log stays one agent's."""
-    as_recorded = (recorded.get("agent_config") or {}).get("agent") or recorded.get("agent")
+    as_recorded = (recorded.agent_config or {}).get("agent") or recorded.agent
     name = options.agent or as_recorded or CodeActAgent.name
-    if recorded and as_recorded and name != as_recorded:
+    if as_recorded and name != as_recorded:
         raise SessionError(
             f"this session was recorded with the agent {as_recorded!r}, so it continues with "
             f"it; to go on with {name!r}, fork it: chronicle fork SESSION --at SEQ --agent {name}"
@@ -230,30 +233,26 @@ async def _run_claimed(
     before_model_call: BeforeModelCall | None = None,
 ) -> tuple[UUID, Outcome]:
     existing = await store.read(session_id, limit=5)
-    recorded = recorded_config(existing) if existing else {}
-    workspace = options.workspace or (
-        Path(recorded["workspace"]) if recorded.get("workspace") else None
-    )
+    recorded = recorded_config(existing) if existing else SessionConfig()
+    workspace = options.workspace or (Path(recorded.workspace) if recorded.workspace else None)
     if workspace is None:
         raise SessionError("no workspace: pass --workspace DIR")
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
-    runtime_kind = options.runtime or recorded.get("runtime") or settings.runtime
+    runtime_kind = options.runtime or recorded.runtime or settings.runtime
     overrides = _agent_overrides(recorded)
     agent_type = _agent_type(options, recorded)
     llm = settings.llm_config(
-        model=options.model or recorded.get("model"),
+        model=options.model or recorded.model,
         base_url=options.base_url
-        or _recorded_base_url(recorded.get("base_url"), settings.llm_base_url, store.masker),
+        or _recorded_base_url(recorded.base_url, settings.llm_base_url, store.masker),
         api_key=options.api_key,
         **overrides.llm_overrides(),
     )
     limits = Limits(
-        max_iterations=options.max_iterations
-        or recorded.get("max_iterations")
-        or DEFAULT_MAX_ITERATIONS,
+        max_iterations=options.max_iterations or recorded.max_iterations or DEFAULT_MAX_ITERATIONS,
         max_cost_usd=options.max_cost_usd
         if options.max_cost_usd is not None
-        else recorded.get("max_cost_usd"),
+        else recorded.max_cost_usd,
     )
     if not existing and not task:
         raise SessionError(f"session {session_id} does not exist; give a task to start it")

@@ -52,6 +52,7 @@ from uuid import UUID
 
 from app.config import Settings
 from app.events import AgentState
+from app.events.session_config import SessionConfig
 from app.llm.gateway import preload_client
 from app.sessions.lost_calls import record_lost_call
 from app.sessions.runner import (
@@ -348,10 +349,10 @@ class Worker:
         try:
             recorded = recorded_config(await self.store.read(session, limit=5))
         except SessionError:
-            recorded = {}
+            recorded = SessionConfig()
         options = SessionOptions(
             api_key=self.settings.llm_api_key,
-            stuck_detection=recorded.get("stuck_detection", True) is not False,
+            stuck_detection=recorded.given("stuck_detection", True) is not False,
             continue_paused=False,
         )
         return await run_claimed(

@@ -18,12 +18,12 @@ replay's, so the replay's result can name it without an event of its own).
 from __future__ import annotations
 
 import uuid
-from typing import Any
 from uuid import UUID
 
 from pydantic import ValidationError
 
 from app.config import Settings
+from app.events.session_config import SessionConfig
 from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult, replay
 from app.replay.fork import ForkError, fork_point
 from app.sessions.fork import awaits_reexecution, continue_fork, fork_workspace, record_fork
@@ -56,8 +56,9 @@ async def run_claimed(
     created = head[0].payload if head and head[0].kind == "session.created" else {}
     if created.get("replay_of"):
         result = await run_recorded_replay(store, head[0])
-        config = created.get("config") or {}
-        if result is not None and config.get("on_divergence") == FORK_ON_DIVERGENCE:
+        config = SessionConfig.of_payload(created)
+        on_divergence = config.replay.on_divergence if config.replay is not None else None
+        if result is not None and on_divergence == FORK_ON_DIVERGENCE:
             await fork_at_divergence(store, settings, result, config)
         return result
     if created.get("forked_from") and awaits_reexecution(await store.read(session_id)):
@@ -76,12 +77,13 @@ async def run_recorded_replay(store: EventStore, created: RecordedEvent) -> Repl
     events = await store.read(replay_id)
     if any(event.kind == "replay.result" for event in events):
         return None
-    config: dict[str, Any] = created.payload.get("config") or {}
     try:
-        agent_config = AgentConfig.model_validate(config.get("agent_config") or {})
+        config = SessionConfig.of_payload(created.payload)
+        agent_config = AgentConfig.model_validate(config.agent_config or {})
     except ValidationError as exc:
         raise SessionError(f"the replay's recorded agent_config cannot be used: {exc}") from None
-    mode: ReplayMode = "positional" if config.get("replay_mode") == "positional" else "strict"
+    recorded_mode = config.replay.mode if config.replay is not None else None
+    mode: ReplayMode = "positional" if recorded_mode == "positional" else "strict"
     try:
         return await replay(
             store,
@@ -97,7 +99,7 @@ async def run_recorded_replay(store: EventStore, created: RecordedEvent) -> Repl
 
 
 async def fork_at_divergence(
-    store: EventStore, settings: Settings, result: ReplayResult, config: dict[str, Any]
+    store: EventStore, settings: Settings, result: ReplayResult, config: SessionConfig
 ) -> UUID | None:
     """Fork the replayed session just before the replay's divergence, with the replay's
     overrides, as the replay's owner's session, and ask for its run; None when it matched."""
@@ -109,7 +111,7 @@ async def fork_at_divergence(
     source = result.replay_of
     try:
         at = fork_point(await store.read(source), result.divergence)
-        agent_config = AgentConfig.model_validate(config.get("agent_config") or {})
+        agent_config = AgentConfig.model_validate(config.agent_config or {})
     except (ForkError, ValidationError) as exc:
         raise SessionError(f"the replay diverged but cannot be forked there: {exc}") from None
     owner = await owner_of(store, result.session_id)

@@ -10,6 +10,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.events.session_config import json_path
 from app.store.event_store import COLUMNS, EventStore
 from app.store.records import RecordedEvent
 from app.store.session_claims import claimed_sql
@@ -65,12 +66,12 @@ async def read_sessions(
 # Every session a run started (superseded attempts too), for `chronicle eval run --resume`.
 RUN_ATTEMPTS_SQL = f"""
 SELECT s.session_id, s.status, s.state_reason, {claimed_sql("s.session_id")} AS claimed,
-       c.payload->'config'->'evaluation_task'->>'id' AS task_id,
-       coalesce((c.payload->'config'->>'evaluation_epoch')::integer, 1) AS epoch,
-       coalesce((c.payload->'config'->>'evaluation_attempt')::integer, 1) AS attempt,
-       coalesce((c.payload->'config'->>'evaluation_resume')::integer, 0) AS resume,
-       (c.payload->'config'->'evaluation_plan')::text AS plan,
-       c.payload->'config'->>'workspace' AS workspace,
+       {json_path("evaluation", "task", "id")} AS task_id,
+       coalesce(({json_path("evaluation", "epoch")})::integer, 1) AS epoch,
+       coalesce(({json_path("evaluation", "attempt")})::integer, 1) AS attempt,
+       coalesce(({json_path("evaluation", "resume")})::integer, 0) AS resume,
+       ({json_path("evaluation", "plan", text=False)})::text AS plan,
+       {json_path("workspace")} AS workspace,
        EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.session_id
                                         AND e.kind = 'eval.score') AS scored,
        {configuration_stop_sql("s.session_id", "$2")} AS stopped_by

@@ -21,42 +21,48 @@ from uuid import UUID
 import orjson
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from app.events.session_config import json_path
 from app.store.event_store import EventStore
 from app.store.session_owners import ACTIVE_SQL, RESERVE_LOCK_CLASS
 from app.store.trial_stops import configuration_stop_sql
 
 #: What claiming a trial did (see ``claim_trial``).
 TrialClaim = Literal["claimed", "taken", "capped"]
-#: The ``session.created`` config key an API run records its request under.
-REQUEST_KEY = "evaluation_request"
+#: The ``session.created`` config values these queries read (``app.events.session_config``).
+_RUN = json_path("evaluation", "run")
+_TASK_ID = json_path("evaluation", "task", "id")
+_EPOCH = json_path("evaluation", "epoch")
+_REQUEST = json_path("evaluation", "request", text=False)
+_REQUEST_NAME = json_path("evaluation", "request", "name")
+_MODEL = json_path("model")
 
 OWNED_TRIALS_SQL = f"""
 SELECT o.session_id,
-       c.payload->'config'->'evaluation_task'->>'id' AS task_id,
-       coalesce((c.payload->'config'->>'evaluation_epoch')::integer, 1) AS epoch,
+       {_TASK_ID} AS task_id,
+       coalesce(({_EPOCH})::integer, 1) AS epoch,
        EXISTS (SELECT 1 FROM events e WHERE e.session_id = o.session_id
                                         AND e.kind = 'eval.score') AS scored,
        {configuration_stop_sql("o.session_id", "$3")} AS stopped_by
 FROM session_owners o
 JOIN events c ON c.session_id = o.session_id AND c.seq = 1
-WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = $2
+WHERE o.user_id = $1 AND {_RUN} = $2
 ORDER BY c.created_at, o.session_id
 """
 #: A session of the owner's recorded under one of the names (an API run's name is its
 #: owner's: ``app.evaluation.api_runs.run_key``).
-NAME_TAKEN_SQL = """
+NAME_TAKEN_SQL = f"""
 SELECT EXISTS (
     SELECT 1 FROM session_owners o
     JOIN events c ON c.session_id = o.session_id AND c.seq = 1
-    WHERE o.user_id = $1 AND c.payload->'config'->>'evaluation_run' = ANY($2::text[])
+    WHERE o.user_id = $1 AND {_RUN} = ANY($2::text[])
 )
 """
 #: The recorded names (``evaluation_run``) of the API runs their owners named ``$1``.
 KEYS_NAMED_SQL = f"""
-SELECT DISTINCT c.payload->'config'->>'evaluation_run' AS key
+SELECT DISTINCT {_RUN} AS key
 FROM session_owners o
 JOIN events c ON c.session_id = o.session_id AND c.seq = 1
-WHERE c.payload->'config'->'{REQUEST_KEY}'->>'name' = $1
+WHERE {_REQUEST_NAME} = $1
 ORDER BY 1
 """
 RUNS_SQL = f"""
@@ -68,9 +74,9 @@ WITH runs AS (
            count(*) FILTER (WHERE es.verdicts <> '{{}}'::jsonb) AS scored,
            count(*) FILTER (WHERE es.verdicts <> '{{}}'::jsonb AND es.passed) AS passed,
            (array_agg(o.user_id ORDER BY es.created_at, es.session_id))[1] AS owner,
-           (array_agg(c.payload->'config'->'{REQUEST_KEY}'
+           (array_agg({_REQUEST}
                       ORDER BY es.created_at, es.session_id))[1] AS request,
-           (array_agg(c.payload->'config'->>'model'
+           (array_agg({_MODEL}
                       ORDER BY es.created_at, es.session_id))[1] AS model,
            (array_agg(stop.reason ORDER BY es.created_at, es.session_id)
                 FILTER (WHERE stop.reason IS NOT NULL))[1] AS stopped_by
@@ -97,11 +103,11 @@ LIMIT $5
 
 #: The owner and request of an API run, from its first session (None: no API run is named so).
 RUN_OWNER_SQL = f"""
-SELECT o.user_id AS owner, c.payload->'config'->'{REQUEST_KEY}' AS request,
+SELECT o.user_id AS owner, {_REQUEST} AS request,
        count(*) OVER () AS started
 FROM session_owners o
 JOIN events c ON c.session_id = o.session_id AND c.seq = 1
-WHERE c.payload->'config'->>'evaluation_run' = $1
+WHERE {_RUN} = $1
 ORDER BY c.created_at, o.session_id
 LIMIT 1
 """

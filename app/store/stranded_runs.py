@@ -17,14 +17,14 @@ from uuid import UUID
 import orjson
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from app.store.evaluation_runs import REQUEST_KEY
+from app.events.session_config import json_has, json_path
 from app.store.event_store import EventStore
 from app.store.trial_stops import configuration_stop_sql
 
 STRANDED_RUNS_SQL = f"""
 WITH trials AS (
     SELECT o.user_id AS owner, s.evaluation_run AS name, s.session_id,
-           c.payload->'config'->'{REQUEST_KEY}' AS request,
+           {json_path("evaluation", "request", text=False)} AS request,
            EXISTS (SELECT 1 FROM events e WHERE e.session_id = s.session_id
                                             AND e.kind = 'eval.score') AS scored,
            EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = s.session_id) AS leased,
@@ -33,7 +33,7 @@ WITH trials AS (
     FROM session_state s
     JOIN session_owners o ON o.session_id = s.session_id
     JOIN events c ON c.session_id = s.session_id AND c.seq = 1
-    WHERE s.evaluation_run IS NOT NULL AND c.payload->'config' ? '{REQUEST_KEY}'
+    WHERE s.evaluation_run IS NOT NULL AND {json_has("evaluation", "request")}
 )
 SELECT owner, name, (array_agg(request))[1] AS request,
        coalesce(array_agg(session_id ORDER BY session_id)

@@ -22,7 +22,7 @@ from app.evaluation.api_runs import (
     trial_session_id,
 )
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS
-from app.store.evaluation_runs import REQUEST_KEY, RunRow
+from app.store.evaluation_runs import RunRow
 
 OWNER = uuid.uuid4()
 
@@ -85,16 +85,16 @@ def test_trials_run_epoch_by_epoch_and_record_the_request(tmp_path: Path) -> Non
     assert plan.total == 4 and (plan.model, plan.runtime) == ("openai/recorded", "local")
     assert [(t.id, e) for t, e in plan.trial_order()] == [("a", 1), ("b", 1), ("a", 2), ("b", 2)]
     a, b = plan.suite.tasks
-    recorded = trial_config(config, plan, a, 2, tmp_path / "ws")
+    recorded = trial_config(config, plan, a, 2, tmp_path / "ws").stored()
     # recorded under the owner's name for it: another user's run-1 is another run
     assert (recorded["evaluation_run"], recorded["evaluation_task"]["id"]) == (
         f"run-1@{OWNER}",
         "a",
     )
     assert (recorded["evaluation_epoch"], recorded["max_iterations"]) == (2, 7)
-    assert recorded[REQUEST_KEY]["owner"] == str(OWNER)
+    assert recorded["evaluation_request"]["owner"] == str(OWNER)
     assert "sk-x" not in str(recorded)
-    assert trial_config(config, plan, b, 1, tmp_path)["max_iterations"] == DEFAULT_MAX_ITERATIONS
+    assert trial_config(config, plan, b, 1, tmp_path).max_iterations == DEFAULT_MAX_ITERATIONS
     # whoever starts a trial gives it the same session id: claiming it twice is a conflict
     assert trial_session_id("run-1", "a", 2) == trial_session_id("run-1", "a", 2)
     ids = {trial_session_id("run-1", t.id, e) for t, e in plan.trial_order()}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.config import GatewayLimits
+from app.events.session_config import SessionConfig
 from app.external import openai_protocol
 from app.external.limits import (
     Refusal,
@@ -135,9 +136,13 @@ def test_the_header_reads_every_limit() -> None:
 
 
 def test_a_session_config_with_unreadable_limits_allows_nothing() -> None:
-    assert session_limits({"limits": {"max_calls": 2}}) == GatewayLimits(max_calls=2)
-    assert session_limits({"agent": "external"}) == GatewayLimits()
-    assert session_limits({"limits": {"max_calls": -1}}) == GatewayLimits(max_calls=0)
+    def limits_of(config: dict[str, object]) -> GatewayLimits:
+        return session_limits(SessionConfig.model_validate(config))
+
+    assert limits_of({"limits": {"max_calls": 2}}) == GatewayLimits(max_calls=2)
+    assert limits_of({"agent": "external"}) == GatewayLimits()
+    assert limits_of({"limits": {"max_calls": -1}}) == GatewayLimits(max_calls=0)
+    assert session_limits(None) == GatewayLimits()
 
 
 def test_a_recorded_refusal_is_answered_again_as_it_was() -> None:

@@ -44,9 +44,9 @@ def test_the_api_records_what_a_run_records_for_the_same_choices(tmp_path: Path)
         stuck_detection=True,
     )
     assert recorded == as_run and model == "openai/recorded"
-    assert recorded["image"] == image_tag(config.sandbox_base_image)
-    assert recorded["tools"] == CodeActAgent.builtin_tool_names()
-    assert "sk-secret-key" not in json.dumps(recorded)  # the key never enters the log
+    assert recorded.image == image_tag(config.sandbox_base_image)
+    assert recorded.tools == CodeActAgent.builtin_tool_names()
+    assert "sk-secret-key" not in json.dumps(recorded.stored())  # the key never enters the log
 
 
 def test_defaults_mcp_tools_and_an_evaluations_additions(tmp_path: Path) -> None:
@@ -64,10 +64,11 @@ def test_defaults_mcp_tools_and_an_evaluations_additions(tmp_path: Path) -> None
         stuck_detection=False,
         extra={"evaluation_run": "nightly"},
     )
-    assert recorded["image"] is None  # only a docker runtime names an image
-    assert recorded["max_iterations"] == DEFAULT_MAX_ITERATIONS
-    assert recorded["tools"] == [*CodeActAgent.builtin_tool_names(), "files__read"]
-    assert recorded["evaluation_run"] == "nightly" and recorded["stuck_detection"] is False
+    assert recorded.stored()["image"] is None  # only a docker runtime names an image
+    assert recorded.max_iterations == DEFAULT_MAX_ITERATIONS
+    assert recorded.tools == [*CodeActAgent.builtin_tool_names(), "files__read"]
+    assert recorded.evaluation is not None and recorded.evaluation.run == "nightly"
+    assert recorded.stuck_detection is False
 
 
 def test_a_resume_never_calls_a_masked_model_url(tmp_path: Path) -> None:
