@@ -258,12 +258,19 @@ class ReplayingSession:
             await self.appends.add(call, gateway.unstored(prepared))
             self._previous = _previous(call)
         reply = _reply(call)
-        if call.error is not None and call.error_kind != CUT:
+        if call.error is not None:
+            if on_chunk is not None and _answered_in_part(call):
+                # the recorded stream broke after its first chunks (the client went away:
+                # ``cut``; or the model's stream failed): those chunks, then its error, as
+                # the recorded client saw them; never a whole answer it did not get
+                for chunk in reply_chunks(call, request.model, ended=False):
+                    await on_chunk(chunk)
             if call.error_kind == "bad_response":
                 raise unusable(reply)
             if call.error_kind == REFUSED:  # a gateway limit refused it: refused the same way
                 raise recorded_refusal(call.error)
-            raise upstream_error(LlmError(call.error_kind or "unavailable", call.error))  # type: ignore[arg-type]
+            kind = "unavailable" if call.error_kind in (None, CUT) else call.error_kind
+            raise upstream_error(LlmError(kind, call.error))  # type: ignore[arg-type]
         if on_chunk is not None:
             for chunk in reply_chunks(call, request.model):
                 await on_chunk(chunk)
@@ -326,10 +333,17 @@ def _reply(call: LlmCall) -> LlmReply:
     )
 
 
-def reply_chunks(call: LlmCall, model: str) -> list[dict[str, Any]]:
+def _answered_in_part(call: LlmCall) -> bool:
+    """Whether a failed call's recorded stream had sent some of its answer."""
+    response = call.response
+    return bool(response.content or response.reasoning_content or response.tool_calls)
+
+
+def reply_chunks(call: LlmCall, model: str, *, ended: bool = True) -> list[dict[str, Any]]:
     """A recorded answer as the OpenAI ``chat.completion.chunk`` dicts a stream of it sends
     (the recording keeps the answer, not its chunks): its reasoning, its text, each tool
-    call, the finish reason, then the usage."""
+    call, the finish reason, then the usage (``ended=False``: a stream that broke before
+    its finish, which has neither)."""
     response = call.response
     head = {
         "id": response.id or "chatcmpl-replay",
@@ -350,6 +364,7 @@ def reply_chunks(call: LlmCall, model: str) -> list[dict[str, Any]]:
         function = {"name": tool.name, "arguments": tool.arguments}
         called = {"index": index, "id": tool.id, "type": "function", "function": function}
         chunks.append(chunk({"tool_calls": [called]}))
-    chunks.append(chunk({}, response.finish_reason or "stop"))
-    chunks.append({**head, "choices": [], "usage": usage_json(call.usage)})
+    if ended:
+        chunks.append(chunk({}, response.finish_reason or "stop"))
+        chunks.append({**head, "choices": [], "usage": usage_json(call.usage)})
     return chunks

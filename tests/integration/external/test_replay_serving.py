@@ -218,3 +218,41 @@ async def test_an_append_that_fails_stops_the_replay_loudly(
         assert "1 calls the gateway answered are not recorded" in failure.message
     monkeypatch.setattr(store, "append", append)
     assert [e.kind for e in await store.read(replay)] == ["session.created"]
+
+
+async def test_a_recorded_stream_that_was_cut_is_served_cut(
+    store: EventStore, tmp_path: Path, fake_llm: FakeLlmServer
+) -> None:
+    """The recorded client went away after the stream's first piece: the replay streams that
+    piece, then the error, and no finish or usage (it was served whole, as if finished)."""
+    settings = _settings(tmp_path, fake_llm)
+    recording = uuid.uuid4()
+    await store.append(recording, [external_session(title="r", user="u", user_agent=None)])
+    fake_llm.script(Reply(content="partial answer", stream_pieces=["part", "ial answer"],
+                          stream_held=True))  # fmt: skip
+    live = ExternalCalls(store, settings)
+    stream = live.stream(recording, _request("question?", stream=True))
+    seen = []
+    async for chunk in stream:
+        seen.append(chunk)
+        if any(c.get("delta", {}).get("content") for c in chunk["choices"]):
+            stream.cut("the client went away")
+            break
+    await stream.ended()
+    fake_llm.release_held()
+    await live.close()
+    recorded = [e for e in await store.read(recording) if e.kind == "llm.call"]
+    assert recorded[-1].payload["error_kind"] == "cut"
+
+    calls = ExternalCalls(store, settings)
+    replay = await _replay_of(store, recording)
+    served = calls.stream(replay, _request("question?", stream=True))
+    chunks = [chunk async for chunk in served]
+    await served.ended()
+    await calls.close()
+
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    assert text == "part"
+    assert [c for c in chunks if not c["choices"] or c["choices"][0]["finish_reason"]] == []
+    assert served.error is not None and "cut" in served.error.message
+    assert len(fake_llm.requests) == 1  # the replay asked no model
