@@ -116,8 +116,9 @@ def litellm_stream(
         optional_params={key: value for key, value in params.items() if key != "extra_body"},
         model=model, custom_llm_provider="openai", stream_options=options,
     )  # fmt: skip
+    read: Any = response  # (the SDK's type names its own httpx, as litellm's client is)
     events = AsyncStream(
-        cast_to=ChatCompletionChunk, response=response, client=client_for(base_url, api_key)
+        cast_to=ChatCompletionChunk, response=read, client=client_for(base_url, api_key)
     )
     return CustomStreamWrapper(
         completion_stream=events, model=model, custom_llm_provider="openai",
