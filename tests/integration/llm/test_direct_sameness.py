@@ -467,6 +467,8 @@ async def test_a_failed_connection_or_a_timeout_is_recorded_as_through_litellm(
     slow = {"timeout": 0.3, "retries": 1}
     cases: list[tuple[dict[str, Any], list[Call]]] = [
         (nobody, [Call([], _user("anyone there?"))]),
+        (nobody, [Call([], _user("anyone there to stream?"), stream=True)]),
+        (slow, [Call([Reply(content="late", delay=1.0)] * 2, _user("too slow"), stream=True)]),
         (slow, [Call([Reply(content="late", delay=1.0)] * 2, _user("too slow"))]),
     ]
     for overrides, calls in cases:
