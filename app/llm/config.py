@@ -31,7 +31,8 @@ class LlmConfig(BaseModel):
     output_cost_per_token: float | None = None
     direct_calls: bool = True
     """Call an OpenAI-compatible upstream directly when litellm would send the request as it
-    is (``app.llm.direct``); false: every call through litellm."""
+    is (``app.llm.direct``, a streamed one ``app.llm.direct_stream``); false: every call
+    through litellm."""
     max_concurrency: int = Field(default=8, ge=1)
     """Calls in flight per model."""
     native_tool_calling: bool | None = None

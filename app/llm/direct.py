@@ -14,11 +14,13 @@ two paths' ``llm.call`` events to each other).
 Only a plain request goes this way (``direct_body``): messages of the four roles with text
 content and the keys OpenAI defines, function tools, and parameters litellm passes on as they
 are; anything else (content parts, images, a ``developer`` message, a model litellm sends
-through a provider config of its own such as o-series or gpt-5, a stream) goes through
-litellm. A reply that is not a plain success (an HTTP error, a connection that failed, a body
-that is not JSON or that litellm cannot convert) is handed to litellm as it came, through a
-transport that answers with it (``replayed_client``), so its error, its classification and
-its message are litellm's own and the upstream is never asked twice.
+through a provider config of its own such as o-series or gpt-5) goes through litellm. A
+streamed request (``stream`` with its ``stream_options``) goes directly too, its chunks read
+by litellm's own stream reader (``app.llm.direct_stream``). A reply that is not a plain
+success (an HTTP error, a connection that failed, a body that is not JSON or that litellm
+cannot convert) is handed to litellm as it came, through a transport that answers with it
+(``replayed_client``), so its error, its classification and its message are litellm's own
+and the upstream is never asked twice.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ _PASSED = frozenset(
     {"temperature", "max_tokens", "top_p", "seed", "stop", "frequency_penalty",
      "presence_penalty", "tool_choice", "parallel_tool_calls"}
 )  # fmt: skip
+#: A stream's parameters: ``stream: true`` with its ``stream_options`` (``app.llm.direct_stream``).
+_STREAM = frozenset({"stream", "stream_options"})
 #: Parameters that mean something only with tools (litellm drops them without).
 _WITH_TOOLS = frozenset({"tool_choice", "parallel_tool_calls"})
 
@@ -135,6 +139,8 @@ def direct_body(
     for key, value in params.items():
         if key == "extra_body" and isinstance(value, dict):
             extra = value
+        elif key in _STREAM:
+            continue  # added after the rest, as litellm's handler of a stream adds them
         elif key not in _PASSED or not _plain_value(value):
             return None
         elif value is not None:
@@ -145,6 +151,12 @@ def direct_body(
         if not all(_plain_tool(tool) for tool in tools):
             return None
         body["tools"] = tools
+    if params.get("stream") is not None or params.get("stream_options") is not None:
+        options = params.get("stream_options")
+        if params.get("stream") is not True or not isinstance(options, dict):
+            return None  # (litellm decides the options of a stream asked without them)
+        body["stream"] = True
+        body["stream_options"] = options
     if any(key in body for key in extra):
         return None
     body.update(extra)
@@ -188,19 +200,26 @@ def http_client(base_url: str, api_key: str) -> Any:
     return client_for(base_url, api_key)._client
 
 
-async def post(
-    base_url: str, api_key: str, body: bytes, seconds: float
-) -> httpx.Response | BaseException:
-    """The upstream's answer to ``body`` (read whole), or the exception the request raised."""
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {
+def completions_url(base_url: str) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
+
+
+def headers(api_key: str) -> dict[str, str]:
+    """The request's headers (the SDK's: its key, JSON both ways)."""
+    return {
         "Authorization": f"Bearer {api_key}",
         "Content-Type": "application/json",
         "Accept": "application/json",
     }
+
+
+async def post(
+    base_url: str, api_key: str, body: bytes, seconds: float
+) -> httpx.Response | BaseException:
+    """The upstream's answer to ``body`` (read whole), or the exception the request raised."""
     try:
         response = await http_client(base_url, api_key).post(
-            url, content=body, headers=headers, timeout=seconds
+            completions_url(base_url), content=body, headers=headers(api_key), timeout=seconds
         )
         await response.aread()
     except Exception as exc:  # handed to the SDK and litellm, which say what it was

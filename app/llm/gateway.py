@@ -30,6 +30,7 @@ from app.events.llm import CUT
 from app.llm.config import LlmConfig
 from app.llm.cost import litellm_cost
 from app.llm.direct import Direct, call_directly
+from app.llm.direct_stream import stream_directly
 from app.llm.errors import LlmError
 from app.llm.fingerprint import PromptDigest, content_hash, stable_hash
 from app.llm.images import has_images, vision_by_default, without_images
@@ -668,7 +669,7 @@ class LlmGateway:
         direct = None
         if client is not None:
             extra["client"] = client
-            if config.direct_calls and not params.get("stream"):  # app.llm.direct
+            if config.direct_calls:  # app.llm.direct, app.llm.direct_stream
                 direct = await self._directly(messages, tools, params)
                 if direct is not None and direct.response is not None:
                     self.direct_answers += 1
@@ -697,9 +698,15 @@ class LlmGateway:
     async def _directly(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
     ) -> Direct | None:
-        """The call made without litellm (``app.llm.direct``), or None: not a plain one."""
+        """The call made without litellm (``app.llm.direct``; a streamed one:
+        ``app.llm.direct_stream``), or None: not a plain one."""
         config = self.config
         assert config.base_url is not None and config.api_key is not None
+        if params.get("stream"):
+            return await stream_directly(
+                config.model, config.base_url, config.api_key.get_secret_value(),
+                messages, tools, params, config.timeout,
+            )  # fmt: skip
         return await call_directly(
             config.model, config.base_url, config.api_key.get_secret_value(),
             messages, tools, params, config.timeout, self._unpriced,

@@ -5,10 +5,11 @@ headers), then drive litellm against it through a base URL, exactly as a user wo
 Chronicle at a local or company model. A request with ``"stream": true`` is answered as
 OpenAI streams: SSE ``chat.completion.chunk`` frames (the content in ``stream_pieces``, each
 tool call's arguments in two halves, the usage last when ``stream_options.include_usage``),
-then ``data: [DONE]``; ``stream_held`` holds the rest after the first piece. A reply can also
-be a raw body sent byte for byte (``Reply(body=...)``): odd JSON, an HTML page with status
-200, ``"choices": []``, escapes such as ``\\udce9`` or ``\\u0000``, numbers like ``1e999``
-that ``json.dumps`` would never write.
+then ``data: [DONE]``; ``stream_held`` holds the rest after the first piece, and
+``stream_cut_after`` closes the connection part-way. A reply can also be a raw body sent
+byte for byte (``Reply(body=...)``): odd JSON, an HTML page with status 200,
+``"choices": []``, escapes such as ``\\udce9`` or ``\\u0000``, numbers like ``1e999`` that
+``json.dumps`` would never write, SSE frames of one's own.
 """
 
 from __future__ import annotations
@@ -54,6 +55,9 @@ class Reply:
     stream_pieces: list[str] | None = None
     #: A streamed reply sends its first piece, then waits for ``release_held()``.
     stream_held: bool = False
+    #: A streamed reply sends only its first this many frames, then closes the connection
+    #: (no ``[DONE]``): an upstream that went away mid-stream.
+    stream_cut_after: int | None = None
 
 
 def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -249,6 +253,8 @@ class FakeLlmServer:
                 self.end_headers()
                 self.close_connection = True
                 frames = stream_chunks(request, reply)
+                if reply.stream_cut_after is not None:
+                    del frames[reply.stream_cut_after :]
                 try:
                     for index, frame in enumerate(frames):
                         self.wfile.write(
@@ -261,8 +267,9 @@ class FakeLlmServer:
                                 fake._released.wait(600)
                                 if fake._stopping:
                                     return
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
+                    if reply.stream_cut_after is None:
+                        self.wfile.write(b"data: [DONE]\n\n")
+                        self.wfile.flush()
                 except OSError:  # the reader went away
                     fake._count("cut_streams")
 

@@ -174,14 +174,7 @@ CALLS = [
         ],
         _user("no usage"),
     ),
-    # what stays on litellm: a stream, a prompt litellm rewrites, one it cannot send as JSON
-    Call(
-        [Reply(content="streamed reply", tool_calls=[tool_call("execute_bash", command="ls")])],
-        _user("stream"),
-        [BASH],
-        stream=True,
-        direct=False,
-    ),
+    # what stays on litellm: a prompt litellm rewrites, one it cannot send as JSON
     Call(
         [Reply(content="dev")], [{"role": "developer", "content": "d"}, *_user("x")], direct=False
     ),
@@ -193,6 +186,120 @@ CALLS = [
     Call([Reply(content="s")], _user("lone \udce9 in the prompt"), direct=False),
     Call([Reply(content="u")], _user("a user param"), params={"user": "me"}, direct=False),
 ]
+
+
+def _events(*chunks: dict[str, Any], done: bool = True) -> str:
+    """An SSE body of ``chat.completion.chunk`` frames (``choices`` and ``usage`` given)."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    frames = [f"data: {json.dumps({**head, **chunk})}\n\n" for chunk in chunks]
+    return "".join(frames) + ("data: [DONE]\n\n" if done else "")
+
+
+def _delta(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+USAGE = {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35}
+SSE = "text/event-stream"
+
+#: Streamed calls: the chunks handed on must be the same too.
+STREAMS = [
+    Call(
+        [Reply(content="a streamed reply", stream_pieces=["a ", "streamed ", "reply"])],
+        _user("stream"),
+    ),
+    Call(  # tool calls streamed in pieces (each call's arguments in two), after text
+        [
+            Reply(
+                content="running both",
+                tool_calls=[
+                    tool_call("execute_bash", command="ls"),
+                    tool_call("execute_bash", command="pwd"),
+                ],
+                cached_tokens=10,
+            )
+        ],
+        _user("stream tools"),
+        [BASH],
+        {"temperature": 0.3, "tool_choice": "auto", "extra_body": {"top_k": 2}},
+    ),
+    Call(  # the usage in the last chunk, beside its finish reason
+        [
+            Reply(
+                body=_events(
+                    _delta({"role": "assistant", "content": "last"}),
+                    {**_delta({}, "stop"), "usage": USAGE},
+                ),
+                content_type=SSE,
+            )
+        ],
+        _user("usage in the last chunk"),
+    ),
+    Call(  # no usage sent (a server that ignores stream_options)
+        [
+            Reply(
+                body=_events(
+                    _delta({"role": "assistant", "content": "no usage"}), _delta({}, "stop")
+                ),
+                content_type=SSE,
+            )
+        ],
+        _user("stream without usage"),
+    ),
+    Call(  # a chunk with no choices first (as Azure's filter results), then the reply
+        [
+            Reply(
+                body=_events(
+                    {"choices": [], "prompt_filter_results": []},
+                    _delta({"role": "assistant", "content": "after"}),
+                    _delta({"content": " an empty one"}),
+                    _delta({}, "stop"),
+                    {"choices": [], "usage": USAGE},
+                ),
+                content_type=SSE,
+            )
+        ],
+        _user("an empty choices chunk"),
+    ),
+    Call(  # cut by the upstream after the role's chunk and two pieces: not retried
+        [
+            Reply(
+                content="cut short here",
+                stream_pieces=["cut ", "short ", "here"],
+                stream_cut_after=3,
+            )
+        ],
+        _user("cut mid-stream"),
+    ),
+    # closed before its first frame: litellm reads an empty reply (finish reason "stop")
+    Call([Reply(content="never", stream_cut_after=0)], _user("cut before a chunk")),
+    Call(  # errors before the stream (retried), then a stream
+        [
+            Reply(status=429, headers={"Retry-After": "0"}, error="slow down"),
+            Reply(status=503, error="overloaded"),
+            Reply(content="streamed after retries"),
+        ],
+        _user("stream retried"),
+    ),
+    Call([Reply(status=400, error="bad")], _user("stream refused")),
+    Call(
+        [Reply(body=raw_completion('{"role": "assistant", "content": "json"}'))],
+        _user("a completion to a stream"),
+    ),
+    Call([Reply(body="data: {not json\n\n", content_type=SSE)] * 3, _user("a bad first chunk")),
+    Call(  # a bad chunk after the first was handed on
+        [
+            Reply(
+                body=_events(_delta({"role": "assistant", "content": "fine"}), done=False)
+                + "data: {not json\n\n",
+                content_type=SSE,
+            )
+        ],
+        _user("a bad later chunk"),
+    ),
+]
+for streamed in STREAMS:
+    streamed.stream = True
 
 
 def _config(fake: FakeLlmServer, model: str, direct: bool, **overrides: Any) -> LlmConfig:
@@ -211,7 +318,8 @@ def _config(fake: FakeLlmServer, model: str, direct: bool, **overrides: Any) -> 
     )
 
 
-_VOLATILE = re.compile(r"\d{10,}")  # the fake server's ids and times (milliseconds)
+#: the fake server's ids and times (milliseconds), and the ids litellm makes up (uuids)
+_VOLATILE = re.compile(r"\d{10,}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _TOOK = re.compile(r"time taken=([0-9.]+) seconds")  # a timeout's message says how long
 
 
@@ -271,8 +379,12 @@ async def _run(
                     "message": exc.message,
                     "attempts": exc.attempts,
                     "agent_sees": agent_sees,
+                    "chunks": chunks,
                 }
             )
+        # replies the call did not ask for (fewer attempts): the next call must not get them
+        seen[-1]["unasked"] = len(fake.replies)
+        fake.replies.clear()
     events = await store.read(session)
     requests = [{k: v for k, v in r.items() if k != "_authorization"} for r in fake.requests]
     return {
@@ -296,6 +408,15 @@ async def test_the_direct_path_records_what_litellm_records(
     # as an object); the errors, non-JSON bodies, 1e999 and a lone surrogate went to litellm
     assert direct["direct_answers"] == 10
     assert len(direct["events"]) == len(CALLS)
+    _assert_same(through_litellm, direct)
+    # the priced model's cost is there to compare
+    priced = through_litellm["events"][0][3]["cost_usd"]
+    assert priced > 0 if model.endswith("mini") else priced is None
+
+
+def _assert_same(through_litellm: dict[str, Any], direct: dict[str, Any]) -> None:
+    """The two runs' events, what their callers saw (chunks too) and the upstream's
+    requests are the same but for ids, times and latency."""
     for index, (a, b) in enumerate(zip(through_litellm["events"], direct["events"], strict=True)):
         differs = {
             k: (v, _same(b[3]).get(k))
@@ -306,10 +427,31 @@ async def test_the_direct_path_records_what_litellm_records(
     for index, (a, b) in enumerate(zip(through_litellm["seen"], direct["seen"], strict=True)):
         assert _same(b) == _same(a), f"call {index}"
     assert _same(direct["requests"]) == _same(through_litellm["requests"])
-    # the priced model's cost, and a streamed call's chunks, are there to compare
-    priced = through_litellm["events"][0][3]["cost_usd"]
+
+
+@pytest.mark.parametrize("model", ["openai/gpt-4o-mini", "openai/self-hosted-model"])
+async def test_a_stream_goes_directly_and_hands_on_what_litellm_hands_on(
+    store: EventStore, fake_llm: FakeLlmServer, model: str
+) -> None:
+    through_litellm = await _run(store, fake_llm, model, direct=False, calls=STREAMS)
+    direct = await _run(store, fake_llm, model, direct=True, calls=STREAMS)
+    assert through_litellm["direct_answers"] == 0
+    _assert_same(through_litellm, direct)
+    # the streams that opened (the retried one's last attempt, each attempt of the bad first
+    # chunk); the refused, the retried one's errors and the JSON body went to litellm
+    assert direct["direct_answers"] == 12
+    seen = {
+        call.messages[-1]["content"]: s for call, s in zip(STREAMS, direct["seen"], strict=True)
+    }
+    # what there is to compare: every kind of chunk, a cut stream's, a priced stream's cost
+    assert len(seen["stream tools"]["chunks"]) > 8
+    assert any("usage" in chunk for chunk in seen["usage in the last chunk"]["chunks"])
+    assert [c["choices"][0]["delta"].get("content") for c in seen["cut mid-stream"]["chunks"]]
+    assert seen["cut mid-stream"]["kind"] == "unavailable"
+    assert seen["a bad first chunk"]["attempts"] == 3  # retried: nothing was handed on
+    assert seen["a bad later chunk"]["attempts"] == 1 and seen["a bad later chunk"]["chunks"]
+    priced = direct["events"][0][3]["cost_usd"]
     assert priced > 0 if model.endswith("mini") else priced is None
-    assert len(through_litellm["seen"][-5]["chunks"]) > 3
 
 
 def _closed_port() -> int:
@@ -325,6 +467,8 @@ async def test_a_failed_connection_or_a_timeout_is_recorded_as_through_litellm(
     slow = {"timeout": 0.3, "retries": 1}
     cases: list[tuple[dict[str, Any], list[Call]]] = [
         (nobody, [Call([], _user("anyone there?"))]),
+        (nobody, [Call([], _user("anyone there to stream?"), stream=True)]),
+        (slow, [Call([Reply(content="late", delay=1.0)] * 2, _user("too slow"), stream=True)]),
         (slow, [Call([Reply(content="late", delay=1.0)] * 2, _user("too slow"))]),
     ]
     for overrides, calls in cases:
