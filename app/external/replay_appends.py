@@ -43,6 +43,11 @@ LINGER = 0.02
 MOST_WAITING = 2 * BATCH
 
 
+def unrecorded(count: int) -> str:
+    """``1 call`` / ``2 calls``."""
+    return f"{count} call" if count == 1 else f"{count} calls"
+
+
 class ReplayAppends:
     """The served calls of one replay session not written yet, and their one writer."""
 
@@ -126,7 +131,7 @@ class ReplayAppends:
             500,
             "server",
             f"chronicle record --replay: the replay's log could not be written ({exc}); "
-            f"{len(self._waiting)} calls the gateway answered are not recorded, so the replay "
-            "stopped: run it again",
+            f"{unrecorded(len(self._waiting))} the gateway answered not recorded, so the "
+            "replay stopped: run it again",
             code="replay_log_failed",
         )

@@ -215,7 +215,7 @@ async def test_an_append_that_fails_stops_the_replay_loudly(
     for failure in (settled.value, later.value):
         assert (failure.status, failure.code) == (500, "replay_log_failed")
         assert "the replay's log could not be written (the database went away)" in (failure.message)
-        assert "1 calls the gateway answered are not recorded" in failure.message
+        assert "1 call the gateway answered not recorded" in failure.message
     monkeypatch.setattr(store, "append", append)
     assert [e.kind for e in await store.read(replay)] == ["session.created"]
 

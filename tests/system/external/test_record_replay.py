@@ -6,6 +6,7 @@ fails every request it gets: a replay that matched shows it got none."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -354,7 +355,8 @@ def test_a_served_call_the_log_refused_fails_the_replay_loudly(
     assert replayed.returncode not in (0, 3), replayed.stderr
     assert "the replay failed" in replayed.stderr
     assert "the replay's log could not be written" in replayed.stderr
-    assert "1 calls the gateway answered are not recorded" in replayed.stderr
+    # the refused call alone, or with the one before when both came within one append
+    assert re.search(r"\b[12] calls? the gateway answered not recorded", replayed.stderr)
     log = events(gateway, _replay_session(replayed))
     assert "replay.result" not in [e["kind"] for e in log]
     assert [e["payload"]["state"] for e in log if e["kind"] == "agent.state"][-1] == "error"

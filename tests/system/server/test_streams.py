@@ -571,8 +571,9 @@ async def test_a_user_may_hold_only_so_many_streams_open(
 
 #: How soon a server with open streams must exit after SIGTERM. Before streams were ended at
 #: the signal, an SSE response (which never ends by itself) held the shutdown for uvicorn's
-#: whole graceful timeout (10 s), so this failed.
-SHUTDOWN_SECONDS = 3.0
+#: whole graceful timeout (10 s), so this failed. (Well under those 10 s, with room for a
+#: loaded machine: the suite's workers share its cores; 3 s was once missed by 0.1 s.)
+SHUTDOWN_SECONDS = 6.0
 
 
 async def test_sigterm_ends_open_streams_at_once_telling_each_client_where_to_resume(
