@@ -123,15 +123,32 @@ def workspace(tmp_path: Path) -> Path:
 #: ``--dist loadfile``): the slow ones first, so that the run does not end on one worker with
 #: a long file while the others idle; the unit files fill the gaps at the end.
 WORKER_ORDER = ("system", "integration", "contract", "unit")
+#: Files of two minutes or more on one worker (``--durations`` of a full run), handed out
+#: before the rest of their folder: started last, one of them alone would be the run's tail.
+SLOWEST_FILES = (
+    "tests/system/cli/test_cli.py",
+    "tests/system/package/test_package.py",
+    "tests/system/server/test_logins.py",
+    "tests/system/docs/test_docs_examples.py",
+    "tests/system/analytics/test_analytics_cli.py",
+    "tests/system/server/test_streams.py",
+    "tests/system/replay/test_fork_hostile_snapshot.py",
+    "tests/system/external/test_record_replay.py",
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not hasattr(config, "workerinput"):  # not an xdist worker: the order as collected
         return
 
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, int]:
         parts = Path(str(item.path)).parts
-        folder = parts[parts.index("tests") + 1] if "tests" in parts else ""
-        return WORKER_ORDER.index(folder) if folder in WORKER_ORDER else len(WORKER_ORDER)
+        if "tests" not in parts:
+            return len(WORKER_ORDER), 0
+        start = parts.index("tests")
+        folder = parts[start + 1]
+        here = "/".join(parts[start:])
+        slow = SLOWEST_FILES.index(here) if here in SLOWEST_FILES else len(SLOWEST_FILES)
+        return (WORKER_ORDER.index(folder) if folder in WORKER_ORDER else len(WORKER_ORDER)), slow
 
     items.sort(key=rank)  # stable: each file's tests keep their order
