@@ -23,6 +23,7 @@ from tests.support.postgres import (
     migrated_template,
     server_for_tests,
 )
+from tests.support.worker_order import SLOWEST_FILES, WORKER_ORDER
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -117,24 +118,6 @@ def workspace(tmp_path: Path) -> Path:
     path = tmp_path / "workspace"
     path.mkdir()
     return path
-
-
-#: The folders in the order their files go to the workers under ``./dev test`` (pytest-xdist,
-#: ``--dist loadfile``): the slow ones first, so that the run does not end on one worker with
-#: a long file while the others idle; the unit files fill the gaps at the end.
-WORKER_ORDER = ("system", "integration", "contract", "unit")
-#: Files of two minutes or more on one worker (``--durations`` of a full run), handed out
-#: before the rest of their folder: started last, one of them alone would be the run's tail.
-SLOWEST_FILES = (
-    "tests/system/cli/test_cli.py",
-    "tests/system/package/test_package.py",
-    "tests/system/server/test_logins.py",
-    "tests/system/docs/test_docs_examples.py",
-    "tests/system/analytics/test_analytics_cli.py",
-    "tests/system/server/test_streams.py",
-    "tests/system/replay/test_fork_hostile_snapshot.py",
-    "tests/system/external/test_record_replay.py",
-)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

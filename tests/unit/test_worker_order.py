@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import SLOWEST_FILES, WORKER_ORDER
+from tests.support.worker_order import SLOWEST_FILES, WORKER_ORDER
 
 ROOT = Path(__file__).resolve().parents[2]
 
