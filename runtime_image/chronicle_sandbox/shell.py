@@ -142,16 +142,21 @@ class Shell:
         return not self.alive
 
     def _kill(self) -> None:
-        """Kill bash and everything started from its terminal session, jobs included."""
-        for pid in _session_members(self.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        """Kill bash and everything started from its terminal session, jobs included. Bash
+        first: a command of the line killed while bash still lived let bash run the rest of
+        the line (``sleep 1000; echo ran``) in the moment before its own kill, on a busy
+        machine."""
+        members = _session_members(self.pid)
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
             pass
+        # then its session, and once more for what forked while the first sweep killed
+        for pid in [*members, *_session_members(self.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         try:
             os.waitpid(self.pid, 0)
         except OSError:
