@@ -194,7 +194,7 @@ class GatewayTrials:
             return RecordedTrial(recorded.session_id, "finished")
         if recorded.ended_by is not None:  # as its session's ending says: stopped, not failed
             return RecordedTrial(
-                recorded.session_id, recorded.state, f"the command was ended by {recorded.ended_by}"
+                recorded.session_id, "stopped", f"the command was ended by {recorded.ended_by}"
             )
         return RecordedTrial(
             recorded.session_id, "error", f"the command exited with code {recorded.exit_code}"

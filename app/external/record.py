@@ -145,9 +145,7 @@ class Recorded:
     session_id: UUID
     exit_code: int
     wall_seconds: float
-    #: the ending's state (``ending``): finished, stopped (a signal ended it) or error
-    state: str = "finished"
-    #: the signal that ended the command (``SIGKILL``), when one did
+    #: the signal that ended the command (``SIGKILL``), when one did (``ending``: stopped)
     ended_by: str | None = None
 
 
@@ -314,9 +312,7 @@ async def _record_claimed(
         reason = end.state
         await store.append(session_id, [end])
         by = signal_name(-returncode) if returncode < 0 else None
-        return Recorded(
-            session_id, exit_code_of(returncode), end.wall_seconds or 0.0, end.state, by
-        )
+        return Recorded(session_id, exit_code_of(returncode), end.wall_seconds or 0.0, by)
     finally:
         await record_workspace_end(store, session_id, baseline, settings, reason=reason)
 

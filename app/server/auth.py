@@ -165,12 +165,17 @@ def refuse_outside_its_session(
     agent ``chronicle record`` runs, which the agent (or what it runs) can read: it reaches
     the model gateway's paths and nothing else of its user's API (other sessions, tokens,
     steering), 403 otherwise."""
-    if scoped_session(principal.label) is None:
-        return
     if not connection.scope.get("path", "").startswith(MODEL_PATHS):
+        refuse_an_agents_key(principal, "use a token of your own for the API")
+
+
+def refuse_an_agents_key(principal: Principal, instead: str) -> None:
+    """403 for a token scoped to one session (an agent's model key), saying what to do
+    ``instead``."""
+    if scoped_session(principal.label) is not None:
         raise PermissionDeniedException(
             f"this token ({principal.label}) is an agent's model key: it reaches the model "
-            "gateway (/v1/...) only; use a token of your own for the API"
+            f"gateway (/v1/...) only; {instead}"
         )
 
 

@@ -31,7 +31,6 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.params import JSONBody
 from pydantic import BaseModel, Field
 
-from app.external.session_scope import scoped_session
 from app.server.auth import (
     CHALLENGE,
     CSRF_COOKIE,
@@ -40,6 +39,7 @@ from app.server.auth import (
     count_failure,
     csrf_token_for,
     principal_of,
+    refuse_an_agents_key,
     refuse_if_failing,
     remember_login,
 )
@@ -172,7 +172,7 @@ async def login(
     this server's own page only."""
     refuse_cross_site(request)
     refuse_if_failing(request)
-    await refuse_an_agents_key(ctx, data.token)
+    await refuse_an_agents_login(ctx, data.token)
     hours = ctx.settings.server_login_hours
     started = await begin_login(ctx.store, data.token, hours=hours, address=_address(request))
     if started is None:
@@ -184,15 +184,12 @@ async def login(
     return await _signed_in(request, ctx, started)
 
 
-async def refuse_an_agents_key(ctx: Context, token: str) -> None:
-    """A token scoped to one session is an agent's model key (``auth.refuse_outside_its_session``):
-    no browser login is made with it, which would reach the whole API."""
+async def refuse_an_agents_login(ctx: Context, token: str) -> None:
+    """No browser login is made with an agent's model key (``auth.refuse_outside_its_session``),
+    which would reach the whole API."""
     principal = await authenticate(ctx.store, token, "api")
-    if principal is not None and scoped_session(principal.label) is not None:
-        raise PermissionDeniedException(
-            f"this token ({principal.label}) is an agent's model key: it reaches the model "
-            "gateway (/v1/...) only; sign in with a token of your own"
-        )
+    if principal is not None:
+        refuse_an_agents_key(principal, "sign in with a token of your own")
 
 
 @post(
