@@ -183,17 +183,22 @@ class WorkspaceQuota:
         ``stop_commands(note)`` (True when it stopped something). A command that frees space
         while the workspace is over (``rm``) is left alone: only growth stops commands.
         A process whose open files cannot be seen (``hidden``) could hold any amount of
-        deleted files: ``stop_processes(pids, note)`` stops it at once. ``each_round`` runs
+        deleted files: ``stop_processes(pids, note)`` stops it when a second measurement in a
+        row cannot see them either (for a moment inside ``execve`` an ordinary process's are
+        unreadable too: a full parallel run once stopped an ``echo`` so). ``each_round`` runs
         after every measurement (the shell reaps what it adopted)."""
 
         def loop() -> None:
             last = self.used
+            suspects: set[int] = set()
             while not self._stop.is_set():
                 began = time.monotonic()
                 free = self._free()
                 used = self.measure()
-                if self.hidden:
-                    stop_processes(self.hidden, f"[{self.hiding}]")
+                hiding = self.hidden & suspects
+                suspects = self.hidden
+                if hiding:
+                    stop_processes(hiding, f"[{self.hiding}]")
                 if used > self.allowed and used > last:
                     stop_commands(f"[{self.reached}: the command was stopped]")
                 last = used

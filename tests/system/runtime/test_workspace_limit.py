@@ -243,3 +243,42 @@ def test_a_slow_measurement_gives_a_fast_writer_no_head_start(
         assert time.monotonic() - began < 5
     finally:
         quota.close()
+
+
+@pytest.mark.parametrize("hidden_for", [1, 50])
+def test_a_process_is_stopped_for_hiding_only_when_two_measurements_agree(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hidden_for: int
+) -> None:
+    """For a moment inside ``execve`` an ordinary process's descriptors cannot be read, as a
+    non-dumpable one's never can: a full parallel run stopped an ``echo`` for hiding its open
+    files. One measurement that cannot see a process's files stops nothing; two in a row
+    stop it."""
+    monkeypatch.syspath_prepend(str(RUNTIME_IMAGE_DIR))
+    quota_module = importlib.import_module("chronicle_sandbox.quota")
+    monkeypatch.setattr(quota_module, "INTERVAL", 0.01)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    seen = 0
+    measured = threading.Event()
+
+    def deleted_but_open(device: int, processes: object, seen_files: object, hidden: set) -> int:
+        nonlocal seen
+        seen += 1
+        if 1 < seen <= 1 + hidden_for:  # the first call is the quota's baseline
+            hidden.add(4242)
+        if seen > 1 + hidden_for + 5:
+            measured.set()
+        return 0
+
+    monkeypatch.setattr(quota_module, "deleted_but_open", deleted_but_open)
+    quota = quota_module.WorkspaceQuota(str(workspace), MIB)
+    stopped: list[set[int]] = []
+    quota.watch(lambda note: False, stop_processes=lambda pids, note: stopped.append(set(pids)))
+    try:
+        assert measured.wait(30)
+    finally:
+        quota.close()
+    if hidden_for == 1:
+        assert stopped == []
+    else:
+        assert stopped and all(pids == {4242} for pids in stopped), stopped
