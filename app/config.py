@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
+from app.runtime.kinds import RuntimeKind
 from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
@@ -268,7 +269,7 @@ class Settings(BaseSettings):
     )
 
     # -- sandboxes -----------------------------------------------------------------------
-    runtime: Literal["local", "docker"] = Field(default="local", description="default runtime")
+    runtime: RuntimeKind = Field(default="local", description="default runtime")
     sandbox_network: bool = Field(
         default=False, description="let commands in a sandbox use the network"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import logging
 import os
 import sys
@@ -15,6 +16,7 @@ from app.cli import analytics as analytics_cli
 from app.cli import archive as archive_cli
 from app.cli import audit as audit_cli
 from app.cli import audit_log as audit_log_cli
+from app.cli import bench as bench_cli
 from app.cli import db as db_cli
 from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
@@ -31,6 +33,30 @@ if TYPE_CHECKING:
     from app.config import Settings
 
 
+#: The command modules, in ``--help`` order. Each one adds its commands' parsers and sets each
+#: parser's ``handler`` (``parser.set_defaults(handler=...)``): a new command is a module and
+#: its line here. A handler takes the arguments and the settings and returns the exit code,
+#: as a coroutine function or a plain one.
+COMMAND_MODULES = (
+    db_cli,
+    log_cli,
+    projections_cli,
+    audit_cli,
+    audit_log_cli,
+    runtime_cli,
+    agent_cli,
+    replay_cli,
+    analytics_cli,
+    archive_cli,
+    evaluation_cli,
+    worker_cli,
+    users_cli,
+    server_cli,
+    record_cli,
+    bench_cli,
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chronicle",
@@ -38,74 +64,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--verbose", "-v", action="store_true", help="log what happens")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    db_cli.add_parser(commands)
-    log_cli.add_parsers(commands)
-    projections_cli.add_parser(commands)
-    audit_cli.add_parsers(commands)
-    audit_log_cli.add_parser(commands)
-    runtime_cli.add_parser(commands)
-    agent_cli.add_parsers(commands)
-    replay_cli.add_parser(commands)
-    analytics_cli.add_parsers(commands)
-    archive_cli.add_parsers(commands)
-    evaluation_cli.add_parser(commands)
-    worker_cli.add_parser(commands)
-    users_cli.add_parsers(commands)
-    server_cli.add_parser(commands)
-    record_cli.add_parser(commands)
-    bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
-    bench.add_argument(
-        "name",
-        choices=[
-            "eventstore",
-            "runtime",
-            "agent",
-            "projections",
-            "replay",
-            "server",
-            "ui",
-            "gateway",
-        ],
-    )
-    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    for module in COMMAND_MODULES:
+        module.add_parsers(commands)
     return parser
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
-    if args.command == "db":
-        return db_cli.run(args, settings)
-    if args.command == "runtime":
-        return runtime_cli.run(args, settings)
-    if args.command == "serve":
-        return server_cli.run(args, settings)
-    if args.command == "bench":
-        from app.cli.bench import run as run_bench
-
-        return run_bench(args.name, as_json=args.json)
-    handler = {
-        "run": agent_cli.run,
-        "resume": agent_cli.run,
-        "fork": agent_cli.run,
-        "events": log_cli.events,
-        "verify": audit_cli.verify,
-        "anchor": audit_cli.anchor,
-        "audit": audit_log_cli.run,
-        "append": log_cli.append,
-        "demo": log_cli.demo,
-        "sessions": log_cli.sessions,
-        "replay": replay_cli.run,
-        "sql": analytics_cli.sql,
-        "export": archive_cli.export,
-        "import": archive_cli.import_,
-        "projections": projections_cli.run,
-        "eval": evaluation_cli.run,
-        "worker": worker_cli.run,
-        "users": users_cli.users,
-        "tokens": users_cli.tokens,
-        "login-link": users_cli.login_link,
-        "record": record_cli.run,
-    }[args.command]
-    return asyncio.run(handler(args, settings))
+    handler = args.handler
+    if inspect.iscoroutinefunction(handler):
+        return int(asyncio.run(handler(args, settings)))
+    return int(handler(args, settings))
 
 
 #: Loggers whose news a command reports itself, shown with ``-v`` only: retries through a lost

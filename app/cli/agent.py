@@ -27,6 +27,7 @@ from app.cli.numbers import positive, seq_number
 from app.cli.render import render_line
 from app.cli.terminal import raw
 from app.config import Settings
+from app.runtime.kinds import KINDS
 from app.sessions.summary import format_cost
 from app.store import EventStore, RecordedEvent
 from app.store.transient import DATABASE_GONE_ERRORS
@@ -74,9 +75,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="pass this host environment variable into the sandbox (repeatable); no other "
         "variable of yours reaches the sandbox",
     )
-    parser.add_argument(
-        "--runtime", choices=["local", "docker"], help="the sandbox (default: local)"
-    )
+    parser.add_argument("--runtime", choices=list(KINDS), help="the sandbox (default: local)")
     parser.add_argument("--max-iterations", type=positive, help="model calls allowed (default 100)")
     parser.add_argument("--max-cost", type=float, metavar="USD", help="spend allowed")
     parser.add_argument("--no-stuck-detection", action="store_true")
@@ -97,14 +96,14 @@ def _agent_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    run = commands.add_parser("run", help="run a coding session headless until it ends")
-    run.add_argument("task", help="what the agent should do")
-    run.add_argument(
+    run_parser = commands.add_parser("run", help="run a coding session headless until it ends")
+    run_parser.add_argument("task", help="what the agent should do")
+    run_parser.add_argument(
         "--workspace", required=True, type=Path, help="the project directory (must exist)"
     )
-    run.add_argument("--session", type=session_id, help="the new session's id (a UUID)")
-    _agent_option(run, "run")
-    _common(run)
+    run_parser.add_argument("--session", type=session_id, help="the new session's id (a UUID)")
+    _agent_option(run_parser, "run")
+    _common(run_parser)
     resume = commands.add_parser("resume", help="continue a session from its log")
     resume.add_argument("session", type=session_id, metavar="SESSION")
     resume.add_argument("message", nargs="?", help="an answer or new instruction for the agent")
@@ -128,6 +127,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     )
     _agent_option(fork, "continue the fork")
     _common(fork)
+    run_parser.set_defaults(handler=run)
+    resume.set_defaults(handler=run)
+    fork.set_defaults(handler=run)
 
 
 async def _print_events(store: EventStore, session: uuid.UUID, after: int) -> None:

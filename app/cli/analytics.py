@@ -50,15 +50,15 @@ def positive_seconds(text: str) -> float:
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    sql = commands.add_parser(
+    sql_parser = commands.add_parser(
         "sql",
         help="run one read-only SQL query over the analytics views (docs/analytics.md)",
         description="Run one SQL statement as the read-only chronicle_analyst, in a READ ONLY "
         "transaction. It sees the views llm_calls, tool_calls, errors, agent_states, "
         "session_costs, daily_usage and the table session_state.",
     )
-    sql.add_argument("query", nargs="?", metavar="SQL", help="one SQL statement")
-    out = sql.add_mutually_exclusive_group()
+    sql_parser.add_argument("query", nargs="?", metavar="SQL", help="one SQL statement")
+    out = sql_parser.add_mutually_exclusive_group()
     out.add_argument("--csv", action="store_true", help="CSV with a header line")
     out.add_argument("--json", action="store_true", help="one JSON object per row")
     out.add_argument(
@@ -66,13 +66,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print the analyst's connection URL (with its password) for psql or a BI tool",
     )
-    sql.add_argument(
+    sql_parser.add_argument(
         "--timeout",
         type=positive_seconds,
         default=30.0,
         metavar="SECONDS",
         help="cancel the query after SECONDS (default 30)",
     )
+    sql_parser.set_defaults(handler=sql)
 
 
 def add_view_arguments(export: argparse.ArgumentParser) -> None:

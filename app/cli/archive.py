@@ -28,23 +28,23 @@ from app.store.database import admin_database_url, ensure_database
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    export = commands.add_parser(
+    export_parser = commands.add_parser(
         "export",
         help="write whole sessions as JSONL (for archiving or another database), or a view "
         "as CSV/Parquet (--view)",
     )
-    export.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
-    export.add_argument(
+    export_parser.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
+    export_parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write to FILE (default: stdout)"
     )
-    export.add_argument(
+    export_parser.add_argument(
         "--timeout",
         type=analytics_cli.positive_seconds,
         default=300.0,
         metavar="SECONDS",
         help="with --view: cancel the query after SECONDS (default 300)",
     )
-    analytics_cli.add_view_arguments(export)
+    analytics_cli.add_view_arguments(export_parser)
 
     load = commands.add_parser(
         "import",
@@ -61,6 +61,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "an evaluation's output.jsonl) or swe-agent (a .traj file); each becomes a session "
         "(importing it again writes nothing)",
     )
+    export_parser.set_defaults(handler=export)
+    load.set_defaults(handler=import_)
 
 
 def add_verify_arguments(verify: argparse.ArgumentParser) -> None:

@@ -43,59 +43,61 @@ from app.store.integrity.verification import (
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    verify = commands.add_parser(
+    verify_parser = commands.add_parser(
         "verify",
         help="check sessions: hash chain, sessions row, prompt messages, and signed anchors",
     )
-    verify.add_argument("session", type=session_id, nargs="?", metavar="SESSION")
-    verify.add_argument("--all", action="store_true", help="every session, and llm_messages")
-    verify.add_argument(
+    verify_parser.add_argument("session", type=session_id, nargs="?", metavar="SESSION")
+    verify_parser.add_argument("--all", action="store_true", help="every session, and llm_messages")
+    verify_parser.add_argument(
         "--anchors", type=Path, metavar="FILE", help="signed heads from `chronicle anchor`"
     )
-    verify.add_argument(
+    verify_parser.add_argument(
         "--public-key",
         type=Path,
         metavar="FILE",
         help="the trusted public key the anchors must be signed with (PEM, OpenSSH or raw; "
         "`anchor --new-key` writes one next to its key); default: this machine's anchor key",
     )
-    verify.add_argument(
+    verify_parser.add_argument(
         "--allow-unanchored",
         action="store_true",
         help="with --anchors, report sessions the file has no anchor of but exit 0 (default: 3)",
     )
-    archive_cli.add_verify_arguments(verify)
+    archive_cli.add_verify_arguments(verify_parser)
 
-    anchor = commands.add_parser(
+    anchor_parser = commands.add_parser(
         "anchor", help="verify sessions, then append their signed heads to a file (JSONL)"
     )
-    anchor.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
-    anchor.add_argument("--all", action="store_true", help="every session")
-    anchor.add_argument(
+    anchor_parser.add_argument("sessions", type=session_id, nargs="*", metavar="SESSION")
+    anchor_parser.add_argument("--all", action="store_true", help="every session")
+    anchor_parser.add_argument(
         "-o",
         "--output",
         type=Path,
         metavar="FILE",
         help="append to FILE (default: standard output); its earlier anchors are checked first",
     )
-    anchor.add_argument(
+    anchor_parser.add_argument(
         "--key",
         type=Path,
         metavar="FILE",
         help="sign with this Ed25519 private key (PEM, OpenSSH or raw), e.g. one the operator "
         "keeps off this machine; default: CHRONICLE_ANCHOR_KEY_FILE or data_dir/secrets",
     )
-    anchor.add_argument(
+    anchor_parser.add_argument(
         "--new-key",
         type=Path,
         metavar="FILE",
         help="make a new signing key in FILE (0600) and its public half in FILE.pub, and exit",
     )
-    anchor.add_argument(
+    anchor_parser.add_argument(
         "--print-public-key",
         action="store_true",
         help="print the anchor key's public half (for `verify --public-key`) and exit",
     )
+    verify_parser.set_defaults(handler=verify)
+    anchor_parser.set_defaults(handler=anchor)
 
 
 def _describe(report: VerifyReport, anchored_up_to: int = 0) -> str:

@@ -22,7 +22,7 @@ from app.store import RecordedEvent
 PAGE = 1000
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     audit = commands.add_parser("audit", help="the platform's own audit trail")
     sub = audit.add_subparsers(dest="audit_command", required=True, metavar="COMMAND")
     log = sub.add_parser(
@@ -35,6 +35,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="from this UTC date or time on (2026-12-01, 2026-12-01T14:30)",
     )
     log.add_argument("--json", action="store_true", help="one JSON object a line")
+    audit.set_defaults(handler=run)
 
 
 def _what(kind: str, p: dict[str, Any]) -> str:

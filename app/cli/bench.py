@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.config import Settings
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
+#: The benchmarks ``chronicle bench`` runs (scripts of bench/).
+BENCHMARKS = ("eventstore", "runtime", "agent", "projections", "replay", "server", "ui", "gateway")
+
+
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
+    bench.add_argument("name", choices=BENCHMARKS)
+    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    bench.set_defaults(handler=command)
+
+
+def command(args: argparse.Namespace, settings: Settings) -> int:
+    return run(args.name, as_json=args.json)
 
 
 def run(name: str, *, as_json: bool) -> int:

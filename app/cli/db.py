@@ -14,7 +14,7 @@ from app.store.embedded import EmbeddedPostgres
 from app.store.urls import redact
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     db = commands.add_parser("db", help="start, inspect and migrate the database")
     sub = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
     sub.add_parser("up", help="start the embedded PostgreSQL (if no URL is set) and migrate it")
@@ -33,6 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     downgrade = sub.add_parser("downgrade", help="downgrade the schema (default: to base)")
     downgrade.add_argument("--revision", default="base")
     sub.add_parser("stop", help="stop the embedded PostgreSQL")
+    db.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -26,6 +26,7 @@ from app.cli.log import open_owner_store, open_store, positive
 from app.cli.replay import add_agent_options
 from app.cli.terminal import escape_controls, raw
 from app.config import Settings
+from app.runtime.kinds import KINDS
 
 if TYPE_CHECKING:
     from app.evaluation.rescoring import ScoredResult
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     evaluation = commands.add_parser(
         "eval", help="offline evaluation: score recorded sessions (see docs/evaluation.md)"
     )
@@ -75,31 +76,35 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )
     score.add_argument("--json", action="store_true", help="one JSON object per session")
 
-    run = actions.add_parser(
+    run_parser = actions.add_parser(
         "run",
         help="run every task x epoch of a suite as a recorded session, then score each",
         description="Run each task of the suite (epochs times) as an ordinary recorded "
         "session tagged with the evaluation run, at most N at a time, with a progress line "
         "on stderr, then score it (finished, answer, cost, steps).",
     )
-    run.add_argument("suite", type=Path, nargs="?", metavar="SUITE", help="the suite's YAML file")
-    run.add_argument(
+    run_parser.add_argument(
+        "suite", type=Path, nargs="?", metavar="SUITE", help="the suite's YAML file"
+    )
+    run_parser.add_argument(
         "--resume",
         metavar="NAME",
         help="continue the interrupted run NAME with the options it was started with (its "
         "suite as recorded, unless SUITE is given): finished task x epochs are kept, "
         "sessions that were mid-flight are run again from the start",
     )
-    run.add_argument("--model", help="the model (default: the configured llm_model)")
-    run.add_argument("--base-url", help="the model server's URL (default: llm_base_url)")
-    run.add_argument("--runtime", choices=["local", "docker"], help="the sandbox runtime")
-    run.add_argument("--epochs", type=positive, default=1, metavar="K", help="runs per task")
-    run.add_argument(
+    run_parser.add_argument("--model", help="the model (default: the configured llm_model)")
+    run_parser.add_argument("--base-url", help="the model server's URL (default: llm_base_url)")
+    run_parser.add_argument("--runtime", choices=list(KINDS), help="the sandbox runtime")
+    run_parser.add_argument("--epochs", type=positive, default=1, metavar="K", help="runs per task")
+    run_parser.add_argument(
         "--concurrency", type=positive, default=1, metavar="N", help="sessions at once"
     )
-    run.add_argument("--name", help="the run's name (default: the suite's name and the time)")
-    run.add_argument("--json", action="store_true", help="print the results as JSON")
-    add_gateway_options(run, "tasks whose agent is a command")
+    run_parser.add_argument(
+        "--name", help="the run's name (default: the suite's name and the time)"
+    )
+    run_parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_gateway_options(run_parser, "tasks whose agent is a command")
 
     report = actions.add_parser(
         "report",
@@ -143,6 +148,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     replayed.add_argument("--json", action="store_true", help="one JSON object per trial")
     add_agent_options(replayed)
     add_gateway_options(replayed, "trials of an agent command (replayed through it)")
+    evaluation.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -46,45 +46,55 @@ def since_time(text: str) -> datetime:
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    events = commands.add_parser("events", help="print a session's events")
-    events.add_argument("session", type=session_id, metavar="SESSION")
-    events.add_argument("--follow", "-f", action="store_true", help="keep printing new events")
-    events.add_argument("--json", action="store_true", help="one JSON object per line")
-    events.add_argument("--after", type=seq_after, default=0, metavar="SEQ", help="start after SEQ")
+    events_parser = commands.add_parser("events", help="print a session's events")
+    events_parser.add_argument("session", type=session_id, metavar="SESSION")
+    events_parser.add_argument(
+        "--follow", "-f", action="store_true", help="keep printing new events"
+    )
+    events_parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    events_parser.add_argument(
+        "--after", type=seq_after, default=0, metavar="SEQ", help="start after SEQ"
+    )
 
-    append = commands.add_parser("append", help="append one event to a session")
-    append.add_argument("session", type=session_id, metavar="SESSION")
-    append.add_argument("kind", help="event kind, e.g. message")
-    append.add_argument(
+    append_parser = commands.add_parser("append", help="append one event to a session")
+    append_parser.add_argument("session", type=session_id, metavar="SESSION")
+    append_parser.add_argument("kind", help="event kind, e.g. message")
+    append_parser.add_argument(
         "payload", nargs="?", default="{}", help='the fields as JSON, e.g. \'{"content": "hi"}\''
     )
-    append.add_argument("--source", help="override the kind's default source")
-    append.add_argument(
+    append_parser.add_argument("--source", help="override the kind's default source")
+    append_parser.add_argument(
         "--cause", type=seq_number, metavar="SEQ", help="seq of the event this one answers"
     )
-    append.add_argument("--json", action="store_true", help="print the recorded event as JSON")
+    append_parser.add_argument(
+        "--json", action="store_true", help="print the recorded event as JSON"
+    )
 
-    commands.add_parser("demo", help="record a short example session and print it")
+    demo_parser = commands.add_parser("demo", help="record a short example session and print it")
 
-    sessions = commands.add_parser("sessions", help="the latest sessions, one line each")
-    sessions.add_argument(
+    sessions_parser = commands.add_parser("sessions", help="the latest sessions, one line each")
+    sessions_parser.add_argument(
         "--limit", type=positive, default=20, metavar="N", help="at most N (default 20)"
     )
-    sessions.add_argument(
+    sessions_parser.add_argument(
         "--state",
         choices=LISTED_STATES,
         help="only sessions in this state (running and interrupted: the agent was working, "
         "and a process runs it still, or none does)",
     )
-    sessions.add_argument("--model", help="only sessions whose last model call used MODEL")
-    sessions.add_argument(
+    sessions_parser.add_argument("--model", help="only sessions whose last model call used MODEL")
+    sessions_parser.add_argument(
         "--since",
         type=since_time,
         metavar="WHEN",
         help="only sessions started since WHEN: a date or time (2026-12-01, "
         "2026-12-01T14:30, with an offset or local time) or a span back from now (30m, 2h, 7d)",
     )
-    sessions.add_argument("--json", action="store_true", help="one JSON object per line")
+    sessions_parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    events_parser.set_defaults(handler=events)
+    append_parser.set_defaults(handler=append)
+    demo_parser.set_defaults(handler=demo)
+    sessions_parser.set_defaults(handler=sessions)
 
 
 async def open_store(settings: Settings, *, long_running: bool = False) -> EventStore:

@@ -18,17 +18,17 @@ from app.config import Settings
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     projections = commands.add_parser(
         "projections", help="keep the read models (session_state) current; status; rebuild"
     )
     actions = projections.add_subparsers(dest="action", required=True, metavar="ACTION")
-    run = actions.add_parser(
+    run_parser = actions.add_parser(
         "run",
         help="apply the log to the projections until stopped (SIGINT/SIGTERM); a second "
         "process of the same projection stands by and takes over when the first ends",
     )
-    run.add_argument("names", nargs="*", metavar="NAME", help="only these (default: all)")
+    run_parser.add_argument("names", nargs="*", metavar="NAME", help="only these (default: all)")
     status = actions.add_parser(
         "status", help="each projection's position, lag (events and seconds) and runner"
     )
@@ -37,6 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "rebuild", help="build a projection afresh from the start of the log and swap it in"
     )
     rebuild.add_argument("name", metavar="NAME")
+    projections.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:

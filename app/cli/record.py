@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from app.store import EventStore
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     record = commands.add_parser(
         "record",
         help="run an agent's command with its model calls recorded through the gateway of a "
@@ -88,6 +88,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     add_limit_options(record, clearable=False)  # a new session's own limits (docs/gateway.md)
     # not "command": the subcommand's own name is args.command
     record.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    record.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -23,7 +23,7 @@ from app.config import Settings
 DIVERGED = 3
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     replay = commands.add_parser(
         "replay",
         help="re-run a recorded session's agent against its recording (no model calls) and "
@@ -39,6 +39,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="fork: at a divergence, fork the recorded session just before it and continue "
         "live with the model (chronicle fork); stop (default): only report it",
     )
+    replay.set_defaults(handler=run)
 
 
 def add_agent_options(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ def duration(text: str) -> float:
     return float(match.group(1)) * UNITS[match.group(2) or "s"]
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     runtime = commands.add_parser("runtime", help="list and reap sandboxes")
     sub = runtime.add_subparsers(dest="runtime_command", required=True, metavar="COMMAND")
     sub.add_parser("ls", help="the Docker sandboxes Chronicle started, with their idle time")
@@ -31,6 +31,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="quiet for longer than this (default: sandbox_reap_after, 2h)",
     )
+    runtime.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

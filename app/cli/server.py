@@ -54,7 +54,7 @@ def _quiet_server(config: Any) -> Any:
     return Server(config)
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     serve = commands.add_parser("serve", help="run the HTTP API (and, by default, its workers)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
     serve.add_argument(
@@ -67,6 +67,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="all: API, projections and workers in one process; api: the API only; worker: "
         "the workers only",
     )
+    serve.set_defaults(handler=run)
 
 
 @contextlib.asynccontextmanager

@@ -59,8 +59,8 @@ def token_id(text: str) -> uuid.UUID:
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
-    users = commands.add_parser("users", help="the access service's users")
-    sub = users.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
+    users_parser = commands.add_parser("users", help="the access service's users")
+    sub = users_parser.add_subparsers(dest="users_command", required=True, metavar="COMMAND")
     add = sub.add_parser("add", help="add a user")
     add.add_argument("name")
     add.add_argument("--admin", action="store_true", help="sees and steers every session")
@@ -73,8 +73,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     logout.add_argument("name")
     gateway_limits.add_parser(sub)
 
-    tokens = commands.add_parser("tokens", help="the users' API tokens")
-    sub = tokens.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
+    tokens_parser = commands.add_parser("tokens", help="the users' API tokens")
+    sub = tokens_parser.add_subparsers(dest="tokens_command", required=True, metavar="COMMAND")
     create = sub.add_parser("create", help="make a token for a user (printed once)")
     create.add_argument("name", help="the user")
     create.add_argument("--label", default="", help="what the token is for")
@@ -104,6 +104,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     link.add_argument(
         "--url", default=DEFAULT_SERVER_URL, help=f"the server (default: {DEFAULT_SERVER_URL})"
     )
+    users_parser.set_defaults(handler=users)
+    tokens_parser.set_defaults(handler=tokens)
+    link.set_defaults(handler=login_link)
 
 
 #: ``chronicle users CHANGE NAME``: what each change does.

@@ -20,7 +20,7 @@ from app.config import Settings
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
+def add_parsers(commands: argparse._SubParsersAction) -> None:
     worker = commands.add_parser(
         "worker",
         help="run requested sessions (leases in PostgreSQL) until SIGTERM; several may run "
@@ -30,6 +30,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--max-sessions", type=int, metavar="N", help="sessions at once (worker_max_sessions)"
     )
     worker.add_argument("--id", dest="worker_id", help="this worker's id (default: host/pid/…)")
+    worker.set_defaults(handler=run)
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -66,6 +66,7 @@ from app.evaluation.workspaces import WorkspaceError, prepare_workspace
 from app.events import AgentState, EvalScore, Message, SessionCreated
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
+from app.runtime.kinds import RuntimeKind
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
@@ -100,7 +101,7 @@ class EvaluationRequest(BaseModel):
         "{name, tasks: [{id, prompt, files, check, answer, limits, repo, commit}]}"
     )
     model: str | None = Field(default=None, max_length=200, description="litellm model name")
-    runtime: Literal["local", "docker"] | None = None
+    runtime: RuntimeKind | None = None
     trials: int = Field(default=1, ge=1, le=100, description="epochs: runs of each task")
     concurrency: int = Field(default=1, ge=1, le=100, description="trials running at once")
 
@@ -115,7 +116,7 @@ class RunPlan(BaseModel):
     suite: Suite
     model: str
     base_url: str | None
-    runtime: Literal["local", "docker"]
+    runtime: RuntimeKind
     trials: int
     concurrency: int
     owner: UUID

@@ -48,6 +48,7 @@ from app.replay.recording import (
     store_pages,
     stream_recording,
 )
+from app.runtime.kinds import workspace_inside
 from app.store import EventStore, RecordedEvent
 from app.store.action_worker import WorkerStopped
 from app.store.session_claims import claim_session
@@ -340,7 +341,7 @@ async def _agent(
     """The agent as the recording configured it: its workspace path, and its MCP tools as the
     first recorded call offered them (their schemas are stored with the prompt)."""
     config = recording.config
-    workspace = "/workspace" if config.runtime == "docker" else str(config.workspace)
+    workspace = workspace_inside(config.runtime, str(config.workspace))
     mcp_tools: list[dict[str, Any]] = []
     servers = [str(s.get("name")) for s in config.mcp_servers or []]
     first = recording.first_call

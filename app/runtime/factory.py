@@ -12,8 +12,7 @@ from uuid import UUID
 
 from app.runtime.attached import ClientRuntime
 from app.runtime.config import RuntimeConfig
-from app.runtime.docker.runtime import DockerRuntime
-from app.runtime.local.runtime import LocalRuntime
+from app.runtime.kinds import sandbox_kind
 from app.runtime.pool import SandboxPool
 
 
@@ -21,21 +20,7 @@ def make_runtime(
     config: RuntimeConfig, workspace: str | Path, session_id: UUID | str, kind: str | None = None
 ) -> ClientRuntime:
     """A not-yet-started sandbox of ``kind`` (default: ``config.kind``) for a session."""
-    kind = kind or config.kind
-    if kind == "docker":
-        return DockerRuntime(workspace, session_id, config=config.docker)
-    if kind == "local":
-        local = config.local
-        return LocalRuntime(
-            workspace,
-            network=local.network,
-            no_output_timeout=local.no_output_timeout,
-            env=local.env,
-            limits=local.limits,
-            hidden_paths=local.hidden_paths,
-            sandbox_uid=local.uid,
-        )
-    raise ValueError(f"unknown runtime {kind!r}; use 'local' or 'docker'")
+    return sandbox_kind(kind or config.kind).make(config, Path(workspace), session_id)
 
 
 def make_pool(config: RuntimeConfig, kind: str | None = None) -> SandboxPool:

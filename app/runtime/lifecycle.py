@@ -15,8 +15,7 @@ from app.store import EventStore
 def describe(runtime: Runtime) -> tuple[str, str, str | None]:
     """(runtime name, sandbox id, image digest) as far as the runtime knows them."""
     name = str(getattr(runtime, "name", type(runtime).__name__))
-    container = getattr(runtime, "session_id", None)
-    sandbox_id = f"chronicle-{container}" if name == "docker" and container else ""
+    sandbox_id = str(getattr(runtime, "sandbox_id", "") or "")  # a container's name, say
     client = getattr(runtime, "client", None)
     if not sandbox_id and client is not None:
         sandbox_id = getattr(client, "base_url", "")

@@ -17,7 +17,7 @@ import asyncio
 import os
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from uuid import UUID
 
 from litestar import Request, post
@@ -29,6 +29,7 @@ from app.config import Settings
 from app.events import Message, SessionCreated
 from app.events.session_config import SessionConfig
 from app.llm.errors import LlmNotConfiguredError, model_name_problem
+from app.runtime.kinds import RuntimeKind
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import TooManyActiveSessions, Unprocessable, problem_responses
@@ -52,7 +53,7 @@ class NewSession(BaseModel):
 
     task: Annotated[str, MESSAGE_TEXT] = MESSAGE_TEXT.field(description="what the agent should do")
     model: str | None = Field(default=None, max_length=200, description="litellm model name")
-    runtime: Literal["local", "docker"] | None = None
+    runtime: RuntimeKind | None = None
     limits: SessionLimits = Field(default_factory=SessionLimits)
     workspace: str | None = Field(
         default=None,

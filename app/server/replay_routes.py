@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 from app.events import MAX_SEQ, Message
 from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult
 from app.replay.engine import prepare_replay
+from app.runtime.kinds import RuntimeKind
 from app.server.access import ensure_visible
 from app.server.auth import principal_of
 from app.server.client_address import client_address
@@ -103,7 +104,7 @@ class NewFork(BaseModel):
     message: Annotated[str, MESSAGE_TEXT] | None = MESSAGE_TEXT.field(
         default=None, description="sent to the agent first"
     )
-    runtime: Literal["local", "docker"] | None = None
+    runtime: RuntimeKind | None = None
     limits: Limits = Field(default_factory=Limits)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from app.agent.codeact import CodeActAgent
 from app.events.session_config import SessionConfig
 from app.llm import LlmConfig
-from app.runtime.image import image_tag
+from app.runtime.kinds import KINDS
 from app.tools.config import McpServerConfig
 
 #: What a session runs when nothing says otherwise.
@@ -39,12 +39,13 @@ def run_config(
     """The configuration ``session.created`` records. ``mcp_tool_names``: the tools of MCP
     servers already started (the API starts none: a run lists them when it starts);
     ``extra``: what an evaluation run adds (see ``SessionOptions.evaluation``)."""
+    kind = KINDS.get(runtime)
     return SessionConfig.model_validate(
         {
             "agent": agent.name,
             "workspace": str(workspace),
             "runtime": runtime,
-            "image": image_tag(sandbox_base_image) if runtime == "docker" else None,
+            "image": kind.recorded_image(sandbox_base_image) if kind else None,
             "model": llm.model,
             "base_url": llm.base_url,
             "llm": llm.public(),

@@ -33,6 +33,7 @@ from app.llm import LlmConfig, LlmGateway
 from app.replay.agent_config import AgentConfig
 from app.runtime.executor import Executor
 from app.runtime.factory import make_runtime
+from app.runtime.kinds import KINDS, workspace_inside
 from app.runtime.lifecycle import start_sandbox
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS, run_config
 from app.sessions.services import agent_mcp_tools, mcp_log_dir
@@ -287,7 +288,7 @@ async def _run_claimed(
             ],
             expected_seq=0,
         )
-        if runtime_kind in ("local", "docker"):  # its sandbox would create it empty
+        if runtime_kind in KINDS:  # its sandbox would create it empty
             await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
         baseline = await record_workspace_start(store, session_id, workspace, settings)
     else:
@@ -388,7 +389,7 @@ async def _run_with_baseline(
         gateway = LlmGateway(store, llm)
         agent = agent_type(
             gateway if before_model_call is None else GatedGateway(gateway, before_model_call),
-            str(workspace) if runtime_kind != "docker" else "/workspace",
+            workspace_inside(runtime_kind, str(workspace)),
             mcp_tools=mcp_schemas,
             mcp_index=mcp_index,
             system_prompt=overrides.system_prompt,

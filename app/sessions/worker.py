@@ -54,6 +54,7 @@ from app.config import Settings
 from app.events import AgentState
 from app.events.session_config import SessionConfig
 from app.llm.gateway import preload_client
+from app.runtime.kinds import KINDS
 from app.sessions.lost_calls import record_lost_call
 from app.sessions.runner import (
     DatabaseGoneError,
@@ -475,9 +476,15 @@ class Worker:
                 log.exception("worker %s: the sweep failed", self.worker_id)
 
     async def _reaper(self) -> None:
-        from app.runtime.docker.reaper import reap_forever
-
-        await reap_forever(self.settings.sandbox_reap_after, self.settings.worker_reap_interval)
+        """Every kind's reaper (the sandboxes whose owner died), side by side."""
+        settings = self.settings
+        await asyncio.gather(
+            *(
+                kind.reap_forever(settings.sandbox_reap_after, settings.worker_reap_interval)
+                for kind in KINDS.values()
+                if kind.reap_forever is not None
+            )
+        )
 
 
 async def run_worker(

@@ -10,11 +10,14 @@ from pathlib import Path
 
 from app.config import Settings
 from app.events import Run, RunOutput
-from app.runtime import LocalRuntime, Runtime, SandboxClient
-from app.runtime.docker.runtime import DockerRuntime
+from app.runtime import Runtime, SandboxClient
+from app.runtime.factory import make_runtime
+from app.runtime.kinds import KINDS
 
-#: Every runtime the contract suite runs against (tests/contract/runtime/).
-RUNTIME_KINDS = ("local", "docker")
+#: Every runtime the contract suite runs against (tests/contract/runtime/): every registered kind.
+RUNTIME_KINDS = tuple(KINDS)
+#: The fixture a kind's sandboxes need first (a Docker engine), by kind.
+NEEDS = {"docker": "docker_ready"}
 
 
 def sandbox_settings(tmp_path: Path) -> Settings:
@@ -27,16 +30,11 @@ def sandbox_settings(tmp_path: Path) -> Settings:
 
 @contextlib.asynccontextmanager
 async def started_runtime(kind: str, workspace: Path, tmp_path: Path) -> AsyncIterator[Runtime]:
-    """A started, ready sandbox of ``kind`` on ``workspace``, closed at the end. A Docker one
-    needs the engine: request the ``docker_ready`` fixture first."""
-    sandbox: LocalRuntime | DockerRuntime
-    if kind == "docker":
-        config = sandbox_settings(tmp_path).docker_config()
-        sandbox = DockerRuntime(workspace, uuid.uuid4(), config=config)
-    elif kind == "local":
-        sandbox = LocalRuntime(workspace, no_output_timeout=1.5)
-    else:
-        raise ValueError(f"no runtime kind {kind!r} (one of {', '.join(RUNTIME_KINDS)})")
+    """A started, ready sandbox of ``kind`` on ``workspace``, made by the factory as a session's
+    is (``sandbox_settings``), closed at the end. Request the fixture ``NEEDS`` names for the
+    kind first (a Docker one needs the engine)."""
+    config = sandbox_settings(tmp_path).runtime_config()
+    sandbox = make_runtime(config, workspace, uuid.uuid4(), kind)
     await sandbox.start()
     try:
         await sandbox.wait_ready(60)

@@ -19,7 +19,7 @@ from typing import Any
 
 import docker.errors
 
-from app.runtime.config import DockerConfig
+from app.runtime.docker.config import DockerConfig
 from app.runtime.sandbox_user import SandboxUser
 
 log = logging.getLogger(__name__)

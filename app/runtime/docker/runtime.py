@@ -37,7 +37,7 @@ from docker.models.containers import Container
 
 from app.runtime.attached import ClientRuntime
 from app.runtime.client import SandboxClient
-from app.runtime.config import DockerConfig
+from app.runtime.docker.config import DockerConfig
 from app.runtime.docker.hardening import (
     QUOTA_SUPPORT,
     QuotaSupport,
@@ -45,6 +45,7 @@ from app.runtime.docker.hardening import (
     environment,
     is_quota_refusal,
 )
+from app.runtime.docker.kind import WORKSPACE
 from app.runtime.docker.private_dir import (
     SquattedDirectoryError,
     fresh_private_dir,
@@ -75,7 +76,7 @@ def default_socket_root() -> Path:
 def server_command(config: DockerConfig) -> list[str]:
     """The action server's command line: socket and token file in the private mount."""
     return [
-        *("python3", "-m", "chronicle_sandbox", "--workspace", "/workspace"),
+        *("python3", "-m", "chronicle_sandbox", "--workspace", WORKSPACE),
         *("--unix-socket", f"{MOUNT}/{SOCKET_NAME}", "--token-file", f"{MOUNT}/{TOKEN_NAME}"),
         *("--no-output-timeout", str(config.no_output_timeout)),
         *(
@@ -117,6 +118,11 @@ class DockerRuntime(ClientRuntime):
         self._made_socket_dir = False  # only a directory we made is ours to remove
         #: the private root made in place of a squatted ``socket_root``; removed on close
         self._own_root: Path | None = None
+
+    @property
+    def sandbox_id(self) -> str:
+        """The container's name (what ``runtime.ready`` records and ``docker ps`` shows)."""
+        return container_name(self.session_id)
 
     def _docker_client(self) -> docker.DockerClient:
         if self._docker is None:
@@ -222,7 +228,7 @@ class DockerRuntime(ClientRuntime):
             },
             "environment": {**config.env, **environment()},
             "volumes": {
-                str(self.workspace): {"bind": "/workspace", "mode": "rw"},
+                str(self.workspace): {"bind": WORKSPACE, "mode": "rw"},
                 str(self.mount_dir): {"bind": MOUNT, "mode": "rw"},
             },
             **confinement(config, user),

@@ -2,8 +2,9 @@
 
 What a sandbox promises the executor (docs/architecture.md, "Sandboxes") holds for every
 implementation: a test here takes the ``runtime`` fixture and says nothing about which one it
-got. A new runtime joins the suite by adding its kind to ``RUNTIME_KINDS`` and to
-``started_runtime`` (tests/support/sandboxes.py). Tests of one runtime's own defences (the
+got. Every kind registered in ``app.runtime.kinds`` joins the suite by itself (``RUNTIME_KINDS``);
+one that needs a fixture first (a Docker engine) names it in ``NEEDS``
+(tests/support/sandboxes.py). Tests of one runtime's own defences (the
 local jail, Docker's hardening) are in tests/system/runtime/.
 
 The Docker runtime needs a Docker engine. Without one its tests are skipped, except with
@@ -18,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.runtime import Runtime
-from app.runtime.docker.runtime import DockerRuntime
-from tests.support.sandboxes import RUNTIME_KINDS, started_runtime
+from app.runtime.kinds import KINDS
+from tests.support.sandboxes import NEEDS, RUNTIME_KINDS, started_runtime
 
 
 @pytest.fixture(params=RUNTIME_KINDS)
@@ -27,8 +28,8 @@ async def runtime(
     request: pytest.FixtureRequest, workspace: Path, tmp_path: Path
 ) -> AsyncIterator[Runtime]:
     """Each test that takes this runs once per runtime."""
-    if request.param == "docker":
-        request.getfixturevalue("docker_ready")
+    if request.param in NEEDS:
+        request.getfixturevalue(NEEDS[request.param])
     async with started_runtime(request.param, workspace, tmp_path) as sandbox:
         yield sandbox
 
@@ -36,4 +37,4 @@ async def runtime(
 @pytest.fixture
 def inside(runtime: Runtime, workspace: Path) -> str:
     """The workspace's path as commands in the sandbox see it."""
-    return "/workspace" if isinstance(runtime, DockerRuntime) else str(workspace)
+    return KINDS[str(getattr(runtime, "name", ""))].workspace_inside(str(workspace))
