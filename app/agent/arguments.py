@@ -17,16 +17,18 @@ from typing import Annotated, Any
 
 from pydantic import AllowInfNan, TypeAdapter, ValidationError
 
+from app.errors import ChronicleError
+
 _BOOLEAN: TypeAdapter[bool] = TypeAdapter(bool)
 _INTEGER: TypeAdapter[int] = TypeAdapter(int)
 _NUMBER: TypeAdapter[float] = TypeAdapter(Annotated[float, AllowInfNan(False)])
 
 
-class InvalidToolCall(ValueError):
+class InvalidToolCall(ChronicleError, ValueError):
     """A tool call that cannot become an action; the message is shown to the model."""
 
 
-class _Mismatch(ValueError):
+class _Mismatch(ChronicleError, ValueError):
     """One argument that does not fit its schema; the message says what it should be."""
 
 

@@ -12,13 +12,14 @@ from types import MappingProxyType
 
 from app.agent.codeact import CodeActAgent
 from app.agent.shell_only import ShellOnlyAgent
+from app.errors import ChronicleError
 
 AGENTS: Mapping[str, type[CodeActAgent]] = MappingProxyType(
     {agent.name: agent for agent in (CodeActAgent, ShellOnlyAgent)}
 )
 
 
-class UnknownAgent(LookupError):
+class UnknownAgent(ChronicleError, LookupError):
     """No agent of that name; the message lists the registered ones."""
 
 

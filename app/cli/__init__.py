@@ -28,6 +28,7 @@ from app.cli import server as server_cli
 from app.cli import users as users_cli
 from app.cli import worker as worker_cli
 from app.cli.terminal import escaped_streams
+from app.errors import ChronicleError
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -103,7 +104,7 @@ class _ClientGoneWrites(logging.Filter):
         return record.msg != "socket.send() raised exception."
 
 
-class ConfigurationError(Exception):
+class ConfigurationError(ChronicleError):
     """The settings cannot be read; the message says which file or value, and why."""
 
 

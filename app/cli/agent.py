@@ -27,6 +27,7 @@ from app.cli.numbers import positive, seq_number
 from app.cli.render import render_line
 from app.cli.terminal import raw
 from app.config import Settings
+from app.errors import ChronicleError
 from app.runtime.kinds import KINDS
 from app.sessions.summary import format_cost
 from app.store import EventStore, RecordedEvent
@@ -42,7 +43,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DATABASE_GONE = DATABASE_GONE_ERRORS
 
 
-class Refusal(Exception):
+class Refusal(ChronicleError):
     """The command would do something the user did not mean; the message says what instead."""
 
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from app.cli.log import open_store, positive, session_id
 from app.config import Settings
+from app.errors import ChronicleError
 
 #: The exit code of a replay that diverged.
 DIVERGED = 3
@@ -81,7 +82,7 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-class OptionError(Exception):
+class OptionError(ChronicleError):
     """An option cannot be used; the message says which and why."""
 
 

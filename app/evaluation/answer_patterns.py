@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import regex
 
+from app.errors import ChronicleError
+
 #: The longest a search of one finish message may take, in seconds.
 SEARCH_SECONDS = 1.0
 
 
-class PatternCutOff(Exception):
+class PatternCutOff(ChronicleError):
     """The search ran longer than its time limit and was abandoned."""
 
 

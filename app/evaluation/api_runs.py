@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
+from app.errors import ChronicleError
 from app.evaluation.live_check import NAME as CHECK
 from app.evaluation.live_check import VERSION as CHECK_VERSION
 from app.evaluation.live_check import run_check
@@ -146,15 +147,15 @@ def run_key(name: str, owner: UUID) -> str:
     return f"{name}@{owner}"
 
 
-class RunRequestError(ValueError):
+class RunRequestError(ChronicleError, ValueError):
     """The request cannot start a run (422); the message says what to change."""
 
 
-class RunExistsError(ValueError):
+class RunExistsError(ChronicleError, ValueError):
     """A run of that name exists (409)."""
 
 
-class ActiveSessionsCapError(RuntimeError):
+class ActiveSessionsCapError(ChronicleError, RuntimeError):
     """The user has as many active sessions as they may (429)."""
 
 

@@ -3,6 +3,7 @@ the report from the run's sessions and the scores that count on them."""
 
 from __future__ import annotations
 
+from app.errors import ChronicleError
 from app.evaluation.report import Report, build_report
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import EventStore
@@ -10,7 +11,7 @@ from app.store.evaluation_results import evaluation_run_results
 from app.store.evaluation_runs import keys_named
 
 
-class ReportError(LookupError):
+class ReportError(ChronicleError, LookupError):
     """No report can be made; the message says why and what to do."""
 
 

@@ -40,6 +40,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
+from app.errors import ChronicleError
 from app.evaluation.external_agent import CommandRecorder, agents_problem, run_agent_command
 from app.evaluation.live_check import record_check, run_check
 from app.evaluation.rescoring import score_session, suite_tasks
@@ -112,11 +113,11 @@ class Progress(BaseModel):
         )
 
 
-class RunError(Exception):
+class RunError(ChronicleError):
     """The run cannot start; the message says why."""
 
 
-class RunStopped(Exception):
+class RunStopped(ChronicleError):
     """A trial ended on a configuration error (``TaskResult.stopped_by``): the run stopped
     there; fix the configuration and resume it."""
 

@@ -31,13 +31,14 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from app.errors import ChronicleError
 from app.evaluation.suite import Task
 from app.events import ACTION_KINDS, EvalScore
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.store import RecordedEvent
 
 
-class ScoringError(ValueError):
+class ScoringError(ChronicleError, ValueError):
     """A session cannot be scored; the message says which and why."""
 
 

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.errors import ChronicleError
 from app.evaluation.answer_patterns import compile_problem
 
 #: A task id names its sessions and its rows in reports: a short word, no spaces.
@@ -31,7 +32,7 @@ TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 ANSWER_PREFIXES = ("regex:", "contains:")
 
 
-class SuiteError(ValueError):
+class SuiteError(ChronicleError, ValueError):
     """A suite cannot be used; the message names the file, each bad task and field, and why."""
 
 

@@ -14,13 +14,14 @@ import os
 import signal
 from pathlib import Path
 
+from app.errors import ChronicleError
 from app.evaluation.suite import Task
 
 #: How long one setup command or git step may take.
 SETUP_TIMEOUT = 600.0
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(ChronicleError):
     """The task's workspace could not be prepared; the message says which step and why."""
 
 

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from app.errors import ChronicleError
 from app.events.stored_form import (
     ESC,
     OBJ,
@@ -55,7 +56,7 @@ def _holds_reserved_key(text: str) -> bool:
     return any(token in text for token in _RESERVED_KEY_TOKENS)
 
 
-class CanonicalJsonError(ValueError):
+class CanonicalJsonError(ChronicleError, ValueError):
     """A value cannot be represented as canonical JSON (and so cannot be stored)."""
 
     def __init__(self, reason: str) -> None:
@@ -73,7 +74,7 @@ class CanonicalJsonError(ValueError):
         return self
 
 
-class _NotItsOwnStoredForm(Exception):
+class _NotItsOwnStoredForm(ChronicleError):
     """The fast walk met something that needs the stored form's markers."""
 
 

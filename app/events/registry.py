@@ -12,6 +12,7 @@ from typing import Annotated, Any, Union, get_args
 
 from pydantic import Field, TypeAdapter, ValidationError
 
+from app.errors import ChronicleError
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
 from app.events.base import Action, Event, Observation, Service
 from app.events.conversation import AgentState, Condensation, Message
@@ -98,7 +99,7 @@ AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="kind")]  # type:
 _adapter: TypeAdapter[Event] = TypeAdapter(AnyEvent)
 
 
-class InvalidEventError(ValueError):
+class InvalidEventError(ChronicleError, ValueError):
     """An event was refused: unknown kind or a payload that does not match its schema."""
 
     def __init__(self, message: str, *, kind: str | None = None, field: str | None = None):

@@ -27,6 +27,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.errors import ChronicleError
+
 ESC = "$esc"
 OBJ = "$obj"
 BLOB = "$blob"
@@ -39,7 +41,7 @@ _ESCAPE_SEQUENCE = re.compile(r"\\(?:(\\)|(0)|u(d[89a-f][0-9a-f]{2})|)")
 _SHA256_HEX = re.compile("[0-9a-f]{64}")
 
 
-class StoredFormError(ValueError):
+class StoredFormError(ChronicleError, ValueError):
     """A stored value holds a malformed marker (the table was edited, or a writer is broken)."""
 
 

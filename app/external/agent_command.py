@@ -18,6 +18,8 @@ import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from app.errors import ChronicleError
+
 #: Exit codes a shell uses: the command was not found / could not be run.
 NOT_FOUND = 127
 NOT_RUNNABLE = 126
@@ -26,7 +28,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 FROM_TERMINAL = frozenset({signal.SIGINT, signal.SIGHUP})
 
 
-class RecordError(Exception):
+class RecordError(ChronicleError):
     """``chronicle record`` cannot record the command; the message says why and what to do.
     ``exit_code``: what the command line exits with."""
 

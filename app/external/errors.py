@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from app.errors import ChronicleError
+
 #: What went wrong, whatever the protocol: each protocol names it its own way.
 ErrorKind = Literal[
     "invalid_request",  # 400: the body is not a request of the protocol
@@ -26,7 +28,7 @@ ErrorKind = Literal[
 ]
 
 
-class GatewayError(Exception):
+class GatewayError(ChronicleError):
     """A refusal the gateway answers with ``status``; ``message`` says what to do."""
 
     def __init__(

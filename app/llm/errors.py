@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Literal
 
+from app.errors import ChronicleError
+
 FailureKind = Literal[
     "auth",
     "quota",
@@ -33,7 +35,7 @@ def is_configuration_error(kind: str | None) -> bool:
     return kind in CONFIGURATION_KINDS
 
 
-class LlmError(Exception):
+class LlmError(ChronicleError):
     """A model call that failed for good; ``kind`` says which way, the message what to do."""
 
     def __init__(self, kind: FailureKind, message: str, *, attempts: int = 1) -> None:

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from app.errors import ChronicleError
 
-class PromptChainError(ValueError):
+
+class PromptChainError(ChronicleError, ValueError):
     """A call keeps messages of a previous call the log does not have."""
 
 

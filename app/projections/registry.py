@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.errors import ChronicleError
 from app.projections.base import Projection
 from app.projections.session_state import SessionState
 
@@ -9,7 +10,7 @@ from app.projections.session_state import SessionState
 PROJECTIONS: tuple[type[Projection], ...] = (SessionState,)
 
 
-class UnknownProjectionError(ValueError):
+class UnknownProjectionError(ChronicleError, ValueError):
     def __init__(self, name: str) -> None:
         known = ", ".join(p.name for p in PROJECTIONS)
         super().__init__(f"there is no projection {name!r}; the projections are: {known}")

@@ -26,6 +26,7 @@ from app.agent.controller import AgentController, Limits
 from app.agent.registry import UnknownAgent, agent_class
 from app.agent.stuck import StuckConfig
 from app.agent.tools import BUILTIN_TOOLS
+from app.errors import ChronicleError
 from app.events import AgentState, Event, ReplayResultEvent, SessionCreated, new_event_id
 from app.events.registry import SERVICES
 from app.events.session_config import ModelSettings, ReplayOrigin
@@ -61,7 +62,7 @@ DATABASE_GONE = "the database went away"
 BUILTIN_NAMES = [tool["function"]["name"] for tool in BUILTIN_TOOLS]
 
 
-class ReplayError(Exception):
+class ReplayError(ChronicleError):
     """The session cannot be replayed; the message says why and what to do."""
 
 

@@ -15,6 +15,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.errors import ChronicleError
 from app.events import HANDLED_KINDS, OBSERVATION_KINDS, Action, Event, SessionCreated
 from app.events.ids import new_event_id
 from app.events.replay import EnvironmentDivergenceEvent
@@ -22,7 +23,7 @@ from app.runtime.protocol import Runtime
 from app.store import EventStore, RecordedEvent
 
 
-class ForkError(Exception):
+class ForkError(ChronicleError):
     """The session cannot be forked at that point; the message says why and what to do."""
 
 

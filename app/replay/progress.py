@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Literal
 from uuid import UUID
 
+from app.errors import ChronicleError
 from app.replay.canonical import compare_consequences
 from app.replay.divergence import ActionDivergence, Divergence, RequestDivergence
 from app.replay.recording import Recording
@@ -19,7 +20,7 @@ from app.store import EventStore, RecordedEvent
 ReplayMode = Literal["strict", "positional"]
 
 
-class ReplayDiverged(Exception):
+class ReplayDiverged(ChronicleError):
     """Raised where the replay must stop; ``divergence`` says how it differed."""
 
     def __init__(self, divergence: Divergence) -> None:

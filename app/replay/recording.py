@@ -27,6 +27,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.errors import ChronicleError
 from app.events import OBSERVATION_KINDS
 from app.events.llm import ANSWERED_NOTHING
 from app.events.session_config import SessionConfig
@@ -45,7 +46,7 @@ PAGE_EVENTS = 256
 Pages = Callable[[int, int], Awaitable[list[RecordedEvent]]]
 
 
-class RecordingError(Exception):
+class RecordingError(ChronicleError):
     """The session cannot be replayed; the message says why."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from app.errors import ChronicleError
 
-class SandboxError(Exception):
+
+class SandboxError(ChronicleError):
     """Base of sandbox errors."""
 
 

@@ -24,6 +24,8 @@ from collections import deque
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from app.errors import ChronicleError
+
 #: Idle connections kept per client; more are closed when their request ends.
 MAX_IDLE = 8
 #: The longest header block (status line and headers) an answer may have.
@@ -32,7 +34,7 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_UNFRAMED_BYTES = 256 * 1024 * 1024
 
 
-class HttpError(Exception):
+class HttpError(ChronicleError):
     """The request failed in transport: no (complete, well-formed) answer came."""
 
 

@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import AfterValidator, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from app.errors import ChronicleError
 from app.runtime.docker.kind import KIND as DOCKER
 from app.runtime.kind import SandboxKind
 from app.runtime.local.kind import KIND as LOCAL
@@ -30,7 +31,7 @@ def named(names: tuple[str, ...] | None = None) -> str:
     return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
 
 
-class UnknownRuntimeKind(ValueError):
+class UnknownRuntimeKind(ChronicleError, ValueError):
     """A runtime name no kind has."""
 
     def __init__(self, name: str) -> None:

@@ -22,6 +22,8 @@ import os
 import sys
 from typing import Any
 
+from app.errors import ChronicleError
+
 FILE_MODE = 0o644
 EXECUTABLE_MODE = 0o755
 DIRECTORY_MODE = 0o755
@@ -31,7 +33,7 @@ CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NOT_A_DIRECTORY = (errno.ELOOP, errno.ENOTDIR)
 
 
-class RestoreRefused(Exception):
+class RestoreRefused(ChronicleError):
     """An entry that would leave the target or pass through a link; nothing more is written."""
 
 

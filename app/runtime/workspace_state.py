@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.errors import ChronicleError
 from app.events.workspace import SkippedFile, WorkspaceDiff, WorkspaceFile, WorkspaceSnapshot
 from app.runtime.git_as_user import GitUser
 
@@ -53,7 +54,7 @@ _GIT_FLAGS = (
 )
 
 
-class WorkspaceStateError(Exception):
+class WorkspaceStateError(ChronicleError):
     """git failed or took too long while recording a workspace; the message says which."""
 
 

@@ -24,11 +24,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from app.errors import ChronicleError
+
 #: How many addresses one process remembers; full buckets are dropped first beyond it.
 MAX_ADDRESSES = 10_000
 
 
-class TooManyFailures(Exception):
+class TooManyFailures(ChronicleError):
     """The address spent its failures; try again after ``retry_after`` seconds."""
 
     def __init__(self, retry_after: int) -> None:

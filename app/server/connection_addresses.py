@@ -15,6 +15,8 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
+from app.errors import ChronicleError
+
 #: The networks a host's IPv6 addresses are counted by.
 IPV6_PREFIX = 64
 
@@ -88,7 +90,7 @@ class AddressCounts:
             self.open.pop(key, None)
 
 
-class AddressFull(Exception):
+class AddressFull(ChronicleError):
     """The client's address holds as many connections as one address may."""
 
     def __init__(self, per_address: int) -> None:

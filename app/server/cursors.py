@@ -14,8 +14,10 @@ from uuid import UUID
 
 import orjson
 
+from app.errors import ChronicleError
 
-class BadCursorError(ValueError):
+
+class BadCursorError(ChronicleError, ValueError):
     """The cursor is not one this API handed out."""
 
 

@@ -19,6 +19,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel
 
+from app.errors import ChronicleError
 from app.events import InvalidEventError
 from app.server.json_text import dumps
 from app.store import ConcurrencyError, DatabaseUnavailableError, DuplicateEventError, StoreError
@@ -45,7 +46,7 @@ class Problem(BaseModel):
     error_id: str | None = None
 
 
-class ApiProblem(Exception):
+class ApiProblem(ChronicleError):
     """A refusal the API answers with ``status`` and a sentence saying what to do."""
 
     status = HTTPStatus.BAD_REQUEST

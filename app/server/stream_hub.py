@@ -28,6 +28,7 @@ from itertools import islice
 from typing import Generic, Protocol, TypeVar
 from uuid import UUID
 
+from app.errors import ChronicleError
 from app.store import RecordedEvent
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ class Sequenced(Protocol):
 W = TypeVar("W", bound=Sequenced)
 
 
-class FeedFailedError(RuntimeError):
+class FeedFailedError(ChronicleError, RuntimeError):
     """The session's shared subscription failed (its cause is chained)."""
 
 

@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from uuid import UUID
 
+from app.errors import ChronicleError
 
-class TooManyStreamsError(Exception):
+
+class TooManyStreamsError(ChronicleError):
     """The user has ``limit`` streams open already."""
 
     def __init__(self, limit: int) -> None:

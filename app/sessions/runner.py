@@ -26,6 +26,7 @@ from app.agent.steering import idle_answer, idle_outcome
 from app.agent.stuck import StuckConfig
 from app.agent.tools import mcp_tool_name
 from app.config import Settings
+from app.errors import ChronicleError
 from app.events import AgentState, ErrorObservation, Message, SessionCreated
 from app.events.masking import MASKED, SecretMasker
 from app.events.session_config import SessionConfig
@@ -76,7 +77,7 @@ class SessionOptions(BaseModel):
     evaluation: dict[str, Any] | None = None
 
 
-class SessionError(Exception):
+class SessionError(ChronicleError):
     """The session cannot run; the message says why and what to do."""
 
 

@@ -28,6 +28,7 @@ import logging
 from typing import NoReturn, Protocol
 from uuid import UUID
 
+from app.errors import ChronicleError
 from app.events import (
     HANDLED_KINDS,
     OBSERVATION_KINDS,
@@ -56,12 +57,12 @@ def unrecordable_answer(
     )
 
 
-class ServiceFailed(Exception):
+class ServiceFailed(ChronicleError):
     """Raised by a handler whose service can run no more actions; the message says why, in
     words for the user and the agent."""
 
 
-class WorkerStopped(Exception):
+class WorkerStopped(ChronicleError):
     """An action worker stopped before it was cancelled; the message says why."""
 
 

@@ -26,6 +26,7 @@ from uuid import UUID
 
 import asyncpg
 
+from app.errors import ChronicleError
 from app.store.append import (
     APPEND_ONE_SQL,
     APPEND_ONE_WITH_MESSAGES_SQL,
@@ -47,7 +48,7 @@ APPEND_MANY_WITH_MESSAGES_SQL = (
 )
 
 
-class AppendRefused(Exception):
+class AppendRefused(ChronicleError):
     """The database refused one append (its fields, as asyncpg reports them)."""
 
     def __init__(

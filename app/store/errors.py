@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from uuid import UUID
 
+from app.errors import ChronicleError
 from app.events import InvalidEventError
 
 
-class StoreError(Exception):
+class StoreError(ChronicleError):
     """Base of event store errors."""
 
 

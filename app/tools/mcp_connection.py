@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 
+from app.errors import ChronicleError
 from app.tools.config import McpServerConfig
 from app.tools.mcp_failures import describe_failure, is_connection_closed
 
@@ -35,7 +36,7 @@ class McpTool(BaseModel):
     input_schema: dict[str, Any]
 
 
-class McpServerError(Exception):
+class McpServerError(ChronicleError):
     """The server is not running (it failed to start or went away); the message says why."""
 
 

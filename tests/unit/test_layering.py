@@ -34,6 +34,7 @@ APP = ROOT / "app"
 
 #: Each package's place in the stack; a package imports only packages of a lower level.
 LEVELS = {
+    "errors": -1,  # app/errors.py: the exception root, which every package may import
     "events": 0,
     "store": 1,
     "llm": 2,

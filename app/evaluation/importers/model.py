@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from app.agent.calls import InvalidToolCall, to_action
 from app.agent.tools import BUILTIN_TOOLS
+from app.errors import ChronicleError
 from app.events import (
     Action,
     AgentState,
@@ -60,7 +61,7 @@ IMPORT_NAMESPACE = uuid.UUID("6f1d7a52-3c1e-4b8e-9a57-0c6b2f0e4d11")
 WORKSPACE = "/workspace"
 
 
-class ImportProblem(ValueError):
+class ImportProblem(ChronicleError, ValueError):
     """The recording cannot be imported; the message names the file, the item and the field."""
 
     def __init__(

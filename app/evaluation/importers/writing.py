@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from app.errors import ChronicleError
 from app.evaluation.importers.model import ImportedSession
 from app.store import EventStore
 
 
-class ImportConflict(Exception):
+class ImportConflict(ChronicleError):
     """The session an import would write already holds other events."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from typing import NamedTuple
 
+from app.errors import ChronicleError
+
 
 class View(NamedTuple):
     #: The column ``--since`` compares with (a ``date`` for ``daily_usage``).
@@ -31,7 +33,7 @@ VIEWS: dict[str, View] = {
 }
 
 
-class UnknownViewError(ValueError):
+class UnknownViewError(ChronicleError, ValueError):
     pass
 
 

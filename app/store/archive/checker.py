@@ -26,6 +26,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from app.errors import ChronicleError
 from app.events import InvalidEventError, event_from_stored
 from app.events.canonical import CanonicalJsonError, chain_hash, hashed_document, stored_json
 from app.events.stored_form import (
@@ -51,7 +52,7 @@ from app.store.archive.lines import (
 SHORTEST_BLOB_CHARS = 256
 
 
-class FileProblem(Exception):
+class FileProblem(ChronicleError):
     """The first problem of a file: its line number (1-based) and what is wrong there."""
 
     def __init__(self, line: int, reason: str) -> None:

@@ -30,6 +30,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from app.errors import ChronicleError
 from app.events.canonical import format_timestamp
 from app.store.records import RecordedEvent
 
@@ -38,7 +39,7 @@ VERSION = 1
 Sha256Hex = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
 
 
-class LineError(ValueError):
+class LineError(ChronicleError, ValueError):
     """A line that is not a line of this format (its reason, without the line number)."""
 
 

@@ -21,6 +21,7 @@ from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from app.errors import ChronicleError
 from app.events.canonical import chain_hash
 from app.events.stored_form import is_encoded, references
 from app.store.integrity.anchors import AnchorRecord, anchor_problem, key_id
@@ -42,7 +43,7 @@ CATCH_UP_ROUNDS = 100
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
 
 
-class BrokenSession(Exception):
+class BrokenSession(ChronicleError):
     """The first problem found in a session (internal: becomes a failed VerifyReport)."""
 
     def __init__(self, reason: str, seq: int | None, checked: int) -> None:
