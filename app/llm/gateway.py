@@ -17,7 +17,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 from uuid import UUID
@@ -27,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
 from app.events.llm import CUT
+from app.llm.call_in_progress import CallInProgress
 from app.llm.config import LlmConfig
 from app.llm.cost import litellm_cost
 from app.llm.direct import Direct, call_directly
@@ -38,7 +38,7 @@ from app.llm.litellm_logging import without_prompt_copies
 from app.llm.reply import read_reply
 from app.llm.retry import Failure, backoff, classify
 from app.llm.stored_keys import StoredKeys
-from app.llm.streaming import OnChunk, assembled, relayed, sent_usage
+from app.llm.streaming import OnChunk, assembled, relayed
 from app.llm.text_tools import to_prompt_messages
 from app.llm.unread import quiet_odd_count_warnings, unconverted_reply
 from app.llm.wire import for_the_wire
@@ -388,9 +388,9 @@ class LlmGateway:
         """The log holds ``prompt``'s llm.call, so its messages and tool list are stored
         (they were appended with it, or before): they need not go with the next call."""
         if prompt.stored < len(prompt.content):
-            self._stored_now(prompt.content[prompt.stored :])
+            self.stored_now(prompt.content[prompt.stored :])
             prompt.stored = len(prompt.content)
-        self._stored_now([prompt.tools_hash])
+        self.stored_now([prompt.tools_hash])
 
     def unstored(self, request: PreparedRequest) -> dict[str, str]:
         """The messages and tool list ``request`` names that this gateway has not seen stored
@@ -415,7 +415,7 @@ class LlmGateway:
                 self._texts.pop(id(message), None)
         return unstored
 
-    def _stored_now(self, keys: Iterable[str]) -> None:
+    def stored_now(self, keys: Iterable[str]) -> None:
         """Remember ``keys`` as stored; their texts are not needed any more."""
         for key in keys:
             self._stored.add(key)
@@ -430,9 +430,9 @@ class LlmGateway:
             [*request.messages[first:size], {"tools": request.tools}],
             [*request.prompt[first:size], request.tools_hash],
         )
-        self._prompt_stored(request)
+        self.prompt_stored(request)
 
-    def _prompt_stored(self, request: PreparedRequest) -> None:
+    def prompt_stored(self, request: PreparedRequest) -> None:
         """Every message of ``request`` is stored: the next request starts after them."""
         if self._prompt is not None and self._prompt.content is request.prompt:
             self._prompt.stored = max(self._prompt.stored, request.size)
@@ -467,133 +467,111 @@ class LlmGateway:
         ``error_kind="cut"``.
         """
         await self.load_client()  # before the clock starts: not part of the call's latency
+        call = self._begin(session_id, messages, tools, previous, params, cause, on_chunk)
+        async with self._limit():
+            response = await self._attempt(call, on_retry, on_chunk, record)
+        if isinstance(response, LlmReply):  # unusable: recorded as it came back
+            return response
+        return await self._answered(call, response, record)
+
+    def _begin(
+        self,
+        session_id: UUID,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        previous: Mapping[str, Any] | None,
+        params: Mapping[str, Any] | None,
+        cause: int | None,
+        on_chunk: OnChunk | None,
+    ) -> CallInProgress:
+        """The request prepared (``prepare``) and put as it goes on the wire: the clock starts."""
         native = self.native_tool_calling()
         request = self.prepare(messages, tools, previous, params)
-        messages, tools, params = request.messages, request.tools, request.params
         wire_messages = request.sent()  # a list of its own: the client may change it
-        offered = self._on_the_wire_tools(tools)
-        sent = wire_messages if native or not tools else to_prompt_messages(wire_messages, offered)
-        tools_hash, prompt_hashes = request.tools_hash, request.recorded_prompt()
-        request_fingerprint = request.fingerprint
-        unstored = self.unstored(request)  # appended with the llm.call, by us or the caller
-        started = time.monotonic()
-        attempts = 0
-        #: a streamed call's chunks so far (of its last attempt)
-        chunks: list[Any] = []
-        recorded_params = {**params, "base_url": self.config.base_url}
+        offered = self._on_the_wire_tools(request.tools)
+        native_or_none = native or not request.tools
+        recorded_params = {**request.params, "base_url": self.config.base_url}
         if on_chunk is not None:
             recorded_params["stream"] = True
+        return CallInProgress(
+            gateway=self,
+            session_id=session_id,
+            request=request,
+            native=native,
+            cause=cause,
+            streamed=on_chunk is not None,
+            sent=wire_messages if native_or_none else to_prompt_messages(wire_messages, offered),
+            offering=offered if native else [],
+            unstored=self.unstored(request),  # appended with the llm.call, by us or the caller
+            params=recorded_params,
+        )
 
-        def call_event(**outcome: Any) -> LlmCall:
-            """The llm.call for this request, with how it ended (a response, or an error)."""
-            return LlmCall(
-                model=self.config.model,
-                params=recorded_params,
-                fingerprint=request_fingerprint,
-                prompt=prompt_hashes,
-                prompt_kept=request.kept,
-                tools=tools_hash,
-                tool_calling="native" if native else "prompt",
-                latency_ms=(time.monotonic() - started) * 1000,
-                attempts=attempts,
-                cause=cause,
-                **outcome,
-            )
-
-        async def recorded(call: LlmCall, wanted: bool) -> RecordedEvent | None:
-            if not wanted:
-                return None
-            # the messages it names in the same transaction: no call without its prompt
-            event = (await self.store.append(session_id, [call], messages=unstored))[0]
-            self._stored_now(unstored)
-            self._prompt_stored(request)
-            return event
-
-        def handed(wanted: bool) -> dict[str, str]:
-            """The messages for the caller to append with an unrecorded call."""
-            return {} if wanted else unstored
-
-        def unusable(problem: str, **outcome: Any) -> LlmReply:
-            call = call_event(error=problem, error_kind="bad_response", **outcome)
-            return LlmReply(call=call, event=None, content=None, tool_calls=[],
-                            finish_reason=None, error=problem)  # fmt: skip
-
-        def partial() -> dict[str, Any]:
-            """What a stream that ended early sent: its response, usage and cost."""
-            if not chunks:
-                return {}
+    async def _attempt(
+        self,
+        call: CallInProgress,
+        on_retry: Callable[[Failure, float], Awaitable[None]] | None,
+        on_chunk: OnChunk | None,
+        record: bool,
+    ) -> Any:
+        """The model's response, attempting again what may be retried; an unusable reply is
+        returned as an ``LlmReply`` (recorded unless ``record`` is False); a failure for good,
+        or a cancelled call, is recorded and raised."""
+        params = call.request.params
+        while True:
+            call.attempts += 1
+            call.chunks.clear()
             try:
-                response = assembled(chunks)
-            except Exception:  # chunks litellm cannot add up: the error says what happened
-                return {}
-            read = read_reply(response, tools, prompt_tools=not native)
-            answer = LlmResponse(
-                content=read.content, tool_calls=read.tool_calls,
-                finish_reason=read.finish_reason, reasoning_content=read.reasoning_content,
-                id=read.response_id, model=read.response_model,
-            )  # fmt: skip
-            usage = streamed_usage(read.usage)
-            return {"response": answer, "usage": usage, "cost_usd": self._cost(response, usage)}
+                if on_chunk is None:
+                    return await self._call(call.sent, call.offering, params)
+                return await self._streamed(call.sent, call.offering, params, call.chunks, on_chunk)
+            except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
+                why = exc.args[0] if exc.args else "the run was cancelled"
+                if call.chunks:
+                    stopped = f"the stream was cut after {len(call.chunks)} chunks ({why})"
+                    stop = call.event(error=stopped, error_kind=CUT, **call.partial())
+                else:
+                    stopped = f"interrupted before the model answered ({why})"
+                    stop = call.event(error=stopped, error_kind="interrupted")
+                with contextlib.suppress(Exception):  # a lost database must not hide the stop
+                    await call.recorded(stop, True)
+                raise
+            except Exception as exc:
+                failure = self._failure(exc, native_tools=call.native and bool(call.request.tools))
+                unconverted = unconverted_reply(exc) if failure.kind == "bad_response" else None
+                if unconverted is not None:  # read as any reply: odd counts are unknown
+                    return unconverted
+                if failure.kind == "bad_response":
+                    reply = call.unusable(failure.message, **call.partial())
+                    event = await call.recorded(reply.call, record)
+                    return reply.model_copy(
+                        update={"event": event, "messages": call.handed(record)}
+                    )
+                if not failure.retryable or call.attempts > self.config.retries or call.chunks:
+                    failed = call.event(
+                        error=failure.message, error_kind=failure.kind, **call.partial()
+                    )
+                    await call.recorded(failed, True)
+                    raise LlmError(failure.kind, failure.message, attempts=call.attempts) from exc
+                wait = backoff(
+                    call.attempts, self.config.retry_min_wait, self.config.retry_max_wait
+                )
+                if failure.retry_after is not None:
+                    wait = min(
+                        max(wait, failure.retry_after),
+                        max(self.config.retry_max_wait, failure.retry_after),
+                    )
+                if on_retry is not None:
+                    await on_retry(failure, wait)
+                await asyncio.sleep(wait)
 
-        def streamed_usage(usage: LlmUsage) -> LlmUsage:
-            """A stream's usage: unknown when no chunk carried it (litellm then estimates,
-            which is not what the provider counted)."""
-            if on_chunk is None or sent_usage(chunks):
-                return usage
-            return LlmUsage(prompt_tokens=None, completion_tokens=None, total_tokens=None)
-
-        async with self._limit():
-            while True:
-                attempts += 1
-                chunks.clear()
-                try:
-                    offering = offered if native else []
-                    if on_chunk is None:
-                        response = await self._call(sent, offering, params)
-                    else:
-                        response = await self._streamed(sent, offering, params, chunks, on_chunk)
-                    break
-                except asyncio.CancelledError as exc:  # the run was stopped: keep the call too
-                    why = exc.args[0] if exc.args else "the run was cancelled"
-                    if chunks:
-                        stopped = f"the stream was cut after {len(chunks)} chunks ({why})"
-                        stop = call_event(error=stopped, error_kind=CUT, **partial())
-                    else:
-                        stopped = f"interrupted before the model answered ({why})"
-                        stop = call_event(error=stopped, error_kind="interrupted")
-                    with contextlib.suppress(Exception):  # a lost database must not hide the stop
-                        await recorded(stop, True)
-                    raise
-                except Exception as exc:
-                    failure = self._failure(exc, native_tools=native and bool(tools))
-                    unconverted = unconverted_reply(exc) if failure.kind == "bad_response" else None
-                    if unconverted is not None:  # read as any reply: odd counts are unknown
-                        response = unconverted
-                        break
-                    if failure.kind == "bad_response":
-                        reply = unusable(failure.message, **partial())
-                        event = await recorded(reply.call, record)
-                        return reply.model_copy(update={"event": event, "messages": handed(record)})
-                    if not failure.retryable or attempts > self.config.retries or chunks:
-                        failed = call_event(
-                            error=failure.message, error_kind=failure.kind, **partial()
-                        )
-                        await recorded(failed, True)
-                        raise LlmError(failure.kind, failure.message, attempts=attempts) from exc
-                    wait = backoff(attempts, self.config.retry_min_wait, self.config.retry_max_wait)
-                    if failure.retry_after is not None:
-                        wait = min(
-                            max(wait, failure.retry_after),
-                            max(self.config.retry_max_wait, failure.retry_after),
-                        )
-                    if on_retry is not None:
-                        await on_retry(failure, wait)
-                    await asyncio.sleep(wait)
-        read = read_reply(response, tools, prompt_tools=not native)
-        usage = streamed_usage(read.usage)
-        cost = self._cost(response, usage)
+    async def _answered(self, call: CallInProgress, response: Any, record: bool) -> LlmReply:
+        """The reply read from ``response`` and its llm.call recorded (unless ``record`` is
+        False: the caller appends it with what it decides)."""
+        read = read_reply(response, call.request.tools, prompt_tools=not call.native)
+        usage = call.usage(read.usage)
+        cost = self.cost(response, usage)
         if read.problem is not None:
-            reply = unusable(
+            reply = call.unusable(
                 read.problem,
                 response=LlmResponse(
                     finish_reason=read.finish_reason, id=read.response_id, model=read.response_model
@@ -601,8 +579,8 @@ class LlmGateway:
                 usage=usage,
                 cost_usd=cost,
             )
-            event = await recorded(reply.call, record)
-            return reply.model_copy(update={"event": event, "messages": handed(record)})
+            event = await call.recorded(reply.call, record)
+            return reply.model_copy(update={"event": event, "messages": call.handed(record)})
         answer = LlmResponse(
             content=read.content,
             tool_calls=read.tool_calls,
@@ -611,17 +589,17 @@ class LlmGateway:
             id=read.response_id,
             model=read.response_model,
         )
-        call = call_event(response=answer, usage=usage, cost_usd=cost)
-        recording: Awaitable[RecordedEvent | None] = recorded(call, record)
-        if on_chunk is not None:  # a stream is cut while it streams, never while recorded
+        answered = call.event(response=answer, usage=usage, cost_usd=cost)
+        recording: Awaitable[RecordedEvent | None] = call.recorded(answered, record)
+        if call.streamed:  # a stream is cut while it streams, never while recorded
             recording = self._shielded(recording)
         return LlmReply(
-            call=call,
+            call=answered,
             event=await recording,
             content=read.content,
             tool_calls=read.tool_calls,
             finish_reason=read.finish_reason,
-            messages=handed(record),
+            messages=call.handed(record),
         )
 
     def _shielded(self, recording: Awaitable[RecordedEvent | None]) -> Awaitable[Any]:
@@ -712,7 +690,7 @@ class LlmGateway:
             messages, tools, params, config.timeout, self._unpriced,
         )  # fmt: skip
 
-    def _cost(self, response: Any, usage: LlmUsage) -> float | None:
+    def cost(self, response: Any, usage: LlmUsage) -> float | None:
         """What the call cost: by the configured prices, else litellm's (which prices cache
         reads and writes and reasoning tokens from the usage it read, where its model map
         knows their prices). Unknown when a count it rests on is, or litellm could not read
@@ -799,6 +777,6 @@ class LlmGateway:
         if not new:
             return
         await self.store.put_messages([h for h, _ in new], [self._text(m) for _, m in new])
-        self._stored_now(h for h, _ in new)
+        self.stored_now(h for h, _ in new)
         for _, message in new:
             self._texts.pop(id(message), None)

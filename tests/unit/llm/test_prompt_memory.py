@@ -83,7 +83,7 @@ def test_a_client_sending_every_message_anew_leaves_none_held() -> None:
             messages: list[dict[str, Any]] = [_Message(role=r, content=c) for r, c in turns]
             tools: list[dict[str, Any]] = [_Message(tool) for tool in TOOLS]
             request = gateway.prepare(messages, tools)
-            gateway._stored_now(gateway.unstored(request))  # as a recorded llm.call does
+            gateway.stored_now(gateway.unstored(request))  # as a recorded llm.call does
             if 0 < round_ < 5:  # the first tool list is kept by its hash's cache, the last
                 watched += [weakref.ref(message) for message in [*messages, *tools]]  # type: ignore[misc]
     gc.collect()
