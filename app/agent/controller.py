@@ -56,8 +56,7 @@ from app.events.conversation import AgentStateName
 from app.events.llm import ANSWERED_NOTHING
 from app.llm import LlmError
 from app.llm.retry import Failure
-from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.subscriptions import SessionSubscription
+from app.store import ConcurrencyError, RecordedEvent, SessionLog, SessionStream
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ __all__ = ["STUCK_WINDOW", "TRIM_EVERY", "AgentController", "Limits", "Outcome"]
 class AgentController:
     def __init__(
         self,
-        store: EventStore,
+        store: SessionLog,
         session_id: UUID,
         agent: CodeActAgent,
         *,
@@ -380,7 +379,7 @@ class AgentController:
         if late:
             await self._catch_up()
 
-    async def _wait(self, stream: SessionSubscription) -> None:
+    async def _wait(self, stream: SessionStream) -> None:
         """Until an event we do not know yet arrives (or a pending action may be overdue).
 
         The subscription delivers every event in order, so the next unknown one is usually
