@@ -41,6 +41,7 @@ from app.agent.decisions import (
     condensation,
     decide,
     overdue,
+    without_refused,
 )
 from app.agent.stuck import StuckConfig
 from app.events import (
@@ -50,7 +51,6 @@ from app.events import (
     Event,
     InvalidEventError,
     LlmCall,
-    LlmResponse,
 )
 from app.events.conversation import AgentStateName
 from app.events.llm import ANSWERED_NOTHING
@@ -169,10 +169,6 @@ class AgentController:
 
     def _agent_state(self) -> tuple[AgentStateName | None, str]:
         return self._state
-
-    def _user_request(self) -> tuple[str | None, int]:
-        """The user's latest steering (paused / running / stopped) and its seq."""
-        return self._request
 
     async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
         if self._agent_state() != (state, reason):
@@ -302,7 +298,7 @@ class AgentController:
             if refused is None:
                 batch = [call, *self._consequences(payload, seq)]
             else:
-                batch = _without_refused(call, seq, refused)
+                batch = without_refused(call, seq, refused)
             try:
                 recorded = await self.store.append(
                     self.session_id, batch, expected_seq=seq - 1, messages=messages
@@ -398,20 +394,3 @@ class AgentController:
             self._remember([event])
         else:
             await self._catch_up()
-
-
-def _without_refused(call: LlmCall, seq: int, refused: InvalidEventError) -> list[Event]:
-    """What to record of a model step the store refused: the call and an error saying why,
-    without the actions (or, when the call itself was refused, without its response)."""
-    if refused.kind == "llm.call":
-        message = f"the model's reply could not be recorded ({refused})"
-        call = call.model_copy(
-            update={
-                "response": LlmResponse(finish_reason=call.response.finish_reason),
-                "error": message,
-                "error_kind": "bad_response",
-            }
-        )
-    else:
-        message = f"what the model asked for could not be recorded ({refused})"
-    return [call, ErrorObservation(message=message, error_type="unrecordable", cause=seq)]

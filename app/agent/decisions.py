@@ -20,7 +20,14 @@ from pydantic import BaseModel
 
 from app.agent.steering import PAUSED_BY_USER, STOPPED_BY_USER
 from app.agent.stuck import StuckConfig, detect
-from app.events import Condensation
+from app.events import (
+    Condensation,
+    ErrorObservation,
+    Event,
+    InvalidEventError,
+    LlmCall,
+    LlmResponse,
+)
 from app.events.conversation import AgentStateName
 from app.store import RecordedEvent
 
@@ -180,3 +187,20 @@ def overdue(
         if waited > limit + limits.pending_grace:
             late.append((action, waited))
     return late
+
+
+def without_refused(call: LlmCall, seq: int, refused: InvalidEventError) -> list[Event]:
+    """What to record of a model step the store refused: the call and an error saying why,
+    without the actions (or, when the call itself was refused, without its response)."""
+    if refused.kind == "llm.call":
+        message = f"the model's reply could not be recorded ({refused})"
+        call = call.model_copy(
+            update={
+                "response": LlmResponse(finish_reason=call.response.finish_reason),
+                "error": message,
+                "error_kind": "bad_response",
+            }
+        )
+    else:
+        message = f"what the model asked for could not be recorded ({refused})"
+    return [call, ErrorObservation(message=message, error_type="unrecordable", cause=seq)]

@@ -22,10 +22,11 @@ from app.agent.decisions import (
     condensation,
     decide,
     overdue,
+    without_refused,
 )
 from app.agent.steering import PAUSED_BY_USER, STOPPED_BY_USER
 from app.agent.stuck import StuckConfig
-from app.events import Condensation
+from app.events import Condensation, ErrorObservation, InvalidEventError, LlmCall, LlmResponse
 from app.store import RecordedEvent
 
 LIMITS = Limits(max_iterations=10, max_cost_usd=1.0)
@@ -199,3 +200,28 @@ def test_actions_past_their_timeout_and_the_grace_are_overdue() -> None:
     assert overdue([timed, default, unseen], seen_at, 1041.0, limits) == [(timed, 41.0)]
     late = overdue([timed, default, unseen], seen_at, 1181.0, limits)
     assert late == [(timed, 181.0), (default, 181.0)]
+
+
+def _call() -> LlmCall:
+    response = LlmResponse(content="x", finish_reason="tool_calls")
+    return LlmCall(model="m", fingerprint="f", response=response)
+
+
+def test_a_refused_action_is_recorded_as_an_error_beside_the_paid_call() -> None:
+    call = _call()
+    refused = InvalidEventError("too large", kind="run")
+    recorded_call, error = without_refused(call, 7, refused)
+    assert recorded_call is call
+    assert isinstance(error, ErrorObservation)
+    assert (error.cause, error.error_type) == (7, "unrecordable")
+    assert error.message == "what the model asked for could not be recorded (too large)"
+
+
+def test_a_refused_call_is_recorded_without_its_response() -> None:
+    refused = InvalidEventError("bad text", kind="llm.call")
+    recorded_call, error = without_refused(_call(), 7, refused)
+    assert isinstance(recorded_call, LlmCall)
+    assert recorded_call.response == LlmResponse(finish_reason="tool_calls")
+    assert recorded_call.error_kind == "bad_response"
+    assert recorded_call.error == "the model's reply could not be recorded (bad text)"
+    assert isinstance(error, ErrorObservation) and error.message == recorded_call.error
