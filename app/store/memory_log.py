@@ -82,7 +82,7 @@ class MemoryLog:
         last = len(log)
         if expected_seq is not None and expected_seq != last:
             raise ConcurrencyError(session_id, expected_seq, last)
-        self._check_causes(session_id, log, batch)
+        self._check_order(session_id, log, batch)
         recorded = self._recorded(session_id, log, batch)
         self._messages.update(messages or {})
         self._sessions[session_id] = log + recorded
@@ -117,13 +117,17 @@ class MemoryLog:
         log = self._sessions[session_id]
         return [log[seq - 1] for _, seq in sorted(found, key=lambda where: where[1])]
 
-    def _check_causes(
-        self, session_id: UUID, log: list[RecordedEvent], batch: EncodedBatch
-    ) -> None:
-        """What the database's append checks of causes: an earlier event of the session, an
-        action (or a model call an error answers) for an observation, and one observation
-        per action."""
+    def _check_order(self, session_id: UUID, log: list[RecordedEvent], batch: EncodedBatch) -> None:
+        """What the database's append checks beyond the events themselves: one
+        ``session.created``, causes that name an earlier event of the session, an action (or
+        a model call an error answers) for an observation, and one observation per action."""
         kinds = [event.kind for event in log] + batch.kinds
+        if kinds.count("session.created") > 1:
+            raise InvalidEventError(
+                f"session {session_id} already has its session.created event; a session is "
+                "created once (start a new session for a new configuration)",
+                kind="session.created",
+            )
         answered = set(self._answered.get(session_id, ()))
         for index, (kind, cause) in enumerate(zip(batch.kinds, batch.causes, strict=True)):
             if cause is None:

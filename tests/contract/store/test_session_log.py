@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from app.events import FileEdit, Message, Run, RunOutput
+from app.events import FileEdit, Message, Run, RunOutput, SessionCreated
 from app.store import (
     ConcurrencyError,
     DuplicateEventError,
@@ -174,3 +174,11 @@ async def test_a_subscription_follows_its_session_only(session_log: SessionLog) 
     assert (event.session_id, event.payload["content"]) == (session, "mine")
     assert await nothing_more(stream)
     await stream.aclose()
+
+
+async def test_a_session_is_created_once(session_log: SessionLog) -> None:
+    session = uuid.uuid4()
+    await session_log.append(session, [SessionCreated(title="first")])
+    with pytest.raises(InvalidEventError, match="a session is created once"):
+        await session_log.append(session, [SessionCreated(title="again")])
+    assert [e.payload["title"] for e in await session_log.read(session)] == ["first"]
