@@ -5,7 +5,6 @@ test_decisions.py)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -13,6 +12,7 @@ from typing import Any
 
 from app.agent.codeact import CodeActAgent
 from app.agent.controller import AgentController, Limits
+from app.agent.driving import drive
 from app.events import (
     Action,
     AgentState,
@@ -27,14 +27,17 @@ from app.events.base import Service
 from app.llm import LlmError, LlmReply
 from app.llm.retry import Failure
 from app.store import MemoryLog, RecordedEvent
-from app.store.action_worker import ActionWorker
+from app.store.action_worker import ActionWorker, ServiceFailed
+
+#: A script's entry for a model that never answers (until the run is cancelled).
+SILENT = None
 
 
 class ScriptedModel:
     """A ``ModelGateway`` that answers each call with the next reply of its script (a
-    ``LlmResponse``, or an ``LlmError`` to raise)."""
+    ``LlmResponse``, an ``LlmError`` to raise, or ``SILENT``)."""
 
-    def __init__(self, *script: LlmResponse | LlmError) -> None:
+    def __init__(self, *script: LlmResponse | LlmError | None) -> None:
         self.script = list(script)
         self.calls = 0
 
@@ -51,8 +54,11 @@ class ScriptedModel:
     ) -> LlmReply:
         self.calls += 1
         reply = self.script.pop(0)
+        if reply is SILENT:
+            await asyncio.Event().wait()  # nobody sets it: cancelled with the run
         if isinstance(reply, LlmError):
             raise reply
+        assert reply is not None
         call = LlmCall(model="m", fingerprint=f"f{self.calls}", response=reply, cost_usd=0.5)
         return LlmReply(
             call=call,
@@ -141,19 +147,41 @@ async def test_an_action_is_waited_for_and_its_answer_given_to_the_model() -> No
     log = MemoryLog()
     session_id = await session(log)
     model = ScriptedModel(tool("execute_bash", command="echo hi"), tool("finish", message="ok"))
-    worker = asyncio.create_task(ActionWorker(log, session_id, Echo()).run())
-    try:
-        assert await controller(log, session_id, model).run() == "finished"
-    finally:
-        worker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await worker
+    workers = {"executor": ActionWorker(log, session_id, Echo()).run()}
+    assert await drive(log, session_id, controller(log, session_id, model), workers) == "finished"
     events = await log.read(session_id)
     run = next(e for e in events if e.kind == "run")
     answer = next(e for e in events if e.kind == "run.output")
     assert (answer.cause, answer.payload["output"]) == (run.seq, "echo hi")
     assert answer.seq < [e.seq for e in events if e.kind == "llm.call"][1]
     assert model.calls == 2
+
+
+class Gone:
+    """An action handler whose sandbox is gone."""
+
+    service: Service = "sandbox"
+    name = "executor"
+    title = "the executor"
+
+    async def handle(self, action: Action) -> Observation:
+        raise ServiceFailed("the sandbox is gone")
+
+
+async def test_a_worker_that_stops_ends_the_run_in_error_saying_why() -> None:
+    log = MemoryLog()
+    session_id = await session(log)
+    # The controller may take the error in and ask again before the worker's stop is seen.
+    model = ScriptedModel(tool("execute_bash", command="ls"), SILENT)
+    workers = {"executor": ActionWorker(log, session_id, Gone()).run()}
+    assert await drive(log, session_id, controller(log, session_id, model), workers) == "error"
+    events = await log.read(session_id)
+    answer = next(e for e in events if e.kind == "error" and e.source == "environment")
+    assert (answer.payload["message"], answer.payload["error_type"]) == (
+        "the sandbox is gone",
+        "unavailable",
+    )
+    assert states(events)[-1] == ("error", "the sandbox is gone")
 
 
 async def test_the_iteration_limit_stops_before_the_model_is_asked() -> None:
