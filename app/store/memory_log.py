@@ -41,6 +41,7 @@ class MemoryLog:
         self._messages: dict[str, str] = {}
         self._checkpoints: dict[str, Position] = {}
         self._position = 0
+        self.closed = False
         self._appended = asyncio.Event()  # replaced after each ring: waiters hold the old one
 
     async def __aenter__(self) -> Self:
@@ -50,7 +51,8 @@ class MemoryLog:
         await self.close()
 
     async def close(self) -> None:
-        """Nothing to release; wakes its subscriptions' waits so closed ones end."""
+        """End its subscriptions (nothing else to release)."""
+        self.closed = True
         self._ring()
 
     def _ring(self) -> None:
@@ -226,7 +228,7 @@ class MemorySubscription:
         return self
 
     async def __anext__(self) -> RecordedEvent:
-        while not self._closed:
+        while not (self._closed or self._log.closed):
             appended = self._log._appended  # before looking: an append after it rings it
             events = self._log._sessions.get(self._session_id, ())
             if len(events) > self._seq:
