@@ -47,6 +47,7 @@ from app.events import (
     ToolCall,
 )
 from app.llm import LlmConfig, LlmGateway
+from app.llm.call_log import CallLog
 from app.replay import replay
 from app.store import EventStore, RecordedEvent
 from app.store.buffered_session import BufferedSession
@@ -137,7 +138,7 @@ def _condensation(events: list[RecordedEvent]) -> Condensation:
 
 
 async def _write_steps(
-    store: EventStore, session: uuid.UUID, steps: int, condense_at: int | None = None
+    store: CallLog, session: uuid.UUID, steps: int, condense_at: int | None = None
 ) -> None:
     model = "openai/instant"
     gateway = LlmGateway(store, LlmConfig(model=model, native_tool_calling=True))

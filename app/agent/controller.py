@@ -9,41 +9,54 @@ States: loading, running, awaiting_user_input, paused, stopped, finished, error,
 rate_limited. The user steers with ``agent.state`` events of source ``user`` (paused,
 running, stopped) and with messages. Limits on iterations and cost stop the agent with a
 reason; a higher limit (a new controller with it) lets the user continue.
+
+What to do next is decided by a pure function (``decide`` in app/agent/decisions.py) of what
+the controller keeps of the log; the controller is the I/O around it: it reads and appends
+through a ``SessionLog``, calls the agent, and waits on its subscription.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
 import logging
 import time
 from array import array
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel
-
 from app.agent.codeact import CodeActAgent
-from app.agent.steering import PAUSED_BY_USER, STOPPED_BY_USER
-from app.agent.stuck import StuckConfig, detect
+from app.agent.decisions import (
+    AskModel,
+    AwaitActions,
+    Continue,
+    End,
+    Limits,
+    Outcome,
+    Pause,
+    Situation,
+    Wait,
+    after_model_error,
+    condensation,
+    decide,
+    overdue,
+    without_refused,
+)
+from app.agent.stuck import StuckConfig
 from app.events import (
     AWAITED_KINDS,
     AgentState,
-    Condensation,
     ErrorObservation,
     Event,
     InvalidEventError,
     LlmCall,
-    LlmResponse,
 )
 from app.events.conversation import AgentStateName
 from app.events.llm import ANSWERED_NOTHING
 from app.llm import LlmError
 from app.llm.retry import Failure
-from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.subscriptions import SessionSubscription
+from app.store import ConcurrencyError, RecordedEvent, SessionLog, SessionStream
 
 log = logging.getLogger(__name__)
 
@@ -52,21 +65,14 @@ STUCK_WINDOW = 80
 #: The controller's window of the log: the last STUCK_WINDOW events and those the agent was
 #: not given yet, trimmed when this many more have come in (a trim moves the list).
 TRIM_EVERY = 256
-Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
 
-
-class Limits(BaseModel):
-    max_iterations: int = 100
-    max_cost_usd: float | None = None
-    #: seconds an awaited action may stay unanswered beyond its own timeout
-    pending_grace: float = 30.0
-    default_action_timeout: float = 150.0
+__all__ = ["STUCK_WINDOW", "TRIM_EVERY", "AgentController", "Limits", "Outcome"]
 
 
 class AgentController:
     def __init__(
         self,
-        store: EventStore,
+        store: SessionLog,
         session_id: UUID,
         agent: CodeActAgent,
         *,
@@ -164,10 +170,6 @@ class AgentController:
     def _agent_state(self) -> tuple[AgentStateName | None, str]:
         return self._state
 
-    def _user_request(self) -> tuple[str | None, int]:
-        """The user's latest steering (paused / running / stopped) and its seq."""
-        return self._request
-
     async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
         if self._agent_state() != (state, reason):
             await self._record(
@@ -227,58 +229,56 @@ class AgentController:
                 if not self._progressed:  # nothing to do until the log moves on
                     await self._wait(stream)
 
+    def situation(self) -> Situation:
+        """What the decisions read, as the controller keeps it (no rescan of the log)."""
+        return Situation(
+            request=self._request[0],
+            unprocessed_call=self._unprocessed_call(),
+            pending=bool(self._awaiting),
+            asked=self._last_user_message is not None,
+            finished_since_user=self._finished_since_user,
+            recent=self._since_user(limit=STUCK_WINDOW),
+            iterations=self._iterations(),
+            cost=self._cost(),
+        )
+
     async def _advance(self) -> Outcome | None:
-        """Do the next thing the log calls for; None means 'wait for more events'."""
-        request, _ = self._user_request()
-        if request == "stopped":
-            await self._set_state("stopped", STOPPED_BY_USER)
-            return "stopped"
-        if request == "paused":
-            await self._set_state("paused", PAUSED_BY_USER)
-            return "paused" if self.stop_when_paused else None
-        call = self._unprocessed_call()
-        if call is not None:
-            await self._decide(call)
-            return None
-        if self._pending():
-            await self._answer_overdue()
-            return None
-        if self._last_user_message is None:
-            return None  # nothing asked yet
-        if self._finished_since_user:
-            await self._set_state("finished", "the agent called finish")
-            return "finished"
-        recent = self._since_user(limit=STUCK_WINDOW)
-        if recent and recent[-1].kind == "message" and recent[-1].source == "agent":
-            await self._set_state("awaiting_user_input", "the agent asked for your input")
-            return "awaiting_user_input"
-        if self._iterations() >= self.limits.max_iterations:
-            await self._set_state(
-                "stopped",
-                f"reached the iteration limit ({self.limits.max_iterations}); raise "
-                "--max-iterations and resume to continue",
-            )
-            return "stopped"
-        if self.limits.max_cost_usd is not None and self._cost() >= self.limits.max_cost_usd:
-            await self._set_state(
-                "stopped",
-                f"reached the cost limit (${self.limits.max_cost_usd:.2f}, spent "
-                f"${self._cost():.4f}); raise --max-cost and resume to continue",
-            )
-            return "stopped"
-        why = detect(recent, self.stuck)
-        if why:
-            await self._set_state("error", f"the agent looks stuck: {why}")
-            return "error"
+        """Do the next thing the log calls for (``decide``); None means 'go on'."""
+        decision = decide(
+            self.situation(), self.limits, self.stuck, stop_when_paused=self.stop_when_paused
+        )
+        match decision:
+            case End(state=state, reason=reason, outcome=outcome):
+                await self._set_state(state, reason)
+                return outcome
+            case Pause(reason=reason):
+                await self._set_state("paused", reason)
+            case Continue(call=call):
+                await self._decide(call)
+            case AwaitActions():
+                await self._answer_overdue()
+            case Wait():
+                pass
+            case AskModel():
+                return await self._step()
+        return None
+
+    async def _step(self) -> Outcome | None:
+        """The agent's next step: a model call, recorded with what it leads to."""
         await self._set_state("running")
         try:
             self._given = self._last_seq
             reply = await self.agent.step(self.session_id, self.events, on_retry=self._retrying)
         except LlmError as exc:
-            if exc.kind == "context_window" and await self._condense():
-                return None
-            await self._set_state("error", f"the model call failed: {exc.message}")
-            return "error"
+            failed = after_model_error(
+                exc.kind, exc.message, condensation(self._answered_calls, self._condensation)
+            )
+            if isinstance(failed, End):
+                await self._set_state(failed.state, failed.reason)
+                return failed.outcome
+            await self.store.append(self.session_id, [failed])
+            await self._catch_up()
+            return None
         await self._record_step(reply.call, reply.messages)
         return None
 
@@ -298,7 +298,7 @@ class AgentController:
             if refused is None:
                 batch = [call, *self._consequences(payload, seq)]
             else:
-                batch = _without_refused(call, seq, refused)
+                batch = without_refused(call, seq, refused)
             try:
                 recorded = await self.store.append(
                     self.session_id, batch, expected_seq=seq - 1, messages=messages
@@ -352,57 +352,30 @@ class AgentController:
                 "rate_limited", f"the model is rate limited; retrying in {wait:.1f} s"
             )
 
-    async def _condense(self) -> bool:
-        """Leave the older half of the model turns out of the prompt; False if nothing is left
-        to drop."""
-        last = self._condensation
-        since = last.payload["forget_before"] if last else 0
-        calls = self._answered_calls[bisect.bisect_left(self._answered_calls, since) :]
-        if len(calls) < 2:
-            return False
-        await self.store.append(
-            self.session_id,
-            [
-                Condensation(
-                    forget_before=calls[len(calls) // 2],
-                    forgotten_calls=len(calls) // 2
-                    + (last.payload.get("forgotten_calls", 0) if last else 0),
-                    reason="the conversation exceeded the model's context window",
-                )
-            ],
-        )
-        await self._catch_up()
-        return True
-
     async def _answer_overdue(self) -> None:
         """Answer the actions past their timeout with an error; read only if one was.
 
         Nothing overdue needs no read: whatever else arrives comes through the subscription
         (``_wait``). Reading here anyway cost a query per step, while the action ran.
         """
-        now = time.monotonic()
-        answered = False
-        for action in self._pending():
-            limit = action.payload.get("timeout") or self.limits.default_action_timeout
-            seen = self._seen_at.get(action.seq, now)
-            if now - seen > limit + self.limits.pending_grace:
-                answered = True
-                with contextlib.suppress(Exception):
-                    await self.store.append(
-                        self.session_id,
-                        [
-                            ErrorObservation(
-                                message=f"no result after {now - seen:.0f} s; the action was "
-                                "given up (is the sandbox or tool service running?)",
-                                error_type="timeout",
-                                cause=action.seq,
-                            )
-                        ],
-                    )
-        if answered:
+        late = overdue(self._pending(), self._seen_at, time.monotonic(), self.limits)
+        for action, waited in late:
+            with contextlib.suppress(Exception):
+                await self.store.append(
+                    self.session_id,
+                    [
+                        ErrorObservation(
+                            message=f"no result after {waited:.0f} s; the action was "
+                            "given up (is the sandbox or tool service running?)",
+                            error_type="timeout",
+                            cause=action.seq,
+                        )
+                    ],
+                )
+        if late:
             await self._catch_up()
 
-    async def _wait(self, stream: SessionSubscription) -> None:
+    async def _wait(self, stream: SessionStream) -> None:
         """Until an event we do not know yet arrives (or a pending action may be overdue).
 
         The subscription delivers every event in order, so the next unknown one is usually
@@ -421,20 +394,3 @@ class AgentController:
             self._remember([event])
         else:
             await self._catch_up()
-
-
-def _without_refused(call: LlmCall, seq: int, refused: InvalidEventError) -> list[Event]:
-    """What to record of a model step the store refused: the call and an error saying why,
-    without the actions (or, when the call itself was refused, without its response)."""
-    if refused.kind == "llm.call":
-        message = f"the model's reply could not be recorded ({refused})"
-        call = call.model_copy(
-            update={
-                "response": LlmResponse(finish_reason=call.response.finish_reason),
-                "error": message,
-                "error_kind": "bad_response",
-            }
-        )
-    else:
-        message = f"what the model asked for could not be recorded ({refused})"
-    return [call, ErrorObservation(message=message, error_type="unrecordable", cause=seq)]

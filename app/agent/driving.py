@@ -21,7 +21,7 @@ from uuid import UUID
 
 from app.agent.controller import AgentController, Outcome
 from app.events import AgentState
-from app.store import EventStore
+from app.store import SessionLog
 from app.store.transient import refused_for_now
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def _why_stopped(name: str, task: asyncio.Task[Any]) -> str:
 
 
 async def drive(
-    store: EventStore,
+    store: SessionLog,
     session_id: UUID,
     controller: AgentController,
     workers: Mapping[str, Coroutine[Any, Any, Any]],

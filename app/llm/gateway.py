@@ -27,6 +27,7 @@ from app.events import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.canonical import canonical_json
 from app.events.llm import CUT
 from app.llm.call_in_progress import CallInProgress
+from app.llm.call_log import CallLog
 from app.llm.config import LlmConfig
 from app.llm.cost import litellm_cost
 from app.llm.direct import Direct, call_directly
@@ -42,7 +43,7 @@ from app.llm.streaming import OnChunk, assembled, relayed
 from app.llm.text_tools import to_prompt_messages
 from app.llm.unread import quiet_odd_count_warnings, unconverted_reply
 from app.llm.wire import for_the_wire
-from app.store import EventStore, RecordedEvent
+from app.store import RecordedEvent
 
 
 class LlmReply(BaseModel):
@@ -222,7 +223,7 @@ def _same_objects(a: list[Any], b: list[Any]) -> bool:
 
 
 class LlmGateway:
-    def __init__(self, store: EventStore, config: LlmConfig) -> None:
+    def __init__(self, store: CallLog, config: LlmConfig) -> None:
         self.store = store
         self.config = config
         self._limits: dict[str, asyncio.Semaphore] = {}

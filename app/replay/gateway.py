@@ -15,23 +15,31 @@ prompt is the replay's own. A call that failed for good in the recording fails t
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
 from uuid import UUID
 
 from app.events import LlmCall
 from app.llm import LlmConfig, LlmError, LlmGateway, LlmReply
+from app.llm.call_log import CallLog
 from app.llm.errors import FailureKind
 from app.llm.gateway import PreparedRequest
 from app.llm.retry import Failure
 from app.replay.divergence import ExtraCall, RequestDivergence
 from app.replay.progress import ReplayDiverged, ReplayProgress
 from app.replay.requests import ModelRequest, compare_requests
-from app.store import EventStore, RecordedEvent
+from app.store import RecordedEvent
+
+
+class ReplayLog(CallLog, Protocol):
+    """The log a replay records its calls in and reads the recorded prompts from: the store,
+    or the replay's own buffered log (``AnsweringLog``)."""
+
+    async def read_messages(self, hashes: Sequence[str]) -> dict[str, Any]: ...
 
 
 class ReplayGateway:
-    def __init__(self, store: EventStore, config: LlmConfig, progress: ReplayProgress) -> None:
+    def __init__(self, store: ReplayLog, config: LlmConfig, progress: ReplayProgress) -> None:
         #: prepares requests only; its model-calling path is never used
         self._requests = LlmGateway(store, config.model_copy(update={"api_key": None}))
         self.store = store

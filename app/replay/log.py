@@ -1,5 +1,6 @@
 """The replay's log: a ``BufferedSession`` that answers each replayed action the moment it is
-appended, from the recording.
+appended, from the recording (a wrapper: it appends through the buffer and answers every
+other call with it).
 
 A live session's actions are answered by action workers (``app/store/action_worker.py``),
 each a task subscribed to the session: a step woke the worker for its action, the worker
@@ -23,16 +24,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 from app.events import HANDLED_KINDS, Action, ErrorObservation, Observation
 from app.replay.answers import RecordedAnswers, rebuilt_observation
 from app.replay.served import served_observation
+from app.store import EventStore
 from app.store.action_worker import ServiceFailed, WorkerStopped, unrecordable_answer
 from app.store.append import EventLike
 from app.store.buffered_session import BufferedSession
-from app.store.records import RecordedEvent
+from app.store.records import Position, RecordedEvent
+from app.store.subscriptions import SessionSubscription
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +44,69 @@ log = logging.getLogger(__name__)
 YIELD_EVERY = 0.005
 
 
-class AnsweringLog(BufferedSession):
-    """``BufferedSession`` whose appends of the replay session's actions also append their
-    recorded answers (see the module); ``answer_with`` sets who answers which kinds."""
+class AnsweringLog:
+    """A ``BufferedSession`` of ``session_id`` over ``store`` whose appends of the replay
+    session's actions also append their recorded answers (see the module); ``answer_with``
+    sets who answers which kinds. ``options`` are the buffer's (``BufferedSession``)."""
 
-    _answers: dict[str, RecordedAnswers] | None = None
-    _yielded = 0.0  # when the loop last ran something else (``time.monotonic``)
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: UUID,
+        *,
+        existing: Sequence[RecordedEvent] = (),
+        **options: Any,
+    ) -> None:
+        self.buffer = BufferedSession(store, session_id, existing=existing, **options)
+        self.store = store
+        self.session_id = session_id
+        self.config = store.config
+        self.masker = store.masker
+        self._answers: dict[str, RecordedAnswers] | None = None
+        self._yielded = 0.0  # when the loop last ran something else (``time.monotonic``)
+
+    # -- the buffer's, as they are ---------------------------------------------------------
+
+    async def read(
+        self,
+        session_id: UUID,
+        after_seq: int = 0,
+        limit: int | None = None,
+        *,
+        resolve_blobs: bool = True,
+    ) -> list[RecordedEvent]:
+        return await self.buffer.read(session_id, after_seq, limit, resolve_blobs=resolve_blobs)
+
+    def subscribe(
+        self, session_id: UUID, after_seq: int = 0, *, resolve_blobs: bool = True
+    ) -> SessionSubscription:
+        return self.buffer.subscribe(session_id, after_seq, resolve_blobs=resolve_blobs)
+
+    async def load_checkpoint(self, name: str) -> Position | None:
+        return await self.buffer.load_checkpoint(name)
+
+    async def save_checkpoint(self, name: str, position: Position) -> None:
+        await self.buffer.save_checkpoint(name, position)
+
+    async def last_seq(self, session_id: UUID) -> int:
+        return await self.buffer.last_seq(session_id)
+
+    async def put_messages(self, hashes: Sequence[str], texts: Sequence[str]) -> int:
+        return await self.buffer.put_messages(hashes, texts)
+
+    async def read_messages(self, hashes: Sequence[str]) -> dict[str, Any]:
+        return await self.buffer.read_messages(hashes)
+
+    async def flush(self) -> None:
+        await self.buffer.flush()
+
+    async def close(self) -> None:
+        await self.buffer.close()
+
+    def _mine(self, session_id: UUID) -> bool:
+        return session_id == self.session_id
+
+    # -- appends that answer ---------------------------------------------------------------
 
     def answer_with(self, handlers: Iterable[RecordedAnswers]) -> None:
         """Answer the action kinds of each handler's service with it from now on."""
@@ -59,7 +120,7 @@ class AnsweringLog(BufferedSession):
         expected_seq: int | None = None,
         messages: Mapping[str, str] | None = None,
     ) -> list[RecordedEvent]:
-        recorded = await super().append(
+        recorded = await self.buffer.append(
             session_id, events, expected_seq=expected_seq, messages=messages
         )
         answers = self._answers
@@ -120,7 +181,7 @@ class AnsweringLog(BufferedSession):
         )
         if batch is None:
             return False
-        await self._append_batch(batch)
+        await self.buffer.append_encoded(self.session_id, batch)
         return True
 
     async def _record(self, event: RecordedEvent, observation: Observation) -> None:

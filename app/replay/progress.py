@@ -15,7 +15,7 @@ from app.replay.canonical import compare_consequences
 from app.replay.divergence import ActionDivergence, Divergence, RequestDivergence
 from app.replay.recording import Recording
 from app.replay.seqs import SeqMap
-from app.store import EventStore, RecordedEvent
+from app.store import RecordedEvent, SessionLog
 
 ReplayMode = Literal["strict", "positional"]
 
@@ -30,7 +30,7 @@ class ReplayDiverged(ChronicleError):
 
 class ReplayProgress:
     def __init__(
-        self, store: EventStore, replay_id: UUID, recording: Recording, mode: ReplayMode
+        self, store: SessionLog, replay_id: UUID, recording: Recording, mode: ReplayMode
     ) -> None:
         self.store = store
         self.replay_id = replay_id

@@ -1,4 +1,7 @@
-"""PostgreSQL event store: append, read, subscribe, checkpoints, blobs, chain verification."""
+"""PostgreSQL event store: append, read, subscribe, checkpoints, blobs, chain verification.
+
+``SessionLog`` is the narrow part one session's loop uses (append, read, subscribe,
+checkpoints): ``EventStore`` and ``MemoryLog`` implement it (app/store/session_log.py)."""
 
 from app.store.blobs import MissingBlobError
 from app.store.errors import (
@@ -12,7 +15,9 @@ from app.store.errors import (
     StoreError,
 )
 from app.store.event_store import EventStore
+from app.store.memory_log import MemoryLog
 from app.store.records import Position, RecordedEvent, VerifyReport
+from app.store.session_log import SessionLog, SessionStream
 
 __all__ = [
     "ConcurrencyError",
@@ -22,10 +27,13 @@ __all__ = [
     "EventStore",
     "EventTooLargeError",
     "InvalidEventError",
+    "MemoryLog",
     "MissingBlobError",
     "Position",
     "RecordedEvent",
     "RefusedForNowError",
+    "SessionLog",
+    "SessionStream",
     "StoreError",
     "VerifyReport",
 ]

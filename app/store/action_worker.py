@@ -38,8 +38,8 @@ from app.events import (
     Service,
 )
 from app.store.errors import DuplicateEventError
-from app.store.event_store import EventStore
 from app.store.records import Position, RecordedEvent
+from app.store.session_log import SessionLog
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def worker_checkpoint(name: str, session_id: UUID) -> str:
 class ActionWorker:
     """Answers the session's actions of ``handler.service`` until cancelled (see the module)."""
 
-    def __init__(self, store: EventStore, session_id: UUID, handler: ActionHandler) -> None:
+    def __init__(self, store: SessionLog, session_id: UUID, handler: ActionHandler) -> None:
         self.store = store
         self.session_id = session_id
         self.handler = handler

@@ -20,6 +20,11 @@ so memory does not grow with the session.
 
 The events handed out before a flush have no hash yet (``b""``) and ``global_position`` =
 ``seq`` (``tx`` 0); they are the store's once flushed (read them back for those columns).
+
+It wraps the store rather than extending it: it is a ``SessionLog`` (what the controller, the
+workers and replay use) plus the few store calls a replay makes (prompt messages, the last
+seq), each answered from memory for its session and passed to the store for any other. A
+replay's ``AnsweringLog`` (app/replay/log.py) wraps it in turn.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from app.store.append import EncodedBatch, EventLike, encode_batch
 from app.store.errors import ConcurrencyError
 from app.store.event_store import EventStore
 from app.store.records import Position, RecordedEvent
+from app.store.subscriptions import PAGE_SIZE, SessionSubscription
+from app.store.tail_reads import TailPage
 
 #: Events written to the store per batch (and kept unwritten at most).
 FLUSH_EVENTS = 2000
@@ -45,7 +52,7 @@ FLUSH_AFTER = 0.2
 KEEP_WRITTEN = 512
 
 
-class BufferedSession(EventStore):
+class BufferedSession:
     """``store``, with ``session_id`` kept in memory and written in batches (see the module).
 
     The session must not exist yet (its events start at seq 1), or hold only ``existing``,
@@ -62,8 +69,11 @@ class BufferedSession(EventStore):
         keep_written: int = KEEP_WRITTEN,
         existing: Sequence[RecordedEvent] = (),
     ) -> None:
-        super().__init__(store.pool, store.notifier, store.config, store.masker)
         self.store = store
+        self.config = store.config
+        self.masker = store.masker
+        #: the store's: this session's subscriptions here are rung by its appends here
+        self.notifier = store.notifier
         self.session_id = session_id
         self.flush_every = flush_every
         self.flush_after = flush_after
@@ -102,18 +112,24 @@ class BufferedSession(EventStore):
             self.masker,
             blob_threshold=self.config.blob_threshold_bytes,
         )
-        return await self._append_batch(batch, expected_seq=expected_seq, messages=messages)
+        return await self.append_encoded(
+            session_id, batch, expected_seq=expected_seq, messages=messages
+        )
 
-    async def _append_batch(
+    async def append_encoded(
         self,
+        session_id: UUID,
         batch: EncodedBatch,
         *,
         expected_seq: int | None = None,
         messages: Mapping[str, str] | None = None,
     ) -> list[RecordedEvent]:
-        """Take in events of this session already validated, masked and encoded (by
-        ``encode_batch``, or as a subclass vouches for them: see ``app/replay/log.py``)."""
-        session_id = self.session_id
+        """``append`` of events already validated, masked and encoded (by ``encode_batch``,
+        or as a wrapper vouches for them: see ``app/replay/log.py``)."""
+        if not self._mine(session_id):
+            return await self.store.append_encoded(
+                session_id, batch, expected_seq=expected_seq, messages=messages
+            )
         if not batch.event_ids:
             return []
         last = self._last
@@ -217,6 +233,34 @@ class BufferedSession(EventStore):
             recent = [event._replace(payload=event.stored_payload) for event in recent]
         return page + recent
 
+    async def read_tail(self, session_id: UUID, after_seq: int, *, resolve_blobs: bool) -> TailPage:
+        """A page after ``after_seq``, for this session's subscriptions (``subscribe``)."""
+        if not self._mine(session_id):
+            return await self.store.read_tail(session_id, after_seq, resolve_blobs=resolve_blobs)
+        events = await self.read(session_id, after_seq, PAGE_SIZE, resolve_blobs=resolve_blobs)
+        return TailPage(events, len(events) < PAGE_SIZE)
+
+    async def read_all(
+        self, after: Position | None = None, limit: int = 1000, *, resolve_blobs: bool = True
+    ) -> list[RecordedEvent]:
+        """The store's (what is flushed): only a subscription's type asks for it."""
+        return await self.store.read_all(after, limit, resolve_blobs=resolve_blobs)
+
+    def subscribe(
+        self, session_id: UUID, after_seq: int = 0, *, resolve_blobs: bool = True
+    ) -> SessionSubscription:
+        """Live tail of a session (as ``EventStore.subscribe``): this session's from memory,
+        rung by its appends here; any other's from the store."""
+        if not self._mine(session_id):
+            return self.store.subscribe(session_id, after_seq, resolve_blobs=resolve_blobs)
+        return SessionSubscription(
+            self,
+            session_id,
+            after_seq,
+            resolve_blobs=resolve_blobs,
+            poll_interval=self.config.poll_interval,
+        )
+
     def held(self) -> int:
         """How many of the session's events are in memory."""
         return len(self._events)
@@ -252,11 +296,8 @@ class BufferedSession(EventStore):
 
     async def close(self) -> None:
         """Write what is left; the store (its pool and notifier) stays open."""
-        try:
-            await self.flush()
-            await asyncio.gather(*self._background, return_exceptions=True)
-        finally:
-            await self._announcer.close()  # made by EventStore's __init__, never used here
+        await self.flush()
+        await asyncio.gather(*self._background, return_exceptions=True)
 
 
 def _take(batches: list[EncodedBatch], events: int) -> int:

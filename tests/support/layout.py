@@ -44,6 +44,7 @@ DATABASE_FIXTURES = frozenset(
         "superuser",
         "app_login",
         "open_store",
+        "session_log",
     }
 )
 #: Fixtures that start a process.

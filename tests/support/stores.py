@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from app.store import EventStore
+from app.store import EventStore, SessionLog
 
 
 class StoreOpener(Protocol):
@@ -14,3 +14,10 @@ class StoreOpener(Protocol):
     store's ``StoreConfig`` (``max_event_bytes=10_000``)."""
 
     def __call__(self, **config: Any) -> AbstractAsyncContextManager[EventStore]: ...
+
+
+class LogOpener(Protocol):
+    """Opens a ``SessionLog`` on the test's one log (as ``StoreOpener``, for implementations
+    of the session's part of the contract only, such as ``MemoryLog``)."""
+
+    def __call__(self, **config: Any) -> AbstractAsyncContextManager[SessionLog]: ...

@@ -11,6 +11,11 @@ triggers, roles and tampering) is in tests/integration/store/.
 One abstract suite, one fixture per implementation (pyeventsourcing's idea, with a
 parametrized fixture in place of a base class): an implementation joins by adding a fixture
 ``<name>_stores`` that returns a ``StoreOpener`` and its name to ``IMPLEMENTATIONS``.
+
+The part of the contract one session's loop relies on (``SessionLog``: append, read,
+subscribe, checkpoints; test_session_log.py) runs against ``MemoryLog`` too: its tests take
+``session_log``, opened by ``<name>_stores`` or ``<name>_logs`` for each of
+``LOG_IMPLEMENTATIONS``.
 """
 
 from __future__ import annotations
@@ -22,11 +27,12 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.store import EventStore
+from app.store import EventStore, MemoryLog, SessionLog
 from app.store.config import StoreConfig
-from tests.support.stores import StoreOpener
+from tests.support.stores import LogOpener, StoreOpener
 
 IMPLEMENTATIONS = ["postgresql"]
+LOG_IMPLEMENTATIONS = ["postgresql", "memory"]
 
 
 @pytest.fixture
@@ -42,6 +48,19 @@ def postgresql_stores(app_database_url: str, settings: Settings) -> StoreOpener:
             yield store
 
     return open_store
+
+
+@pytest.fixture
+def memory_logs() -> LogOpener:
+    """One ``MemoryLog`` per test: every opening is another client of it."""
+    log = MemoryLog(config=StoreConfig())
+
+    @asynccontextmanager
+    async def open_log(**config: Any) -> AsyncIterator[MemoryLog]:
+        log.config = StoreConfig.model_validate(log.config.model_dump() | config)
+        yield log
+
+    return open_log
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -61,4 +80,13 @@ async def store(open_store: StoreOpener) -> AsyncIterator[EventStore]:
 async def other(open_store: StoreOpener) -> AsyncIterator[EventStore]:
     """A second client of the same log: what it reads and is delivered, another wrote."""
     async with open_store() as opened:
+        yield opened
+
+
+@pytest.fixture(params=LOG_IMPLEMENTATIONS)
+async def session_log(request: pytest.FixtureRequest) -> AsyncIterator[SessionLog]:
+    """A ``SessionLog`` of the implementation under test."""
+    name = "postgresql_stores" if request.param == "postgresql" else f"{request.param}_logs"
+    opener: LogOpener = request.getfixturevalue(name)
+    async with opener() as opened:
         yield opened

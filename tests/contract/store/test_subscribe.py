@@ -9,29 +9,7 @@ from collections import Counter
 
 from app.events import Message
 from app.store import ConcurrencyError, EventStore
-from tests.support.subscriptions import nothing_more, take
-
-
-async def test_subscribe_delivers_backlog_then_live_events(store: EventStore) -> None:
-    session = uuid.uuid4()
-    await store.append(session, [Message(content="before")])
-    stream = store.subscribe(session)
-    assert [e.payload["content"] for e in await take(stream, 1)] == ["before"]
-    # The subscription has read its backlog (only "before"): what follows is new to it.
-    waiter = asyncio.create_task(take(stream, 2))
-    await store.append(session, [Message(content="live 1")])
-    await store.append(session, [Message(content="live 2")])
-    assert [e.seq for e in await waiter] == [2, 3]
-    assert await nothing_more(stream)
-    await stream.aclose()
-
-
-async def test_subscribe_after_seq_skips_earlier_events(store: EventStore) -> None:
-    session = uuid.uuid4()
-    await store.append(session, [Message(content=str(i)) for i in range(5)])
-    stream = store.subscribe(session, after_seq=3)
-    assert [e.seq for e in await take(stream, 2)] == [4, 5]
-    await stream.aclose()
+from tests.support.subscriptions import take
 
 
 async def test_eight_concurrent_writers_end_gapless(store: EventStore) -> None:

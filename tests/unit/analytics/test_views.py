@@ -44,8 +44,9 @@ def test_every_view_of_the_migration_can_be_exported_and_is_documented() -> None
 
 def test_the_limit_words_the_view_looks_for_are_the_controllers() -> None:
     """agent_states.limit_reached matches the reason's start: a reworded reason would leave
-    the column NULL (and the documented iteration-limit query empty)."""
-    controller = (ROOT / "app" / "agent" / "controller.py").read_text(encoding="utf-8")
+    the column NULL (and the documented iteration-limit query empty). The controller's
+    reasons are worded in its decisions (app/agent/decisions.py)."""
+    controller = (ROOT / "app" / "agent" / "decisions.py").read_text(encoding="utf-8")
     view = migration().AGENT_STATES_VIEW
     for words in re.findall(r"LIKE '([^%']+)%'", view):
         assert f'"{words} (' in controller or f'f"{words} (' in controller, words
