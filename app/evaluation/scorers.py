@@ -144,7 +144,7 @@ TRIAL_SCORERS = (*DEFAULT_SCORERS, "check")
 
 def scorer_named(name: str, registry: Mapping[str, Scorer] = BUILTIN) -> Scorer:
     """A registered scorer, or ``package.module:NAME`` (an object, or a class taking no
-    arguments, with a name, an integer version and ``judge(context)``, or a plain
+    arguments: a ``Scorer``, or one with a name, an integer version and a plain
     ``score(session)``, taken as a pure scorer)."""
     if name in registry:
         return registry[name]
@@ -168,6 +168,6 @@ def scorer_named(name: str, registry: Mapping[str, Scorer] = BUILTIN) -> Scorer:
     if named and versioned and callable(getattr(scorer, "score", None)):
         return _Plain(scorer)
     raise ScoringError(
-        f"{name} is not a scorer: it needs a name, an integer version and judge(context) "
-        "or score(session)"
+        f"{name} is not a scorer: it needs a name, an integer version and either "
+        "score(session) or judge(context) with pure (whether it reads only the log)"
     )
