@@ -10,7 +10,13 @@ from pathlib import Path
 
 from app.config import Settings
 from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS, scorer_named
-from app.evaluation.scoring import PureScorer, Score, ScoredSession, evaluation_config
+from app.evaluation.scoring import (
+    PureScorer,
+    Score,
+    ScoredSession,
+    ScoringContext,
+    evaluation_config,
+)
 from app.evaluation.suite import Task
 from app.evaluation.trials import score_trial
 from app.events import AgentState, Finish, Message, SessionCreated
@@ -105,3 +111,39 @@ async def test_a_toy_io_scorer_registered_judges_the_trials_own_workspace(
     assert result.recorded and result.scores["readme_written"].label == "pass"
     names = [name for _, name, _ in await scores_of(store, session)]
     assert names == ["finished", "answer", "cost", "steps", "readme_written"]
+
+
+class Hangs:
+    """An I/O scorer that never finishes (a check whose process dies under it)."""
+
+    name = "hangs"
+    version = 1
+    pure = False
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    async def judge(self, context: ScoringContext) -> Score | None:
+        self.started.set()
+        await asyncio.Event().wait()
+        return None
+
+
+async def test_a_scoring_that_dies_in_an_io_scorer_records_nothing_and_is_taken_over(
+    store: EventStore, settings: Settings, tmp_path: Path
+) -> None:
+    """All of a trial's scores or none: the pure scores judged before an I/O scorer that never
+    ends are not written on their own (``chronicle eval run`` appended its check apart from
+    the other scores, so a run that died during the check kept a trial scored without it),
+    and the claim dies with the scoring, so the next one scores the trial."""
+    session = await ended_trial(store, tmp_path)
+    hangs = Hangs()
+    dying = asyncio.create_task(
+        score_trial(store, settings, session, [Says42(), hangs], runtime=None)
+    )
+    await hangs.started.wait()
+    dying.cancel()
+    await asyncio.gather(dying, return_exceptions=True)
+    assert await scores_of(store, session) == []
+    taken_over = await score_trial(store, settings, session, [Says42()], runtime=None)
+    assert taken_over.recorded and await scores_of(store, session) == [(5, "says_42", 4)]
