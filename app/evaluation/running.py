@@ -4,10 +4,10 @@ evaluation run, at most N at a time, each scored as soon as it ends.
 A task's session is a `chronicle run` session like any other (same runner, sandbox, limits,
 claim): its ``session.created`` config adds ``evaluation_run``, ``evaluation_task`` and
 ``evaluation_epoch`` (``evaluation_config``), so the session list, SQL and the scorers know
-it by the one trial pipeline the API's workers use too (``app.evaluation.trials``: every
-scorer of the run in one guarded append; a task's ``check`` runs in a fresh sandbox over the
-final workspace). A task passes when every verdict recorded on it (label ``pass`` / ``fail``
-/ ``error``) is a pass.
+it. It is scored as it ends by the one trial pipeline the API's workers use too
+(``app.evaluation.trials``: every scorer of the run in one guarded append; a task's ``check``
+runs in a fresh sandbox over the final workspace). A task passes when every verdict recorded
+on it (label ``pass`` / ``fail`` / ``error``) is a pass.
 
 Resuming (``chronicle eval run --resume NAME``) reads what the run recorded: the plan (suite,
 epochs, model, runtime: ``evaluation_plan`` in every session's config) and each task x epoch's
