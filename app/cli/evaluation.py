@@ -17,7 +17,6 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -27,9 +26,6 @@ from app.cli.replay import add_agent_options
 from app.cli.terminal import escape_controls, raw
 from app.config import Settings
 from app.runtime.kinds import KINDS
-
-if TYPE_CHECKING:
-    from app.evaluation.rescoring import ScoredResult
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -212,7 +208,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
         recorded_plan,
         run_suite,
     )
-    from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+    from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS
     from app.evaluation.suite import SuiteError, load_suite
     from app.external.eval_trials import GatewayTrials
     from app.projections import SessionState, bring_up_to_date
@@ -255,7 +251,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
         work = asyncio.create_task(
             run_suite(
                 store, settings, suite, suite_path.resolve().parent, options,
-                [BUILTIN[n] for n in DEFAULT_SCORERS], show, resume=args.resume is not None,
+                [BUILTIN[n] for n in TRIAL_SCORERS], show, resume=args.resume is not None,
                 recorder=GatewayTrials(store, settings, args.url, gateway_user(args),
                                        lambda: open_owner_store(settings)),
             )
@@ -301,7 +297,7 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.external_replay import command_trial, replay_command_trial
     from app.evaluation.replaying import replay_trial
     from app.evaluation.reporting import ReportError, run_report
-    from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
+    from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS
     from app.external.eval_trials import GatewayTrials
 
     try:
@@ -310,7 +306,7 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     name = args.name or f"{args.run_name}-replay-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    scorers = [BUILTIN[n] for n in DEFAULT_SCORERS]
+    scorers = [BUILTIN[n] for n in TRIAL_SCORERS]
     diverged = failed = model_calls = 0
     async with await open_store(settings) as store:
         try:
@@ -358,14 +354,14 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def score(args: argparse.Namespace, settings: Settings) -> int:
-    from app.evaluation.rescoring import check_sessions, rescore, sessions_to_score, suite_tasks
+    from app.evaluation.rescoring import rescore, sessions_to_score, suite_tasks
     from app.evaluation.scorers import DEFAULT_SCORERS, scorer_named
     from app.evaluation.scoring import ScoringError
     from app.evaluation.suite import SuiteError, Task, load_suite
 
     try:
         names = args.scorer or DEFAULT_SCORERS
-        scorers = [scorer_named(name) for name in names if name != "check"]
+        scorers = [scorer_named(name) for name in names]
         suite = load_suite(args.suite) if args.suite else None
         if args.answer is not None:
             Task(id="answer", prompt="-", answer=args.answer)  # a bad regex is refused here
@@ -385,10 +381,7 @@ async def score(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
         task_for = suite_tasks(suite, args.answer)
-        results = await rescore(store, session_ids, scorers, task_for) if scorers else []
-        if "check" in names:
-            checked = await check_sessions(store, settings, session_ids, task_for)
-            results = _merged(results, checked) if results else checked
+        results = await rescore(store, session_ids, scorers, task_for, settings=settings)
     failed = 0
     for result in results:
         if result.error is not None:
@@ -402,11 +395,3 @@ async def score(args: argparse.Namespace, settings: Settings) -> int:
                 shown = score.label or ("-" if score.value is None else f"{score.value:g}")
                 print(f"{result.session_id}{task}  {name:<9} {shown:<8} {score.explanation}")
     return 1 if failed else 0
-
-
-def _merged(first: list[ScoredResult], second: list[ScoredResult]) -> list[ScoredResult]:
-    """Each session's scores from both lists (an error in either is kept)."""
-    return [
-        a.model_copy(update={"scores": a.scores | b.scores, "error": a.error or b.error})
-        for a, b in zip(first, second, strict=True)
-    ]

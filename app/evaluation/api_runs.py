@@ -8,11 +8,12 @@ in a fresh workspace), owned by the requesting user, with a lease request, so a 
 Its config also carries the whole request (``evaluation_request``: suite, model, runtime,
 trials, concurrency, owner), which is all a worker needs to continue the run. When a worker's
 run of a trial ends (``trial_ended``, the worker's ``after_run`` hook) the trial is scored
-as ``chronicle eval run`` scores it (the default scorers, then the task's ``check`` in a fresh
-sandbox over the final workspace), and the run's next trials are recorded until
-``concurrency`` trials are unscored again. A trial is scored once: under the session's claim,
-every score in one append after the events judged (``score_trial``); what a worker that died
-left undone, any worker's sweep does (``app.evaluation.run_recovery``). A trial paused by its
+by the one trial pipeline ``chronicle eval run`` uses too (``app.evaluation.trials``: every
+trial scorer, the task's ``check`` in a fresh sandbox over the final workspace among them),
+and the run's next trials are recorded until ``concurrency`` trials are unscored again. A
+trial is scored once: under the session's claim, every score in one append after the events
+judged; what a worker that died left undone, any worker's sweep does
+(``app.evaluation.run_recovery``). A trial paused by its
 user is not scored: the run waits for it. A trial's session id is derived from the run, task
 and epoch, and claimed by inserting its owner row before anything is recorded: two requests
 of one name, or two workers whose trials ended at once, start each trial once (the loser
@@ -38,7 +39,6 @@ the server's machine into a workspace).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import uuid
@@ -52,19 +52,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
 from app.errors import ChronicleError
-from app.evaluation.live_check import NAME as CHECK
-from app.evaluation.live_check import VERSION as CHECK_VERSION
-from app.evaluation.live_check import run_check
-from app.evaluation.scorers import BUILTIN, DEFAULT_SCORERS
-from app.evaluation.scoring import (
-    ScoredSession,
-    ScoringError,
-    judge,
-    score_event,
-)
+from app.evaluation import trials
+from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
+from app.evaluation.trials import has_ended, trial_workspace
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
-from app.events import AgentState, EvalScore, Message, SessionCreated
+from app.events import AgentState, Message, SessionCreated
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
 from app.runtime.kinds import RuntimeKind
@@ -72,7 +65,7 @@ from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
-from app.store import ConcurrencyError, EventStore, RecordedEvent
+from app.store import EventStore
 from app.store.evaluation_runs import (
     RunRow,
     claim_trial,
@@ -81,12 +74,9 @@ from app.store.evaluation_runs import (
     trial_claim,
 )
 from app.store.session_claims import SessionBusyError, claim_session
-from app.store.trial_stops import trial_stop
 
 log = logging.getLogger(__name__)
 
-#: The agent states after which a trial is scored (a paused trial is waited for).
-ENDED = frozenset({"finished", "stopped", "error", "awaiting_user_input"})
 #: Trial session ids are ``uuid5(TRIAL_NAMESPACE, "run\ntask\nepoch")``.
 TRIAL_NAMESPACE = uuid.UUID("6f1d3c2e-4b7a-5e10-9a2c-3d8e5f7a9b01")
 
@@ -439,7 +429,7 @@ async def _record_trial(
 ) -> str | None:
     """Prepare the trial's workspace and record its first events (what went wrong preparing
     it, recorded as the trial's error, or None)."""
-    workspace = settings.data_dir / "evaluations" / plan.key / task.id / f"epoch-{epoch}"
+    workspace = trial_workspace(settings.data_dir, plan.key, task.id, epoch)
     problem = None
     try:
         await prepare_workspace(task, workspace, settings.data_dir)
@@ -465,71 +455,13 @@ async def _record_trial(
 
 
 async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> bool:
-    """Score an ended trial as ``chronicle eval run`` does (the default scorers, then the
-    task's check in a fresh sandbox over the final workspace), once: under the session's
-    claim, so a second scorer (a worker's sweep, see ``run_recovery``) finds it busy and
-    leaves it, and every score in one append after the events judged, so a trial scored or
-    grown meanwhile is not scored again. True when this call recorded the scores."""
-    this = asyncio.current_task()
-    assert this is not None
-    lost = asyncio.Event()
-
-    def database_gone() -> None:
-        lost.set()
-        this.cancel("the database went away while the trial was scored")
-
-    try:
-        async with claim_session(store, session, on_lost=database_gone):
-            return await _score_claimed(store, settings, plan, session)
-    except SessionBusyError:
-        log.info("trial %s of run %s is being scored by another process", session, plan.name)
-        return False
-    except asyncio.CancelledError:
-        if not lost.is_set():
-            raise
-        this.uncancel()
-        log.warning("trial %s of run %s: the database went away while scoring", session, plan.name)
-        return False
-
-
-async def _score_claimed(
-    store: EventStore, settings: Settings, plan: RunPlan, session: UUID
-) -> bool:
-    events = await store.read(session)
-    if not has_ended(events) or any(event.kind == "eval.score" for event in events):
-        return False
-    if await trial_stop(store, session, CONFIGURATION_KINDS) is not None:
-        return False  # it stopped its run (see the module): not a trial of the agent
-    try:
-        judged = ScoredSession(events)
-        defaults = [BUILTIN[name] for name in DEFAULT_SCORERS]
-        scores = [score_event(s, score, judged) for s, score in await judge(defaults, judged)]
-    except ScoringError as exc:
-        log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, exc)
-        return False
-    config, task = judged.config, judged.task
-    if task is not None and task.check is not None and config.workspace:
-        check = await run_check(
-            settings, Path(config.workspace), session, task.check, config.runtime
-        )
-        check_score = EvalScore(
-            name=CHECK, scorer_version=CHECK_VERSION, score_value=check.value,
-            score_label=check.label, explanation=check.explanation,
-            scored_seq=judged.last_seq, evaluation_run=plan.key,
-        )  # fmt: skip
-        scores.append(check_score)
-    try:
-        await store.append(session, scores, expected_seq=judged.last_seq)
-    except ConcurrencyError:
-        log.info("trial %s of run %s was scored or grew meanwhile", session, plan.name)
-        return False
-    return True
-
-
-def has_ended(events: list[RecordedEvent]) -> bool:
-    """Whether the trial's agent last said it ended (a paused or running one has not)."""
-    states = [event.payload.get("state") for event in events if event.kind == "agent.state"]
-    return bool(states) and states[-1] in ENDED
+    """Score an ended trial of ``plan`` once, by the trial pipeline ``chronicle eval run``
+    uses too (``app.evaluation.trials``); True when this call recorded its scores."""
+    scorers = [BUILTIN[name] for name in TRIAL_SCORERS]
+    scoring = await trials.score_trial(store, settings, session, scorers, runtime=plan.runtime)
+    if scoring.outcome == "error":
+        log.warning("trial %s of run %s cannot be scored: %s", session, plan.name, scoring.error)
+    return scoring.recorded
 
 
 async def plan_of(store: EventStore, session: UUID) -> RunPlan | None:

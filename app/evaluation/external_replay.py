@@ -5,8 +5,9 @@ divergence) — no model is called.
 
 The replay session records the trial's task and epoch (so the report views name its task),
 and is tagged with the replay run and scored as any replay (``replaying.record_replay``).
-A replay that matched made a real workspace again, so the task's check is run on it (in a
-fresh sandbox, as ``eval run`` runs it) rather than carried over from the recording.
+A replay that matched made a real workspace again, so the I/O scorers (the task's check) judge
+it there (in a fresh sandbox, as ``eval run`` runs them) rather than carried over from the
+recording.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from app.evaluation.external_agent import (
     task_environment,
     write_prompt,
 )
-from app.evaluation.live_check import run_check
 from app.evaluation.replaying import ReplayedTrial, record_replay
 from app.evaluation.scoring import Scorer
 from app.evaluation.suite import Task
@@ -95,9 +95,7 @@ async def replay_command_trial(
     )  # fmt: skip
     if end.result is None:
         return replayed.model_copy(update={"error": end.error})
-    check = None
-    if end.result.matched and task.check is not None:
-        check = await run_check(
-            settings, workspace, end.result.session_id, task.check, trial.runtime
-        )
-    return await record_replay(store, run, replayed, end.result, scorers, check)
+    return await record_replay(
+        store, run, replayed, end.result, scorers, settings=settings, workspace=workspace,
+        runtime=trial.runtime,
+    )  # fmt: skip

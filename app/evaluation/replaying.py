@@ -9,33 +9,42 @@ session gets a ``replay`` score (pass when it matched, with the divergence in wo
 otherwise) whose ``evaluation_run`` is that name, which is how the report views find it
 (``evaluation_sessions``, ``evaluation_replays``), and the default scorers' scores.
 
-The task's check is not run on a replay: a replay touches no sandbox. When the replay matched,
-its agent took the recorded actions and got the recorded observations, so its final
-workspace is the recording's: the recorded check verdict is carried over (said so in its
-explanation). A diverged replay gets no check verdict; its ``replay`` verdict fails it.
+An I/O scorer (one that is not pure, such as the task's ``check``) is not run on a replay: a
+replay touches no sandbox. When the replay matched, its agent took the recorded actions and
+got the recorded observations, so its final workspace is the recording's: the recorded
+verdicts of the I/O scorers are carried over (said so in their explanations). A diverged
+replay gets none; its ``replay`` verdict fails it.
 
 A trial of an agent command (``external_agent``) is replayed by running its command again in
 a fresh workspace with the gateway serving the recorded answers (``external_replay``); that
-replay made a real workspace, so a matched one gets the check run on it instead.
+replay made a real workspace, so a matched one has the I/O scorers judge it there instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from app.evaluation.live_check import VERSION as LIVE_CHECK_VERSION
+from app.config import Settings
 from app.evaluation.rescoring import score_session
-from app.evaluation.scoring import Score, Scorer, ScoringError, latest_scores
+from app.evaluation.scoring import (
+    ScoredSession,
+    Scorer,
+    ScoringContext,
+    ScoringError,
+    judge,
+    latest_scores,
+    score_event,
+)
 from app.events import EvalScore
 from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult, replay
 from app.store import EventStore, RecordedEvent
 
 NAME = "replay"
 VERSION = 1
-CHECK = "check"
 
 
 class ReplayedTrial(BaseModel):
@@ -84,11 +93,14 @@ async def record_replay(
     trial: ReplayedTrial,
     result: ReplayResult,
     scorers: Sequence[Scorer],
-    check: Score | None = None,
+    *,
+    settings: Settings | None = None,
+    workspace: Path | None = None,
+    runtime: str | None = None,
 ) -> ReplayedTrial:
     """Tag the replay ``result`` of ``trial`` with the replay run ``run`` and score it; a
-    matched replay's check verdict is ``check`` (one run on the replay's own workspace: an
-    agent command's replay made one), else the recording's carried over."""
+    matched replay's I/O scorers judge its own ``workspace`` (an agent command's replay made
+    one, in ``runtime``), else the recording's verdicts are carried over."""
     session_id = trial.recorded
     divergence = result.divergence
     summary = divergence.summary if divergence is not None else None
@@ -107,17 +119,22 @@ async def record_replay(
             scored_seq=last, evaluation_run=run,
         )
     ]  # fmt: skip
-    if result.matched and check is not None:
-        tags.append(EvalScore(
-            name=CHECK, scorer_version=LIVE_CHECK_VERSION, score_value=check.value,
-            score_label=check.label, explanation=check.explanation, scored_seq=last,
-            evaluation_run=run,
-        ))  # fmt: skip
+    sandboxed = [scorer for scorer in scorers if not scorer.pure]
+    if result.matched and sandboxed and workspace is not None:
+        replayed = ScoredSession(await store.read(result.session_id))
+        context = ScoringContext(replayed, settings, workspace, runtime)
+        tags += [
+            score_event(scorer, score, replayed).model_copy(
+                update={"scored_seq": last, "evaluation_run": run}
+            )
+            for scorer, score in await judge(sandboxed, context)
+        ]
     elif result.matched:
-        tags += _carried_check(await store.read(session_id), session_id, run, last)
+        names = {scorer.name for scorer in sandboxed}
+        tags += _carried(await store.read(session_id), names, session_id, run, last)
     await store.append(result.session_id, tags)
     try:
-        await score_session(store, result.session_id, scorers)
+        await score_session(store, result.session_id, [s for s in scorers if s.pure])
     except ScoringError as exc:
         return trial.model_copy(update={"replay": result.session_id, "error": str(exc)})
     return trial.model_copy(
@@ -134,21 +151,23 @@ async def record_replay(
     )
 
 
-def _carried_check(
-    events: Sequence[RecordedEvent], recorded: UUID, run: str, last_seq: int
+def _carried(
+    events: Sequence[RecordedEvent], names: set[str], recorded: UUID, run: str, last_seq: int
 ) -> list[EvalScore]:
-    """The recorded trial's check verdict that counts, for a replay that matched it."""
+    """The recorded trial's verdict that counts of each scorer named, for a replay that
+    matched it (its newest version's)."""
     scores = latest_scores(events)
-    checks = sorted((key for key in scores if key[0] == CHECK), key=lambda key: key[1])
-    if not checks:
-        return []
-    counted = scores[checks[-1]].payload
-    return [
-        EvalScore(
-            name=CHECK, scorer_version=checks[-1][1], score_value=counted.get("score_value"),
+    carried = []
+    for name in sorted(names):
+        versions = sorted(key for key in scores if key[0] == name)
+        if not versions:
+            continue
+        counted = scores[versions[-1]].payload
+        carried.append(EvalScore(
+            name=name, scorer_version=versions[-1][1], score_value=counted.get("score_value"),
             score_label=counted.get("score_label"),
             explanation=f"carried over from the recorded session {recorded}, which this replay "
             f"matched action for action: {counted.get('explanation', '')}",
             scored_seq=last_seq, evaluation_run=run,
-        )
-    ]  # fmt: skip
+        ))  # fmt: skip
+    return carried

@@ -1,10 +1,12 @@
-"""Scoring recorded sessions and recording each score as an ``eval.score`` event.
+"""Scoring recorded sessions again and recording each score as an ``eval.score`` event.
 
-Nothing here calls a model or a sandbox: a session is read from the log, the scorers judge
-it, and their scores are appended to it. Re-scoring appends new scores; the old ones stay in
-the log, and the newest per scorer and version counts (``latest_scores``). Sessions are
-read a batch at a time in one query, and their scores appended together, so re-scoring a
-thousand sessions costs a few reads and the appends the store's group commit makes of them.
+Nothing here calls a model: a session is read from the log, the scorers judge it (an I/O
+scorer such as ``check`` in a sandbox of its own, one session at a time), and their scores
+are appended to it in one append after the events judged. Re-scoring appends new scores; the
+old ones stay in the log, and the newest per scorer and version counts (``latest_scores``).
+Sessions are read a batch at a time in one query, and their scores appended together, so
+re-scoring a thousand sessions costs a few reads and the appends the store's group commit
+makes of them.
 """
 
 from __future__ import annotations
@@ -16,26 +18,24 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
-from app.evaluation.offline_check import NAME as CHECK
-from app.evaluation.offline_check import VERSION as CHECK_VERSION
-from app.evaluation.offline_check import score_check
 from app.evaluation.scoring import (
     Score,
     ScoredSession,
     Scorer,
+    ScoringContext,
     ScoringError,
     judge,
     score_event,
 )
 from app.evaluation.suite import Suite, Task
-from app.events import EvalScore
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import ConcurrencyError, EventStore, RecordedEvent
 from app.store.evaluation_rows import evaluation_run_sessions, read_sessions
 
 #: Sessions read in one query, then scored.
 BATCH = 250
-#: Appends in flight at once (they share round trips through the store's group commit).
+#: Appends in flight at once (they share round trips through the store's group commit); one
+#: when a scorer needs I/O (each ``check`` runs a sandbox).
 CONCURRENCY = 64
 #: How often a session that grew while it was scored is read and scored again.
 RETRIES = 3
@@ -101,12 +101,15 @@ async def score_session(
     session_id: UUID,
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
+    *,
+    settings: Settings | None = None,
 ) -> ScoredResult:
     """Score one session and append the scores, as of its last event; a session that grew
-    meanwhile (its agent still running) is read and scored again."""
+    meanwhile (its agent still running) is read and scored again. ``settings``: what an I/O
+    scorer needs (``ScoringContext``)."""
     for _ in range(RETRIES):
         events = await store.read(session_id)
-        result = await _score_events(store, session_id, events, scorers, task_for)
+        result = await _score_events(store, session_id, events, scorers, task_for, settings)
         if result is not None:
             return result
     raise ScoringError(
@@ -120,21 +123,24 @@ async def rescore(
     session_ids: Sequence[UUID],
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
+    *,
+    settings: Settings | None = None,
 ) -> list[ScoredResult]:
     """Score every session; results in the order given. A session that cannot be scored has
-    its ``error`` said in its result, and the others are scored.
+    its ``error`` said in its result, and the others are scored. ``settings``: what an I/O
+    scorer needs (``ScoringContext``).
 
     Sessions are read ``BATCH`` at a time in one query each, and their scores appended
     together (the store's group commit sends appends that wait together in one round trip);
     a session that grew since it was read is scored again on its own (``score_session``).
     """
     results: dict[UUID, ScoredResult] = {}
-    limit = asyncio.Semaphore(CONCURRENCY)
+    limit = asyncio.Semaphore(CONCURRENCY if all(s.pure for s in scorers) else 1)
 
     async def one(session_id: UUID, events: list[RecordedEvent]) -> ScoredResult:
         async with limit:
             try:
-                return await _score_read(store, session_id, events, scorers, task_for)
+                return await _score_read(store, session_id, events, scorers, task_for, settings)
             except ScoringError as exc:
                 return ScoredResult(
                     session_id=session_id, task_id=None, evaluation_run=None, scores={},
@@ -155,11 +161,12 @@ async def _score_read(
     events: list[RecordedEvent],
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
+    settings: Settings | None,
 ) -> ScoredResult:
     """Score a session from the events already read; if it grew since, read it again."""
-    result = await _score_events(store, session_id, events, scorers, task_for)
+    result = await _score_events(store, session_id, events, scorers, task_for, settings)
     if result is None:
-        return await score_session(store, session_id, scorers, task_for)
+        return await score_session(store, session_id, scorers, task_for, settings=settings)
     return result
 
 
@@ -169,6 +176,7 @@ async def _score_events(
     events: list[RecordedEvent],
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
+    settings: Settings | None,
 ) -> ScoredResult | None:
     """Score the session as of ``events`` and append the scores after its last one; None when
     the session grew since (the append was refused: nothing written)."""
@@ -177,7 +185,7 @@ async def _score_events(
     session = ScoredSession(events)
     recorded_task = session.task
     session.task = task_for(session)
-    recorded = await judge(scorers, session)
+    recorded = await judge(scorers, ScoringContext(session, settings))
     try:
         await store.append(
             session_id,
@@ -193,41 +201,3 @@ async def _score_events(
         scored_seq=session.last_seq,
         scores={scorer.name: score for scorer, score in recorded},
     )
-
-
-async def check_sessions(
-    store: EventStore,
-    settings: Settings,
-    session_ids: Sequence[UUID],
-    task_for: Callable[[ScoredSession], Task | None] = lambda session: session.task,
-) -> list[ScoredResult]:
-    """Run each session's task check on its recorded final workspace (``offline_check``), one
-    sandbox at a time, and append the verdicts as the ``check`` scorer's (version 2)."""
-    results = []
-    for session_id in session_ids:
-        try:
-            events = await store.read(session_id)
-            if not events:
-                raise ScoringError(f"session {session_id} has no events: nothing to score")
-            session = ScoredSession(events)
-            recorded_task = session.task
-            session.task = task_for(session)
-            score = await score_check(settings, session)
-        except ScoringError as exc:
-            results.append(ScoredResult(session_id=session_id, task_id=None, evaluation_run=None,
-                                        scores={}, error=str(exc)))  # fmt: skip
-            continue
-        scores = {}
-        if score is not None:
-            event = EvalScore(
-                name=CHECK, scorer_version=CHECK_VERSION, score_value=score.value,
-                score_label=score.label, explanation=score.explanation,
-                scored_seq=session.last_seq, evaluation_run=session.evaluation_run,
-            )  # fmt: skip
-            await store.append(session_id, [event])
-            scores[CHECK] = score
-        results.append(ScoredResult(
-            session_id=session_id, task_id=recorded_task.id if recorded_task else None,
-            evaluation_run=session.evaluation_run, scored_seq=session.last_seq, scores=scores,
-        ))  # fmt: skip
-    return results

@@ -21,7 +21,8 @@ from datetime import timedelta
 from uuid import UUID
 
 from app.config import Settings
-from app.evaluation.api_runs import RunPlan, continue_run, has_ended, score_trial
+from app.evaluation.api_runs import RunPlan, continue_run, score_trial
+from app.evaluation.trials import has_ended
 from app.llm.errors import CONFIGURATION_KINDS
 from app.sessions.leases import request_run
 from app.store import EventStore

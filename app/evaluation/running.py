@@ -4,9 +4,10 @@ evaluation run, at most N at a time, each scored as soon as it ends.
 A task's session is a `chronicle run` session like any other (same runner, sandbox, limits,
 claim): its ``session.created`` config adds ``evaluation_run``, ``evaluation_task`` and
 ``evaluation_epoch`` (``evaluation_config``), so the session list, SQL and the scorers know
-it. A task with a ``check`` has it run right after its session, in a fresh sandbox over the
-final workspace (``live_check.py``). A task passes when every verdict recorded on it (label
-``pass`` / ``fail`` / ``error``) is a pass.
+it. It is scored as it ends by the one trial pipeline the API's workers use too
+(``app.evaluation.trials``: every scorer of the run in one guarded append; a task's ``check``
+runs in a fresh sandbox over the final workspace). A task passes when every verdict recorded
+on it (label ``pass`` / ``fail`` / ``error``) is a pass.
 
 Resuming (``chronicle eval run --resume NAME``) reads what the run recorded: the plan (suite,
 epochs, model, runtime: ``evaluation_plan`` in every session's config) and each task x epoch's
@@ -42,10 +43,10 @@ from pydantic import BaseModel, ConfigDict
 from app.config import Settings
 from app.errors import ChronicleError
 from app.evaluation.external_agent import CommandRecorder, agents_problem, run_agent_command
-from app.evaluation.live_check import record_check, run_check
-from app.evaluation.rescoring import score_session, suite_tasks
-from app.evaluation.scoring import ScoredSession, Scorer, ScoringError, evaluation_config
+from app.evaluation.rescoring import suite_tasks
+from app.evaluation.scoring import ScoredSession, Scorer, evaluation_config
 from app.evaluation.suite import Suite, Task
+from app.evaluation.trials import score_trial, trial_workspace
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
 from app.events.session_config import EvaluationTrial
 from app.llm.errors import (
@@ -59,7 +60,6 @@ from app.projections import SessionState, bring_up_to_date
 from app.sessions.runner import SessionError, SessionOptions, run_session
 from app.store import EventStore
 from app.store.evaluation_rows import RunAttempt, counted_trials, run_attempts
-from app.store.trial_stops import trial_stop
 
 
 class RunOptions(BaseModel):
@@ -289,9 +289,8 @@ async def _score_ended(
     task_for: Callable[[ScoredSession], Task | None],
 ) -> TaskResult:
     """A session that ended before its run scored it: score it (and run its check) now."""
-    workspace = Path(earlier.workspace) if earlier.workspace else None
     return await _scored(store, settings, options, task, earlier.epoch, earlier.session_id,
-                         earlier.status or "unknown", workspace, scorers, task_for)  # fmt: skip
+                         earlier.status or "unknown", scorers, task_for)  # fmt: skip
 
 
 async def _run_task(
@@ -306,10 +305,9 @@ async def _run_task(
     attempt: EvaluationTrial,
     recorder: CommandRecorder | None = None,
 ) -> TaskResult:
-    where = f"epoch-{epoch}" + (
-        f"-attempt-{attempt.attempt}" if attempt.attempt and attempt.attempt > 1 else ""
+    workspace = trial_workspace(
+        settings.data_dir, options.name, task.id, epoch, attempt.attempt or 1
     )
-    workspace = settings.data_dir / "evaluations" / options.name / task.id / where
     failed = TaskResult(task_id=task.id, epoch=epoch, session_id=None, outcome="error",
                         passed=False, cost_usd=0.0)  # fmt: skip
     try:
@@ -352,12 +350,8 @@ async def _run_task(
             if not is_configuration_error(exc.kind):
                 raise
             return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
-    stopped_by = await trial_stop(store, session_id, CONFIGURATION_KINDS)
-    if stopped_by is not None:  # left unscored: the run stops, and a resume runs it again
-        update = {"session_id": session_id, "outcome": outcome, "error": stopped_by}
-        return failed.model_copy(update=update | {"stopped_by": stopped_by})
-    scored = await _scored(store, settings, options, task, epoch, session_id, outcome, workspace,
-                           scorers, task_for)  # fmt: skip
+    scored = await _scored(store, settings, options, task, epoch, session_id, outcome, scorers,
+                           task_for)  # fmt: skip
     return scored if note is None else scored.model_copy(update={"error": note})
 
 
@@ -369,24 +363,24 @@ async def _scored(
     epoch: int,
     session_id: UUID,
     outcome: str,
-    workspace: Path | None,
     scorers: Sequence[Scorer],
     task_for: Callable[[ScoredSession], Task | None],
 ) -> TaskResult:
-    """Score an ended session, run its task's check over its workspace, and say if it passed."""
+    """Score an ended trial by the trial pipeline, and say if it passed. One that ended on a
+    configuration error is left unscored: the run stops, and a resume runs it again."""
     failed = TaskResult(task_id=task.id, epoch=epoch, session_id=session_id, outcome=outcome,
                         passed=False, cost_usd=0.0)  # fmt: skip
-    try:
-        scored = await score_session(store, session_id, scorers, task_for)
-    except ScoringError as exc:
-        return failed.model_copy(update={"error": str(exc)})
-    labels = [s.label for s in scored.scores.values()]
-    if task.check is not None and workspace is not None:
-        check = await run_check(settings, workspace, session_id, task.check, options.runtime)
-        await record_check(store, session_id, check, options.name)
-        labels.append(check.label)
+    scoring = await score_trial(
+        store, settings, session_id, scorers, runtime=options.runtime, task_for=task_for
+    )
+    if scoring.outcome == "stopped":
+        return failed.model_copy(update={"error": scoring.error, "stopped_by": scoring.error})
+    if not scoring.scores and scoring.outcome != "scored":
+        why = scoring.error or f"the trial was not scored ({scoring.outcome})"
+        return failed.model_copy(update={"error": why})
+    labels = [s.label for s in scoring.scores.values()]
     verdicts = [label for label in labels if label in ("pass", "fail", "error")]
-    cost = scored.scores.get("cost")
+    cost = scoring.scores.get("cost")
     return TaskResult(
         task_id=task.id,
         epoch=epoch,

@@ -1,18 +1,32 @@
-"""The built-in scorers, and finding a scorer by name (a built-in, or ``module:object``).
+"""The built-in scorers, registered in one place (``BUILTIN``), and finding a scorer by name
+(a registered one, or ``module:object``).
 
-``check`` (run the task's check against the recorded final workspace in a fresh sandbox) is
-not here yet: it needs the workspace-state events the replay engine records.
+Adding a scorer is one module with the scorer (``app/evaluation/scoring.py`` says what one
+is: a ``PureScorer`` that reads the log, or an async ``judge`` that may use the sandbox and
+settings its context gives it, as ``check.py`` does) and one line in ``REGISTERED`` below;
+``chronicle eval score --scorer NAME`` then finds it, and a trial is scored with it when it is
+in ``TRIAL_SCORERS``.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
 
 from app.evaluation.answer_patterns import PatternCutOff, pattern_found
-from app.evaluation.scoring import Score, ScoredSession, Scorer, ScoringError
+from app.evaluation.check import Check
+from app.evaluation.scoring import (
+    PureScorer,
+    Score,
+    ScoredSession,
+    Scorer,
+    ScoringError,
+)
 
 
-class Finished:
+class Finished(PureScorer):
     """Pass when the agent called ``finish``: it declared the task done. An agent Chronicle
     does not run declares it as a command does, by exiting with code 0."""
 
@@ -35,7 +49,7 @@ class Finished:
         return Score.verdict(False, f"the agent never called finish; {ended}")
 
 
-class Answer:
+class Answer(PureScorer):
     """Pass when the finish message matches the task's expected answer: the whole message
     (trimmed) for an exact answer, a search for ``regex:``, a substring for ``contains:``.
     Does not apply to a task without an answer. A ``regex:`` search that runs past its time
@@ -74,7 +88,7 @@ class Answer:
         return Score.verdict(passed, f"the finish message {_short(message)} {verb} {how[2]!r}")
 
 
-class Cost:
+class Cost(PureScorer):
     """What the session's model calls cost, in US dollars (a measure, not a verdict)."""
 
     name = "cost"
@@ -91,7 +105,7 @@ class Cost:
         return Score(value=float(total), explanation=f"{calls} model calls cost ${total}{note}")
 
 
-class Steps:
+class Steps(PureScorer):
     """How many actions the agent took (a measure, not a verdict)."""
 
     name = "steps"
@@ -106,19 +120,37 @@ def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
-BUILTIN: dict[str, Scorer] = {s.name: s for s in (Finished(), Answer(), Cost(), Steps())}
-#: What ``chronicle eval score`` runs without ``--scorer``.
+class _Plain(PureScorer):
+    """An object with a name, a version and a plain ``score(session)``, as a pure scorer."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        self.name = str(scorer.name)
+        self.version = int(scorer.version)
+
+    def score(self, session: ScoredSession) -> Score | None:
+        found: Score | None = self.scorer.score(session)
+        return found
+
+
+#: Every built-in scorer: the one place a scorer is registered.
+REGISTERED: tuple[Scorer, ...] = (Finished(), Answer(), Cost(), Steps(), Check())
+BUILTIN: Mapping[str, Scorer] = MappingProxyType({s.name: s for s in REGISTERED})
+#: What ``chronicle eval score`` runs without ``--scorer`` (the pure ones: no sandbox).
 DEFAULT_SCORERS = ("finished", "answer", "cost", "steps")
+#: What a trial is scored with as it ends (``app/evaluation/trials.py``).
+TRIAL_SCORERS = (*DEFAULT_SCORERS, "check")
 
 
-def scorer_named(name: str) -> Scorer:
-    """A built-in scorer, or ``package.module:NAME`` (an object, or a class taking no
-    arguments, with a name, a version and ``score``)."""
-    if name in BUILTIN:
-        return BUILTIN[name]
+def scorer_named(name: str, registry: Mapping[str, Scorer] = BUILTIN) -> Scorer:
+    """A registered scorer, or ``package.module:NAME`` (an object, or a class taking no
+    arguments: a ``Scorer``, or one with a name, an integer version and a plain
+    ``score(session)``, taken as a pure scorer)."""
+    if name in registry:
+        return registry[name]
     if ":" not in name:
         raise ScoringError(
-            f"no scorer named {name!r}; the built-in scorers are {', '.join(BUILTIN)}, "
+            f"no scorer named {name!r}; the built-in scorers are {', '.join(registry)}, "
             "or name your own as package.module:NAME"
         )
     module_name, _, attribute = name.partition(":")
@@ -129,8 +161,13 @@ def scorer_named(name: str) -> Scorer:
     except AttributeError:
         raise ScoringError(f"the module {module_name!r} has no {attribute!r}") from None
     scorer = found() if isinstance(found, type) else found
-    if not isinstance(scorer, Scorer) or not isinstance(getattr(scorer, "version", None), int):
-        raise ScoringError(
-            f"{name} is not a scorer: it needs a name, an integer version and score(session)"
-        )
-    return scorer
+    named = isinstance(getattr(scorer, "name", None), str)
+    versioned = isinstance(getattr(scorer, "version", None), int)
+    if named and versioned and isinstance(scorer, Scorer):
+        return scorer
+    if named and versioned and callable(getattr(scorer, "score", None)):
+        return _Plain(scorer)
+    raise ScoringError(
+        f"{name} is not a scorer: it needs a name, an integer version and either "
+        "score(session) or judge(context) with pure (whether it reads only the log)"
+    )

@@ -1,18 +1,24 @@
-"""What a scorer is, and the recorded session it reads.
+"""What a scorer is, what it is given, and the recorded session it reads.
 
-Scoring is pure: a scorer reads a recorded session (its events, as the log holds them) and
-returns a ``Score``; it never calls the model or a sandbox, so a session can be scored again
-at any time, offline, and the same recording always gets the same score. Recording the score
-as an ``eval.score`` event is the caller's business (``app/evaluation/rescoring.py``).
+Every scorer is one async protocol (``Scorer``): a ``name``, a ``version`` (bump it when the
+scorer judges differently, so old and new scores are never mixed) and ``judge(context) ->
+Score | None`` (None: the scorer does not apply, e.g. the task has no expected answer; nothing
+is recorded). The ``ScoringContext`` gives it what it may use: the recorded session, the
+settings (a sandbox's configuration) and, for a trial scored as it ends, the trial's own final
+workspace and runtime. Recording the score as an ``eval.score`` event is the caller's business
+(``app/evaluation/trials.py`` for a trial, ``app/evaluation/rescoring.py`` for re-scoring).
 
-Adding a scorer in Python: write a class with a ``name``, a ``version`` (bump it when the
-scorer judges differently, so old and new scores are never mixed) and
-``score(session) -> Score | None`` (None: the scorer does not apply to this session, e.g.
-the task has no expected answer; nothing is recorded). Pass an instance to
-``rescore(..., scorers=[...])``, or name it on the command line as ``--scorer
-package.module:NAME`` (an importable object or a class taking no arguments)::
+Most scorers are pure: they read the log and nothing else, so a session can be scored again at
+any time, offline, with the same result. Such a scorer subclasses ``PureScorer`` and writes a
+plain ``score(session) -> Score | None``; its ``judge`` runs that in a thread. A scorer that
+needs I/O (``check`` runs a command in a fresh sandbox) writes ``judge`` itself and says
+``pure = False``, which keeps re-scoring from running many at once and a matched replay from
+running it again (the recorded verdict is carried over). The built-in scorers are registered
+in one place, ``app/evaluation/scorers.py``; your own is named on the command line as
+``--scorer package.module:NAME`` (an importable object or a class taking no arguments; an
+object with only ``name``, ``version`` and ``score(session)`` is taken as a pure scorer)::
 
-    class MentionsTests:
+    class MentionsTests(PureScorer):
         name = "mentions_tests"
         version = 1
 
@@ -25,12 +31,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.config import Settings
 from app.errors import ChronicleError
 from app.evaluation.suite import Task
 from app.events import ACTION_KINDS, EvalScore
@@ -51,6 +60,10 @@ class Score(BaseModel):
     value: float | None = None
     label: str | None = None
     explanation: str = ""
+    #: the version recorded when it is not the scorer's own: a scorer whose method depends on
+    #: what the context gave it (``check``: 1 on the trial's own workspace, 2 on one rebuilt
+    #: from the log) says which it used; not part of the score as shown
+    scorer_version: int | None = Field(default=None, exclude=True)
 
     @classmethod
     def verdict(cls, passed: bool, explanation: str) -> Score:
@@ -60,12 +73,32 @@ class Score(BaseModel):
 
 @runtime_checkable
 class Scorer(Protocol):
-    """Anything with a name, a version and a pure ``score`` (see the module)."""
+    """Anything with a name, a version and an async ``judge`` (see the module)."""
 
     name: str
     version: int
+    #: whether it reads nothing but the log (see the module)
+    pure: bool
 
-    def score(self, session: ScoredSession) -> Score | None: ...
+    async def judge(self, context: ScoringContext) -> Score | None: ...
+
+
+class PureScorer:
+    """A scorer that reads the recorded session and nothing else: write ``score``."""
+
+    name: str
+    version: int
+    pure = True
+
+    def score(self, session: ScoredSession) -> Score | None:
+        raise NotImplementedError
+
+    async def judge(self, context: ScoringContext) -> Score | None:
+        """``score`` in a thread: a scorer is code over text the suite's author or the agent
+        chose (an answer pattern, a long finish message) and must not stall the event loop
+        that serves the API and streams meanwhile. The built-in scorers are bounded in time
+        (``answer_patterns``)."""
+        return await asyncio.to_thread(self.score, context.session)
 
 
 class ScoredSession:
@@ -157,16 +190,28 @@ class ScoredSession:
         return (None if priced == 0 and unpriced else total), unpriced
 
 
-async def judge(scorers: Sequence[Scorer], session: ScoredSession) -> list[tuple[Scorer, Score]]:
-    """Each scorer's score of ``session`` (those that apply), worked out in a thread: a
-    scorer is code over text the suite's author or the agent chose (an answer pattern, a
-    long finish message) and must not stall the event loop that serves the API and streams
-    meanwhile. The built-in scorers are bounded in time (``answer_patterns``)."""
+@dataclass(frozen=True)
+class ScoringContext:
+    """What a scorer is given: the session, and what an I/O scorer needs besides it."""
 
-    def scored() -> list[tuple[Scorer, Score]]:
-        return [(s, score) for s in scorers if (score := s.score(session)) is not None]
+    session: ScoredSession
+    #: the app's settings (None: scoring without them, which only pure scorers can do)
+    settings: Settings | None = None
+    #: the trial's own final workspace when it is scored as it ends (None: later, from the log)
+    workspace: Path | None = None
+    #: the runtime kind an I/O scorer's sandbox runs in: the trial's run's (None: the default
+    #: kind; later, from the log: the session's recorded one)
+    runtime: str | None = None
 
-    return await asyncio.to_thread(scored)
+
+async def judge(
+    scorers: Sequence[Scorer], context: ScoringContext | ScoredSession
+) -> list[tuple[Scorer, Score]]:
+    """Each scorer's score of the session (those that apply), in the order given, each
+    judged as it says (a pure one in a thread, off the event loop: ``PureScorer``)."""
+    if isinstance(context, ScoredSession):
+        context = ScoringContext(context)
+    return [(s, score) for s in scorers if (score := await s.judge(context)) is not None]
 
 
 def _recorded_task(trial: EvaluationTrial | None) -> Task | None:
@@ -193,7 +238,7 @@ def score_event(scorer: Scorer, score: Score, session: ScoredSession) -> EvalSco
     """The ``eval.score`` event recording ``score`` on ``session``."""
     return EvalScore(
         name=scorer.name,
-        scorer_version=scorer.version,
+        scorer_version=score.scorer_version or scorer.version,
         score_value=score.value,
         score_label=score.label,
         explanation=score.explanation,
