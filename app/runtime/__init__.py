@@ -1,16 +1,22 @@
 """Sandboxes behind one protocol: local process, Docker container, or a URL."""
 
-from app.runtime.client import SandboxClient
-from app.runtime.docker.runtime import DockerRuntime
-from app.runtime.errors import (
-    SandboxAuthError,
-    SandboxError,
-    SandboxStartError,
-    SandboxUnavailableError,
-)
-from app.runtime.local.runtime import LocalRuntime
-from app.runtime.protocol import Runtime
-from app.runtime.remote import RemoteRuntime
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.runtime.client import SandboxClient
+    from app.runtime.docker.runtime import DockerRuntime
+    from app.runtime.errors import (
+        SandboxAuthError,
+        SandboxError,
+        SandboxStartError,
+        SandboxUnavailableError,
+    )
+    from app.runtime.local.runtime import LocalRuntime
+    from app.runtime.protocol import Runtime
+    from app.runtime.remote import RemoteRuntime
 
 __all__ = [
     "DockerRuntime",
@@ -23,3 +29,23 @@ __all__ = [
     "SandboxStartError",
     "SandboxUnavailableError",
 ]
+
+#: Each export's module, imported on first use: reading the kinds' registry (the API's models,
+#: ``--help``) must not import an engine's SDK or start anything.
+_EXPORTED_FROM = {
+    "SandboxClient": "app.runtime.client",
+    "DockerRuntime": "app.runtime.docker.runtime",
+    "SandboxAuthError": "app.runtime.errors",
+    "SandboxError": "app.runtime.errors",
+    "SandboxStartError": "app.runtime.errors",
+    "SandboxUnavailableError": "app.runtime.errors",
+    "LocalRuntime": "app.runtime.local.runtime",
+    "Runtime": "app.runtime.protocol",
+    "RemoteRuntime": "app.runtime.remote",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTED_FROM:
+        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,9 +2,29 @@
 
 ``runtime`` starts and stops the container; ``hardening`` is what confines it;
 ``sandbox_user`` and ``private_dir`` are the user it runs as and the private socket
-directory; ``reaper`` removes containers whose owner went quiet.
+directory; ``reaper`` removes containers whose owner went quiet; ``kind`` is its entry in the
+kinds' registry.
 """
 
-from app.runtime.docker.runtime import DockerRuntime, container_name
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.runtime.docker.runtime import DockerRuntime, container_name
 
 __all__ = ["DockerRuntime", "container_name"]
+
+#: Each export's module, imported on first use: reading the kinds' registry (the API's models,
+#: ``--help``) must not import an engine's SDK or start anything.
+_EXPORTED_FROM = {
+    "DockerRuntime": "app.runtime.docker.runtime",
+    "container_name": "app.runtime.docker.runtime",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTED_FROM:
+        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
