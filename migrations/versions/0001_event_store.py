@@ -5,7 +5,7 @@ Revises:
 Create Date: 2026-11-29
 """
 
-from alembic import op
+from app.migrations.helpers import run
 
 revision = "0001"
 down_revision = None
@@ -276,17 +276,10 @@ DROP FUNCTION chronicle_refuse_change();
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
 def upgrade() -> None:
     kinds = ", ".join(f"'{kind}'" for kind in OBSERVATION_KINDS)
-    _run(UPGRADE.replace("{observation_kinds}", kinds))
+    run(UPGRADE.replace("{observation_kinds}", kinds))
 
 
 def downgrade() -> None:
-    _run(DOWNGRADE)
+    run(DOWNGRADE)

@@ -17,7 +17,7 @@ Revises: 0002
 Create Date: 2026-12-02
 """
 
-from alembic import op
+from app.migrations.helpers import quoted, run, search_path
 
 revision = "0003"
 down_revision = "0002"
@@ -422,51 +422,31 @@ $$;
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(ROLES)
-    _run(OWNER_MAY_CREATE)
-    _run(ACTION_KINDS_FUNCTION.replace("{action_kinds}", _quoted(ACTION_KINDS)))
-    _run(OBSERVATION_KINDS_FUNCTION.replace("{observation_kinds}", _quoted(OBSERVATION_KINDS)))
-    _run(ONE_SESSION_CREATED)
-    _run(APPEND_FUNCTION.replace("{search_path}", search_path))
-    _run(APPEND_MANY_AS_OWNER.replace("{search_path}", search_path))
-    _run(REQUIRE_CONTENT_HASHES.replace("{search_path}", search_path))
-    _run(PUT_MESSAGES_FUNCTION.replace("{search_path}", search_path))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
-    _run(SCHEMA_NOT_WRITABLE_BY_APP)
+    path = search_path()
+    run(ROLES)
+    run(OWNER_MAY_CREATE)
+    run(ACTION_KINDS_FUNCTION.replace("{action_kinds}", quoted(ACTION_KINDS)))
+    run(OBSERVATION_KINDS_FUNCTION.replace("{observation_kinds}", quoted(OBSERVATION_KINDS)))
+    run(ONE_SESSION_CREATED)
+    run(APPEND_FUNCTION.replace("{search_path}", path))
+    run(APPEND_MANY_AS_OWNER.replace("{search_path}", path))
+    run(REQUIRE_CONTENT_HASHES.replace("{search_path}", path))
+    run(PUT_MESSAGES_FUNCTION.replace("{search_path}", path))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
+    run(SCHEMA_NOT_WRITABLE_BY_APP)
 
 
 def downgrade() -> None:
-    _run(DOWNGRADE_PRIVILEGES)
-    _run(DROP_PUT_MESSAGES)
-    _run(DROP_REQUIRE_CONTENT_HASHES)
-    _run(DOWNGRADE_APPEND_FUNCTION)
-    _run(DOWNGRADE_APPEND_MANY)
-    _run(DROP_ONE_SESSION_CREATED)
-    _run(DROP_ACTION_KINDS)
-    _run(DROP_OBSERVATION_KINDS)
-    _run(DOWNGRADE_OWNERSHIP)
-    _run(DOWNGRADE_OWNER_MAY_CREATE)
-    _run(DROP_OWNER_ROLE)
+    run(DOWNGRADE_PRIVILEGES)
+    run(DROP_PUT_MESSAGES)
+    run(DROP_REQUIRE_CONTENT_HASHES)
+    run(DOWNGRADE_APPEND_FUNCTION)
+    run(DOWNGRADE_APPEND_MANY)
+    run(DROP_ONE_SESSION_CREATED)
+    run(DROP_ACTION_KINDS)
+    run(DROP_OBSERVATION_KINDS)
+    run(DOWNGRADE_OWNERSHIP)
+    run(DOWNGRADE_OWNER_MAY_CREATE)
+    run(DROP_OWNER_ROLE)

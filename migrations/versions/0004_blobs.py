@@ -14,7 +14,7 @@ Revises: 0003
 Create Date: 2026-12-09
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path
 
 revision = "0004"
 down_revision = "0003"
@@ -99,32 +99,17 @@ DROP_PUT_BLOBS = "DROP FUNCTION chronicle_put_blobs(bytea[], text[]);"
 DROP_BLOBS_TABLE = "DROP TABLE blobs;"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    _run(REFUSE_CHANGE_NAMING_THE_TABLE)
-    _run(BLOBS_TABLE)
-    _run(BLOBS_APPEND_ONLY)
-    _run(BLOBS_NO_TRUNCATE)
-    _run(PUT_BLOBS_FUNCTION.replace("{search_path}", _search_path()))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+    run(REFUSE_CHANGE_NAMING_THE_TABLE)
+    run(BLOBS_TABLE)
+    run(BLOBS_APPEND_ONLY)
+    run(BLOBS_NO_TRUNCATE)
+    run(PUT_BLOBS_FUNCTION.replace("{search_path}", search_path()))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP_PUT_BLOBS)
-    _run(DROP_BLOBS_TABLE)
-    _run(REFUSE_CHANGE_AS_IN_0001)
+    run(DROP_PUT_BLOBS)
+    run(DROP_BLOBS_TABLE)
+    run(REFUSE_CHANGE_AS_IN_0001)

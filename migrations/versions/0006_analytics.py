@@ -34,7 +34,7 @@ Revises: 0005
 Create Date: 2026-12-14
 """
 
-from alembic import op
+from app.migrations.helpers import quoted, run, search_path
 
 revision = "0006"
 down_revision = "0005"
@@ -494,47 +494,27 @@ $$;
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
-
-
 def upgrade() -> None:
-    _run(ANALYST_ROLE)
-    _run(TOOL_KINDS_FUNCTION.replace("{tool_kinds}", _quoted(TOOL_KINDS)))
-    _run(PROVIDER_FUNCTION)
-    _run(LLM_CALLS_BY_TIME)
-    _run(TOOL_CALLS_BY_TIME.replace("{tool_kinds}", _quoted(TOOL_KINDS)))
-    _run(LLM_CALLS_VIEW)
-    _run(TOOL_CALLS_VIEW)
-    _run(ERRORS_VIEW)
-    _run(AGENT_STATES_VIEW)
-    _run(SESSION_COSTS_VIEW)
-    _run(DAILY_USAGE_VIEW)
-    _run(IMPORT_FUNCTION.replace("{search_path}", _search_path()))
-    _run(OWNERSHIP)
-    _run(IMPORT_PRIVILEGES)
-    _run(ANALYST_PRIVILEGES)
+    run(ANALYST_ROLE)
+    run(TOOL_KINDS_FUNCTION.replace("{tool_kinds}", quoted(TOOL_KINDS)))
+    run(PROVIDER_FUNCTION)
+    run(LLM_CALLS_BY_TIME)
+    run(TOOL_CALLS_BY_TIME.replace("{tool_kinds}", quoted(TOOL_KINDS)))
+    run(LLM_CALLS_VIEW)
+    run(TOOL_CALLS_VIEW)
+    run(ERRORS_VIEW)
+    run(AGENT_STATES_VIEW)
+    run(SESSION_COSTS_VIEW)
+    run(DAILY_USAGE_VIEW)
+    run(IMPORT_FUNCTION.replace("{search_path}", search_path()))
+    run(OWNERSHIP)
+    run(IMPORT_PRIVILEGES)
+    run(ANALYST_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(REVOKE_ANALYST)
-    _run(DROP_VIEWS)
-    _run(DROP_FUNCTIONS)
-    _run(DROP_INDEXES)
-    _run(DROP_ANALYST_ROLE)
+    run(REVOKE_ANALYST)
+    run(DROP_VIEWS)
+    run(DROP_FUNCTIONS)
+    run(DROP_INDEXES)
+    run(DROP_ANALYST_ROLE)

@@ -16,7 +16,7 @@ Revises: 0009
 Create Date: 2026-12-20
 """
 
-from alembic import op
+from app.migrations.helpers import quoted, run
 
 revision = "0010"
 down_revision = "0009"
@@ -61,23 +61,13 @@ CREATE UNIQUE INDEX events_one_observation_per_action ON events (session_id, cau
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
-
-
 def _kinds(actions: tuple[str, ...], observations: tuple[str, ...]) -> None:
-    _run(
-        KINDS_FUNCTIONS.replace("{action_kinds}", _quoted(actions)).replace(
-            "{observation_kinds}", _quoted(observations)
+    run(
+        KINDS_FUNCTIONS.replace("{action_kinds}", quoted(actions)).replace(
+            "{observation_kinds}", quoted(observations)
         )
     )
-    _run(ONE_OBSERVATION_PER_ACTION.replace("{observation_kinds}", _quoted(observations)))
+    run(ONE_OBSERVATION_PER_ACTION.replace("{observation_kinds}", quoted(observations)))
 
 
 def upgrade() -> None:

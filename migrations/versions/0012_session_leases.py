@@ -26,7 +26,7 @@ Revises: 0011
 Create Date: 2026-12-18
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path
 
 revision = "0012"
 down_revision = "0011"
@@ -239,29 +239,14 @@ DROP = "\n".join(
 )
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(TABLES)
+    path = search_path()
+    run(TABLES)
     for function in (REQUEST_RUN, CLAIM_RUN, HEARTBEAT_RUN, RELEASE_RUN, WORKER_SEEN, WORKER_GONE):
-        _run(function.replace("{search_path}", search_path))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+        run(function.replace("{search_path}", path))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP)
+    run(DROP)

@@ -44,11 +44,7 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
-from alembic import op
+from app.migrations.helpers import earlier_revision, quoted, run, search_path
 
 revision = "0014"
 down_revision = "0013"
@@ -240,16 +236,6 @@ HELPERS = (
 LOCK = "    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));\n"
 
 
-def _previous(file_name: str) -> ModuleType:
-    """An earlier revision's module, for the function bodies this one extends or restores."""
-    path = Path(__file__).with_name(file_name)
-    spec = importlib.util.spec_from_file_location(f"chronicle_revision_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _replaced(text: str, old: str, new: str) -> str:
     assert text.count(old) == 1, f"expected one {old!r} in the earlier function"
     return text.replace(old, new)
@@ -258,7 +244,7 @@ def _replaced(text: str, old: str, new: str) -> str:
 def _append_one_body() -> str:
     """0007's chronicle_append_one, as CREATE OR REPLACE (it keeps its owner and grants)."""
     return _replaced(
-        _previous("0007_append_one.py").APPEND_ONE_FUNCTION,
+        earlier_revision("0007_append_one.py").APPEND_ONE_FUNCTION,
         "CREATE FUNCTION",
         "CREATE OR REPLACE FUNCTION",
     )
@@ -275,7 +261,7 @@ def _checked_append_one() -> str:
 
 
 def _append_body() -> str:
-    return _previous("0003_least_privilege.py").APPEND_FUNCTION
+    return earlier_revision("0003_least_privilege.py").APPEND_FUNCTION
 
 
 def _checked_append() -> str:
@@ -502,36 +488,16 @@ DROP_USERS_AND_TOKENS = "\n".join(
 DROP_HELPERS = "\n".join(f"DROP FUNCTION {f};" for f in reversed(HELPERS))
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(KINDS_FUNCTION.replace("{event_kinds}", _quoted(EVENT_KINDS)))
-    _run(CANONICAL_NUMBER)
-    _run(CANONICAL_JSON)
-    _run(VERIFIABLE_PAYLOAD)
-    _run(_checked_append_one().replace("{search_path}", search_path))
-    _run(_checked_append().replace("{search_path}", search_path))
-    _run(OWNER_LOGIN)
-    _run(TOKENS_BY_WHOM)
+    path = search_path()
+    run(KINDS_FUNCTION.replace("{event_kinds}", quoted(EVENT_KINDS)))
+    run(CANONICAL_NUMBER)
+    run(CANONICAL_JSON)
+    run(VERIFIABLE_PAYLOAD)
+    run(_checked_append_one().replace("{search_path}", path))
+    run(_checked_append().replace("{search_path}", path))
+    run(OWNER_LOGIN)
+    run(TOKENS_BY_WHOM)
     for sql in (
         ADMINS_BY_OWNER,
         PROMOTION_REVOKES,
@@ -542,15 +508,15 @@ def upgrade() -> None:
         REVOKE_TOKEN,
         TOUCH_TOKEN,
     ):
-        _run(sql.replace("{search_path}", search_path))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+        run(sql.replace("{search_path}", path))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    search_path = _search_path()
-    _run(DROP_USERS_AND_TOKENS)
-    _run(DOWNGRADE_PRIVILEGES)
-    _run(_append_one_body().replace("{search_path}", search_path))
-    _run(_append_body().replace("{search_path}", search_path))
-    _run(DROP_HELPERS)
+    path = search_path()
+    run(DROP_USERS_AND_TOKENS)
+    run(DOWNGRADE_PRIVILEGES)
+    run(_append_one_body().replace("{search_path}", path))
+    run(_append_body().replace("{search_path}", path))
+    run(DROP_HELPERS)

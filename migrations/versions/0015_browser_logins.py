@@ -33,7 +33,7 @@ Revises: 0014
 Create Date: 2026-12-01
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path
 
 revision = "0015"
 down_revision = "0014"
@@ -357,24 +357,9 @@ DROP = "\n".join(
 )
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(TABLES)
+    path = search_path()
+    run(TABLES)
     for function in (
         BEGIN_LOGIN,
         CREATE_LOGIN_CODE,
@@ -386,10 +371,10 @@ def upgrade() -> None:
         CREDENTIAL_TRIGGERS,
         PROMOTION_ENDS_LOGINS,
     ):
-        _run(function.replace("{search_path}", search_path).replace("{live_user}", LIVE_USER))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+        run(function.replace("{search_path}", path).replace("{live_user}", LIVE_USER))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP)
+    run(DROP)
