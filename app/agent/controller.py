@@ -38,7 +38,7 @@ from app.events import (
     LlmCall,
     LlmResponse,
 )
-from app.events.conversation import AgentStateName
+from app.events.conversation import AgentStateName, LimitName
 from app.events.llm import ANSWERED_NOTHING
 from app.llm import LlmError
 from app.llm.retry import Failure
@@ -168,11 +168,14 @@ class AgentController:
         """The user's latest steering (paused / running / stopped) and its seq."""
         return self._request
 
-    async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
+    async def _set_state(
+        self, state: AgentStateName, reason: str = "", limit: LimitName | None = None
+    ) -> None:
         if self._agent_state() != (state, reason):
             await self._record(
                 await self.store.append(
-                    self.session_id, [AgentState(state=state, reason=reason, source="agent")]
+                    self.session_id,
+                    [AgentState(state=state, reason=reason, source="agent", limit=limit)],
                 )
             )
 
@@ -257,6 +260,7 @@ class AgentController:
                 "stopped",
                 f"reached the iteration limit ({self.limits.max_iterations}); raise "
                 "--max-iterations and resume to continue",
+                limit="iterations",
             )
             return "stopped"
         if self.limits.max_cost_usd is not None and self._cost() >= self.limits.max_cost_usd:
@@ -264,6 +268,7 @@ class AgentController:
                 "stopped",
                 f"reached the cost limit (${self.limits.max_cost_usd:.2f}, spent "
                 f"${self._cost():.4f}); raise --max-cost and resume to continue",
+                limit="cost",
             )
             return "stopped"
         why = detect(recent, self.stuck)

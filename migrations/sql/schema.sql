@@ -1133,6 +1133,7 @@ CREATE VIEW public.agent_states AS
     (payload ->> 'state'::text) AS state,
     (payload ->> 'reason'::text) AS reason,
         CASE
+            WHEN (payload ? 'limit'::text) THEN (payload ->> 'limit'::text)
             WHEN ((payload ->> 'reason'::text) ~~ 'reached the iteration limit%'::text) THEN 'iterations'::text
             WHEN ((payload ->> 'reason'::text) ~~ 'reached the cost limit%'::text) THEN 'cost'::text
             ELSE NULL::text
