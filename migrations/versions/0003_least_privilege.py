@@ -17,7 +17,7 @@ Revises: 0002
 Create Date: 2026-12-02
 """
 
-from app.migrations.helpers import quoted, run, search_path
+from app.migrations.helpers import quoted, run, search_path, sql_file
 
 revision = "0003"
 down_revision = "0002"
@@ -201,48 +201,9 @@ ALTER FUNCTION {APPEND_MANY_SIGNATURE} SECURITY DEFINER SET search_path = {{sear
 
 # Content-addressed writes share one check: each text's sha256 must be its key. A future
 # chronicle_put_blobs(p_hashes, p_texts) is this check followed by its own INSERT.
-REQUIRE_CONTENT_HASHES = r"""
-CREATE FUNCTION chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[])
-RETURNS void
-LANGUAGE plpgsql SET search_path = {search_path} AS $$
-DECLARE
-    v_bad integer;
-BEGIN
-    IF coalesce(cardinality(p_hashes), 0) <> coalesce(cardinality(p_texts), 0) THEN
-        RAISE EXCEPTION '% hashes but % texts', coalesce(cardinality(p_hashes), 0),
-            coalesce(cardinality(p_texts), 0) USING ERRCODE = 'CR005';
-    END IF;
-    SELECT t.ord INTO v_bad
-    FROM unnest(p_hashes, p_texts) WITH ORDINALITY AS t(hash, text, ord)
-    WHERE t.hash IS NULL OR t.text IS NULL
-       OR sha256(convert_to(t.text, 'UTF8')) IS DISTINCT FROM t.hash
-    ORDER BY t.ord
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION '% % of % does not match its hash %', p_what, v_bad,
-            cardinality(p_hashes), coalesce(encode(p_hashes[v_bad], 'hex'), 'NULL')
-            USING ERRCODE = 'CR004', DETAIL = v_bad::text,
-                  HINT = 'the key of stored content is the sha256 of its canonical JSON text';
-    END IF;
-END
-$$;
-"""
+REQUIRE_CONTENT_HASHES = sql_file("functions/chronicle_require_content_hashes.sql")
 
-PUT_MESSAGES_FUNCTION = r"""
-CREATE FUNCTION chronicle_put_messages(p_hashes bytea[], p_texts text[]) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_inserted integer;
-BEGIN
-    PERFORM chronicle_require_content_hashes('message', p_hashes, p_texts);
-    INSERT INTO llm_messages (hash, message)
-    SELECT t.hash, t.text::jsonb FROM unnest(p_hashes, p_texts) AS t(hash, text)
-    ON CONFLICT (hash) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    RETURN v_inserted;
-END
-$$;
-"""
+PUT_MESSAGES_FUNCTION = sql_file("functions/chronicle_put_messages.sql")
 
 OWNERSHIP = rf"""
 ALTER TABLE events OWNER TO chronicle_owner;

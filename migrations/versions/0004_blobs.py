@@ -14,7 +14,7 @@ Revises: 0003
 Create Date: 2026-12-09
 """
 
-from app.migrations.helpers import run, search_path
+from app.migrations.helpers import run, search_path, sql_file
 
 revision = "0004"
 down_revision = "0003"
@@ -34,15 +34,7 @@ COMMENT ON TABLE blobs IS
 """
 
 # The refusal names the table it protects (0001's said "events" for llm_messages too).
-REFUSE_CHANGE_NAMING_THE_TABLE = r"""
-CREATE OR REPLACE FUNCTION chronicle_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION 'the % table is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
-        USING ERRCODE = 'CR002',
-              HINT = 'record a new event that corrects or supersedes the old one';
-END
-$$;
-"""
+REFUSE_CHANGE_NAMING_THE_TABLE = sql_file("functions/chronicle_refuse_change.sql")
 
 REFUSE_CHANGE_AS_IN_0001 = r"""
 CREATE OR REPLACE FUNCTION chronicle_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -66,21 +58,7 @@ CREATE TRIGGER blobs_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION chronicle_refuse_change();
 """
 
-PUT_BLOBS_FUNCTION = r"""
-CREATE FUNCTION chronicle_put_blobs(p_hashes bytea[], p_texts text[]) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_inserted integer;
-BEGIN
-    PERFORM chronicle_require_content_hashes('blob', p_hashes, p_texts);
-    INSERT INTO blobs (sha256, content)
-    SELECT t.hash, t.text FROM unnest(p_hashes, p_texts) AS t(hash, text)
-    ON CONFLICT (sha256) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    RETURN v_inserted;
-END
-$$;
-"""
+PUT_BLOBS_FUNCTION = sql_file("functions/chronicle_put_blobs.sql")
 
 OWNERSHIP = r"""
 ALTER TABLE blobs OWNER TO chronicle_owner;

@@ -16,7 +16,7 @@ Revises: 0009
 Create Date: 2026-12-20
 """
 
-from app.migrations.helpers import quoted, run
+from app.migrations.helpers import quoted, run, sql_file
 
 revision = "0010"
 down_revision = "0009"
@@ -47,12 +47,11 @@ OBSERVATION_KINDS = (
 OLD_ACTION_KINDS = tuple(kind for kind in ACTION_KINDS if kind != "imported")
 OLD_OBSERVATION_KINDS = tuple(kind for kind in OBSERVATION_KINDS if kind != "imported.output")
 
-KINDS_FUNCTIONS = r"""
-CREATE OR REPLACE FUNCTION chronicle_action_kinds() RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{action_kinds}]::text[] $$;
-CREATE OR REPLACE FUNCTION chronicle_observation_kinds() RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{observation_kinds}]::text[] $$;
-"""
+KINDS_FUNCTIONS = (
+    "\n"
+    + sql_file("functions/chronicle_action_kinds.sql")
+    + sql_file("functions/chronicle_observation_kinds.sql")
+)
 
 ONE_OBSERVATION_PER_ACTION = r"""
 DROP INDEX events_one_observation_per_action;

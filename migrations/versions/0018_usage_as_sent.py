@@ -50,25 +50,7 @@ PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
 #: The largest count a view reads, as app.events.usage.MAX_COUNT (a test reads both sides of it).
 MAX_COUNT = 2**53 - 1
 
-FUNCTIONS = rf"""
-CREATE FUNCTION chronicle_count(p_value jsonb) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN jsonb_typeof(p_value) = 'number'
-                 AND p_value::numeric BETWEEN 0 AND {MAX_COUNT}
-                 AND p_value::numeric = trunc(p_value::numeric)
-                THEN p_value::numeric::bigint END
-$$;
-COMMENT ON FUNCTION chronicle_count(jsonb) IS
-    'A count of a payload: a whole JSON number from 0 to 2^53 - 1, else NULL (unknown)';
-CREATE FUNCTION chronicle_float(p_value jsonb) RETURNS double precision
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT CASE WHEN jsonb_typeof(p_value) = 'number'
-                 AND abs(p_value::numeric) <= 1e300
-                THEN p_value::numeric::double precision END
-$$;
-COMMENT ON FUNCTION chronicle_float(jsonb) IS
-    'A number of a payload as float8, else NULL (a string, or beyond what float8 holds)';
-"""
+FUNCTIONS = sql_file("functions/chronicle_count.sql") + sql_file("functions/chronicle_float.sql")
 
 
 VIEWS = ("llm_calls", "session_costs", "daily_usage")
