@@ -129,6 +129,7 @@ HELPERS = (
     "chronicle_verifiable_payload(text, text, integer)",
 )
 
+
 def _replaced(text: str, old: str, new: str) -> str:
     assert text.count(old) == 1, f"expected one {old!r} in the earlier function"
     return text.replace(old, new)
