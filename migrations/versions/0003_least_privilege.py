@@ -17,7 +17,7 @@ Revises: 0002
 Create Date: 2026-12-02
 """
 
-from app.migrations.helpers import quoted, run, search_path, sql_file
+from app.migrations.helpers import earlier_revision, quoted, run, search_path, sql_file
 
 revision = "0003"
 down_revision = "0002"
@@ -273,83 +273,6 @@ DOWNGRADE_APPEND_MANY = rf"""
 ALTER FUNCTION {APPEND_MANY_SIGNATURE} SECURITY INVOKER RESET search_path;
 """
 
-DOWNGRADE_APPEND_FUNCTION = r"""
-CREATE OR REPLACE FUNCTION chronicle_append(
-    p_session   uuid,
-    p_expected  integer,
-    p_event_ids uuid[],
-    p_kinds     text[],
-    p_sources   text[],
-    p_causes    integer[],
-    p_payloads  text[],
-    p_versions  smallint[],
-    p_notify    boolean DEFAULT true
-) RETURNS TABLE (seq integer, global_position bigint, tx xid8, created_at timestamptz,
-                 hash bytea)
-LANGUAGE plpgsql SECURITY INVOKER AS $$
-#variable_conflict use_column
-DECLARE
-    n        integer := coalesce(cardinality(p_event_ids), 0);
-    v_now    timestamptz := now();
-    v_ts     text := to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
-    v_last   integer;
-    v_hash   bytea;
-    v_hashes bytea[] := '{}';
-    i        integer;
-BEGIN
-    IF n = 0 THEN
-        RETURN;
-    END IF;
-    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
-
-    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
-    IF NOT FOUND THEN
-        v_last := 0;
-        v_hash := '\x'::bytea;
-    END IF;
-    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
-        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
-            USING ERRCODE = 'CR001', DETAIL = v_last::text;
-    END IF;
-
-    FOR i IN 1 .. n LOOP
-        v_hash := sha256(v_hash || convert_to(
-            '{"cause":' || coalesce(p_causes[i]::text, 'null')
-            || ',"created_at":"' || v_ts
-            || '","event_id":"' || p_event_ids[i]::text
-            || '","kind":' || to_json(p_kinds[i])::text
-            || ',"payload":' || p_payloads[i]
-            || ',"schema_version":' || p_versions[i]::text
-            || ',"seq":' || (v_last + i)::text
-            || ',"session_id":"' || p_session::text
-            || '","source":' || to_json(p_sources[i])::text
-            || '}', 'UTF8'));
-        v_hashes[i] := v_hash;
-    END LOOP;
-
-    RETURN QUERY
-        INSERT INTO events AS e
-            (session_id, seq, event_id, kind, source, cause, payload, schema_version,
-             created_at, hash)
-        SELECT p_session, v_last + t.ord::integer, t.event_id, t.kind, t.source, t.cause,
-               t.payload::jsonb, t.version, v_now, t.hash
-        FROM unnest(p_event_ids, p_kinds, p_sources, p_causes, p_payloads, p_versions, v_hashes)
-             WITH ORDINALITY AS t(event_id, kind, source, cause, payload, version, hash, ord)
-        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
-
-    IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, v_now, n, v_hash);
-    ELSE
-        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
-    END IF;
-
-    IF p_notify THEN
-        PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
-    END IF;
-END
-$$;
-"""
 
 DROP_PUT_MESSAGES = "DROP FUNCTION chronicle_put_messages(bytea[], text[]);"
 DROP_REQUIRE_CONTENT_HASHES = (
@@ -383,6 +306,19 @@ $$;
 """
 
 
+def _append_as_in_0001() -> str:
+    """0001's chronicle_append, which the downgrade restores (over this revision's, so as
+    CREATE OR REPLACE; SECURITY INVOKER undoes this revision's SECURITY DEFINER)."""
+    made: str = earlier_revision("0001_event_store.py").UPGRADE
+    start = made.index("CREATE FUNCTION chronicle_append(")
+    end = made.index("$$;\n", start) + len("$$;\n")
+    return (
+        made[start:end]
+        .replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+        .replace("LANGUAGE plpgsql AS $$", "LANGUAGE plpgsql SECURITY INVOKER AS $$", 1)
+    )
+
+
 def upgrade() -> None:
     path = search_path()
     run(ROLES)
@@ -403,7 +339,7 @@ def downgrade() -> None:
     run(DOWNGRADE_PRIVILEGES)
     run(DROP_PUT_MESSAGES)
     run(DROP_REQUIRE_CONTENT_HASHES)
-    run(DOWNGRADE_APPEND_FUNCTION)
+    run(_append_as_in_0001())
     run(DOWNGRADE_APPEND_MANY)
     run(DROP_ONE_SESSION_CREATED)
     run(DROP_ACTION_KINDS)
