@@ -40,9 +40,6 @@ down_revision = "0008"
 branch_labels = None
 depends_on = None
 
-#: A stuck agent stops in ``error`` with this reason (app/agent/controller.py).
-STUCK_REASON = "the agent looks stuck"
-
 
 # Calls made to a model only: a replay's served calls took no model time.
 EVALUATION_LATENCY_VIEW = r"""

@@ -47,9 +47,6 @@ depends_on = None
 #: app.events.platform_audit.PLATFORM_LOG_ID (0016 leaves it out of session_costs).
 PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
 
-#: The largest count a view reads, as app.events.usage.MAX_COUNT (a test reads both sides of it).
-MAX_COUNT = 2**53 - 1
-
 FUNCTIONS = sql_file("functions/chronicle_count.sql") + sql_file("functions/chronicle_float.sql")
 
 
