@@ -3,6 +3,8 @@
 -- subtransaction, so a group that fails (a stale expected seq, a duplicate observation) is
 -- reported in its rows and the others are still recorded. All sessions are locked up front in
 -- one global order, so two such calls can never deadlock.
+-- Revision 0003 runs it as its owner: ALTER FUNCTION ... SECURITY DEFINER SET search_path
+-- (migrations/sql/schema.sql shows it so).
 CREATE FUNCTION chronicle_append_many(
     p_sessions  uuid[],
     p_expected  integer[],
