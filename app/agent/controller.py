@@ -52,7 +52,7 @@ from app.events import (
     InvalidEventError,
     LlmCall,
 )
-from app.events.conversation import AgentStateName
+from app.events.conversation import AgentStateName, LimitName
 from app.events.llm import ANSWERED_NOTHING
 from app.llm import LlmError
 from app.llm.retry import Failure
@@ -170,11 +170,14 @@ class AgentController:
     def _agent_state(self) -> tuple[AgentStateName | None, str]:
         return self._state
 
-    async def _set_state(self, state: AgentStateName, reason: str = "") -> None:
+    async def _set_state(
+        self, state: AgentStateName, reason: str = "", limit: LimitName | None = None
+    ) -> None:
         if self._agent_state() != (state, reason):
             await self._record(
                 await self.store.append(
-                    self.session_id, [AgentState(state=state, reason=reason, source="agent")]
+                    self.session_id,
+                    [AgentState(state=state, reason=reason, source="agent", limit=limit)],
                 )
             )
 
@@ -248,8 +251,8 @@ class AgentController:
             self.situation(), self.limits, self.stuck, stop_when_paused=self.stop_when_paused
         )
         match decision:
-            case End(state=state, reason=reason, outcome=outcome):
-                await self._set_state(state, reason)
+            case End(state=state, reason=reason, outcome=outcome, limit=limit):
+                await self._set_state(state, reason, limit)
                 return outcome
             case Pause(reason=reason):
                 await self._set_state("paused", reason)

@@ -28,7 +28,7 @@ from app.events import (
     LlmCall,
     LlmResponse,
 )
-from app.events.conversation import AgentStateName
+from app.events.conversation import AgentStateName, LimitName
 from app.store import RecordedEvent
 
 Outcome = Literal["finished", "awaiting_user_input", "stopped", "error", "paused"]
@@ -74,6 +74,8 @@ class End:
     state: AgentStateName
     reason: str
     outcome: Outcome
+    #: which limit stopped the run, recorded as ``agent.state``'s ``limit``
+    limit: LimitName | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ def decide(
             f"reached the iteration limit ({limits.max_iterations}); raise "
             "--max-iterations and resume to continue",
             "stopped",
+            limit="iterations",
         )
     if limits.max_cost_usd is not None and situation.cost >= limits.max_cost_usd:
         return End(
@@ -146,6 +149,7 @@ def decide(
             f"reached the cost limit (${limits.max_cost_usd:.2f}, spent "
             f"${situation.cost:.4f}); raise --max-cost and resume to continue",
             "stopped",
+            limit="cost",
         )
     why = detect(recent, stuck)
     if why:

@@ -106,7 +106,7 @@ def phase_of(marks: SteeringMarks) -> Phase:
     going_on: Phase = "running" if marks.running else "interrupted"
     if state is None:
         return going_on
-    status = status_of(state.state, state.reason)
+    status = status_of(state.state, state.reason, state.limit)
     if status == "limit":
         return "limit"  # a message or a resume meets the same limit: only a higher one helps
     if status in ("working", "paused", "stopped"):  # cut short, not by the user's request
@@ -157,7 +157,7 @@ def idle_answer(marks: SteeringMarks) -> tuple[Literal["paused", "stopped"], str
     phase = phase_of(marks)
     if phase not in ("pausing", "stopping") or marks.state is None:
         return None
-    if status_of(marks.state.state, marks.state.reason) == "working":
+    if status_of(marks.state.state, marks.state.reason, marks.state.limit) == "working":
         return None  # the agent is mid-run: its controller answers
     return ("paused", PAUSED_BY_USER) if phase == "pausing" else ("stopped", STOPPED_BY_USER)
 

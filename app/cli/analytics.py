@@ -18,6 +18,7 @@ from app.config import Settings
 from app.store.analytics import (
     VIEWS,
     AnalystError,
+    NoTimeColumnError,
     analyst_url,
     run_query,
     stream_query,
@@ -140,7 +141,11 @@ async def sql(args: argparse.Namespace, settings: Settings) -> int:
 async def export_view(args: argparse.Namespace, settings: Settings) -> int:
     """Write the view ``args.view`` to ``args.output`` as CSV or Parquet."""
     since: date | None = args.since
-    query, parameters = view_query(args.view, since)
+    try:
+        query, parameters = view_query(args.view, since)
+    except NoTimeColumnError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     fmt = args.format or "csv"
     if fmt == "parquet" and args.output is None:
         print("error: Parquet goes to a file: give -o FILE", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -18,6 +19,26 @@ AgentStateName = Literal[
     "error",
     "rate_limited",
 ]
+
+
+#: Which limit ended a run: ``agent.state``'s ``limit``.
+LimitName = Literal["iterations", "cost"]
+
+#: How a stop at a limit was worded before ``agent.state`` said which limit it was (migration
+#: 0020): an event without ``limit`` is read by its reason's words, as it always was.
+_LIMIT_WORDS = re.compile(r"^reached the (iteration|cost) limit\b")
+
+
+def limit_reached(limit: object, reason: object) -> LimitName | None:
+    """The limit an ``agent.state`` payload's ``limit`` (None when absent) or, for an event
+    recorded without one, its ``reason`` says the run stopped at."""
+    if limit in ("iterations", "cost"):
+        return limit  # type: ignore[return-value]
+    if limit is None and isinstance(reason, str):
+        found = _LIMIT_WORDS.match(reason)
+        if found:
+            return "iterations" if found.group(1) == "iteration" else "cost"
+    return None
 
 
 class Message(Event):
@@ -40,16 +61,19 @@ class AgentState(Event):
     #: time, on the state that ends its run. Left out of the payload when None.
     exit_code: int | None = None
     wall_seconds: float | None = Field(default=None, ge=0)
+    #: On the ``stopped`` state a limit caused: which one (analytics read it, not the reason's
+    #: words). Left out of the payload when None.
+    limit: LimitName | None = None
 
     def payload(self) -> dict[str, Any]:
         payload = super().payload()
-        for name in _COMMAND_FIELDS:
+        for name in _OPTIONAL_FIELDS:
             if payload.get(name) is None:
                 payload.pop(name, None)
         return payload
 
 
-_COMMAND_FIELDS = ("exit_code", "wall_seconds")
+_OPTIONAL_FIELDS = ("exit_code", "wall_seconds", "limit")
 
 
 class Condensation(Event):

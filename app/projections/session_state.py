@@ -41,6 +41,7 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from app.events import ACTION_KINDS
+from app.events.conversation import limit_reached
 from app.events.llm import MAYBE_PAID
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.session_config import EvaluationTrial, ReplayOrigin, SessionConfig
@@ -52,8 +53,6 @@ from app.store.projection_store import ProjectionRows, Table
 
 #: The controller's states while it works on the session.
 WORKING_STATES = frozenset({"loading", "running", "rate_limited"})
-#: How the controller words a stop at a limit (app/agent/controller.py; a test runs it).
-LIMIT_REASON = re.compile(r"^reached the (iteration|cost) limit\b")
 STATUSES = (
     "working",
     "finished",
@@ -140,11 +139,12 @@ SESSION_STATE: Table[SessionStateRow] = Table(
 )
 
 
-def status_of(state: str, reason: str) -> str:
-    """The status an agent state (with its reason) puts the session in."""
+def status_of(state: str, reason: str, limit: str | None = None) -> str:
+    """The status an agent state (with its reason, and the limit it names) puts the session
+    in; a stop recorded before ``agent.state`` named its limit is read by its reason."""
     if state in WORKING_STATES:
         return "working"
-    if state == "stopped" and LIMIT_REASON.match(reason):
+    if state == "stopped" and limit_reached(limit, reason) is not None:
         return "limit"
     return state if state in STATUSES else "error"
 
@@ -247,7 +247,7 @@ def _agent_state(row: SessionStateRow, event: RecordedEvent) -> None:
     reason = storable(event.payload.get("reason")) or ""
     row.agent_state = state
     row.state_reason = reason
-    row.status = status_of(state, reason)
+    row.status = status_of(state, reason, event.payload.get("limit"))
     row.ended_at = None if row.status == "working" else event.created_at
 
 

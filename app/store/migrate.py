@@ -72,6 +72,14 @@ def current_revision(url: str) -> str | None:
         engine.dispose()
 
 
+def revisions() -> list[str]:
+    """Every revision, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory.from_config(alembic_config("postgresql://"))
+    return [found.revision for found in reversed(list(script.walk_revisions()))]
+
+
 def head_revision() -> str | None:
     from alembic.script import ScriptDirectory
 

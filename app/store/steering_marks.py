@@ -21,11 +21,12 @@ if TYPE_CHECKING:
 
 
 class StateMark(BaseModel):
-    """An ``agent.state`` event: its seq, the state and its reason."""
+    """An ``agent.state`` event: its seq, the state, its reason and the limit it names."""
 
     seq: int
     state: str
     reason: str = ""
+    limit: str | None = None
 
 
 class SteeringMarks(BaseModel):
@@ -47,7 +48,7 @@ MARKS_SQL = f"""
 SELECT
     (SELECT last_seq FROM sessions WHERE id = $1) AS last_seq,
     agent.seq AS state_seq, agent.payload ->> 'state' AS state,
-    agent.payload ->> 'reason' AS reason,
+    agent.payload ->> 'reason' AS reason, agent.payload ->> 'limit' AS limit_reached,
     asked.seq AS request_seq, asked.payload ->> 'state' AS request,
     (SELECT m.seq FROM events m
      WHERE m.session_id = $1 AND m.kind = 'message' AND m.source = 'user'
@@ -74,7 +75,12 @@ async def steering_marks(store: EventStore, session_id: UUID) -> SteeringMarks:
     assert row is not None  # one row, always
     state = request = None
     if row["state"] is not None:
-        state = StateMark(seq=row["state_seq"], state=row["state"], reason=row["reason"] or "")
+        state = StateMark(
+            seq=row["state_seq"],
+            state=row["state"],
+            reason=row["reason"] or "",
+            limit=row["limit_reached"],
+        )
     if row["request"] is not None:
         request = StateMark(seq=row["request_seq"], state=row["request"])
     return SteeringMarks(

@@ -5,7 +5,7 @@ Revises: 0001
 Create Date: 2026-11-29
 """
 
-from alembic import op
+from app.migrations.helpers import run
 
 revision = "0002"
 down_revision = "0001"
@@ -45,14 +45,9 @@ DROP TABLE llm_messages;
 """
 
 
-def _run(sql: str) -> None:
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
 def upgrade() -> None:
-    _run(UPGRADE)
+    run(UPGRADE)
 
 
 def downgrade() -> None:
-    _run(DOWNGRADE)
+    run(DOWNGRADE)

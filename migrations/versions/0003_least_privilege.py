@@ -17,7 +17,7 @@ Revises: 0002
 Create Date: 2026-12-02
 """
 
-from alembic import op
+from app.migrations.helpers import earlier_revision, quoted, run, search_path, sql_file
 
 revision = "0003"
 down_revision = "0002"
@@ -201,48 +201,9 @@ ALTER FUNCTION {APPEND_MANY_SIGNATURE} SECURITY DEFINER SET search_path = {{sear
 
 # Content-addressed writes share one check: each text's sha256 must be its key. A future
 # chronicle_put_blobs(p_hashes, p_texts) is this check followed by its own INSERT.
-REQUIRE_CONTENT_HASHES = r"""
-CREATE FUNCTION chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[])
-RETURNS void
-LANGUAGE plpgsql SET search_path = {search_path} AS $$
-DECLARE
-    v_bad integer;
-BEGIN
-    IF coalesce(cardinality(p_hashes), 0) <> coalesce(cardinality(p_texts), 0) THEN
-        RAISE EXCEPTION '% hashes but % texts', coalesce(cardinality(p_hashes), 0),
-            coalesce(cardinality(p_texts), 0) USING ERRCODE = 'CR005';
-    END IF;
-    SELECT t.ord INTO v_bad
-    FROM unnest(p_hashes, p_texts) WITH ORDINALITY AS t(hash, text, ord)
-    WHERE t.hash IS NULL OR t.text IS NULL
-       OR sha256(convert_to(t.text, 'UTF8')) IS DISTINCT FROM t.hash
-    ORDER BY t.ord
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION '% % of % does not match its hash %', p_what, v_bad,
-            cardinality(p_hashes), coalesce(encode(p_hashes[v_bad], 'hex'), 'NULL')
-            USING ERRCODE = 'CR004', DETAIL = v_bad::text,
-                  HINT = 'the key of stored content is the sha256 of its canonical JSON text';
-    END IF;
-END
-$$;
-"""
+REQUIRE_CONTENT_HASHES = sql_file("functions/chronicle_require_content_hashes.sql")
 
-PUT_MESSAGES_FUNCTION = r"""
-CREATE FUNCTION chronicle_put_messages(p_hashes bytea[], p_texts text[]) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_inserted integer;
-BEGIN
-    PERFORM chronicle_require_content_hashes('message', p_hashes, p_texts);
-    INSERT INTO llm_messages (hash, message)
-    SELECT t.hash, t.text::jsonb FROM unnest(p_hashes, p_texts) AS t(hash, text)
-    ON CONFLICT (hash) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    RETURN v_inserted;
-END
-$$;
-"""
+PUT_MESSAGES_FUNCTION = sql_file("functions/chronicle_put_messages.sql")
 
 OWNERSHIP = rf"""
 ALTER TABLE events OWNER TO chronicle_owner;
@@ -312,83 +273,6 @@ DOWNGRADE_APPEND_MANY = rf"""
 ALTER FUNCTION {APPEND_MANY_SIGNATURE} SECURITY INVOKER RESET search_path;
 """
 
-DOWNGRADE_APPEND_FUNCTION = r"""
-CREATE OR REPLACE FUNCTION chronicle_append(
-    p_session   uuid,
-    p_expected  integer,
-    p_event_ids uuid[],
-    p_kinds     text[],
-    p_sources   text[],
-    p_causes    integer[],
-    p_payloads  text[],
-    p_versions  smallint[],
-    p_notify    boolean DEFAULT true
-) RETURNS TABLE (seq integer, global_position bigint, tx xid8, created_at timestamptz,
-                 hash bytea)
-LANGUAGE plpgsql SECURITY INVOKER AS $$
-#variable_conflict use_column
-DECLARE
-    n        integer := coalesce(cardinality(p_event_ids), 0);
-    v_now    timestamptz := now();
-    v_ts     text := to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
-    v_last   integer;
-    v_hash   bytea;
-    v_hashes bytea[] := '{}';
-    i        integer;
-BEGIN
-    IF n = 0 THEN
-        RETURN;
-    END IF;
-    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
-
-    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
-    IF NOT FOUND THEN
-        v_last := 0;
-        v_hash := '\x'::bytea;
-    END IF;
-    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
-        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
-            USING ERRCODE = 'CR001', DETAIL = v_last::text;
-    END IF;
-
-    FOR i IN 1 .. n LOOP
-        v_hash := sha256(v_hash || convert_to(
-            '{"cause":' || coalesce(p_causes[i]::text, 'null')
-            || ',"created_at":"' || v_ts
-            || '","event_id":"' || p_event_ids[i]::text
-            || '","kind":' || to_json(p_kinds[i])::text
-            || ',"payload":' || p_payloads[i]
-            || ',"schema_version":' || p_versions[i]::text
-            || ',"seq":' || (v_last + i)::text
-            || ',"session_id":"' || p_session::text
-            || '","source":' || to_json(p_sources[i])::text
-            || '}', 'UTF8'));
-        v_hashes[i] := v_hash;
-    END LOOP;
-
-    RETURN QUERY
-        INSERT INTO events AS e
-            (session_id, seq, event_id, kind, source, cause, payload, schema_version,
-             created_at, hash)
-        SELECT p_session, v_last + t.ord::integer, t.event_id, t.kind, t.source, t.cause,
-               t.payload::jsonb, t.version, v_now, t.hash
-        FROM unnest(p_event_ids, p_kinds, p_sources, p_causes, p_payloads, p_versions, v_hashes)
-             WITH ORDINALITY AS t(event_id, kind, source, cause, payload, version, hash, ord)
-        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
-
-    IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, v_now, n, v_hash);
-    ELSE
-        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
-    END IF;
-
-    IF p_notify THEN
-        PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
-    END IF;
-END
-$$;
-"""
 
 DROP_PUT_MESSAGES = "DROP FUNCTION chronicle_put_messages(bytea[], text[]);"
 DROP_REQUIRE_CONTENT_HASHES = (
@@ -422,51 +306,44 @@ $$;
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
+def _append_as_in_0001() -> str:
+    """0001's chronicle_append, which the downgrade restores (over this revision's, so as
+    CREATE OR REPLACE; SECURITY INVOKER undoes this revision's SECURITY DEFINER)."""
+    made: str = earlier_revision("0001_event_store.py").UPGRADE
+    start = made.index("CREATE FUNCTION chronicle_append(")
+    end = made.index("$$;\n", start) + len("$$;\n")
+    return (
+        made[start:end]
+        .replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+        .replace("LANGUAGE plpgsql AS $$", "LANGUAGE plpgsql SECURITY INVOKER AS $$", 1)
+    )
 
 
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(ROLES)
-    _run(OWNER_MAY_CREATE)
-    _run(ACTION_KINDS_FUNCTION.replace("{action_kinds}", _quoted(ACTION_KINDS)))
-    _run(OBSERVATION_KINDS_FUNCTION.replace("{observation_kinds}", _quoted(OBSERVATION_KINDS)))
-    _run(ONE_SESSION_CREATED)
-    _run(APPEND_FUNCTION.replace("{search_path}", search_path))
-    _run(APPEND_MANY_AS_OWNER.replace("{search_path}", search_path))
-    _run(REQUIRE_CONTENT_HASHES.replace("{search_path}", search_path))
-    _run(PUT_MESSAGES_FUNCTION.replace("{search_path}", search_path))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
-    _run(SCHEMA_NOT_WRITABLE_BY_APP)
+    path = search_path()
+    run(ROLES)
+    run(OWNER_MAY_CREATE)
+    run(ACTION_KINDS_FUNCTION.replace("{action_kinds}", quoted(ACTION_KINDS)))
+    run(OBSERVATION_KINDS_FUNCTION.replace("{observation_kinds}", quoted(OBSERVATION_KINDS)))
+    run(ONE_SESSION_CREATED)
+    run(APPEND_FUNCTION.replace("{search_path}", path))
+    run(APPEND_MANY_AS_OWNER.replace("{search_path}", path))
+    run(REQUIRE_CONTENT_HASHES.replace("{search_path}", path))
+    run(PUT_MESSAGES_FUNCTION.replace("{search_path}", path))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
+    run(SCHEMA_NOT_WRITABLE_BY_APP)
 
 
 def downgrade() -> None:
-    _run(DOWNGRADE_PRIVILEGES)
-    _run(DROP_PUT_MESSAGES)
-    _run(DROP_REQUIRE_CONTENT_HASHES)
-    _run(DOWNGRADE_APPEND_FUNCTION)
-    _run(DOWNGRADE_APPEND_MANY)
-    _run(DROP_ONE_SESSION_CREATED)
-    _run(DROP_ACTION_KINDS)
-    _run(DROP_OBSERVATION_KINDS)
-    _run(DOWNGRADE_OWNERSHIP)
-    _run(DOWNGRADE_OWNER_MAY_CREATE)
-    _run(DROP_OWNER_ROLE)
+    run(DOWNGRADE_PRIVILEGES)
+    run(DROP_PUT_MESSAGES)
+    run(DROP_REQUIRE_CONTENT_HASHES)
+    run(_append_as_in_0001())
+    run(DOWNGRADE_APPEND_MANY)
+    run(DROP_ONE_SESSION_CREATED)
+    run(DROP_ACTION_KINDS)
+    run(DROP_OBSERVATION_KINDS)
+    run(DOWNGRADE_OWNERSHIP)
+    run(DOWNGRADE_OWNER_MAY_CREATE)
+    run(DROP_OWNER_ROLE)

@@ -14,7 +14,7 @@ Revises: 0003
 Create Date: 2026-12-09
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path, sql_file
 
 revision = "0004"
 down_revision = "0003"
@@ -34,15 +34,7 @@ COMMENT ON TABLE blobs IS
 """
 
 # The refusal names the table it protects (0001's said "events" for llm_messages too).
-REFUSE_CHANGE_NAMING_THE_TABLE = r"""
-CREATE OR REPLACE FUNCTION chronicle_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION 'the % table is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
-        USING ERRCODE = 'CR002',
-              HINT = 'record a new event that corrects or supersedes the old one';
-END
-$$;
-"""
+REFUSE_CHANGE_NAMING_THE_TABLE = sql_file("functions/chronicle_refuse_change.sql")
 
 REFUSE_CHANGE_AS_IN_0001 = r"""
 CREATE OR REPLACE FUNCTION chronicle_refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -66,21 +58,7 @@ CREATE TRIGGER blobs_no_truncate
     FOR EACH STATEMENT EXECUTE FUNCTION chronicle_refuse_change();
 """
 
-PUT_BLOBS_FUNCTION = r"""
-CREATE FUNCTION chronicle_put_blobs(p_hashes bytea[], p_texts text[]) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_inserted integer;
-BEGIN
-    PERFORM chronicle_require_content_hashes('blob', p_hashes, p_texts);
-    INSERT INTO blobs (sha256, content)
-    SELECT t.hash, t.text FROM unnest(p_hashes, p_texts) AS t(hash, text)
-    ON CONFLICT (sha256) DO NOTHING;
-    GET DIAGNOSTICS v_inserted = ROW_COUNT;
-    RETURN v_inserted;
-END
-$$;
-"""
+PUT_BLOBS_FUNCTION = sql_file("functions/chronicle_put_blobs.sql")
 
 OWNERSHIP = r"""
 ALTER TABLE blobs OWNER TO chronicle_owner;
@@ -99,32 +77,17 @@ DROP_PUT_BLOBS = "DROP FUNCTION chronicle_put_blobs(bytea[], text[]);"
 DROP_BLOBS_TABLE = "DROP TABLE blobs;"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    _run(REFUSE_CHANGE_NAMING_THE_TABLE)
-    _run(BLOBS_TABLE)
-    _run(BLOBS_APPEND_ONLY)
-    _run(BLOBS_NO_TRUNCATE)
-    _run(PUT_BLOBS_FUNCTION.replace("{search_path}", _search_path()))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+    run(REFUSE_CHANGE_NAMING_THE_TABLE)
+    run(BLOBS_TABLE)
+    run(BLOBS_APPEND_ONLY)
+    run(BLOBS_NO_TRUNCATE)
+    run(PUT_BLOBS_FUNCTION.replace("{search_path}", search_path()))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP_PUT_BLOBS)
-    _run(DROP_BLOBS_TABLE)
-    _run(REFUSE_CHANGE_AS_IN_0001)
+    run(DROP_PUT_BLOBS)
+    run(DROP_BLOBS_TABLE)
+    run(REFUSE_CHANGE_AS_IN_0001)

@@ -25,7 +25,7 @@ Revises: 0004
 Create Date: 2026-12-16
 """
 
-from alembic import op
+from app.migrations.helpers import run
 
 revision = "0005"
 down_revision = "0004"
@@ -138,20 +138,14 @@ $$;
 DROP_TABLES = "DROP TABLE session_state; DROP TABLE projections;"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
 def upgrade() -> None:
-    _run(PROJECTIONS_TABLE)
-    _run(SESSION_STATE_TABLE)
-    _run(SESSION_STATE_INDEXES)
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
-    _run(ANALYST_PRIVILEGES)
+    run(PROJECTIONS_TABLE)
+    run(SESSION_STATE_TABLE)
+    run(SESSION_STATE_INDEXES)
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
+    run(ANALYST_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP_TABLES)
+    run(DROP_TABLES)

@@ -21,7 +21,7 @@ Revises: 0006
 Create Date: 2026-12-14
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path
 
 revision = "0007"
 down_revision = "0006"
@@ -128,27 +128,11 @@ GRANT EXECUTE ON FUNCTION {SIGNATURE} TO chronicle_app;
 DROP_APPEND_ONE = f"DROP FUNCTION {SIGNATURE};"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written
-    # (``op.execute`` would read ``:MI`` in a timestamp format as a bind parameter).
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    _run(APPEND_ONE_FUNCTION.replace("{search_path}", _search_path()))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+    run(APPEND_ONE_FUNCTION.replace("{search_path}", search_path()))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP_APPEND_ONE)
+    run(DROP_APPEND_ONE)

@@ -25,11 +25,7 @@ Revises: 0007
 Create Date: 2026-12-15
 """
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
-from alembic import op
+from app.migrations.helpers import earlier_revision, run, sql_file
 
 revision = "0008"
 down_revision = "0007"
@@ -66,68 +62,6 @@ FROM events e
 WHERE e.kind = 'llm.call';
 """
 
-TOOL_CALLS_VIEW = r"""
-CREATE OR REPLACE VIEW tool_calls AS
-SELECT a.session_id,
-       a.seq,
-       a.event_id,
-       a.created_at,
-       a.cause,
-       a.kind AS tool,
-       a.payload->>'tool_call_id' AS gen_ai_tool_call_id,
-       CASE a.kind WHEN 'run' THEN a.payload->>'command'
-                   WHEN 'mcp.call' THEN (a.payload->>'server') || '.' || (a.payload->>'tool')
-                   ELSE a.payload->>'path' END AS target,
-       CASE WHEN a.kind = 'run' THEN a.payload->>'command' END AS command,
-       CASE WHEN a.kind LIKE 'file.%' THEN a.payload->>'path' END AS path,
-       a.payload->>'server' AS mcp_server,
-       a.payload->>'tool' AS mcp_tool,
-       o.seq AS observation_seq,
-       o.kind AS observation_kind,
-       o.created_at AS observed_at,
-       (extract(epoch FROM o.created_at - a.created_at) * 1000)::float8 AS duration_ms,
-       (o.payload->>'exit_code')::integer AS exit_code,
-       CASE WHEN o.seq IS NOT NULL
-            THEN coalesce((o.payload->>'timed_out')::boolean, false) END AS timed_out,
-       CASE WHEN o.seq IS NOT NULL
-            THEN o.kind = 'error'
-              OR coalesce((o.payload->>'timed_out')::boolean, false)
-              OR coalesce((o.payload->>'exit_code')::integer, 0) <> 0
-              OR coalesce((o.payload->>'is_error')::boolean, false) END AS failed,
-       CASE WHEN o.kind = 'error' THEN nullif(o.payload->>'error_type', '') END AS error_type,
-       CASE WHEN o.kind = 'error' THEN o.payload->>'message' END AS error_message,
-       coalesce(o.payload ? 'replayed_from', false) AS replayed
-FROM events a
-LEFT JOIN events o
-       ON o.session_id = a.session_id
-      AND o.cause = a.seq
-      AND o.kind = ANY (chronicle_observation_kinds())
-WHERE a.kind = ANY (chronicle_tool_kinds());
-"""
-
-ERRORS_VIEW = r"""
-CREATE OR REPLACE VIEW errors AS
-SELECT e.session_id,
-       e.seq,
-       e.event_id,
-       e.created_at,
-       e.kind,
-       CASE e.kind WHEN 'error' THEN nullif(e.payload->>'error_type', '')
-                   WHEN 'llm.call' THEN e.payload->>'error_kind' END AS error_type,
-       CASE e.kind WHEN 'error' THEN e.payload->>'message'
-                   WHEN 'llm.call' THEN e.payload->>'error'
-                   WHEN 'agent.state' THEN e.payload->>'reason'
-                   WHEN 'runtime.failed' THEN e.payload->>'message' END AS message,
-       e.cause,
-       c.kind AS cause_kind,
-       e.payload ? 'replayed_from' AS replayed
-FROM events e
-LEFT JOIN events c ON c.session_id = e.session_id AND c.seq = e.cause
-WHERE e.kind = 'error'
-   OR e.kind = 'runtime.failed'
-   OR (e.kind = 'llm.call' AND e.payload->>'error' IS NOT NULL)
-   OR (e.kind = 'agent.state' AND e.payload->>'state' = 'error');
-"""
 
 # Spend is what was asked of a model: a served call is counted apart, never summed with it.
 SESSION_COSTS_VIEW = r"""
@@ -241,36 +175,20 @@ ALTER TABLE session_state DROP COLUMN served_cost_usd, DROP COLUMN served_calls;
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _analytics_0006() -> ModuleType:
-    """Migration 0006, whose view definitions a downgrade restores."""
-    path = Path(__file__).with_name("0006_analytics.py")
-    spec = importlib.util.spec_from_file_location("chronicle_migration_0006", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def upgrade() -> None:
-    _run(LLM_CALLS_VIEW)
-    _run(TOOL_CALLS_VIEW)
-    _run(ERRORS_VIEW)
-    _run(SESSION_COSTS_VIEW)
-    _run(DAILY_USAGE_VIEW)
-    _run(SESSION_STATE_COLUMNS)
-    _run(OWNERSHIP)
-    _run(ANALYST_PRIVILEGES)
+    run(LLM_CALLS_VIEW)
+    run(sql_file("views/tool_calls.sql"))
+    run(sql_file("views/errors.sql"))
+    run(SESSION_COSTS_VIEW)
+    run(DAILY_USAGE_VIEW)
+    run(SESSION_STATE_COLUMNS)
+    run(OWNERSHIP)
+    run(ANALYST_PRIVILEGES)
 
 
 def downgrade() -> None:
-    old = _analytics_0006()
-    _run(DROP_VIEWS)
+    old = earlier_revision("0006_analytics.py")
+    run(DROP_VIEWS)
     for view in (
         old.LLM_CALLS_VIEW,
         old.TOOL_CALLS_VIEW,
@@ -278,7 +196,7 @@ def downgrade() -> None:
         old.SESSION_COSTS_VIEW,
         old.DAILY_USAGE_VIEW,
     ):
-        _run(view)
-    _run(DROP_SESSION_STATE_COLUMNS)
-    _run(OWNERSHIP)
-    _run(ANALYST_PRIVILEGES)
+        run(view)
+    run(DROP_SESSION_STATE_COLUMNS)
+    run(OWNERSHIP)
+    run(ANALYST_PRIVILEGES)

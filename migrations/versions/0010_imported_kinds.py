@@ -16,7 +16,7 @@ Revises: 0009
 Create Date: 2026-12-20
 """
 
-from alembic import op
+from app.migrations.helpers import quoted, run, sql_file
 
 revision = "0010"
 down_revision = "0009"
@@ -47,12 +47,11 @@ OBSERVATION_KINDS = (
 OLD_ACTION_KINDS = tuple(kind for kind in ACTION_KINDS if kind != "imported")
 OLD_OBSERVATION_KINDS = tuple(kind for kind in OBSERVATION_KINDS if kind != "imported.output")
 
-KINDS_FUNCTIONS = r"""
-CREATE OR REPLACE FUNCTION chronicle_action_kinds() RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{action_kinds}]::text[] $$;
-CREATE OR REPLACE FUNCTION chronicle_observation_kinds() RETURNS text[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{observation_kinds}]::text[] $$;
-"""
+KINDS_FUNCTIONS = (
+    "\n"
+    + sql_file("functions/chronicle_action_kinds.sql")
+    + sql_file("functions/chronicle_observation_kinds.sql")
+)
 
 ONE_OBSERVATION_PER_ACTION = r"""
 DROP INDEX events_one_observation_per_action;
@@ -61,23 +60,13 @@ CREATE UNIQUE INDEX events_one_observation_per_action ON events (session_id, cau
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _quoted(kinds: tuple[str, ...]) -> str:
-    return ", ".join(f"'{kind}'" for kind in kinds)
-
-
 def _kinds(actions: tuple[str, ...], observations: tuple[str, ...]) -> None:
-    _run(
-        KINDS_FUNCTIONS.replace("{action_kinds}", _quoted(actions)).replace(
-            "{observation_kinds}", _quoted(observations)
+    run(
+        KINDS_FUNCTIONS.replace("{action_kinds}", quoted(actions)).replace(
+            "{observation_kinds}", quoted(observations)
         )
     )
-    _run(ONE_OBSERVATION_PER_ACTION.replace("{observation_kinds}", _quoted(observations)))
+    run(ONE_OBSERVATION_PER_ACTION.replace("{observation_kinds}", quoted(observations)))
 
 
 def upgrade() -> None:

@@ -21,7 +21,7 @@ Revises: 0010
 Create Date: 2026-11-30
 """
 
-from alembic import op
+from app.migrations.helpers import run
 
 revision = "0011"
 down_revision = "0010"
@@ -78,17 +78,11 @@ GRANT UPDATE (last_used_at, revoked_at) ON api_tokens TO chronicle_app;
 DROP_TABLES = "DROP TABLE session_owners; DROP TABLE api_tokens; DROP TABLE users;"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
 def upgrade() -> None:
-    _run(TABLES)
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+    run(TABLES)
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP_TABLES)
+    run(DROP_TABLES)

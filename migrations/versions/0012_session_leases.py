@@ -26,7 +26,7 @@ Revises: 0011
 Create Date: 2026-12-18
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path, sql_file
 
 revision = "0012"
 down_revision = "0011"
@@ -70,136 +70,20 @@ COMMENT ON TABLE workers IS
     'Worker processes present: refreshed by their heartbeat, removed when they stop.';
 """
 
-REQUEST_RUN = r"""
-CREATE FUNCTION chronicle_request_run(p_session uuid, p_reason text) RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    LOOP
-        INSERT INTO session_leases (session_id, reason) VALUES (p_session, p_reason)
-        ON CONFLICT (session_id) DO NOTHING;
-        IF FOUND THEN
-            PERFORM pg_notify('chronicle_runs', p_session::text);
-            RETURN 'requested';
-        END IF;
-        -- Running: remember the request, so that the run's release keeps the row.
-        UPDATE session_leases l SET requested_at = now(), reason = p_reason
-        WHERE l.session_id = p_session AND l.owner IS NOT NULL;
-        IF FOUND THEN
-            RETURN 'running';
-        END IF;
-        PERFORM 1 FROM session_leases l WHERE l.session_id = p_session AND l.owner IS NULL;
-        IF FOUND THEN
-            RETURN 'waiting';
-        END IF;
-        -- Released between our statements: request it afresh.
-    END LOOP;
-END
-$$;
-"""
+REQUEST_RUN = sql_file("functions/chronicle_request_run.sql")
 
-CLAIM_RUN = r"""
-CREATE FUNCTION chronicle_claim_run(p_worker text, p_lease_seconds double precision)
-RETURNS TABLE (session_id uuid, lease_id uuid, attempts integer, reason text,
-               requested_at timestamptz, taken_over_from text)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-#variable_conflict use_column
-DECLARE
-    v_session uuid;
-    v_previous text;
-BEGIN
-    SELECT l.session_id, l.owner INTO v_session, v_previous
-    FROM session_leases l
-    WHERE l.lease_expires_at IS NULL OR l.lease_expires_at <= now()
-    ORDER BY l.lease_expires_at NULLS FIRST, l.requested_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED;
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    RETURN QUERY
-        UPDATE session_leases l
-        SET owner = p_worker, lease_id = gen_random_uuid(), claimed_at = now(),
-            heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => p_lease_seconds),
-            attempts = l.attempts + 1
-        WHERE l.session_id = v_session
-        RETURNING l.session_id, l.lease_id, l.attempts, l.reason, l.requested_at, v_previous;
-END
-$$;
-"""
+CLAIM_RUN = sql_file("functions/chronicle_claim_run.sql")
 
-HEARTBEAT_RUN = r"""
-CREATE FUNCTION chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision)
-RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    UPDATE session_leases l
-    SET heartbeat_at = now(), lease_expires_at = now() + make_interval(secs => p_lease_seconds)
-    WHERE l.session_id = p_session AND l.lease_id = p_lease;
-    RETURN FOUND;
-END
-$$;
-"""
+HEARTBEAT_RUN = sql_file("functions/chronicle_heartbeat_run.sql")
 
 # 'ended': the agent finished, awaits the user or failed; the row goes unless the session was
 # requested again since the claim. 'handed_back': another worker should run it (this one
 # drains, or the session was busy), claimable after p_retry_after seconds.
-RELEASE_RUN = r"""
-CREATE FUNCTION chronicle_release_run(
-    p_session uuid, p_lease uuid, p_outcome text, p_retry_after double precision DEFAULT 0
-) RETURNS text
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    IF p_outcome IS NULL OR p_outcome NOT IN ('ended', 'handed_back') THEN
-        RAISE EXCEPTION 'a release is ended or handed_back, not %', p_outcome
-            USING ERRCODE = 'CR005';
-    END IF;
-    IF p_outcome = 'ended' THEN
-        DELETE FROM session_leases l
-        WHERE l.session_id = p_session AND l.lease_id = p_lease
-          AND l.requested_at <= l.claimed_at;
-        IF FOUND THEN
-            RETURN 'released';
-        END IF;
-    END IF;
-    UPDATE session_leases l
-    SET owner = NULL, lease_id = NULL, claimed_at = NULL, heartbeat_at = NULL, attempts = 0,
-        lease_expires_at = CASE WHEN p_retry_after > 0
-                                THEN now() + make_interval(secs => p_retry_after) END
-    WHERE l.session_id = p_session AND l.lease_id = p_lease;
-    IF NOT FOUND THEN
-        RETURN 'not_held';
-    END IF;
-    PERFORM pg_notify('chronicle_runs', p_session::text);
-    RETURN 'requeued';
-END
-$$;
-"""
+RELEASE_RUN = sql_file("functions/chronicle_release_run.sql")
 
-WORKER_SEEN = r"""
-CREATE FUNCTION chronicle_worker_seen(
-    p_worker text, p_host text, p_pid integer, p_role text, p_running integer,
-    p_capacity integer, p_forget_after double precision
-) RETURNS void
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    INSERT INTO workers AS w (worker_id, host, pid, role, started_at, last_seen_at, running,
-                              capacity)
-    VALUES (p_worker, p_host, p_pid, p_role, now(), now(), p_running, p_capacity)
-    ON CONFLICT (worker_id) DO UPDATE
-    SET last_seen_at = now(), running = EXCLUDED.running, capacity = EXCLUDED.capacity;
-    -- Workers that died without saying so: gone from the list after a while.
-    DELETE FROM workers w
-    WHERE w.last_seen_at < now() - make_interval(secs => p_forget_after);
-END
-$$;
-"""
+WORKER_SEEN = sql_file("functions/chronicle_worker_seen.sql")
 
-WORKER_GONE = r"""
-CREATE FUNCTION chronicle_worker_gone(p_worker text) RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = {search_path} AS $$
-    DELETE FROM workers WHERE worker_id = p_worker;
-$$;
-"""
+WORKER_GONE = sql_file("functions/chronicle_worker_gone.sql")
 
 FUNCTIONS = (
     "chronicle_request_run(uuid, text)",
@@ -239,29 +123,14 @@ DROP = "\n".join(
 )
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(TABLES)
+    path = search_path()
+    run(TABLES)
     for function in (REQUEST_RUN, CLAIM_RUN, HEARTBEAT_RUN, RELEASE_RUN, WORKER_SEEN, WORKER_GONE):
-        _run(function.replace("{search_path}", search_path))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+        run(function.replace("{search_path}", path))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP)
+    run(DROP)

@@ -33,7 +33,7 @@ Revises: 0014
 Create Date: 2026-12-01
 """
 
-from alembic import op
+from app.migrations.helpers import run, search_path, sql_file
 
 revision = "0015"
 down_revision = "0014"
@@ -85,228 +85,34 @@ UPDATE api_tokens SET revoked_at = now() WHERE kind = 'cookie' AND revoked_at IS
 # Whether a user may sign in at all; one place, used by every function below.
 LIVE_USER = "u.disabled_at IS NULL AND u.removed_at IS NULL"
 
-BEGIN_LOGIN = r"""
-CREATE FUNCTION chronicle_begin_login(
-    p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision,
-    p_address text
-) RETURNS TABLE (login_id uuid, user_id uuid, name text, is_admin boolean,
-                 token_id uuid, expires_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-#variable_conflict use_column
-DECLARE
-    v_user uuid;
-    v_token uuid;
-    v_expires timestamptz;
-BEGIN
-    SELECT t.user_id, t.id, least(now() + make_interval(secs => p_hours * 3600), t.expires_at)
-    INTO v_user, v_token, v_expires
-    FROM api_tokens t JOIN users u ON u.id = t.user_id
-    WHERE t.hash = p_token_hash AND t.kind = 'api' AND t.revoked_at IS NULL
-      AND (t.expires_at IS NULL OR t.expires_at > now()) AND {live_user};
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    INSERT INTO browser_logins (id, user_id, token_id, hash, address, expires_at)
-    VALUES (p_login, v_user, v_token, p_login_hash, left(coalesce(p_address, ''), 200), v_expires);
-    RETURN QUERY SELECT p_login, u.id, u.name, u.is_admin, v_token, v_expires
-                 FROM users u WHERE u.id = v_user;
-END
-$$;
-"""
+BEGIN_LOGIN = sql_file("functions/chronicle_begin_login.sql")
 
-CREATE_LOGIN_CODE = r"""
-CREATE FUNCTION chronicle_create_login_code(
-    p_user uuid, p_token uuid, p_code uuid, p_code_hash bytea, p_minutes double precision
-) RETURNS timestamptz
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_expires timestamptz := now() + make_interval(secs => p_minutes * 60);
-    v_admin boolean;
-BEGIN
-    -- FOR SHARE: a promotion (or a disable) not committed yet is waited for, then read.
-    SELECT u.is_admin INTO v_admin FROM users u WHERE u.id = p_user AND {live_user} FOR SHARE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no such user, or the user is disabled' USING ERRCODE = 'CR010';
-    END IF;
-    -- A link signs in as the user: for an admin, only what may make an admin's token may
-    -- make one (the owner's login, as 0014 has it for tokens), never the application's.
-    IF v_admin AND NOT pg_has_role(session_user, 'chronicle_owner', 'MEMBER') THEN
-        RAISE EXCEPTION 'only the database owner''s login may make a sign-in link for an admin'
-            USING ERRCODE = 'CR015';
-    END IF;
-    IF p_token IS NOT NULL THEN
-        PERFORM 1 FROM api_tokens t WHERE t.id = p_token AND t.user_id = p_user
-            AND t.kind = 'api' AND t.revoked_at IS NULL;
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'no such live token of this user' USING ERRCODE = 'CR010';
-        END IF;
-    END IF;
-    INSERT INTO login_codes (id, user_id, token_id, hash, expires_at)
-    VALUES (p_code, p_user, p_token, p_code_hash, v_expires);
-    RETURN v_expires;
-END
-$$;
-"""
+CREATE_LOGIN_CODE = sql_file("functions/chronicle_create_login_code.sql")
 
-EXCHANGE_LOGIN_CODE = r"""
-CREATE FUNCTION chronicle_exchange_login_code(
-    p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision,
-    p_address text
-) RETURNS TABLE (login_id uuid, user_id uuid, name text, is_admin boolean,
-                 token_id uuid, expires_at timestamptz)
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-#variable_conflict use_column
-DECLARE
-    v_code uuid;
-    v_user uuid;
-    v_token uuid;
-    v_expires timestamptz := now() + make_interval(secs => p_hours * 3600);
-BEGIN
-    UPDATE login_codes c SET used_at = now()
-    WHERE c.hash = p_code_hash AND c.used_at IS NULL AND c.expires_at > now()
-    RETURNING c.id, c.user_id, c.token_id INTO v_code, v_user, v_token;
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    PERFORM 1 FROM users u WHERE u.id = v_user AND {live_user};
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    IF v_token IS NOT NULL THEN
-        SELECT least(v_expires, t.expires_at) INTO v_expires FROM api_tokens t
-        WHERE t.id = v_token AND t.revoked_at IS NULL
-          AND (t.expires_at IS NULL OR t.expires_at > now());
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-    END IF;
-    INSERT INTO browser_logins (id, user_id, token_id, hash, address, expires_at)
-    VALUES (p_login, v_user, v_token, p_login_hash, left(coalesce(p_address, ''), 200), v_expires);
-    UPDATE login_codes c SET login_id = p_login WHERE c.id = v_code;
-    RETURN QUERY SELECT p_login, u.id, u.name, u.is_admin, v_token, v_expires
-                 FROM users u WHERE u.id = v_user;
-END
-$$;
-"""
+EXCHANGE_LOGIN_CODE = sql_file("functions/chronicle_exchange_login_code.sql")
 
 # Reads, never writes: the page asks whom a link signs in as before the person agrees. The
 # same liveness as the exchange (an unused, unexpired code of a live user and token), so a
 # link the page names is one the exchange would honour.
-PEEK_LOGIN_CODE = r"""
-CREATE FUNCTION chronicle_peek_login_code(p_code_hash bytea)
-RETURNS TABLE (name text, is_admin boolean, expires_at timestamptz)
-LANGUAGE sql STABLE SECURITY DEFINER SET search_path = {search_path} AS $$
-    SELECT u.name, u.is_admin, c.expires_at
-    FROM login_codes c JOIN users u ON u.id = c.user_id
-    LEFT JOIN api_tokens t ON t.id = c.token_id
-    WHERE c.hash = p_code_hash AND c.used_at IS NULL AND c.expires_at > now() AND {live_user}
-      AND (c.token_id IS NULL OR (t.revoked_at IS NULL
-                                  AND (t.expires_at IS NULL OR t.expires_at > now())));
-$$;
-"""
+PEEK_LOGIN_CODE = sql_file("functions/chronicle_peek_login_code.sql")
 
-TOUCH_LOGIN = r"""
-CREATE FUNCTION chronicle_touch_login(p_login uuid, p_resolution double precision)
-RETURNS void
-LANGUAGE sql SECURITY DEFINER SET search_path = {search_path} AS $$
-    UPDATE browser_logins SET last_used_at = now()
-    WHERE id = p_login AND (last_used_at IS NULL
-                            OR last_used_at < now() - make_interval(secs => p_resolution));
-$$;
-"""
+TOUCH_LOGIN = sql_file("functions/chronicle_touch_login.sql")
 
 # p_login NULL: every live login of the user.
-END_LOGINS = r"""
-CREATE FUNCTION chronicle_end_logins(p_user uuid, p_login uuid) RETURNS integer
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-DECLARE
-    v_count integer;
-BEGIN
-    UPDATE browser_logins l SET ended_at = now()
-    WHERE l.user_id = p_user AND (p_login IS NULL OR l.id = p_login) AND l.ended_at IS NULL
-      AND l.expires_at > now();
-    GET DIAGNOSTICS v_count = ROW_COUNT;
-    RETURN v_count;
-END
-$$;
-"""
+END_LOGINS = sql_file("functions/chronicle_end_logins.sql")
 
 # p_state: 'disabled', 'enabled', 'removed', 'admin' or 'member'. Returns false when the user
 # was already in that state; raises when there is no such user, or it is removed. Only an
 # owner login's (`chronicle users` connects with it; the API never changes a user's state): the
 # application's login would otherwise re-enable a user the operator disabled, or disable,
 # demote and remove every admin for good.
-SET_USER_STATE = r"""
-CREATE FUNCTION chronicle_set_user_state(p_user uuid, p_state text) RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    IF NOT chronicle_owner_login() THEN
-        RAISE EXCEPTION 'only the database owner''s login may change a user''s state (%)', p_state
-            USING ERRCODE = 'CR015',
-                  HINT = 'run `chronicle users` with the owner''s database URL '
-                         '(CHRONICLE_OWNER_DATABASE_URL), not the application''s';
-    END IF;
-    PERFORM 1 FROM users u WHERE u.id = p_user AND u.removed_at IS NULL FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'no such user, or the user was removed' USING ERRCODE = 'CR010';
-    END IF;
-    IF p_state = 'disabled' THEN
-        UPDATE users SET disabled_at = now() WHERE id = p_user AND disabled_at IS NULL;
-        IF NOT FOUND THEN RETURN false; END IF;
-        UPDATE browser_logins SET ended_at = now() WHERE user_id = p_user AND ended_at IS NULL;
-    ELSIF p_state = 'enabled' THEN
-        UPDATE users SET disabled_at = NULL WHERE id = p_user AND disabled_at IS NOT NULL;
-        IF NOT FOUND THEN RETURN false; END IF;
-    ELSIF p_state = 'removed' THEN
-        UPDATE users SET removed_at = now(), disabled_at = coalesce(disabled_at, now())
-        WHERE id = p_user;
-        UPDATE api_tokens SET revoked_at = now() WHERE user_id = p_user AND revoked_at IS NULL;
-        UPDATE browser_logins SET ended_at = now() WHERE user_id = p_user AND ended_at IS NULL;
-        UPDATE login_codes SET used_at = now() WHERE user_id = p_user AND used_at IS NULL;
-    ELSIF p_state IN ('admin', 'member') THEN
-        UPDATE users SET is_admin = (p_state = 'admin')
-        WHERE id = p_user AND is_admin <> (p_state = 'admin');
-        IF NOT FOUND THEN RETURN false; END IF;
-    ELSE
-        RAISE EXCEPTION 'a user state is disabled, enabled, removed, admin or member, not %',
-            p_state USING ERRCODE = 'CR010';
-    END IF;
-    RETURN true;
-END
-$$;
-"""
+SET_USER_STATE = sql_file("functions/chronicle_set_user_state.sql")
 
 # Every API process listens: any of these changes makes it forget the tokens it remembers.
-CREDENTIAL_TRIGGERS = r"""
-CREATE FUNCTION chronicle_credentials_changed() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    PERFORM pg_notify('chronicle_credentials', TG_TABLE_NAME);
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER api_tokens_revoked AFTER UPDATE OF revoked_at, expires_at ON api_tokens
-    FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
-CREATE TRIGGER users_changed AFTER UPDATE OF is_admin, disabled_at, removed_at ON users
-    FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
-CREATE TRIGGER browser_logins_ended AFTER UPDATE OF ended_at ON browser_logins
-    FOR EACH STATEMENT EXECUTE FUNCTION chronicle_credentials_changed();
-"""
+CREDENTIAL_TRIGGERS = sql_file("functions/chronicle_credentials_changed.sql")
 
 # As 0014's chronicle_promotion_revokes_tokens, for what this revision adds.
-PROMOTION_ENDS_LOGINS = r"""
-CREATE FUNCTION chronicle_promotion_ends_logins() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
-BEGIN
-    UPDATE browser_logins SET ended_at = now() WHERE user_id = NEW.id AND ended_at IS NULL;
-    UPDATE login_codes SET used_at = now() WHERE user_id = NEW.id AND used_at IS NULL;
-    RETURN NULL;
-END
-$$;
-CREATE TRIGGER users_promotion_ends_logins AFTER UPDATE OF is_admin ON users
-    FOR EACH ROW WHEN (NEW.is_admin AND NOT OLD.is_admin)
-    EXECUTE FUNCTION chronicle_promotion_ends_logins();
-"""
+PROMOTION_ENDS_LOGINS = sql_file("functions/chronicle_promotion_ends_logins.sql")
 
 FUNCTIONS = (
     "chronicle_begin_login(bytea, uuid, bytea, double precision, text)",
@@ -357,24 +163,9 @@ DROP = "\n".join(
 )
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
-    search_path = _search_path()
-    _run(TABLES)
+    path = search_path()
+    run(TABLES)
     for function in (
         BEGIN_LOGIN,
         CREATE_LOGIN_CODE,
@@ -386,10 +177,10 @@ def upgrade() -> None:
         CREDENTIAL_TRIGGERS,
         PROMOTION_ENDS_LOGINS,
     ):
-        _run(function.replace("{search_path}", search_path).replace("{live_user}", LIVE_USER))
-    _run(OWNERSHIP)
-    _run(APP_PRIVILEGES)
+        run(function.replace("{search_path}", path).replace("{live_user}", LIVE_USER))
+    run(OWNERSHIP)
+    run(APP_PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP)
+    run(DROP)

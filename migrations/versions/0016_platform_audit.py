@@ -25,11 +25,7 @@ Revises: 0015
 Create Date: 2026-12-01
 """
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
-
-from alembic import op
+from app.migrations.helpers import earlier_revision, run, search_path, sql_file
 
 revision = "0016"
 down_revision = "0015"
@@ -42,51 +38,8 @@ PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
 PLATFORM_LOG_CREATED_ID = "00000000-0000-4000-8000-00000000a0d2"
 
 # A trigger, not a check in the append functions: chronicle_import writes events too.
-PLATFORM_LOG_KINDS = rf"""
-CREATE FUNCTION chronicle_platform_log_kinds() RETURNS trigger
-LANGUAGE plpgsql SET search_path = {{search_path}} AS $$
-BEGIN
-    -- Its session.created again, later: a re-sent append, which the event id's uniqueness
-    -- refuses as such (so seq 1 is the only one there is).
-    IF (NEW.kind LIKE 'audit.%' AND NEW.seq > 1) OR (NEW.kind = 'session.created'
-            AND NEW.event_id = '{PLATFORM_LOG_CREATED_ID}'::uuid
-            AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'the platform''s audit log takes only audit records, not %', NEW.kind
-        USING ERRCODE = 'CR014',
-              HINT = 'the platform log''s session.created is the platform''s own (its fixed '
-                     'event id, marked platform_log)';
-END
-$$;
-ALTER FUNCTION chronicle_platform_log_kinds() OWNER TO chronicle_owner;
-REVOKE ALL ON FUNCTION chronicle_platform_log_kinds() FROM PUBLIC;
-CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON events
-    FOR EACH ROW WHEN (NEW.session_id = '{PLATFORM_LOG_ID}'::uuid)
-    EXECUTE FUNCTION chronicle_platform_log_kinds();
-"""
+PLATFORM_LOG_KINDS = sql_file("functions/chronicle_platform_log_kinds.sql")
 
-PLATFORM_AUDIT_VIEW = rf"""
-CREATE VIEW platform_audit AS
-SELECT e.seq,
-       e.event_id,
-       e.created_at,
-       e.kind,
-       e.payload->>'actor' AS actor,
-       e.payload->>'via' AS via,
-       e.payload->>'address' AS address,
-       coalesce(e.payload->>'owner', e.payload->>'name') AS subject,
-       e.payload->>'change' AS change,
-       e.payload->>'token_id' AS token_id,
-       e.payload->>'login_id' AS login_id,
-       e.payload->>'session_id' AS session_id,
-       e.payload->>'source_session' AS source_session,
-       e.payload AS details
-FROM events e
-WHERE e.session_id = '{PLATFORM_LOG_ID}'::uuid AND e.kind LIKE 'audit.%';
-COMMENT ON VIEW platform_audit IS
-    'The platform''s audit trail: tokens, logins, user changes, admins'' reads of others'' sessions';
-"""
 
 PRIVILEGES = r"""
 ALTER VIEW platform_audit OWNER TO chronicle_owner;
@@ -104,48 +57,23 @@ $$;
 SESSION_COSTS_END = ") c ON c.session_id = s.id;"
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
-def _migration(name: str) -> ModuleType:
-    """An earlier migration, whose view definition this one narrows (or a downgrade restores)."""
-    path = Path(__file__).with_name(name)
-    spec = importlib.util.spec_from_file_location(f"chronicle_migration_{path.stem}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _session_costs_0008() -> str:
-    view: str = _migration("0008_replays_are_not_spend.py").SESSION_COSTS_VIEW
+    view: str = earlier_revision("0008_replays_are_not_spend.py").SESSION_COSTS_VIEW
     assert view.rstrip().endswith(SESSION_COSTS_END), "0008's session_costs changed shape"
     return view
 
 
-def _search_path() -> str:
-    """The schema the tables live in, behind pg_catalog; pg_temp last so it shadows nothing."""
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute("SELECT quote_ident(current_schema())")
-        row = cursor.fetchone()
-    assert row is not None
-    return f"pg_catalog, {row[0]}, pg_temp"
-
-
 def upgrade() -> None:
     narrowed = _session_costs_0008().rstrip().removesuffix(";")
-    _run(f"{narrowed}\nWHERE s.id <> '{PLATFORM_LOG_ID}'::uuid;")
-    _run(PLATFORM_AUDIT_VIEW)
-    _run(PRIVILEGES)
-    _run(PLATFORM_LOG_KINDS.replace("{search_path}", _search_path()))
+    run(f"{narrowed}\nWHERE s.id <> '{PLATFORM_LOG_ID}'::uuid;")
+    run(sql_file("views/platform_audit.sql"))
+    run(PRIVILEGES)
+    run(PLATFORM_LOG_KINDS.replace("{search_path}", search_path()))
 
 
 def downgrade() -> None:
     # The audit events stay in the log (it is append-only); only the view goes.
-    _run("DROP TRIGGER events_platform_log_kinds ON events;")
-    _run("DROP FUNCTION chronicle_platform_log_kinds();")
-    _run("DROP VIEW platform_audit;")
-    _run(_session_costs_0008())
+    run("DROP TRIGGER events_platform_log_kinds ON events;")
+    run("DROP FUNCTION chronicle_platform_log_kinds();")
+    run("DROP VIEW platform_audit;")
+    run(_session_costs_0008())

@@ -20,7 +20,7 @@ Create Date: 2026-12-01
 
 from __future__ import annotations
 
-from alembic import op
+from app.migrations.helpers import run
 
 revision = "0019"
 down_revision = "0018"
@@ -72,16 +72,10 @@ DROP TABLE gateway_user_limits;
 """
 
 
-def _run(sql: str) -> None:
-    # Straight to the driver without parameters, so the SQL is sent as written.
-    with op.get_bind().connection.dbapi_connection.cursor() as cursor:
-        cursor.execute(sql)
-
-
 def upgrade() -> None:
-    _run(TABLES)
-    _run(PRIVILEGES)
+    run(TABLES)
+    run(PRIVILEGES)
 
 
 def downgrade() -> None:
-    _run(DROP)
+    run(DROP)

@@ -51,7 +51,7 @@ from app.events import (
     ToolCall,
     canonical_json,
 )
-from app.events.conversation import AgentStateName
+from app.events.conversation import AgentStateName, LimitName
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 
 #: The namespace of imported sessions' ids (uuid5 of "<format>:<sha256 of the bytes>").
@@ -183,8 +183,14 @@ class SessionBuilder:
             self.last_state = event.state
         return seq
 
-    def state(self, state: AgentStateName, reason: str, origin: ImportOrigin) -> int:
-        return self.add(AgentState(state=state, reason=reason), origin)
+    def state(
+        self,
+        state: AgentStateName,
+        reason: str,
+        origin: ImportOrigin,
+        limit: LimitName | None = None,
+    ) -> int:
+        return self.add(AgentState(state=state, reason=reason, limit=limit), origin)
 
     def _event_id(self, seq: int) -> uuid.UUID:
         return uuid.uuid5(self.session_id, str(seq))

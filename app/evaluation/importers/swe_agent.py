@@ -311,7 +311,9 @@ class _Reader:
         if status == "submitted":
             self.b.state("finished", "submitted", origin)
         elif "exit_cost" in status:
-            self.b.state("stopped", f"reached the cost limit (SWE-agent: {status})", origin)
+            self.b.state(
+                "stopped", f"reached the cost limit (SWE-agent: {status})", origin, limit="cost"
+            )
         elif status.startswith("submitted"):
             self.b.state("stopped", f"SWE-agent: {status}", origin)
         elif status:

@@ -10,7 +10,7 @@ from app.store.analytics.access import (
     stream_query,
 )
 from app.store.analytics.tabular import MissingExtraError
-from app.store.analytics.views import VIEWS, UnknownViewError, view_query
+from app.store.analytics.views import VIEWS, NoTimeColumnError, UnknownViewError, view_query
 
 __all__ = [
     "ANALYST_ROLE",
@@ -18,6 +18,7 @@ __all__ = [
     "AnalystError",
     "Column",
     "MissingExtraError",
+    "NoTimeColumnError",
     "QueryResult",
     "UnknownViewError",
     "analyst_url",

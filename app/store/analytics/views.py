@@ -1,8 +1,9 @@
 """The analytics views by name, and the query that writes one to a file.
 
 The names are fixed here (never taken from the command line as SQL): each view with its time
-column (for ``--since``) and the order its rows are written in, so two exports of the same
-data are the same file.
+column (for ``--since``; None for a view of whole evaluation runs, which has none) and the
+order its rows are written in, so two exports of the same data are the same file. Every view
+of ``migrations/sql/views/`` is here (a test holds the two lists equal).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from app.errors import ChronicleError
 
 
 class View(NamedTuple):
-    #: The column ``--since`` compares with (a ``date`` for ``daily_usage``).
-    time_column: str
+    #: The column ``--since`` compares with (a ``date`` for ``daily_usage``); None: no such.
+    time_column: str | None
     order_by: str
 
 
@@ -30,11 +31,24 @@ VIEWS: dict[str, View] = {
     "session_state": View("created_at", "created_at, session_id"),
     # The platform's own audit trail (migration 0016): tokens, logins, users, admins' reads.
     "platform_audit": View("created_at", "created_at, seq"),
+    # An evaluation run's report, one view per section (docs/analytics.md, "Evaluation runs").
+    "evaluation_sessions": View("created_at", "created_at, session_id"),
+    "evaluation_tasks": View(None, "evaluation_run, task_id"),
+    "evaluation_summary": View("started_at", "started_at, evaluation_run"),
+    "evaluation_endings": View(None, "evaluation_run, ending"),
+    "evaluation_usage": View(None, "evaluation_run"),
+    "evaluation_latency": View(None, "evaluation_run"),
+    "evaluation_tool_errors": View(None, "evaluation_run"),
+    "evaluation_replays": View(None, "evaluation_run, task_id, epoch, session_id"),
 }
 
 
 class UnknownViewError(ChronicleError, ValueError):
     pass
+
+
+class NoTimeColumnError(UnknownViewError):
+    """``--since`` asked of a view without a time column (a view of whole runs)."""
 
 
 def view_query(name: str, since: date | None = None) -> tuple[str, list[object]]:
@@ -44,6 +58,8 @@ def view_query(name: str, since: date | None = None) -> tuple[str, list[object]]
         raise UnknownViewError(f"no view {name!r}; the views are {', '.join(sorted(VIEWS))}")
     if since is None:
         return f"SELECT * FROM {name} ORDER BY {view.order_by}", []
+    if view.time_column is None:
+        raise NoTimeColumnError(f"{name} has no time column: export it without --since")
     if view.time_column == "day":
         bound: object = since.date() if isinstance(since, datetime) else since
     elif isinstance(since, datetime):

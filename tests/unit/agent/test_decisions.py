@@ -117,7 +117,11 @@ def test_an_agent_message_last_awaits_the_user() -> None:
 def test_the_iteration_limit_stops_with_what_to_do() -> None:
     decision = decide(Situation(asked=True, iterations=10), LIMITS, STUCK)
     assert isinstance(decision, End)
-    assert (decision.state, decision.outcome) == ("stopped", "stopped")
+    assert (decision.state, decision.outcome, decision.limit) == (
+        "stopped",
+        "stopped",
+        "iterations",
+    )
     assert decision.reason == (
         "reached the iteration limit (10); raise --max-iterations and resume to continue"
     )
@@ -130,6 +134,7 @@ def test_the_cost_limit_stops_with_what_was_spent() -> None:
         "stopped",
         "reached the cost limit ($1.00, spent $1.2500); raise --max-cost and resume to continue",
         "stopped",
+        limit="cost",
     )
     assert decide(Situation(asked=True, cost=5.0), Limits(), STUCK) == AskModel()  # no limit
 

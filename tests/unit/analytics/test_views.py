@@ -14,10 +14,13 @@ from uuid import UUID
 import pytest
 
 from app.events import AWAITED_KINDS
-from app.store.analytics import VIEWS, Column, UnknownViewError, view_query
+from app.store.analytics import VIEWS, Column, NoTimeColumnError, UnknownViewError, view_query
 from app.store.analytics.tabular import aligned_table, json_value, text_value
 
 ROOT = Path(__file__).resolve().parents[3]
+
+
+VIEW_FILES = ROOT / "migrations" / "sql" / "views"
 
 
 def migration() -> ModuleType:
@@ -33,10 +36,11 @@ def test_tool_calls_lists_every_action_a_service_answers() -> None:
     assert set(migration().TOOL_KINDS) == set(AWAITED_KINDS)
 
 
-def test_every_view_of_the_migration_can_be_exported_and_is_documented() -> None:
-    views = set(migration().VIEWS)
-    # session_state is the projection's table; platform_audit is migration 0016's view
-    assert set(VIEWS) == views | {"session_state", "platform_audit"}
+def test_every_view_can_be_exported_and_is_documented() -> None:
+    views = {path.stem for path in VIEW_FILES.glob("*.sql")}
+    assert {"llm_calls", "agent_states", "platform_audit", "evaluation_sessions"} <= views
+    # session_state is the projection's table
+    assert set(VIEWS) == views | {"session_state"}
     doc = (ROOT / "docs" / "analytics.md").read_text(encoding="utf-8")
     for name in VIEWS:
         assert f"### `{name}`" in doc, name
@@ -47,7 +51,7 @@ def test_the_limit_words_the_view_looks_for_are_the_controllers() -> None:
     the column NULL (and the documented iteration-limit query empty). The controller's
     reasons are worded in its decisions (app/agent/decisions.py)."""
     controller = (ROOT / "app" / "agent" / "decisions.py").read_text(encoding="utf-8")
-    view = migration().AGENT_STATES_VIEW
+    view = (VIEW_FILES / "agent_states.sql").read_text(encoding="utf-8")
     for words in re.findall(r"LIKE '([^%']+)%'", view):
         assert f'"{words} (' in controller or f'f"{words} (' in controller, words
 
@@ -87,3 +91,12 @@ def test_aligned_table_is_psql_like() -> None:
         " o3     |     7",
         "(2 rows)",
     ]
+
+
+def test_a_view_of_whole_runs_takes_no_since() -> None:
+    with pytest.raises(NoTimeColumnError, match="evaluation_usage has no time column"):
+        view_query("evaluation_usage", date(2026, 12, 1))
+    assert view_query("evaluation_usage") == (
+        "SELECT * FROM evaluation_usage ORDER BY evaluation_run",
+        [],
+    )

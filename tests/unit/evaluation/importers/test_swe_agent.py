@@ -115,6 +115,7 @@ def test_a_cost_limit_ends_in_a_limit_after_swe_agents_own_step() -> None:
     )
     assert payload(state)["state"] == "stopped"
     assert payload(state)["reason"].startswith("reached the cost limit")  # session_state: limit
+    assert payload(state)["limit"] == "cost"  # what the views read
     assert session.model_calls == 7
 
 

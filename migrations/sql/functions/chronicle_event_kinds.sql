@@ -1,0 +1,2 @@
+CREATE FUNCTION chronicle_event_kinds() RETURNS text[]
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ARRAY[{event_kinds}]::text[] $$;

@@ -1,0 +1,26 @@
+"""Values of the code that the SQL files spell out are the code's: the largest count a view
+reads, the words of a stuck agent's stop, the platform log's id."""
+
+from __future__ import annotations
+
+from app.events.platform_audit import PLATFORM_LOG_ID
+from app.events.usage import MAX_COUNT
+from tests.support.repository import ROOT
+
+SQL = ROOT / "migrations" / "sql"
+
+
+def test_chronicle_count_reads_up_to_the_codes_largest_count() -> None:
+    assert f"BETWEEN 0 AND {MAX_COUNT}\n" in (SQL / "functions" / "chronicle_count.sql").read_text()
+
+
+def test_a_stuck_ending_is_the_controllers_words() -> None:
+    view = (SQL / "views" / "evaluation_sessions.sql").read_text()
+    assert "s.state_reason LIKE 'the agent looks stuck%' THEN 'stuck'" in view
+    controller = (ROOT / "app" / "agent" / "controller.py").read_text()
+    assert 'f"the agent looks stuck: {why}"' in controller
+
+
+def test_the_platform_log_is_left_out_by_its_id() -> None:
+    for name in ("session_costs", "platform_audit"):
+        assert f"'{PLATFORM_LOG_ID}'::uuid" in (SQL / "views" / f"{name}.sql").read_text(), name
