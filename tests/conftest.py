@@ -21,6 +21,7 @@ from tests.support.postgres import (
     database_from_template,
     database_name,
     migrated_template,
+    role_settings_held,
     server_for_tests,
 )
 from tests.support.worker_order import SLOWEST_FILES, WORKER_ORDER
@@ -37,6 +38,21 @@ def pg_server() -> Iterator[PgServer]:
 def pg_address(pg_server: PgServer) -> ServerAddress:
     """The test server as its superuser."""
     return pg_server.admin
+
+
+@pytest.fixture
+def role_settings_changing(pg_address: ServerAddress) -> Iterator[None]:
+    """For a test that migrates below 0017: the roles' settings are the whole server's, so it
+    changes them alone (``role_settings_held``)."""
+    with role_settings_held(pg_address, changing=True):
+        yield
+
+
+@pytest.fixture
+def role_settings_read(pg_address: ServerAddress) -> Iterator[None]:
+    """For a test that reads the roles' settings: none is changing them meanwhile."""
+    with role_settings_held(pg_address, changing=False):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,9 @@ runs the application with the privileges it has in production.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import os
 import secrets
 import tempfile
@@ -129,3 +132,24 @@ def database_from_template(address: ServerAddress, template: str, name: str) -> 
     janitor = _janitor(address, name, template_dbname=template)
     with janitor:
         yield address.url(name)
+
+
+@contextlib.contextmanager
+def role_settings_held(server: ServerAddress, *, changing: bool) -> Iterator[None]:
+    """Hold the test server's role settings still, or change them alone.
+
+    ``ALTER ROLE ... SET`` belongs to the cluster, not to a database: a test that migrates a
+    database of its own below revision 0017 resets ``chronicle_app``'s and
+    ``chronicle_analyst``'s ``statement_timeout`` for every database of the test server until
+    it migrates up again, and a test reading those defaults in parallel (another xdist worker)
+    saw ``0``. Such a test holds this lock exclusively (``changing``); one that reads them
+    shares it. An ``flock`` on a file named after the server: every worker of the run meets
+    there, and the lock goes with the process that held it."""
+    name = hashlib.sha256(f"{server.host}:{server.port}".encode()).hexdigest()[:16]
+    path = Path(tempfile.gettempdir()) / f"chronicle-test-role-settings-{name}.lock"
+    with open(path, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX if changing else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -180,6 +180,7 @@ def _tables(url: str) -> set[str]:
         return {row[0] for row in rows}
 
 
+@pytest.mark.usefixtures("role_settings_changing")
 def test_migration_0004_up_down_up(pg_address: ServerAddress) -> None:
     for url in database_from_template(pg_address, "template1", f"b_{uuid.uuid4().hex[:12]}"):
         migrate.upgrade(url, "0004")

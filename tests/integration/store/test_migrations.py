@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 import psycopg
+import pytest
 
 from app.store import migrate
 from tests.support.postgres import ServerAddress, database_from_template
@@ -18,6 +19,7 @@ def _tables(url: str) -> set[str]:
     return {row[0] for row in rows}
 
 
+@pytest.mark.usefixtures("role_settings_changing")
 def test_upgrade_from_empty_and_downgrade_to_base(pg_address: ServerAddress) -> None:
     for url in database_from_template(pg_address, "template1", f"m_{uuid.uuid4().hex[:12]}"):
         assert migrate.current_revision(url) is None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from app.store import migrate
 from app.store.schema_dump import dump_schema, schema_file
 from tests.support.postgres import ServerAddress, database_from_template
@@ -18,6 +20,7 @@ def test_migrated_from_zero_is_schema_sql(pg_address: ServerAddress) -> None:
         assert dump_schema(url, pg_address.user) == schema_file().read_text("utf-8"), AGAIN
 
 
+@pytest.mark.usefixtures("role_settings_changing")
 def test_each_downgrade_restores_what_the_revision_before_made(pg_address: ServerAddress) -> None:
     """One database goes up a revision at a time from zero, another down a revision at a
     time from head: at every revision both dump the same schema, and the last step up is

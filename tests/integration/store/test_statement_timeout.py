@@ -14,6 +14,7 @@ from app.store import EventStore
 from app.store.config import StoreConfig
 
 
+@pytest.mark.usefixtures("role_settings_read")
 async def test_the_app_role_has_a_default_and_the_store_sets_its_own(app_database_url: str) -> None:
     # Any login as chronicle_app (a tool, an attacker's query) starts with the role's bound.
     raw = await asyncpg.connect(app_database_url)
