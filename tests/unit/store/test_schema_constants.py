@@ -17,8 +17,8 @@ def test_chronicle_count_reads_up_to_the_codes_largest_count() -> None:
 def test_a_stuck_ending_is_the_controllers_words() -> None:
     view = (SQL / "views" / "evaluation_sessions.sql").read_text()
     assert "s.state_reason LIKE 'the agent looks stuck%' THEN 'stuck'" in view
-    controller = (ROOT / "app" / "agent" / "controller.py").read_text()
-    assert 'f"the agent looks stuck: {why}"' in controller
+    decisions = (ROOT / "app" / "agent" / "decisions.py").read_text()  # the controller's words
+    assert 'f"the agent looks stuck: {why}"' in decisions
 
 
 def test_the_platform_log_is_left_out_by_its_id() -> None:
