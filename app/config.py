@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -26,13 +28,14 @@ from pydantic_settings import (
 )
 
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
+from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
 from app.runtime.kinds import RuntimeKind
+from app.runtime.local.limits import SandboxLimits
 from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
     from app.llm.config import LlmConfig
     from app.projections.config import ProjectionsConfig
-    from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
     from app.store.config import DatabaseConfig, StoreConfig
 
 APP_NAME = "chronicle"
@@ -88,6 +91,31 @@ class GatewayLimitDefaults(BaseModel):
 
     user: GatewayLimits = GatewayLimits()
     session: GatewayLimits = GatewayLimits()
+
+
+@dataclass(frozen=True)
+class Feeds:
+    """Marks a setting as the value of ``model``'s ``field`` (kept in the field's metadata,
+    which pydantic leaves alone): ``Settings.feeding(model)`` builds that model's values."""
+
+    model: type[BaseModel]
+    field: str
+
+
+def declared_by(
+    model: type[BaseModel],
+    field: str,
+    *also: tuple[type[BaseModel], str],
+    description: str | None = None,
+) -> Any:
+    """A setting declared once, by the component config field it feeds: its default and
+    bounds are that field's (and its description, unless a user-facing one is given); it
+    feeds the fields in ``also`` too, whose defaults must agree
+    (tests/unit/test_config_objects.py)."""
+    source = model.model_fields[field]
+    info = FieldInfo.merge_field_infos(source, description=description or source.description)
+    info.metadata = [*info.metadata, Feeds(model, field), *(Feeds(m, f) for m, f in also)]
+    return info
 
 
 class Settings(BaseSettings):
@@ -270,36 +298,53 @@ class Settings(BaseSettings):
 
     # -- sandboxes -----------------------------------------------------------------------
     runtime: RuntimeKind = Field(default="local", description="default runtime")
-    sandbox_network: bool = Field(
-        default=False, description="let commands in a sandbox use the network"
+    sandbox_network: bool = declared_by(
+        DockerConfig,
+        "network",
+        (LocalConfig, "network"),
+        description="let commands in a sandbox use the network",
     )
     sandbox_env: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="names of host environment variables passed into sandboxes (none else is)",
     )
-    sandbox_base_image: str = Field(
-        default="python:3.12-slim-bookworm",
+    sandbox_base_image: str = declared_by(
+        DockerConfig,
+        "base_image",
         description="base of the Docker sandbox image (any image with python3 and bash)",
     )
-    sandbox_cpus: float = Field(default=2.0, gt=0)
-    sandbox_memory: str = Field(default="4g", description="Docker memory limit, e.g. 4g")
-    sandbox_pids_limit: int = Field(default=1024, gt=0, description="bounds fork bombs")
-    sandbox_uid: int = Field(
-        default=10001,
-        gt=0,
+    sandbox_cpus: float = declared_by(DockerConfig, "cpus", description="CPUs of a Docker sandbox")
+    sandbox_memory: str = declared_by(
+        DockerConfig, "memory", description="memory limit of a sandbox as Docker writes it, e.g. 4g"
+    )
+    sandbox_pids_limit: int = declared_by(
+        DockerConfig, "pids_limit", (SandboxLimits, "processes"), description="bounds fork bombs"
+    )
+    sandbox_uid: int = declared_by(
+        DockerConfig,
+        "uid",
+        (LocalConfig, "uid"),
         description="uid (and gid) of sandboxes (Docker and the local jail) and of a fork's "
         "restore when Chronicle runs as root and the workspace is root's or new; such a "
         "workspace's root-owned files are chowned to it once",
     )
-    sandbox_disk_quota: str | None = Field(
-        default="10g",
+    sandbox_disk_quota: str | None = declared_by(
+        DockerConfig,
+        "disk_quota",
         description="Docker writable-layer size limit (storage_opt size) where the storage "
         "driver enforces one (else skipped, logged once); empty for none",
     )
-    sandbox_tmpfs_size: str = Field(
-        default="1g", description="size of a Docker sandbox's /tmp and home (tmpfs, in memory)"
+    sandbox_tmpfs_size: str = declared_by(
+        DockerConfig,
+        "tmpfs_size",
+        description="size of a Docker sandbox's /tmp and home (tmpfs, in memory)",
     )
-    sandbox_ready_timeout: float = Field(default=30.0, gt=0)
+    sandbox_ready_timeout: float = declared_by(
+        RuntimeConfig,
+        "ready_timeout",
+        (ExecutorConfig, "ready_timeout"),
+        description="seconds a starting (or restarted) sandbox may take to answer",
+    )
     workspace_snapshot_max_bytes: int = Field(
         default=10 * 1024 * 1024,
         ge=0,
@@ -309,8 +354,11 @@ class Settings(BaseSettings):
     workspace_snapshot_timeout: float = Field(
         default=60.0, gt=0, description="seconds each git command of a workspace recording may take"
     )
-    sandbox_no_output_timeout: float = Field(
-        default=10.0, gt=0, description="seconds without output before a command is 'still running'"
+    sandbox_no_output_timeout: float = declared_by(
+        DockerConfig,
+        "no_output_timeout",
+        (LocalConfig, "no_output_timeout"),
+        description="seconds without output before a command is 'still running'",
     )
     action_timeouts: dict[str, float] = Field(
         default_factory=lambda: {
@@ -321,11 +369,18 @@ class Settings(BaseSettings):
         },
         description="seconds an action of each kind may take when it sets no timeout itself",
     )
-    sandbox_pool_size: int = Field(default=0, ge=0, description="warm sandboxes kept started")
-    sandbox_heartbeat_interval: float = Field(default=30.0, gt=0)
-    sandbox_max_restarts: int = Field(
-        default=3,
-        ge=0,
+    sandbox_pool_size: int = declared_by(
+        RuntimeConfig, "pool_size", description="warm sandboxes kept started"
+    )
+    sandbox_heartbeat_interval: float = declared_by(
+        DockerConfig,
+        "heartbeat_interval",
+        (ExecutorConfig, "heartbeat_interval"),
+        description="seconds between the heartbeats a sandbox's owner sends it",
+    )
+    sandbox_max_restarts: int = declared_by(
+        ExecutorConfig,
+        "max_restarts",
         description="times one run restarts a sandbox that died (failed its liveness check) "
         "before the run ends in error; 0 ends it at the first death",
     )
@@ -336,12 +391,15 @@ class Settings(BaseSettings):
         default="10g",
         description="largest file a command in a local sandbox may write, e.g. 10g; empty for none",
     )
-    sandbox_cpu_seconds: int | None = Field(
-        default=3600, gt=0, description="CPU seconds each process in a local sandbox may use"
+    sandbox_cpu_seconds: int | None = declared_by(
+        SandboxLimits,
+        "cpu_seconds",
+        description="CPU seconds each process in a local sandbox may use",
     )
-    sandbox_workspace_limit_mb: int | None = Field(
-        default=2048,
-        gt=0,
+    sandbox_workspace_limit_mb: int | None = declared_by(
+        DockerConfig,
+        "workspace_limit_mb",
+        (SandboxLimits, "workspace_mb"),
         description="MB a sandbox may add to its workspace beyond what it held when the sandbox "
         "started (local and Docker): a command that grows it past is stopped, a file write "
         "refused; empty for none",
@@ -580,69 +638,47 @@ class Settings(BaseSettings):
             values["api_key"] = SecretStr(values["api_key"])
         return LlmConfig(**values)
 
+    def feeding(self, model: type[BaseModel]) -> dict[str, Any]:
+        """The values of ``model``'s fields that settings feed (``declared_by``)."""
+        return {
+            feed.field: getattr(self, name)
+            for name, info in type(self).model_fields.items()
+            for feed in info.metadata
+            if isinstance(feed, Feeds) and feed.model is model
+        }
+
     def local_config(self, environ: Mapping[str, str] | None = None) -> LocalConfig:
         """The local sandbox's; sizes as Docker writes them (4g, 512m) become bytes."""
         from docker.utils import parse_bytes
 
-        from app.runtime.config import LocalConfig
-        from app.runtime.local.limits import SandboxLimits
-
         file_size = self.sandbox_file_size_limit
+        limits = SandboxLimits(
+            **self.feeding(SandboxLimits),
+            memory_bytes=parse_bytes(self.sandbox_memory),
+            file_size_bytes=parse_bytes(file_size) if file_size else None,
+        )
         return LocalConfig(
-            network=self.sandbox_network,
+            **self.feeding(LocalConfig),
             env=self.sandbox_environment(environ),
-            no_output_timeout=self.sandbox_no_output_timeout,
-            limits=SandboxLimits(
-                processes=self.sandbox_pids_limit,
-                memory_bytes=parse_bytes(self.sandbox_memory),
-                file_size_bytes=parse_bytes(file_size) if file_size else None,
-                cpu_seconds=self.sandbox_cpu_seconds,
-                workspace_mb=self.sandbox_workspace_limit_mb,
-            ),
+            limits=limits,
             hidden_paths=(default_config_file(), self.data_dir),
-            uid=self.sandbox_uid,
         )
 
     def docker_config(self, environ: Mapping[str, str] | None = None) -> DockerConfig:
-        from app.runtime.config import DockerConfig
-
-        return DockerConfig(
-            base_image=self.sandbox_base_image,
-            network=self.sandbox_network,
-            env=self.sandbox_environment(environ),
-            no_output_timeout=self.sandbox_no_output_timeout,
-            cpus=self.sandbox_cpus,
-            memory=self.sandbox_memory,
-            pids_limit=self.sandbox_pids_limit,
-            uid=self.sandbox_uid,
-            disk_quota=self.sandbox_disk_quota,
-            tmpfs_size=self.sandbox_tmpfs_size,
-            heartbeat_interval=self.sandbox_heartbeat_interval,
-            workspace_limit_mb=self.sandbox_workspace_limit_mb,
-        )
+        return DockerConfig(**self.feeding(DockerConfig), env=self.sandbox_environment(environ))
 
     def runtime_config(self, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
         """What the runtime factory needs: the default kind, each kind's config, the pool."""
-        from app.runtime.config import RuntimeConfig
-
         return RuntimeConfig(
+            **self.feeding(RuntimeConfig),
             kind=self.runtime,
             local=self.local_config(environ),
             docker=self.docker_config(environ),
             workspaces_dir=self.data_dir / "workspaces",
-            pool_size=self.sandbox_pool_size,
-            ready_timeout=self.sandbox_ready_timeout,
         )
 
     def executor_config(self) -> ExecutorConfig:
-        from app.runtime.config import ExecutorConfig
-
-        return ExecutorConfig(
-            action_timeouts=self.action_timeouts,
-            heartbeat_interval=self.sandbox_heartbeat_interval,
-            ready_timeout=self.sandbox_ready_timeout,
-            max_restarts=self.sandbox_max_restarts,
-        )
+        return ExecutorConfig(**self.feeding(ExecutorConfig), action_timeouts=self.action_timeouts)
 
     def projections_config(self) -> ProjectionsConfig:
         from app.projections.config import ProjectionsConfig

@@ -129,3 +129,30 @@ def test_llm_config_takes_overrides_and_needs_a_model(tmp_path: Path) -> None:
     assert (made.model, made.base_url, made.temperature) == ("openai/x", "http://h/v1", 0.5)
     assert (made.max_output_tokens, made.retries) == (99, 2)
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-override-123"
+
+
+def test_a_setting_declared_by_a_component_has_its_default_and_bounds_and_feeds_it() -> None:
+    """A sandbox setting is declared once, by the component config field it feeds
+    (``declared_by``): its default and bounds are that field's, the other fields it feeds
+    default alike, and a value set reaches every one of them."""
+    from app.config import Feeds
+
+    fed = 0
+    for name, info in Settings.model_fields.items():
+        feeds = [m for m in info.metadata if isinstance(m, Feeds)]
+        for feed in feeds:
+            target = feed.model.model_fields[feed.field]
+            assert target.get_default(call_default_factory=True) == info.get_default(
+                call_default_factory=True
+            ), (name, feed)
+            fed += 1
+        if feeds:
+            source = feeds[0].model.model_fields[feeds[0].field]
+            bounds = [m for m in info.metadata if not isinstance(m, Feeds)]
+            assert bounds == source.metadata, name
+    assert fed >= 20
+    settings = Settings(sandbox_uid=12345, sandbox_heartbeat_interval=7.0, sandbox_pids_limit=99)
+    runtime = settings.runtime_config(environ={})
+    assert runtime.docker.uid == runtime.local.uid == 12345
+    assert runtime.docker.heartbeat_interval == settings.executor_config().heartbeat_interval == 7.0
+    assert runtime.docker.pids_limit == runtime.local.limits.processes == 99
