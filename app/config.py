@@ -28,15 +28,16 @@ from pydantic_settings import (
 )
 
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
+from app.llm.config import LlmConfig
+from app.projections.config import ProjectionsConfig
 from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
 from app.runtime.kinds import RuntimeKind
 from app.runtime.local.limits import SandboxLimits
+from app.store.config import StoreConfig
 from app.tools.config import McpServerConfig
 
 if TYPE_CHECKING:
-    from app.llm.config import LlmConfig
-    from app.projections.config import ProjectionsConfig
-    from app.store.config import DatabaseConfig, StoreConfig
+    from app.store.config import DatabaseConfig
 
 APP_NAME = "chronicle"
 
@@ -145,41 +146,46 @@ class Settings(BaseSettings):
         description="Ed25519 private key (PEM) that signs anchors; unset: generated in "
         "data_dir/secrets on first use",
     )
-    max_event_bytes: int = Field(
-        default=1024 * 1024,
-        gt=0,
+    max_event_bytes: int = declared_by(
+        StoreConfig,
+        "max_event_bytes",
         description="per event payload, after its long strings are moved to blobs",
     )
-    blob_threshold_bytes: int = Field(
-        default=64 * 1024,
-        ge=1024,
+    blob_threshold_bytes: int = declared_by(
+        StoreConfig,
+        "blob_threshold_bytes",
         description="a payload string longer than this (UTF-8 bytes) is stored once in the "
         "blobs table and referenced from the payload",
     )
-    pool_min_size: int = Field(default=1, ge=0)
-    pool_max_size: int = Field(default=10, ge=1)
-    database_statement_timeout: float = Field(
-        default=300.0,
-        ge=0,
+    pool_min_size: int = declared_by(StoreConfig, "pool_min_size")
+    pool_max_size: int = declared_by(StoreConfig, "pool_max_size")
+    database_statement_timeout: float = declared_by(
+        StoreConfig,
+        "statement_timeout",
         description="seconds one statement of Chronicle's own database connections may run "
         "before PostgreSQL cancels it (0: no limit); archive, import, verify --all and "
         "projection rebuilds run without it",
     )
-    poll_interval: float = Field(
-        default=2.0, gt=0, description="seconds between fallback polls of a quiet subscription"
+    poll_interval: float = declared_by(
+        StoreConfig,
+        "poll_interval",
+        description="seconds between fallback polls of a quiet subscription",
     )
-    projections_inline: bool = Field(
-        default=True,
+    projections_inline: bool = declared_by(
+        ProjectionsConfig,
+        "inline",
         description="keep the projections (session_state) current inside `chronicle run`; "
         "off when `chronicle projections run` runs them in a process of their own",
     )
-    projections_standby_interval: float = Field(
-        default=2.0,
-        gt=0,
+    projections_standby_interval: float = declared_by(
+        ProjectionsConfig,
+        "standby_interval",
         description="seconds between a waiting projection runner's attempts to take over",
     )
-    projections_batch_size: int = Field(
-        default=2000, ge=1, description="most events a projection runner applies in one transaction"
+    projections_batch_size: int = declared_by(
+        ProjectionsConfig,
+        "batch_size",
+        description="most events a projection runner applies in one transaction",
     )
 
     # -- workers (app/sessions/worker.py) ----------------------------------------------------
@@ -232,35 +238,44 @@ class Settings(BaseSettings):
     llm_model: str | None = Field(
         default=None, description="litellm model name, e.g. openai/gpt-4o"
     )
-    llm_base_url: str | None = Field(default=None, description="an OpenAI-compatible endpoint")
+    llm_base_url: str | None = declared_by(
+        LlmConfig, "base_url", description="an OpenAI-compatible endpoint"
+    )
     llm_api_key: SecretStr | None = None
     llm_api_key_file: Path | None = Field(
         default=None, description="a file holding the key (safer than the env or --api-key)"
     )
-    llm_api_version: str | None = None
-    llm_temperature: float = Field(default=0.0, ge=0)
-    llm_max_output_tokens: int | None = Field(default=None, gt=0)
-    llm_timeout: float = Field(default=120.0, gt=0, description="seconds per attempt")
-    llm_retries: int = Field(default=5, ge=0, description="retries of retryable failures")
-    llm_retry_min_wait: float = Field(default=1.0, ge=0)
-    llm_retry_max_wait: float = Field(default=60.0, ge=0)
-    llm_input_cost_per_token: float | None = Field(default=None, ge=0)
-    llm_output_cost_per_token: float | None = Field(default=None, ge=0)
-    llm_max_concurrency: int = Field(default=8, ge=1, description="calls in flight per model")
-    llm_direct_calls: bool = Field(
-        default=True,
+    llm_api_version: str | None = declared_by(LlmConfig, "api_version")
+    llm_temperature: float = declared_by(LlmConfig, "temperature")
+    llm_max_output_tokens: int | None = declared_by(LlmConfig, "max_output_tokens")
+    llm_timeout: float = declared_by(LlmConfig, "timeout", description="seconds per attempt")
+    llm_retries: int = declared_by(
+        LlmConfig, "retries", description="retries of retryable failures"
+    )
+    llm_retry_min_wait: float = declared_by(LlmConfig, "retry_min_wait")
+    llm_retry_max_wait: float = declared_by(LlmConfig, "retry_max_wait")
+    llm_input_cost_per_token: float | None = declared_by(LlmConfig, "input_cost_per_token")
+    llm_output_cost_per_token: float | None = declared_by(LlmConfig, "output_cost_per_token")
+    llm_max_concurrency: int = declared_by(
+        LlmConfig, "max_concurrency", description="calls in flight per model"
+    )
+    llm_direct_calls: bool = declared_by(
+        LlmConfig,
+        "direct_calls",
         description="call an OpenAI-compatible upstream (openai/<name> at a base URL) "
         "directly, without litellm's per-call work, when litellm would send the request "
         "unchanged (plain messages, function tools); false: every call through litellm",
     )
-    llm_native_tool_calling: bool | None = Field(
-        default=None,
+    llm_native_tool_calling: bool | None = declared_by(
+        LlmConfig,
+        "native_tool_calling",
         description="None: native unless litellm's model map says the model cannot call "
         "tools (unknown models, e.g. behind an OpenAI-compatible base URL, are native); "
         "false: tools described in the prompt",
     )
-    llm_vision: bool | None = Field(
-        default=None,
+    llm_vision: bool | None = declared_by(
+        LlmConfig,
+        "vision",
         description="send tools' images to the model; unset: unless litellm's map says it "
         "takes none",
     )
@@ -597,16 +612,10 @@ class Settings(BaseSettings):
     def store_config(self, *, long_running: bool = False) -> StoreConfig:
         """``long_running``: for a command whose statements may legitimately run for long
         (archive, import, ``verify --all``, a rebuild): no statement timeout."""
-        from app.store.config import StoreConfig
-
-        return StoreConfig(
-            max_event_bytes=self.max_event_bytes,
-            blob_threshold_bytes=self.blob_threshold_bytes,
-            pool_min_size=self.pool_min_size,
-            pool_max_size=self.pool_max_size,
-            poll_interval=self.poll_interval,
-            statement_timeout=0 if long_running else self.database_statement_timeout,
-        )
+        values = self.feeding(StoreConfig)
+        if long_running:
+            values["statement_timeout"] = 0
+        return StoreConfig(**values)
 
     def database_config(self) -> DatabaseConfig:
         from app.store.config import DatabaseConfig
@@ -623,14 +632,9 @@ class Settings(BaseSettings):
         ``LlmNotConfiguredError`` when no model is named anywhere."""
         from pydantic import SecretStr
 
-        from app.llm.config import LlmConfig
         from app.llm.errors import LlmNotConfiguredError
 
-        values = {
-            name.removeprefix("llm_"): getattr(self, name)
-            for name in type(self).model_fields
-            if name.startswith("llm_") and name != "llm_api_key_file"
-        }
+        values = {**self.feeding(LlmConfig), "model": self.llm_model, "api_key": self.llm_api_key}
         values.update({key: value for key, value in overrides.items() if value is not None})
         if not values.get("model"):
             raise LlmNotConfiguredError()
@@ -681,13 +685,7 @@ class Settings(BaseSettings):
         return ExecutorConfig(**self.feeding(ExecutorConfig), action_timeouts=self.action_timeouts)
 
     def projections_config(self) -> ProjectionsConfig:
-        from app.projections.config import ProjectionsConfig
-
-        return ProjectionsConfig(
-            inline=self.projections_inline,
-            standby_interval=self.projections_standby_interval,
-            batch_size=self.projections_batch_size,
-        )
+        return ProjectionsConfig(**self.feeding(ProjectionsConfig))
 
     @classmethod
     def settings_customise_sources(

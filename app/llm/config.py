@@ -18,17 +18,17 @@ class LlmConfig(BaseModel):
     api_key: SecretStr | None = None
     """Never recorded (see ``public``)."""
     api_version: str | None = None
-    temperature: float = 0.0
-    max_output_tokens: int | None = None
+    temperature: float = Field(default=0.0, ge=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
     timeout: float = Field(default=120.0, gt=0)
     """Seconds per attempt."""
     retries: int = Field(default=5, ge=0)
     """Retries of retryable failures."""
     retry_min_wait: float = Field(default=1.0, ge=0)
     retry_max_wait: float = Field(default=60.0, ge=0)
-    input_cost_per_token: float | None = None
+    input_cost_per_token: float | None = Field(default=None, ge=0)
     """A price for models litellm does not know; None: litellm's price, if any."""
-    output_cost_per_token: float | None = None
+    output_cost_per_token: float | None = Field(default=None, ge=0)
     direct_calls: bool = True
     """Call an OpenAI-compatible upstream directly when litellm would send the request as it
     is (``app.llm.direct``, a streamed one ``app.llm.direct_stream``); false: every call

@@ -6,18 +6,24 @@ it in global order with its position in the same transaction, in one process at 
 lets a reader catch it up when no runner is live. ``session_state`` is the first projection.
 """
 
-from app.projections.base import Projection
-from app.projections.catch_up import catch_up, rebuild
-from app.projections.config import ProjectionsConfig
-from app.projections.registry import (
-    PROJECTIONS,
-    UnknownProjectionError,
-    all_projections,
-    projection_named,
-)
-from app.projections.runner import ProjectionRunner, running_projections
-from app.projections.session_state import SESSION_STATE, SessionState, SessionStateRow
-from app.projections.up_to_date import bring_up_to_date
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.projections.base import Projection
+    from app.projections.catch_up import catch_up, rebuild
+    from app.projections.config import ProjectionsConfig
+    from app.projections.registry import (
+        PROJECTIONS,
+        UnknownProjectionError,
+        all_projections,
+        projection_named,
+    )
+    from app.projections.runner import ProjectionRunner, running_projections
+    from app.projections.session_state import SESSION_STATE, SessionState, SessionStateRow
+    from app.projections.up_to_date import bring_up_to_date
 
 __all__ = [
     "PROJECTIONS",
@@ -35,3 +41,28 @@ __all__ = [
     "rebuild",
     "running_projections",
 ]
+
+#: Each export's module, imported on first use: ``app/config.py`` reads this package's config
+#: model, and that must not import the whole package into every command.
+_EXPORTED_FROM = {
+    "Projection": "app.projections.base",
+    "catch_up": "app.projections.catch_up",
+    "rebuild": "app.projections.catch_up",
+    "ProjectionsConfig": "app.projections.config",
+    "PROJECTIONS": "app.projections.registry",
+    "UnknownProjectionError": "app.projections.registry",
+    "all_projections": "app.projections.registry",
+    "projection_named": "app.projections.registry",
+    "ProjectionRunner": "app.projections.runner",
+    "running_projections": "app.projections.runner",
+    "SESSION_STATE": "app.projections.session_state",
+    "SessionState": "app.projections.session_state",
+    "SessionStateRow": "app.projections.session_state",
+    "bring_up_to_date": "app.projections.up_to_date",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTED_FROM:
+        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
