@@ -22,8 +22,6 @@ import os
 import sys
 from typing import Any
 
-from app.errors import ChronicleError
-
 FILE_MODE = 0o644
 EXECUTABLE_MODE = 0o755
 DIRECTORY_MODE = 0o755
@@ -33,8 +31,10 @@ CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NOT_A_DIRECTORY = (errno.ELOOP, errno.ENOTDIR)
 
 
-class RestoreRefused(ChronicleError):
-    """An entry that would leave the target or pass through a link; nothing more is written."""
+class RestoreRefused(Exception):
+    """An entry that would leave the target or pass through a link; nothing more is written.
+    Python's own base: this file runs alone, as a child of the sandbox's uid, with the
+    standard library only (``workspace_restore`` turns it into a ``WorkspaceStateError``)."""
 
 
 def write_entries(target_fd: int, entries: list[dict[str, Any]]) -> None:

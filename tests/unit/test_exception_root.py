@@ -14,6 +14,9 @@ from app.runtime.errors import SandboxStartError
 from app.store import StoreError
 from tests.support.repository import ROOT
 
+#: Modules that run alone, with the standard library only (``python -I -c SOURCE`` as the
+#: sandbox's uid): their errors cannot derive from app's root.
+STANDALONE = {"app/runtime/restore_files.py"}
 #: Python's exception classes, by name.
 PYTHONS = {
     name
@@ -39,6 +42,7 @@ def test_every_error_of_app_has_the_one_root() -> None:
         f"{path.relative_to(ROOT)}:{line}: class {name}"
         for path in sorted((ROOT / "app").rglob("*.py"))
         if path != ROOT / "app" / "errors.py"  # the root itself
+        and path.relative_to(ROOT).as_posix() not in STANDALONE
         for line, name in rootless_exceptions(path.read_text())
     ]
     assert rootless == [], "derive these from app.errors.ChronicleError:\n" + "\n".join(rootless)
@@ -53,6 +57,20 @@ def test_the_check_finds_a_rootless_error_and_passes_a_rooted_one() -> None:
         "class Both(KeyError, OSError): ...\n"
     )
     assert rootless_exceptions(source) == [(1, "Lost"), (5, "Both")]
+
+
+def test_a_standalone_module_imports_nothing_of_app() -> None:
+    for name in STANDALONE:
+        imported = [
+            node
+            for node in ast.walk(ast.parse((ROOT / name).read_text()))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            and any(
+                (getattr(node, "module", None) or alias.name).startswith("app")
+                for alias in node.names
+            )
+        ]
+        assert imported == [], name
 
 
 def test_errors_stay_what_python_knew_them_as() -> None:
