@@ -79,8 +79,9 @@ def test_the_installed_wheel_migrates_records_verifies_and_runs_sandboxes(
     # The dependencies come from the package index (or uv's cache): the wheel's own metadata
     # must name every one the code imports. uv resolves and installs what pip would (the same
     # releases) in seconds where pip takes minutes.
-    run(sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", venv / "bin" / "python",
-        wheel, timeout=1500)  # fmt: skip
+    python = venv / "bin" / "python"
+    run(sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", python, wheel,
+        timeout=1500)  # fmt: skip
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
