@@ -147,7 +147,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         start = parts.index("tests")
         folder = parts[start + 1]
         here = "/".join(parts[start:])
-        slow = SLOWEST_FILES.index(here) if here in SLOWEST_FILES else len(SLOWEST_FILES)
-        return (WORKER_ORDER.index(folder) if folder in WORKER_ORDER else len(WORKER_ORDER)), slow
+        if here in SLOWEST_FILES:
+            return -1, SLOWEST_FILES.index(here)
+        return (WORKER_ORDER.index(folder) if folder in WORKER_ORDER else len(WORKER_ORDER)), 0
 
     items.sort(key=rank)  # stable: each file's tests keep their order

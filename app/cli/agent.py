@@ -29,7 +29,6 @@ from app.cli.terminal import raw
 from app.config import Settings
 from app.errors import ChronicleError
 from app.runtime.kinds import KINDS
-from app.sessions.summary import format_cost
 from app.store import EventStore, RecordedEvent
 from app.store.transient import DATABASE_GONE_ERRORS
 
@@ -283,6 +282,9 @@ async def _summary(store: EventStore, session: uuid.UUID, outcome: str | None) -
     """``session S: finished (why); 2 model calls, cost $0.0123`` from the log; None when
     nothing was recorded (a fork or run refused before its first event: its id exists
     nowhere, and the error said why)."""
+    # here, not at the top: it brings the projections, which no other command loads
+    from app.sessions.summary import format_cost
+
     events = await store.read(session)
     if not events:
         return None

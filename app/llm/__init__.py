@@ -1,27 +1,24 @@
 """The model gateway over litellm: configuration, retries, limits, and a recorded llm.call
-event for every call. litellm itself is imported only when a model is actually called."""
+event for every call. litellm itself is imported only when a model is actually called.
+
+The names below load on first use (PEP 562): a module that needs only a leaf such as
+``app.llm.fingerprint`` (the archive's importers, so every ``chronicle`` command) does not pay
+for the gateway and httpx (with its command line's rich, click and pygments) at start."""
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from app.llm.config import LlmConfig
     from app.llm.errors import LlmError, LlmNotConfiguredError
     from app.llm.gateway import LlmGateway, LlmReply
 
-__all__ = [
-    "LlmConfig",
-    "LlmError",
-    "LlmGateway",
-    "LlmNotConfiguredError",
-    "LlmReply",
-]
+__all__ = ["LlmConfig", "LlmError", "LlmGateway", "LlmNotConfiguredError", "LlmReply"]
 
-#: Each export's module, imported on first use: ``app/config.py`` reads this package's config
-#: model, and that must not import the whole package into every command.
-_EXPORTED_FROM = {
+#: Each exported name and the module that defines it.
+_HOMES = {
     "LlmConfig": "app.llm.config",
     "LlmError": "app.llm.errors",
     "LlmNotConfiguredError": "app.llm.errors",
@@ -30,7 +27,8 @@ _EXPORTED_FROM = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _EXPORTED_FROM:
-        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

@@ -1,7 +1,12 @@
-"""The `chronicle` command as a subprocess, configured the way the application runs it."""
+"""The `chronicle` command as a subprocess, configured the way the application runs it (and
+one command's handler in the test's own process, for setup)."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -13,6 +18,36 @@ def chronicle(*args: str, env: dict[str, str], timeout: float = 60) -> subproces
         [sys.executable, "-m", "app.cli", *args],
         env=env, capture_output=True, text=True, timeout=timeout,
     )  # fmt: skip
+
+
+def in_process(env: dict[str, str], *args: str) -> str:
+    """What a `chronicle` command prints, run in this process: its parser and its handler,
+    with the settings its environment ``env`` names (database, owner's login, data dir), on a
+    thread of its own (the caller may be inside an event loop). For a test's setup only (a
+    command under test runs as a process); its errors are raised, not printed. Its stdout is
+    taken with ``redirect_stdout``, which is process-wide: the caller waits meanwhile."""
+    from app.cli import build_parser
+    from app.cli.users import tokens, users
+    from app.config import Settings
+
+    handlers = {"users": users, "tokens": tokens}
+
+    parsed = build_parser().parse_args(list(args))
+    settings = Settings(
+        database_url=env["CHRONICLE_DATABASE_URL"],
+        owner_database_url=env.get("CHRONICLE_OWNER_DATABASE_URL"),
+        data_dir=Path(env["CHRONICLE_DATA_DIR"]),
+    )
+    out = io.StringIO()
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out):
+            return asyncio.run(handlers[parsed.command](parsed, settings))
+
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        status = thread.submit(run).result()
+    assert status == 0, f"chronicle {' '.join(args)} ended {status}: {out.getvalue()}"
+    return out.getvalue()
 
 
 def empty_settings_file(tmp_path: Path) -> Path:

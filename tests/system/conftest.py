@@ -25,6 +25,9 @@ def data_dir() -> Iterator[Path]:
     try:
         yield path / "data"
     finally:
-        for data in path.glob("**/data"):
-            EmbeddedPostgres(data).stop()
+        # a test's other servers sit one folder down (``data_dir.parent / NAME / "data"``):
+        # no deeper search, which would walk (and lock) every "data" folder of a test's venv
+        for data in (path / "data", *path.glob("*/data")):
+            if data.is_dir():
+                EmbeddedPostgres(data).stop()
         shutil.rmtree(path, ignore_errors=True)

@@ -2,8 +2,9 @@
 workspace: not through a link an earlier entry made, not through ``..`` or an absolute path,
 not as root.
 
-The attacker records a session of their own with the `chronicle` command (an app login may
-append any event), exports it and hands the file over: `chronicle import` refuses it, naming
+The attacker records a session of their own through the event store as the application's
+login (what `chronicle append` does: an app login may append any event), exports it with the
+`chronicle` command and hands the file over: `chronicle import` refuses it, naming
 the session and seq. The same session appended straight into the victim's database (any
 login of the application can) is refused by `chronicle fork` before anything is written.
 Below the rule, the writer itself never follows a link, and as root it writes as the
@@ -12,6 +13,7 @@ sandbox's unprivileged uid.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -24,10 +26,12 @@ from pathlib import Path
 
 import pytest
 
+from app.config import Settings
 from app.events import WorkspaceFile, WorkspaceSnapshot
 from app.runtime import restore_files
 from app.runtime.workspace_restore import apply_change, restore
 from app.runtime.workspace_state import WorkspaceStateError
+from app.store import EventStore
 from tests.support.cli import chronicle, cli_environment
 from tests.support.nonroot_user import as_user, ensure_user, interpreter_for
 from tests.support.postgres import ServerAddress, database_from_template
@@ -79,19 +83,29 @@ def other_database_url(pg_address: ServerAddress, pg_template: str) -> Iterator[
     yield from database_from_template(pg_address, pg_template, f"t_{uuid.uuid4().hex[:16]}")
 
 
-def _record(env: dict[str, str], files: list[dict[str, object]], workspace: Path) -> str:
-    """The attacker's session: created, its crafted start, a message (a place to fork)."""
-    session = str(uuid.uuid4())
+def _record(database_url: str, files: list[dict[str, object]], workspace: Path) -> str:
+    """The attacker's session: created, its crafted start, a message (a place to fork),
+    appended one by one as `chronicle append` appends them, in this process: three commands
+    a case cost seconds of starting processes and proved nothing the import and fork below
+    do not."""
+    session = uuid.uuid4()
     config = {"workspace": str(workspace), "runtime": "local", "agent": "codeact"}
     snapshot = {"vcs": "none", "files": files, "max_bytes": 1 << 20}
-    for kind, payload in [
-        ("session.created", {"title": "innocent", "config": config}),
-        ("workspace.snapshot", snapshot),
-        ("message", {"content": "carry on"}),
-    ]:
-        appended = chronicle("append", session, kind, json.dumps(payload), env=env)
-        assert appended.returncode == 0, appended.stderr
-    return session
+    settings = Settings(data_dir=workspace.parent / "attacker" / "data")
+
+    async def append() -> None:
+        async with await EventStore.open(
+            database_url, config=settings.store_config(), masker=settings.masker()
+        ) as store:
+            for event in [
+                {"kind": "session.created", "title": "innocent", "config": config},
+                {"kind": "workspace.snapshot", **snapshot},
+                {"kind": "message", "content": "carry on"},
+            ]:
+                await store.append(session, [event])
+
+    asyncio.run(append())
+    return str(session)
 
 
 def _untouched(victim: Path) -> None:
@@ -113,7 +127,7 @@ def test_a_crafted_export_is_refused_on_import_and_a_crafted_session_on_fork(
         (tmp_path / side).mkdir()
     # The attacker's own Chronicle (an application login: it may append any event).
     app_login = cli_environment(app_database_url, tmp_path / "attacker")
-    session = _record(app_login, files, tmp_path / "their-project")
+    session = _record(app_database_url, files, tmp_path / "their-project")
     archive = tmp_path / "innocent.jsonl"
     exported = chronicle("export", session, "-o", str(archive), env=app_login)
     assert exported.returncode == 0, exported.stderr
