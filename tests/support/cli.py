@@ -3,7 +3,6 @@ one command's handler in the test's own process, for setup)."""
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import io
@@ -26,11 +25,8 @@ def in_process(env: dict[str, str], *args: str) -> str:
     thread of its own (the caller may be inside an event loop). For a test's setup only (a
     command under test runs as a process); its errors are raised, not printed. Its stdout is
     taken with ``redirect_stdout``, which is process-wide: the caller waits meanwhile."""
-    from app.cli import build_parser
-    from app.cli.users import tokens, users
+    from app.cli import _dispatch, build_parser
     from app.config import Settings
-
-    handlers = {"users": users, "tokens": tokens}
 
     parsed = build_parser().parse_args(list(args))
     settings = Settings(
@@ -42,7 +38,7 @@ def in_process(env: dict[str, str], *args: str) -> str:
 
     def run() -> int:
         with contextlib.redirect_stdout(out):
-            return asyncio.run(handlers[parsed.command](parsed, settings))
+            return _dispatch(parsed, settings)  # the handler the command's module set
 
     with concurrent.futures.ThreadPoolExecutor(1) as thread:
         status = thread.submit(run).result()
