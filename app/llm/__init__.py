@@ -7,8 +7,9 @@ for the gateway and httpx (with its command line's rich, click and pygments) at 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from app.llm.config import LlmConfig
@@ -27,8 +28,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home), name)
+__getattr__ = lazy_exports(__name__, _HOMES)

@@ -5,8 +5,9 @@ checkpoints): ``EventStore`` and ``MemoryLog`` implement it (app/store/session_l
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from app.store.blobs import MissingBlobError
@@ -66,7 +67,4 @@ _EXPORTED_FROM = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _EXPORTED_FROM:
-        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTED_FROM)

@@ -35,6 +35,7 @@ APP = ROOT / "app"
 #: Each package's place in the stack; a package imports only packages of a lower level.
 LEVELS = {
     "errors": -1,  # app/errors.py: the exception root, which every package may import
+    "exports": -1,  # app/exports.py: lazy package exports, for every package
     "events": 0,
     "store": 1,
     "llm": 2,

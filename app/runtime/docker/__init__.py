@@ -8,8 +8,9 @@ kinds' registry.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from app.exports import lazy_exports
 
 if TYPE_CHECKING:
     from app.runtime.docker.runtime import DockerRuntime, container_name
@@ -24,7 +25,4 @@ _EXPORTED_FROM = {
 }
 
 
-def __getattr__(name: str) -> object:
-    if name in _EXPORTED_FROM:
-        return getattr(importlib.import_module(_EXPORTED_FROM[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTED_FROM)
