@@ -29,8 +29,10 @@ def in_process(env: dict[str, str], *args: str) -> str:
     from app.config import Settings
 
     parsed = build_parser().parse_args(list(args))
+    # the command's environment, as its process would read it (a server on the embedded
+    # PostgreSQL has no database URL: its data dir names the server)
     settings = Settings(
-        database_url=env["CHRONICLE_DATABASE_URL"],
+        database_url=env.get("CHRONICLE_DATABASE_URL"),
         owner_database_url=env.get("CHRONICLE_OWNER_DATABASE_URL"),
         data_dir=Path(env["CHRONICLE_DATA_DIR"]),
     )
