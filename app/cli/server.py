@@ -22,6 +22,8 @@ import argparse
 import asyncio
 import contextlib
 import functools
+import logging
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -200,4 +202,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if not 0 <= args.port <= 65535:
         print(f"error: --port {args.port} is not a port (0 to 65535)", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(args, settings))
+    code = asyncio.run(_serve(args, settings))
+    _exit_now(code)
+    return code  # not reached
+
+
+def _exit_now(code: int) -> None:
+    """End the process without tearing its heap down. The server's work is done here (streams
+    ended, requests answered or cancelled, the store closed, the companions stopped): what is
+    left is the interpreter freeing every object of litellm, litestar and their kin, which took
+    3.5 s of an 8 s SIGTERM budget on an idle machine (a supervisor's stop timeout counts it,
+    and a deploy waits on it). Logs and the standard streams are flushed first."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
