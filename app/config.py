@@ -31,6 +31,7 @@ from app.events.masking import SecretMasker, environment_secrets, is_secret_name
 from app.llm.config import LlmConfig
 from app.projections.config import ProjectionsConfig
 from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
+from app.runtime.kinds import DEFAULT as DEFAULT_KIND
 from app.runtime.kinds import RuntimeKind
 from app.runtime.local.limits import SandboxLimits
 from app.store.config import StoreConfig
@@ -312,7 +313,7 @@ class Settings(BaseSettings):
     )
 
     # -- sandboxes -----------------------------------------------------------------------
-    runtime: RuntimeKind = Field(default="local", description="default runtime")
+    runtime: RuntimeKind = Field(default=DEFAULT_KIND, description="default runtime")
     sandbox_network: bool = declared_by(
         DockerConfig,
         "network",

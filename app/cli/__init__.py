@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+def dispatch(args: argparse.Namespace, settings: Settings) -> int:
     handler = args.handler
     if inspect.iscoroutinefunction(handler):
         return int(asyncio.run(handler(args, settings)))
@@ -191,7 +191,7 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
-        return _dispatch(args, settings)
+        return dispatch(args, settings)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `chronicle events ... | head`: the reader has what it wanted

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.runtime.docker.config import DockerConfig
-from app.runtime.kinds import RuntimeKind
+from app.runtime.kinds import DEFAULT, RuntimeKind
 from app.runtime.local.config import LocalConfig
 
 __all__ = ["DockerConfig", "ExecutorConfig", "LocalConfig", "RuntimeConfig", "RuntimeKind"]
@@ -20,7 +20,7 @@ class RuntimeConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
-    kind: RuntimeKind = "local"
+    kind: RuntimeKind = DEFAULT
     """The runtime of a session that names none."""
     local: LocalConfig = Field(default_factory=LocalConfig)
     docker: DockerConfig = Field(default_factory=DockerConfig)

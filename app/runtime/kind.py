@@ -28,8 +28,6 @@ class SandboxKind:
     nothing and imports no engine's SDK."""
 
     name: str
-    summary: str
-    """One line for ``--help`` and the docs."""
     make: Callable[[RuntimeConfig, Path, UUID | str], ClientRuntime]
     """A not-yet-started sandbox for a session, from the kind's part of the config."""
     workspace_inside: Callable[[str], str]

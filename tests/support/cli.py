@@ -25,7 +25,7 @@ def in_process(env: dict[str, str], *args: str) -> str:
     thread of its own (the caller may be inside an event loop). For a test's setup only (a
     command under test runs as a process); its errors are raised, not printed. Its stdout is
     taken with ``redirect_stdout``, which is process-wide: the caller waits meanwhile."""
-    from app.cli import _dispatch, build_parser
+    from app.cli import build_parser, dispatch
     from app.config import Settings
 
     parsed = build_parser().parse_args(list(args))
@@ -40,7 +40,7 @@ def in_process(env: dict[str, str], *args: str) -> str:
 
     def run() -> int:
         with contextlib.redirect_stdout(out):
-            return _dispatch(parsed, settings)  # the handler the command's module set
+            return dispatch(parsed, settings)  # the handler the command's module set
 
     with concurrent.futures.ThreadPoolExecutor(1) as thread:
         status = thread.submit(run).result()

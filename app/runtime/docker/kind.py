@@ -37,7 +37,6 @@ async def reap_forever(older_than: float, every: float) -> None:
 
 KIND = SandboxKind(
     name="docker",
-    summary="a hardened Docker container per session; the workspace mounted at /workspace",
     make=make,
     workspace_inside=lambda workspace: WORKSPACE,
     recorded_image=recorded_image,

@@ -30,7 +30,6 @@ def make(config: RuntimeConfig, workspace: Path, session_id: UUID | str) -> Clie
 
 KIND = SandboxKind(
     name="local",
-    summary="a bubblewrap jail on this machine; the workspace is used in place",
     make=make,
     workspace_inside=lambda workspace: workspace,
 )

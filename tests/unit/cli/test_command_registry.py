@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import inspect
 
-from app.cli import COMMAND_MODULES, _dispatch, build_parser
+from app.cli import COMMAND_MODULES, build_parser, dispatch
 
 
 def test_every_command_has_a_handler() -> None:
@@ -28,5 +28,5 @@ def test_a_plain_and_a_coroutine_handler_give_their_exit_code() -> None:
     def now(args: argparse.Namespace, settings: object) -> int:
         return 4
 
-    assert _dispatch(argparse.Namespace(handler=later), None) == 3  # type: ignore[arg-type]
-    assert _dispatch(argparse.Namespace(handler=now), None) == 4  # type: ignore[arg-type]
+    assert dispatch(argparse.Namespace(handler=later), None) == 3  # type: ignore[arg-type]
+    assert dispatch(argparse.Namespace(handler=now), None) == 4  # type: ignore[arg-type]
