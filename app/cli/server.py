@@ -178,7 +178,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             if server.started:
                 host, port = server.servers[0].sockets[0].getsockname()[:2]
                 print(f"chronicle serving on http://{host}:{port} (role {args.role})", flush=True)
-                if settings.llm_model is None and args.role != "worker":
+                if settings.llm.model is None and args.role != "worker":
                     print(
                         "note: no model is configured, so a new session must name its own "
                         '("model"); set CHRONICLE_LLM_MODEL (and CHRONICLE_LLM_API_KEY) to give '

@@ -266,7 +266,7 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
             f"have working at once; ask for {cap} or fewer"
         )
     try:
-        llm = settings.llm_config(model=request.model)
+        llm = settings.llm.config(model=request.model)
     except LlmNotConfiguredError:
         raise RunRequestError(
             "no model: name one in the request's model, or configure llm_model on the server"
@@ -379,7 +379,7 @@ def trial_config(
         workspace=workspace,
         runtime=plan.runtime,
         sandbox_base_image=settings.sandbox_base_image,
-        llm=settings.llm_config(model=plan.model, base_url=plan.base_url),
+        llm=settings.llm.config(model=plan.model, base_url=plan.base_url),
         mcp_servers=settings.mcp_servers,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,

@@ -149,7 +149,7 @@ async def check_model(settings: Settings, options: RunOptions) -> None:
     """Refuse a run whose model is named nowhere or has no provider (``RunError``), before
     any trial is recorded: every trial would fail alike."""
     try:
-        llm = settings.llm_config(model=options.model, base_url=options.base_url)
+        llm = settings.llm.config(model=options.model, base_url=options.base_url)
     except LlmNotConfiguredError as exc:
         raise RunError(exc.message) from None
     problem = await asyncio.to_thread(model_name_problem, llm.model)

@@ -165,7 +165,7 @@ class ExternalCalls:
     def gateway(self, model: str) -> LlmGateway:
         found = self._gateways.get(model)
         if found is None:
-            config = self.settings.llm_config(
+            config = self.settings.llm.config(
                 model=model, max_concurrency=self.settings.gateway_max_concurrency
             )
             found = self._gateways[model] = LlmGateway(self.store, config)

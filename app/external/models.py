@@ -43,7 +43,7 @@ class ModelRoutes:
         return cls(
             model_map=dict(settings.gateway_model_map),
             allowed=tuple(settings.gateway_models),
-            own=settings.llm_model,
+            own=settings.llm.model,
         )
 
     def upstream(self, requested: object) -> str:

@@ -107,7 +107,7 @@ def session_config(
 ) -> tuple[SessionConfig, str]:
     """``session.created``'s configuration (as ``chronicle run`` records it) and the model."""
     try:
-        llm = settings.llm_config(model=new.model)
+        llm = settings.llm.config(model=new.model)
     except LlmNotConfiguredError:
         raise Unprocessable(
             "no model: name one in the request's model, or configure llm_model on the server"

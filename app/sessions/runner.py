@@ -243,10 +243,10 @@ async def _run_claimed(
     runtime_kind = options.runtime or recorded.runtime or settings.runtime
     overrides = _agent_overrides(recorded)
     agent_type = _agent_type(options, recorded)
-    llm = settings.llm_config(
+    llm = settings.llm.config(
         model=options.model or recorded.model,
         base_url=options.base_url
-        or _recorded_base_url(recorded.base_url, settings.llm_base_url, store.masker),
+        or _recorded_base_url(recorded.base_url, settings.llm.base_url, store.masker),
         api_key=options.api_key,
         **overrides.llm_overrides(),
     )

@@ -352,7 +352,7 @@ class Worker:
         except SessionError:
             recorded = SessionConfig()
         options = SessionOptions(
-            api_key=self.settings.llm_api_key,
+            api_key=self.settings.llm.api_key,
             stuck_detection=recorded.given("stuck_detection", True) is not False,
             continue_paused=False,
         )

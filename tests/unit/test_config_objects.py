@@ -121,11 +121,11 @@ def test_a_sandbox_config_never_shows_the_values_it_passes_in() -> None:
 
 def test_llm_config_takes_overrides_and_needs_a_model(tmp_path: Path) -> None:
     with pytest.raises(LlmNotConfiguredError, match="CHRONICLE_LLM_MODEL"):
-        Settings.model_construct(llm_model=None).llm_config()
+        Settings.model_construct(llm_model=None).llm.config()
     settings = Settings.model_construct(
         llm_model="openai/x", llm_temperature=0.5, llm_max_output_tokens=99, llm_retries=2
     )
-    made = settings.llm_config(base_url="http://h/v1", model=None, api_key="sk-override-123")
+    made = settings.llm.config(base_url="http://h/v1", model=None, api_key="sk-override-123")
     assert (made.model, made.base_url, made.temperature) == ("openai/x", "http://h/v1", 0.5)
     assert (made.max_output_tokens, made.retries) == (99, 2)
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-override-123"

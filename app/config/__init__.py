@@ -10,14 +10,16 @@ package takes a small config object of its own, which the builders at the end of
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Self, cast
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -27,8 +29,9 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from app.config.flat import Flat, FlatEnvSource, FlatNames, NestedSource
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
-from app.llm.config import LlmConfig
+from app.llm.config import LlmSettings
 from app.projections.config import ProjectionsConfig
 from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
 from app.runtime.kinds import DEFAULT as DEFAULT_KIND
@@ -48,18 +51,6 @@ def default_config_file() -> Path:
     if explicit:
         return Path(explicit)
     return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
-
-
-def read_secret_file(path: Path) -> str:
-    """A secret kept in a file (first line, surrounding whitespace removed)."""
-    try:
-        text = path.expanduser().read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValueError(f"cannot read the key file {path}: {exc.strerror or exc}") from None
-    value = text.strip().splitlines()[0].strip() if text.strip() else ""
-    if not value:
-        raise ValueError(f"the key file {path} is empty")
-    return value
 
 
 def default_data_dir() -> Path:
@@ -123,6 +114,8 @@ def declared_by(
 class Settings(BaseSettings):
     """Everything Chronicle can be configured with. Field ``x`` is ``CHRONICLE_X`` in the env."""
 
+    # Unknown names are refused by ``_known_names``, not by extra="forbid", which pydantic's
+    # mypy plugin would read as "no keyword but the fields", refusing the flat names.
     model_config = SettingsConfigDict(env_prefix="CHRONICLE_", extra="ignore")
 
     database_url: str | None = Field(
@@ -235,51 +228,8 @@ class Settings(BaseSettings):
         "another worker resumes the session)",
     )
 
-    # -- model (CHRONICLE_LLM_*) -----------------------------------------------------------
-    llm_model: str | None = Field(
-        default=None, description="litellm model name, e.g. openai/gpt-4o"
-    )
-    llm_base_url: str | None = declared_by(
-        LlmConfig, "base_url", description="an OpenAI-compatible endpoint"
-    )
-    llm_api_key: SecretStr | None = None
-    llm_api_key_file: Path | None = Field(
-        default=None, description="a file holding the key (safer than the env or --api-key)"
-    )
-    llm_api_version: str | None = declared_by(LlmConfig, "api_version")
-    llm_temperature: float = declared_by(LlmConfig, "temperature")
-    llm_max_output_tokens: int | None = declared_by(LlmConfig, "max_output_tokens")
-    llm_timeout: float = declared_by(LlmConfig, "timeout", description="seconds per attempt")
-    llm_retries: int = declared_by(
-        LlmConfig, "retries", description="retries of retryable failures"
-    )
-    llm_retry_min_wait: float = declared_by(LlmConfig, "retry_min_wait")
-    llm_retry_max_wait: float = declared_by(LlmConfig, "retry_max_wait")
-    llm_input_cost_per_token: float | None = declared_by(LlmConfig, "input_cost_per_token")
-    llm_output_cost_per_token: float | None = declared_by(LlmConfig, "output_cost_per_token")
-    llm_max_concurrency: int = declared_by(
-        LlmConfig, "max_concurrency", description="calls in flight per model"
-    )
-    llm_direct_calls: bool = declared_by(
-        LlmConfig,
-        "direct_calls",
-        description="call an OpenAI-compatible upstream (openai/<name> at a base URL) "
-        "directly, without litellm's per-call work, when litellm would send the request "
-        "unchanged (plain messages, function tools); false: every call through litellm",
-    )
-    llm_native_tool_calling: bool | None = declared_by(
-        LlmConfig,
-        "native_tool_calling",
-        description="None: native unless litellm's model map says the model cannot call "
-        "tools (unknown models, e.g. behind an OpenAI-compatible base URL, are native); "
-        "false: tools described in the prompt",
-    )
-    llm_vision: bool | None = declared_by(
-        LlmConfig,
-        "vision",
-        description="send tools' images to the model; unset: unless litellm's map says it "
-        "takes none",
-    )
+    # -- model (CHRONICLE_LLM_*, or an [llm] table) -----------------------------------------
+    llm: Annotated[LlmSettings, Flat.named("llm_")] = Field(default_factory=LlmSettings)
 
     # -- model gateway for agents Chronicle does not run (app/external, docs/gateway.md) ----
     gateway_model_map: dict[str, str] = Field(
@@ -560,6 +510,23 @@ class Settings(BaseSettings):
             return [name.strip() for name in value.split(",") if name.strip()]
         return value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _nested_and_known(cls, values: object) -> object:
+        """Flat names nested here too (for ``model_validate``, which reads no source), and a
+        name that is no setting (a typo in the file, an argument) an error naming it, with
+        the settings it may have meant."""
+        if not isinstance(values, Mapping):
+            return values
+        names = flat_names(cls)
+        nested = names.nest(values)
+        unknown = [key for key in nested if key not in cls.model_fields]
+        if unknown:
+            known = [*names.every, *names.groups]
+            problems = (f"{name} is no setting{_did_you_mean(name, known)}" for name in unknown)
+            raise ValueError("; ".join(problems))
+        return nested
+
     @model_validator(mode="after")
     def _heartbeat_within_lease(self) -> Settings:
         if self.worker_heartbeat_interval >= self.worker_lease_duration:
@@ -570,13 +537,6 @@ class Settings(BaseSettings):
             )
         return self
 
-    @model_validator(mode="after")
-    def _key_from_file(self) -> Settings:
-        """``llm_api_key_file`` fills ``llm_api_key`` when no key is given directly."""
-        if self.llm_api_key is None and self.llm_api_key_file is not None:
-            self.llm_api_key = SecretStr(read_secret_file(self.llm_api_key_file))
-        return self
-
     def known_secrets(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """``{value: name}`` of every secret this deployment knows, for masking the log.
 
@@ -585,12 +545,12 @@ class Settings(BaseSettings):
         """
         environ = os.environ if environ is None else environ
         found = environment_secrets(environ)
-        if self.llm_api_key is not None:
-            found[self.llm_api_key.get_secret_value()] = "CHRONICLE_LLM_API_KEY"
+        if self.llm.api_key is not None:
+            found[self.llm.api_key.get_secret_value()] = "CHRONICLE_LLM_API_KEY"
         found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
         found.update(url_secrets("CHRONICLE_ANALYST_DATABASE_URL", self.analyst_database_url))
         found.update(url_secrets("CHRONICLE_OWNER_DATABASE_URL", self.owner_database_url))
-        found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm_base_url))
+        found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm.base_url))
         for server in self.mcp_servers:
             found.update(url_secrets(f"mcp_servers.{server.name}.url", server.url))
             for name, value in server.env.items():
@@ -627,21 +587,6 @@ class Settings(BaseSettings):
             analyst_database_url=self.analyst_database_url,
             owner_database_url=self.owner_database_url,
         )
-
-    def llm_config(self, **overrides: Any) -> LlmConfig:
-        """The ``llm_*`` settings with a session's overrides (None means 'keep'); raises
-        ``LlmNotConfiguredError`` when no model is named anywhere."""
-        from pydantic import SecretStr
-
-        from app.llm.errors import LlmNotConfiguredError
-
-        values = {**self.feeding(LlmConfig), "model": self.llm_model, "api_key": self.llm_api_key}
-        values.update({key: value for key, value in overrides.items() if value is not None})
-        if not values.get("model"):
-            raise LlmNotConfiguredError()
-        if isinstance(values.get("api_key"), str):
-            values["api_key"] = SecretStr(values["api_key"])
-        return LlmConfig(**values)
 
     def feeding(self, model: type[BaseModel]) -> dict[str, Any]:
         """The values of ``model``'s fields that settings feed (``declared_by``)."""
@@ -697,5 +642,46 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Each source's flat names nested (``llm_temperature`` -> ``llm.temperature``):
+        the arguments', the environment's (``CHRONICLE_<FLAT NAME>``) and the TOML file's."""
         toml = TomlConfigSettingsSource(settings_cls, toml_file=default_config_file())
-        return (init_settings, env_settings, toml)
+        return (
+            NestedSource(settings_cls, init_settings),
+            FlatEnvSource(settings_cls),
+            NestedSource(settings_cls, toml),
+        )
+
+    @classmethod
+    def model_construct(  # type: ignore[override]  # the mypy plugin's signature has the fields
+        cls, _fields_set: set[str] | None = None, **values: Any
+    ) -> Self:
+        """Settings from ``values`` alone (no environment, no file), in flat names or tables
+        as the sources take them; each group given is validated (its defaults filled in)."""
+        names = flat_names(cls)
+        nested = names.nest(values)
+        for group, model in names.groups.items():
+            if isinstance(nested.get(group), dict):
+                nested[group] = model.model_validate(nested[group])
+        return cast(Self, super().model_construct(_fields_set, **nested))
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` in flat names or tables, as the sources take them; each group
+        changed is validated (``model_copy`` itself validates nothing)."""
+        if update:
+            names = flat_names(type(self))
+            update = names.nest(update)
+            for group in names.groups:
+                if isinstance(update.get(group), dict):
+                    update[group] = names.updated(getattr(self, group), update[group])
+        return super().model_copy(update=update, deep=deep)
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=2)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+@functools.cache
+def flat_names(settings: type[BaseModel] = Settings) -> FlatNames:
+    """The flat names of ``settings`` (a class, so derived once)."""
+    return FlatNames.of(settings)

@@ -1,0 +1,145 @@
+"""Each setting is declared once, on its component's config, and the settings hold those configs
+nested (``settings.llm.temperature``); the flat names of before keep working everywhere a
+setting is given: ``CHRONICLE_LLM_TEMPERATURE``, a TOML ``llm_temperature``, a TOML ``[llm]``
+table's ``temperature`` and ``Settings(llm_temperature=...)`` reach the same field, and a name
+that is none is an error naming what the user wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from app.config import Settings, flat_names
+
+#: (flat name, a value that is not its default, the nested field it reaches, its TOML text)
+SAMPLES: list[tuple[str, Any, tuple[str, ...], str]] = [
+    ("llm_temperature", 0.25, ("llm", "temperature"), "0.25"),
+    ("llm_model", "openai/sampled", ("llm", "model"), '"openai/sampled"'),
+    ("llm_direct_calls", False, ("llm", "direct_calls"), "false"),
+    ("llm_max_output_tokens", 77, ("llm", "max_output_tokens"), "77"),
+]
+IDS = [sample[0] for sample in SAMPLES]
+
+
+@pytest.fixture
+def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty settings file and an environment without ``CHRONICLE_*`` settings."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("CHRONICLE_"):
+            monkeypatch.delenv(name)
+    path = tmp_path / "config.toml"
+    path.write_text("")
+    monkeypatch.setenv("CHRONICLE_CONFIG", str(path))
+    return path
+
+
+def reached(settings: Settings, path: tuple[str, ...]) -> Any:
+    value: Any = settings
+    for part in path:
+        value = getattr(value, part)
+    return value
+
+
+def env_text(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+def test_a_flat_env_name_reaches_the_nested_field(
+    config_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flat: str,
+    value: Any,
+    path: tuple[str, ...],
+    toml: str,
+) -> None:
+    assert reached(Settings(), path) != value  # the sample is no default
+    monkeypatch.setenv(f"CHRONICLE_{flat.upper()}", env_text(value))
+    assert reached(Settings(), path) == value
+
+
+@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+def test_a_flat_toml_key_and_a_nested_table_reach_the_nested_field(
+    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str
+) -> None:
+    config_file.write_text(f"{flat} = {toml}\n")
+    assert reached(Settings(), path) == value
+    *tables, key = path
+    config_file.write_text(f"[{'.'.join(tables)}]\n{key} = {toml}\n")
+    assert reached(Settings(), path) == value
+
+
+@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+def test_a_flat_argument_reaches_the_nested_field_however_the_settings_are_made(
+    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str
+) -> None:
+    assert reached(Settings(**{flat: value}), path) == value
+    assert reached(Settings.model_validate({flat: value}), path) == value
+    assert reached(Settings.model_construct(**{flat: value}), path) == value
+    assert reached(Settings().model_copy(update={flat: value}), path) == value
+
+
+def test_the_environment_wins_over_the_file_whichever_form_the_file_uses(
+    config_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_file.write_text("[llm]\ntemperature = 0.5\nretries = 1\n")
+    monkeypatch.setenv("CHRONICLE_LLM_TEMPERATURE", "0.75")
+    settings = Settings()
+    assert (settings.llm.temperature, settings.llm.retries) == (0.75, 1)
+    assert Settings(llm_retries=4).llm.retries == 4  # and the arguments over both
+
+
+def test_an_unknown_name_is_an_error_naming_it(config_file: Path) -> None:
+    with pytest.raises(ValidationError, match=r"llm_temprature is no setting \(did you mean "):
+        Settings(llm_temprature=0.5)
+    with pytest.raises(ValidationError, match="no_such_setting is no setting") as caught:
+        Settings(no_such_setting=1)
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted") as caught:
+        Settings(llm={"temprature": 0.5})
+    assert [flat_names().location(e["loc"]) for e in caught.value.errors()] == ["llm.temprature"]
+
+
+def test_an_unknown_toml_key_or_table_key_is_an_error(config_file: Path) -> None:
+    config_file.write_text("llm_temprature = 0.5\n")
+    with pytest.raises(ValidationError, match="llm_temprature is no setting"):
+        Settings()
+    config_file.write_text("[llm]\ntemprature = 0.5\n")
+    with pytest.raises(ValidationError, match="temprature"):
+        Settings()
+
+
+def test_a_bad_value_is_reported_under_the_flat_name(config_file: Path) -> None:
+    """A nested field's error names the setting as the user writes it (``llm_temperature``,
+    also ``CHRONICLE_LLM_TEMPERATURE``), not as ``llm.temperature``."""
+    for given in ({"llm_temperature": -1}, {"llm": {"temperature": -1}}):
+        with pytest.raises(ValidationError) as caught:
+            Settings(**given)
+        assert [flat_names().location(e["loc"]) for e in caught.value.errors()] == [
+            "llm_temperature"
+        ]
+
+
+def test_every_flat_name_is_one_setting_and_reaches_fields_of_one_type() -> None:
+    """No flat name is also a top-level setting or a group, and one that feeds several fields
+    feeds fields of one type with one default (set or not, they agree)."""
+    names = flat_names()
+    assert not set(names.paths) & set(names.top)
+    assert not set(names.paths) & set(names.groups)
+    for flat, paths in names.paths.items():
+        infos = [field_at(path) for path in paths]
+        assert len({str(info.annotation) for info in infos}) == 1, flat
+        assert len({repr(info.get_default(call_default_factory=True)) for info in infos}) == 1, flat
+
+
+def field_at(path: tuple[str, ...]) -> Any:
+    model: Any = Settings
+    info = None
+    for part in path:
+        info = model.model_fields[part]
+        model = info.annotation
+    return info
