@@ -3,9 +3,12 @@
 Precedence: explicit arguments > environment > the TOML file > defaults. The TOML file is
 ``$CHRONICLE_CONFIG`` if set, else ``config.toml`` in the user config directory.
 
-Only sessions and above (sessions, evaluation, server, cli) read ``Settings``; every lower
-package takes a small config object of its own, which the builders at the end of
-``Settings`` make (``store_config()``, ``runtime_config()``, ...). See docs/architecture.md.
+``Settings`` holds each part's own config as a group (``settings.llm``, ``settings.store``,
+``settings.projections``, ...), so every setting is declared once, by the config that uses
+it; each keeps its flat name of before (``CHRONICLE_POOL_MAX_SIZE``, a TOML
+``llm_temperature``), derived from the models (app/config/flat.py). Only sessions and above
+(sessions, evaluation, external, server, cli) read ``Settings``; every lower package takes its
+own config, which they pass down (``settings.store``). See docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Self, cast
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -30,6 +33,13 @@ from pydantic_settings import (
 )
 
 from app.config.flat import Flat, FlatEnvSource, FlatNames, NestedSource
+from app.config.groups import (
+    GatewayLimitDefaults,
+    GatewayLimits,
+    GatewaySettings,
+    ServerSettings,
+    WorkerSettings,
+)
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
 from app.llm.config import LlmSettings
 from app.projections.config import ProjectionsConfig
@@ -43,6 +53,15 @@ from app.tools.config import McpServerConfig
 if TYPE_CHECKING:
     from app.store.config import DatabaseConfig
 
+__all__ = [
+    "GatewayLimitDefaults",
+    "GatewayLimits",
+    "Settings",
+    "default_config_file",
+    "default_data_dir",
+    "flat_names",
+]
+
 APP_NAME = "chronicle"
 
 
@@ -55,35 +74,6 @@ def default_config_file() -> Path:
 
 def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
-
-
-class GatewayLimits(BaseModel):
-    """Limits on an external agent's gateway calls, for one user or one session (None: no
-    limit). What each means and how it is counted: app/external/limits.py, docs/gateway.md."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_cost_usd: float | None = Field(
-        default=None, ge=0, allow_inf_nan=False, description="refuse calls once this is spent"
-    )
-    max_calls: int | None = Field(default=None, ge=0, description="calls made, at most")
-    models: tuple[str, ...] | None = Field(
-        default=None,
-        description="names or patterns ('gpt-4o*') of the upstream models that may answer",
-    )
-    rate_per_minute: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="calls per minute, at most"
-    )
-
-
-class GatewayLimitDefaults(BaseModel):
-    """The deployment's limits: every user's (unless an admin set the user's own) and every
-    session's (a session's own limits only tighten them)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    user: GatewayLimits = GatewayLimits()
-    session: GatewayLimits = GatewayLimits()
 
 
 @dataclass(frozen=True)
@@ -140,122 +130,23 @@ class Settings(BaseSettings):
         description="Ed25519 private key (PEM) that signs anchors; unset: generated in "
         "data_dir/secrets on first use",
     )
-    max_event_bytes: int = declared_by(
-        StoreConfig,
-        "max_event_bytes",
-        description="per event payload, after its long strings are moved to blobs",
+    # -- groups: each declared once by its own config; flat names as app/config/flat.py says --
+    store: Annotated[
+        StoreConfig, Flat.named("", {"statement_timeout": "database_statement_timeout"})
+    ] = Field(default_factory=StoreConfig)
+    projections: Annotated[ProjectionsConfig, Flat.named("projections_")] = Field(
+        default_factory=ProjectionsConfig
     )
-    blob_threshold_bytes: int = declared_by(
-        StoreConfig,
-        "blob_threshold_bytes",
-        description="a payload string longer than this (UTF-8 bytes) is stored once in the "
-        "blobs table and referenced from the payload",
-    )
-    pool_min_size: int = declared_by(StoreConfig, "pool_min_size")
-    pool_max_size: int = declared_by(StoreConfig, "pool_max_size")
-    database_statement_timeout: float = declared_by(
-        StoreConfig,
-        "statement_timeout",
-        description="seconds one statement of Chronicle's own database connections may run "
-        "before PostgreSQL cancels it (0: no limit); archive, import, verify --all and "
-        "projection rebuilds run without it",
-    )
-    poll_interval: float = declared_by(
-        StoreConfig,
-        "poll_interval",
-        description="seconds between fallback polls of a quiet subscription",
-    )
-    projections_inline: bool = declared_by(
-        ProjectionsConfig,
-        "inline",
-        description="keep the projections (session_state) current inside `chronicle run`; "
-        "off when `chronicle projections run` runs them in a process of their own",
-    )
-    projections_standby_interval: float = declared_by(
-        ProjectionsConfig,
-        "standby_interval",
-        description="seconds between a waiting projection runner's attempts to take over",
-    )
-    projections_batch_size: int = declared_by(
-        ProjectionsConfig,
-        "batch_size",
-        description="most events a projection runner applies in one transaction",
-    )
-
-    # -- workers (app/sessions/worker.py) ----------------------------------------------------
-    worker_lease_duration: float = Field(
-        default=30.0,
-        gt=0,
-        description="seconds a worker's lease on a session lasts unless renewed: a worker that "
-        "dies (kill -9) is replaced by another within this",
-    )
-    worker_heartbeat_interval: float = Field(
-        default=10.0, gt=0, description="seconds between a worker's lease renewals"
-    )
-    worker_max_sessions: int = Field(
-        default=4, ge=1, description="sessions one worker runs at once"
-    )
-    worker_max_attempts: int = Field(
-        default=3,
-        ge=1,
-        description="claims of a session whose workers all died running it before one gives "
-        "up on it (recorded as an error in its log)",
-    )
-    worker_refused_backoff: float = Field(
-        default=2.0,
-        gt=0,
-        description="seconds before a session whose run the database refused for now (its disk "
-        "full, out of memory or connections) is tried again; doubled at each refusal in a row, "
-        "up to worker_refused_backoff_max",
-    )
-    worker_refused_backoff_max: float = Field(
-        default=60.0, gt=0, description="the longest wait between two tries of a refused run"
-    )
-    worker_reap_interval: float = Field(
-        default=600.0, gt=0, description="seconds between a worker's sweeps for stale sandboxes"
-    )
-    worker_sweep_interval: float = Field(
-        default=30.0,
-        gt=0,
-        description="seconds between a worker's sweeps for API evaluation runs a dead worker "
-        "left unfinished (a trial ended but unscored, or the next trials not queued)",
-    )
-    worker_drain_timeout: float = Field(
-        default=25.0,
-        gt=0,
-        description="seconds a worker stopped by SIGTERM waits for its sessions' steps in "
-        "flight; then it stops them (what is still running is reported interrupted when "
-        "another worker resumes the session)",
-    )
-
-    # -- model (CHRONICLE_LLM_*, or an [llm] table) -----------------------------------------
+    worker: Annotated[WorkerSettings, Flat.named("worker_")] = Field(default_factory=WorkerSettings)
     llm: Annotated[LlmSettings, Flat.named("llm_")] = Field(default_factory=LlmSettings)
+    gateway: Annotated[GatewaySettings, Flat.named("gateway_")] = Field(
+        default_factory=GatewaySettings
+    )
+    server: Annotated[
+        ServerSettings, Flat.named("server_", {"workspace_roots": "workspace_roots"})
+    ] = Field(default_factory=ServerSettings)
 
     # -- model gateway for agents Chronicle does not run (app/external, docs/gateway.md) ----
-    gateway_model_map: dict[str, str] = Field(
-        default_factory=dict,
-        description="model names (or patterns: '*', 'gpt-*') an agent may send to the "
-        'gateway, mapped to the litellm model that answers them, e.g. {"*": '
-        '"openai/gpt-4o-mini"}; the most specific pattern wins',
-    )
-    gateway_models: Annotated[list[str], NoDecode] = Field(
-        default_factory=list,
-        description="model names (or patterns) an agent may ask the gateway for as they are "
-        "(litellm names); the server's own llm_model is always allowed",
-    )
-    gateway_max_body_bytes: int = Field(
-        default=8 * 1024 * 1024,
-        ge=1024,
-        description="largest request body the model gateway (/v1/...) reads; more is 413",
-    )
-    gateway_max_concurrency: int = Field(
-        default=64, ge=1, description="gateway calls in flight per upstream model"
-    )
-    gateway_limits: GatewayLimitDefaults = Field(
-        default_factory=GatewayLimitDefaults,
-        description="limits of every user's and every session's gateway calls (cost, calls, "
-        'models, rate), e.g. {"session": {"max_calls": 500}, "user": {"max_cost_usd": 20}}',
-    )
 
     # -- tools ---------------------------------------------------------------------------
     mcp_servers: list[McpServerConfig] = Field(
@@ -372,135 +263,6 @@ class Settings(BaseSettings):
     )
 
     # -- access service (chronicle serve) -----------------------------------------------
-    workspace_roots: Annotated[list[Path], NoDecode] = Field(
-        default_factory=list,
-        description="directories under which an API client may name an existing workspace "
-        "(a directory or git repository); unset: only fresh workspaces under data_dir",
-    )
-    server_rate_limit: int = Field(
-        default=600, ge=1, description="requests per minute one token (or one address) may make"
-    )
-    gateway_rate_limit: int = Field(
-        default=6000,
-        ge=1,
-        description="model calls per minute one token may make through the model gateway "
-        "(/v1/...), counted apart from server_rate_limit",
-    )
-    server_max_body_bytes: int = Field(
-        default=1024 * 1024, ge=1024, description="largest request body the API reads"
-    )
-    server_max_active_sessions: int = Field(
-        default=5, ge=1, description="sessions one user may have working (or starting) at once"
-    )
-    server_login_hours: float = Field(
-        default=12.0, gt=0, description="lifetime of a browser login's session cookie"
-    )
-    server_max_streams_per_user: int = Field(
-        default=20, ge=1, description="live event streams one user may hold open in one API process"
-    )
-    server_stream_buffer_events: int = Field(
-        default=1000,
-        ge=1,
-        description="events a live stream holds for a client not yet sent; when it stays full "
-        "for server_stream_stall_seconds the client is told where to resume and closed",
-    )
-    server_stream_stall_seconds: float = Field(
-        default=10.0,
-        gt=0,
-        description="seconds a stream client's full buffer may wait for it before it is closed",
-    )
-    server_stream_keepalive_seconds: float = Field(
-        default=15.0, gt=0, description="seconds between SSE keep-alive comments on a quiet stream"
-    )
-    server_token_cache_seconds: float = Field(
-        default=5.0,
-        ge=0,
-        le=300,
-        description="seconds an API process remembers a live Bearer token instead of asking "
-        "the database on every request; a token revoked elsewhere (chronicle tokens revoke) "
-        "stops working within this many seconds (0: check every request)",
-    )
-    server_shutdown_grace: int = Field(
-        default=3,
-        ge=1,
-        description="seconds a server stopped by SIGTERM lets the requests in flight finish "
-        "before it cancels them (a client that never finishes sending its request would "
-        "otherwise hold the exit); live streams end at once",
-    )
-    server_header_timeout: float = Field(
-        default=10.0,
-        gt=0,
-        description="seconds a client has to send a request's line and headers (from the "
-        "connection's opening, or the end of the previous response); then it is answered 408 "
-        "and closed",
-    )
-    server_body_timeout: float = Field(
-        default=30.0,
-        gt=0,
-        description="seconds a client has to send a request's whole body once its headers "
-        "arrived; then it is answered 408 and closed (responses and streams are never timed)",
-    )
-    server_write_timeout: float = Field(
-        default=60.0,
-        gt=0,
-        description="seconds a response (or stream) whose write buffer is full may wait for "
-        "the client to read any of it; then the connection is dropped (a client that never "
-        "reads would otherwise hold its connection for good)",
-    )
-    server_max_connections: int = Field(
-        default=1000,
-        ge=1,
-        description="connections one API process holds open at once (streams included); one "
-        "more is answered 503 with Retry-After at once, and those open carry on",
-    )
-    server_forwarded_allow_ips: str = Field(
-        default="",
-        description="addresses of the proxies in front whose X-Forwarded-For and "
-        "X-Forwarded-Proto are believed (comma-separated, as uvicorn's --forwarded-allow-ips; "
-        "'*': any); empty: none, the peer's own address is the client's (for the failure "
-        "limit, logins and the audit trail)",
-    )
-    server_max_connections_per_address: int = Field(
-        default=0,
-        ge=0,
-        description="connections one client address (an IPv6 /64) may hold open at once; one "
-        "more is answered 503 at once (0: half of server_max_connections); the proxies "
-        "server_forwarded_allow_ips names are not limited",
-    )
-    server_secure_cookies: bool = Field(
-        default=False,
-        description="mark the login cookies Secure (set it when clients reach the API over "
-        "HTTPS through a proxy; a request that arrives over HTTPS gets them Secure anyway)",
-    )
-    server_auth_failures: int = Field(
-        default=20,
-        ge=1,
-        description="refused credentials (unknown tokens, ended logins, wrong sign-in codes) "
-        "one client address may present a minute in one API process; past it its requests "
-        "with credentials are answered 429 with Retry-After",
-    )
-    server_login_code_minutes: float = Field(
-        default=10.0,
-        gt=0,
-        le=24 * 60,
-        description="lifetime of a sign-in link's one-time code (chronicle login-link)",
-    )
-
-    @field_validator("workspace_roots", mode="before")
-    @classmethod
-    def _paths_list(cls, value: object) -> object:
-        """``CHRONICLE_WORKSPACE_ROOTS=/srv/repos:/home/me/src`` as well as a TOML list."""
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(os.pathsep) if part.strip()]
-        return value
-
-    @field_validator("gateway_models", mode="before")
-    @classmethod
-    def _models_list(cls, value: object) -> object:
-        """``CHRONICLE_GATEWAY_MODELS=gpt-4o,claude-*`` as well as a TOML list."""
-        if isinstance(value, str):
-            return [name.strip() for name in value.split(",") if name.strip()]
-        return value
 
     @field_validator("sandbox_env", mode="before")
     @classmethod
@@ -526,16 +288,6 @@ class Settings(BaseSettings):
             problems = (f"{name} is no setting{_did_you_mean(name, known)}" for name in unknown)
             raise ValueError("; ".join(problems))
         return nested
-
-    @model_validator(mode="after")
-    def _heartbeat_within_lease(self) -> Settings:
-        if self.worker_heartbeat_interval >= self.worker_lease_duration:
-            raise ValueError(
-                f"worker_heartbeat_interval ({self.worker_heartbeat_interval} s) must be shorter "
-                f"than worker_lease_duration ({self.worker_lease_duration} s), or leases expire "
-                "while their workers run them"
-            )
-        return self
 
     def known_secrets(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
         """``{value: name}`` of every secret this deployment knows, for masking the log.
@@ -569,14 +321,6 @@ class Settings(BaseSettings):
 
     # -- the lower packages' config objects ------------------------------------------------
     # Imported when built: the runtime's pulls in the docker SDK, which quick commands skip.
-
-    def store_config(self, *, long_running: bool = False) -> StoreConfig:
-        """``long_running``: for a command whose statements may legitimately run for long
-        (archive, import, ``verify --all``, a rebuild): no statement timeout."""
-        values = self.feeding(StoreConfig)
-        if long_running:
-            values["statement_timeout"] = 0
-        return StoreConfig(**values)
 
     def database_config(self) -> DatabaseConfig:
         from app.store.config import DatabaseConfig
@@ -630,9 +374,6 @@ class Settings(BaseSettings):
     def executor_config(self) -> ExecutorConfig:
         return ExecutorConfig(**self.feeding(ExecutorConfig), action_timeouts=self.action_timeouts)
 
-    def projections_config(self) -> ProjectionsConfig:
-        return ProjectionsConfig(**self.feeding(ProjectionsConfig))
-
     @classmethod
     def settings_customise_sources(
         cls,
@@ -665,11 +406,14 @@ class Settings(BaseSettings):
         return cast(Self, super().model_construct(_fields_set, **nested))
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
-        """A copy with ``update`` in flat names or tables, as the sources take them; each group
-        changed is validated (``model_copy`` itself validates nothing)."""
+        """A copy with ``update`` in flat names or tables, as the sources take them (unvalidated,
+        as ``model_copy`` is); a name that is no setting is an error."""
         if update:
             names = flat_names(type(self))
             update = names.nest(update)
+            unknown = [key for key in update if key not in type(self).model_fields]
+            if unknown:
+                raise ValueError(f"no such setting: {', '.join(unknown)}")
             for group in names.groups:
                 if isinstance(update.get(group), dict):
                     update[group] = names.updated(getattr(self, group), update[group])

@@ -114,11 +114,17 @@ class FlatNames:
         return nested
 
     def updated(self, model: BaseModel, changes: Mapping[str, Any]) -> BaseModel:
-        """``model`` (a group's config) with ``changes`` (a nested table), validated as the
-        settings sources' values are."""
-        merged = _as_table(model)
-        _merge(merged, (), changes)
-        return type(model).model_validate(merged)
+        """``model`` (a group's config) with ``changes`` (a nested table), copied as
+        ``model_copy`` copies (unvalidated, so a test may set what a file may not); a name that
+        is no field is an error, where ``model_copy`` would set it silently."""
+        update: dict[str, Any] = {}
+        for key, value in changes.items():
+            if key not in type(model).model_fields:
+                raise ValueError(f"{type(model).__name__} has no setting {key}")
+            current = getattr(model, key)
+            nested = isinstance(value, Mapping) and isinstance(current, BaseModel)
+            update[key] = self.updated(current, value) if nested else value
+        return model.model_copy(update=update)
 
 
 def _leaves(

@@ -178,7 +178,7 @@ async def run_suite(
     problem = await agents_problem(suite, recorder)
     if problem is not None:
         raise RunError(problem)
-    await bring_up_to_date(store, SessionState(), settings.projections_config())
+    await bring_up_to_date(store, SessionState(), settings.projections)
     attempts = await run_attempts(store, options.name, CONFIGURATION_KINDS)
     newest: dict[tuple[str | None, int], RunAttempt] = {}
     for attempt in attempts:

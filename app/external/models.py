@@ -41,8 +41,8 @@ class ModelRoutes:
     @classmethod
     def of(cls, settings: Settings) -> ModelRoutes:
         return cls(
-            model_map=dict(settings.gateway_model_map),
-            allowed=tuple(settings.gateway_models),
+            model_map=dict(settings.gateway.model_map),
+            allowed=tuple(settings.gateway.models),
             own=settings.llm.model,
         )
 

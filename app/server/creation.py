@@ -143,7 +143,7 @@ async def reserve_within_cap(
 ) -> None:
     """Make the user the new session's owner, within their cap of working sessions (every
     route that starts a session: a new one, a replay, a fork)."""
-    cap = settings.server_max_active_sessions
+    cap = settings.server.max_active_sessions
     if await reserve_session(store, session_id, principal.user_id, cap) >= cap:
         raise TooManyActiveSessions(
             f"you have {cap} sessions working already (the most one user may have); wait "
@@ -160,7 +160,7 @@ async def create_session(
         workspace = fresh_workspace(settings, session_id)
     else:
         workspace = await asyncio.to_thread(
-            allowed_workspace, new.workspace, list(settings.workspace_roots)
+            allowed_workspace, new.workspace, list(settings.server.workspace_roots)
         )
     config, model = session_config(settings, new, workspace)
     await refuse_unknown_provider(new.model)

@@ -154,7 +154,7 @@ def clonable(settings: Settings, repository: Path) -> None:
     word, and a session the API did not make (``chronicle import``, an application login) may
     name any repository on this host, for a fork to check out and its owner to read."""
     real = Path(os.path.realpath(repository))
-    for root in (settings.data_dir, *settings.workspace_roots):
+    for root in (settings.data_dir, *settings.server.workspace_roots):
         allowed = Path(os.path.realpath(root))
         if real == allowed or real.is_relative_to(allowed):
             _own_objects(repository)

@@ -24,7 +24,7 @@ def defaults() -> Settings:
 
 def test_default_settings_build_the_default_config_objects() -> None:
     settings = defaults()
-    assert settings.store_config() == StoreConfig()
+    assert settings.store == StoreConfig()
     assert settings.docker_config(environ={}) == DockerConfig()
     local = settings.local_config(environ={})
     assert local.model_copy(update={"hidden_paths": ()}) == LocalConfig()
@@ -64,7 +64,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         sandbox_workspace_limit_mb=64,
     )
     environ = {"NAMED": "value", "OTHER": "not passed"}
-    assert settings.store_config() == StoreConfig(
+    assert settings.store == StoreConfig(
         max_event_bytes=2 * MIB,
         blob_threshold_bytes=4096,
         pool_min_size=0,
@@ -72,7 +72,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         poll_interval=0.25,
         statement_timeout=12.5,
     )
-    assert settings.store_config(long_running=True).statement_timeout == 0  # no limit
+    assert settings.store.long_running().statement_timeout == 0  # no limit
     assert settings.database_config() == DatabaseConfig(
         database_url="postgresql://u:p@db/chronicle", data_dir=tmp_path
     )

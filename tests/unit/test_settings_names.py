@@ -6,6 +6,7 @@ that is none is an error naming what the user wrote."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,41 @@ from pydantic import ValidationError
 
 from app.config import Settings, flat_names
 
-#: (flat name, a value that is not its default, the nested field it reaches, its TOML text)
-SAMPLES: list[tuple[str, Any, tuple[str, ...], str]] = [
-    ("llm_temperature", 0.25, ("llm", "temperature"), "0.25"),
-    ("llm_model", "openai/sampled", ("llm", "model"), '"openai/sampled"'),
-    ("llm_direct_calls", False, ("llm", "direct_calls"), "false"),
-    ("llm_max_output_tokens", 77, ("llm", "max_output_tokens"), "77"),
+#: (flat name, a value that is not its default, the nested field it reaches, the value as TOML
+#: writes it, as the environment does)
+SAMPLES: list[tuple[str, Any, tuple[str, ...], str, str]] = [
+    ("llm_temperature", 0.25, ("llm", "temperature"), "0.25", "0.25"),
+    ("llm_model", "openai/sampled", ("llm", "model"), '"openai/sampled"', "openai/sampled"),
+    ("llm_direct_calls", False, ("llm", "direct_calls"), "false", "false"),
+    ("llm_max_output_tokens", 77, ("llm", "max_output_tokens"), "77", "77"),
+    ("pool_max_size", 3, ("store", "pool_max_size"), "3", "3"),
+    ("database_statement_timeout", 12.5, ("store", "statement_timeout"), "12.5", "12.5"),
+    ("projections_batch_size", 9, ("projections", "batch_size"), "9", "9"),
+    ("worker_drain_timeout", 5.0, ("worker", "drain_timeout"), "5.0", "5"),
+    ("server_rate_limit", 60, ("server", "rate_limit"), "60", "60"),
+    ("server_secure_cookies", True, ("server", "secure_cookies"), "true", "true"),
+    (
+        "workspace_roots",
+        [Path("/srv/repos"), Path("/home/me/src")],
+        ("server", "workspace_roots"),
+        '["/srv/repos", "/home/me/src"]',
+        f"/srv/repos{os.pathsep}/home/me/src",
+    ),
+    ("gateway_rate_limit", 60, ("gateway", "rate_limit"), "60", "60"),
+    (
+        "gateway_models",
+        ["gpt-4o", "claude-*"],
+        ("gateway", "models"),
+        '["gpt-4o", "claude-*"]',
+        "gpt-4o,claude-*",
+    ),
+    (
+        "gateway_model_map",
+        {"*": "openai/x"},
+        ("gateway", "model_map"),
+        '{"*" = "openai/x"}',
+        '{"*": "openai/x"}',
+    ),
 ]
 IDS = [sample[0] for sample in SAMPLES]
 
@@ -27,8 +57,6 @@ IDS = [sample[0] for sample in SAMPLES]
 @pytest.fixture
 def config_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty settings file and an environment without ``CHRONICLE_*`` settings."""
-    import os
-
     for name in list(os.environ):
         if name.startswith("CHRONICLE_"):
             monkeypatch.delenv(name)
@@ -45,11 +73,7 @@ def reached(settings: Settings, path: tuple[str, ...]) -> Any:
     return value
 
 
-def env_text(value: Any) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+@pytest.mark.parametrize(("flat", "value", "path", "toml", "env"), SAMPLES, ids=IDS)
 def test_a_flat_env_name_reaches_the_nested_field(
     config_file: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -57,15 +81,16 @@ def test_a_flat_env_name_reaches_the_nested_field(
     value: Any,
     path: tuple[str, ...],
     toml: str,
+    env: str,
 ) -> None:
     assert reached(Settings(), path) != value  # the sample is no default
-    monkeypatch.setenv(f"CHRONICLE_{flat.upper()}", env_text(value))
+    monkeypatch.setenv(f"CHRONICLE_{flat.upper()}", env)
     assert reached(Settings(), path) == value
 
 
-@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+@pytest.mark.parametrize(("flat", "value", "path", "toml", "env"), SAMPLES, ids=IDS)
 def test_a_flat_toml_key_and_a_nested_table_reach_the_nested_field(
-    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str
+    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str, env: str
 ) -> None:
     config_file.write_text(f"{flat} = {toml}\n")
     assert reached(Settings(), path) == value
@@ -74,9 +99,9 @@ def test_a_flat_toml_key_and_a_nested_table_reach_the_nested_field(
     assert reached(Settings(), path) == value
 
 
-@pytest.mark.parametrize(("flat", "value", "path", "toml"), SAMPLES, ids=IDS)
+@pytest.mark.parametrize(("flat", "value", "path", "toml", "env"), SAMPLES, ids=IDS)
 def test_a_flat_argument_reaches_the_nested_field_however_the_settings_are_made(
-    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str
+    config_file: Path, flat: str, value: Any, path: tuple[str, ...], toml: str, env: str
 ) -> None:
     assert reached(Settings(**{flat: value}), path) == value
     assert reached(Settings.model_validate({flat: value}), path) == value
@@ -99,6 +124,10 @@ def test_an_unknown_name_is_an_error_naming_it(config_file: Path) -> None:
         Settings(llm_temprature=0.5)
     with pytest.raises(ValidationError, match="no_such_setting is no setting") as caught:
         Settings(no_such_setting=1)
+    with pytest.raises(ValueError, match="no such setting: llm_temprature"):
+        Settings().model_copy(update={"llm_temprature": 0.5})
+    with pytest.raises(ValueError, match="has no setting temprature"):
+        Settings().model_copy(update={"llm": {"temprature": 0.5}})
     with pytest.raises(ValidationError, match="Extra inputs are not permitted") as caught:
         Settings(llm={"temprature": 0.5})
     assert [flat_names().location(e["loc"]) for e in caught.value.errors()] == ["llm.temprature"]

@@ -24,7 +24,7 @@ def test_reading_the_settings_imports_no_engine() -> None:
         "import sys, app.config\n"
         "s = app.config.Settings()\n"
         "s.docker_config(environ={}), s.executor_config()\n"
-        "s.store_config(), s.projections_config()\n"
+        "s.store, s.projections\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run(
