@@ -17,13 +17,11 @@ import difflib
 import functools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Self, cast
 
 import platformdirs
 from pydantic import BaseModel, Field, field_validator, model_validator
-from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -43,10 +41,7 @@ from app.config.groups import (
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
 from app.llm.config import LlmSettings
 from app.projections.config import ProjectionsConfig
-from app.runtime.config import DockerConfig, ExecutorConfig, LocalConfig, RuntimeConfig
-from app.runtime.kinds import DEFAULT as DEFAULT_KIND
-from app.runtime.kinds import RuntimeKind
-from app.runtime.local.limits import SandboxLimits
+from app.runtime.config import ExecutorConfig, RuntimeConfig
 from app.store.config import StoreConfig
 from app.tools.config import McpServerConfig
 
@@ -76,29 +71,21 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME))
 
 
-@dataclass(frozen=True)
-class Feeds:
-    """Marks a setting as the value of ``model``'s ``field`` (kept in the field's metadata,
-    which pydantic leaves alone): ``Settings.feeding(model)`` builds that model's values."""
-
-    model: type[BaseModel]
-    field: str
-
-
-def declared_by(
-    model: type[BaseModel],
-    field: str,
-    *also: tuple[type[BaseModel], str],
-    description: str | None = None,
-) -> Any:
-    """A setting declared once, by the component config field it feeds: its default and
-    bounds are that field's (and its description, unless a user-facing one is given); it
-    feeds the fields in ``also`` too, whose defaults must agree
-    (tests/unit/test_config_objects.py)."""
-    source = model.model_fields[field]
-    info = FieldInfo.merge_field_infos(source, description=description or source.description)
-    info.metadata = [*info.metadata, Feeds(model, field), *(Feeds(m, f) for m, f in also)]
-    return info
+#: The sandbox settings' flat names: ``sandbox_`` + the name (``sandbox_cpus``), one name for
+#: the local and the Docker sandbox's field alike (``sandbox_network`` sets both); the local
+#: limits named as Docker names its own (``sandbox_memory = "4g"``, also the Docker memory).
+SANDBOX_NAMES = Flat.named(
+    "sandbox_",
+    {
+        "kind": "runtime",
+        "local.limits.processes": "sandbox_pids_limit",
+        "local.limits.memory_bytes": "sandbox_memory",
+        "local.limits.file_size_bytes": "sandbox_file_size_limit",
+        "local.limits.workspace_mb": "sandbox_workspace_limit_mb",
+    },
+    within=("local", "local.limits", "docker"),
+    omitted=("workspaces_dir", "local.env", "local.hidden_paths", "docker.env"),
+)
 
 
 class Settings(BaseSettings):
@@ -130,77 +117,35 @@ class Settings(BaseSettings):
         description="Ed25519 private key (PEM) that signs anchors; unset: generated in "
         "data_dir/secrets on first use",
     )
-    # -- groups: each declared once by its own config; flat names as app/config/flat.py says --
+
+    # -- groups: each part's own config, every setting declared once by it; their flat names
+    # (CHRONICLE_POOL_MAX_SIZE, a TOML llm_temperature) as the Flat markers say (flat.py) -----
     store: Annotated[
         StoreConfig, Flat.named("", {"statement_timeout": "database_statement_timeout"})
     ] = Field(default_factory=StoreConfig)
     projections: Annotated[ProjectionsConfig, Flat.named("projections_")] = Field(
         default_factory=ProjectionsConfig
     )
-    worker: Annotated[WorkerSettings, Flat.named("worker_")] = Field(default_factory=WorkerSettings)
     llm: Annotated[LlmSettings, Flat.named("llm_")] = Field(default_factory=LlmSettings)
-    gateway: Annotated[GatewaySettings, Flat.named("gateway_")] = Field(
-        default_factory=GatewaySettings
-    )
+    sandbox: Annotated[RuntimeConfig, SANDBOX_NAMES] = Field(default_factory=RuntimeConfig)
+    executor: Annotated[
+        ExecutorConfig, Flat.named("sandbox_", {"action_timeouts": "action_timeouts"})
+    ] = Field(default_factory=ExecutorConfig)
+    worker: Annotated[WorkerSettings, Flat.named("worker_")] = Field(default_factory=WorkerSettings)
     server: Annotated[
         ServerSettings, Flat.named("server_", {"workspace_roots": "workspace_roots"})
     ] = Field(default_factory=ServerSettings)
-
-    # -- model gateway for agents Chronicle does not run (app/external, docs/gateway.md) ----
-
-    # -- tools ---------------------------------------------------------------------------
-    mcp_servers: list[McpServerConfig] = Field(
-        default_factory=list, description="MCP servers every session starts ([[mcp_servers]])"
+    gateway: Annotated[GatewaySettings, Flat.named("gateway_")] = Field(
+        default_factory=GatewaySettings
     )
 
-    # -- sandboxes -----------------------------------------------------------------------
-    runtime: RuntimeKind = Field(default=DEFAULT_KIND, description="default runtime")
-    sandbox_network: bool = declared_by(
-        DockerConfig,
-        "network",
-        (LocalConfig, "network"),
-        description="let commands in a sandbox use the network",
+    # -- settings of no part below the sessions ---------------------------------------------
+    mcp_servers: list[McpServerConfig] = Field(
+        default_factory=list, description="MCP servers every session starts ([[mcp_servers]])"
     )
     sandbox_env: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="names of host environment variables passed into sandboxes (none else is)",
-    )
-    sandbox_base_image: str = declared_by(
-        DockerConfig,
-        "base_image",
-        description="base of the Docker sandbox image (any image with python3 and bash)",
-    )
-    sandbox_cpus: float = declared_by(DockerConfig, "cpus", description="CPUs of a Docker sandbox")
-    sandbox_memory: str = declared_by(
-        DockerConfig, "memory", description="memory limit of a sandbox as Docker writes it, e.g. 4g"
-    )
-    sandbox_pids_limit: int = declared_by(
-        DockerConfig, "pids_limit", (SandboxLimits, "processes"), description="bounds fork bombs"
-    )
-    sandbox_uid: int = declared_by(
-        DockerConfig,
-        "uid",
-        (LocalConfig, "uid"),
-        description="uid (and gid) of sandboxes (Docker and the local jail) and of a fork's "
-        "restore when Chronicle runs as root and the workspace is root's or new; such a "
-        "workspace's root-owned files are chowned to it once",
-    )
-    sandbox_disk_quota: str | None = declared_by(
-        DockerConfig,
-        "disk_quota",
-        description="Docker writable-layer size limit (storage_opt size) where the storage "
-        "driver enforces one (else skipped, logged once); empty for none",
-    )
-    sandbox_tmpfs_size: str = declared_by(
-        DockerConfig,
-        "tmpfs_size",
-        description="size of a Docker sandbox's /tmp and home (tmpfs, in memory)",
-    )
-    sandbox_ready_timeout: float = declared_by(
-        RuntimeConfig,
-        "ready_timeout",
-        (ExecutorConfig, "ready_timeout"),
-        description="seconds a starting (or restarted) sandbox may take to answer",
     )
     workspace_snapshot_max_bytes: int = Field(
         default=10 * 1024 * 1024,
@@ -211,58 +156,9 @@ class Settings(BaseSettings):
     workspace_snapshot_timeout: float = Field(
         default=60.0, gt=0, description="seconds each git command of a workspace recording may take"
     )
-    sandbox_no_output_timeout: float = declared_by(
-        DockerConfig,
-        "no_output_timeout",
-        (LocalConfig, "no_output_timeout"),
-        description="seconds without output before a command is 'still running'",
-    )
-    action_timeouts: dict[str, float] = Field(
-        default_factory=lambda: {
-            "run": 120.0,
-            "file.read": 30.0,
-            "file.write": 30.0,
-            "file.edit": 30.0,
-        },
-        description="seconds an action of each kind may take when it sets no timeout itself",
-    )
-    sandbox_pool_size: int = declared_by(
-        RuntimeConfig, "pool_size", description="warm sandboxes kept started"
-    )
-    sandbox_heartbeat_interval: float = declared_by(
-        DockerConfig,
-        "heartbeat_interval",
-        (ExecutorConfig, "heartbeat_interval"),
-        description="seconds between the heartbeats a sandbox's owner sends it",
-    )
-    sandbox_max_restarts: int = declared_by(
-        ExecutorConfig,
-        "max_restarts",
-        description="times one run restarts a sandbox that died (failed its liveness check) "
-        "before the run ends in error; 0 ends it at the first death",
-    )
     sandbox_reap_after: float = Field(
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
-    sandbox_file_size_limit: str | None = Field(
-        default="10g",
-        description="largest file a command in a local sandbox may write, e.g. 10g; empty for none",
-    )
-    sandbox_cpu_seconds: int | None = declared_by(
-        SandboxLimits,
-        "cpu_seconds",
-        description="CPU seconds each process in a local sandbox may use",
-    )
-    sandbox_workspace_limit_mb: int | None = declared_by(
-        DockerConfig,
-        "workspace_limit_mb",
-        (SandboxLimits, "workspace_mb"),
-        description="MB a sandbox may add to its workspace beyond what it held when the sandbox "
-        "started (local and Docker): a command that grows it past is stopped, a file write "
-        "refused; empty for none",
-    )
-
-    # -- access service (chronicle serve) -----------------------------------------------
 
     @field_validator("sandbox_env", mode="before")
     @classmethod
@@ -319,10 +215,12 @@ class Settings(BaseSettings):
         environ = os.environ if environ is None else environ
         return {name: environ[name] for name in self.sandbox_env if name in environ}
 
-    # -- the lower packages' config objects ------------------------------------------------
-    # Imported when built: the runtime's pulls in the docker SDK, which quick commands skip.
+    # -- the two configs the settings build rather than hold --------------------------------
 
     def database_config(self) -> DatabaseConfig:
+        """Which PostgreSQL. Built, not held: ``data_dir`` is every part's (the workspaces, the
+        secrets, the anchor key), so it stays a top-level setting, and the database's config
+        joins it to the URLs."""
         from app.store.config import DatabaseConfig
 
         return DatabaseConfig(
@@ -332,47 +230,21 @@ class Settings(BaseSettings):
             owner_database_url=self.owner_database_url,
         )
 
-    def feeding(self, model: type[BaseModel]) -> dict[str, Any]:
-        """The values of ``model``'s fields that settings feed (``declared_by``)."""
-        return {
-            feed.field: getattr(self, name)
-            for name, info in type(self).model_fields.items()
-            for feed in info.metadata
-            if isinstance(feed, Feeds) and feed.model is model
-        }
-
-    def local_config(self, environ: Mapping[str, str] | None = None) -> LocalConfig:
-        """The local sandbox's; sizes as Docker writes them (4g, 512m) become bytes."""
-        from docker.utils import parse_bytes
-
-        file_size = self.sandbox_file_size_limit
-        limits = SandboxLimits(
-            **self.feeding(SandboxLimits),
-            memory_bytes=parse_bytes(self.sandbox_memory),
-            file_size_bytes=parse_bytes(file_size) if file_size else None,
-        )
-        return LocalConfig(
-            **self.feeding(LocalConfig),
-            env=self.sandbox_environment(environ),
-            limits=limits,
-            hidden_paths=(default_config_file(), self.data_dir),
-        )
-
-    def docker_config(self, environ: Mapping[str, str] | None = None) -> DockerConfig:
-        return DockerConfig(**self.feeding(DockerConfig), env=self.sandbox_environment(environ))
-
     def runtime_config(self, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
-        """What the runtime factory needs: the default kind, each kind's config, the pool."""
-        return RuntimeConfig(
-            **self.feeding(RuntimeConfig),
-            kind=self.runtime,
-            local=self.local_config(environ),
-            docker=self.docker_config(environ),
-            workspaces_dir=self.data_dir / "workspaces",
+        """The sandbox group as the runtime factory takes it. Not a copy: it puts in what only
+        this process knows, the values of the host variables ``sandbox_env`` names
+        (``environ``), the paths a local sandbox must not see (the settings file, the data
+        directory) and where pooled sandboxes get their workspaces (``data_dir``)."""
+        env = self.sandbox_environment(environ)
+        hidden = (default_config_file(), self.data_dir)
+        sandbox = self.sandbox
+        return sandbox.model_copy(
+            update={
+                "local": sandbox.local.model_copy(update={"env": env, "hidden_paths": hidden}),
+                "docker": sandbox.docker.model_copy(update={"env": env}),
+                "workspaces_dir": self.data_dir / "workspaces",
+            }
         )
-
-    def executor_config(self) -> ExecutorConfig:
-        return ExecutorConfig(**self.feeding(ExecutorConfig), action_timeouts=self.action_timeouts)
 
     @classmethod
     def settings_customise_sources(

@@ -273,7 +273,7 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
         ) from None
     return RunPlan(
         name=request.name, suite=suite, model=llm.model, base_url=llm.base_url,
-        runtime=request.runtime or settings.runtime, trials=request.trials,
+        runtime=request.runtime or settings.sandbox.kind, trials=request.trials,
         concurrency=request.concurrency, owner=owner, user=user,
         recorded_as=run_key(request.name, owner),
     )  # fmt: skip
@@ -378,7 +378,7 @@ def trial_config(
         agent=CodeActAgent,
         workspace=workspace,
         runtime=plan.runtime,
-        sandbox_base_image=settings.sandbox_base_image,
+        sandbox_base_image=settings.sandbox.docker.base_image,
         llm=settings.llm.config(model=plan.model, base_url=plan.base_url),
         mcp_servers=settings.mcp_servers,
         max_iterations=task.limits.max_iterations,

@@ -115,8 +115,8 @@ def session_config(
     config = run_config(
         agent=CodeActAgent,
         workspace=workspace,
-        runtime=new.runtime or settings.runtime,
-        sandbox_base_image=settings.sandbox_base_image,
+        runtime=new.runtime or settings.sandbox.kind,
+        sandbox_base_image=settings.sandbox.docker.base_image,
         llm=llm,
         mcp_servers=settings.mcp_servers,
         max_iterations=new.limits.max_iterations,

@@ -25,12 +25,12 @@ def defaults() -> Settings:
 def test_default_settings_build_the_default_config_objects() -> None:
     settings = defaults()
     assert settings.store == StoreConfig()
-    assert settings.docker_config(environ={}) == DockerConfig()
-    local = settings.local_config(environ={})
+    runtime = settings.runtime_config(environ={})
+    assert runtime.docker == DockerConfig()
+    local = runtime.local
     assert local.model_copy(update={"hidden_paths": ()}) == LocalConfig()
     assert local.limits == SandboxLimits()
-    executor = settings.executor_config()
-    assert executor.model_copy(update={"action_timeouts": {}}) == ExecutorConfig()
+    assert settings.executor == ExecutorConfig()
 
 
 def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
@@ -107,14 +107,14 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         hidden_paths=(default_config_file(), tmp_path),
         uid=20002,
     )
-    assert settings.executor_config() == ExecutorConfig(
+    assert settings.executor == ExecutorConfig(
         action_timeouts={"run": 5.0}, heartbeat_interval=4.0, ready_timeout=9.0, max_restarts=1
     )
 
 
 def test_a_sandbox_config_never_shows_the_values_it_passes_in() -> None:
-    config = defaults().docker_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
-    local = defaults().local_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
+    runtime = defaults().runtime_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
+    config, local = runtime.docker, runtime.local
     for made in (config, local):
         assert "ghp_secret" not in repr(made) and "ghp_secret" not in str(made)
 
@@ -131,28 +131,12 @@ def test_llm_config_takes_overrides_and_needs_a_model(tmp_path: Path) -> None:
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-override-123"
 
 
-def test_a_setting_declared_by_a_component_has_its_default_and_bounds_and_feeds_it() -> None:
-    """A sandbox setting is declared once, by the component config field it feeds
-    (``declared_by``): its default and bounds are that field's, the other fields it feeds
-    default alike, and a value set reaches every one of them."""
-    from app.config import Feeds
-
-    fed = 0
-    for name, info in Settings.model_fields.items():
-        feeds = [m for m in info.metadata if isinstance(m, Feeds)]
-        for feed in feeds:
-            target = feed.model.model_fields[feed.field]
-            assert target.get_default(call_default_factory=True) == info.get_default(
-                call_default_factory=True
-            ), (name, feed)
-            fed += 1
-        if feeds:
-            source = feeds[0].model.model_fields[feeds[0].field]
-            bounds = [m for m in info.metadata if not isinstance(m, Feeds)]
-            assert bounds == source.metadata, name
-    assert fed >= 20
+def test_a_sandbox_setting_reaches_every_field_it_names() -> None:
+    """One flat name sets the local and the Docker sandbox's field alike (and the executor's):
+    a value set reaches every one of them (that their defaults agree:
+    tests/unit/test_settings_names.py)."""
     settings = Settings(sandbox_uid=12345, sandbox_heartbeat_interval=7.0, sandbox_pids_limit=99)
     runtime = settings.runtime_config(environ={})
     assert runtime.docker.uid == runtime.local.uid == 12345
-    assert runtime.docker.heartbeat_interval == settings.executor_config().heartbeat_interval == 7.0
+    assert runtime.docker.heartbeat_interval == settings.executor.heartbeat_interval == 7.0
     assert runtime.docker.pids_limit == runtime.local.limits.processes == 99

@@ -43,6 +43,12 @@ SAMPLES: list[tuple[str, Any, tuple[str, ...], str, str]] = [
         '["gpt-4o", "claude-*"]',
         "gpt-4o,claude-*",
     ),
+    ("runtime", "docker", ("sandbox", "kind"), '"docker"', "docker"),
+    ("sandbox_cpus", 0.5, ("sandbox", "docker", "cpus"), "0.5", "0.5"),
+    ("sandbox_pool_size", 2, ("sandbox", "pool_size"), "2", "2"),
+    ("sandbox_cpu_seconds", 9, ("sandbox", "local", "limits", "cpu_seconds"), "9", "9"),
+    ("sandbox_max_restarts", 1, ("executor", "max_restarts"), "1", "1"),
+    ("action_timeouts", {"run": 5.0}, ("executor", "action_timeouts"), "{run = 5.0}", '{"run": 5}'),
     (
         "gateway_model_map",
         {"*": "openai/x"},
@@ -153,22 +159,74 @@ def test_a_bad_value_is_reported_under_the_flat_name(config_file: Path) -> None:
         ]
 
 
-def test_every_flat_name_is_one_setting_and_reaches_fields_of_one_type() -> None:
-    """No flat name is also a top-level setting or a group, and one that feeds several fields
-    feeds fields of one type with one default (set or not, they agree)."""
+#: (flat name, value, every field it sets, the value each then holds)
+SHARED: list[tuple[str, Any, list[tuple[str, ...]], list[Any]]] = [
+    (
+        "sandbox_network",
+        True,
+        [("sandbox", "local", "network"), ("sandbox", "docker", "network")],
+        [True, True],
+    ),
+    (
+        "sandbox_memory",
+        "512m",
+        [("sandbox", "local", "limits", "memory_bytes"), ("sandbox", "docker", "memory")],
+        [512 * 1024**2, "512m"],
+    ),
+    (
+        "sandbox_pids_limit",
+        77,
+        [("sandbox", "local", "limits", "processes"), ("sandbox", "docker", "pids_limit")],
+        [77, 77],
+    ),
+    (
+        "sandbox_ready_timeout",
+        9.0,
+        [("sandbox", "ready_timeout"), ("executor", "ready_timeout")],
+        [9.0, 9.0],
+    ),
+    (
+        "sandbox_file_size_limit",
+        "",
+        [("sandbox", "local", "limits", "file_size_bytes")],
+        [None],
+    ),
+]
+
+
+@pytest.mark.parametrize(("flat", "value", "paths", "held"), SHARED, ids=[s[0] for s in SHARED])
+def test_a_flat_name_of_several_fields_sets_each(
+    config_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    flat: str,
+    value: Any,
+    paths: list[tuple[str, ...]],
+    held: list[Any],
+) -> None:
+    """One name for the local and the Docker sandbox's field (and the executor's), in the
+    notation of before (``sandbox_memory = "512m"`` is also the local sandbox's bytes); the
+    nested forms name each field on its own."""
+    assert sorted(flat_names().paths[flat]) == sorted(paths)
+    monkeypatch.setenv(f"CHRONICLE_{flat.upper()}", str(value).lower())
+    from_env = Settings()
+    from_args = Settings(**{flat: value})
+    for path, expected in zip(paths, held, strict=True):
+        assert reached(from_env, path) == reached(from_args, path) == expected
+
+
+def test_every_flat_name_is_one_setting_and_its_fields_default_alike() -> None:
+    """No flat name is also a top-level setting or a group, and setting one to the default of
+    a field it sets (in the notation the others take: ``sandbox_memory`` is Docker's ``4g``)
+    changes none of the others (the defaults agree)."""
     names = flat_names()
     assert not set(names.paths) & set(names.top)
     assert not set(names.paths) & set(names.groups)
+    defaults = Settings.model_construct()
     for flat, paths in names.paths.items():
-        infos = [field_at(path) for path in paths]
-        assert len({str(info.annotation) for info in infos}) == 1, flat
-        assert len({repr(info.get_default(call_default_factory=True)) for info in infos}) == 1, flat
-
-
-def field_at(path: tuple[str, ...]) -> Any:
-    model: Any = Settings
-    info = None
-    for part in path:
-        info = model.model_fields[part]
-        model = info.annotation
-    return info
+        agree = []
+        for path in paths:
+            try:
+                agree.append(Settings.model_construct(**{flat: reached(defaults, path)}))
+            except ValidationError:
+                continue  # a default in a notation another field does not take
+        assert agree and all(made == defaults for made in agree), flat
