@@ -230,3 +230,16 @@ def test_every_flat_name_is_one_setting_and_its_fields_default_alike() -> None:
             except ValidationError:
                 continue  # a default in a notation another field does not take
         assert agree and all(made == defaults for made in agree), flat
+
+
+def test_the_command_line_names_a_bad_setting_as_the_user_wrote_it(config_file: Path) -> None:
+    """``chronicle``'s one sentence names the flat name (also the env name without
+    ``CHRONICLE_``), whichever form the file used, and a near miss's likely meaning."""
+    from app.cli import ConfigurationError, load_settings
+
+    config_file.write_text("[llm]\ntemperature = -1\n")
+    with pytest.raises(ConfigurationError, match=r"\(llm_temperature: Input should be greater"):
+        load_settings()
+    config_file.write_text("sandbox_cpu = 1\n")
+    with pytest.raises(ConfigurationError, match=r"sandbox_cpu is no setting \(did you mean "):
+        load_settings()
