@@ -1,7 +1,7 @@
 """Packages whose exports load on first use (PEP 562).
 
 A package's ``__init__`` that imports its whole public surface makes every importer of one
-leaf module pay for all of it: ``app/config.py`` reads ``app.store.config`` and the kinds'
+leaf module pay for all of it: ``app/config`` reads ``app.store.config`` and the kinds'
 registry, and each ``chronicle`` command would import the store, the gateway and Docker's SDK
 before parsing its arguments. Such a package names each export's module instead (typed for
 mypy under ``TYPE_CHECKING``) and sets ``__getattr__ = lazy_exports(__name__, {...})``. The

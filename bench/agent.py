@@ -219,7 +219,7 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
     with tempfile.TemporaryDirectory(prefix="chronicle-bench-agent-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         async with await EventStore.open(
-            database.app, config=settings.store_config(), masker=settings.masker()
+            database.app, config=settings.store, masker=settings.masker()
         ) as store:
             whole_loop: list[float] = []
 

@@ -203,7 +203,7 @@ async def run(database: BenchDatabase, rounds: int) -> list[Measurement]:
                 llm_input_cost_per_token=0.0, llm_output_cost_per_token=0.0,
             )  # fmt: skip
             async with await EventStore.open(
-                database.app, config=settings.store_config(), masker=settings.masker()
+                database.app, config=settings.store, masker=settings.masker()
             ) as store:
                 # first: `chronicle eval score` is a process that never loads the model
                 # client (litellm), whose 340,000 objects would slow every collection

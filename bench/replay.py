@@ -245,7 +245,7 @@ async def _child(url: str, session: uuid.UUID) -> ChildReplay:
     with tempfile.TemporaryDirectory(prefix="chronicle-bench-replay-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         async with await EventStore.open(
-            url, config=settings.store_config(), masker=settings.masker()
+            url, config=settings.store, masker=settings.masker()
         ) as store:
             reset_peak_rss()
             before = rss_mb()
@@ -283,7 +283,7 @@ async def run(database: BenchDatabase, long: int) -> list[Measurement]:
     with tempfile.TemporaryDirectory(prefix="chronicle-bench-replay-") as tmp:
         settings = Settings(data_dir=Path(tmp))
         async with await EventStore.open(
-            database.app, config=settings.store_config(), masker=settings.masker()
+            database.app, config=settings.store, masker=settings.masker()
         ) as store:
             print(f"  ... recording {STEPS} live steps", file=sys.stderr, flush=True)
             live_session, live_rate = await record_live(store, Path(tmp))

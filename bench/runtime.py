@@ -185,7 +185,7 @@ async def run(rounds: int) -> tuple[list[Measurement], str | None]:
         rows = await local_part(root, rounds)
         problem = docker_problem()
         if problem is None:
-            config = Settings(data_dir=root / "data").docker_config()
+            config = Settings(data_dir=root / "data").runtime_config().docker
             rows += await docker_part(root, config, rounds)
         return rows, problem
 

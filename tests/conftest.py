@@ -87,7 +87,7 @@ def settings(tmp_path) -> Settings:
 async def store(app_database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     """The event store as the application opens it: as chronicle_app, least privilege."""
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened
 

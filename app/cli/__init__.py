@@ -116,7 +116,7 @@ def load_settings() -> Settings:
 
     from pydantic import ValidationError
 
-    from app.config import Settings, default_config_file
+    from app.config import Settings, default_config_file, flat_names
 
     explicit = os.environ.get("CHRONICLE_CONFIG")
     if explicit and not default_config_file().is_file():
@@ -131,8 +131,10 @@ def load_settings() -> Settings:
             f"the settings file {default_config_file()} is not valid TOML: {exc}"
         ) from None
     except ValidationError as exc:
+        names = flat_names()  # a nested setting by the flat name the user may have written
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            f"{names.location(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in exc.errors()
         )
         raise ConfigurationError(f"invalid configuration ({problems})") from None
     except ValueError as exc:  # e.g. llm_api_key_file names a file that cannot be read

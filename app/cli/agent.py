@@ -153,13 +153,13 @@ async def _print_events(store: EventStore, session: uuid.UUID, after: int) -> No
 def session_settings(args: argparse.Namespace, settings: Settings) -> Settings:
     """The settings with this command's key and sandbox variables, so that the store masks
     the key like any configured secret."""
-    from app.config import read_secret_file
+    from app.llm.config import read_secret_file
 
     update: dict[str, object] = {}
     if args.api_key:
-        update["llm_api_key"] = SecretStr(args.api_key)
+        update["llm"] = {"api_key": SecretStr(args.api_key)}
     elif args.api_key_file:
-        update["llm_api_key"] = SecretStr(read_secret_file(args.api_key_file))
+        update["llm"] = {"api_key": SecretStr(read_secret_file(args.api_key_file))}
     if args.env:
         update["sandbox_env"] = [*settings.sandbox_env, *args.env]
     return settings.model_copy(update=update) if update else settings
@@ -344,7 +344,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             runtime=args.runtime,
             model=args.model,
             base_url=args.base_url,
-            api_key=settings.llm_api_key,
+            api_key=settings.llm.api_key,
             max_iterations=args.max_iterations,
             max_cost_usd=args.max_cost,
             stuck_detection=not args.no_stuck_detection,

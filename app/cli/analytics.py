@@ -108,7 +108,7 @@ async def _analyst_url(settings: Settings) -> str:
     url = await asyncio.to_thread(analyst_url, settings.database_config())
     async with await open_store(settings) as store:
         for projection in all_projections():
-            await bring_up_to_date(store, projection, settings.projections_config())
+            await bring_up_to_date(store, projection, settings.projections)
     return url
 
 

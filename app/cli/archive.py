@@ -90,7 +90,7 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
     sessions = list(dict.fromkeys(args.sessions))
     url = await asyncio.to_thread(ensure_database, settings.database_config())
     async with await EventStore.open(
-        url, config=settings.store_config(long_running=True), masker=settings.masker()
+        url, config=settings.store.long_running(), masker=settings.masker()
     ) as store:
         if args.output is None:
             # data, byte for byte what the API's export sends (app.cli.terminal)
@@ -132,7 +132,7 @@ async def import_(args: argparse.Namespace, settings: Settings) -> int:
     await asyncio.to_thread(ensure_database, config)  # the embedded one started, migrated
     url = await asyncio.to_thread(admin_database_url, config)
     async with await EventStore.open(
-        url, config=settings.store_config(long_running=True), masker=settings.masker()
+        url, config=settings.store.long_running(), masker=settings.masker()
     ) as store:
         report = await import_file(store, args.file)
     print(
@@ -153,7 +153,7 @@ async def import_recording(format_name: str, path: Path, settings: Settings) -> 
         return 1
     url = await asyncio.to_thread(ensure_database, settings.database_config())
     async with await EventStore.open(
-        url, config=settings.store_config(long_running=True), masker=settings.masker()
+        url, config=settings.store.long_running(), masker=settings.masker()
     ) as store:
         for session in sessions:
             try:

@@ -165,7 +165,7 @@ async def report_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async with await open_store(settings) as store:
         try:
-            report = await run_report(store, args.run_name, settings.projections_config())
+            report = await run_report(store, args.run_name, settings.projections)
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -185,7 +185,7 @@ async def compare_command(args: argparse.Namespace, settings: Settings) -> int:
 
     async with await open_store(settings) as store:
         try:
-            config = settings.projections_config()
+            config = settings.projections
             a = await run_report(store, args.run_a, config)
             b = await run_report(store, args.run_b, config)
         except ReportError as exc:
@@ -219,7 +219,7 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
         return 2
     async with await open_store(settings) as store:
         if args.resume is not None:
-            await bring_up_to_date(store, SessionState(), settings.projections_config())
+            await bring_up_to_date(store, SessionState(), settings.projections)
             plan = recorded_plan(await run_attempts(store, args.resume))
             if plan is None:
                 print(f"error: there is no evaluation run named {args.resume!r} to resume "
@@ -310,7 +310,7 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
     diverged = failed = model_calls = 0
     async with await open_store(settings) as store:
         try:
-            report = await run_report(store, args.run_name, settings.projections_config())
+            report = await run_report(store, args.run_name, settings.projections)
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -374,9 +374,7 @@ async def score(args: argparse.Namespace, settings: Settings) -> int:
         return 2
     async with await open_store(settings) as store:
         try:
-            session_ids = await sessions_to_score(
-                store, args.targets, settings.projections_config()
-            )
+            session_ids = await sessions_to_score(store, args.targets, settings.projections)
         except ScoringError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -144,7 +144,7 @@ async def user_limits_command(args: argparse.Namespace, settings: Settings) -> i
         if args.reset:
             await gateway_limits.reset_usage(store, ("user", user.id))
         own = await gateway_limits.user_limits(store, user.id)
-        held = user_layer(own, settings.gateway_limits.user)
+        held = user_layer(own, settings.gateway.limits.user)
         used = await gateway_limits.usage_of(store, ("user", user.id))
         print(f"limits of {user.name} (its own, else the deployment's default):")
         for option, field in FIELDS.items():

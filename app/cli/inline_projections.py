@@ -14,7 +14,7 @@ from app.store import EventStore
 
 @contextlib.asynccontextmanager
 async def inline_projections(store: EventStore, settings: Settings) -> AsyncIterator[None]:
-    config = settings.projections_config()
+    config = settings.projections
     if not config.inline:
         yield
         return

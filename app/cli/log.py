@@ -99,11 +99,10 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
 async def open_store(settings: Settings, *, long_running: bool = False) -> EventStore:
     """The store on the configured database, or on the embedded one (started if needed);
-    ``long_running``: without a statement timeout (``Settings.store_config``)."""
+    ``long_running``: without a statement timeout (``StoreConfig.long_running``)."""
     url = await ensure_database_async(settings.database_config())
-    return await EventStore.open(
-        url, config=settings.store_config(long_running=long_running), masker=settings.masker()
-    )
+    config = settings.store.long_running() if long_running else settings.store
+    return await EventStore.open(url, config=config, masker=settings.masker())
 
 
 async def open_owner_store(settings: Settings) -> EventStore:
@@ -112,7 +111,7 @@ async def open_owner_store(settings: Settings) -> EventStore:
     config = settings.database_config()
     await ensure_database_async(config)  # the embedded server started and migrated
     url = await asyncio.to_thread(admin_database_url, config)
-    return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
+    return await EventStore.open(url, config=settings.store, masker=settings.masker())
 
 
 async def events(args: argparse.Namespace, settings: Settings) -> int:
@@ -197,7 +196,7 @@ async def sessions(args: argparse.Namespace, settings: Settings) -> int:
             state=args.state,
             model=args.model,
             since=args.since,
-            config=settings.projections_config(),
+            config=settings.projections,
         )
     if not found:
         if filtered:

@@ -65,7 +65,7 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
         loop.add_signal_handler(number, stopped.set)
     try:
         async with await open_store(settings) as store:
-            config = settings.projections_config()
+            config = settings.projections
             async with running_projections(store, chosen, config) as runners:
                 names = ", ".join(p.name for p in chosen)
                 print(f"running projections: {names} (stop with Ctrl-C)", file=sys.stderr)
@@ -121,7 +121,7 @@ async def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.projection_store import ProjectionConnection
 
     projection = projection_named(args.name)
-    config = settings.projections_config()
+    config = settings.projections
     shown = 0
 
     def progress(done: int) -> None:

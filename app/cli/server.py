@@ -78,7 +78,7 @@ async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[N
     others stand by, so several `serve --role all` processes are safe)."""
     from app.projections import all_projections, running_projections
 
-    async with running_projections(store, all_projections(), settings.projections_config()):
+    async with running_projections(store, all_projections(), settings.projections):
         yield
 
 
@@ -114,13 +114,13 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.store.database import kept_running
 
     limits = ConnectionLimits(
-        header_timeout=settings.server_header_timeout,
-        body_timeout=settings.server_body_timeout,
-        max_connections=settings.server_max_connections,
-        write_timeout=settings.server_write_timeout,
-        max_per_address=settings.server_max_connections_per_address
-        or max(1, settings.server_max_connections // 2),
-        forwarded_allow_ips=settings.server_forwarded_allow_ips,
+        header_timeout=settings.server.header_timeout,
+        body_timeout=settings.server.body_timeout,
+        max_connections=settings.server.max_connections,
+        write_timeout=settings.server.write_timeout,
+        max_per_address=settings.server.max_connections_per_address
+        or max(1, settings.server.max_connections // 2),
+        forwarded_allow_ips=settings.server.forwarded_allow_ips,
     )
     short = ensure_descriptors(limits.max_connections)
     if short:
@@ -143,9 +143,9 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             # X-Forwarded-For is believed only from the proxies the operator names: uvicorn's
             # default believes it from 127.0.0.1, so any local client could pick its address
             # (past the failure limit, into the audit trail)
-            proxy_headers=bool(settings.server_forwarded_allow_ips.strip()),
-            forwarded_allow_ips=settings.server_forwarded_allow_ips.strip() or None,
-            timeout_graceful_shutdown=settings.server_shutdown_grace,
+            proxy_headers=bool(settings.server.forwarded_allow_ips.strip()),
+            forwarded_allow_ips=settings.server.forwarded_allow_ips.strip() or None,
+            timeout_graceful_shutdown=settings.server.shutdown_grace,
             # A compressed WebSocket compresses every message once per client (each connection
             # keeps its own compressor), so one event sent to 200 clients would be compressed
             # 200 times; uncompressed, the event encoded once is what every client is sent.
@@ -178,7 +178,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
             if server.started:
                 host, port = server.servers[0].sockets[0].getsockname()[:2]
                 print(f"chronicle serving on http://{host}:{port} (role {args.role})", flush=True)
-                if settings.llm_model is None and args.role != "worker":
+                if settings.llm.model is None and args.role != "worker":
                     print(
                         "note: no model is configured, so a new session must name its own "
                         '("model"); set CHRONICLE_LLM_MODEL (and CHRONICLE_LLM_API_KEY) to give '

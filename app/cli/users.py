@@ -249,7 +249,7 @@ async def login_link(args: argparse.Namespace, settings: Settings) -> int:
     async with await open_owner_store(settings) as store:
         user = await _known_user(store, args.name)
         code, expires = await create_login_code(
-            store, user.id, minutes=settings.server_login_code_minutes
+            store, user.id, minutes=settings.server.login_code_minutes
         )
         print(sign_in_link(args.url, code))
         print(
@@ -287,7 +287,7 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                 from app.store.logins import create_login_code
 
                 code, until = await create_login_code(
-                    store, user.id, minutes=settings.server_login_code_minutes, token_id=info.id
+                    store, user.id, minutes=settings.server.login_code_minutes, token_id=info.id
                 )
                 print(sign_in_link(args.url, code))
                 print(f"the sign-in link works once, until {_when(until)} UTC", file=sys.stderr)

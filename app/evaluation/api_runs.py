@@ -255,25 +255,25 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
                 "outside any sandbox, so the API does not take one; run the suite with "
                 "chronicle eval run"
             )
-    roots = list(settings.workspace_roots)
+    roots = list(settings.server.workspace_roots)
     suite = suite.model_copy(
         update={"tasks": [_allowed_repository(task, roots) for task in suite.tasks]}
     )
-    cap = settings.server_max_active_sessions
+    cap = settings.server.max_active_sessions
     if request.concurrency > cap:
         raise RunRequestError(
             f"concurrency {request.concurrency} is more than the {cap} sessions one user may "
             f"have working at once; ask for {cap} or fewer"
         )
     try:
-        llm = settings.llm_config(model=request.model)
+        llm = settings.llm.config(model=request.model)
     except LlmNotConfiguredError:
         raise RunRequestError(
             "no model: name one in the request's model, or configure llm_model on the server"
         ) from None
     return RunPlan(
         name=request.name, suite=suite, model=llm.model, base_url=llm.base_url,
-        runtime=request.runtime or settings.runtime, trials=request.trials,
+        runtime=request.runtime or settings.sandbox.kind, trials=request.trials,
         concurrency=request.concurrency, owner=owner, user=user,
         recorded_as=run_key(request.name, owner),
     )  # fmt: skip
@@ -287,7 +287,7 @@ async def start_run(store: EventStore, settings: Settings, plan: RunPlan) -> Eva
         raise RunExistsError(
             f"you have an evaluation run named {plan.name!r} already; choose another name"
         )
-    cap = settings.server_max_active_sessions
+    cap = settings.server.max_active_sessions
     task, epoch = plan.trial_order()[0]
     first = trial_session_id(plan.key, task.id, epoch)
     claim = await claim_trial(store, first, plan.owner, cap)
@@ -359,7 +359,7 @@ async def _abandoned(
     claim = await trial_claim(store, session)
     if claim is None or (owner is not None and claim.owner != owner):
         return False
-    return claim.age.total_seconds() > settings.worker_lease_duration
+    return claim.age.total_seconds() > settings.worker.lease_duration
 
 
 def trial_config(
@@ -378,8 +378,8 @@ def trial_config(
         agent=CodeActAgent,
         workspace=workspace,
         runtime=plan.runtime,
-        sandbox_base_image=settings.sandbox_base_image,
-        llm=settings.llm_config(model=plan.model, base_url=plan.base_url),
+        sandbox_base_image=settings.sandbox.docker.base_image,
+        llm=settings.llm.config(model=plan.model, base_url=plan.base_url),
         mcp_servers=settings.mcp_servers,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
@@ -479,7 +479,7 @@ async def continue_run(store: EventStore, settings: Settings, plan: RunPlan) -> 
     within the owner's cap of working sessions, as when the run started (a user's runs and
     sessions together never have more working); one left out for the cap is recorded by a
     later sweep (``run_recovery``), once a place is free."""
-    return await _start_next(store, settings, plan, cap=settings.server_max_active_sessions)
+    return await _start_next(store, settings, plan, cap=settings.server.max_active_sessions)
 
 
 async def trial_ended(store: EventStore, settings: Settings, session: UUID) -> None:

@@ -65,7 +65,7 @@ async def run_check(
     sandbox = make_runtime(settings.runtime_config(), workspace, session_id, runtime)
     try:
         await sandbox.start()
-        await sandbox.wait_ready(settings.sandbox_ready_timeout)
+        await sandbox.wait_ready(settings.sandbox.ready_timeout)
         answer = await sandbox.execute(Run(command=command, timeout=CHECK_TIMEOUT))
     except SandboxError as exc:
         return Score(label="error", explanation=f"the check could not run: {exc}")
@@ -93,7 +93,7 @@ async def _offline(
     target = scratch / "workspace"
     try:
         repository = await asyncio.to_thread(_repository, session)
-        await restore(start, target, repository=repository, sandbox_uid=settings.sandbox_uid)
+        await restore(start, target, repository=repository, sandbox_uid=settings.sandbox.docker.uid)
         await apply_change(target, str(diff.payload.get("diff") or ""))
         return await run_check(settings, target, session.session_id, command, runtime)
     except WorkspaceStateError as exc:

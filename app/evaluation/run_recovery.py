@@ -50,7 +50,7 @@ async def recover_run(
     next trials."""
     # The events' times are the database's: so is the clock they are compared with (a worker
     # whose clock runs ahead would otherwise queue a trial another worker has just recorded).
-    stale_before = await database_now(store) - timedelta(seconds=settings.worker_lease_duration)
+    stale_before = await database_now(store) - timedelta(seconds=settings.worker.lease_duration)
     for session in idle:
         events = await store.read(session)
         if has_ended(events):

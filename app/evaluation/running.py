@@ -149,7 +149,7 @@ async def check_model(settings: Settings, options: RunOptions) -> None:
     """Refuse a run whose model is named nowhere or has no provider (``RunError``), before
     any trial is recorded: every trial would fail alike."""
     try:
-        llm = settings.llm_config(model=options.model, base_url=options.base_url)
+        llm = settings.llm.config(model=options.model, base_url=options.base_url)
     except LlmNotConfiguredError as exc:
         raise RunError(exc.message) from None
     problem = await asyncio.to_thread(model_name_problem, llm.model)
@@ -178,7 +178,7 @@ async def run_suite(
     problem = await agents_problem(suite, recorder)
     if problem is not None:
         raise RunError(problem)
-    await bring_up_to_date(store, SessionState(), settings.projections_config())
+    await bring_up_to_date(store, SessionState(), settings.projections)
     attempts = await run_attempts(store, options.name, CONFIGURATION_KINDS)
     newest: dict[tuple[str | None, int], RunAttempt] = {}
     for attempt in attempts:

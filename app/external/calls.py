@@ -153,7 +153,7 @@ class ExternalCalls:
         self.settings = settings
         self.routes = ModelRoutes.of(settings)
         #: the limits each call is checked against first (app/external/limits.py)
-        self.limits = LimitGuard(store, settings.gateway_limits)
+        self.limits = LimitGuard(store, settings.gateway.limits)
         self._gateways: dict[str, LlmGateway] = {}
         from app.external.replay_serving import ReplayServing  # it imports this module
 
@@ -165,8 +165,8 @@ class ExternalCalls:
     def gateway(self, model: str) -> LlmGateway:
         found = self._gateways.get(model)
         if found is None:
-            config = self.settings.llm_config(
-                model=model, max_concurrency=self.settings.gateway_max_concurrency
+            config = self.settings.llm.config(
+                model=model, max_concurrency=self.settings.gateway.max_concurrency
             )
             found = self._gateways[model] = LlmGateway(self.store, config)
         return found

@@ -41,9 +41,9 @@ class ModelRoutes:
     @classmethod
     def of(cls, settings: Settings) -> ModelRoutes:
         return cls(
-            model_map=dict(settings.gateway_model_map),
-            allowed=tuple(settings.gateway_models),
-            own=settings.llm_model,
+            model_map=dict(settings.gateway.model_map),
+            allowed=tuple(settings.gateway.models),
+            own=settings.llm.model,
         )
 
     def upstream(self, requested: object) -> str:

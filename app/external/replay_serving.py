@@ -215,7 +215,7 @@ class ReplayingSession:
     def _gateway(self, model: str) -> LlmGateway:
         found = self._gateways.get(model)
         if found is None:
-            config = self.settings.llm_config(model=model).model_copy(update={"api_key": None})
+            config = self.settings.llm.config(model=model).model_copy(update={"api_key": None})
             found = self._gateways[model] = LlmGateway(self.store, config)
         return found
 

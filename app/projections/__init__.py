@@ -43,7 +43,7 @@ __all__ = [
     "running_projections",
 ]
 
-#: Each export's module, imported on first use: ``app/config.py`` reads this package's config
+#: Each export's module, imported on first use: ``app/config`` reads this package's config
 #: model, and that must not import the whole package into every command.
 _EXPORTED_FROM = {
     "Projection": "app.projections.base",

@@ -1,4 +1,4 @@
-"""What the projection runners are told; ``Settings.projections_config()`` builds it."""
+"""What the projection runners are told (``settings.projections``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ProjectionsConfig(BaseModel):
     """Where projections run, and how their runners pace themselves."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, extra="forbid")
 
     inline: bool = True
     """Run the projections inside the Chronicle process (``chronicle run``); off when a

@@ -1,4 +1,4 @@
-"""Runtimes and warm pools made from a ``RuntimeConfig`` (``Settings.runtime_config()``).
+"""Runtimes and warm pools made from a ``RuntimeConfig`` (``settings.runtime_config()``).
 
 The factory stays in runtime, not in sessions: which kinds of sandbox exist and how each is
 made is the runtime's knowledge, and the CLI, the benchmarks and sessions all make them.
@@ -26,8 +26,12 @@ def make_runtime(
 def make_pool(config: RuntimeConfig, kind: str | None = None) -> SandboxPool:
     """``config.pool_size`` warm sandboxes, each with a workspace of its own."""
 
+    workspaces = config.workspaces_dir
+    if workspaces is None:
+        raise ValueError("a sandbox pool needs a workspaces_dir for its sandboxes' workspaces")
+
     def fresh() -> ClientRuntime:
         sandbox_id = uuid.uuid4()
-        return make_runtime(config, config.workspaces_dir / str(sandbox_id), sandbox_id, kind)
+        return make_runtime(config, workspaces / str(sandbox_id), sandbox_id, kind)
 
     return SandboxPool(fresh, config.pool_size, ready_timeout=config.ready_timeout)

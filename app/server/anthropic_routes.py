@@ -56,7 +56,7 @@ def anthropic_errors(request: Request[Any, Any, Any], exc: Exception) -> Respons
 async def messages(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     """Anthropic's Messages, sent upstream and recorded as an ``llm.call``. Answered by an
     ASGI app either way (Litestar would serialize any other object a handler returns)."""
-    body = await json_body(request, ctx.settings.gateway_max_body_bytes)
+    body = await json_body(request, ctx.settings.gateway.max_body_bytes)
     parsed = parse_request(body)
     chat = anthropic_protocol.chat_request(parsed)
     gateway = gateway_of(request.app)
@@ -97,7 +97,7 @@ async def messages(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
 async def count_tokens(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     """How many input tokens a request would send (``app.llm.token_count``): counted here,
     for the model that would answer it; no model is called and nothing is recorded."""
-    body = await json_body(request, ctx.settings.gateway_max_body_bytes)
+    body = await json_body(request, ctx.settings.gateway.max_body_bytes)
     parsed = parse_request(body, CountTokensRequest)
     chat = anthropic_protocol.chat_request(parsed)
     upstream = gateway_of(request.app).calls.routes.upstream(chat.model)

@@ -107,12 +107,12 @@ def create_app(
         security=[{"bearer": []}],
     )
     rate_limit = RateLimitConfig(
-        rate_limit=("minute", settings.server_rate_limit),
+        rate_limit=("minute", settings.server.rate_limit),
         exclude=[*PUBLIC_PATHS, MODEL_PATHS_PATTERN],
         identifier_for_request=rate_limit_key,
     )
     model_rate_limit = RateLimitConfig(
-        rate_limit=("minute", settings.gateway_rate_limit),
+        rate_limit=("minute", settings.gateway.rate_limit),
         exclude=OTHER_THAN_MODEL_PATHS,
         identifier_for_request=rate_limit_key,
         store="gateway_rate_limit",
@@ -141,7 +141,7 @@ def create_app(
             model_rate_limit.middleware,
         ],
         exception_handlers={Exception: handle_exception},
-        request_max_body_size=settings.server_max_body_bytes,
+        request_max_body_size=settings.server.max_body_bytes,
         request_class=BoundedJsonRequest,
         response_class=JsonResponse,
         openapi_config=OpenAPIConfig(

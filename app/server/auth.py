@@ -91,8 +91,8 @@ class AuthState:
         watch = CredentialWatch(store.connect, keepalive=store.config.poll_interval)
         return cls(
             watch=watch,
-            tokens=TokenCache(settings.server_token_cache_seconds, watch),
-            failures=FailureLimiter(settings.server_auth_failures),
+            tokens=TokenCache(settings.server.token_cache_seconds, watch),
+            failures=FailureLimiter(settings.server.auth_failures),
             known=KnownCredentials(),
         )
 

@@ -107,7 +107,7 @@ def session_config(
 ) -> tuple[SessionConfig, str]:
     """``session.created``'s configuration (as ``chronicle run`` records it) and the model."""
     try:
-        llm = settings.llm_config(model=new.model)
+        llm = settings.llm.config(model=new.model)
     except LlmNotConfiguredError:
         raise Unprocessable(
             "no model: name one in the request's model, or configure llm_model on the server"
@@ -115,8 +115,8 @@ def session_config(
     config = run_config(
         agent=CodeActAgent,
         workspace=workspace,
-        runtime=new.runtime or settings.runtime,
-        sandbox_base_image=settings.sandbox_base_image,
+        runtime=new.runtime or settings.sandbox.kind,
+        sandbox_base_image=settings.sandbox.docker.base_image,
         llm=llm,
         mcp_servers=settings.mcp_servers,
         max_iterations=new.limits.max_iterations,
@@ -143,7 +143,7 @@ async def reserve_within_cap(
 ) -> None:
     """Make the user the new session's owner, within their cap of working sessions (every
     route that starts a session: a new one, a replay, a fork)."""
-    cap = settings.server_max_active_sessions
+    cap = settings.server.max_active_sessions
     if await reserve_session(store, session_id, principal.user_id, cap) >= cap:
         raise TooManyActiveSessions(
             f"you have {cap} sessions working already (the most one user may have); wait "
@@ -160,7 +160,7 @@ async def create_session(
         workspace = fresh_workspace(settings, session_id)
     else:
         workspace = await asyncio.to_thread(
-            allowed_workspace, new.workspace, list(settings.workspace_roots)
+            allowed_workspace, new.workspace, list(settings.server.workspace_roots)
         )
     config, model = session_config(settings, new, workspace)
     await refuse_unknown_provider(new.model)

@@ -168,7 +168,7 @@ async def list_evaluations(
     newest first."""
     principal = principal_of(request)
     after = decode_cursor(cursor) if cursor else None
-    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
+    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections)
     rows = await list_runs(
         ctx.store,
         owner=None if principal.is_admin else principal.user_id,
@@ -192,7 +192,7 @@ async def compare_evaluations(
     """Run B against run A (``chronicle eval compare A B --json``): the flip table, pass
     rates and their difference, cost and step deltas."""
     principal = principal_of(request)
-    config = ctx.settings.projections_config()
+    config = ctx.settings.projections
     reports = []
     for run in (a, b):
         key = (await visible_run(ctx, principal, run)).key
@@ -211,7 +211,7 @@ async def evaluation_progress(
     """A run's progress: queued (no trial started yet), running, finished, or stopped (a
     trial ended on a configuration error: ``reason``), and its counts."""
     key, owner = await visible_run(ctx, principal_of(request), run)
-    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections_config())
+    await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections)
     rows = await list_runs(ctx.store, owner=None, limit=1, name=key, stop_kinds=CONFIGURATION_KINDS)
     if rows:
         return progress_of(rows[0])
@@ -225,7 +225,7 @@ async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: 
     """An evaluation run's report: pass rate with its interval, pass@k, per-task table."""
     key = (await visible_run(ctx, principal_of(request), run)).key
     try:
-        report = await run_report(ctx.store, key, ctx.settings.projections_config())
+        report = await run_report(ctx.store, key, ctx.settings.projections)
     except ReportError:
         raise not_found(run) from None
     return report.model_copy(update={"run": run})

@@ -146,7 +146,7 @@ def _session_header(session_id: Any) -> dict[str, str]:
 )
 async def chat_completions(request: Request[Any, Any, Any], ctx: Context) -> ASGIApp:
     """OpenAI's chat completions, sent upstream and recorded as an ``llm.call``."""
-    body = await json_body(request, ctx.settings.gateway_max_body_bytes)
+    body = await json_body(request, ctx.settings.gateway.max_body_bytes)
     chat: ChatRequest = openai_protocol.chat_request(body)
     gateway = gateway_of(request.app)
     gateway.calls.routes.upstream(chat.model)  # a model not allowed touches no session

@@ -74,7 +74,7 @@ async def _asked_by_admin(request: Request[Any, Any, Any]) -> bool:
 
 
 async def _workers(ctx: ServerContext) -> Check:
-    within = ctx.settings.worker_lease_duration
+    within = ctx.settings.worker.lease_duration
     async with asyncio.timeout(CHECK_TIMEOUT):
         found = await present_workers(ctx.store, seen_within=within)
     if not found:

@@ -109,7 +109,7 @@ class Me(BaseModel):
 def _cookies(
     request: Request[Any, Any, Any], ctx: Context, session: str, expires: datetime
 ) -> list[Cookie]:
-    secure = ctx.settings.server_secure_cookies or request.url.scheme == "https"
+    secure = ctx.settings.server.secure_cookies or request.url.scheme == "https"
     max_age = max(1, int((expires - datetime.now(UTC)).total_seconds()))
     common: dict[str, Any] = {"path": "/", "samesite": "strict", "secure": secure}
     return [
@@ -173,7 +173,7 @@ async def login(
     refuse_cross_site(request)
     refuse_if_failing(request)
     await refuse_an_agents_login(ctx, data.token)
-    hours = ctx.settings.server_login_hours
+    hours = ctx.settings.server.login_hours
     started = await begin_login(ctx.store, data.token, hours=hours, address=_address(request))
     if started is None:
         count_failure(request)
@@ -205,7 +205,7 @@ async def login_with_code(
     from this server's own page only."""
     refuse_cross_site(request)
     refuse_if_failing(request)
-    hours = ctx.settings.server_login_hours
+    hours = ctx.settings.server.login_hours
     started = await exchange_login_code(
         ctx.store, data.code, hours=hours, address=_address(request)
     )

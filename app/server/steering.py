@@ -74,7 +74,7 @@ async def _record(
     else:
         try:
             recorded = await record_and_request_run(
-                ctx.store, session_id, reason=run, cap=ctx.settings.server_max_active_sessions,
+                ctx.store, session_id, reason=run, cap=ctx.settings.server.max_active_sessions,
                 record=lambda: ctx.store.append(session_id, [event], expected_seq=expected_seq),
             )  # fmt: skip
         except RunCapReached as exc:

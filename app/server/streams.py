@@ -277,10 +277,10 @@ class StreamPlan:
                 events,
                 send,
                 after_seq=self.after_seq,
-                capacity=settings.server_stream_buffer_events,
-                stall_seconds=settings.server_stream_stall_seconds,
+                capacity=settings.server.stream_buffer_events,
+                stall_seconds=settings.server.stream_stall_seconds,
                 client_gone=client_gone,
-                idle_seconds=settings.server_stream_keepalive_seconds if send_idle else None,
+                idle_seconds=settings.server.stream_keepalive_seconds if send_idle else None,
                 send_idle=send_idle,
                 closing=self._stopping(),
             )
@@ -306,7 +306,7 @@ class EventStream:
     streams: OpenStreams
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limit = self.plan.ctx.settings.server_max_streams_per_user
+        limit = self.plan.ctx.settings.server.max_streams_per_user
         try:
             held = self.streams.holding(self.plan.principal.user_id, limit)
             held.__enter__()
@@ -442,7 +442,7 @@ async def stream_websocket(
         await ensure_visible(ctx, principal, session_id)
         start = resume_point(socket.query_params.get("after_seq"), None)
         held = open_streams(socket.app).holding(
-            principal.user_id, ctx.settings.server_max_streams_per_user
+            principal.user_id, ctx.settings.server.max_streams_per_user
         )
         held.__enter__()
     except TooManyStreamsError as exc:

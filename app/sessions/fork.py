@@ -98,7 +98,7 @@ async def record_fork(
     events = await store.read(source)
     prefix = fork_prefix(events, at, source)
     config = recorded_config(events)
-    runtime_kind = runtime or config.runtime or settings.runtime
+    runtime_kind = runtime or config.runtime or settings.sandbox.kind
     changes = {"workspace": str(workspace), "runtime": runtime_kind}
     changes |= limits or {}
     if agent_config is not None:
@@ -141,7 +141,7 @@ async def _restore(
     try:
         await restore(
             snapshot, workspace, repository=recorded_workspace,
-            timeout=settings.workspace_snapshot_timeout, sandbox_uid=settings.sandbox_uid,
+            timeout=settings.workspace_snapshot_timeout, sandbox_uid=settings.sandbox.docker.uid,
         )  # fmt: skip
     except WorkspaceStateError as exc:
         raise SessionError(f"cannot restore the recorded workspace: {exc}") from None
@@ -154,7 +154,7 @@ def clonable(settings: Settings, repository: Path) -> None:
     word, and a session the API did not make (``chronicle import``, an application login) may
     name any repository on this host, for a fork to check out and its owner to read."""
     real = Path(os.path.realpath(repository))
-    for root in (settings.data_dir, *settings.workspace_roots):
+    for root in (settings.data_dir, *settings.server.workspace_roots):
         allowed = Path(os.path.realpath(root))
         if real == allowed or real.is_relative_to(allowed):
             _own_objects(repository)
@@ -233,12 +233,12 @@ async def _reexecute_and_run(
     events = await store.read(fork_id)
     config = recorded_config(events)
     workspace = _recorded_workspace(config, fork_id)
-    runtime_kind = str(config.runtime or settings.runtime)
+    runtime_kind = str(config.runtime or settings.sandbox.kind)
     prefix = [e for e in events if e.payload.get("replayed_from") is not None]
     runtime = make_runtime(settings.runtime_config(), workspace, fork_id, runtime_kind)
     try:
         await runtime.start()
-        await runtime.wait_ready(settings.sandbox_ready_timeout)
+        await runtime.wait_ready(settings.sandbox.ready_timeout)
         divergences = await reexecute(runtime, prefix)
     finally:
         await runtime.close()

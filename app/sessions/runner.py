@@ -240,13 +240,13 @@ async def _run_claimed(
     if workspace is None:
         raise SessionError("no workspace: pass --workspace DIR")
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
-    runtime_kind = options.runtime or recorded.runtime or settings.runtime
+    runtime_kind = options.runtime or recorded.runtime or settings.sandbox.kind
     overrides = _agent_overrides(recorded)
     agent_type = _agent_type(options, recorded)
-    llm = settings.llm_config(
+    llm = settings.llm.config(
         model=options.model or recorded.model,
         base_url=options.base_url
-        or _recorded_base_url(recorded.base_url, settings.llm_base_url, store.masker),
+        or _recorded_base_url(recorded.base_url, settings.llm.base_url, store.masker),
         api_key=options.api_key,
         **overrides.llm_overrides(),
     )
@@ -272,7 +272,7 @@ async def _run_claimed(
             agent=agent_type,
             workspace=workspace,
             runtime=runtime_kind,
-            sandbox_base_image=settings.sandbox_base_image,
+            sandbox_base_image=settings.sandbox.docker.base_image,
             llm=llm,
             mcp_servers=mcp_configs,
             mcp_tool_names=[mcp_tool_name(t.server, t.name) for t in mcp_tools],
@@ -373,7 +373,7 @@ async def _run_with_baseline(
     # Shielded: a start cancelled half-way (a container being created in a thread) would leave
     # what it made behind; it finishes, and is closed, before the cancellation goes on.
     starting = asyncio.ensure_future(
-        start_sandbox(store, session_id, runtime, ready_timeout=settings.sandbox_ready_timeout)
+        start_sandbox(store, session_id, runtime, ready_timeout=settings.sandbox.ready_timeout)
     )
     try:
         await asyncio.shield(starting)
@@ -405,7 +405,7 @@ async def _run_with_baseline(
             session_id,
             controller,
             {
-                "executor": Executor(store, session_id, runtime, settings.executor_config()).run(),
+                "executor": Executor(store, session_id, runtime, settings.executor).run(),
                 "MCP tool service": ActionWorker(store, session_id, tools).run(),
             },
         )

@@ -199,14 +199,14 @@ class Worker:
                         await leases.worker_gone(self.store, self.worker_id)
 
     async def _claim_until(self, stop: asyncio.Event) -> None:
-        poll = self.settings.poll_interval
+        poll = self.settings.store.poll_interval
         while not stop.is_set():
             self._wake.clear()
             lease = None
             if len(self.runs) < self.max_sessions:
                 try:
                     lease = await leases.claim_next(
-                        self.store, self.worker_id, self.settings.worker_lease_duration
+                        self.store, self.worker_id, self.settings.worker.lease_duration
                     )
                 except Exception as exc:  # the database away or not migrated: keep polling
                     log.warning("worker %s cannot claim sessions: %s", self.worker_id, exc)
@@ -238,7 +238,7 @@ class Worker:
 
     async def _doorbell(self, requests: leases.RunRequests) -> None:
         while True:
-            if await requests.wait(self.settings.poll_interval):
+            if await requests.wait(self.settings.store.poll_interval):
                 self._wake.set()
 
     async def _ring_on(self, stop: asyncio.Event) -> None:
@@ -249,7 +249,7 @@ class Worker:
         """Until every run has ended and been released; ``abort``, or ``worker_drain_timeout``
         passing, cancels the runs still going."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.worker_drain_timeout
+        deadline = loop.time() + self.settings.worker.drain_timeout
         aborting = asyncio.create_task(abort.wait())
         try:
             while serving := {task for task in self._serving if not task.done()}:
@@ -287,7 +287,7 @@ class Worker:
                 self.worker_id, session, lease.taken_over_from, lease.attempts,
             )  # fmt: skip
             await record_lost_call(self.store, session, lease.taken_over_from)
-        if lease.attempts > self.settings.worker_max_attempts:
+        if lease.attempts > self.settings.worker.max_attempts:
             if not await self._record_error(session, gave_up_reason(lease.attempts)):
                 await self._release(lease, "refused")
                 return
@@ -352,7 +352,7 @@ class Worker:
         except SessionError:
             recorded = SessionConfig()
         options = SessionOptions(
-            api_key=self.settings.llm_api_key,
+            api_key=self.settings.llm.api_key,
             stuck_detection=recorded.given("stuck_detection", True) is not False,
             continue_paused=False,
         )
@@ -389,13 +389,13 @@ class Worker:
     async def keep_lease(self, run: WorkerRun) -> None:
         """Renew the lease every heartbeat; a refusal (taken over) or a lease that ran out
         while renewals failed ends the run, since another worker may be running it now."""
-        duration = self.settings.worker_lease_duration
+        duration = self.settings.worker.lease_duration
         loop = asyncio.get_running_loop()
         renewed_at = loop.time()
         while True:
-            await asyncio.sleep(self.settings.worker_heartbeat_interval)
+            await asyncio.sleep(self.settings.worker.heartbeat_interval)
             try:
-                async with asyncio.timeout(self.settings.worker_heartbeat_interval):
+                async with asyncio.timeout(self.settings.worker.heartbeat_interval):
                     held = await leases.heartbeat(self.store, run.lease, duration)
             except Exception as exc:
                 log.warning("cannot renew the lease on %s: %s", run.lease.session_id, exc)
@@ -415,9 +415,9 @@ class Worker:
         settings = self.settings
         outcome, retry_after = release_plan(
             ending,
-            busy_retry_after=settings.worker_heartbeat_interval,
+            busy_retry_after=settings.worker.heartbeat_interval,
             refused_retry_after=refused_backoff(
-                refusals, settings.worker_refused_backoff, settings.worker_refused_backoff_max
+                refusals, settings.worker.refused_backoff, settings.worker.refused_backoff_max
             ),
         )
         try:
@@ -458,18 +458,18 @@ class Worker:
                     role=ROLE,
                     running=len(self.runs),
                     capacity=0 if self.draining.is_set() else self.max_sessions,
-                    forget_after=max(10 * self.settings.worker_lease_duration, 600.0),
+                    forget_after=max(10 * self.settings.worker.lease_duration, 600.0),
                 )
             except Exception as exc:
                 log.warning("worker %s cannot record its presence: %s", self.worker_id, exc)
-            await asyncio.sleep(self.settings.worker_heartbeat_interval)
+            await asyncio.sleep(self.settings.worker.heartbeat_interval)
 
     async def _sweeper(self) -> None:
         """The caller's ``sweep`` on a timer, while the worker claims sessions."""
         if self.sweep is None:
             return
         while not self.draining.is_set():
-            await asyncio.sleep(self.settings.worker_sweep_interval)
+            await asyncio.sleep(self.settings.worker.sweep_interval)
             try:
                 await self.sweep()
             except Exception:
@@ -480,7 +480,7 @@ class Worker:
         settings = self.settings
         await asyncio.gather(
             *(
-                kind.reap_forever(settings.sandbox_reap_after, settings.worker_reap_interval)
+                kind.reap_forever(settings.sandbox_reap_after, settings.worker.reap_interval)
                 for kind in KINDS.values()
                 if kind.reap_forever is not None
             )
@@ -506,7 +506,7 @@ async def run_worker(
         store,
         settings,
         worker_id or new_worker_id(),
-        max_sessions if max_sessions is not None else settings.worker_max_sessions,
+        max_sessions if max_sessions is not None else settings.worker.max_sessions,
         after_run,
         sweep,
     )

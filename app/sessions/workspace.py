@@ -57,7 +57,7 @@ async def workspace_baseline(
             snapshot,
             workspace,
             timeout=settings.workspace_snapshot_timeout,
-            sandbox_uid=settings.sandbox_uid,
+            sandbox_uid=settings.sandbox.docker.uid,
         )
     except (WorkspaceStateError, OSError) as exc:
         logger.warning("session %s: no workspace baseline to resume with: %s", session_id, exc)

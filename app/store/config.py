@@ -1,4 +1,5 @@
-"""What the store is told by whoever opens it; ``app/config.py`` builds these from the settings.
+"""What the store is told by whoever opens it; the settings hold a ``StoreConfig``
+(``settings.store``) and build the ``DatabaseConfig``.
 
 The store never reads the application's ``Settings`` (docs/architecture.md, the import rule):
 its callers decide, and tests and tools can open a store without a settings file.
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class StoreConfig(BaseModel):
     """Limits, pool sizes and polling of one ``EventStore``."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, extra="forbid")
 
     max_event_bytes: int = Field(default=1024 * 1024, gt=0)
     """Largest payload of one event, after its long strings are moved to blobs."""
@@ -30,7 +31,12 @@ class StoreConfig(BaseModel):
     """Seconds one statement of the store's connections may run before PostgreSQL cancels it
     (0: no limit). A bound no query of the application comes near, so a runaway one ends
     instead of holding a connection for ever; what legitimately runs longer (archive, import,
-    ``verify --all``, a projection rebuild) opens its store with 0."""
+    ``verify --all``, a projection rebuild) opens its store with 0 (``long_running``)."""
+
+    def long_running(self) -> StoreConfig:
+        """For a command whose statements may legitimately run for long (archive, import,
+        ``verify --all``, a rebuild): no statement timeout."""
+        return self.model_copy(update={"statement_timeout": 0})
 
 
 class DatabaseConfig(BaseModel):

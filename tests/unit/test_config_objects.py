@@ -24,13 +24,13 @@ def defaults() -> Settings:
 
 def test_default_settings_build_the_default_config_objects() -> None:
     settings = defaults()
-    assert settings.store_config() == StoreConfig()
-    assert settings.docker_config(environ={}) == DockerConfig()
-    local = settings.local_config(environ={})
+    assert settings.store == StoreConfig()
+    runtime = settings.runtime_config(environ={})
+    assert runtime.docker == DockerConfig()
+    local = runtime.local
     assert local.model_copy(update={"hidden_paths": ()}) == LocalConfig()
     assert local.limits == SandboxLimits()
-    executor = settings.executor_config()
-    assert executor.model_copy(update={"action_timeouts": {}}) == ExecutorConfig()
+    assert settings.executor == ExecutorConfig()
 
 
 def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
@@ -64,7 +64,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         sandbox_workspace_limit_mb=64,
     )
     environ = {"NAMED": "value", "OTHER": "not passed"}
-    assert settings.store_config() == StoreConfig(
+    assert settings.store == StoreConfig(
         max_event_bytes=2 * MIB,
         blob_threshold_bytes=4096,
         pool_min_size=0,
@@ -72,7 +72,7 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         poll_interval=0.25,
         statement_timeout=12.5,
     )
-    assert settings.store_config(long_running=True).statement_timeout == 0  # no limit
+    assert settings.store.long_running().statement_timeout == 0  # no limit
     assert settings.database_config() == DatabaseConfig(
         database_url="postgresql://u:p@db/chronicle", data_dir=tmp_path
     )
@@ -107,52 +107,36 @@ def test_every_setting_reaches_its_package(tmp_path: Path) -> None:
         hidden_paths=(default_config_file(), tmp_path),
         uid=20002,
     )
-    assert settings.executor_config() == ExecutorConfig(
+    assert settings.executor == ExecutorConfig(
         action_timeouts={"run": 5.0}, heartbeat_interval=4.0, ready_timeout=9.0, max_restarts=1
     )
 
 
 def test_a_sandbox_config_never_shows_the_values_it_passes_in() -> None:
-    config = defaults().docker_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
-    local = defaults().local_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
+    runtime = defaults().runtime_config(environ={"GITHUB_TOKEN": "ghp_secret_value_123"})
+    config, local = runtime.docker, runtime.local
     for made in (config, local):
         assert "ghp_secret" not in repr(made) and "ghp_secret" not in str(made)
 
 
 def test_llm_config_takes_overrides_and_needs_a_model(tmp_path: Path) -> None:
     with pytest.raises(LlmNotConfiguredError, match="CHRONICLE_LLM_MODEL"):
-        Settings.model_construct(llm_model=None).llm_config()
+        Settings.model_construct(llm_model=None).llm.config()
     settings = Settings.model_construct(
         llm_model="openai/x", llm_temperature=0.5, llm_max_output_tokens=99, llm_retries=2
     )
-    made = settings.llm_config(base_url="http://h/v1", model=None, api_key="sk-override-123")
+    made = settings.llm.config(base_url="http://h/v1", model=None, api_key="sk-override-123")
     assert (made.model, made.base_url, made.temperature) == ("openai/x", "http://h/v1", 0.5)
     assert (made.max_output_tokens, made.retries) == (99, 2)
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-override-123"
 
 
-def test_a_setting_declared_by_a_component_has_its_default_and_bounds_and_feeds_it() -> None:
-    """A sandbox setting is declared once, by the component config field it feeds
-    (``declared_by``): its default and bounds are that field's, the other fields it feeds
-    default alike, and a value set reaches every one of them."""
-    from app.config import Feeds
-
-    fed = 0
-    for name, info in Settings.model_fields.items():
-        feeds = [m for m in info.metadata if isinstance(m, Feeds)]
-        for feed in feeds:
-            target = feed.model.model_fields[feed.field]
-            assert target.get_default(call_default_factory=True) == info.get_default(
-                call_default_factory=True
-            ), (name, feed)
-            fed += 1
-        if feeds:
-            source = feeds[0].model.model_fields[feeds[0].field]
-            bounds = [m for m in info.metadata if not isinstance(m, Feeds)]
-            assert bounds == source.metadata, name
-    assert fed >= 20
+def test_a_sandbox_setting_reaches_every_field_it_names() -> None:
+    """One flat name sets the local and the Docker sandbox's field alike (and the executor's):
+    a value set reaches every one of them (that their defaults agree:
+    tests/unit/test_settings_names.py)."""
     settings = Settings(sandbox_uid=12345, sandbox_heartbeat_interval=7.0, sandbox_pids_limit=99)
     runtime = settings.runtime_config(environ={})
     assert runtime.docker.uid == runtime.local.uid == 12345
-    assert runtime.docker.heartbeat_interval == settings.executor_config().heartbeat_interval == 7.0
+    assert runtime.docker.heartbeat_interval == settings.executor.heartbeat_interval == 7.0
     assert runtime.docker.pids_limit == runtime.local.limits.processes == 99

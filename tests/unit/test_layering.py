@@ -296,7 +296,8 @@ def test_app_follows_the_import_rule() -> None:
 
 def test_every_package_has_a_place_in_the_stack() -> None:
     packages = {p.name for p in APP.iterdir() if (p / "__init__.py").exists()}
-    assert packages - set(LEVELS) == set(), "add it to LEVELS and to docs/architecture.md"
+    placed = {*LEVELS, "config"}  # app/config sits beside sessions (CONFIG_LEVEL)
+    assert packages - placed == set(), "add it to LEVELS and to docs/architecture.md"
 
 
 # -- the checker itself ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from app.runtime.local.limits import SandboxLimits
 class LocalConfig(BaseModel):
     """How a local (bubblewrap) sandbox is made."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, extra="forbid")
 
     network: bool = False
     """Commands may use the network."""

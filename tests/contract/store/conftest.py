@@ -41,7 +41,7 @@ def postgresql_stores(app_database_url: str, settings: Settings) -> StoreOpener:
 
     @asynccontextmanager
     async def open_store(**config: Any) -> AsyncIterator[EventStore]:
-        store_config = StoreConfig.model_validate(settings.store_config().model_dump() | config)
+        store_config = StoreConfig.model_validate(settings.store.model_dump() | config)
         async with await EventStore.open(
             app_database_url, config=store_config, masker=settings.masker()
         ) as store:

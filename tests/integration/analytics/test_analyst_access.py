@@ -128,7 +128,7 @@ async def test_the_model_key_is_nowhere_the_analyst_can_read(
     settings = Settings(data_dir=tmp_path / "data", llm_api_key=SecretStr(MODEL_KEY))
     session = uuid.uuid4()
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as store:
         await store.append(
             session,

@@ -39,7 +39,7 @@ def other_database_url(pg_address: ServerAddress, pg_template: str) -> Iterator[
 @pytest.fixture
 async def other_store(other_database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     async with await EventStore.open(
-        other_database_url, config=settings.store_config(), masker=settings.masker()
+        other_database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened
 

@@ -47,9 +47,7 @@ async def test_two_processes_never_pass_a_session_call_cap(
 ) -> None:
     ada = await principal(store, "ada")
     session = await SessionChooser(store).session_for(ada, "raced", None, "max_calls=7")
-    other = await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
-    )
+    other = await EventStore.open(app_database_url, config=settings.store, masker=settings.masker())
     try:
         guards = [(LimitGuard(store, GatewayLimitDefaults()), store)]
         guards.append((LimitGuard(other, GatewayLimitDefaults()), other))

@@ -298,11 +298,11 @@ async def test_concurrency_limit_per_model(store: EventStore, fake_llm: FakeLlmS
 
 def test_no_model_configured_says_how_to_configure(tmp_path) -> None:
     with pytest.raises(LlmNotConfiguredError, match="CHRONICLE_LLM_MODEL"):
-        Settings(data_dir=tmp_path, llm_model=None).llm_config()
+        Settings(data_dir=tmp_path, llm_model=None).llm.config()
     settings = Settings(
         data_dir=tmp_path, llm_model="openai/x", llm_api_key="sk-secret-123", llm_temperature=0.5
     )
-    made = settings.llm_config(base_url="http://h/v1", model=None)
+    made = settings.llm.config(base_url="http://h/v1", model=None)
     assert (made.model, made.base_url, made.temperature) == ("openai/x", "http://h/v1", 0.5)
     assert made.api_key is not None and made.api_key.get_secret_value() == "sk-secret-123"
     assert "sk-secret-123" not in json.dumps(made.public())

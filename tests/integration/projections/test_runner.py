@@ -140,7 +140,7 @@ async def test_a_second_runner_stands_by_and_takes_over(
     first_task = asyncio.create_task(first.run())
     await until(first.caught_up)
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as other:
         second = ProjectionRunner(other, SessionState(), QUICK)
         second_task = asyncio.create_task(second.run())

@@ -15,6 +15,6 @@ async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[Ev
     """The store through an owner login (the test server's superuser), as the CLI opens it:
     only it makes admins and their tokens, and changes a user's state."""
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened

@@ -34,7 +34,7 @@ async def owner(database_url: str, settings) -> AsyncIterator[EventStore]:
     """The database's superuser: an owner login, as the CLI's users and tokens commands are
     (and the attacker who edits rows behind the log's back)."""
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened
 

@@ -44,7 +44,7 @@ class CountingPool:
 async def other(app_database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     """A second store (its own pool and listening connection): delivery goes through NOTIFY."""
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened
 
@@ -146,7 +146,7 @@ async def test_a_secret_inside_a_long_string_is_masked_before_it_becomes_a_blob(
     secret = "sk-live-0123456789abcdef"
     masker = SecretMasker({secret: "OPENAI_API_KEY"})
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=masker
+        app_database_url, config=settings.store, masker=masker
     ) as store:
         session = uuid.uuid4()
         leaky = "y" * 100_000 + f" key={secret} " + "\x00"

@@ -65,7 +65,7 @@ async def test_a_non_superuser_migrates_and_chronicle_app_runs(
     assert "the tables' owner" in migrate.connected_role(migrator_url)
 
     async with await EventStore.open(
-        pg_app_address.url(name), config=settings.store_config(), masker=settings.masker()
+        pg_app_address.url(name), config=settings.store, masker=settings.masker()
     ) as store:
         session = uuid.uuid4()
         await store.append(session, [Message(content="hi"), Run(command="ls")])

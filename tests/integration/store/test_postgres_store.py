@@ -26,13 +26,13 @@ async def test_sessions_row_created_with_first_event(store: EventStore) -> None:
 async def test_open_reports_missing_schema(pg_address: ServerAddress, settings: Settings) -> None:
     for url in database_from_template(pg_address, "template1", f"t_{uuid.uuid4().hex[:12]}"):
         with pytest.raises(Exception, match="chronicle db migrate"):
-            await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
+            await EventStore.open(url, config=settings.store, masker=settings.masker())
 
 
 async def test_open_reports_unreachable_server(settings: Settings) -> None:
     with pytest.raises(DatabaseUnavailableError, match="cannot connect"):
         await EventStore.open(
             "postgresql://nobody@127.0.0.1:1/none",
-            config=settings.store_config(),
+            config=settings.store,
             masker=settings.masker(),
         )

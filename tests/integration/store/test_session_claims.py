@@ -25,7 +25,7 @@ async def test_one_claim_at_a_time_and_readers_see_it(
     session = uuid.uuid4()
     await store.append(session, [SessionCreated(title="t"), AgentState(state="running")])
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as other:
         async with claim_session(store, session, on_lost=never_lost):
             [listed] = await recent_sessions(other)
@@ -61,7 +61,7 @@ async def test_a_pool_of_one_connection_cannot_run_a_session(
 ) -> None:
     single = settings.model_copy(update={"pool_max_size": 1})
     async with await EventStore.open(
-        app_database_url, config=single.store_config(), masker=single.masker()
+        app_database_url, config=single.store, masker=single.masker()
     ) as store:
         with pytest.raises(StoreError, match="pool_max_size of 2 or more"):
             async with claim_session(store, uuid.uuid4(), on_lost=never_lost):

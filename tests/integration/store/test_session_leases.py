@@ -64,7 +64,7 @@ async def test_two_concurrent_claimers_never_take_the_same_session(
     for session in sessions:
         await leases.request_run(store, session, "message")
     async with await EventStore.open(
-        app_database_url, config=settings.store_config(), masker=settings.masker()
+        app_database_url, config=settings.store, masker=settings.masker()
     ) as other:
         # Each claimer in its own process-like store; rows one holds locked are skipped by
         # the other (SKIP LOCKED), never waited on, never handed out twice.

@@ -27,7 +27,7 @@ from app.store.integrity.verification import session_ids, stored_message_problem
 async def attacker(database_url: str, settings) -> AsyncIterator[EventStore]:
     """The database's superuser, with the store's row decoding for convenience."""
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as opened:
         yield opened
 

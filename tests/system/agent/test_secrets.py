@@ -49,7 +49,7 @@ async def test_printed_secrets_are_masked_in_events_prompts_and_messages(
         Reply(tool_calls=[tool_call("finish", message="done")]),
     )
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as store:
         session, outcome = await run_session(
             store, settings, SessionOptions(workspace=workspace), task=f"Do not print {KEY}."
@@ -81,7 +81,7 @@ async def test_a_provider_error_quoting_the_key_is_masked(
     settings = settings_for(fake_llm, tmp_path).model_copy(update={"llm_api_key": SecretStr(KEY)})
     fake_llm.script(Reply(status=401, error=f"Incorrect API key provided: {KEY}"))
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as store:
         session, outcome = await run_session(
             store, settings, SessionOptions(workspace=tmp_path / "ws"), task="hello"
@@ -133,7 +133,7 @@ async def test_credentials_in_a_base_url_given_for_one_run_are_masked_everywhere
     with_key = f"{fake_llm.base_url}?key={URL_KEY}"
     with_password = f"http://proxy:{URL_PASSWORD}@127.0.0.1:{closed_port}/v1?token={URL_KEY}"
     async with await EventStore.open(
-        database_url, config=settings.store_config(), masker=settings.masker()
+        database_url, config=settings.store, masker=settings.masker()
     ) as store:
         session, outcome = await run_session(
             store, settings, SessionOptions(workspace=tmp_path / "ws", base_url=with_key),

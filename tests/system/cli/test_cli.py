@@ -130,8 +130,8 @@ def test_settings_come_from_a_toml_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("CHRONICLE_CONFIG", str(config))
     monkeypatch.setenv("CHRONICLE_POLL_INTERVAL", "0.75")
     settings = Settings()
-    assert settings.max_event_bytes == 4096
-    assert settings.poll_interval == 0.75  # the environment wins over the file
+    assert settings.store.max_event_bytes == 4096
+    assert settings.store.poll_interval == 0.75  # the environment wins over the file
 
 
 def test_sessions_lists_the_latest_with_state_and_cost(env: dict[str, str]) -> None:

@@ -1,7 +1,7 @@
-"""Reading the settings imports no engine: ``app/config.py`` declares its settings by the
-component configs they feed (``declared_by``), which live in packages whose ``__init__``
-would import the store, the gateway and Docker's SDK; those packages export lazily
-(``app/exports.py``), so a fresh interpreter that reads the settings has none of them."""
+"""Reading the settings imports no engine: ``app/config`` holds the component configs of
+packages whose ``__init__`` would import the store, the gateway and Docker's SDK; those packages
+export lazily (``app/exports.py``), so a fresh interpreter that reads the settings has none of
+them."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def test_reading_the_settings_imports_no_engine() -> None:
     probe = (
         "import sys, app.config\n"
         "s = app.config.Settings()\n"
-        "s.docker_config(environ={}), s.executor_config()\n"
-        "s.store_config(), s.projections_config()\n"
+        "s.runtime_config(environ={}), s.executor\n"
+        "s.store, s.projections\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     out = subprocess.run(

@@ -89,7 +89,7 @@ def stop(process: subprocess.Popen[str], how: signal.Signals) -> str:
 
 
 async def open_store(url: str, settings: Settings) -> EventStore:
-    return await EventStore.open(url, config=settings.store_config(), masker=settings.masker())
+    return await EventStore.open(url, config=settings.store, masker=settings.masker())
 
 
 async def test_a_runner_killed_mid_stream_resumes_exactly_where_it_committed(

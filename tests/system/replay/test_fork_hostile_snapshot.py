@@ -95,7 +95,7 @@ def _record(database_url: str, files: list[dict[str, object]], workspace: Path) 
 
     async def append() -> None:
         async with await EventStore.open(
-            database_url, config=settings.store_config(), masker=settings.masker()
+            database_url, config=settings.store, masker=settings.masker()
         ) as store:
             for event in [
                 {"kind": "session.created", "title": "innocent", "config": config},

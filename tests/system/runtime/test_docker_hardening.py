@@ -63,7 +63,10 @@ async def sandbox(
     workspace: Path, settings: Settings, quota_support: QuotaSupport | None = None
 ) -> AsyncIterator[DockerRuntime]:
     runtime = DockerRuntime(
-        workspace, uuid.uuid4(), config=settings.docker_config(), quota_support=quota_support
+        workspace,
+        uuid.uuid4(),
+        config=settings.runtime_config().docker,
+        quota_support=quota_support,
     )
     await runtime.start()
     try:
@@ -346,7 +349,7 @@ async def test_a_squatted_socket_directory_is_avoided(
     runtime = DockerRuntime(
         tmp_path / "ws",
         session,
-        config=sandbox_settings(tmp_path).docker_config(),
+        config=sandbox_settings(tmp_path).runtime_config().docker,
         socket_root=planted,
     )
     try:
@@ -485,7 +488,8 @@ def test_non_root_chronicle_runs_a_sandbox_as_itself(docker_ready: None, short_d
         "from app.runtime.docker.runtime import DockerRuntime\n"
         "async def main():\n"
         f"    runtime = DockerRuntime(Path({str(workspace)!r}), uuid.uuid4(),\n"
-        f"        config=Settings(data_dir=Path({str(short_dir / 'data')!r})).docker_config())\n"
+        f"        config=Settings(data_dir=Path({str(short_dir / 'data')!r}))\n"
+        "        .runtime_config().docker)\n"
         "    await runtime.start()\n"
         "    try:\n"
         "        await runtime.wait_ready(60)\n"

@@ -216,7 +216,7 @@ async def test_an_answer_the_store_refuses_becomes_an_error(
     limit below the smallest blob (1 KiB): 900 characters of output cannot fit in 600 bytes."""
     small = settings.model_copy(update={"max_event_bytes": 600})
     async with await EventStore.open(
-        app_database_url, config=small.store_config(), masker=small.masker()
+        app_database_url, config=small.store, masker=small.masker()
     ) as store:
         session = uuid.uuid4()
         async with executing(store, session, sandbox):

@@ -22,7 +22,7 @@ async def test_start_is_recorded_with_the_image_digest(
     runtime: Runtime
     if kind == "docker":
         request.getfixturevalue("docker_ready")
-        config = sandbox_settings(tmp_path).docker_config()
+        config = sandbox_settings(tmp_path).runtime_config().docker
         runtime = DockerRuntime(tmp_path / "ws", session, config=config)
     else:
         runtime = LocalRuntime(tmp_path / "ws")

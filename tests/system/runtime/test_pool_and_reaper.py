@@ -48,7 +48,7 @@ async def test_pool_hands_out_ready_sandboxes_at_once(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("docker_ready")
 async def test_reaper_removes_silent_sandboxes_and_keeps_live_ones(tmp_path: Path) -> None:
     engine = docker.from_env()
-    config = sandbox_settings(tmp_path).docker_config()
+    config = sandbox_settings(tmp_path).runtime_config().docker
     quiet = DockerRuntime(tmp_path / "quiet", uuid.uuid4(), config=config)
     busy = DockerRuntime(tmp_path / "busy", uuid.uuid4(), config=config)
     for runtime in (quiet, busy):
@@ -85,7 +85,7 @@ def test_reaper_removes_sandboxes_of_a_crashed_process(tmp_path: Path) -> None:
             "from pathlib import Path\n"
             "async def main():\n"
             f"    rt = DockerRuntime(Path({str(tmp_path)!r}) / 'ws', {str(session)!r},"
-            f" config=sandbox_settings(Path({str(tmp_path)!r})).docker_config())\n"
+            f" config=sandbox_settings(Path({str(tmp_path)!r})).runtime_config().docker)\n"
             "    await rt.start(); await rt.wait_ready(60); print('up', flush=True)\n"
             "    await asyncio.sleep(3600)\n"
             "asyncio.run(main())\n",
@@ -137,7 +137,7 @@ async def test_local_sandbox_dies_with_its_owner(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("docker_ready")
 async def test_periodic_reaper_in_the_service(tmp_path: Path) -> None:
     quiet = DockerRuntime(
-        tmp_path / "ws", uuid.uuid4(), config=sandbox_settings(tmp_path).docker_config()
+        tmp_path / "ws", uuid.uuid4(), config=sandbox_settings(tmp_path).runtime_config().docker
     )
     await quiet.start()
     await quiet.wait_ready(60)

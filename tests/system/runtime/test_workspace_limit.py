@@ -61,7 +61,7 @@ async def settled_mb(workspace: Path) -> float:
 async def limited(kind: str, workspace: Path, tmp_path: Path) -> AsyncIterator[Runtime]:
     sandbox: LocalRuntime | DockerRuntime
     if kind == "docker":
-        config = sandbox_settings(tmp_path).docker_config()
+        config = sandbox_settings(tmp_path).runtime_config().docker
         config = config.model_copy(update={"workspace_limit_mb": LIMIT_MB})
         sandbox = DockerRuntime(workspace, uuid.uuid4(), config=config)
     else:

@@ -40,7 +40,7 @@ async def admin_token(admin_url: str) -> str:
     """An admin's API token, made through the database owner's login as the CLI makes it."""
     settings = Settings()
     async with await EventStore.open(
-        admin_url, config=settings.store_config(), masker=settings.masker()
+        admin_url, config=settings.store, masker=settings.masker()
     ) as owner:
         user = await add_user(owner, "root", is_admin=True)
         _, token = await create_token(owner, user.id)

@@ -37,9 +37,7 @@ async def test_subscriptions_survive_server_restart(
     server, url = own_server
     settings = Settings(data_dir=tmp_path / "data", poll_interval=0.5)
     session = uuid.uuid4()
-    async with await EventStore.open(
-        url, config=settings.store_config(), masker=settings.masker()
-    ) as store:
+    async with await EventStore.open(url, config=settings.store, masker=settings.masker()) as store:
         stream = store.subscribe(session)
         everything = store.subscribe_all(name="restart-test")
         await store.append(session, [Message(content="before 1"), Message(content="before 2")])

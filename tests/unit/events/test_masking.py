@@ -108,8 +108,8 @@ def test_key_file_fills_the_key(tmp_path: Path) -> None:
     key_file = tmp_path / "key"
     key_file.write_text(KEY + "\n")
     settings = Settings(data_dir=tmp_path, llm_api_key_file=key_file)
-    assert settings.llm_api_key is not None
-    assert settings.llm_api_key.get_secret_value() == KEY
+    assert settings.llm.api_key is not None
+    assert settings.llm.api_key.get_secret_value() == KEY
     assert settings.known_secrets({})[KEY] == "CHRONICLE_LLM_API_KEY"
     with pytest.raises(ValidationError, match="cannot read the key file"):
         Settings(data_dir=tmp_path, llm_api_key_file=tmp_path / "missing")

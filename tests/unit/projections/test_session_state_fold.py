@@ -73,7 +73,7 @@ def test_the_settings_reach_the_runner_config() -> None:
     settings = Settings.model_construct(
         projections_inline=False, projections_standby_interval=0.5, projections_batch_size=9
     )
-    assert settings.projections_config() == ProjectionsConfig(
+    assert settings.projections == ProjectionsConfig(
         inline=False, standby_interval=0.5, batch_size=9
     )
-    assert Settings.model_construct().projections_config() == ProjectionsConfig()
+    assert Settings.model_construct().projections == ProjectionsConfig()

@@ -41,7 +41,8 @@ def test_every_place_that_names_runtimes_takes_the_registrys_names() -> None:
     for model in (NewSession, NewFork, EvaluationRequest):
         schema = model.model_json_schema()["properties"]["runtime"]
         assert {"type": "string", "enum": names} in schema["anyOf"], (model, schema)
-    assert Settings.model_json_schema()["properties"]["runtime"]["enum"] == names
+    sandbox = Settings.model_json_schema()["$defs"]["RuntimeConfig"]  # settings.sandbox.kind
+    assert sandbox["properties"]["kind"]["enum"] == names
 
 
 def test_a_name_no_kind_has_is_refused_as_before() -> None:

@@ -36,15 +36,15 @@ def test_the_api_records_what_a_run_records_for_the_same_choices(tmp_path: Path)
         agent=CodeActAgent,
         workspace=tmp_path / "ws",
         runtime="docker",
-        sandbox_base_image=config.sandbox_base_image,
-        llm=config.llm_config(),
+        sandbox_base_image=config.sandbox.docker.base_image,
+        llm=config.llm.config(),
         mcp_servers=config.mcp_servers,
         max_iterations=7,
         max_cost_usd=0.5,
         stuck_detection=True,
     )
     assert recorded == as_run and model == "openai/recorded"
-    assert recorded.image == image_tag(config.sandbox_base_image)
+    assert recorded.image == image_tag(config.sandbox.docker.base_image)
     assert recorded.tools == CodeActAgent.builtin_tool_names()
     assert "sk-secret-key" not in json.dumps(recorded.stored())  # the key never enters the log
 
@@ -55,8 +55,8 @@ def test_defaults_mcp_tools_and_an_evaluations_additions(tmp_path: Path) -> None
         agent=CodeActAgent,
         workspace=tmp_path,
         runtime="local",
-        sandbox_base_image=config.sandbox_base_image,
-        llm=config.llm_config(),
+        sandbox_base_image=config.sandbox.docker.base_image,
+        llm=config.llm.config(),
         mcp_servers=[],
         mcp_tool_names=["files__read"],
         max_iterations=None,
