@@ -10,8 +10,9 @@ inside functions, under ``TYPE_CHECKING``. The rule:
   builds the lower packages' own config objects and imports nothing from sessions or above;
 - ``agent`` imports no runtime implementation (only ``app.runtime.protocol`` / ``errors``);
 - ``app/store/subscriptions.py`` does not import ``app/store/event_store.py``;
-- only app/store talks to PostgreSQL: nothing else imports a database driver, reaches into a
-  store's ``.pool``, or runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection
+- only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
+  that feature owns) talk to PostgreSQL: nothing else imports a database driver, reaches into
+  a store's ``.pool``, or runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection
   it got from a store.
 
 The last check is syntactic, by convention: an object whose name (the last part of a dotted
@@ -64,6 +65,14 @@ SQL_METHODS = frozenset(
     {"fetch", "fetchrow", "fetchval", "execute", "executemany", "copy_records_to_table"}
 )
 STORE_NAME = re.compile("store", re.IGNORECASE)
+SQL_HOME = "app/store, or the owning feature's app/<package>/sql/"
+
+
+def speaks_sql(path: str) -> bool:
+    """app/store, and the modules of a feature's ``sql/`` folder (app/sessions/sql/leases.py),
+    may use the driver and run SQL; nothing else may."""
+    parts = Path(path).parts
+    return parts[:2] == ("app", "store") or (len(parts) >= 4 and parts[2] == "sql")
 
 
 class Violation(NamedTuple):
@@ -122,8 +131,8 @@ def import_violations(
     for line, target in imports:
         top = target.split(".")[0]
         what = f"imports {target}"
-        if top in DATABASE_DRIVERS and source != "store":
-            yield Violation(path, line, what, "only app/store talks to the database")
+        if top in DATABASE_DRIVERS and not speaks_sql(path):
+            yield Violation(path, line, what, f"only {SQL_HOME} talks to the database")
         wanted = package_of(target)
         if wanted is None or wanted == source:
             if module == "app.store.subscriptions" and target == "app.store.event_store":
@@ -212,8 +221,8 @@ def _store_pool_uses(tree: ast.AST, path: str) -> Iterator[Violation]:
                     path,
                     node.lineno,
                     f"uses {ast.unparse(node)}",
-                    "nothing outside app/store reaches into the store's connection pool; add "
-                    "a store function for the query",
+                    f"nothing outside {SQL_HOME} reaches into the store's connection pool; "
+                    "add a function for the query there",
                 )
 
 
@@ -255,8 +264,8 @@ def _sql_on_store_connections(tree: ast.AST, path: str) -> Iterator[Violation]:
                     path,
                     node.lineno,
                     f"runs {ast.unparse(node.func)}(...)",
-                    "nothing outside app/store runs SQL on the store's connections; add a "
-                    "store function for the query",
+                    f"nothing outside {SQL_HOME} runs SQL on the store's connections; add "
+                    "a function for the query there",
                 )
 
 
@@ -272,7 +281,7 @@ def check_source(text: str, relative: str, root: Path = ROOT) -> list[Violation]
     tree = ast.parse(text, filename=relative)
     imports = imported_modules(tree, module, path.name == "__init__.py", root)
     found = list(import_violations(relative, module, imports))
-    if package_of(module) != "store":
+    if not speaks_sql(relative):
         found += sql_violations(tree, relative)
     return found
 
@@ -361,3 +370,17 @@ def test_sql_outside_the_store_is_found() -> None:
     found = check_source(text, "app/sessions/x.py")
     assert sorted({v.line for v in found}) == [1, 3, 4, 5, 6, 7]
     assert check_source(text, "app/store/x.py") == []
+
+
+def test_a_features_sql_module_may_speak_sql() -> None:
+    text = (
+        "import asyncpg\n"
+        "async def rows(store):\n"
+        "    async with store.pool.acquire() as connection:\n"
+        "        await connection.execute('DELETE FROM session_leases')\n"
+    )
+    assert check_source(text, "app/sessions/sql/session_leases.py") == []
+    assert check_source(text, "app/sessions/sql/__init__.py") == []
+    # a module merely named sql, or sql/ below a deeper folder of the feature, is not one
+    assert sorted({v.line for v in check_source(text, "app/sessions/sql.py")}) == [1, 3, 4]
+    assert sorted({v.line for v in check_source(text, "app/sessions/x/sql/y.py")}) == [1, 3, 4]
