@@ -17,8 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from app.projections.sql.projection_store import ProjectionRows, Table
 from app.store import RecordedEvent
-from app.store.projection_store import ProjectionRows, Table
 
 
 class Projection(ABC):

@@ -24,13 +24,13 @@ from typing import Any, Literal
 from app.projections.base import Projection
 from app.projections.catch_up import Applied, catch_up, rebuild
 from app.projections.config import ProjectionsConfig
-from app.store import EventStore, Position, RecordedEvent
-from app.store.projection_store import (
+from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
     ProjectionConnection,
     runner_identity,
 )
+from app.store import EventStore, Position, RecordedEvent
 from app.store.subscriptions import GlobalSubscription
 from app.store.transient import DATABASE_GONE_ERRORS, REFUSED_FOR_NOW, TRANSIENT_ERRORS
 

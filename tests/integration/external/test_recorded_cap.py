@@ -9,8 +9,8 @@ import uuid
 from app.events import AgentState
 from app.external.sessions import external_session
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
 from app.store.session_owners import active_sessions, record_owner
 from app.store.users import add_user
 

@@ -16,8 +16,8 @@ from app.external.errors import GatewayError
 from app.external.session_scope import scope_label
 from app.external.sessions import SessionChooser, token_session_id
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
 from app.store.session_owners import active_sessions, owner_of, record_owner
 from app.store.users import Principal, add_user
 

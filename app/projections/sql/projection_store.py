@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, Self
 import asyncpg
 from pydantic import BaseModel
 
+from app.projections.sql.projection_tables import ProjectionCode, ProjectionRows, Table
 from app.store.errors import StoreError
-from app.store.projection_tables import ProjectionCode, ProjectionRows, Table
 from app.store.records import Position, RecordedEvent
 from app.store.transient import TRANSIENT_ERRORS
 

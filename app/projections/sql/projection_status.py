@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from app.store.projection_store import CHECKPOINT_SQL, LOCK_CLASS, checkpoint_from_row
+from app.projections.sql.projection_store import CHECKPOINT_SQL, LOCK_CLASS, checkpoint_from_row
 from app.store.records import Position
 
 if TYPE_CHECKING:
