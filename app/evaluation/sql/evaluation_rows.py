@@ -10,11 +10,11 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.evaluation.sql.trial_stops import configuration_stop_sql
 from app.events.session_config import json_path
 from app.store.event_store import COLUMNS, EventStore
 from app.store.records import RecordedEvent
 from app.store.session_claims import claimed_sql
-from app.store.trial_stops import configuration_stop_sql
 
 # A replay or a fork copies its recording's config, evaluation_run included: it is not one of
 # the run's own sessions. A replay run (`chronicle eval replay --name`) is made of replay
