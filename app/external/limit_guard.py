@@ -29,8 +29,8 @@ from app.external import limits
 from app.external.errors import GatewayError
 from app.external.sql.gateway_limits import Key, Usage, UserLimits, add_cost, reserve, user_limits
 from app.llm import LlmGateway
+from app.sessions.sql.session_owners import owner_of
 from app.store import EventStore
-from app.store.session_owners import owner_of
 
 #: Sessions whose owner and own limits are kept, per process (bounded).
 KNOWN_LIMIT = 10_000

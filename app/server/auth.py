@@ -56,8 +56,8 @@ from app.server.context import ServerContext
 from app.server.sql.credential_watch import CredentialWatch
 from app.server.sql.logins import authenticate_login
 from app.server.token_cache import TokenCache
+from app.sessions.sql.users import Principal, authenticate
 from app.store import EventStore
-from app.store.users import Principal, authenticate
 
 SESSION_COOKIE = "chronicle_session"
 CSRF_COOKIE = "chronicle_csrf"

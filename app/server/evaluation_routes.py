@@ -58,7 +58,7 @@ from app.server.problems import (
     Unprocessable,
     problem_responses,
 )
-from app.store.users import Principal
+from app.sessions.sql.users import Principal
 
 MAX_PAGE = 200
 RunName = Annotated[str, PathParameter(max_length=200)]

@@ -55,7 +55,7 @@ from app.server.sql.logins import (
     peek_login_code,
 )
 from app.sessions import platform_audit
-from app.store.users import authenticate
+from app.sessions.sql.users import authenticate
 
 
 class LoginRequest(BaseModel):

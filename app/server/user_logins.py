@@ -19,7 +19,7 @@ from app.server.context import Context
 from app.server.problems import NotFound, problem_responses
 from app.server.sql.logins import BrowserLogin, end_logins, list_logins
 from app.sessions import platform_audit
-from app.store.users import User, find_user
+from app.sessions.sql.users import User, find_user
 
 
 async def admins_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

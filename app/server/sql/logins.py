@@ -24,13 +24,13 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.users import (
+from app.sessions.sql.users import (
     LAST_USED_RESOLUTION_SECONDS,
     OwnerLoginNeededError,
     Principal,
     token_hash,
 )
+from app.store.errors import StoreError
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Literal
 
 import asyncpg
 
+from app.sessions.sql.users import OwnerLoginNeededError, UnknownUserError, User, find_user
 from app.store.errors import StoreError
-from app.store.users import OwnerLoginNeededError, UnknownUserError, User, find_user
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore

@@ -19,9 +19,9 @@ from app.evaluation.api_runs import (
     continue_run,
     start_run,
 )
+from app.sessions.sql.users import add_user
 from app.store import EventStore
 from app.store.session_claims import claim_session
-from app.store.users import add_user
 from tests.support.trial_runs import claimed_trial
 
 LEASE = 1.0

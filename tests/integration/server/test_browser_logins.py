@@ -20,8 +20,8 @@ from app.server.sql.logins import (
     peek_login_code,
 )
 from app.server.sql.user_states import disable_user, enable_user
+from app.sessions.sql.users import OwnerLoginNeededError, add_user, create_token, revoke_token
 from app.store import EventStore
-from app.store.users import OwnerLoginNeededError, add_user, create_token, revoke_token
 
 FORGED_HASH = hashlib.sha256(b"chl_forged").digest()
 

@@ -35,8 +35,8 @@ from app.server.sql.user_states import (
     promote_user,
     remove_user,
 )
+from app.sessions.sql.users import OwnerLoginNeededError, add_user, authenticate, create_token
 from app.store import EventStore
-from app.store.users import OwnerLoginNeededError, add_user, authenticate, create_token
 
 #: The token the attacker plants: its hash chosen, handed to the definer function directly.
 PLANTED = "chr_" + "P" * 43

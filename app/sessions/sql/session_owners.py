@@ -15,7 +15,7 @@ from uuid import UUID
 
 import asyncpg
 
-from app.store.session_rows import (
+from app.sessions.sql.session_rows import (
     CLAIMED,
     QUALIFIED_COLUMNS,
     STEERED_PAGES,

@@ -24,9 +24,9 @@ from uuid import UUID
 
 import asyncpg
 
+from app.sessions.sql.session_leases import UnknownSessionError
+from app.sessions.sql.session_owners import ACTIVE_SQL, COUNTS, RESERVE_LOCK_CLASS, owner_of
 from app.store.errors import StoreError
-from app.store.session_leases import UnknownSessionError
-from app.store.session_owners import ACTIVE_SQL, COUNTS, RESERVE_LOCK_CLASS, owner_of
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
