@@ -72,8 +72,7 @@ from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
-from app.store import EventStore
-from app.store.session_claims import SessionBusyError, claim_session
+from app.store import EventStore, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 

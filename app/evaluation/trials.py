@@ -47,8 +47,7 @@ from app.evaluation.scoring import (
 from app.evaluation.sql.trial_stops import trial_stop
 from app.evaluation.suite import Task
 from app.llm.errors import CONFIGURATION_KINDS
-from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.session_claims import SessionBusyError, claim_session
+from app.store import ConcurrencyError, EventStore, RecordedEvent, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 

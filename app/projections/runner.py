@@ -30,9 +30,15 @@ from app.projections.sql.projection_store import (
     ProjectionConnection,
     runner_identity,
 )
-from app.store import EventStore, Position, RecordedEvent
-from app.store.subscriptions import GlobalSubscription
-from app.store.transient import DATABASE_GONE_ERRORS, REFUSED_FOR_NOW, TRANSIENT_ERRORS
+from app.store import (
+    DATABASE_GONE_ERRORS,
+    REFUSED_FOR_NOW,
+    TRANSIENT_ERRORS,
+    EventStore,
+    GlobalSubscription,
+    Position,
+    RecordedEvent,
+)
 
 log = logging.getLogger(__name__)
 

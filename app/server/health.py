@@ -31,8 +31,8 @@ from app.server.auth import SESSION_COOKIE, TokenAuthentication
 from app.server.context import Context, ServerContext
 from app.sessions.sql.session_leases import present_workers
 from app.sessions.sql.users import Principal
+from app.store import schema_revision, write_refusal
 from app.store.migrate import head_revision
-from app.store.readiness import schema_revision, write_refusal
 
 #: Projections further behind than this (seconds) make the API not ready.
 MAX_PROJECTION_LAG = 30.0

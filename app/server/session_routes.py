@@ -23,8 +23,8 @@ from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.sessions.sql.session_owners import list_visible_records, visible_session
 from app.sessions.sql.session_rows import ListedState
 from app.sessions.summary import SessionSummary, summary_fields
+from app.store import VerifyReport
 from app.store.archive import export_sessions
-from app.store.records import VerifyReport
 
 MAX_PAGE = 200
 MAX_EVENTS_PAGE = 1000

@@ -46,10 +46,15 @@ from app.sessions.workspace import (
     record_workspace_start,
     workspace_baseline,
 )
-from app.store import ConcurrencyError, EventStore, StoreError
-from app.store.action_worker import ActionWorker
-from app.store.session_claims import SessionBusyError, claim_session
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import (
+    TRANSIENT_ERRORS,
+    ActionWorker,
+    ConcurrencyError,
+    EventStore,
+    SessionBusyError,
+    StoreError,
+    claim_session,
+)
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpTool, McpToolService
 

@@ -67,8 +67,7 @@ from app.sessions.sql import session_leases as leases
 from app.sessions.sql.session_leases import Lease, ReleaseOutcome
 from app.sessions.step_gate import StepGate
 from app.sessions.worker_runs import run_claimed
-from app.store import EventStore
-from app.store.transient import refused_for_now
+from app.store import EventStore, refused_for_now
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,9 @@ inside functions, under ``TYPE_CHECKING``. The rule:
   builds the lower packages' own config objects and imports nothing from sessions or above;
 - ``agent`` imports no runtime implementation (only ``app.runtime.protocol`` / ``errors``);
 - ``app/store/subscriptions.py`` does not import ``app/store/event_store.py``;
+- outside app/store, the store is imported through its surface: ``app.store`` (its
+  ``__init__``) and the public modules and subpackages of ``STORE_SURFACE``, never a private
+  module of it (``app.store.event_store``, ``app.store.integrity.anchors``);
 - only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
   that feature owns) talk to PostgreSQL: nothing else imports a database driver, reaches into
   a store's ``.pool``, or runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection
@@ -60,6 +63,19 @@ SETTINGS_READERS = frozenset({"sessions", "evaluation", "external", "server", "c
 CONFIG_LEVEL = LEVELS["sessions"]
 #: What agent may know of runtime: the protocol and its errors, no implementation.
 RUNTIME_INTERFACE = frozenset({"app.runtime.protocol", "app.runtime.errors"})
+#: What of the store the rest of app/ may import (docs/architecture.md, "The store's surface");
+#: every other module of app/store is private to it.
+STORE_SURFACE = frozenset(
+    {
+        "app.store",
+        "app.store.config",  # the config objects app/config.py builds, as of every package
+        "app.store.migrate",  # alembic's commands, loaded only by what migrates
+        "app.store.analytics",
+        "app.store.archive",
+        "app.store.embedded",
+        "app.store.integrity",
+    }
+)
 DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg", "psycopg2", "sqlalchemy", "alembic"})
 SQL_METHODS = frozenset(
     {"fetch", "fetchrow", "fetchval", "execute", "executemany", "copy_records_to_table"}
@@ -134,6 +150,14 @@ def import_violations(
         if top in DATABASE_DRIVERS and not speaks_sql(path):
             yield Violation(path, line, what, f"only {SQL_HOME} talks to the database")
         wanted = package_of(target)
+        if wanted == "store" and source != "store" and target not in STORE_SURFACE:
+            yield Violation(
+                path,
+                line,
+                what,
+                "a private module of the store: import it from app.store (or one of its public "
+                f"parts: {', '.join(sorted(STORE_SURFACE - {'app.store'}))})",
+            )
         if wanted is None or wanted == source:
             if module == "app.store.subscriptions" and target == "app.store.event_store":
                 yield Violation(
@@ -354,6 +378,25 @@ def test_subscriptions_do_not_import_the_event_store() -> None:
         found = check_source(text, "app/store/subscriptions.py")
         assert any("SubscriptionSource" in v.rule for v in found), text
     assert check_source("from app.store.records import Position\n", "app/store/x.py") == []
+
+
+def test_private_store_modules_are_found_outside_the_store() -> None:
+    for text in (
+        "from app.store.event_store import EventStore\n",
+        "from app.store import event_store\n",
+        "import app.store.records\n",
+        "from app.store.integrity.anchors import sign_anchor\n",
+    ):
+        found = check_source(text, "app/sessions/x.py")
+        assert [v.rule for v in found if "private module" in v.rule], text
+        assert check_source(text, "app/store/x.py") == []
+    for text in (
+        "from app.store import EventStore, claim_session\n",
+        "from app.store import migrate\n",
+        "from app.store.config import StoreConfig\n",
+        "from app.store.integrity import sign_anchor\n",
+    ):
+        assert check_source(text, "app/sessions/x.py") == [], text
 
 
 def test_sql_outside_the_store_is_found() -> None:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from app.evaluation.sql.trial_stops import configuration_stop_sql
 from app.events.session_config import json_has, json_path
-from app.store.event_store import EventStore
+from app.store import EventStore
 
 STRANDED_RUNS_SQL = f"""
 WITH trials AS (

@@ -40,12 +40,10 @@ import asyncpg
 from pydantic import BaseModel
 
 from app.projections.sql.projection_tables import ProjectionCode, ProjectionRows, Table
-from app.store.errors import StoreError
-from app.store.records import Position, RecordedEvent
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import TRANSIENT_ERRORS, Position, RecordedEvent, StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import asyncpg
 
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import TRANSIENT_ERRORS
 
 CHANNEL = "chronicle_credentials"
 

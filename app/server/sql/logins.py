@@ -30,10 +30,10 @@ from app.sessions.sql.users import (
     Principal,
     token_hash,
 )
-from app.store.errors import StoreError
+from app.store import StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 #: What a session cookie starts with (an API token starts with ``chr_``).
 LOGIN_PREFIX = "chl_"

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Literal
 import asyncpg
 
 from app.sessions.sql.users import OwnerLoginNeededError, UnknownUserError, User, find_user
-from app.store.errors import StoreError
+from app.store import StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 UserState = Literal["disabled", "enabled", "removed", "admin", "member"]
 

@@ -26,10 +26,10 @@ import asyncpg
 
 from app.sessions.sql.session_leases import UnknownSessionError
 from app.sessions.sql.session_owners import ACTIVE_SQL, COUNTS, RESERVE_LOCK_CLASS, owner_of
-from app.store.errors import StoreError
+from app.store import StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 T = TypeVar("T")
 

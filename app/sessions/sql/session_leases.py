@@ -26,11 +26,10 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import TRANSIENT_ERRORS, StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from app.sessions.sql.session_rows import (
 )
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 #: A session counts against its owner's cap while a worker is asked to run it (its lease row,
 #: from the request until the run is released: waiting for a worker counts too), while the

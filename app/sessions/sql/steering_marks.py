@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from app.agent.steering import StateMark, SteeringMarks
-from app.store.session_claims import claimed_sql
+from app.store import claimed_sql
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 
 MARKS_SQL = f"""

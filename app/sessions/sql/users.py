@@ -18,10 +18,10 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
+from app.store import StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 TOKEN_PREFIX = "chr_"
 TokenKind = Literal["api", "cookie"]

@@ -20,8 +20,7 @@ from app.evaluation.api_runs import (
     start_run,
 )
 from app.sessions.sql.users import add_user
-from app.store import EventStore
-from app.store.session_claims import claim_session
+from app.store import EventStore, claim_session
 from tests.support.trial_runs import claimed_trial
 
 LEASE = 1.0

@@ -17,8 +17,7 @@ from app.replay import replay
 from app.replay.gateway import ReplayGateway
 from app.sessions.sql.session_rows import SessionRow, list_sessions
 from app.sessions.summary import shown_state
-from app.store import EventStore
-from app.store.session_claims import claimed_sql
+from app.store import EventStore, claimed_sql
 from tests.support.waiting import until
 from tests.support.written_sessions import Recorder
 
