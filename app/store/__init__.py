@@ -10,6 +10,8 @@ What it offers (docs/architecture.md, "The store's surface"):
   query that returns whole events;
 - its errors, rooted at ``StoreError``, and the database's passing troubles in one place
   (``TRANSIENT_ERRORS``, ``DATABASE_GONE_ERRORS``, ``REFUSED_FOR_NOW``, ``refused_for_now``);
+- the driver as a feature's ``sql/`` module needs it (``driver.py``): ``Connection``, ``Pool``,
+  ``Record`` and the refusals it may catch (``DatabaseError``, ``UniqueViolationError``, ...);
 - who runs a session: ``claim_session`` (an advisory lock, no table: every runner of a session
   takes it, replay as much as sessions) and ``claimed_sql`` for a query that asks;
 - the action worker (``ActionWorker``): answers a session's actions in its log;
@@ -47,6 +49,16 @@ if TYPE_CHECKING:
         ensure_database_async,
         forget_migrations,
         kept_running,
+    )
+    from app.store.driver import (
+        CheckViolationError,
+        Connection,
+        ConnectionUnusableError,
+        DatabaseError,
+        ForeignKeyViolationError,
+        Pool,
+        Record,
+        UniqueViolationError,
     )
     from app.store.errors import (
         ConcurrencyError,
@@ -91,6 +103,14 @@ _EXPORTED_FROM = {
     "ensure_database_async": "app.store.database",
     "forget_migrations": "app.store.database",
     "kept_running": "app.store.database",
+    "CheckViolationError": "app.store.driver",
+    "Connection": "app.store.driver",
+    "ConnectionUnusableError": "app.store.driver",
+    "DatabaseError": "app.store.driver",
+    "ForeignKeyViolationError": "app.store.driver",
+    "Pool": "app.store.driver",
+    "Record": "app.store.driver",
+    "UniqueViolationError": "app.store.driver",
     "ConcurrencyError": "app.store.errors",
     "ContentMismatchError": "app.store.errors",
     "DatabaseUnavailableError": "app.store.errors",
@@ -128,19 +148,26 @@ __all__ = [
     "TRANSIENT_ERRORS",
     "ActionWorker",
     "BufferedSession",
+    "CheckViolationError",
     "ConcurrencyError",
+    "Connection",
+    "ConnectionUnusableError",
     "ContentMismatchError",
+    "DatabaseError",
     "DatabaseUnavailableError",
     "DuplicateEventError",
     "EncodedBatch",
     "EventLike",
     "EventStore",
     "EventTooLargeError",
+    "ForeignKeyViolationError",
     "GlobalSubscription",
     "InvalidEventError",
     "MemoryLog",
     "MissingBlobError",
+    "Pool",
     "Position",
+    "Record",
     "RecordedEvent",
     "RefusedForNowError",
     "ServiceFailed",
@@ -149,6 +176,7 @@ __all__ = [
     "SessionStream",
     "SessionSubscription",
     "StoreError",
+    "UniqueViolationError",
     "VerifyReport",
     "WorkerStopped",
     "admin_database_url",

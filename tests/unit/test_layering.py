@@ -14,9 +14,11 @@ inside functions, under ``TYPE_CHECKING``. The rule:
   ``__init__``) and the public modules and subpackages of ``STORE_SURFACE``, never a private
   module of it (``app.store.event_store``, ``app.store.integrity.anchors``);
 - only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
-  that feature owns) talk to PostgreSQL: nothing else imports a database driver, reaches into
-  a store's ``.pool``, or runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection
-  it got from a store.
+  that feature owns) talk to PostgreSQL: nothing else reaches into a store's ``.pool`` or runs
+  ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection it got from a store;
+- only app/store imports a database driver: a feature's ``sql/`` module takes the driver's
+  types and errors from ``app.store`` (``Connection``, ``Record``, ``DatabaseError``, ...),
+  so which driver it is, and what its errors mean, is decided in one place.
 
 The last check is syntactic, by convention: an object whose name (the last part of a dotted
 expression) contains ``store`` is an event store, and a connection is a name bound from an
@@ -147,8 +149,14 @@ def import_violations(
     for line, target in imports:
         top = target.split(".")[0]
         what = f"imports {target}"
-        if top in DATABASE_DRIVERS and not speaks_sql(path):
-            yield Violation(path, line, what, f"only {SQL_HOME} talks to the database")
+        if top in DATABASE_DRIVERS and source != "store":
+            yield Violation(
+                path,
+                line,
+                what,
+                "only app/store imports the database driver; a feature's sql/ module takes "
+                "Connection, Record and the errors it catches from app.store",
+            )
         wanted = package_of(target)
         if wanted == "store" and source != "store" and target not in STORE_SURFACE:
             yield Violation(
@@ -417,7 +425,7 @@ def test_sql_outside_the_store_is_found() -> None:
 
 def test_a_features_sql_module_may_speak_sql() -> None:
     text = (
-        "import asyncpg\n"
+        "from app.store import DatabaseError\n"
         "async def rows(store):\n"
         "    async with store.pool.acquire() as connection:\n"
         "        await connection.execute('DELETE FROM session_leases')\n"
@@ -425,5 +433,13 @@ def test_a_features_sql_module_may_speak_sql() -> None:
     assert check_source(text, "app/sessions/sql/session_leases.py") == []
     assert check_source(text, "app/sessions/sql/__init__.py") == []
     # a module merely named sql, or sql/ below a deeper folder of the feature, is not one
-    assert sorted({v.line for v in check_source(text, "app/sessions/sql.py")}) == [1, 3, 4]
-    assert sorted({v.line for v in check_source(text, "app/sessions/x/sql/y.py")}) == [1, 3, 4]
+    assert sorted({v.line for v in check_source(text, "app/sessions/sql.py")}) == [3, 4]
+    assert sorted({v.line for v in check_source(text, "app/sessions/x/sql/y.py")}) == [3, 4]
+
+
+def test_a_features_sql_module_names_the_driver_through_the_store() -> None:
+    for text in ("import asyncpg\n", "from asyncpg import Record\n", "import asyncpg.pool\n"):
+        found = check_source(text, "app/sessions/sql/session_leases.py")
+        assert [v.line for v in found] == [1], text
+        assert "only app/store imports the database driver" in found[0].rule
+        assert check_source(text, "app/store/x.py") == []

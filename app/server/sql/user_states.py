@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import asyncpg
-
 from app.sessions.sql.users import OwnerLoginNeededError, UnknownUserError, User, find_user
-from app.store import StoreError
+from app.store import DatabaseError, StoreError
 
 if TYPE_CHECKING:
     from app.store import EventStore
@@ -48,7 +46,7 @@ async def _set_state(store: EventStore, name: str, state: UserState) -> tuple[Us
         changed = await store.pool.fetchval(
             "SELECT chronicle_set_user_state($1, $2)", user.id, state
         )
-    except asyncpg.PostgresError as exc:
+    except DatabaseError as exc:
         if getattr(exc, "sqlstate", None) == "CR010":
             raise RemovedUserError(name) from None
         if getattr(exc, "sqlstate", None) == "CR015":  # any change, by the app's login
