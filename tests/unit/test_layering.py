@@ -13,12 +13,12 @@ inside functions, under ``TYPE_CHECKING``. The rule:
 - outside app/store, the store is imported through its surface: ``app.store`` (its
   ``__init__``) and the public modules and subpackages of ``STORE_SURFACE``, never a private
   module of it (``app.store.event_store``, ``app.store.integrity.anchors``);
-- only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
-  that feature owns) talk to PostgreSQL: nothing else reaches into a store's ``.pool`` or runs
-  ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection it got from a store;
 - only app/store imports a database driver: a feature's ``sql/`` module takes the driver's
   types and errors from ``app.store`` (``Connection``, ``Record``, ``DatabaseError``, ...),
-  so which driver it is, and what its errors mean, is decided in one place.
+  so which driver it is, and what its errors mean, is decided in one place;
+- only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
+  that feature owns) talk to PostgreSQL: nothing else reaches into a store's ``.pool`` or runs
+  ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection it got from a store.
 
 The last check is syntactic, by convention: an object whose name (the last part of a dotted
 expression) contains ``store`` is an event store, and a connection is a name bound from an
