@@ -40,10 +40,10 @@ from app.projections import (
     SessionState,
     rebuild,
 )
+from app.projections.sql.projection_store import ProjectionConnection
 from app.sessions.summary import recent_sessions
 from app.store import EventStore
 from app.store.config import StoreConfig
-from app.store.projection_store import ProjectionConnection
 from bench.harness import (
     BenchDatabase,
     Measurement,

@@ -49,8 +49,7 @@ from app.events import (
 from app.llm import LlmConfig, LlmGateway
 from app.llm.call_log import CallLog
 from app.replay import replay
-from app.store import EventStore, RecordedEvent
-from app.store.buffered_session import BufferedSession
+from app.store import BufferedSession, EventStore, RecordedEvent
 from bench.agent import STEPS, InstantModel, instant_live_run
 from bench.harness import (
     BenchDatabase,

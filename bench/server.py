@@ -48,8 +48,8 @@ from websockets.asyncio.client import connect
 
 from app.events import Message
 from app.events.masking import SecretMasker
+from app.sessions.sql.session_rows import list_sql
 from app.store import EventStore
-from app.store.session_rows import list_sql
 from bench.harness import (
     BenchDatabase,
     Interleaved,

@@ -27,10 +27,10 @@ from typing import Any
 import psycopg
 
 from app.events.masking import SecretMasker
+from app.sessions.sql.session_owners import list_visible_records
+from app.sessions.sql.session_rows import list_sql
 from app.store import EventStore
 from app.store.config import StoreConfig
-from app.store.session_owners import list_visible_records
-from app.store.session_rows import list_sql
 from bench.harness import BenchDatabase, bench_database
 
 SESSIONS = 100_000

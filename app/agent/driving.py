@@ -21,8 +21,7 @@ from uuid import UUID
 
 from app.agent.controller import AgentController, Outcome
 from app.events import AgentState
-from app.store import SessionLog
-from app.store.transient import refused_for_now
+from app.store import SessionLog, refused_for_now
 
 log = logging.getLogger(__name__)
 

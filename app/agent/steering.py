@@ -33,8 +33,35 @@ from __future__ import annotations
 from typing import Literal, get_args
 from uuid import UUID
 
+from pydantic import BaseModel
+
 from app.projections.session_state import status_of
-from app.store.steering_marks import SteeringMarks
+
+
+class StateMark(BaseModel):
+    """An ``agent.state`` event: its seq, the state, its reason and the limit it names."""
+
+    seq: int
+    state: str
+    reason: str = ""
+    limit: str | None = None
+
+
+class SteeringMarks(BaseModel):
+    """The few events of a session its steering depends on, read in one query by
+    ``app.sessions.sql.steering_marks`` (the log, the claims and the lease rows)."""
+
+    #: the session's last seq (0: no such session); a steering is appended right after it
+    last_seq: int
+    #: the agent's last ``agent.state`` (source ``agent``); None before the agent said any
+    state: StateMark | None = None
+    #: the user's last ``agent.state`` (source ``user``: paused, running or stopped)
+    request: StateMark | None = None
+    #: seq of the user's last message
+    message_seq: int | None = None
+    #: a process holds the session's claim, or a worker was asked to run it
+    running: bool = False
+
 
 Steering = Literal["pause", "stop", "resume"]
 Phase = Literal[

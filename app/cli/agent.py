@@ -29,8 +29,7 @@ from app.cli.terminal import raw
 from app.config import Settings
 from app.errors import ChronicleError
 from app.runtime.kinds import KINDS
-from app.store import EventStore, RecordedEvent
-from app.store.transient import DATABASE_GONE_ERRORS
+from app.store import DATABASE_GONE_ERRORS, EventStore, RecordedEvent
 
 #: After these, the next thing is usually the model thinking: show a spinner.
 THINKING_AFTER = frozenset(

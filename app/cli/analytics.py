@@ -19,12 +19,15 @@ from app.store.analytics import (
     VIEWS,
     AnalystError,
     NoTimeColumnError,
+    aligned_table,
     analyst_url,
+    json_value,
     run_query,
     stream_query,
     view_query,
+    write_csv,
+    write_parquet,
 )
-from app.store.analytics.tabular import aligned_table, json_value, write_csv, write_parquet
 
 FORMATS = ("csv", "parquet")
 

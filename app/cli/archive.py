@@ -22,9 +22,8 @@ from app.cli.terminal import raw
 from app.config import Settings
 from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
 from app.evaluation.importers.writing import ImportConflict, write_session
-from app.store import EventStore
+from app.store import EventStore, admin_database_url, ensure_database
 from app.store.archive import FileReport, check_file, export_sessions, import_file
-from app.store.database import admin_database_url, ensure_database
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:

@@ -26,19 +26,20 @@ from app.cli import archive as archive_cli
 from app.cli.log import open_store, session_id
 from app.config import Settings
 from app.store import EventStore, VerifyReport
-from app.store.integrity.anchor_key import (
+from app.store.integrity import (
+    AnchorRecord,
+    key_id,
     load_private_key,
     new_key_files,
     public_key_file,
     public_key_pem,
-    signing_key,
-    trusted_public_key,
-)
-from app.store.integrity.anchors import AnchorRecord, key_id, read_anchors, sign_anchor
-from app.store.integrity.verification import (
+    read_anchors,
     session_ids,
+    sign_anchor,
+    signing_key,
     stored_blob_problem,
     stored_message_problem,
+    trusted_public_key,
 )
 
 

@@ -74,7 +74,7 @@ def audit_line(event: RecordedEvent) -> str:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store.platform_audit import read_audit
+    from app.sessions.sql.platform_audit import read_audit
 
     async with await open_store(settings) as store:
         after, since, printed = 0, args.since, 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 
 from app.config import Settings
+from app.store import redact
 from app.store.embedded import EmbeddedPostgres
-from app.store.urls import redact
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -37,8 +37,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store import migrate
-    from app.store.database import admin_database_url, ensure_database, forget_migrations
+    from app.store import admin_database_url, ensure_database, forget_migrations, migrate
 
     command = args.db_command
     database = settings.database_config()

@@ -209,10 +209,10 @@ async def run_suite_command(args: argparse.Namespace, settings: Settings) -> int
         run_suite,
     )
     from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS
+    from app.evaluation.sql.evaluation_rows import run_attempts
     from app.evaluation.suite import SuiteError, load_suite
     from app.external.eval_trials import GatewayTrials
     from app.projections import SessionState, bring_up_to_date
-    from app.store.evaluation_rows import run_attempts
 
     if args.suite is None and args.resume is None:
         print("error: name the suite's file (or --resume NAME)", file=sys.stderr)

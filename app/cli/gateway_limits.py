@@ -126,8 +126,8 @@ def _shown(value: object) -> str:
 async def user_limits_command(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_owner_store
     from app.external.limit_guard import user_layer
-    from app.store import gateway_limits
-    from app.store.users import UnknownUserError, find_user
+    from app.external.sql import gateway_limits
+    from app.sessions.sql.users import UnknownUserError, find_user
 
     async with await open_owner_store(settings) as store:
         user = await find_user(store, args.name)

@@ -13,9 +13,8 @@ from datetime import UTC, datetime, timedelta
 from app.cli.numbers import positive, seq_after, seq_number
 from app.cli.render import render_json, render_line
 from app.config import Settings
-from app.store import EventStore
-from app.store.database import admin_database_url, ensure_database_async
-from app.store.session_rows import LISTED_STATES
+from app.sessions.sql.session_rows import LISTED_STATES
+from app.store import EventStore, admin_database_url, ensure_database_async
 
 
 def session_id(text: str) -> uuid.UUID:

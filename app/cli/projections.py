@@ -98,7 +98,7 @@ def _when(moment: datetime | None) -> str:
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import PROJECTIONS
-    from app.store.projection_status import projection_status
+    from app.projections.sql.projection_status import projection_status
 
     async with await open_store(settings) as store:
         found = await projection_status(store, [p.name for p in PROJECTIONS])
@@ -118,7 +118,7 @@ async def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _rebuild(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import projection_named, rebuild
-    from app.store.projection_store import ProjectionConnection
+    from app.projections.sql.projection_store import ProjectionConnection
 
     projection = projection_named(args.name)
     config = settings.projections

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.store.records import RecordedEvent
+from app.store import RecordedEvent
 
 WIDTH = 100
 

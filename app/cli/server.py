@@ -111,7 +111,7 @@ async def _serve(args: argparse.Namespace, settings: Settings) -> int:
     from app.server import create_app
     from app.server.http_protocol import ConnectionLimits, ensure_descriptors, guarded_protocol
     from app.server.streams import close_streams
-    from app.store.database import kept_running
+    from app.store import kept_running
 
     limits = ConnectionLimits(
         header_timeout=settings.server.header_timeout,

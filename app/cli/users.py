@@ -22,11 +22,11 @@ from app.cli.log import open_owner_store
 from app.config import Settings
 from app.sessions import platform_audit
 from app.sessions.platform_audit import terminal_actor
-from app.store.platform_audit import token_owner
+from app.sessions.sql.platform_audit import token_owner
 
 if TYPE_CHECKING:
+    from app.sessions.sql.users import User
     from app.store import EventStore
-    from app.store.users import User
 
 LIFETIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
 #: A token's lifetime when ``--expires`` is not given: a forgotten token does not live forever.
@@ -131,7 +131,7 @@ def _role(user: User) -> str:
 
 
 async def users(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store.users import add_user, list_users
+    from app.sessions.sql.users import add_user, list_users
 
     # the owner's login: only it may make an admin (migration 0014)
     if args.users_command == "limits":
@@ -160,7 +160,7 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
 async def _audited(store: EventStore, user: User, changed: bool, change: str) -> None:
     """A change that changed something goes into the platform's audit log, with the role the
     user has now (``user`` is as it was before the change)."""
-    from app.store.users import find_user
+    from app.sessions.sql.users import find_user
 
     if changed:
         now = await find_user(store, user.name)
@@ -186,9 +186,9 @@ CHANGE_WORDS = {
 
 
 async def change_user(store: EventStore, change: str, name: str) -> int:
-    """``chronicle users CHANGE NAME``: the store's ``CHANGE_user`` (app/store/user_states.py),
+    """``chronicle users CHANGE NAME``: the store's ``CHANGE_user`` (app/server/sql/user_states.py),
     recorded in the audit log when it changed something."""
-    from app.store import user_states
+    from app.server.sql import user_states
 
     apply: Callable[[EventStore, str], Awaitable[tuple[User, bool]]] = getattr(
         user_states, f"{change}_user"
@@ -201,7 +201,7 @@ async def change_user(store: EventStore, change: str, name: str) -> int:
 
 
 async def _known_user(store: EventStore, name: str) -> User:
-    from app.store.users import UnknownUserError, find_user
+    from app.sessions.sql.users import UnknownUserError, find_user
 
     user = await find_user(store, name)
     if user is None:
@@ -210,7 +210,7 @@ async def _known_user(store: EventStore, name: str) -> User:
 
 
 async def show_logins(store: EventStore, name: str) -> int:
-    from app.store.logins import list_logins
+    from app.server.sql.logins import list_logins
 
     user = await _known_user(store, name)
     found = await list_logins(store, user.id)
@@ -227,7 +227,7 @@ async def show_logins(store: EventStore, name: str) -> int:
 
 
 async def end_user_logins(store: EventStore, name: str) -> int:
-    from app.store.logins import end_logins
+    from app.server.sql.logins import end_logins
 
     user = await _known_user(store, name)
     ended = await end_logins(store, user.id)
@@ -243,7 +243,7 @@ def sign_in_link(url: str, code: str) -> str:
 
 async def login_link(args: argparse.Namespace, settings: Settings) -> int:
     """``chronicle login-link NAME``: a one-time sign-in link for the user's browser."""
-    from app.store.logins import create_login_code
+    from app.server.sql.logins import create_login_code
 
     # the owner's login: only it may make a link that signs in as an admin (as for tokens)
     async with await open_owner_store(settings) as store:
@@ -260,8 +260,14 @@ async def login_link(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def tokens(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store.user_states import RemovedUserError
-    from app.store.users import UnknownUserError, create_token, find_user, list_tokens, revoke_token
+    from app.server.sql.user_states import RemovedUserError
+    from app.sessions.sql.users import (
+        UnknownUserError,
+        create_token,
+        find_user,
+        list_tokens,
+        revoke_token,
+    )
 
     # the owner's login: only it may make an admin's token (migration 0014)
     async with await open_owner_store(settings) as store:
@@ -284,7 +290,7 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             if args.link:
-                from app.store.logins import create_login_code
+                from app.server.sql.logins import create_login_code
 
                 code, until = await create_login_code(
                     store, user.id, minutes=settings.server.login_code_minutes, token_id=info.id

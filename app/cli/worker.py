@@ -38,7 +38,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.evaluation.api_runs import trial_ended
     from app.evaluation.run_recovery import recover_runs
     from app.sessions.worker import new_worker_id, run_worker
-    from app.store.database import kept_running
+    from app.store import kept_running
 
     if args.max_sessions is not None and args.max_sessions < 1:
         print("error: --max-sessions must be 1 or more", file=sys.stderr)

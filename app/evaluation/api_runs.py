@@ -54,6 +54,13 @@ from app.config import Settings
 from app.errors import ChronicleError
 from app.evaluation import trials
 from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS
+from app.evaluation.sql.evaluation_runs import (
+    RunRow,
+    claim_trial,
+    name_taken,
+    owned_trials,
+    trial_claim,
+)
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.trials import has_ended, trial_workspace
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace
@@ -65,15 +72,7 @@ from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
-from app.store import EventStore
-from app.store.evaluation_runs import (
-    RunRow,
-    claim_trial,
-    name_taken,
-    owned_trials,
-    trial_claim,
-)
-from app.store.session_claims import SessionBusyError, claim_session
+from app.store import EventStore, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 

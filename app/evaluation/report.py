@@ -1,5 +1,5 @@
 """An evaluation run's report and the comparison of two runs, from its sessions' rows
-(``app/store/evaluation_results.py``); pure, so the numbers are tested without a database.
+(``app/evaluation/sql/evaluation_results.py``); pure, so the numbers are tested without a database.
 
 Counting: every session (task x epoch) is one trial. The pass rate is passed sessions over
 sessions, which is pass@1 averaged over epochs, with Wilson's 95% interval over the
@@ -18,8 +18,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.evaluation.sql.evaluation_results import EvaluationRow, ReplayRow, RunSections
 from app.evaluation.statistics import Interval, difference_interval, wilson_interval
-from app.store.evaluation_results import EvaluationRow, ReplayRow, RunSections
 
 VERDICTS = ("pass", "fail", "error")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from app.errors import ChronicleError
 from app.evaluation.report import Report, build_report
+from app.evaluation.sql.evaluation_results import evaluation_run_results
+from app.evaluation.sql.evaluation_runs import keys_named
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import EventStore
-from app.store.evaluation_results import evaluation_run_results
-from app.store.evaluation_runs import keys_named
 
 
 class ReportError(ChronicleError, LookupError):

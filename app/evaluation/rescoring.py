@@ -27,10 +27,10 @@ from app.evaluation.scoring import (
     judge,
     score_event,
 )
+from app.evaluation.sql.evaluation_rows import evaluation_run_sessions, read_sessions
 from app.evaluation.suite import Suite, Task
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
 from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.evaluation_rows import evaluation_run_sessions, read_sessions
 
 #: Sessions read in one query, then scored.
 BATCH = 250

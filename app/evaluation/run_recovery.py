@@ -10,8 +10,8 @@ the events judged, so a trial the sweep and a live worker both reach is scored o
 worker for a trial recorded but never queued, and records the next trials
 (``continue_run``: each trial is claimed once by its derived id).
 
-Candidates come from ``app.store.stranded_runs`` (through ``session_state``, so the sweep reads
-only evaluation sessions); what is done to each trial is decided from the log.
+Candidates come from ``app.evaluation.sql.stranded_runs`` (through ``session_state``, so the
+sweep reads only evaluation sessions); what is done to each trial is decided from the log.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from uuid import UUID
 
 from app.config import Settings
 from app.evaluation.api_runs import RunPlan, continue_run, score_trial
+from app.evaluation.sql.evaluation_runs import database_now
+from app.evaluation.sql.stranded_runs import stranded_runs
 from app.evaluation.trials import has_ended
 from app.llm.errors import CONFIGURATION_KINDS
 from app.sessions.leases import request_run
 from app.store import EventStore
-from app.store.evaluation_runs import database_now
-from app.store.stranded_runs import stranded_runs
 
 log = logging.getLogger(__name__)
 

@@ -45,6 +45,7 @@ from app.errors import ChronicleError
 from app.evaluation.external_agent import CommandRecorder, agents_problem, run_agent_command
 from app.evaluation.rescoring import suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, evaluation_config
+from app.evaluation.sql.evaluation_rows import RunAttempt, counted_trials, run_attempts
 from app.evaluation.suite import Suite, Task
 from app.evaluation.trials import score_trial, trial_workspace
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
@@ -59,7 +60,6 @@ from app.llm.errors import (
 from app.projections import SessionState, bring_up_to_date
 from app.sessions.runner import SessionError, SessionOptions, run_session
 from app.store import EventStore
-from app.store.evaluation_rows import RunAttempt, counted_trials, run_attempts
 
 
 class RunOptions(BaseModel):

@@ -44,11 +44,10 @@ from app.evaluation.scoring import (
     latest_scores,
     score_event,
 )
+from app.evaluation.sql.trial_stops import trial_stop
 from app.evaluation.suite import Task
 from app.llm.errors import CONFIGURATION_KINDS
-from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.session_claims import SessionBusyError, claim_session
-from app.store.trial_stops import trial_stop
+from app.store import ConcurrencyError, EventStore, RecordedEvent, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 

@@ -42,8 +42,8 @@ from app.external.agent_command import (
 from app.external.record import Recording, check_gateway, check_server, record
 from app.external.replay_command import replay_command
 from app.replay.engine import ReplayMode, ReplayResult
+from app.sessions.sql.users import find_user
 from app.store import EventStore
-from app.store.users import find_user
 
 #: The exit code a timed-out command is recorded with (as coreutils' ``timeout`` exits).
 TIMED_OUT = 124

@@ -3,7 +3,7 @@
 ``LimitGuard.admit(session_id, gateway, request)`` finds the call's limits (the session's
 own, from its ``session.created``; its owner's, set by an admin, else the deployment's
 default; the deployment's default for sessions), and when there are any, reserves the call
-in the database (``app.store.gateway_limits.reserve``, decided by ``limits.decide_all``). A
+in the database (``app.external.sql.gateway_limits.reserve``, decided by ``limits.decide_all``). A
 refused call is recorded in the session as an ``llm.call`` with ``error_kind`` ``refused``,
 cost 0, no attempt (its prompt stored as any call's, so an auditor sees what was refused and
 a replay can fingerprint it), and raises the ``GatewayError`` the agent is answered with.
@@ -27,10 +27,10 @@ from app.events.llm import REFUSED
 from app.events.session_config import SessionConfig
 from app.external import limits
 from app.external.errors import GatewayError
+from app.external.sql.gateway_limits import Key, Usage, UserLimits, add_cost, reserve, user_limits
 from app.llm import LlmGateway
+from app.sessions.sql.session_owners import owner_of
 from app.store import EventStore
-from app.store.gateway_limits import Key, Usage, UserLimits, add_cost, reserve, user_limits
-from app.store.session_owners import owner_of
 
 #: Sessions whose owner and own limits are kept, per process (bounded).
 KNOWN_LIMIT = 10_000

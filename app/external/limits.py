@@ -7,7 +7,7 @@ can only tighten its user's, never loosen them; and a scope's limits may come in
 session's own and the deployment's defaults for sessions), all of which hold at once
 (``tightest``).
 
-What a scope has used is its ``Usage`` row (``app.store.gateway_limits``), read locked, then
+What a scope has used is its ``Usage`` row (``app.external.sql.gateway_limits``), read locked, then
 ``decide`` says whether the call may go and what the row becomes: the call counted (reserved
 before any upstream request, so concurrent calls never pass the call cap) and one token taken
 from the rate's bucket. The cost is known only when the call is over, so it is added then; a
@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from app.config import GatewayLimits
 from app.events.session_config import SessionConfig
 from app.external.errors import GatewayError
-from app.store.gateway_limits import Usage
+from app.external.sql.gateway_limits import Usage
 
 Scope = Literal["user", "session"]
 Limit = Literal["max_cost_usd", "max_calls", "models", "rate_per_minute"]

@@ -48,12 +48,11 @@ from app.external.sessions import (
     named_session_id,
 )
 from app.sessions import platform_audit
+from app.sessions.sql.session_owners import own_session, owner_of
+from app.sessions.sql.users import TokenInfo, create_token, find_user, revoke_token
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_end, record_workspace_start
-from app.store import ConcurrencyError, EventStore
-from app.store.session_claims import SessionBusyError, claim_session
-from app.store.session_owners import own_session, owner_of
-from app.store.users import TokenInfo, create_token, find_user, revoke_token
+from app.store import ConcurrencyError, EventStore, SessionBusyError, claim_session
 
 #: How long a command's token lives if this process cannot revoke it when the command ends.
 TOKEN_LIFETIME = timedelta(hours=24)

@@ -60,9 +60,9 @@ from app.replay.divergence import (
 )
 from app.replay.engine import ReplayMode, ReplayResult
 from app.replay.report import describe
+from app.sessions.sql.session_owners import owner_of
+from app.sessions.sql.users import find_user
 from app.store import EventStore, RecordedEvent
-from app.store.session_owners import owner_of
-from app.store.users import find_user
 
 OnDivergence = Literal["stop", "live"]
 #: What ``chronicle record --replay`` exits with when the replay diverged.

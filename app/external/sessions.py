@@ -36,9 +36,9 @@ from app.events.session_config import SessionConfig
 from app.external.errors import GatewayError
 from app.external.limits import CONFIG_KEY, LIMITS_HEADER, parse_limits, session_limits
 from app.external.session_scope import scoped_session
+from app.sessions.sql.session_owners import own_session, owner_of
+from app.sessions.sql.users import Principal
 from app.store import ConcurrencyError, EventStore
-from app.store.session_owners import own_session, owner_of
-from app.store.users import Principal
 
 #: The header an agent (or its launcher) names its session with.
 SESSION_HEADER = "x-chronicle-session"

@@ -1,9 +1,9 @@
 """What a projection is: a name, a version, the tables it owns, and a fold over events.
 
-A projection never runs SQL (only app/store does, docs/architecture.md): it declares its
-tables (``Table``: name, key, typed columns, the dataclass of a row; the tables themselves are
+A projection never runs SQL (only app/projections/sql does, docs/architecture.md): it declares
+its tables (``Table``: name, key, typed columns, the dataclass of a row; the tables themselves are
 created by migrations) and ``apply`` folds one event into the rows it is handed — the
-store-owned ``ProjectionRows`` of the transaction that applies the batch, which stands where
+``ProjectionRows`` of the transaction that applies the batch, which stands where
 a connection would. So ``apply`` does no I/O, a batch of thousands of events costs a few
 statements, and the fold can be tested without a database.
 
@@ -17,8 +17,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from app.projections.sql.projection_store import ProjectionRows, Table
 from app.store import RecordedEvent
-from app.store.projection_store import ProjectionRows, Table
 
 
 class Projection(ABC):

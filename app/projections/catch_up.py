@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Self
 
 from app.projections.base import Projection
+from app.projections.sql.projection_store import ProjectionConnection
 from app.store import EventStore, Position, RecordedEvent
-from app.store.projection_store import ProjectionConnection
 
 #: Called with each batch once it is committed.
 Applied = Callable[[Sequence[RecordedEvent]], None]

@@ -24,15 +24,21 @@ from typing import Any, Literal
 from app.projections.base import Projection
 from app.projections.catch_up import Applied, catch_up, rebuild
 from app.projections.config import ProjectionsConfig
-from app.store import EventStore, Position, RecordedEvent
-from app.store.projection_store import (
+from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
     ProjectionConnection,
     runner_identity,
 )
-from app.store.subscriptions import GlobalSubscription
-from app.store.transient import DATABASE_GONE_ERRORS, REFUSED_FOR_NOW, TRANSIENT_ERRORS
+from app.store import (
+    DATABASE_GONE_ERRORS,
+    REFUSED_FOR_NOW,
+    TRANSIENT_ERRORS,
+    EventStore,
+    GlobalSubscription,
+    Position,
+    RecordedEvent,
+)
 
 log = logging.getLogger(__name__)
 

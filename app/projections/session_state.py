@@ -48,8 +48,8 @@ from app.events.session_config import EvaluationTrial, ReplayOrigin, SessionConf
 from app.events.stored_form import needs_escape
 from app.events.usage import token_count
 from app.projections.base import Projection
+from app.projections.sql.projection_store import ProjectionRows, Table
 from app.store import RecordedEvent
-from app.store.projection_store import ProjectionRows, Table
 
 #: The controller's states while it works on the session.
 WORKING_STATES = frozenset({"loading", "running", "rate_limited"})

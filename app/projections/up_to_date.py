@@ -14,8 +14,8 @@ import logging
 from app.projections.base import Projection
 from app.projections.catch_up import catch_up, rebuild
 from app.projections.config import ProjectionsConfig
+from app.projections.sql.projection_store import ProjectionConnection, is_current
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection, is_current
 
 log = logging.getLogger(__name__)
 

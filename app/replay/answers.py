@@ -18,8 +18,7 @@ from app.events import Action, Observation, Service, new_event_id
 from app.replay.canonical import canonical_action, compare_consequences
 from app.replay.divergence import ActionDivergence
 from app.replay.progress import ReplayProgress
-from app.store import RecordedEvent
-from app.store.action_worker import ServiceFailed
+from app.store import RecordedEvent, ServiceFailed
 
 
 class RecordedAnswers:

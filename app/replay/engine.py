@@ -50,9 +50,7 @@ from app.replay.recording import (
     stream_recording,
 )
 from app.runtime.kinds import workspace_inside
-from app.store import EventStore, RecordedEvent
-from app.store.action_worker import WorkerStopped
-from app.store.session_claims import claim_session
+from app.store import EventStore, RecordedEvent, WorkerStopped, claim_session
 
 __all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
 

@@ -31,12 +31,17 @@ from uuid import UUID
 from app.events import HANDLED_KINDS, Action, ErrorObservation, Observation
 from app.replay.answers import RecordedAnswers, rebuilt_observation
 from app.replay.served import served_observation
-from app.store import EventStore
-from app.store.action_worker import ServiceFailed, WorkerStopped, unrecordable_answer
-from app.store.append import EventLike
-from app.store.buffered_session import BufferedSession
-from app.store.records import Position, RecordedEvent
-from app.store.subscriptions import SessionSubscription
+from app.store import (
+    BufferedSession,
+    EventLike,
+    EventStore,
+    Position,
+    RecordedEvent,
+    ServiceFailed,
+    SessionSubscription,
+    WorkerStopped,
+    unrecordable_answer,
+)
 
 log = logging.getLogger(__name__)
 

@@ -28,8 +28,7 @@ from app.events import EVENT_TYPES, Event, Observation, new_event_id
 from app.events.base import ENVELOPE_FIELDS
 from app.events.canonical import CanonicalJsonError, encode
 from app.events.masking import SecretMasker
-from app.store.append import EncodedBatch, too_large
-from app.store.records import RecordedEvent
+from app.store import EncodedBatch, RecordedEvent, too_large
 
 #: Payload keys of a recorded event a served copy leaves out (``Event.payload`` writes
 #: ``imported`` only where ``replayed_from`` is None) or sets itself.

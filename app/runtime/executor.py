@@ -36,8 +36,7 @@ from app.runtime.config import ExecutorConfig
 from app.runtime.errors import SandboxError
 from app.runtime.lifecycle import describe
 from app.runtime.protocol import Runtime
-from app.store import EventStore
-from app.store.action_worker import ActionWorker, ServiceFailed, WorkerStopped, worker_checkpoint
+from app.store import ActionWorker, EventStore, ServiceFailed, WorkerStopped, worker_checkpoint
 
 log = logging.getLogger(__name__)
 

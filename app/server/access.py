@@ -18,8 +18,8 @@ from app.events.platform_audit import PLATFORM_LOG_ID
 from app.server.client_address import client_address
 from app.server.context import ServerContext
 from app.server.problems import NotFound
-from app.store.session_owners import owner_of
-from app.store.users import Principal
+from app.sessions.sql.session_owners import owner_of
+from app.sessions.sql.users import Principal
 
 
 def not_found(session_id: UUID) -> NotFound:

@@ -51,8 +51,8 @@ from app.server.problems import handle_exception
 from app.server.request_body import BoundedJsonRequest
 from app.server.schema_page import SchemaPage, schema_router
 from app.server.web import web_routes
+from app.sessions.sql.users import Principal
 from app.store import EventStore
-from app.store.users import Principal
 
 TITLE = "Chronicle"
 VERSION = "0.1.0"

@@ -22,8 +22,8 @@ from app.events.platform_audit import PLATFORM_LOG_ID
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import Unprocessable, problem_responses
-from app.store.platform_audit import read_audit
-from app.store.records import VerifyReport
+from app.sessions.sql.platform_audit import read_audit
+from app.store import VerifyReport
 
 MAX_PAGE = 1000
 

@@ -6,7 +6,7 @@ Every request but health, login and the OpenAPI document names a live token:
   on the model gateway's paths (``/v1/...``) ``x-api-key: <token>``, as agents' SDKs send
   their API key;
 - or the ``chronicle_session`` cookie that ``POST /api/login`` or ``POST /api/login/code``
-  sets (a browser login of its own, ``app/store/logins.py``: HttpOnly, SameSite=Strict, ended
+  sets (a browser login of its own, ``app/server/sql/logins.py``: HttpOnly, SameSite=Strict, ended
   by ``POST /api/logout``, by revoking the token it was made with, or by disabling its user;
   ``Principal.token_id`` is then the login's id). A request authenticated by
   that cookie with an unsafe method (anything but GET, HEAD, OPTIONS) must also carry
@@ -53,11 +53,11 @@ from app.external.session_scope import scoped_session
 from app.server.auth_failures import FailureLimiter, KnownCredentials, TooManyFailures
 from app.server.client_address import address_of
 from app.server.context import ServerContext
+from app.server.sql.credential_watch import CredentialWatch
+from app.server.sql.logins import authenticate_login
 from app.server.token_cache import TokenCache
+from app.sessions.sql.users import Principal, authenticate
 from app.store import EventStore
-from app.store.credential_watch import CredentialWatch
-from app.store.logins import authenticate_login
-from app.store.users import Principal, authenticate
 
 SESSION_COOKIE = "chronicle_session"
 CSRF_COOKIE = "chronicle_csrf"

@@ -36,11 +36,11 @@ from app.server.problems import TooManyActiveSessions, Unprocessable, problem_re
 from app.server.text_fields import MESSAGE_TEXT
 from app.sessions.leases import request_run
 from app.sessions.run_config import run_config
+from app.sessions.sql.session_owners import reserve_session
+from app.sessions.sql.users import Principal
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import record_workspace_start
 from app.store import EventStore
-from app.store.session_owners import reserve_session
-from app.store.users import Principal
 
 
 class SessionLimits(BaseModel):

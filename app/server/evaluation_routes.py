@@ -39,6 +39,13 @@ from app.evaluation.api_runs import (
 )
 from app.evaluation.report import Comparison, Report, compare
 from app.evaluation.reporting import ReportError, run_report
+from app.evaluation.sql.evaluation_runs import (
+    RunOwner,
+    keys_named,
+    list_runs,
+    run_owner,
+    run_recorded,
+)
 from app.llm.errors import CONFIGURATION_KINDS
 from app.projections import SessionState, bring_up_to_date
 from app.server.auth import principal_of
@@ -51,14 +58,7 @@ from app.server.problems import (
     Unprocessable,
     problem_responses,
 )
-from app.store.evaluation_runs import (
-    RunOwner,
-    keys_named,
-    list_runs,
-    run_owner,
-    run_recorded,
-)
-from app.store.users import Principal
+from app.sessions.sql.users import Principal
 
 MAX_PAGE = 200
 RunName = Annotated[str, PathParameter(max_length=200)]

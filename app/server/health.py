@@ -26,13 +26,13 @@ from litestar.openapi.datastructures import ResponseSpec
 from pydantic import BaseModel
 
 from app.projections import all_projections
+from app.projections.sql.projection_status import projection_status
 from app.server.auth import SESSION_COOKIE, TokenAuthentication
 from app.server.context import Context, ServerContext
+from app.sessions.sql.session_leases import present_workers
+from app.sessions.sql.users import Principal
+from app.store import schema_revision, write_refusal
 from app.store.migrate import head_revision
-from app.store.projection_status import projection_status
-from app.store.readiness import schema_revision, write_refusal
-from app.store.session_leases import present_workers
-from app.store.users import Principal
 
 #: Projections further behind than this (seconds) make the API not ready.
 MAX_PROJECTION_LAG = 30.0

@@ -2,7 +2,7 @@
 link's one-time code for one), ``POST /api/login/code/peek`` (whom a code signs in as, before
 the person agrees to use it), ``POST /api/logout``, ``GET /api/me``.
 
-A login makes a browser login of its own (``app/store/logins.py``; never the presented token:
+A login makes a browser login of its own (``app/server/sql/logins.py``; never the presented token:
 logging out ends only the browser's login) that lives ``server_login_hours`` at most, never
 longer than the token it was obtained with, and ends when that token is revoked or its user
 disabled.
@@ -46,8 +46,7 @@ from app.server.auth import (
 from app.server.client_address import address_of
 from app.server.context import Context
 from app.server.problems import ApiProblem, problem_responses
-from app.sessions import platform_audit
-from app.store.logins import (
+from app.server.sql.logins import (
     CodeHolder,
     LoginStarted,
     begin_login,
@@ -55,7 +54,8 @@ from app.store.logins import (
     exchange_login_code,
     peek_login_code,
 )
-from app.store.users import authenticate
+from app.sessions import platform_audit
+from app.sessions.sql.users import authenticate
 
 
 class LoginRequest(BaseModel):

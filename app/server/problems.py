@@ -22,9 +22,15 @@ from pydantic import BaseModel
 from app.errors import ChronicleError
 from app.events import InvalidEventError
 from app.server.json_text import dumps
-from app.store import ConcurrencyError, DatabaseUnavailableError, DuplicateEventError, StoreError
-from app.store.session_claims import SessionBusyError
-from app.store.transient import TRANSIENT_ERRORS, refused_for_now
+from app.store import (
+    TRANSIENT_ERRORS,
+    ConcurrencyError,
+    DatabaseUnavailableError,
+    DuplicateEventError,
+    SessionBusyError,
+    StoreError,
+    refused_for_now,
+)
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.cursors import BadCursorError, decode_cursor, encode_cursor
 from app.server.problems import NotFound, Unprocessable, problem_responses
+from app.sessions.sql.session_owners import list_visible_records, visible_session
+from app.sessions.sql.session_rows import ListedState
 from app.sessions.summary import SessionSummary, summary_fields
+from app.store import VerifyReport
 from app.store.archive import export_sessions
-from app.store.records import VerifyReport
-from app.store.session_owners import list_visible_records, visible_session
-from app.store.session_rows import ListedState
 
 MAX_PAGE = 200
 MAX_EVENTS_PAGE = 1000

@@ -30,9 +30,9 @@ from app.server.context import Context
 from app.server.problems import Conflict, TooManyActiveSessions, problem_responses
 from app.server.text_fields import MESSAGE_TEXT
 from app.sessions.leases import record_and_request_run, request_run
+from app.sessions.sql.capped_runs import RunCapReached
+from app.sessions.sql.steering_marks import steering_marks
 from app.store import ConcurrencyError
-from app.store.capped_runs import RunCapReached
-from app.store.steering_marks import steering_marks
 
 #: The state a steering asks the agent for.
 ASKED: dict[Steering, Literal["paused", "running", "stopped"]] = {

@@ -14,10 +14,10 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from app.server.sql.credential_watch import CredentialWatch
+from app.server.sql.logins import still_live
+from app.sessions.sql.users import Principal
 from app.store import EventStore
-from app.store.credential_watch import CredentialWatch
-from app.store.logins import still_live
-from app.store.users import Principal
 
 #: The longest a stream goes without asking, whatever it hears.
 RECHECK_SECONDS = 30.0

@@ -63,8 +63,8 @@ from app.server.stream_credentials import CredentialCheck
 from app.server.stream_hub import StreamHub
 from app.server.stream_limits import OpenStreams, TooManyStreamsError
 from app.server.stream_relay import RelayEnd, relay
+from app.sessions.sql.users import Principal
 from app.store import RecordedEvent
-from app.store.users import Principal
 
 log = logging.getLogger(__name__)
 

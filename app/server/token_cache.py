@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from app.store.users import Principal, token_hash
+from app.sessions.sql.users import Principal, token_hash
 
 #: How many tokens one process remembers; the oldest entry goes first beyond it.
 MAX_ENTRIES = 10_000

@@ -17,9 +17,9 @@ from app.server.auth import principal_of
 from app.server.client_address import client_address
 from app.server.context import Context
 from app.server.problems import NotFound, problem_responses
+from app.server.sql.logins import BrowserLogin, end_logins, list_logins
 from app.sessions import platform_audit
-from app.store.logins import BrowserLogin, end_logins, list_logins
-from app.store.users import User, find_user
+from app.sessions.sql.users import User, find_user
 
 
 async def admins_only(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:

@@ -13,8 +13,9 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from uuid import UUID
 
-from app.store import EventStore, session_leases
-from app.store.capped_runs import request_run_within_cap
+from app.sessions.sql import session_leases
+from app.sessions.sql.capped_runs import request_run_within_cap
+from app.store import EventStore
 
 T = TypeVar("T")
 
@@ -37,7 +38,7 @@ async def record_and_request_run(
     record: Callable[[], Awaitable[T]],
 ) -> T:
     """``record()`` the user's event and have a worker run the session, within the cap of
-    working sessions of the session's owner (``app.store.capped_runs``); raises
+    working sessions of the session's owner (``app.sessions.sql.capped_runs``); raises
     ``capped_runs.RunCapReached``, with nothing recorded, when the owner has no place left."""
     recorded = await request_run_within_cap(
         store, session_id, cap=cap, reason=reason, record=record

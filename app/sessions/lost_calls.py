@@ -18,8 +18,7 @@ import logging
 from uuid import UUID
 
 from app.agent.in_flight import lost_call
-from app.store import ConcurrencyError, EventStore, RecordedEvent
-from app.store.session_claims import SessionBusyError, claim_session
+from app.store import ConcurrencyError, EventStore, RecordedEvent, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ from app.events.platform_audit import (
     AuditUserChanged,
     Via,
 )
+from app.sessions.sql.platform_audit import append_audit, session_owner
+from app.sessions.sql.users import Principal, TokenInfo
 from app.store import EventStore, RecordedEvent
-from app.store.platform_audit import append_audit, session_owner
-from app.store.users import Principal, TokenInfo
 
 STARTED_KINDS: dict[str, Literal["audit.fork_started", "audit.replay_started"]] = {
     "fork": "audit.fork_started",

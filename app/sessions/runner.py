@@ -38,6 +38,7 @@ from app.runtime.kinds import KINDS, workspace_inside
 from app.runtime.lifecycle import start_sandbox
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS, run_config
 from app.sessions.services import agent_mcp_tools, mcp_log_dir
+from app.sessions.sql.steering_marks import steering_marks
 from app.sessions.step_gate import BeforeModelCall, GatedGateway
 from app.sessions.summary import one_line_title
 from app.sessions.workspace import (
@@ -45,11 +46,15 @@ from app.sessions.workspace import (
     record_workspace_start,
     workspace_baseline,
 )
-from app.store import ConcurrencyError, EventStore, StoreError
-from app.store.action_worker import ActionWorker
-from app.store.session_claims import SessionBusyError, claim_session
-from app.store.steering_marks import steering_marks
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import (
+    TRANSIENT_ERRORS,
+    ActionWorker,
+    ConcurrencyError,
+    EventStore,
+    SessionBusyError,
+    StoreError,
+    claim_session,
+)
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpTool, McpToolService
 

@@ -17,8 +17,8 @@ from pydantic import BaseModel, computed_field
 
 from app.agent.steering import Steering, applicable, phase_shown
 from app.projections import ProjectionsConfig, SessionState, bring_up_to_date
+from app.sessions.sql.session_rows import ListedState, SessionRow, list_sessions
 from app.store import EventStore
-from app.store.session_rows import ListedState, SessionRow, list_sessions
 
 TITLE_WIDTH = 80
 

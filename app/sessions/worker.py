@@ -1,6 +1,6 @@
 """A worker: claims sessions that must run, runs each from its log, hands them over on exit.
 
-Sessions to run are rows in ``session_leases`` (``app.store.session_leases``). A worker wakes
+Sessions to run are rows in ``session_leases`` (``app.sessions.sql.session_leases``). A worker wakes
 when a run is requested (LISTEN ``chronicle_runs``), when a lease it could take over is due,
 and on a poll as a safety net; it claims a session, runs it with the session runner (a resume
 from the log: an action started by a worker that died is reported interrupted, never run
@@ -63,12 +63,11 @@ from app.sessions.runner import (
     SessionOptions,
     recorded_config,
 )
+from app.sessions.sql import session_leases as leases
+from app.sessions.sql.session_leases import Lease, ReleaseOutcome
 from app.sessions.step_gate import StepGate
 from app.sessions.worker_runs import run_claimed
-from app.store import EventStore
-from app.store import session_leases as leases
-from app.store.session_leases import Lease, ReleaseOutcome
-from app.store.transient import refused_for_now
+from app.store import EventStore, refused_for_now
 
 log = logging.getLogger(__name__)
 

@@ -29,10 +29,9 @@ from app.replay.fork import ForkError, fork_point
 from app.sessions.fork import awaits_reexecution, continue_fork, fork_workspace, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import RunningElsewhereError, SessionError, SessionOptions, run_session
+from app.sessions.sql.session_owners import owner_of, record_owner
 from app.sessions.step_gate import BeforeModelCall
-from app.store import EventStore, RecordedEvent
-from app.store.session_claims import SessionBusyError
-from app.store.session_owners import owner_of, record_owner
+from app.store import EventStore, RecordedEvent, SessionBusyError
 
 #: ``on_divergence`` in a replay's ``session.created`` config: fork live at the divergence.
 FORK_ON_DIVERGENCE = "fork"

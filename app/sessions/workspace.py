@@ -17,8 +17,7 @@ from app.config import Settings
 from app.events import WorkspaceDiff, WorkspaceSnapshot
 from app.runtime.workspace_restore import baseline_from_snapshot
 from app.runtime.workspace_state import Baseline, WorkspaceStateError, capture, final_diff
-from app.store import EventStore, StoreError
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import TRANSIENT_ERRORS, EventStore, StoreError
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,30 @@
-"""PostgreSQL event store: append, read, subscribe, checkpoints, blobs, chain verification.
+"""The event store: the log and nothing else. Everything outside app/store imports it from here.
 
-``SessionLog`` is the narrow part one session's loop uses (append, read, subscribe,
-checkpoints): ``EventStore`` and ``MemoryLog`` implement it (app/store/session_log.py)."""
+What it offers (docs/architecture.md, "The store's surface"):
+
+- the log: ``EventStore`` (PostgreSQL: append, read, subscribe, checkpoints, blobs, verify),
+  ``SessionLog`` / ``SessionStream`` (the part one session's loop uses; ``MemoryLog`` and
+  ``BufferedSession`` implement it too), ``Position``, ``RecordedEvent``, ``VerifyReport``,
+  ``EncodedBatch`` / ``EventLike`` / ``too_large`` (an append's input), the subscriptions
+  (``SessionSubscription``, ``GlobalSubscription``) and ``EVENT_COLUMNS`` for a feature's
+  query that returns whole events;
+- its errors, rooted at ``StoreError``, and the database's passing troubles in one place
+  (``TRANSIENT_ERRORS``, ``DATABASE_GONE_ERRORS``, ``REFUSED_FOR_NOW``, ``refused_for_now``);
+- the driver as a feature's ``sql/`` module needs it (``driver.py``): ``Connection``, ``Pool``,
+  ``Record`` and the refusals it may catch (``DatabaseError``, ``UniqueViolationError``, ...);
+- who runs a session: ``claim_session`` (an advisory lock, no table: every runner of a session
+  takes it, replay as much as sessions) and ``claimed_sql`` for a query that asks;
+- the action worker (``ActionWorker``): answers a session's actions in its log;
+- the database itself: ``ensure_database``, ``admin_database_url``, ``kept_running`` (the
+  embedded server under a long-lived process), ``redact`` (a URL for a message), readiness.
+
+Public subpackages and modules, each with a surface of its own: ``app.store.config`` (the
+config objects the settings (``app/config/``) hold), ``app.store.migrate`` (alembic), ``app.store.archive``,
+``app.store.integrity``, ``app.store.embedded``, ``app.store.analytics``. Every other module is
+private (tests/unit/test_layering.py). A feature's tables are not here: they live in its own
+``sql/`` folder (``app/sessions/sql/``, ``app/evaluation/sql/``, ...) and reach the database
+through an ``EventStore``.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +33,33 @@ from typing import TYPE_CHECKING
 from app.exports import lazy_exports
 
 if TYPE_CHECKING:
+    from app.store.action_worker import (
+        ActionWorker,
+        ServiceFailed,
+        WorkerStopped,
+        unrecordable_answer,
+        worker_checkpoint,
+    )
+    from app.store.append import EncodedBatch, EventLike, too_large
     from app.store.blobs import MissingBlobError
+    from app.store.buffered_session import BufferedSession
+    from app.store.database import (
+        admin_database_url,
+        ensure_database,
+        ensure_database_async,
+        forget_migrations,
+        kept_running,
+    )
+    from app.store.driver import (
+        CheckViolationError,
+        Connection,
+        ConnectionUnusableError,
+        DatabaseError,
+        ForeignKeyViolationError,
+        Pool,
+        Record,
+        UniqueViolationError,
+    )
     from app.store.errors import (
         ConcurrencyError,
         ContentMismatchError,
@@ -21,34 +70,47 @@ if TYPE_CHECKING:
         RefusedForNowError,
         StoreError,
     )
-    from app.store.event_store import EventStore
+    from app.store.event_store import EVENT_COLUMNS, EventStore
     from app.store.memory_log import MemoryLog
+    from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
+    from app.store.session_claims import SessionBusyError, claim_session, claimed_sql
     from app.store.session_log import SessionLog, SessionStream
+    from app.store.subscriptions import GlobalSubscription, SessionSubscription
+    from app.store.transient import (
+        DATABASE_GONE_ERRORS,
+        REFUSED_FOR_NOW,
+        TRANSIENT_ERRORS,
+        refused_for_now,
+    )
+    from app.store.urls import redact
 
-__all__ = [
-    "ConcurrencyError",
-    "ContentMismatchError",
-    "DatabaseUnavailableError",
-    "DuplicateEventError",
-    "EventStore",
-    "EventTooLargeError",
-    "InvalidEventError",
-    "MemoryLog",
-    "MissingBlobError",
-    "Position",
-    "RecordedEvent",
-    "RefusedForNowError",
-    "SessionLog",
-    "SessionStream",
-    "StoreError",
-    "VerifyReport",
-]
-
-#: Each export's module, imported on first use: ``app/config.py`` reads this package's config
+#: Each export's module, imported on first use: ``app/config/`` reads this package's config
 #: model, and that must not import the whole package into every command.
 _EXPORTED_FROM = {
+    "ActionWorker": "app.store.action_worker",
+    "ServiceFailed": "app.store.action_worker",
+    "WorkerStopped": "app.store.action_worker",
+    "unrecordable_answer": "app.store.action_worker",
+    "worker_checkpoint": "app.store.action_worker",
+    "EncodedBatch": "app.store.append",
+    "EventLike": "app.store.append",
+    "too_large": "app.store.append",
     "MissingBlobError": "app.store.blobs",
+    "BufferedSession": "app.store.buffered_session",
+    "admin_database_url": "app.store.database",
+    "ensure_database": "app.store.database",
+    "ensure_database_async": "app.store.database",
+    "forget_migrations": "app.store.database",
+    "kept_running": "app.store.database",
+    "CheckViolationError": "app.store.driver",
+    "Connection": "app.store.driver",
+    "ConnectionUnusableError": "app.store.driver",
+    "DatabaseError": "app.store.driver",
+    "ForeignKeyViolationError": "app.store.driver",
+    "Pool": "app.store.driver",
+    "Record": "app.store.driver",
+    "UniqueViolationError": "app.store.driver",
     "ConcurrencyError": "app.store.errors",
     "ContentMismatchError": "app.store.errors",
     "DatabaseUnavailableError": "app.store.errors",
@@ -57,14 +119,80 @@ _EXPORTED_FROM = {
     "InvalidEventError": "app.store.errors",
     "RefusedForNowError": "app.store.errors",
     "StoreError": "app.store.errors",
+    "EVENT_COLUMNS": "app.store.event_store",
     "EventStore": "app.store.event_store",
     "MemoryLog": "app.store.memory_log",
+    "schema_revision": "app.store.readiness",
+    "write_refusal": "app.store.readiness",
     "Position": "app.store.records",
     "RecordedEvent": "app.store.records",
     "VerifyReport": "app.store.records",
+    "SessionBusyError": "app.store.session_claims",
+    "claim_session": "app.store.session_claims",
+    "claimed_sql": "app.store.session_claims",
     "SessionLog": "app.store.session_log",
     "SessionStream": "app.store.session_log",
+    "GlobalSubscription": "app.store.subscriptions",
+    "SessionSubscription": "app.store.subscriptions",
+    "DATABASE_GONE_ERRORS": "app.store.transient",
+    "REFUSED_FOR_NOW": "app.store.transient",
+    "TRANSIENT_ERRORS": "app.store.transient",
+    "refused_for_now": "app.store.transient",
+    "redact": "app.store.urls",
 }
 
+__all__ = [
+    "DATABASE_GONE_ERRORS",
+    "EVENT_COLUMNS",
+    "REFUSED_FOR_NOW",
+    "TRANSIENT_ERRORS",
+    "ActionWorker",
+    "BufferedSession",
+    "CheckViolationError",
+    "ConcurrencyError",
+    "Connection",
+    "ConnectionUnusableError",
+    "ContentMismatchError",
+    "DatabaseError",
+    "DatabaseUnavailableError",
+    "DuplicateEventError",
+    "EncodedBatch",
+    "EventLike",
+    "EventStore",
+    "EventTooLargeError",
+    "ForeignKeyViolationError",
+    "GlobalSubscription",
+    "InvalidEventError",
+    "MemoryLog",
+    "MissingBlobError",
+    "Pool",
+    "Position",
+    "Record",
+    "RecordedEvent",
+    "RefusedForNowError",
+    "ServiceFailed",
+    "SessionBusyError",
+    "SessionLog",
+    "SessionStream",
+    "SessionSubscription",
+    "StoreError",
+    "UniqueViolationError",
+    "VerifyReport",
+    "WorkerStopped",
+    "admin_database_url",
+    "claim_session",
+    "claimed_sql",
+    "ensure_database",
+    "ensure_database_async",
+    "forget_migrations",
+    "kept_running",
+    "redact",
+    "refused_for_now",
+    "schema_revision",
+    "too_large",
+    "unrecordable_answer",
+    "worker_checkpoint",
+    "write_refusal",
+]
 
 __getattr__ = lazy_exports(__name__, _EXPORTED_FROM)

@@ -51,26 +51,29 @@ from app.store.urls import asyncpg_dsn, redact
 
 T = TypeVar("T")
 
-COLUMNS = (
+#: The columns of ``events`` a ``RecordedEvent`` is read from, in its order.
+EVENT_COLUMNS = (
     "global_position, session_id, seq, event_id, tx, kind, source, cause, payload, "
     "schema_version, created_at, hash"
 )
 READ_SESSION_SQL = (
-    f"SELECT {COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
 #: Several sessions' tails in one query: the events after each cursor, a page at most each.
 READ_TAILS_SQL = f"""
 SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after_seq)
 CROSS JOIN LATERAL (
-    SELECT {COLUMNS} FROM events
+    SELECT {EVENT_COLUMNS} FROM events
     WHERE events.session_id = cursor.session_id AND events.seq > cursor.after_seq
     ORDER BY events.seq LIMIT $3
 ) AS tail
 """
-READ_BY_IDS_SQL = f"SELECT {COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
+READ_BY_IDS_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
+)
 # Only rows of transactions older than every running one: nothing can commit behind them.
 READ_ALL_SQL = f"""
-SELECT {COLUMNS} FROM events
+SELECT {EVENT_COLUMNS} FROM events
 WHERE (tx, global_position) > ($1::xid8, $2::bigint)
   AND tx < pg_snapshot_xmin(pg_current_snapshot())
 ORDER BY tx, global_position

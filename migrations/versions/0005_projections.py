@@ -4,7 +4,7 @@ A projection (app/projections) is a read model built from the log by a runner th
 its rows and its position in the same transaction. ``projections`` holds, per projection, the
 code version that built its tables, the position ``(tx, global_position)`` of the last event
 applied, when that event was recorded (for lag in seconds), and who applies it (informative:
-whether a runner is live is its advisory lock, see app/store/projection_store.py).
+whether a runner is live is its advisory lock, see app/projections/sql/projection_store.py).
 
 ``session_state`` is one row per session for the session list, the API and SQL readers.
 Everything in it is derived: a rebuild (``chronicle projections rebuild session_state``)

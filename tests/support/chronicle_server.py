@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from app.store.users import UserExistsError
+from app.sessions.sql.users import UserExistsError
 from tests.support.cli import chronicle, cli_environment, in_process
 from tests.support.postgres import PgServer, database_name
 

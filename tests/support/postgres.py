@@ -142,14 +142,52 @@ def role_settings_held(server: ServerAddress, *, changing: bool) -> Iterator[Non
     database of its own below revision 0017 resets ``chronicle_app``'s and
     ``chronicle_analyst``'s ``statement_timeout`` for every database of the test server until
     it migrates up again, and a test reading those defaults in parallel (another xdist worker)
-    saw ``0``. Such a test holds this lock exclusively (``changing``); one that reads them
-    shares it. An ``flock`` on a file named after the server: every worker of the run meets
-    there, and the lock goes with the process that held it."""
+    saw ``0``. Such a test holds this lock exclusively (``changing``), and the settings it
+    found are put back when it ends (a later test of the same process reads them too); one
+    that reads them shares it. An ``flock`` on a file named after the server: every worker of
+    the run meets there, and the lock goes with the process that held it."""
     name = hashlib.sha256(f"{server.host}:{server.port}".encode()).hexdigest()[:16]
     path = Path(tempfile.gettempdir()) / f"chronicle-test-role-settings-{name}.lock"
     with open(path, "a+b") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX if changing else fcntl.LOCK_SH)
         try:
-            yield
+            if not changing:
+                yield
+                return
+            kept = _role_settings(server)
+            try:
+                yield
+            finally:
+                _restore_role_settings(server, kept)
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+#: The roles whose server-wide settings a migration sets (0017: their statement timeouts).
+MIGRATED_ROLES = ("chronicle_app", "chronicle_analyst")
+
+
+def _role_settings(server: ServerAddress) -> dict[str, list[str]]:
+    """Each migrated role's server-wide settings (``ALTER ROLE ... SET``), as ``name=value``."""
+    with psycopg.connect(server.url("postgres"), autocommit=True) as connection:
+        rows = connection.execute(
+            "SELECT r.rolname, s.setconfig FROM pg_roles r LEFT JOIN pg_db_role_setting s "
+            "ON s.setrole = r.oid AND s.setdatabase = 0 WHERE r.rolname = ANY(%s)",
+            [list(MIGRATED_ROLES)],
+        ).fetchall()
+    return {role: list(config or []) for role, config in rows}
+
+
+def _restore_role_settings(server: ServerAddress, kept: dict[str, list[str]]) -> None:
+    """Put back what a test that migrated below 0017 changed: a later test of the same run
+    (``test_statement_timeout.py``) reads the roles' defaults, which are the whole server's."""
+    with psycopg.connect(server.url("postgres"), autocommit=True) as connection:
+        for role, config in kept.items():
+            connection.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(sql.Identifier(role)))
+            for setting in config:
+                key, _, value = setting.partition("=")
+                connection.execute(
+                    sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                        sql.Identifier(role), sql.Identifier(key), sql.Literal(value)
+                    )
+                )

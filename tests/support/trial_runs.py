@@ -6,10 +6,10 @@ from __future__ import annotations
 import uuid
 
 from app.evaluation.api_runs import RunPlan, trial_session_id
+from app.evaluation.sql.evaluation_runs import claim_trial
 from app.evaluation.suite import Suite, Task
+from app.sessions.sql.users import add_user
 from app.store import EventStore
-from app.store.evaluation_runs import claim_trial
-from app.store.users import add_user
 
 TASK = Task(id="six-sevens", prompt="What is six times seven?", answer="42")
 

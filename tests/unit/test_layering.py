@@ -6,13 +6,19 @@ inside functions, under ``TYPE_CHECKING``. The rule:
 - imports point down the stack ``events ← store ← {llm, runtime, tools, projections} ← agent
   ← replay ← sessions ← {evaluation, external} ← server ← cli``: a package imports only lower ones
   (packages on one level never import each other);
-- only sessions and above read the app-wide ``Settings`` (``app.config``); ``app/config.py``
+- only sessions and above read the app-wide ``Settings`` (``app.config``); ``app/config/``
   builds the lower packages' own config objects and imports nothing from sessions or above;
 - ``agent`` imports no runtime implementation (only ``app.runtime.protocol`` / ``errors``);
 - ``app/store/subscriptions.py`` does not import ``app/store/event_store.py``;
-- only app/store talks to PostgreSQL: nothing else imports a database driver, reaches into a
-  store's ``.pool``, or runs ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection
-  it got from a store.
+- outside app/store, the store is imported through its surface: ``app.store`` (its
+  ``__init__``) and the public modules and subpackages of ``STORE_SURFACE``, never a private
+  module of it (``app.store.event_store``, ``app.store.integrity.anchors``);
+- only app/store imports a database driver: a feature's ``sql/`` module takes the driver's
+  types and errors from ``app.store`` (``Connection``, ``Record``, ``DatabaseError``, ...),
+  so which driver it is, and what its errors mean, is decided in one place;
+- only app/store and a feature's own ``sql/`` modules (``app/<package>/sql/``: the tables
+  that feature owns) talk to PostgreSQL: nothing else reaches into a store's ``.pool`` or runs
+  ``fetch``/``fetchrow``/``fetchval``/``execute`` on a connection it got from a store.
 
 The last check is syntactic, by convention: an object whose name (the last part of a dotted
 expression) contains ``store`` is an event store, and a connection is a name bound from an
@@ -55,15 +61,36 @@ STACK = (
     "← {evaluation, external} ← server ← cli"
 )
 SETTINGS_READERS = frozenset({"sessions", "evaluation", "external", "server", "cli"})
-#: app/config.py sits beside sessions: it may import what sessions may.
+#: app/config/ sits beside sessions: it may import what sessions may.
 CONFIG_LEVEL = LEVELS["sessions"]
 #: What agent may know of runtime: the protocol and its errors, no implementation.
 RUNTIME_INTERFACE = frozenset({"app.runtime.protocol", "app.runtime.errors"})
+#: What of the store the rest of app/ may import (docs/architecture.md, "The store's surface");
+#: every other module of app/store is private to it.
+STORE_SURFACE = frozenset(
+    {
+        "app.store",
+        "app.store.config",  # the config objects the settings (app/config/) hold, as of every package
+        "app.store.migrate",  # alembic's commands, loaded only by what migrates
+        "app.store.analytics",
+        "app.store.archive",
+        "app.store.embedded",
+        "app.store.integrity",
+    }
+)
 DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg", "psycopg2", "sqlalchemy", "alembic"})
 SQL_METHODS = frozenset(
     {"fetch", "fetchrow", "fetchval", "execute", "executemany", "copy_records_to_table"}
 )
 STORE_NAME = re.compile("store", re.IGNORECASE)
+SQL_HOME = "app/store, or the owning feature's app/<package>/sql/"
+
+
+def speaks_sql(path: str) -> bool:
+    """app/store, and the modules of a feature's ``sql/`` folder (app/sessions/sql/leases.py),
+    may use the driver and run SQL; nothing else may."""
+    parts = Path(path).parts
+    return parts[:2] == ("app", "store") or (len(parts) >= 4 and parts[2] == "sql")
 
 
 class Violation(NamedTuple):
@@ -123,8 +150,22 @@ def import_violations(
         top = target.split(".")[0]
         what = f"imports {target}"
         if top in DATABASE_DRIVERS and source != "store":
-            yield Violation(path, line, what, "only app/store talks to the database")
+            yield Violation(
+                path,
+                line,
+                what,
+                "only app/store imports the database driver; a feature's sql/ module takes "
+                "Connection, Record and the errors it catches from app.store",
+            )
         wanted = package_of(target)
+        if wanted == "store" and source != "store" and target not in STORE_SURFACE:
+            yield Violation(
+                path,
+                line,
+                what,
+                "a private module of the store: import it from app.store (or one of its public "
+                f"parts: {', '.join(sorted(STORE_SURFACE - {'app.store'}))})",
+            )
         if wanted is None or wanted == source:
             if module == "app.store.subscriptions" and target == "app.store.event_store":
                 yield Violation(
@@ -142,8 +183,8 @@ def import_violations(
                     line,
                     what,
                     "only sessions and above (sessions, evaluation, external, server, cli) read "
-                    "the app-wide Settings; take a config object of this package's own, built in "
-                    "app/config.py",
+                    "the app-wide Settings; take a config object of this package's own, held by "
+                    "app/config/",
                 )
             continue
         if wanted not in LEVELS:
@@ -157,7 +198,7 @@ def import_violations(
                 path,
                 line,
                 what,
-                "app/config.py builds the config objects of packages below sessions; it "
+                "app/config/ holds the config objects of packages below sessions; it "
                 "imports nothing from sessions or above",
             )
         elif source != "config" and LEVELS[wanted] == level:
@@ -212,8 +253,8 @@ def _store_pool_uses(tree: ast.AST, path: str) -> Iterator[Violation]:
                     path,
                     node.lineno,
                     f"uses {ast.unparse(node)}",
-                    "nothing outside app/store reaches into the store's connection pool; add "
-                    "a store function for the query",
+                    f"nothing outside {SQL_HOME} reaches into the store's connection pool; "
+                    "add a function for the query there",
                 )
 
 
@@ -255,8 +296,8 @@ def _sql_on_store_connections(tree: ast.AST, path: str) -> Iterator[Violation]:
                     path,
                     node.lineno,
                     f"runs {ast.unparse(node.func)}(...)",
-                    "nothing outside app/store runs SQL on the store's connections; add a "
-                    "store function for the query",
+                    f"nothing outside {SQL_HOME} runs SQL on the store's connections; add "
+                    "a function for the query there",
                 )
 
 
@@ -272,7 +313,7 @@ def check_source(text: str, relative: str, root: Path = ROOT) -> list[Violation]
     tree = ast.parse(text, filename=relative)
     imports = imported_modules(tree, module, path.name == "__init__.py", root)
     found = list(import_violations(relative, module, imports))
-    if package_of(module) != "store":
+    if not speaks_sql(relative):
         found += sql_violations(tree, relative)
     return found
 
@@ -327,7 +368,7 @@ def test_imports_up_the_stack_and_across_a_level_are_found() -> None:
     assert "side by side" in check_source("from app import tools\n", "app/runtime/x.py")[0].rule
     assert "side by side" in check_source("from ..tools import mcp\n", "app/runtime/x.py")[0].rule
     assert check_source("from app.store import EventStore\n", "app/runtime/x.py") == []
-    config = check_source("from app.sessions.runner import run_session\n", "app/config.py")
+    config = check_source("from app.sessions.runner import run_session\n", "app/config/__init__.py")
     assert "imports nothing from sessions" in config[0].rule
 
 
@@ -348,6 +389,25 @@ def test_subscriptions_do_not_import_the_event_store() -> None:
     assert check_source("from app.store.records import Position\n", "app/store/x.py") == []
 
 
+def test_private_store_modules_are_found_outside_the_store() -> None:
+    for text in (
+        "from app.store.event_store import EventStore\n",
+        "from app.store import event_store\n",
+        "import app.store.records\n",
+        "from app.store.integrity.anchors import sign_anchor\n",
+    ):
+        found = check_source(text, "app/sessions/x.py")
+        assert [v.rule for v in found if "private module" in v.rule], text
+        assert check_source(text, "app/store/x.py") == []
+    for text in (
+        "from app.store import EventStore, claim_session\n",
+        "from app.store import migrate\n",
+        "from app.store.config import StoreConfig\n",
+        "from app.store.integrity import sign_anchor\n",
+    ):
+        assert check_source(text, "app/sessions/x.py") == [], text
+
+
 def test_sql_outside_the_store_is_found() -> None:
     text = (
         "import asyncpg\n"
@@ -362,3 +422,25 @@ def test_sql_outside_the_store_is_found() -> None:
     found = check_source(text, "app/sessions/x.py")
     assert sorted({v.line for v in found}) == [1, 3, 4, 5, 6, 7]
     assert check_source(text, "app/store/x.py") == []
+
+
+def test_a_features_sql_module_may_speak_sql() -> None:
+    text = (
+        "from app.store import DatabaseError\n"
+        "async def rows(store):\n"
+        "    async with store.pool.acquire() as connection:\n"
+        "        await connection.execute('DELETE FROM session_leases')\n"
+    )
+    assert check_source(text, "app/sessions/sql/session_leases.py") == []
+    assert check_source(text, "app/sessions/sql/__init__.py") == []
+    # a module merely named sql, or sql/ below a deeper folder of the feature, is not one
+    assert sorted({v.line for v in check_source(text, "app/sessions/sql.py")}) == [3, 4]
+    assert sorted({v.line for v in check_source(text, "app/sessions/x/sql/y.py")}) == [3, 4]
+
+
+def test_a_features_sql_module_names_the_driver_through_the_store() -> None:
+    for text in ("import asyncpg\n", "from asyncpg import Record\n", "import asyncpg.pool\n"):
+        found = check_source(text, "app/sessions/sql/session_leases.py")
+        assert [v.line for v in found] == [1], text
+        assert "only app/store imports the database driver" in found[0].rule
+        assert check_source(text, "app/store/x.py") == []

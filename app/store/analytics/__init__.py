@@ -9,7 +9,14 @@ from app.store.analytics.access import (
     run_query,
     stream_query,
 )
-from app.store.analytics.tabular import MissingExtraError
+from app.store.analytics.tabular import (
+    MissingExtraError,
+    aligned_table,
+    json_value,
+    text_value,
+    write_csv,
+    write_parquet,
+)
 from app.store.analytics.views import VIEWS, NoTimeColumnError, UnknownViewError, view_query
 
 __all__ = [
@@ -21,8 +28,13 @@ __all__ = [
     "NoTimeColumnError",
     "QueryResult",
     "UnknownViewError",
+    "aligned_table",
     "analyst_url",
+    "json_value",
     "run_query",
     "stream_query",
+    "text_value",
     "view_query",
+    "write_csv",
+    "write_parquet",
 ]

@@ -12,9 +12,8 @@ from app.events import LlmCall, SessionCreated, new_event_id
 from app.events.canonical import encode
 from app.events.llm import LlmResponse, LlmUsage
 from app.events.usage import MAX_COUNT
-from app.store import EventStore
+from app.store import EncodedBatch, EventStore
 from app.store.analytics import VIEWS, run_query, view_query
-from app.store.append import EncodedBatch
 
 
 def _call(usage: LlmUsage, *, cost: float | None = None, **response: Any) -> LlmCall:

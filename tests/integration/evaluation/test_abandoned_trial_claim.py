@@ -19,9 +19,8 @@ from app.evaluation.api_runs import (
     continue_run,
     start_run,
 )
-from app.store import EventStore
-from app.store.session_claims import claim_session
-from app.store.users import add_user
+from app.sessions.sql.users import add_user
+from app.store import EventStore, claim_session
 from tests.support.trial_runs import claimed_trial
 
 LEASE = 1.0

@@ -14,8 +14,8 @@ from app.evaluation.scoring import Score, ScoringError, evaluation_config, lates
 from app.evaluation.suite import Task, parse_suite
 from app.events import AgentState, EvalScore, Event, Finish, LlmCall, Message, SessionCreated
 from app.projections import SessionState, bring_up_to_date
+from app.sessions.sql.session_rows import list_sessions
 from app.store import EventStore
-from app.store.session_rows import list_sessions
 
 SCORERS = [BUILTIN[name] for name in DEFAULT_SCORERS]
 

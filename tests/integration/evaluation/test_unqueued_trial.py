@@ -10,10 +10,10 @@ import uuid
 from app.config import Settings
 from app.evaluation.api_runs import RunPlan, _record_trial
 from app.evaluation.run_recovery import recover_run
+from app.evaluation.sql.evaluation_runs import database_now
 from app.events import SessionCreated
+from app.sessions.sql.session_leases import request_run
 from app.store import EventStore
-from app.store.evaluation_runs import database_now
-from app.store.session_leases import request_run
 from tests.support.trial_runs import TASK, claimed_trial
 
 LEASE = 1.0

@@ -15,10 +15,10 @@ from app.config import GatewayLimitDefaults, GatewayLimits, Settings
 from app.external.errors import GatewayError
 from app.external.limit_guard import Admission, LimitGuard
 from app.external.sessions import SessionChooser
+from app.external.sql.gateway_limits import UserLimits, set_user_limits, usage_of
 from app.llm import LlmConfig, LlmGateway
+from app.sessions.sql.users import Principal, add_user
 from app.store import EventStore
-from app.store.gateway_limits import UserLimits, set_user_limits, usage_of
-from app.store.users import Principal, add_user
 
 HELLO = [{"role": "user", "content": "hello"}]
 

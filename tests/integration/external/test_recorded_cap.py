@@ -9,10 +9,10 @@ import uuid
 from app.events import AgentState
 from app.external.sessions import external_session
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
+from app.sessions.sql.session_owners import active_sessions, record_owner
+from app.sessions.sql.users import add_user
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
-from app.store.session_owners import active_sessions, record_owner
-from app.store.users import add_user
 
 
 async def test_a_recorded_session_that_says_running_takes_no_place(store: EventStore) -> None:

@@ -17,8 +17,7 @@ from app.external.calls import ChatRequest, ExternalCalls
 from app.external.errors import GatewayError
 from app.external.replay_serving import DIVERGED, DIVERGED_CODE
 from app.external.sessions import external_session
-from app.store import EventStore
-from app.store.errors import DatabaseUnavailableError
+from app.store import DatabaseUnavailableError, EventStore
 from tests.support.fake_llm import FakeLlmServer, Reply
 
 

@@ -16,10 +16,10 @@ from app.external.errors import GatewayError
 from app.external.session_scope import scope_label
 from app.external.sessions import SessionChooser, token_session_id
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
+from app.sessions.sql.session_owners import active_sessions, owner_of, record_owner
+from app.sessions.sql.users import Principal, add_user
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
-from app.store.session_owners import active_sessions, owner_of, record_owner
-from app.store.users import Principal, add_user
 
 AIDER = "aider/0.80.1 litellm/1.60"
 

@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 
 from app.projections import SessionState
+from app.sessions.sql.session_rows import list_sql
 from app.sessions.summary import recent_sessions
 from app.store import EventStore
-from app.store.session_rows import list_sql
 
 SESSIONS = 100_000
 FILL = """

@@ -16,8 +16,8 @@ from app.projections import (
     SessionState,
     rebuild,
 )
+from app.projections.sql.projection_store import PositionMovedError, ProjectionConnection
 from app.store import EventStore, Position
-from app.store.projection_store import PositionMovedError, ProjectionConnection
 from tests.support.projection_workload import Workload, append_workload
 
 ROWS_SQL = "SELECT * FROM session_state ORDER BY session_id"

@@ -12,8 +12,8 @@ from decimal import Decimal
 import asyncpg
 
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
 from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
 from tests.support.priced_recordings import record_and_replay
 
 

@@ -13,11 +13,11 @@ import pytest
 from app.config import Settings
 from app.events import AgentState, ErrorObservation, Run, SessionCreated
 from app.projections import ProjectionRunner, ProjectionsConfig, SessionState, bring_up_to_date
+from app.projections.sql.projection_status import projection_status
+from app.projections.sql.projection_store import ProjectionConnection, ProjectionRows
+from app.sessions.sql.session_rows import ListedState
 from app.sessions.summary import recent_sessions
 from app.store import EventStore, RecordedEvent
-from app.store.projection_status import projection_status
-from app.store.projection_store import ProjectionConnection, ProjectionRows
-from app.store.session_rows import ListedState
 from tests.support.projection_workload import append_workload
 
 QUICK = ProjectionsConfig(standby_interval=0.1, batch_size=50, drain_timeout=2.0)

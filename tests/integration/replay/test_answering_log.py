@@ -15,8 +15,7 @@ from app.replay.answers import RecordedAnswers
 from app.replay.log import AnsweringLog
 from app.replay.progress import ReplayProgress
 from app.replay.recording import store_pages, stream_recording
-from app.store import EventStore, RecordedEvent
-from app.store.action_worker import WorkerStopped
+from app.store import EventStore, RecordedEvent, WorkerStopped
 from tests.support.written_sessions import Recorder
 
 

@@ -12,13 +12,12 @@ from uuid import UUID
 import pytest
 
 from app.projections import SessionState, rebuild
+from app.projections.sql.projection_store import ProjectionConnection
 from app.replay import replay
 from app.replay.gateway import ReplayGateway
+from app.sessions.sql.session_rows import SessionRow, list_sessions
 from app.sessions.summary import shown_state
-from app.store import EventStore
-from app.store.projection_store import ProjectionConnection
-from app.store.session_claims import claimed_sql
-from app.store.session_rows import SessionRow, list_sessions
+from app.store import EventStore, claimed_sql
 from tests.support.waiting import until
 from tests.support.written_sessions import Recorder
 

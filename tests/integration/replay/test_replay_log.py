@@ -12,8 +12,7 @@ import pytest
 from app.agent.controller import STUCK_WINDOW, TRIM_EVERY, AgentController
 from app.events import AgentState, Message, SessionCreated
 from app.replay import replay
-from app.store import EventStore, RecordedEvent
-from app.store.buffered_session import BufferedSession
+from app.store import BufferedSession, EventStore, RecordedEvent
 from tests.support.written_sessions import Recorder
 
 

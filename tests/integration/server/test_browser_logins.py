@@ -12,16 +12,16 @@ import uuid
 import asyncpg
 import pytest
 
-from app.store import EventStore
-from app.store.logins import (
+from app.server.sql.logins import (
     authenticate_login,
     begin_login,
     create_login_code,
     exchange_login_code,
     peek_login_code,
 )
-from app.store.user_states import disable_user, enable_user
-from app.store.users import OwnerLoginNeededError, add_user, create_token, revoke_token
+from app.server.sql.user_states import disable_user, enable_user
+from app.sessions.sql.users import OwnerLoginNeededError, add_user, create_token, revoke_token
+from app.store import EventStore
 
 FORGED_HASH = hashlib.sha256(b"chl_forged").digest()
 

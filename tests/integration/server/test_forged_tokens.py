@@ -16,8 +16,8 @@ import uuid
 import asyncpg
 import pytest
 
+from app.sessions.sql.users import OwnerLoginNeededError, add_user, authenticate, create_token
 from app.store import EventStore
-from app.store.users import OwnerLoginNeededError, add_user, authenticate, create_token
 
 #: The token the attacker wants the API to accept (format-correct, its hash known).
 FORGED = "chr_" + "A" * 43

@@ -22,16 +22,21 @@ import uuid
 import asyncpg
 import pytest
 
-from app.store import EventStore
-from app.store.logins import authenticate_login, begin_login, create_login_code, exchange_login_code
-from app.store.user_states import (
+from app.server.sql.logins import (
+    authenticate_login,
+    begin_login,
+    create_login_code,
+    exchange_login_code,
+)
+from app.server.sql.user_states import (
     demote_user,
     disable_user,
     enable_user,
     promote_user,
     remove_user,
 )
-from app.store.users import OwnerLoginNeededError, add_user, authenticate, create_token
+from app.sessions.sql.users import OwnerLoginNeededError, add_user, authenticate, create_token
+from app.store import EventStore
 
 #: The token the attacker plants: its hash chosen, handed to the definer function directly.
 PLANTED = "chr_" + "P" * 43

@@ -14,11 +14,11 @@ from uuid import UUID, uuid4
 import asyncpg
 
 from app.server.session_routes import SessionPage
+from app.sessions.sql.session_owners import list_visible_records
+from app.sessions.sql.session_rows import SessionRow
 from app.sessions.summary import SessionSummary, one_line_title, shown_state, summary_fields
 from app.store import EventStore
 from app.store.session_claims import CLAIM_CLASS
-from app.store.session_owners import list_visible_records
-from app.store.session_rows import SessionRow
 
 
 def former_summary(row: SessionRow) -> SessionSummary:

@@ -17,9 +17,9 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
+from app.sessions.sql.session_owners import list_visible_records
+from app.sessions.sql.session_rows import STEERED_PAGES, list_sql
 from app.store import EventStore
-from app.store.session_owners import list_visible_records
-from app.store.session_rows import STEERED_PAGES, list_sql
 
 PAGE = 4
 #: rows newest first: the word in every other one of the newest, then in one of 15

@@ -8,8 +8,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from app.store import EventStore
-from app.store.users import (
+from app.sessions.sql.users import (
     InvalidUserNameError,
     UserExistsError,
     add_user,
@@ -18,6 +17,7 @@ from app.store.users import (
     revoke_token,
     token_hash,
 )
+from app.store import EventStore
 
 
 async def test_a_token_is_stored_as_its_hash_only(store: EventStore, superuser) -> None:

@@ -15,8 +15,7 @@ from app.events.lifecycle import RuntimeStatus
 from app.events.llm import LOST
 from app.llm import LlmConfig, LlmGateway
 from app.sessions.lost_calls import record_lost_call
-from app.store import EventStore
-from app.store.session_claims import claim_session
+from app.store import EventStore, claim_session
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 

@@ -17,11 +17,11 @@ from app.events.platform_audit import PLATFORM_LOG_ID
 from app.projections import SessionState, bring_up_to_date
 from app.sessions import platform_audit
 from app.sessions.platform_audit import Actor, AdminReads
+from app.sessions.sql.platform_audit import read_audit
+from app.sessions.sql.session_owners import record_owner
+from app.sessions.sql.users import Principal, add_user, create_token
 from app.store import EventStore
 from app.store.analytics import run_query
-from app.store.platform_audit import read_audit
-from app.store.session_owners import record_owner
-from app.store.users import Principal, add_user, create_token
 from tests.support.analyst_login import analyst_login
 from tests.support.postgres import ServerAddress
 

@@ -10,10 +10,10 @@ import asyncpg
 
 from app.config import Settings
 from app.events import SessionCreated
+from app.sessions.sql import session_leases as leases
 from app.sessions.step_gate import StepGate
 from app.sessions.worker import Worker, WorkerRun
 from app.store import EventStore
-from app.store import session_leases as leases
 
 
 async def requested_session(store: EventStore) -> uuid.UUID:

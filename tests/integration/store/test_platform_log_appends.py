@@ -22,8 +22,8 @@ from app.events.platform_audit import (
     AuditUserChanged,
     platform_log_created,
 )
+from app.sessions.sql.platform_audit import append_audit, read_audit
 from app.store import EventStore
-from app.store.platform_audit import append_audit, read_audit
 
 APPEND_ONE = "SELECT * FROM chronicle_append_one($1, $2, $3, $4, 'system', NULL, $5, 1::smallint)"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import psycopg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.store.integrity.anchors import sign_anchor
+from app.store.integrity import sign_anchor
 from tests.support.cli import chronicle, cli_environment, demo_session
 from tests.support.payloads import sha256_hex
 

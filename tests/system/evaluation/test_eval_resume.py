@@ -21,8 +21,8 @@ from uuid import UUID
 import pytest
 
 from app.projections import SessionState, bring_up_to_date
+from app.sessions.sql.session_rows import list_sessions
 from app.store import EventStore
-from app.store.session_rows import list_sessions
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call

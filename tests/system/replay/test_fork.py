@@ -11,11 +11,11 @@ from uuid import UUID
 import pytest
 
 from app.projections import SESSION_STATE, SessionState
+from app.projections.sql.projection_store import ProjectionRows
 from app.replay import replay
 from app.sessions.fork import fork_session
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore, RecordedEvent
-from app.store.projection_store import ProjectionRows
 from tests.support.agent_cli import agent_environment
 from tests.support.agent_session import settings_for
 from tests.support.cli import chronicle

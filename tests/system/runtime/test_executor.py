@@ -17,8 +17,7 @@ from app.config import Settings
 from app.events import FileWrite, Message, Run
 from app.runtime import LocalRuntime
 from app.runtime.executor import Executor, ExecutorConfig, checkpoint_name
-from app.store import EventStore, Position, RecordedEvent
-from app.store.action_worker import WorkerStopped
+from app.store import EventStore, Position, RecordedEvent, WorkerStopped
 from tests.support.subscriptions import nothing_more
 from tests.support.waiting import wait_for_events
 

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from app.config import Settings
+from app.sessions.sql.users import add_user, create_token
 from app.store import EventStore
-from app.store.users import add_user, create_token
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
 from tests.support.evaluation_api import bearer
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call

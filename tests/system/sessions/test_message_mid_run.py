@@ -14,10 +14,10 @@ from pathlib import Path
 
 from app.events import Message
 from app.sessions.leases import request_run
+from app.sessions.sql import session_leases as leases
 from app.sessions.worker import run_worker
 from app.sessions.workspace import record_workspace_start
 from app.store import EventStore
-from app.store import session_leases as leases
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.waiting import until, wait_for_event

@@ -17,8 +17,7 @@ from typing import NamedTuple
 import pytest
 
 from app.events import McpCall, McpResult
-from app.store import EventStore
-from app.store.action_worker import ActionWorker
+from app.store import ActionWorker, EventStore
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 from tests.support.waiting import until, wait_for_events

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.events import McpCall, McpResult
-from app.store import EventStore, RecordedEvent
-from app.store.action_worker import ActionWorker
+from app.store import ActionWorker, EventStore, RecordedEvent
 from app.tools.config import McpServerConfig
 from app.tools.mcp import McpToolService
 from tests.support.mcp_echo_server import STARTED, stdio_config

@@ -26,8 +26,7 @@ from app.events import (
 from app.events.base import Service
 from app.llm import LlmError, LlmReply
 from app.llm.retry import Failure
-from app.store import MemoryLog, RecordedEvent
-from app.store.action_worker import ActionWorker, ServiceFailed
+from app.store import ActionWorker, MemoryLog, RecordedEvent, ServiceFailed
 
 #: A script's entry for a model that never answers (until the run is cancelled).
 SILENT = None

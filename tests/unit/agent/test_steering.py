@@ -12,7 +12,9 @@ from app.agent.steering import (
     PAUSED_BY_USER,
     STOPPED_BY_USER,
     Phase,
+    StateMark,
     Steering,
+    SteeringMarks,
     applicable,
     idle_answer,
     idle_outcome,
@@ -21,7 +23,6 @@ from app.agent.steering import (
     phase_shown,
     refusal,
 )
-from app.store.steering_marks import StateMark, SteeringMarks
 
 SESSION = uuid.UUID(int=7)
 LIMIT = "reached the iteration limit (3); raise --max-iterations and resume to continue"

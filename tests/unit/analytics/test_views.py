@@ -14,8 +14,16 @@ from uuid import UUID
 import pytest
 
 from app.events import AWAITED_KINDS
-from app.store.analytics import VIEWS, Column, NoTimeColumnError, UnknownViewError, view_query
-from app.store.analytics.tabular import aligned_table, json_value, text_value
+from app.store.analytics import (
+    VIEWS,
+    Column,
+    NoTimeColumnError,
+    UnknownViewError,
+    aligned_table,
+    json_value,
+    text_value,
+    view_query,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from app.cli.users import CHANGE_WORDS, USER_CHANGES
-from app.store import user_states
+from app.server.sql import user_states
 
 
 def test_every_change_has_a_store_function_and_words() -> None:

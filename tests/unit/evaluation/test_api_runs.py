@@ -21,8 +21,8 @@ from app.evaluation.api_runs import (
     trial_config,
     trial_session_id,
 )
+from app.evaluation.sql.evaluation_runs import RunRow
 from app.sessions.run_config import DEFAULT_MAX_ITERATIONS
-from app.store.evaluation_runs import RunRow
 
 OWNER = uuid.uuid4()
 

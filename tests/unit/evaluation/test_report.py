@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from app.evaluation.report import build_report, compare, session_passed
-from app.store.evaluation_results import EvaluationRow
+from app.evaluation.sql.evaluation_results import EvaluationRow
 
 PASS = {"finished": "pass", "answer": "pass", "cost": None, "steps": None}
 FAIL = {"finished": "pass", "answer": "fail", "cost": None, "steps": None}

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from app.evaluation.report import build_report, compare
 from app.evaluation.report_text import comparison_lines, report_lines
-from app.store.evaluation_results import EvaluationRow
+from app.evaluation.sql.evaluation_results import EvaluationRow
 
 
 def row(task: str, epoch: int, label: str) -> EvaluationRow:

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from app.evaluation.running import RunOptions, interrupted, recorded_plan
-from app.store.evaluation_rows import RunAttempt
+from app.evaluation.sql.evaluation_rows import RunAttempt
 
 
 def attempt(status: str | None, reason: str = "", *, claimed: bool = False,

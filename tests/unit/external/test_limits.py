@@ -19,7 +19,7 @@ from app.external.limits import (
     session_limits,
     tightest,
 )
-from app.store.gateway_limits import Usage
+from app.external.sql.gateway_limits import Usage
 
 MODEL = "openai/gpt-4o-mini"
 

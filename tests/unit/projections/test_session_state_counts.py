@@ -10,8 +10,8 @@ from typing import Any
 from app.events.usage import MAX_COUNT
 from app.projections import SESSION_STATE, SessionState
 from app.projections.session_state import BIGINT_MAX
+from app.projections.sql.projection_store import ProjectionRows
 from app.store import RecordedEvent
-from app.store.projection_store import ProjectionRows
 
 SESSION = uuid.uuid4()
 

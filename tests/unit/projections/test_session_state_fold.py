@@ -12,8 +12,8 @@ from app.config import Settings
 from app.projections import SESSION_STATE, SessionState, SessionStateRow
 from app.projections.config import ProjectionsConfig
 from app.projections.session_state import status_of
+from app.projections.sql.projection_store import ProjectionRows
 from app.store import RecordedEvent
-from app.store.projection_store import ProjectionRows
 
 SESSION = uuid.uuid4()
 

@@ -6,7 +6,7 @@ import pytest
 from litestar.exceptions import NotAuthorizedException
 
 from app.server.auth import bearer_token, csrf_token_for
-from app.store.users import TOKEN_PREFIX, new_token, token_hash
+from app.sessions.sql.users import TOKEN_PREFIX, new_token, token_hash
 
 
 def test_a_bearer_header_gives_its_token() -> None:

@@ -21,10 +21,9 @@ from app.server.problems import (
     handle_exception,
     problem_for,
 )
-from app.store import ConcurrencyError, DatabaseUnavailableError, StoreError
+from app.store import ConcurrencyError, DatabaseUnavailableError, SessionBusyError, StoreError
 from app.store.append import translate_error
 from app.store.coalescer import AppendRefused
-from app.store.session_claims import SessionBusyError
 
 
 def body(exc: Exception) -> dict:

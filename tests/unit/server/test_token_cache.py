@@ -8,7 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from app.server.token_cache import TokenCache
-from app.store.users import Principal, new_token, token_hash
+from app.sessions.sql.users import Principal, new_token, token_hash
 
 
 class Clock:

@@ -12,6 +12,7 @@ from typing import cast
 import pytest
 
 from app.config import Settings
+from app.sessions.sql.session_leases import Lease
 from app.sessions.step_gate import StepGate
 from app.sessions.worker import (
     Worker,
@@ -23,7 +24,6 @@ from app.sessions.worker import (
     wait_before_claiming,
 )
 from app.store import EventStore
-from app.store.session_leases import Lease
 
 
 def test_release_plan() -> None:

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-import asyncpg
-
-from app.store.errors import StoreError
-from app.store.users import OwnerLoginNeededError, UnknownUserError, User, find_user
+from app.sessions.sql.users import OwnerLoginNeededError, UnknownUserError, User, find_user
+from app.store import DatabaseError, StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 UserState = Literal["disabled", "enabled", "removed", "admin", "member"]
 
@@ -48,7 +46,7 @@ async def _set_state(store: EventStore, name: str, state: UserState) -> tuple[Us
         changed = await store.pool.fetchval(
             "SELECT chronicle_set_user_state($1, $2)", user.id, state
         )
-    except asyncpg.PostgresError as exc:
+    except DatabaseError as exc:
         if getattr(exc, "sqlstate", None) == "CR010":
             raise RemovedUserError(name) from None
         if getattr(exc, "sqlstate", None) == "CR015":  # any change, by the app's login

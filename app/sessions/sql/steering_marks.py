@@ -4,7 +4,7 @@ user's last steering and last message, and whether anything runs (or will run) t
 The log alone says what the agent did and what the user asked; whether a process runs the
 session now (its claim) or a worker was asked to (its lease row) is not in the log, and tells
 a session whose agent was cut short and nobody continues from one that goes on. The rules
-that read these marks are pure (``app.agent.steering``).
+that read these marks, and the marks' model, are pure (``app.agent.steering``).
 """
 
 from __future__ import annotations
@@ -12,36 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from pydantic import BaseModel
-
-from app.store.session_claims import claimed_sql
+from app.agent.steering import StateMark, SteeringMarks
+from app.store import claimed_sql
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
-
-
-class StateMark(BaseModel):
-    """An ``agent.state`` event: its seq, the state, its reason and the limit it names."""
-
-    seq: int
-    state: str
-    reason: str = ""
-    limit: str | None = None
-
-
-class SteeringMarks(BaseModel):
-    """The few events of a session its steering depends on (see the module)."""
-
-    #: the session's last seq (0: no such session); a steering is appended right after it
-    last_seq: int
-    #: the agent's last ``agent.state`` (source ``agent``); None before the agent said any
-    state: StateMark | None = None
-    #: the user's last ``agent.state`` (source ``user``: paused, running or stopped)
-    request: StateMark | None = None
-    #: seq of the user's last message
-    message_seq: int | None = None
-    #: a process holds the session's claim, or a worker was asked to run it
-    running: bool = False
+    from app.store import EventStore
 
 
 MARKS_SQL = f"""

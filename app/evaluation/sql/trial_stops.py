@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from uuid import UUID
 
-from app.store.event_store import EventStore
+from app.store import EventStore
 
 
 def configuration_stop_sql(session: str, kinds: str) -> str:

@@ -13,9 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-import asyncpg
-
-from app.store.session_rows import (
+from app.sessions.sql.session_rows import (
     CLAIMED,
     QUALIFIED_COLUMNS,
     STEERED_PAGES,
@@ -23,9 +21,10 @@ from app.store.session_rows import (
     SessionRow,
     list_sql,
 )
+from app.store import Record
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 #: A session counts against its owner's cap while a worker is asked to run it (its lease row,
 #: from the request until the run is released: waiting for a worker counts too), while the
@@ -115,7 +114,7 @@ async def list_visible_records(
     since: datetime | None = None,
     after: tuple[datetime, UUID] | None = None,
     words: str | None = None,
-) -> list[asyncpg.Record]:
+) -> list[Record]:
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
     every filter (``words``: the title has words beginning with each of them), after the
     ``(created_at, session_id)`` cursor if given: the records as fetched (``SessionRow``'s
@@ -146,7 +145,7 @@ async def list_visible_records(
         after=after is not None,
         words=words is not None,
     )
-    records: list[asyncpg.Record]
+    records: list[Record]
     if words is not None:
         sql, params = query(newest_first=True)
         records = await store.pool.fetch(sql, *(values[name] for name in params))

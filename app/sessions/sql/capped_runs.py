@@ -22,14 +22,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 from uuid import UUID
 
-import asyncpg
-
-from app.store.errors import StoreError
-from app.store.session_leases import UnknownSessionError
-from app.store.session_owners import ACTIVE_SQL, COUNTS, RESERVE_LOCK_CLASS, owner_of
+from app.sessions.sql.session_leases import UnknownSessionError
+from app.sessions.sql.session_owners import ACTIVE_SQL, COUNTS, RESERVE_LOCK_CLASS, owner_of
+from app.store import Connection, ForeignKeyViolationError, Pool, StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 T = TypeVar("T")
 
@@ -84,12 +82,10 @@ async def request_run_within_cap(
     return recorded
 
 
-async def _request(
-    connection: asyncpg.Connection | asyncpg.Pool, session_id: UUID, reason: str
-) -> None:
+async def _request(connection: Connection | Pool, session_id: UUID, reason: str) -> None:
     try:
         await connection.fetchval("SELECT chronicle_request_run($1, $2)", session_id, reason)
-    except asyncpg.ForeignKeyViolationError:
+    except ForeignKeyViolationError:
         raise UnknownSessionError(session_id) from None
 
 

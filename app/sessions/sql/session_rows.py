@@ -17,10 +17,10 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from app.store.session_claims import claimed_sql
+from app.store import claimed_sql
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 #: What a session list can be narrowed to: a stored status, or whether a working session's
 #: process is alive (``running``) or gone (``interrupted``).

@@ -16,9 +16,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
-import asyncpg
-
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import TRANSIENT_ERRORS, Connection
 
 CHANNEL = "chronicle_credentials"
 
@@ -29,7 +27,7 @@ class CredentialWatch:
     """One listening connection of its own, re-made with backoff until closed."""
 
     def __init__(
-        self, connect: Callable[[], Awaitable[asyncpg.Connection]], *, keepalive: float = 5.0
+        self, connect: Callable[[], Awaitable[Connection]], *, keepalive: float = 5.0
     ) -> None:
         self._connect = connect
         self._keepalive = keepalive
@@ -73,7 +71,7 @@ class CredentialWatch:
     async def _run(self) -> None:
         backoff = 0.05
         while True:
-            connection: asyncpg.Connection | None = None
+            connection: Connection | None = None
             try:
                 connection = await self._connect()
                 lost = asyncio.Event()
@@ -93,7 +91,7 @@ class CredentialWatch:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
-    async def _until_lost(self, connection: asyncpg.Connection, lost: asyncio.Event) -> None:
+    async def _until_lost(self, connection: Connection, lost: asyncio.Event) -> None:
         """Return when the connection is gone; a silent one is found by a periodic ping."""
         while not lost.is_set():
             try:

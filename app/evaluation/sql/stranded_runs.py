@@ -17,9 +17,9 @@ from uuid import UUID
 import orjson
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from app.evaluation.sql.trial_stops import configuration_stop_sql
 from app.events.session_config import json_has, json_path
-from app.store.event_store import EventStore
-from app.store.trial_stops import configuration_stop_sql
+from app.store import EventStore
 
 STRANDED_RUNS_SQL = f"""
 WITH trials AS (

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from app.store.event_store import EventStore
+from app.store import EventStore
 
 RUN_RESULTS_SQL = """
 SELECT session_id, task_id, epoch, status, ending, steps, cost_usd, verdicts::text AS labels,

@@ -15,13 +15,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
-import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
+from app.store import CheckViolationError, DatabaseError, StoreError, UniqueViolationError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 TOKEN_PREFIX = "chr_"
 TokenKind = Literal["api", "cookie"]
@@ -60,7 +59,7 @@ class OwnerLoginNeededError(StoreError):
         )
 
 
-def _owner_refusal(exc: asyncpg.PostgresError) -> Exception:
+def _owner_refusal(exc: DatabaseError) -> Exception:
     """The database's CR015 (the owner's kind of write, asked by another login) as a user's
     error; anything else as it is."""
     if getattr(exc, "sqlstate", None) == "CR015":
@@ -122,11 +121,11 @@ async def add_user(store: EventStore, name: str, *, is_admin: bool = False) -> U
         row = await store.pool.fetchrow(
             "SELECT * FROM chronicle_add_user($1, $2, $3)", uuid.uuid4(), name, is_admin
         )
-    except asyncpg.UniqueViolationError:
+    except UniqueViolationError:
         raise UserExistsError(name) from None
-    except asyncpg.CheckViolationError:
+    except CheckViolationError:
         raise InvalidUserNameError(name) from None
-    except asyncpg.PostgresError as exc:
+    except DatabaseError as exc:
         raise _owner_refusal(exc) from None
     assert row is not None
     return User(**dict(row))
@@ -166,7 +165,7 @@ async def create_token(
             token_hash(token),
             expires_at,
         )
-    except asyncpg.PostgresError as exc:
+    except DatabaseError as exc:
         raise _owner_refusal(exc) from None
     assert row is not None
     return TokenInfo(**dict(row)), token

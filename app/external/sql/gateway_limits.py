@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ from uuid import UUID
 import orjson
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from app.evaluation.sql.trial_stops import configuration_stop_sql
 from app.events.session_config import json_path
-from app.store.event_store import EventStore
-from app.store.session_owners import ACTIVE_SQL, RESERVE_LOCK_CLASS
-from app.store.trial_stops import configuration_stop_sql
+from app.sessions.sql.session_owners import ACTIVE_SQL, RESERVE_LOCK_CLASS
+from app.store import EventStore
 
 #: What claiming a trial did (see ``claim_trial``).
 TrialClaim = Literal["claimed", "taken", "capped"]

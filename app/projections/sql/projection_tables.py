@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, Generic, Protocol, TypeVar
 
-from app.store.records import RecordedEvent
+from app.store import RecordedEvent
 
 RowT = TypeVar("RowT")
 

@@ -21,19 +21,18 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.users import (
+from app.sessions.sql.users import (
     LAST_USED_RESOLUTION_SECONDS,
     OwnerLoginNeededError,
     Principal,
     token_hash,
 )
+from app.store import DatabaseError, Record, StoreError
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 #: What a session cookie starts with (an API token starts with ``chr_``).
 LOGIN_PREFIX = "chl_"
@@ -72,7 +71,7 @@ class LoginStarted(BaseModel):
     cookie: str
 
 
-def _principal(row: asyncpg.Record) -> Principal:
+def _principal(row: Record) -> Principal:
     """A login's principal: its ``token_id`` is the login's id."""
     return Principal(
         user_id=row["user_id"],
@@ -84,7 +83,7 @@ def _principal(row: asyncpg.Record) -> Principal:
     )
 
 
-def _started(row: asyncpg.Record | None, cookie: str) -> LoginStarted | None:
+def _started(row: Record | None, cookie: str) -> LoginStarted | None:
     if row is None:
         return None
     return LoginStarted(principal=_principal(row), made_with=row["token_id"], cookie=cookie)
@@ -122,7 +121,7 @@ async def create_login_code(
             token_hash(code),
             minutes,
         )
-    except asyncpg.PostgresError as exc:
+    except DatabaseError as exc:
         if getattr(exc, "sqlstate", None) == "CR015":  # an admin's link, by the app's login
             raise OwnerLoginNeededError(str(exc)) from None
         if getattr(exc, "sqlstate", None) == "CR010":

@@ -23,14 +23,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 from uuid import UUID
 
-import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.transient import TRANSIENT_ERRORS
+from app.store import (
+    TRANSIENT_ERRORS,
+    Connection,
+    DatabaseError,
+    ForeignKeyViolationError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +87,7 @@ async def request_run(store: EventStore, session_id: UUID, reason: str) -> Reque
         outcome = await store.pool.fetchval(
             "SELECT chronicle_request_run($1, $2)", session_id, reason
         )
-    except asyncpg.ForeignKeyViolationError:
+    except ForeignKeyViolationError:
         raise UnknownSessionError(session_id) from None
     return outcome  # type: ignore[no-any-return]
 
@@ -182,7 +186,7 @@ class RunRequests:
 
     def __init__(self, store: EventStore) -> None:
         self._store = store
-        self._connection: asyncpg.Connection | None = None
+        self._connection: Connection | None = None
         self._rung = asyncio.Event()
 
     def _on_notification(self, _conn: object, _pid: int, _channel: str, _payload: str) -> None:
@@ -195,7 +199,7 @@ class RunRequests:
         try:
             connection = await self._store.connect()
             await connection.add_listener(CHANNEL, self._on_notification)
-        except (*TRANSIENT_ERRORS, StoreError, asyncpg.PostgresError) as exc:
+        except (*TRANSIENT_ERRORS, StoreError, DatabaseError) as exc:
             log.info("cannot listen for run requests (polling meanwhile): %s", exc)
             return
         self._connection = connection
@@ -216,7 +220,7 @@ class RunRequests:
     async def _drop(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            with contextlib.suppress(*TRANSIENT_ERRORS, asyncpg.PostgresError):
+            with contextlib.suppress(*TRANSIENT_ERRORS, DatabaseError):
                 await asyncio.wait_for(connection.close(), 5)
 
     async def close(self) -> None:

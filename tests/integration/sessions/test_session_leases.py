@@ -11,8 +11,8 @@ import pytest
 
 from app.config import Settings
 from app.events import SessionCreated
+from app.sessions.sql import session_leases as leases
 from app.store import EventStore
-from app.store import session_leases as leases
 
 
 async def new_session(store: EventStore) -> uuid.UUID:

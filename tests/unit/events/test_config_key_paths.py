@@ -1,6 +1,7 @@
 """Every ``session.created`` config key the SQL reads is a key of ``SessionConfig``.
 
-The store's queries render their key paths from the model (``json_path``, ``json_has``); the
+The queries of the store and of each feature's ``sql/`` modules render their key paths from
+the model (``json_path``, ``json_has``); the
 views and the trigger the migrations created keep their SQL as it was written, so both are
 read here for ``payload->'config'`` paths (``->'k'``, ``->>'k'``, ``? 'k'``), and each path's
 first key must be one the model stores: a renamed or removed field fails here, not in a
@@ -15,9 +16,10 @@ import re
 
 import pytest
 
-import app.store
 from app.events.session_config import SessionConfig, json_has, json_path
 from tests.support.repository import ROOT
+
+APP = ROOT / "app"
 
 #: ``payload->'config'`` then its first key, by ``->`` / ``->>`` or by ``?``.
 CONFIG_KEY = re.compile(r"payload->'config'\s*(?:->>?\s*'([^']+)'|\?\s*'([^']+)')")
@@ -34,14 +36,23 @@ def keys_read(sql: str) -> set[str]:
     return {flat or has for flat, has in CONFIG_KEY.findall(sql)}
 
 
+def sql_homes() -> list[str]:
+    """Where SQL may live (tests/unit/test_layering.py): ``app.store`` and each ``app.<x>.sql``."""
+    return ["app.store"] + [
+        f"app.{folder.name}.sql" for folder in sorted(APP.iterdir()) if (folder / "sql").is_dir()
+    ]
+
+
 def store_sql() -> dict[str, str]:
-    """Every SQL string a module of ``app.store`` defines at its top level."""
+    """Every SQL string a module of a SQL home defines at its top level."""
     found: dict[str, str] = {}
-    for module in pkgutil.walk_packages(app.store.__path__, "app.store."):
-        loaded = importlib.import_module(module.name)
-        for name, value in vars(loaded).items():
-            if isinstance(value, str) and "payload->'config'" in value:
-                found[f"{module.name}.{name}"] = value
+    for home in sql_homes():
+        package = importlib.import_module(home)
+        for module in pkgutil.walk_packages(package.__path__, f"{home}."):
+            loaded = importlib.import_module(module.name)
+            for name, value in vars(loaded).items():
+                if isinstance(value, str) and "payload->'config'" in value:
+                    found[f"{module.name}.{name}"] = value
     return found
 
 
@@ -53,9 +64,9 @@ MIGRATIONS = sorted((ROOT / "migrations").rglob("*.py")) + sorted(
 def test_the_store_reads_the_config_through_the_model() -> None:
     queries = store_sql()
     assert {name.rsplit(".", 1)[0] for name in queries} >= {
-        "app.store.evaluation_runs",
-        "app.store.evaluation_rows",
-        "app.store.stranded_runs",
+        "app.evaluation.sql.evaluation_runs",
+        "app.evaluation.sql.evaluation_rows",
+        "app.evaluation.sql.stranded_runs",
     }
     for name, sql in queries.items():
         assert keys_read(sql) <= stored_keys(), name

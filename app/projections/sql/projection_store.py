@@ -36,16 +36,22 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
-import asyncpg
 from pydantic import BaseModel
 
-from app.store.errors import StoreError
-from app.store.projection_tables import ProjectionCode, ProjectionRows, Table
-from app.store.records import Position, RecordedEvent
-from app.store.transient import TRANSIENT_ERRORS
+from app.projections.sql.projection_tables import ProjectionCode, ProjectionRows, Table
+from app.store import (
+    TRANSIENT_ERRORS,
+    Connection,
+    ConnectionUnusableError,
+    DatabaseError,
+    Position,
+    Record,
+    RecordedEvent,
+    StoreError,
+)
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +200,7 @@ async def is_current(store: EventStore, name: str, version: int) -> bool:
     return bool(await store.pool.fetchval(CURRENT_SQL, name, version))
 
 
-def checkpoint_from_row(row: asyncpg.Record) -> Checkpoint:
+def checkpoint_from_row(row: Record) -> Checkpoint:
     return Checkpoint(
         name=row["name"],
         version=row["version"],
@@ -215,7 +221,7 @@ class ProjectionConnection:
     operations on it. ``dedicated`` opens one outside the pool (a runner holds its lock for
     as long as it runs); ``pooled`` borrows one for a short job and gives it back clean."""
 
-    def __init__(self, connection: asyncpg.Connection, release: Any) -> None:
+    def __init__(self, connection: Connection, release: Any) -> None:
         self._connection = connection
         self._release = release
         self._locked: set[str] = set()
@@ -260,8 +266,8 @@ class ProjectionConnection:
                         await self._connection.execute("DISCARD TEMP")
                         self._building.clear()
             await self._release()
-        except (*TRANSIENT_ERRORS, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
-            with contextlib.suppress(asyncpg.InterfaceError):
+        except (*TRANSIENT_ERRORS, DatabaseError, ConnectionUnusableError, TimeoutError):
+            with contextlib.suppress(ConnectionUnusableError):
                 self._connection.terminate()
             with contextlib.suppress(Exception):
                 await self._release()

@@ -12,11 +12,11 @@ import asyncpg
 import pytest
 
 from app.events import AgentState, Message, SessionCreated
+from app.sessions.sql import session_leases as leases
+from app.sessions.sql.capped_runs import RunCapReached, request_run_within_cap
+from app.sessions.sql.session_owners import active_sessions, record_owner
+from app.sessions.sql.users import add_user
 from app.store import EventStore, RecordedEvent
-from app.store import session_leases as leases
-from app.store.capped_runs import RunCapReached, request_run_within_cap
-from app.store.session_owners import active_sessions, record_owner
-from app.store.users import add_user
 
 
 async def ended_session(store: EventStore, owner: uuid.UUID | None) -> uuid.UUID:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
-from app.store.projection_store import CHECKPOINT_SQL, LOCK_CLASS, checkpoint_from_row
-from app.store.records import Position
+from app.projections.sql.projection_store import CHECKPOINT_SQL, LOCK_CLASS, checkpoint_from_row
+from app.store import Position
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 
 class ProjectionStatus(BaseModel):

@@ -10,11 +10,9 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.evaluation.sql.trial_stops import configuration_stop_sql
 from app.events.session_config import json_path
-from app.store.event_store import COLUMNS, EventStore
-from app.store.records import RecordedEvent
-from app.store.session_claims import claimed_sql
-from app.store.trial_stops import configuration_stop_sql
+from app.store import EVENT_COLUMNS, EventStore, RecordedEvent, claimed_sql
 
 # A replay or a fork copies its recording's config, evaluation_run included: it is not one of
 # the run's own sessions. A replay run (`chronicle eval replay --name`) is made of replay
@@ -41,7 +39,8 @@ SELECT session_id FROM (
 ORDER BY created_at, session_id
 """
 READ_SESSIONS_SQL = (
-    f"SELECT {COLUMNS} FROM events WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, seq"
+    f"SELECT {EVENT_COLUMNS} FROM events "
+    "WHERE session_id = ANY($1::uuid[]) ORDER BY session_id, seq"
 )
 
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from app.events.platform_audit import PLATFORM_LOG_ID, AuditEvent, platform_log_created
-from app.store.records import RecordedEvent
+from app.store import RecordedEvent
 
 if TYPE_CHECKING:
-    from app.store.event_store import EventStore
+    from app.store import EventStore
 
 FIRST_SINCE_SQL = "SELECT min(seq) FROM events WHERE session_id = $1 AND created_at >= $2"
 OWNER_SQL = (
