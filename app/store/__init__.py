@@ -19,8 +19,9 @@ What it offers (docs/architecture.md, "The store's surface"):
   embedded server under a long-lived process), ``redact`` (a URL for a message), readiness.
 
 Public subpackages and modules, each with a surface of its own: ``app.store.config`` (the
-config objects the settings (``app/config/``) hold), ``app.store.migrate`` (alembic), ``app.store.archive``,
-``app.store.integrity``, ``app.store.embedded``, ``app.store.analytics``. Every other module is
+config objects the settings, ``app/config/``, hold), ``app.store.migrate`` (alembic),
+``app.store.archive``, ``app.store.integrity``, ``app.store.embedded``, ``app.store.analytics``.
+Every other module is
 private (tests/unit/test_layering.py). A feature's tables are not here: they live in its own
 ``sql/`` folder (``app/sessions/sql/``, ``app/evaluation/sql/``, ...) and reach the database
 through an ``EventStore``.

@@ -70,7 +70,7 @@ RUNTIME_INTERFACE = frozenset({"app.runtime.protocol", "app.runtime.errors"})
 STORE_SURFACE = frozenset(
     {
         "app.store",
-        "app.store.config",  # the config objects the settings (app/config/) hold, as of every package
+        "app.store.config",  # the config objects the settings (app/config/) hold
         "app.store.migrate",  # alembic's commands, loaded only by what migrates
         "app.store.analytics",
         "app.store.archive",
