@@ -210,25 +210,28 @@ class Worker:
                 except Exception as exc:  # the database away or not migrated: keep polling
                     log.warning("worker %s cannot claim sessions: %s", self.worker_id, exc)
             if lease is not None:
-                self._load_model_client()
+                # (a session of its own imports the model client as its sandbox starts, if
+                # it has a model to call: app/sessions/runner.py)
                 self._start(lease)
                 continue
             timeout = poll
             if len(self.runs) < self.max_sessions:
                 with contextlib.suppress(Exception):
-                    due_in = await leases.seconds_until_due(self.store)
-                    if due_in is not None:  # sessions run: one may be ours to take over
+                    outlook = await leases.lease_outlook(self.store, worker_id=self.worker_id)
+                    if outlook.held_elsewhere:  # another worker's session may become ours
                         self._load_model_client()
-                    timeout = wait_before_claiming(poll, due_in)
+                    timeout = wait_before_claiming(poll, outlook.seconds_until_due)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(timeout):
                     await self._wake.wait()
 
     def _load_model_client(self) -> None:
         """Import the model client (litellm: seconds of CPU) in a thread of its own, once, as
-        soon as any session must run: imported when this worker takes a session over, it held
-        the session's next model call back 10-20 s past the lease on a loaded machine. A
-        worker that never sees a session (an API's, in tests) never pays for it."""
+        soon as another worker runs a session this one may have to take over: imported at the
+        takeover, it held the session's next model call back 10-20 s past the lease on a
+        loaded machine. A worker alone, or whose sessions have no model to call (scripted,
+        replayed, refused for want of a model), never pays for it: each session it runs
+        imports the client as its sandbox starts when it has a model to call."""
         if not self._client_loading:
             self._client_loading = True
             threading.Thread(

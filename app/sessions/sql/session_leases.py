@@ -20,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -132,11 +132,27 @@ async def release(
 async def seconds_until_due(store: EventStore) -> float | None:
     """Seconds until the next held lease expires or a handed-back row becomes claimable (0:
     something is claimable now); None when nothing waits for a time."""
-    seconds = await store.pool.fetchval(
-        "SELECT extract(epoch FROM min(coalesce(lease_expires_at, now())) - now()) "
-        "FROM session_leases"
+    return (await lease_outlook(store, worker_id=None)).seconds_until_due
+
+
+class LeaseOutlook(NamedTuple):
+    """What a worker with nothing to claim learns in one query: when to look again, and
+    whether a session it may have to take over is running on another worker."""
+
+    seconds_until_due: float | None
+    held_elsewhere: bool
+
+
+async def lease_outlook(store: EventStore, *, worker_id: str | None) -> LeaseOutlook:
+    """``seconds_until_due``, and whether a worker other than ``worker_id`` holds a lease."""
+    row = await store.pool.fetchrow(
+        "SELECT extract(epoch FROM min(coalesce(lease_expires_at, now())) - now()) AS due, "
+        "coalesce(bool_or(owner IS NOT NULL AND owner IS DISTINCT FROM $1), false) AS elsewhere "
+        "FROM session_leases",
+        worker_id,
     )
-    return None if seconds is None else max(float(seconds), 0.0)
+    seconds = None if row is None or row["due"] is None else max(float(row["due"]), 0.0)
+    return LeaseOutlook(seconds, bool(row and row["elsewhere"]))
 
 
 async def worker_seen(

@@ -130,6 +130,25 @@ async def test_a_heartbeat_extends_the_lease(store: EventStore) -> None:
     assert due is not None and 55 < due <= 60
 
 
+async def test_the_outlook_says_whether_another_worker_holds_a_lease(store: EventStore) -> None:
+    """A worker imports its model client ahead of a takeover only when a session runs on
+    another worker: its own sessions, and runs nobody holds yet, are not a takeover."""
+    assert await leases.lease_outlook(store, worker_id="w") == (None, False)
+    first = await new_session(store)
+    await leases.request_run(store, first, "message")
+    waiting = await leases.lease_outlook(store, worker_id="w")
+    assert waiting == (0, False)  # claimable now, and nobody holds it
+    lease = await leases.claim_next(store, "w", 60)
+    assert lease is not None
+    own = await leases.lease_outlook(store, worker_id="w")
+    assert own.held_elsewhere is False
+    assert own.seconds_until_due is not None and 55 < own.seconds_until_due <= 60
+    assert (await leases.lease_outlook(store, worker_id="other")).held_elsewhere is True
+    assert (await leases.lease_outlook(store, worker_id=None)).held_elsewhere is True
+    assert await leases.release(store, lease, "ended") == "released"
+    assert await leases.lease_outlook(store, worker_id="other") == (None, False)
+
+
 async def test_a_request_during_a_run_survives_its_release(store: EventStore) -> None:
     """A message posted as the agent ends: the run's release keeps the row for another run."""
     session = await new_session(store)
