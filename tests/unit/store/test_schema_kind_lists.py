@@ -44,12 +44,15 @@ def what_to_do(placeholder: str, listed: set[str], kinds: frozenset[str]) -> str
     constant = placeholder.upper()
     kept = f"kinds_kept_by({newest_revision_keeping(placeholder)!r}, {constant!r})"
     added, removed = sorted(kinds - listed), sorted(listed - kinds)
-    now = f"(*{kept}, " + "".join(f"{kind!r}, " for kind in added) + ")"
+    difference = "; ".join(
+        f"{what} {names}" for what, names in (("lacks", added), ("lists", removed)) if names
+    )
+    now = f"({', '.join([f'*{kept}', *map(repr, added)])},)"
     if removed:
-        now = f"tuple(kind for kind in {kept} if kind not in {removed!r})"
+        now = f"tuple(kind for kind in {now} if kind not in {removed!r})"
     return (
-        f"chronicle_{placeholder}() in migrations/sql/schema.sql lacks {added} and lists "
-        f"{removed}, unlike app/events. Add a revision migrations/versions/<next>_<what>.py "
+        f"chronicle_{placeholder}() in migrations/sql/schema.sql differs from app/events' "
+        f"({difference}). Add a revision migrations/versions/<next>_<what>.py "
         "(docstring, revision and down_revision as any other's), then:\n\n"
         "    from app.migrations.helpers import kinds_kept_by, render_kind_functions, run\n\n"
         f"    {constant} = {now}\n\n"
@@ -89,9 +92,9 @@ def test_every_kind_placeholder_of_the_sql_files_is_a_registry_list() -> None:
 def test_a_new_kinds_failure_says_the_revision_to_write_and_it_renders_the_registry() -> None:
     """The code the failure above asks for, run as written, renders the kinds with the new
     one: what a developer pastes is a working revision, not a hint."""
-    kinds = KIND_LISTS["event_kinds"] | {"note"}
+    kinds = KIND_LISTS["event_kinds"] | {"toy.kind"}
     advice = what_to_do("event_kinds", set(KIND_LISTS["event_kinds"]), kinds)
-    assert "lacks ['note']" in advice and "./dev schema" in advice
+    assert "(lacks ['toy.kind'])" in advice and "./dev schema" in advice
     code = advice.split("\n\n", 1)[1].rsplit("\n\nthen", 1)[0]
     revision: dict[str, object] = {}
     exec(textwrap.dedent(code), revision)  # the advice's own code, as pasted
@@ -100,3 +103,15 @@ def test_a_new_kinds_failure_says_the_revision_to_write_and_it_renders_the_regis
     rendered = render_kind_functions(event_kinds=now)
     assert f"ARRAY[{sql_kinds(kinds)}]::text[]" in rendered
     assert rendered.startswith("CREATE OR REPLACE FUNCTION chronicle_event_kinds()")
+
+
+def test_a_kind_taken_out_and_one_renamed_get_a_revision_too() -> None:
+    for removed, added in ((["think"], []), (["think"], ["thought"])):
+        kinds = (KIND_LISTS["action_kinds"] - set(removed)) | set(added)
+        advice = what_to_do("action_kinds", set(KIND_LISTS["action_kinds"]), kinds)
+        assert "partial indexes" in advice
+        code = advice.split("\n\n", 1)[1].rsplit("\n\nthen", 1)[0]
+        revision: dict[str, object] = {}
+        exec(textwrap.dedent(code), revision)
+        now = revision["ACTION_KINDS"]
+        assert isinstance(now, tuple) and sorted(now) == sorted(kinds)
