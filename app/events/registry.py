@@ -22,11 +22,11 @@ from app.events import (
     lifecycle,
     llm,
     observations,
+    platform_audit,
     replay,
     workspace,
 )
 from app.events.base import Action, Event, Observation, Service
-from app.events.platform_audit import AUDIT_CLASSES
 
 #: Every kind's class. A kind is registered where it is declared: its class joins its
 #: module's ``KIND_CLASSES``; a new module of kinds adds its tuple here.
@@ -40,7 +40,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     *replay.KIND_CLASSES,
     *workspace.KIND_CLASSES,
     *imported.KIND_CLASSES,
-    *AUDIT_CLASSES,
+    *platform_audit.KIND_CLASSES,
 )
 
 
