@@ -11,6 +11,7 @@ always sent (docs/architecture.md, "The schema").
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 
@@ -64,3 +65,24 @@ def earlier_revision(file_name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def kinds_kept_by(file_name: str, name: str) -> tuple[str, ...]:
+    """The kind list an earlier revision rendered and keeps as a literal tuple (``name``: its
+    constant, ``EVENT_KINDS``, ``ACTION_KINDS``...): a new kind's revision is that list plus
+    the kind, and its downgrade renders that list again."""
+    return tuple(getattr(earlier_revision(file_name), name))
+
+
+def render_kind_functions(**lists: Iterable[str]) -> str:
+    """``CREATE OR REPLACE`` of ``chronicle_<name>()`` for each kind list given
+    (``event_kinds=...``, ``action_kinds=...``), its kinds sorted as
+    ``app.events.kind_lists.sql_kinds`` writes them (what the schema test compares). Replaced
+    in place, each function keeps its owner and grants. A partial index over kinds
+    (``events_one_observation_per_action``, ``events_tool_calls_by_time``) is not rebuilt
+    here: a revision that changes the observation or tool kinds builds it again (0010)."""
+    statements = []
+    for name, kinds in lists.items():
+        text = sql_file(f"functions/chronicle_{name}.sql", **{name: quoted(tuple(sorted(kinds)))})
+        statements.append(text.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    return "\n".join(statements)

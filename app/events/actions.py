@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from app.events.base import Action, Service
+from app.events.base import Action, Event, Service
 
 
 class Run(Action):
@@ -74,3 +74,15 @@ class Finish(Action):
 
     kind: Literal["finish"] = "finish"
     message: str = ""
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    Run,
+    FileRead,
+    FileWrite,
+    FileEdit,
+    McpCall,
+    Think,
+    Finish,
+)

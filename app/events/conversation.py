@@ -85,3 +85,11 @@ class Condensation(Event):
     forget_before: int = Field(ge=1)
     forgotten_calls: int = Field(default=0, ge=0)
     reason: str = ""
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    Message,
+    AgentState,
+    Condensation,
+)

@@ -56,3 +56,7 @@ class EvalScore(Event):
         """The ``gen_ai.evaluation.result`` attributes this score carries (None left out)."""
         fields = self.model_dump(include=set(OTEL_ATTRIBUTES))
         return {OTEL_ATTRIBUTES[k]: v for k, v in fields.items() if v is not None and v != ""}
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (EvalScore,)

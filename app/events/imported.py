@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from app.events.base import Action, Observation
+from app.events.base import Action, Event, Observation
 
 
 class ImportedAction(Action):
@@ -34,3 +34,10 @@ class ImportedOutput(Observation):
     observation: str = ""
     content: str = ""
     extras: dict[str, Any] = Field(default_factory=dict)
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    ImportedAction,
+    ImportedOutput,
+)

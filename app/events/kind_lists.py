@@ -4,7 +4,9 @@
 A revision keeps the list it rendered as a literal tuple (what it sent must never change
 when a kind is added later), so nothing renders these at migration time; a test holds
 ``migrations/sql/schema.sql`` (the migrated schema) to them, and fails when a kind is added
-without a revision that renders the kind functions again.
+without a revision that renders the kind functions again. Its failure prints that revision:
+the previous list plus the new kind (``kinds_kept_by``), rendered by
+``migrations.helpers.render_kind_functions``; then ``./dev schema``.
 """
 
 from __future__ import annotations

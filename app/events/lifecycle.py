@@ -65,3 +65,12 @@ class RuntimeRestarted(Event):
     restart: int = Field(default=1, ge=1)
     max_restarts: int = Field(default=1, ge=0)
     message: str = ""
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    SessionCreated,
+    SessionClosed,
+    RuntimeStatus,
+    RuntimeRestarted,
+)

@@ -120,3 +120,7 @@ REFUSED = "refused"
 ANSWERED_NOTHING = frozenset({INTERRUPTED, LOST})
 #: Failed calls the provider may still have billed, so their session's cost is unknown (≥).
 MAYBE_PAID = frozenset({LOST, CUT})
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (LlmCall,)

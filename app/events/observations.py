@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from app.events.base import Observation
+from app.events.base import Event, Observation
 
 
 class RunOutput(Observation):
@@ -64,3 +64,14 @@ class ErrorObservation(Observation):
     error_type: str = ""
     #: For a tool call the agent could not turn into an action (unknown tool, bad JSON, ...).
     tool_call_id: str | None = None
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    RunOutput,
+    FileReadOutput,
+    FileWriteOutput,
+    FileEditOutput,
+    McpResult,
+    ErrorObservation,
+)

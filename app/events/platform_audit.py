@@ -125,3 +125,6 @@ AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
     AuditSessionRead,
     AuditSessionStarted,
 )
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = AUDIT_CLASSES

@@ -41,3 +41,10 @@ class EnvironmentDivergenceEvent(Event):
     field: str
     recorded: Any = None
     observed: Any = None
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    ReplayResultEvent,
+    EnvironmentDivergenceEvent,
+)

@@ -144,3 +144,10 @@ class WorkspaceDiff(Event):
     tree: str | None = None
     skipped: list[SkippedFile] = Field(default_factory=list)
     message: str = ""
+
+
+#: The kinds this module declares; app/events/registry.py registers every module's.
+KIND_CLASSES: tuple[type[Event], ...] = (
+    WorkspaceSnapshot,
+    WorkspaceDiff,
+)

@@ -55,7 +55,9 @@ async def test_the_databases_kinds_are_the_registrys(superuser: asyncpg.Connecti
     """One list of kinds: a kind added to app/events needs a migration that replaces
     chronicle_event_kinds() (or every append of it is refused)."""
     kinds = await superuser.fetchval("SELECT chronicle_event_kinds()")
-    assert sorted(kinds) == sorted(EVENT_TYPES)
+    assert sorted(kinds) == sorted(EVENT_TYPES), (
+        "a kind's revision is missing: tests/unit/store/test_schema_kind_lists.py prints it"
+    )
 
 
 async def _started(store: EventStore) -> uuid.UUID:

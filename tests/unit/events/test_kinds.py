@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from types import ModuleType
+from typing import get_args
 
 import pytest
 
+import app.events
 from app.events import (
     ACTION_KINDS,
     AWAITED_KINDS,
@@ -14,10 +17,12 @@ from app.events import (
     HANDLED_KINDS,
     OBSERVATION_KINDS,
     Action,
+    Event,
     Observation,
     RuntimeRestarted,
     parse_event,
 )
+from app.events.registry import EVENT_CLASSES
 from app.events.truncation import cut_middle
 from app.runtime.image import RUNTIME_IMAGE_DIR
 
@@ -78,3 +83,34 @@ def test_observations_are_cut_like_the_sandbox_cuts_output(
     if removed:
         assert f"[... {removed:,} characters truncated ...]" in cut
         assert cut.startswith(text[:15_000]) and cut.endswith(text[-15_000:])
+
+
+def _declared_kind_classes() -> dict[type[Event], str]:
+    """Every class of app/events that declares a kind of its own (a ``Literal`` kind), with
+    its module's name."""
+    for info in pkgutil.iter_modules(app.events.__path__):
+        importlib.import_module(f"app.events.{info.name}")
+    found: dict[type[Event], str] = {}
+    pending: list[type[Event]] = [Event]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__module__.startswith("app.events.") and get_args(
+            cls.model_fields["kind"].annotation
+        ):
+            found[cls] = cls.__module__
+    return found
+
+
+def test_every_class_of_a_kind_is_registered() -> None:
+    """A kind's class that its module forgot to list would be refused by every append, with
+    nothing saying why."""
+    missing = {
+        cls.__name__: module
+        for cls, module in _declared_kind_classes().items()
+        if cls not in EVENT_CLASSES
+    }
+    assert missing == {}, (
+        f"add each class to KIND_CLASSES at the end of its module ({missing}); a new module "
+        "of kinds adds its KIND_CLASSES to EVENT_CLASSES in app/events/registry.py"
+    )

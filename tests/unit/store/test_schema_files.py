@@ -1,7 +1,9 @@
 """migrations/sql holds one file per function and view, named after it, each loaded by
 exactly one revision: the newest that makes the object. A revision that made an older
 version keeps that text inline, so what it sends never changes (docs/architecture.md,
-"The schema")."""
+"The schema"). A kind list's function is the exception: every revision that changes the list
+renders its file through ``render_kind_functions`` with the literal list it keeps, so the file
+is a fixed one-line template instead."""
 
 from __future__ import annotations
 
@@ -38,3 +40,23 @@ def test_one_revision_loads_a_file_and_no_later_one_remakes_it(path: Path) -> No
         f"a revision after {loaders[0].name} makes {path.stem} again: it should load the "
         "file, and the older revision keep the text it sent inline"
     )
+
+
+#: What each kind list's file is: ``render_kind_functions`` renders it in every revision that
+#: changes that list, so its text can never change without changing what they sent.
+KIND_TEMPLATE = re.compile(
+    r"CREATE (?:OR REPLACE )?FUNCTION chronicle_(\w+_kinds)\(\) RETURNS text\[\]\n"
+    r"LANGUAGE sql IMMUTABLE PARALLEL SAFE AS \$\$ SELECT ARRAY\[\{\1\}\]::text\[\] \$\$;\n"
+)
+
+
+def test_a_kind_lists_file_is_the_template_every_kind_revision_renders() -> None:
+    templates = [path for path in FILES if re.search(r"\{\w+_kinds\}", path.read_text())]
+    assert {path.stem for path in templates} == {
+        "chronicle_action_kinds",
+        "chronicle_event_kinds",
+        "chronicle_observation_kinds",
+        "chronicle_tool_kinds",
+    }
+    for path in templates:
+        assert KIND_TEMPLATE.fullmatch(path.read_text()), path.name
