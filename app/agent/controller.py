@@ -171,15 +171,17 @@ class AgentController:
         return self._state
 
     async def _set_state(
-        self, state: AgentStateName, reason: str = "", limit: LimitName | None = None
+        self,
+        state: AgentStateName,
+        reason: str = "",
+        limit: LimitName | None = None,
+        stuck: bool = False,
     ) -> None:
         if self._agent_state() != (state, reason):
-            await self._record(
-                await self.store.append(
-                    self.session_id,
-                    [AgentState(state=state, reason=reason, source="agent", limit=limit)],
-                )
+            changed = AgentState(
+                state=state, reason=reason, source="agent", limit=limit, stuck=stuck or None
             )
+            await self._record(await self.store.append(self.session_id, [changed]))
 
     # -- deciding --------------------------------------------------------------------------
 
@@ -251,8 +253,8 @@ class AgentController:
             self.situation(), self.limits, self.stuck, stop_when_paused=self.stop_when_paused
         )
         match decision:
-            case End(state=state, reason=reason, outcome=outcome, limit=limit):
-                await self._set_state(state, reason, limit)
+            case End(state=state, reason=reason, outcome=outcome, limit=limit, stuck=stuck):
+                await self._set_state(state, reason, limit, stuck)
                 return outcome
             case Pause(reason=reason):
                 await self._set_state("paused", reason)

@@ -76,6 +76,8 @@ class End:
     outcome: Outcome
     #: which limit stopped the run, recorded as ``agent.state``'s ``limit``
     limit: LimitName | None = None
+    #: stuck detection ended the run, recorded as ``agent.state``'s ``stuck``
+    stuck: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,7 +155,7 @@ def decide(
         )
     why = detect(recent, stuck)
     if why:
-        return End("error", f"the agent looks stuck: {why}", "error")
+        return End("error", f"the agent looks stuck: {why}", "error", stuck=True)
     return AskModel()
 
 

@@ -64,6 +64,9 @@ class AgentState(Event):
     #: On the ``stopped`` state a limit caused: which one (analytics read it, not the reason's
     #: words). Left out of the payload when None.
     limit: LimitName | None = None
+    #: On the ``error`` state stuck detection caused: true (analytics and evaluation reports
+    #: read it, not the reason's words). Left out of the payload when None.
+    stuck: bool | None = None
 
     def payload(self) -> dict[str, Any]:
         payload = super().payload()
@@ -73,7 +76,7 @@ class AgentState(Event):
         return payload
 
 
-_OPTIONAL_FIELDS = ("exit_code", "wall_seconds", "limit")
+_OPTIONAL_FIELDS = ("exit_code", "wall_seconds", "limit", "stuck")
 
 
 class Condensation(Event):

@@ -1443,7 +1443,7 @@ CREATE VIEW public.evaluation_sessions AS
     s.ended_at,
     s.status,
         CASE
-            WHEN ((s.status = 'error'::text) AND (s.state_reason ~~ 'the agent looks stuck%'::text)) THEN 'stuck'::text
+            WHEN ((s.status = 'error'::text) AND COALESCE(((last_state.payload ->> 'stuck'::text))::boolean, (s.state_reason ~~ 'the agent looks stuck%'::text))) THEN 'stuck'::text
             WHEN (s.status = 'awaiting_user_input'::text) THEN 'awaiting_input'::text
             WHEN (s.status = 'working'::text) THEN 'interrupted'::text
             ELSE s.status
@@ -1458,8 +1458,13 @@ CREATE VIEW public.evaluation_sessions AS
     s.cost_usd,
     s.unpriced_calls,
     EXTRACT(epoch FROM (COALESCE(s.ended_at, s.updated_at) - s.created_at)) AS wall_seconds
-   FROM ((ranked r
+   FROM (((ranked r
      JOIN public.session_state s ON ((s.session_id = r.session_id)))
+     LEFT JOIN LATERAL ( SELECT e.payload
+           FROM public.events e
+          WHERE ((e.session_id = r.session_id) AND (e.kind = 'agent.state'::text) AND (e.source = 'agent'::text))
+          ORDER BY e.seq DESC
+         LIMIT 1) last_state ON (true))
      LEFT JOIN LATERAL ( SELECT jsonb_object_agg(latest.name, latest.label) AS verdicts,
             count(*) FILTER (WHERE (latest.label = ANY (ARRAY['pass'::text, 'fail'::text, 'error'::text]))) AS counted,
             COALESCE(bool_and((latest.label = 'pass'::text)) FILTER (WHERE (latest.label = ANY (ARRAY['pass'::text, 'fail'::text, 'error'::text]))), false) AS all_pass

@@ -1,4 +1,4 @@
-CREATE VIEW evaluation_sessions AS
+CREATE OR REPLACE VIEW evaluation_sessions AS
 WITH members AS (
     SELECT s.session_id, s.evaluation_run
     FROM session_state s
@@ -44,7 +44,11 @@ SELECT r.evaluation_run,
        s.created_at,
        s.ended_at,
        s.status,
-       CASE WHEN s.status = 'error' AND s.state_reason LIKE 'the agent looks stuck%' THEN 'stuck'
+       -- stuck detection's end says so (0021: agent.state's "stuck"); a state recorded before
+       -- it had only its reason's words
+       CASE WHEN s.status = 'error' AND coalesce((last_state.payload->>'stuck')::boolean,
+                                                 s.state_reason LIKE 'the agent looks stuck%')
+            THEN 'stuck'
             WHEN s.status = 'awaiting_user_input' THEN 'awaiting_input'
             WHEN s.status = 'working' THEN 'interrupted'
             ELSE s.status END AS ending,
@@ -61,6 +65,13 @@ SELECT r.evaluation_run,
            AS wall_seconds
 FROM ranked r
 JOIN session_state s ON s.session_id = r.session_id
+LEFT JOIN LATERAL (
+    SELECT e.payload
+    FROM events e
+    WHERE e.session_id = r.session_id AND e.kind = 'agent.state' AND e.source = 'agent'
+    ORDER BY e.seq DESC
+    LIMIT 1
+) last_state ON true
 LEFT JOIN LATERAL (
     SELECT jsonb_object_agg(latest.name, latest.label) AS verdicts,
            count(*) FILTER (WHERE latest.label IN ('pass', 'fail', 'error')) AS counted,

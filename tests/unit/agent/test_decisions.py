@@ -157,7 +157,10 @@ def test_a_stuck_agent_ends_in_error_saying_why() -> None:
     situation = Situation(asked=True, recent=_same_error_three_times())
     decision = decide(situation, LIMITS, STUCK)
     assert decision == End(
-        "error", "the agent looks stuck: the same error came back 3 times: disk full", "error"
+        "error",
+        "the agent looks stuck: the same error came back 3 times: disk full",
+        "error",
+        stuck=True,  # recorded on the agent.state: reports read it, not the words
     )
     assert decide(situation, LIMITS, StuckConfig(enabled=False)) == AskModel()
 

@@ -35,7 +35,7 @@ def reference_payload(event: Event) -> dict[str, Any]:
         payload.pop("forked_from", None)
         payload.pop("forked_at", None)
     if event.kind == "agent.state":
-        for name in ("exit_code", "wall_seconds", "limit"):
+        for name in ("exit_code", "wall_seconds", "limit", "stuck"):
             if payload.get(name) is None:
                 payload.pop(name)
     return payload
