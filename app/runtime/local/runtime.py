@@ -320,18 +320,15 @@ class LocalRuntime(ClientRuntime):
         raise SandboxStartError(f"the local sandbox did not start: {detail}{hint}")
 
     async def close(self) -> None:
+        # A sandbox that never said it was ready has nothing to finish: it is killed at once.
+        # (Its server may not have its SIGTERM handler yet, and as the first process of the
+        # jail's PID namespace it ignores a SIGTERM without one: closing a pool while a spare
+        # sandbox started waited out the whole grace.)
+        started = self.client is not None
         await self._close_client()
         process, self.process = self.process, None
         if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                async with asyncio.timeout(5):
-                    await process.wait()
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                await process.wait()
+            await _end(process, grace=5.0 if started else 0.0)
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             await asyncio.to_thread(cgroup.destroy)
@@ -348,3 +345,37 @@ class LocalRuntime(ClientRuntime):
         mounts, self._mounts, self._binds = self._mounts, None, []
         if mounts is not None:  # empty directories here: the binds were the jail's alone
             await asyncio.to_thread(shutil.rmtree, mounts, True)
+
+
+#: How long a killed sandbox may take to be reaped before close() stops waiting on it.
+KILLED_EXIT_WAIT = 10.0
+
+
+async def _end(process: asyncio.subprocess.Process, *, grace: float) -> None:
+    """SIGTERM to the sandbox's process group, ``grace`` seconds to exit, then SIGKILL.
+
+    It waits for the process's exit, not for ``process.wait()``: on Python 3.11 that waits
+    for its stdout and stderr to close as well, and a process of the jail that outlived it
+    (killed only with the cgroup, after this) holds them open: closing a pool while its spare
+    sandbox started waited for ever. One not reaped 10 s after SIGKILL (stuck in the kernel)
+    is logged and left to the child watcher."""
+    if grace > 0:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        if await _exited(process, grace):
+            return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if not await _exited(process, KILLED_EXIT_WAIT):
+        log.error("the local sandbox (pid %d) did not exit %gs after SIGKILL", process.pid,
+                  KILLED_EXIT_WAIT)  # fmt: skip
+
+
+async def _exited(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the process exited within ``timeout`` seconds (its pipes may stay open)."""
+    deadline = time.monotonic() + timeout
+    while process.returncode is None:
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True

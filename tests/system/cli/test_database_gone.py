@@ -57,7 +57,8 @@ async def test_a_database_that_goes_away_mid_run_is_one_line_and_the_session_res
     workspace = tmp_path / "ws"
     workspace.mkdir()
     if os.geteuid() == 0:  # the sandbox's own already: no hand-over warning beside the error
-        os.chown(workspace, Settings().sandbox_uid, Settings().sandbox_uid)
+        uid = Settings().sandbox.local.uid
+        os.chown(workspace, uid, uid)
     fake_llm.script(
         Reply(tool_calls=[tool_call("execute_bash", command="echo started > log.txt && sleep 20")]),
         Reply(tool_calls=[tool_call("finish", message="done")]),
