@@ -70,6 +70,8 @@ class ProjectionRunner:
         self.config = config or ProjectionsConfig()
         self._applied = applied
         self._stop = asyncio.Event()
+        #: Set when a rebuild announces it swapped this projection's tables in.
+        self._moved = asyncio.Event()
         self.state: RunnerState = "starting"
         #: The position applied up to, while applying.
         self.position: Position | None = None
@@ -138,6 +140,9 @@ class ProjectionRunner:
         if checkpoint.version > projection.version:
             raise NewerVersionError(projection.name, checkpoint.version, projection.version)
         position = checkpoint.position
+        # a rebuild elsewhere swaps its tables in behind this runner: told at once, it goes
+        # on from the rebuilt position even when no new event would have shown it
+        await connection.on_moved(projection.name, self._moved.set)
         if checkpoint.version < projection.version:
             log.info(
                 "projection %s: built by version %d, this is %d: rebuilding",
@@ -164,6 +169,9 @@ class ProjectionRunner:
             except PositionMovedError as moved:
                 log.info("projection %s: rebuilt elsewhere; going on from %s", self.name, moved)
                 position = moved.stored
+                # what it had applied past there is to be applied again: not caught up
+                self.position = position
+                self.caught_up.clear()
 
     async def _catch_up(self, connection: ProjectionConnection, position: Position) -> Position:
         self.position = await catch_up(
@@ -178,11 +186,17 @@ class ProjectionRunner:
         return self.position
 
     async def _follow(self, connection: ProjectionConnection, position: Position) -> None:
-        """Apply what ``subscribe_all`` delivers, a batch at a time, until stopped."""
+        """Apply what ``subscribe_all`` delivers, a batch at a time, until stopped (or a
+        rebuild moved the stored position: ``PositionMovedError``)."""
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stop.wait())
         try:
             async with self.store.subscribe_all(start=position, auto_checkpoint=False) as events:
                 while (batch := await self._next_batch(events, stopping)) is not None:
+                    if not batch:  # a rebuild was announced
+                        stored = (await connection.checkpoint(self.name)).position
+                        if stored != position:
+                            raise PositionMovedError(self.name, stored)
+                        continue
                     self.caught_up.clear()
                     position = await connection.apply(self.projection, batch, position)
                     self.position = position
@@ -195,15 +209,23 @@ class ProjectionRunner:
     async def _next_batch(
         self, events: GlobalSubscription, stopping: asyncio.Future[Any]
     ) -> list[RecordedEvent] | None:
-        """The next event and every one already read after it (up to a batch); None once
-        stopped (a cancelled ``__anext__`` loses nothing: the subscription's promise)."""
+        """The next event and every one already read after it (up to a batch); empty when a
+        rebuild was announced meanwhile; None once stopped (a cancelled ``__anext__`` loses
+        nothing: the subscription's promise)."""
         following: asyncio.Future[RecordedEvent] = asyncio.ensure_future(anext(events))
-        waiting: set[asyncio.Future[Any]] = {following, stopping}
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        moved: asyncio.Future[Any] = asyncio.ensure_future(self._moved.wait())
+        waiting: set[asyncio.Future[Any]] = {following, stopping, moved}
+        try:
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            moved.cancel()
         if not following.done():
             following.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await following
+            if self._moved.is_set() and not stopping.done():
+                self._moved.clear()
+                return []  # look at the stored position (``_follow``)
             return None
         batch = [following.result()]
         while len(batch) < self.config.batch_size and events.buffered():

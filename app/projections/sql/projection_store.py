@@ -32,7 +32,7 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self
 
@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 
 #: Advisory lock key space of projection runners (appends use 1129, session claims 1130).
 LOCK_CLASS = 1131
+#: The channel a rebuild announces its swap on (payload: the projection's name).
+MOVED_CHANNEL = "chronicle_projection_moved"
+
 #: Statements on a connection that seems gone are given up after this long.
 CHECK_TIMEOUT = 5.0
 
@@ -303,6 +306,16 @@ class ProjectionConnection:
             raise StoreError(f"projection {name} has no row in the projections table")
         return checkpoint_from_row(row)
 
+    async def on_moved(self, name: str, moved: Callable[[], None]) -> None:
+        """Call ``moved`` whenever a rebuild swaps the projection ``name`` in (from any
+        process), for as long as this connection lives."""
+
+        def heard(_connection: object, _pid: int, _channel: str, payload: str) -> None:
+            if payload == name:
+                moved()
+
+        await self._connection.add_listener(MOVED_CHANNEL, heard)
+
     async def anything_after(self, position: Position) -> bool:
         """Whether the log has events after ``position`` that a reader could see now."""
         return bool(await self._connection.fetchval(ANYTHING_AFTER_SQL, *position))
@@ -435,6 +448,11 @@ class ProjectionConnection:
                 position.tx,
                 position.global_position,
                 last_event_at,
+            )
+            # delivered at commit: a runner that is idle would otherwise find out only at
+            # its next batch, and read as caught up with rows the rebuild left behind it
+            await self._connection.execute(
+                "SELECT pg_notify($1, $2)", MOVED_CHANNEL, projection.name
             )
         for table in projection.tables:
             await self._connection.execute(
