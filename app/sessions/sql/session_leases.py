@@ -129,22 +129,18 @@ async def release(
     return result  # type: ignore[no-any-return]
 
 
-async def seconds_until_due(store: EventStore) -> float | None:
-    """Seconds until the next held lease expires or a handed-back row becomes claimable (0:
-    something is claimable now); None when nothing waits for a time."""
-    return (await lease_outlook(store, worker_id=None)).seconds_until_due
-
-
 class LeaseOutlook(NamedTuple):
     """What a worker with nothing to claim learns in one query: when to look again, and
     whether a session it may have to take over is running on another worker."""
 
+    #: Seconds until the next held lease expires or a handed-back row becomes claimable (0:
+    #: something is claimable now); None when nothing waits for a time.
     seconds_until_due: float | None
     held_elsewhere: bool
 
 
 async def lease_outlook(store: EventStore, *, worker_id: str | None) -> LeaseOutlook:
-    """``seconds_until_due``, and whether a worker other than ``worker_id`` holds a lease."""
+    """When to look again, and whether a worker other than ``worker_id`` holds a lease."""
     row = await store.pool.fetchrow(
         "SELECT extract(epoch FROM min(coalesce(lease_expires_at, now())) - now()) AS due, "
         "coalesce(bool_or(owner IS NOT NULL AND owner IS DISTINCT FROM $1), false) AS elsewhere "

@@ -126,7 +126,7 @@ async def test_a_heartbeat_extends_the_lease(store: EventStore) -> None:
     assert await leases.heartbeat(store, lease, 60)
     after = await store.pool.fetchval("SELECT lease_expires_at FROM session_leases")
     assert (after - before).total_seconds() > 50
-    due = await leases.seconds_until_due(store)
+    due = (await leases.lease_outlook(store, worker_id=None)).seconds_until_due
     assert due is not None and 55 < due <= 60
 
 
@@ -181,7 +181,7 @@ async def test_a_drained_session_is_claimable_at_once(store: EventStore) -> None
     lease = await leases.claim_next(store, "draining", 30)
     assert lease is not None
     assert await leases.release(store, lease, "handed_back") == "requeued"
-    assert await leases.seconds_until_due(store) == 0
+    assert (await leases.lease_outlook(store, worker_id=None)).seconds_until_due == 0
     taken = await leases.claim_next(store, "other", 30)
     assert taken is not None and taken.session_id == session and taken.taken_over_from is None
 
