@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.cli import cli_environment
 from tests.support.fake_llm import FakeLlmServer
+from tests.support.forked import chronicle_popen
 
 
 def agent_environment(
@@ -32,10 +32,9 @@ def agent_environment(
 
 def start(*args: str, env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
     """``chronicle ARGS`` running in the background, its output captured."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    return chronicle_popen(
+        list(args), env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def file_says(path: Path, text: str) -> Callable[[], bool]:

@@ -6,7 +6,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ import httpx
 
 from app.sessions.sql.users import UserExistsError
 from tests.support.cli import chronicle, cli_environment, in_process
+from tests.support.forked import chronicle_popen
 from tests.support.postgres import PgServer, database_name
 
 LISTENING = re.compile(r"chronicle serving on (http://\S+)")
@@ -107,8 +107,8 @@ def start_server(
     env: dict[str, str], *args: str, cwd: Path | None = None, timeout: float = 60
 ) -> ServerProcess:
     """Start ``chronicle serve --port 0`` and wait for the line that names its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--port", "0", *args],
+    process = chronicle_popen(
+        ["serve", "--port", "0", *args],
         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert process.stdout is not None
@@ -130,8 +130,8 @@ def start_server(
 
 def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
     """Start ``chronicle serve --role worker`` (no HTTP) and wait for its ``running`` line."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--role", "worker"],
+    process = chronicle_popen(
+        ["serve", "--role", "worker"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     assert process.stdout is not None

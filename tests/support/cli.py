@@ -8,15 +8,19 @@ import contextlib
 import io
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.forked import chronicle_run
 
-def chronicle(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args],
-        env=env, capture_output=True, text=True, timeout=timeout,
-    )  # fmt: skip
+
+def chronicle(
+    *args: str, env: dict[str, str], timeout: float = 60, fresh: bool = False
+) -> subprocess.CompletedProcess:
+    """``chronicle ARGS`` as a process (forked, see tests/support/forked.py; ``fresh``: a new
+    interpreter, for a test of what a process's start costs)."""
+    return chronicle_run(
+        list(args), env=env, capture_output=True, text=True, timeout=timeout, fresh=fresh
+    )
 
 
 def in_process(env: dict[str, str], *args: str) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 from app.store import EventStore
+from tests.support.forked import chronicle_popen
 
 
 class Workers:
@@ -20,8 +20,8 @@ class Workers:
 
     def start(self, name: str) -> subprocess.Popen[str]:
         out = (self.logs / f"{name}.log").open("w")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "worker", "--id", name],
+        process = chronicle_popen(
+            ["worker", "--id", name],
             env=self.env, stdout=out, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         out.close()

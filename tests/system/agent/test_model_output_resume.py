@@ -12,7 +12,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.cli import cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, raw_tool_call, tool_call
+from tests.support.forked import chronicle_popen, chronicle_run
 from tests.support.waiting import before_exit
 
 FINISH = Reply(tool_calls=[tool_call("finish", message="done")])
@@ -48,8 +48,8 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
     session = uuid.uuid4()
     (tmp_path / "ws").mkdir()
     fake_llm.script(Reply(content="never read", delay=30))
-    run = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"),
+    run = chronicle_popen(
+        ["run", "--workspace", str(tmp_path / "ws"),
          "--session", str(session), "Do the task."],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -75,8 +75,8 @@ async def test_resume_after_a_run_died_waiting_for_an_unusable_reply(
         FINISH,
     )
     resumed = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "app.cli", "resume", str(session)],
+        chronicle_run,
+        ["resume", str(session)],
         env=env,
         capture_output=True,
         text=True,

@@ -6,7 +6,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from app.store import EventStore
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_popen, chronicle_run
 from tests.support.waiting import until
 
 # &&, not ;: when the process tree is killed, `sleep` may die before bash does.
@@ -45,8 +45,8 @@ async def test_kill_mid_session_and_resume(
     )
     env = cli_env(fake_llm, database_url, tmp_path)
     session = uuid.uuid4()
-    run = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run", "--workspace", str(workspace),
+    run = chronicle_popen(
+        ["run", "--workspace", str(workspace),
          "--session", str(session), "Log three lines."],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -69,8 +69,8 @@ async def test_kill_mid_session_and_resume(
     assert await asyncio.to_thread(listed_state, session, env) == "interrupted"
 
     resumed = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "app.cli", "resume", str(session)],
+        chronicle_run,
+        ["resume", str(session)],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
@@ -97,9 +97,8 @@ async def test_run_command_prints_events_and_exit_codes(
     )
     env = cli_env(fake_llm, database_url, tmp_path)
     done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"),
-         "--create-workspace", "Say hi."],
+        chronicle_run,
+        ["run", "--workspace", str(tmp_path / "ws"), "--create-workspace", "Say hi."],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -107,8 +106,8 @@ async def test_run_command_prints_events_and_exit_codes(
     assert "finished" in done.stdout
     unconfigured = {k: v for k, v in env.items() if k != "CHRONICLE_LLM_MODEL"}
     failed = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "app.cli", "run", "--workspace", str(tmp_path / "ws"), "Say hi."],
+        chronicle_run,
+        ["run", "--workspace", str(tmp_path / "ws"), "Say hi."],
         env=unconfigured, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert failed.returncode == 1

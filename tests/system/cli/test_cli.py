@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +17,7 @@ from app.store.migrate import head_revision
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle, cli_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_popen
 
 
 def test_demo_then_events_and_verify(env: dict[str, str]) -> None:
@@ -69,8 +69,8 @@ def test_verify_names_the_first_bad_seq(env: dict[str, str], database_url: str) 
 def test_follow_prints_new_events_live(env: dict[str, str]) -> None:
     session = str(uuid.uuid4())
     chronicle("append", session, "message", '{"content": "first"}', env=env)
-    follower = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "events", session, "--follow", "--json"],
+    follower = chronicle_popen(
+        ["events", session, "--follow", "--json"],
         env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import psycopg
@@ -13,6 +12,7 @@ import pytest
 from app.store.embedded import EmbeddedPostgres
 from app.store.migrate import head_revision
 from tests.support.cli import empty_settings_file
+from tests.support.forked import chronicle_run
 
 
 @pytest.mark.slow
@@ -22,8 +22,8 @@ def test_db_up_starts_migrates_and_reuses_embedded_server(tmp_path: Path, data_d
     env["CHRONICLE_CONFIG"] = str(empty_settings_file(tmp_path))
 
     def chronicle(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "app.cli", *args], env=env, capture_output=True, text=True,
+        return chronicle_run(
+            list(args), env=env, capture_output=True, text=True,
             timeout=120,
         )  # fmt: skip
 

@@ -14,7 +14,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from uuid import UUID
 
@@ -26,6 +25,7 @@ from app.store import EventStore
 from tests.support.agent_cli import agent_environment
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_popen
 from tests.support.waiting import exited, until
 
 SUITE = """
@@ -57,8 +57,8 @@ async def test_an_interrupted_run_resumes_without_redoing_finished_trials(
                                     timeout=120)]),
     )  # fmt: skip
     env = agent_environment(fake_llm, app_database_url, tmp_path)
-    run = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "eval", "run", str(suite), "--name", "nightly"],
+    run = chronicle_popen(
+        ["eval", "run", str(suite), "--name", "nightly"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     first_workspace = tmp_path / "data" / "evaluations" / "nightly" / "slow" / "epoch-1"

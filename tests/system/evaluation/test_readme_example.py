@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from tests.support.agent_cli import agent_environment
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_run
 
 GUIDE = Path(__file__).resolve().parents[3] / "docs" / "evaluation.md"
 FILE = re.compile(r"<!-- example-file: (?P<name>[\w.]+) -->\n```\w*\n(?P<text>.*?)```", re.S)
@@ -97,8 +96,8 @@ def test_the_worked_example_runs_as_written(
         if command.split()[2] == "replay":
             fake_llm.stop()  # replays call no model: the server is gone
         argv = shlex.split(command)
-        done = subprocess.run(
-            [sys.executable, "-m", "app.cli", *argv[1:]], cwd=tmp_path, env=env,
+        done = chronicle_run(
+            argv[1:], cwd=tmp_path, env=env,
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
         assert done.returncode == status, f"`{command}`:\n{done.stdout}\n{done.stderr}"

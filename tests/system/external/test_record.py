@@ -24,6 +24,7 @@ import pytest
 from tests.support.chronicle_server import ServerProcess
 from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply
+from tests.support.forked import chronicle_popen
 from tests.support.postgres import PgServer
 from tests.support.record_gateway import SERVER_KEY, fake_model, recording_server
 from tests.support.waiting import until
@@ -215,8 +216,8 @@ def test_a_session_is_live_while_its_command_runs_and_ctrl_c_reaches_the_command
     ``chronicle record`` (no terminal here) goes on to the command, whose end is recorded as
     stopped, and record exits as the command did (130)."""
     waiting = "import time; print('ready', flush=True); time.sleep(120)"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "record", "--user", USER, "--url", gateway.url,
+    process = chronicle_popen(
+        ["record", "--user", USER, "--url", gateway.url,
          "--workspace", str(workspace), "--", sys.executable, "-c", waiting],
         env=gateway.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from app.sessions.leases import request_run
@@ -14,6 +13,7 @@ from app.store import EventStore
 from tests.support.agent_cli import agent_environment
 from tests.support.chronicle_server import start_server
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_popen
 from tests.support.waiting import exited, wait_for_event
 from tests.support.worker_sessions import recorded_session
 
@@ -45,8 +45,8 @@ async def test_serve_role_worker_runs_requested_sessions(
     script(fake_llm)
     env = agent_environment(fake_llm, app_database_url, tmp_path)
     log = (tmp_path / "serve.log").open("w")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "serve", "--role", "worker"],
+    serve = chronicle_popen(
+        ["serve", "--role", "worker"],
         env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     log.close()

@@ -9,7 +9,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from app.store.embedded.postmaster import read_postmaster
 from tests.support.agent_cli import agent_environment
 from tests.support.chronicle_server import ServerProcess, start_server
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
+from tests.support.forked import chronicle_popen
 from tests.support.waiting import exited, pid_ended, until
 
 #: What the process that started the server again logs (once per restart, at WARNING).
@@ -75,8 +75,8 @@ async def test_serve_and_worker_start_a_killed_embedded_postgres_once_and_carry_
     try:
         server = await asyncio.to_thread(start_server, env, timeout=180)  # sets it up
         with worker_log.open("w") as log:
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "worker"],
+            worker = chronicle_popen(
+                ["worker"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
             )  # fmt: skip
         await until(
