@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from app.projections.session_state import WORKING_STATES
 from app.sessions.sql.users import UserExistsError
 from tests.support.cli import chronicle, cli_environment, in_process
 from tests.support.forked import chronicle_popen
@@ -146,7 +147,7 @@ def start_worker(env: dict[str, str]) -> subprocess.Popen[str]:
 def wait_until_run_ended(
     url: str, headers: dict[str, str], session: str, timeout: float = 60
 ) -> None:
-    """Until the session's run has ended (its last ``agent.state`` is not ``running``).
+    """Until the session's run has ended (its last ``agent.state`` is not a working one).
 
     A test that signals a server whose worker runs a session lets the run end first: against
     no model it fails at once, but importing litellm and starting its sandbox take seconds on
@@ -157,7 +158,7 @@ def wait_until_run_ended(
     while True:
         page = httpx.get(f"{url}/api/sessions/{session}/events", headers=headers).json()
         states = [e["payload"]["state"] for e in page["events"] if e["kind"] == "agent.state"]
-        if states and states[-1] != "running":
+        if states and states[-1] not in WORKING_STATES:  # "loading" is not an end either
             return
         assert time.monotonic() < deadline, f"the run of session {session} never ended"
         time.sleep(0.2)
