@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -78,6 +79,8 @@ class _ForkServer:
         if self._process is not None and self._process.stdin is not None:
             self._process.stdin.close()  # it ends when its stdin does
             self._process.wait(timeout=10)
+        if self._path is not None:
+            shutil.rmtree(os.path.dirname(self._path), ignore_errors=True)
 
 
 _SERVER = _ForkServer()

@@ -88,7 +88,7 @@ def test_a_signal_ends_a_fork_as_it_ends_a_fresh_process(
         assert follower.stdout is not None
         assert json.loads(follower.stdout.readline())["payload"]["content"] == "x"
         follower.send_signal(sig)
-        out, err = follower.communicate(timeout=60)
+        _, err = follower.communicate(timeout=60)
         # the pid and the status are the command's own
         ended.append((follower.returncode, re.sub(r"\d+", "N", err)))
     assert ended[0] == ended[1]
