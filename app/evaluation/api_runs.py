@@ -49,7 +49,6 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.agent.codeact import CodeActAgent
 from app.config import Settings
 from app.errors import ChronicleError
 from app.evaluation import trials
@@ -63,15 +62,10 @@ from app.evaluation.sql.evaluation_runs import (
 )
 from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
 from app.evaluation.trials import has_ended, trial_workspace
-from app.evaluation.workspaces import WorkspaceError, prepare_workspace
-from app.events import AgentState, Message, SessionCreated
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
 from app.runtime.kinds import RuntimeKind
 from app.sessions.leases import request_run
-from app.sessions.run_config import run_config
-from app.sessions.summary import one_line_title
-from app.sessions.workspace import record_workspace_start
 from app.store import EventStore, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
@@ -373,26 +367,19 @@ def trial_config(
         "base_url": plan.base_url,
         "runtime": plan.runtime,
     }
-    return run_config(
-        agent=CodeActAgent,
-        workspace=workspace,
-        runtime=plan.runtime,
-        sandbox_base_image=settings.sandbox.docker.base_image,
-        llm=settings.llm.config(model=plan.model, base_url=plan.base_url),
-        mcp_servers=settings.mcp_servers,
-        max_iterations=task.limits.max_iterations,
-        max_cost_usd=task.limits.max_cost_usd,
-        stuck_detection=True,
-        extra=EvaluationTrial(
-            run=plan.key,
-            task=task.model_dump(mode="json"),
-            epoch=epoch,
-            attempt=1,
-            resume=0,
-            plan=evaluation_plan,
-            request=plan.model_dump(mode="json"),
-        ).model_dump(mode="json"),
+    trial = EvaluationTrial(
+        run=plan.key,
+        task=task.model_dump(mode="json"),
+        epoch=epoch,
+        attempt=1,
+        resume=0,
+        plan=evaluation_plan,
+        request=plan.model_dump(mode="json"),
     )
+    return trials.trial_config(
+        settings, task, workspace, runtime=plan.runtime, model=plan.model,
+        base_url=plan.base_url, evaluation=trial.model_dump(mode="json"),
+    )  # fmt: skip
 
 
 async def _start_trial(
@@ -426,31 +413,13 @@ def _recording_lost() -> None:
 async def _record_trial(
     store: EventStore, settings: Settings, plan: RunPlan, task: Task, epoch: int, session: UUID
 ) -> str | None:
-    """Prepare the trial's workspace and record its first events (what went wrong preparing
-    it, recorded as the trial's error, or None)."""
+    """Record the trial as ``chronicle eval run`` records one (``trials.record_trial``):
+    what went wrong preparing its workspace, recorded as its error, or None."""
     workspace = trial_workspace(settings.data_dir, plan.key, task.id, epoch)
-    problem = None
-    try:
-        await prepare_workspace(task, workspace, settings.data_dir)
-    except WorkspaceError as exc:
-        problem = str(exc)
-    config = trial_config(settings, plan, task, epoch, workspace)
-    await store.append(
-        session,
-        [
-            SessionCreated(title=one_line_title(task.prompt), config=config, user=plan.user),
-            Message(content=task.prompt, source="user", user=plan.user),
-        ],
-        expected_seq=0,
-    )
-    if problem is not None:
-        reason = f"the task's workspace could not be prepared: {problem}"
-        await store.append(session, [AgentState(state="error", reason=reason)])
-        return problem
-    baseline = await record_workspace_start(store, session, workspace, settings)
-    if baseline is not None:
-        baseline.close()
-    return None
+    return await trials.record_trial(
+        store, settings, session, task=task, workspace=workspace, source_dir=settings.data_dir,
+        config=trial_config(settings, plan, task, epoch, workspace), user=plan.user,
+    )  # fmt: skip
 
 
 async def score_trial(store: EventStore, settings: Settings, plan: RunPlan, session: UUID) -> bool:

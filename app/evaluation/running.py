@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -47,7 +48,7 @@ from app.evaluation.rescoring import suite_tasks
 from app.evaluation.scoring import ScoredSession, Scorer, evaluation_config
 from app.evaluation.sql.evaluation_rows import RunAttempt, counted_trials, run_attempts
 from app.evaluation.suite import Suite, Task
-from app.evaluation.trials import score_trial, trial_workspace
+from app.evaluation.trials import record_trial, score_trial, trial_config, trial_workspace
 from app.evaluation.workspaces import WorkspaceError, prepare_workspace, repository_path
 from app.events.session_config import EvaluationTrial
 from app.llm.errors import (
@@ -310,49 +311,55 @@ async def _run_task(
     )
     failed = TaskResult(task_id=task.id, epoch=epoch, session_id=None, outcome="error",
                         passed=False, cost_usd=0.0)  # fmt: skip
-    try:
-        await prepare_workspace(task, workspace, suite_dir)
-    except WorkspaceError as exc:
-        return failed.model_copy(update={"error": str(exc)})
     # recorded with its repository as an absolute path: the offline check clones from it
     recorded = (
         task
         if task.repo is None
         else task.model_copy(update={"repo": str(repository_path(task.repo, suite_dir).resolve())})
     )
+    evaluation = evaluation_config(options.name, recorded, epoch) | attempt.model_dump(mode="json")
+    if task.agent is not None:  # the task's own agent command records its session
+        try:
+            await prepare_workspace(task, workspace, suite_dir)
+        except WorkspaceError as exc:
+            return failed.model_copy(update={"error": str(exc)})
+        assert recorder is not None  # run_suite refuses such a suite without one
+        end = await run_agent_command(recorder, task.agent, task, epoch, workspace, suite_dir,
+                                      evaluation)  # fmt: skip
+        if end.session_id is None:
+            stop = {"stopped_by": end.error} if end.stops_run else {}
+            return failed.model_copy(update={"error": end.error} | stop)
+        scored = await _scored(store, settings, options, task, epoch, end.session_id,
+                               end.outcome, scorers, task_for)  # fmt: skip
+        return scored if end.error is None else scored.model_copy(update={"error": end.error})
+    # recorded as the API's workers' trials are, then run as any recorded session is
+    session_id = uuid.uuid4()
+    config = trial_config(settings, recorded, workspace, runtime=options.runtime,
+                          model=options.model, base_url=options.base_url,
+                          evaluation=evaluation)  # fmt: skip
+    problem = await record_trial(store, settings, session_id, task=recorded, workspace=workspace,
+                                 source_dir=suite_dir, config=config)  # fmt: skip
+    if problem is not None:
+        errored = await _scored(store, settings, options, task, epoch, session_id, "error",
+                                scorers, task_for)  # fmt: skip
+        return errored.model_copy(update={"error": problem})
     session_options = SessionOptions(
-        workspace=workspace,
         runtime=options.runtime,
         model=options.model,
         base_url=options.base_url,
         max_iterations=task.limits.max_iterations,
         max_cost_usd=task.limits.max_cost_usd,
-        evaluation=evaluation_config(options.name, recorded, epoch)
-        | attempt.model_dump(mode="json"),
     )
-    note = None  # why an agent command failed, said beside its scores
-    if task.agent is not None:
-        assert recorder is not None  # run_suite refuses such a suite without one
-        end = await run_agent_command(recorder, task.agent, task, epoch, workspace, suite_dir,
-                                      session_options.evaluation or {})  # fmt: skip
-        if end.session_id is None:
-            stop = {"stopped_by": end.error} if end.stops_run else {}
-            return failed.model_copy(update={"error": end.error} | stop)
-        session_id, outcome, note = end.session_id, end.outcome, end.error
-    else:
-        try:
-            session_id, outcome = await run_session(
-                store, settings, session_options, task=task.prompt
-            )
-        except SessionError as exc:
-            return failed.model_copy(update={"error": str(exc)})
-        except LlmError as exc:
-            if not is_configuration_error(exc.kind):
-                raise
-            return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
-    scored = await _scored(store, settings, options, task, epoch, session_id, outcome, scorers,
-                           task_for)  # fmt: skip
-    return scored if note is None else scored.model_copy(update={"error": note})
+    try:
+        _, outcome = await run_session(store, settings, session_options, session_id=session_id)
+    except SessionError as exc:
+        return failed.model_copy(update={"error": str(exc)})
+    except LlmError as exc:
+        if not is_configuration_error(exc.kind):
+            raise
+        return failed.model_copy(update={"error": exc.message, "stopped_by": exc.message})
+    return await _scored(store, settings, options, task, epoch, session_id, outcome, scorers,
+                         task_for)  # fmt: skip
 
 
 async def _scored(

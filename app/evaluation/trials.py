@@ -5,10 +5,14 @@ A trial is one task x epoch of a run, and an ordinary recorded session:
 1. planned: the run says which trials it has, in order, epoch by epoch (``RunOptions`` on
    the command line, ``RunPlan`` in the API), and where each one's workspace is
    (``trial_workspace``);
-2. recorded: its ``session.created`` config tagged with the run, task and epoch
-   (``EvaluationTrial``), its task's files written in a fresh workspace;
-3. run: by this process (``chronicle eval run``: the session runner, or the task's agent
-   command) or by a worker that takes the trial's lease (the API);
+2. recorded (``record_trial``, for both): its task's files written in a fresh workspace,
+   its ``session.created`` config tagged with the run, task and epoch (``EvaluationTrial``),
+   its prompt, and the workspace as it starts; a workspace that cannot be prepared is
+   recorded as the trial's error (and scored at once). A task with an agent command of its
+   own is recorded by that command instead (``chronicle record``, ``external_agent``);
+3. run: the recorded session, by the session runner, as any recorded session is run: in
+   this process (``chronicle eval run``) or by a worker that takes the trial's lease (the
+   API);
 4. scored, here, once it ended: every scorer of ``TRIAL_SCORERS`` (the pure ones over the
    log, the I/O ones such as ``check`` in a fresh sandbox over the trial's own workspace)
    judges it, and all the scores are written in ONE guarded append.
@@ -26,13 +30,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.agent.codeact import CodeActAgent
 from app.config import Settings
 from app.evaluation.scoring import (
     Score,
@@ -46,7 +52,13 @@ from app.evaluation.scoring import (
 )
 from app.evaluation.sql.trial_stops import trial_stop
 from app.evaluation.suite import Task
+from app.evaluation.workspaces import WorkspaceError, prepare_workspace
+from app.events import AgentState, Message, SessionCreated
+from app.events.session_config import SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS
+from app.sessions.run_config import run_config
+from app.sessions.summary import one_line_title
+from app.sessions.workspace import record_workspace_start
 from app.store import ConcurrencyError, EventStore, RecordedEvent, SessionBusyError, claim_session
 
 log = logging.getLogger(__name__)
@@ -78,6 +90,72 @@ def trial_workspace(data_dir: Path, run: str, task_id: str, epoch: int, attempt:
     """Where a trial's workspace is: one directory per run, task, epoch and attempt."""
     where = f"epoch-{epoch}" + (f"-attempt-{attempt}" if attempt > 1 else "")
     return data_dir / "evaluations" / run / task_id / where
+
+
+def trial_config(
+    settings: Settings,
+    task: Task,
+    workspace: Path,
+    *,
+    runtime: str | None,
+    model: str | None,
+    base_url: str | None,
+    evaluation: Mapping[str, Any],
+) -> SessionConfig:
+    """A trial's ``session.created`` config: what ``chronicle run`` records for a session of
+    the task with the run's model and runtime (``run_config``; MCP tools are listed when its
+    run starts them), tagged with ``evaluation`` (``EvaluationTrial``'s keys)."""
+    return run_config(
+        agent=CodeActAgent,
+        workspace=Path(os.path.abspath(workspace)),
+        runtime=runtime or settings.sandbox.kind,
+        sandbox_base_image=settings.sandbox.docker.base_image,
+        llm=settings.llm.config(model=model, base_url=base_url),
+        mcp_servers=settings.mcp_servers,
+        max_iterations=task.limits.max_iterations,
+        max_cost_usd=task.limits.max_cost_usd,
+        stuck_detection=True,
+        extra=evaluation,
+    )
+
+
+async def record_trial(
+    store: EventStore,
+    settings: Settings,
+    session: UUID,
+    *,
+    task: Task,
+    workspace: Path,
+    source_dir: Path,
+    config: SessionConfig,
+    user: str | None = None,
+) -> str | None:
+    """Record a trial (step 2): prepare its workspace (``source_dir``: where the task's
+    relative repository is found), record its first events as any session's, and the
+    workspace as it starts. What went wrong preparing the workspace is recorded as the
+    trial's error and returned (the trial is then scored at once); None when it is ready to
+    run. Appended at ``expected_seq=0``: a trial is recorded once."""
+    problem = None
+    try:
+        await prepare_workspace(task, workspace, source_dir)
+    except WorkspaceError as exc:
+        problem = str(exc)
+    await store.append(
+        session,
+        [
+            SessionCreated(title=one_line_title(task.prompt), config=config, user=user),
+            Message(content=task.prompt, source="user", user=user),
+        ],
+        expected_seq=0,
+    )
+    if problem is not None:
+        reason = f"the task's workspace could not be prepared: {problem}"
+        await store.append(session, [AgentState(state="error", reason=reason)])
+        return problem
+    baseline = await record_workspace_start(store, session, workspace, settings)
+    if baseline is not None:
+        baseline.close()
+    return None
 
 
 def has_ended(events: Sequence[RecordedEvent]) -> bool:

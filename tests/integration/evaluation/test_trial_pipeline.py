@@ -8,6 +8,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from app.config import Settings
 from app.evaluation.scorers import BUILTIN, TRIAL_SCORERS, scorer_named
 from app.evaluation.scoring import (
@@ -18,9 +20,9 @@ from app.evaluation.scoring import (
     evaluation_config,
 )
 from app.evaluation.suite import Task
-from app.evaluation.trials import score_trial
+from app.evaluation.trials import record_trial, score_trial, trial_config
 from app.events import AgentState, Finish, Message, SessionCreated
-from app.store import EventStore
+from app.store import ConcurrencyError, EventStore
 from tests.support.toy_scorers import ReadmeWritten
 
 TASK = Task(id="six-sevens", prompt="What is six times seven?", answer="42")
@@ -147,3 +149,51 @@ async def test_a_scoring_that_dies_in_an_io_scorer_records_nothing_and_is_taken_
     assert await scores_of(store, session) == []
     taken_over = await score_trial(store, settings, session, [Says42()], runtime=None)
     assert taken_over.recorded and await scores_of(store, session) == [(5, "says_42", 4)]
+
+
+async def test_a_trial_is_recorded_once_with_its_workspace_as_it_starts(
+    store: EventStore, settings: Settings, tmp_path: Path
+) -> None:
+    """The record step both ``chronicle eval run`` and the API take (``record_trial``): the
+    task's files in a fresh workspace, the trial's config and prompt, the workspace's start."""
+    task = Task(id="notes", prompt="Read the notes.", files={"notes.txt": "hello\n"})
+    workspace = tmp_path / "ws"
+    config = trial_config(
+        settings, task, workspace, runtime="local", model="openai/m", base_url=None,
+        evaluation=evaluation_config("pipeline", task, 1),
+    )  # fmt: skip
+    session = uuid.uuid4()
+    problem = await record_trial(store, settings, session, task=task, workspace=workspace,
+                                 source_dir=tmp_path, config=config, user="ana")  # fmt: skip
+    assert problem is None
+    assert (workspace / "notes.txt").read_text() == "hello\n"
+    events = await store.read(session)
+    assert [e.kind for e in events[:2]] == ["session.created", "message"]
+    assert events[0].payload["user"] == "ana" and events[1].payload["content"] == task.prompt
+    recorded = ScoredSession(events).config
+    assert recorded.workspace == str(workspace) and recorded.runtime == "local"
+    assert recorded.evaluation is not None and recorded.evaluation.run == "pipeline"
+    assert "workspace.snapshot" in {e.kind for e in events}  # the workspace as it started
+    with pytest.raises(ConcurrencyError):  # recorded once
+        await record_trial(store, settings, session, task=task, workspace=tmp_path / "again",
+                           source_dir=tmp_path, config=config)  # fmt: skip
+
+
+async def test_a_workspace_that_cannot_be_prepared_is_the_trials_recorded_error(
+    store: EventStore, settings: Settings, tmp_path: Path
+) -> None:
+    task = Task(id="gone", prompt="Fix it.", repo="no-such-repo", commit="0" * 40)
+    workspace = tmp_path / "ws"
+    config = trial_config(
+        settings, task, workspace, runtime="local", model="openai/m", base_url=None,
+        evaluation=evaluation_config("pipeline", task, 1),
+    )  # fmt: skip
+    session = uuid.uuid4()
+    problem = await record_trial(store, settings, session, task=task, workspace=workspace,
+                                 source_dir=tmp_path, config=config)  # fmt: skip
+    assert problem is not None and "no-such-repo" in problem
+    [*_, last] = await store.read(session)
+    assert last.kind == "agent.state" and last.payload["state"] == "error"
+    assert last.payload["reason"] == f"the task's workspace could not be prepared: {problem}"
+    scored = await score_trial(store, settings, session, [BUILTIN["finished"]], runtime=None)
+    assert scored.outcome == "scored"  # an ended trial, scored at once
