@@ -151,6 +151,18 @@ async def test_a_scoring_that_dies_in_an_io_scorer_records_nothing_and_is_taken_
     assert taken_over.recorded and await scores_of(store, session) == [(5, "says_42", 4)]
 
 
+async def record(
+    store: EventStore, settings: Settings, task: Task, workspace: Path, session: uuid.UUID
+) -> str | None:
+    """``record_trial`` of ``task`` in ``workspace``, as a trial of run "pipeline"."""
+    config = trial_config(
+        settings, task, workspace, runtime="local", model="openai/m", base_url=None,
+        evaluation=evaluation_config("pipeline", task, 1),
+    )  # fmt: skip
+    return await record_trial(store, settings, session, task=task, workspace=workspace,
+                              source_dir=workspace.parent, config=config, user="ana")  # fmt: skip
+
+
 async def test_a_trial_is_recorded_once_with_its_workspace_as_it_starts(
     store: EventStore, settings: Settings, tmp_path: Path
 ) -> None:
@@ -158,14 +170,8 @@ async def test_a_trial_is_recorded_once_with_its_workspace_as_it_starts(
     task's files in a fresh workspace, the trial's config and prompt, the workspace's start."""
     task = Task(id="notes", prompt="Read the notes.", files={"notes.txt": "hello\n"})
     workspace = tmp_path / "ws"
-    config = trial_config(
-        settings, task, workspace, runtime="local", model="openai/m", base_url=None,
-        evaluation=evaluation_config("pipeline", task, 1),
-    )  # fmt: skip
     session = uuid.uuid4()
-    problem = await record_trial(store, settings, session, task=task, workspace=workspace,
-                                 source_dir=tmp_path, config=config, user="ana")  # fmt: skip
-    assert problem is None
+    assert await record(store, settings, task, workspace, session) is None
     assert (workspace / "notes.txt").read_text() == "hello\n"
     events = await store.read(session)
     assert [e.kind for e in events[:2]] == ["session.created", "message"]
@@ -175,22 +181,15 @@ async def test_a_trial_is_recorded_once_with_its_workspace_as_it_starts(
     assert recorded.evaluation is not None and recorded.evaluation.run == "pipeline"
     assert "workspace.snapshot" in {e.kind for e in events}  # the workspace as it started
     with pytest.raises(ConcurrencyError):  # recorded once
-        await record_trial(store, settings, session, task=task, workspace=tmp_path / "again",
-                           source_dir=tmp_path, config=config)  # fmt: skip
+        await record(store, settings, task, tmp_path / "again", session)
 
 
 async def test_a_workspace_that_cannot_be_prepared_is_the_trials_recorded_error(
     store: EventStore, settings: Settings, tmp_path: Path
 ) -> None:
     task = Task(id="gone", prompt="Fix it.", repo="no-such-repo", commit="0" * 40)
-    workspace = tmp_path / "ws"
-    config = trial_config(
-        settings, task, workspace, runtime="local", model="openai/m", base_url=None,
-        evaluation=evaluation_config("pipeline", task, 1),
-    )  # fmt: skip
     session = uuid.uuid4()
-    problem = await record_trial(store, settings, session, task=task, workspace=workspace,
-                                 source_dir=tmp_path, config=config)  # fmt: skip
+    problem = await record(store, settings, task, tmp_path / "ws", session)
     assert problem is not None and "no-such-repo" in problem
     [*_, last] = await store.read(session)
     assert last.kind == "agent.state" and last.payload["state"] == "error"
