@@ -4,7 +4,8 @@ Every module under app/ is parsed (nothing is imported) and every import counts:
 inside functions, under ``TYPE_CHECKING``. The rule:
 
 - imports point down the stack ``events ← store ← {llm, runtime, tools, projections} ← agent
-  ← replay ← sessions ← {evaluation, external} ← server ← cli``: a package imports only lower ones
+  ← replay ← sessions ← {evaluation, external, interchange} ← server ← cli``: a package imports
+  only lower ones
   (packages on one level never import each other);
 - only sessions and above read the app-wide ``Settings`` (``app.config``); ``app/config/``
   builds the lower packages' own config objects and imports nothing from sessions or above;
@@ -53,12 +54,13 @@ LEVELS = {
     "sessions": 5,
     "evaluation": 6,
     "external": 6,  # agents Chronicle does not run: the model gateway (beside evaluation)
+    "interchange": 6,  # other formats in and out: OpenTelemetry traces, ATIF (beside them)
     "server": 7,
     "cli": 8,  # the command line starts the server (`chronicle serve`); server never imports cli
 }
 STACK = (
     "events ← store ← {llm, runtime, tools, projections} ← agent ← replay ← sessions "
-    "← {evaluation, external} ← server ← cli"
+    "← {evaluation, external, interchange} ← server ← cli"
 )
 SETTINGS_READERS = frozenset({"sessions", "evaluation", "external", "server", "cli"})
 #: app/config/ sits beside sessions: it may import what sessions may.

@@ -1,0 +1,385 @@
+"""A session's events as OpenTelemetry spans, by the GenAI semantic conventions v1.41.1
+(the last release of ``docs/gen-ai/`` in open-telemetry/semantic-conventions).
+
+One trace per session: an ``invoke_agent {agent}`` span (INTERNAL) over the whole log, and
+under it a ``chat {model}`` span (CLIENT) per ``llm.call`` and an ``execute_tool {tool}``
+span (INTERNAL) per action a service answers, from the action to its observation. A model
+call is recorded when it ends, so its span ends at the event and starts ``latency_ms``
+before. Errors set the span's status to ERROR and ``error.type`` (the call's
+``error_kind``; the observation's ``error_type``, ``timed_out`` or ``exit_code``).
+
+Message contents and tool arguments and results are opt-in (``content``), as the conventions
+make them: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` as JSON strings in the
+conventions' shape (role and parts), ``gen_ai.tool.call.arguments`` / ``.result``. What they
+hold is what the log holds, masked as the log was at its door.
+
+Pure: the events and the prompt's messages (by content hash) in, spans out; the encoding to
+OTLP is elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeGuard
+from uuid import UUID
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from app.events.registry import AWAITED_KINDS, OBSERVATION_KINDS
+from app.interchange.otel.ids import SESSION_SPAN, span_id, trace_id
+from app.llm.prompts import whole_prompts
+from app.store import RecordedEvent
+
+#: The version of the GenAI semantic conventions these spans follow.
+SEMCONV_VERSION = "1.41.1"
+SCHEMA_URL = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+
+#: A span attribute's value, as OTLP carries it.
+AttributeValue = str | bool | int | float | list[str]
+
+#: litellm's provider prefixes whose GenAI ``gen_ai.provider.name`` differs (the rest are
+#: the same word); the SQL function ``chronicle_gen_ai_provider`` says the same.
+_PROVIDERS = {
+    "bedrock": "aws.bedrock",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "gemini": "gcp.gemini",
+    "vertex_ai": "gcp.vertex_ai",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "watsonx": "ibm.watsonx.ai",
+}
+#: ``gen_ai.provider.name`` when the model names none (the attribute is required).
+UNKNOWN_PROVIDER = "_OTHER"
+#: usage field -> the conventions' attribute
+_USAGE = {
+    "prompt_tokens": "gen_ai.usage.input_tokens",
+    "completion_tokens": "gen_ai.usage.output_tokens",
+    "cached_tokens": "gen_ai.usage.cache_read.input_tokens",
+    "cache_creation_tokens": "gen_ai.usage.cache_creation.input_tokens",
+    "reasoning_tokens": "gen_ai.usage.reasoning.output_tokens",
+}
+#: request parameter -> the conventions' attribute
+_PARAMS = {
+    "temperature": "gen_ai.request.temperature",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "top_p": "gen_ai.request.top_p",
+    "seed": "gen_ai.request.seed",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+}
+#: An event's fields that are not the tool's arguments or result (the envelope, the thought).
+_ENVELOPE = frozenset(
+    {"kind", "source", "cause", "event_id", "replayed_from", "user", "thought", "tool_call_id"}
+)
+
+
+class Span(BaseModel):
+    """One span, as the encoder to OTLP needs it; ``error``: status ERROR with this text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trace_id: bytes
+    span_id: bytes
+    parent_span_id: bytes | None = None
+    name: str
+    kind: Literal["internal", "client"]
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, AttributeValue]
+    error: str | None = None
+
+
+def provider_name(model: str | None) -> str:
+    """``gen_ai.provider.name`` of a litellm model name (``openai/gpt-4o``: ``openai``)."""
+    if not model or "/" not in model:
+        return UNKNOWN_PROVIDER
+    prefix = model.split("/", 1)[0]
+    return _PROVIDERS.get(prefix, prefix)
+
+
+def nanoseconds(at: datetime) -> int:
+    """A time as OTLP's nanoseconds since the epoch (exact to the log's microseconds)."""
+    since = at - datetime(1970, 1, 1, tzinfo=UTC)
+    return (since.days * 86_400 + since.seconds) * 1_000_000_000 + since.microseconds * 1_000
+
+
+def session_spans(
+    events: Sequence[RecordedEvent],
+    *,
+    content: bool = False,
+    messages: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Span]:
+    """The session's trace (see the module), the session's span first. ``content``: with
+    message contents and tool arguments/results; ``messages``: the stored messages by
+    content hash, which a call's prompt lists (a message not there is left out)."""
+    if not events:
+        return []
+    session = events[0].session_id
+    config = _config(events)
+    root = span_id(session, SESSION_SPAN)
+    model = config.get("model")
+    calls = [event for event in events if event.kind == "llm.call"]
+    prompts = whole_prompts(event.payload for event in calls) if content else None
+    spans = [
+        _chat_span(session, root, call, next(prompts) if prompts else None, messages or {})
+        for call in calls
+    ]
+    spans += _tool_spans(session, root, events, calls, content)
+    session_span = Span(
+        trace_id=trace_id(session),
+        span_id=root,
+        name=f"invoke_agent {config['agent']}" if config.get("agent") else "invoke_agent",
+        kind="internal",
+        start_ns=nanoseconds(events[0].created_at),
+        end_ns=max([nanoseconds(events[-1].created_at), *(span.end_ns for span in spans)]),
+        attributes=_without_none(
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.provider.name": provider_name(model),
+                "gen_ai.agent.name": config.get("agent"),
+                "gen_ai.conversation.id": str(session),
+                "gen_ai.request.model": model,
+                **_usage_totals(calls),
+            }
+        ),
+        error=_ended_in_error(events),
+    )
+    return [session_span, *spans]
+
+
+def _config(events: Sequence[RecordedEvent]) -> Mapping[str, Any]:
+    for event in events:
+        if event.kind == "session.created":
+            config = event.payload.get("config")
+            return config if isinstance(config, Mapping) else {}
+    return {}
+
+
+def _chat_span(
+    session: UUID,
+    parent: bytes,
+    call: RecordedEvent,
+    prompt: list[str] | None,
+    messages: Mapping[str, Mapping[str, Any]],
+) -> Span:
+    payload = call.payload
+    response = payload.get("response") or {}
+    end = nanoseconds(call.created_at)
+    latency = payload.get("latency_ms")
+    start = end - int(latency * 1_000_000) if _is_number(latency) and latency > 0 else end
+    finish = response.get("finish_reason")
+    attributes: dict[str, AttributeValue | None] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider_name(payload.get("model")),
+        "gen_ai.conversation.id": str(session),
+        "gen_ai.request.model": payload.get("model"),
+        "gen_ai.response.id": response.get("id"),
+        "gen_ai.response.model": response.get("model"),
+        "gen_ai.response.finish_reasons": [str(finish)] if finish else None,
+    }
+    params = payload.get("params") or {}
+    for name, attribute in _PARAMS.items():
+        value = params.get(name)
+        attributes[attribute] = value if _is_number(value) else None
+    usage = payload.get("usage") or {}
+    for name, attribute in _USAGE.items():
+        count = usage.get(name)
+        attributes[attribute] = count if _is_count(count) else None
+    error = payload.get("error")
+    if error is not None:
+        attributes["error.type"] = str(payload.get("error_kind") or "_OTHER")
+    if prompt is not None:
+        sent = [_input_message(messages[key]) for key in prompt if key in messages]
+        attributes["gen_ai.input.messages"] = _json(sent)
+        if response and error is None:
+            attributes["gen_ai.output.messages"] = _json([_output_message(response)])
+    model = payload.get("model") or ""
+    return Span(
+        trace_id=trace_id(session),
+        span_id=span_id(session, call.seq),
+        parent_span_id=parent,
+        name=f"chat {model}".rstrip(),
+        kind="client",
+        start_ns=min(start, end),
+        end_ns=end,
+        attributes=_without_none(attributes),
+        error=str(error) if error is not None else None,
+    )
+
+
+def _tool_spans(
+    session: UUID,
+    parent: bytes,
+    events: Sequence[RecordedEvent],
+    calls: Iterable[RecordedEvent],
+    content: bool,
+) -> list[Span]:
+    """An ``execute_tool`` span per action a service answers, to its observation."""
+    answers = {e.cause: e for e in events if e.kind in OBSERVATION_KINDS and e.cause is not None}
+    named = {
+        str(tool_call.get("id")): str(tool_call.get("name"))
+        for call in calls
+        for tool_call in (call.payload.get("response") or {}).get("tool_calls") or []
+        if isinstance(tool_call, Mapping) and tool_call.get("id") and tool_call.get("name")
+    }
+    spans = []
+    for action in events:
+        if action.kind not in AWAITED_KINDS:
+            continue
+        payload = action.payload
+        answer = answers.get(action.seq)
+        call_id = payload.get("tool_call_id")
+        tool = named.get(str(call_id)) if call_id else None
+        tool = tool or (payload.get("tool") if action.kind == "mcp.call" else None) or action.kind
+        failure = _failure(answer)
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": str(tool),
+            "gen_ai.tool.call.id": str(call_id) if call_id else None,
+            "gen_ai.tool.type": "extension" if action.kind == "mcp.call" else "function",
+            "gen_ai.conversation.id": str(session),
+            "error.type": failure[0] if failure else None,
+        }
+        if content:
+            attributes["gen_ai.tool.call.arguments"] = _json(_fields(payload))
+            if answer is not None:
+                attributes["gen_ai.tool.call.result"] = _json(_fields(answer.payload))
+        start = nanoseconds(action.created_at)
+        end = nanoseconds(answer.created_at) if answer is not None else start
+        spans.append(
+            Span(
+                trace_id=trace_id(session),
+                span_id=span_id(session, action.seq),
+                parent_span_id=parent,
+                name=f"execute_tool {tool}",
+                kind="internal",
+                start_ns=start,
+                end_ns=max(start, end),
+                attributes=_without_none(attributes),
+                error=failure[1] if failure else None,
+            )
+        )
+    return spans
+
+
+def _failure(answer: RecordedEvent | None) -> tuple[str, str] | None:
+    """``error.type`` and the status message of a tool's answer that says it failed."""
+    if answer is None:
+        return None
+    payload = answer.payload
+    if answer.kind == "error":
+        return str(payload.get("error_type") or "_OTHER"), str(payload.get("message") or "")
+    if payload.get("timed_out") is True:
+        return "timeout", "the command timed out"
+    if payload.get("is_error") is True:
+        return "tool_error", "the tool answered with an error"
+    code = payload.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return "exit_code", f"exited {code}"
+    return None
+
+
+def _ended_in_error(events: Sequence[RecordedEvent]) -> str | None:
+    """The reason of the session's last ``agent.state``, when that is ``error``."""
+    for event in reversed(events):
+        if event.kind == "agent.state":
+            if event.payload.get("state") == "error":
+                return str(event.payload.get("reason") or "error")
+            return None
+    return None
+
+
+#: The counts the session's span sums (reasoning is not among invoke_agent's attributes).
+_TOTALLED = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_creation_tokens")
+
+
+#: The counts the session's span sums (reasoning is not among invoke_agent's attributes).
+_TOTALLED = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_creation_tokens")
+
+
+def _usage_totals(calls: Iterable[RecordedEvent]) -> dict[str, int]:
+    """The session's token counts (the conventions put them on ``invoke_agent`` too): the
+    sum over calls that sent them; a count no call sent is left out."""
+    totals: dict[str, int] = {}
+    for call in calls:
+        usage = call.payload.get("usage") or {}
+        for name in _TOTALLED:
+            count = usage.get(name)
+            if _is_count(count):
+                totals[_USAGE[name]] = totals.get(_USAGE[name], 0) + count
+    return totals
+
+
+def _input_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat message (OpenAI's shape, as stored) in the conventions' ``{role, parts}``."""
+    parts: list[dict[str, Any]] = []
+    text = message.get("content")
+    if isinstance(text, str) and text:
+        parts.append({"type": "text", "content": text})
+    elif isinstance(text, list):
+        for part in text:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                parts.append({"type": "text", "content": part.get("text", "")})
+    for tool_call in message.get("tool_calls") or []:
+        if isinstance(tool_call, Mapping):
+            parts.append(_tool_call_part(tool_call.get("id"), tool_call.get("function") or {}))
+    role = str(message.get("role") or "user")
+    if role == "tool":
+        parts = [{"type": "tool_call_response", "id": message.get("tool_call_id"),
+                  "response": text if isinstance(text, str) else parts}]  # fmt: skip
+    shaped: dict[str, Any] = {"role": role, "parts": parts}
+    if message.get("name"):
+        shaped["name"] = message["name"]
+    return shaped
+
+
+def _output_message(response: Mapping[str, Any]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    if response.get("content"):
+        parts.append({"type": "text", "content": response["content"]})
+    for tool_call in response.get("tool_calls") or []:
+        if isinstance(tool_call, Mapping):
+            parts.append(_tool_call_part(tool_call.get("id"), tool_call))
+    return {
+        "role": "assistant",
+        "parts": parts,
+        "finish_reason": str(response.get("finish_reason") or "stop"),
+    }
+
+
+def _tool_call_part(call_id: Any, function: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = orjson.loads(arguments)
+        except orjson.JSONDecodeError:
+            pass  # as the model sent it: a string
+    return {
+        "type": "tool_call",
+        "id": call_id,
+        "name": function.get("name"),
+        "arguments": arguments,
+    }
+
+
+def _fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in payload.items() if key not in _ENVELOPE}
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_count(value: Any) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _without_none(attributes: Mapping[str, AttributeValue | None]) -> dict[str, AttributeValue]:
+    return {key: value for key, value in attributes.items() if value is not None}
