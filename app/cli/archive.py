@@ -1,4 +1,5 @@
 """`chronicle export | import` and `chronicle verify --file`: whole sessions in a JSONL file.
+(`export --otlp URL` sends them to an OpenTelemetry collector instead: app/cli/otlp.py.)
 
 An export holds every column of every event (blobs resolved, the hash chain intact), so a
 file can be checked without a database (`verify --file`) and loaded into another one
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from app.cli import analytics as analytics_cli
 from app.cli.log import session_id
+from app.cli.otlp import add_otlp_arguments, export_otlp
 from app.cli.terminal import raw
 from app.config import Settings
 from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
@@ -44,6 +46,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="with --view: cancel the query after SECONDS (default 300)",
     )
     analytics_cli.add_view_arguments(export_parser)
+    add_otlp_arguments(export_parser)
 
     load = commands.add_parser(
         "import",
@@ -75,6 +78,11 @@ def add_verify_arguments(verify: argparse.ArgumentParser) -> None:
 
 
 async def export(args: argparse.Namespace, settings: Settings) -> int:
+    if args.otlp:
+        return await export_otlp(args, settings)
+    if args.all or args.content or args.header:
+        print("error: --all, --content and --header go with --otlp URL", file=sys.stderr)
+        return 2
     if args.view:
         if args.sessions:
             print("error: give SESSIONs or --view NAME, not both", file=sys.stderr)

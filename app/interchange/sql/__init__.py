@@ -1,0 +1,1 @@
+"""The interchange's queries of the log (which sessions an export takes)."""
