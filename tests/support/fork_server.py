@@ -173,7 +173,12 @@ def _fresh_stdio() -> None:
 def main() -> None:
     path = sys.argv[1]
     for name in PRELOADED:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if name == "app.cli":
+                raise
+            # a library this checkout does not have: the commands that need it say so
     gc.collect()
     gc.freeze()  # the children's collections leave the shared pages alone
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

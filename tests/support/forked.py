@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,10 @@ def forking() -> bool:
     return os.environ.get("CHRONICLE_TEST_FORK", "1") != "0"
 
 
+class ForkServerUnavailable(RuntimeError):
+    """The fork server could not start: the command starts afresh."""
+
+
 class _ForkServer:
     """This test process's fork server, started at its first request."""
 
@@ -45,6 +50,8 @@ class _ForkServer:
         self._process: subprocess.Popen[bytes] | None = None
         self._path: str | None = None
         self._started_with: dict[str, str] = {}
+        #: why it could not start (then every command starts afresh)
+        self.broken: str | None = None
 
     def path(self) -> str:
         with self._lock:
@@ -54,7 +61,10 @@ class _ForkServer:
             return self._path
 
     def honours(self, env: dict[str, str]) -> bool:
-        """Whether a fork runs as a fresh process with ``env`` would (see ``_AT_START``)."""
+        """Whether a fork runs as a fresh process with ``env`` would (see ``_AT_START``), and
+        the fork server can run (a broken one is said once, as a warning)."""
+        if self.broken is not None:
+            return False
         with self._lock:
             if self._process is None:
                 self._started_with = _at_start(os.environ)  # what it will start with
@@ -72,7 +82,12 @@ class _ForkServer:
         assert self._process.stdout is not None
         line = self._process.stdout.readline()
         if line.strip() != b"ready":
-            raise RuntimeError(f"the fork server did not start: {line!r}")
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+            self.broken = f"the fork server did not start ({line!r}): commands start afresh"
+            warnings.warn(self.broken, stacklevel=2)
+            raise ForkServerUnavailable(self.broken)
         atexit.register(self._stop)
 
     def _stop(self) -> None:
@@ -114,13 +129,17 @@ class ForkedPopen(subprocess.Popen):  # type: ignore[type-arg]
             connection.sendall(request)
             self._status = b""
             self._connection = connection
-            self.pid = int(self._line(block=True).removeprefix("pid "))
+            started = self._line(block=True)
+            assert started is not None  # a blocking read gives a line or raises
+            self.pid = int(started.removeprefix("pid "))
         except BaseException:
             connection.close()
             raise
         finally:
             # the child has its copies; the parent keeps its own ends, as after an exec
-            self._close_pipe_fds(p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite)
+            self._close_pipe_fds(  # type: ignore[attr-defined]  # Popen's own, POSIX
+                p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite
+            )
 
     def _line(self, *, block: bool) -> str | None:
         """The server's next line, or None when there is none yet (``block=False``)."""
@@ -149,17 +168,18 @@ class ForkedPopen(subprocess.Popen):  # type: ignore[type-arg]
         return self._exit_status(block=not wait_flags & os.WNOHANG)
 
     def _internal_poll(self, _deadstate: Any = None, *_: Any, **__: Any) -> int | None:
-        if self.returncode is None and self._waitpid_lock.acquire(False):
+        lock = self._waitpid_lock  # type: ignore[attr-defined]  # Popen's own, POSIX
+        if self.returncode is None and lock.acquire(False):
             try:
                 if self.returncode is None:
                     pid, status = self._exit_status(block=False)
                     if pid:
-                        self._handle_exitstatus(status)
+                        self._handle_exitstatus(status)  # type: ignore[attr-defined]
             except OSError:
                 if _deadstate is not None:
                     self.returncode = _deadstate
             finally:
-                self._waitpid_lock.release()
+                lock.release()
         return self.returncode
 
 
@@ -169,7 +189,10 @@ def chronicle_popen(args: list[str], *, fresh: bool = False, **kwargs: Any) -> s
     env = kwargs.get("env")
     if fresh or not forking() or not _SERVER.honours(dict(env if env is not None else os.environ)):
         return subprocess.Popen(argv, **kwargs)
-    return ForkedPopen(argv, **kwargs)
+    try:
+        return ForkedPopen(argv, **kwargs)
+    except ForkServerUnavailable:
+        return subprocess.Popen(argv, **kwargs)
 
 
 def chronicle_run(
@@ -191,7 +214,7 @@ def chronicle_run(
         except BaseException:
             process.kill()
             raise
-    completed = subprocess.CompletedProcess(process.args, process.poll(), stdout, stderr)
+    completed = subprocess.CompletedProcess(process.args, process.wait(), stdout, stderr)
     if check:
         completed.check_returncode()
     return completed
