@@ -10,9 +10,11 @@ with its finishing line."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,8 @@ from tests.support.repository import ROOT
 
 AGENTS = ROOT / ".venv-agents"
 MINI = AGENTS / "bin" / "mini"
+#: The pid of a background install (scripts/ensure-test-agents --background) while it runs.
+INSTALLING = ROOT / ".cache" / "agents.installing"
 
 #: The first line of mini's default configuration (``mini.yaml``): its system prompt.
 SYSTEM_PROMPT = "You are a helpful assistant that can interact with a computer."
@@ -41,8 +45,23 @@ TEST_CALC = (
 )
 
 
-def mini_path() -> Path:
-    """The installed ``mini``; a skip (a failure under CI) when it is not there."""
+def installing_pid() -> int | None:
+    """The process installing the agents while the tests run (``scripts/ensure-test-agents
+    --background``), while it lives; None when none is."""
+    try:
+        pid = int(INSTALLING.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
+def mini_path(wait: float = 900.0) -> Path:
+    """The installed ``mini``, once a background install of it has ended (at most ``wait``
+    seconds); a skip (a failure under CI) when it is not there."""
+    deadline = time.monotonic() + wait
+    while installing_pid() is not None and time.monotonic() < deadline:
+        time.sleep(1)
     if not (AGENTS / ".installed").exists():
         message = (
             f"mini-swe-agent is not installed in {AGENTS}: run scripts/ensure-test-agents "
