@@ -82,7 +82,7 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]]:
             if key.data == "parent":
                 if not os.read(sys.stdin.fileno(), 4096):
                     sys.exit(0)
-            elif key.data == "child":
+            elif key.data == "child":  # one SIGCHLD or more: every ended child is reaped
                 os.read(wake_read, 4096)
                 _reap(waiting)
             else:
@@ -108,11 +108,11 @@ def _serve(listener: socket.socket) -> tuple[dict[str, Any], list[int]]:
                     os.close(fd)
                 connection.sendall(f"pid {pid}\n".encode())
                 waiting[pid] = connection
-        _reap(waiting)
 
 
 def _reap(waiting: dict[int, socket.socket]) -> None:
-    """Tell each ended child's caller how it ended (a signal as -N, as Popen says it)."""
+    """Tell each ended child's caller how it ended: its raw wait status, which the caller's
+    Popen reads as it reads its own children's."""
     while waiting:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -123,7 +123,7 @@ def _reap(waiting: dict[int, socket.socket]) -> None:
         connection = waiting.pop(pid, None)
         if connection is not None:
             try:
-                connection.sendall(f"exit {os.waitstatus_to_exitcode(status)}\n".encode())
+                connection.sendall(f"exit {status}\n".encode())
             except OSError:
                 pass  # the caller went away: nobody asks any more
             connection.close()
@@ -195,13 +195,13 @@ def _run_command() -> int:
     the modules: a teardown touches every object the server imported, which copies their
     pages into this process, a quarter of a second for nothing."""
     code = 0
-    interrupted = False
+    interrupted: Any = None
     try:
         runpy.run_module("app.cli", run_name="__main__", alter_sys=True)
     except SystemExit as exit:
         code = _exit_code(exit.code)
     except KeyboardInterrupt:
-        interrupted = True
+        interrupted = sys.exc_info()
     except BaseException:
         sys.excepthook(*sys.exc_info())
         code = 1
@@ -212,9 +212,9 @@ def _run_command() -> int:
             stream.flush()
         except (OSError, ValueError):
             pass
-    if interrupted:
+    if interrupted is not None:
         # an uncaught KeyboardInterrupt ends an interpreter by SIGINT (status -2)
-        sys.excepthook(KeyboardInterrupt, KeyboardInterrupt(), None)
+        sys.excepthook(*interrupted)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return code

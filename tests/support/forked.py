@@ -52,6 +52,7 @@ class _ForkServer:
         self._started_with: dict[str, str] = {}
         #: why it could not start (then every command starts afresh)
         self.broken: str | None = None
+        atexit.register(self._stop)
 
     def path(self) -> str:
         with self._lock:
@@ -66,9 +67,11 @@ class _ForkServer:
         if self.broken is not None:
             return False
         with self._lock:
-            if self._process is None:
-                self._started_with = _at_start(os.environ)  # what it will start with
-            return self._started_with == _at_start(env)
+            # a server not started yet will start with this process's environment
+            started_with = (
+                self._started_with if self._process is not None else _at_start(os.environ)
+            )
+            return started_with == _at_start(env)
 
     def _start(self) -> None:
         self._started_with = _at_start(os.environ)
@@ -88,9 +91,9 @@ class _ForkServer:
             self.broken = f"the fork server did not start ({line!r}): commands start afresh"
             warnings.warn(self.broken, stacklevel=2)
             raise ForkServerUnavailable(self.broken)
-        atexit.register(self._stop)
 
     def _stop(self) -> None:
+        """At exit: the fork server ends, its socket's directory goes."""
         if self._process is not None and self._process.stdin is not None:
             self._process.stdin.close()  # it ends when its stdin does
             self._process.wait(timeout=10)
@@ -160,9 +163,7 @@ class ForkedPopen(subprocess.Popen):  # type: ignore[type-arg]
         if line is None:
             return 0, 0
         self._connection.close()
-        code = int(line.removeprefix("exit "))
-        # a raw wait status, for Popen's own _handle_exitstatus
-        return self.pid, (code << 8) if code >= 0 else -code
+        return self.pid, int(line.removeprefix("exit "))  # raw, as waitpid gives it
 
     def _try_wait(self, wait_flags: int) -> tuple[int, int]:
         return self._exit_status(block=not wait_flags & os.WNOHANG)
