@@ -11,6 +11,7 @@ import uuid
 
 import httpx
 
+from app.cli.log import open_store
 from app.config import Settings
 from app.interchange.otel.export import OtlpExportError, export_sessions, traces_endpoint
 from app.interchange.otel.spans import SEMCONV_VERSION
@@ -53,8 +54,6 @@ def add_otlp_arguments(export: argparse.ArgumentParser) -> None:
 
 
 async def export_otlp(args: argparse.Namespace, settings: Settings) -> int:
-    from app.cli.log import open_store
-
     if args.view or args.output or args.format:
         print("error: --otlp sends sessions; --view, --format and -o do not go with it",
               file=sys.stderr)  # fmt: skip

@@ -203,7 +203,7 @@ def _chat_span(
         parent_span_id=parent,
         name=f"chat {model}".rstrip(),
         kind="client",
-        start_ns=min(start, end),
+        start_ns=start,
         end_ns=end,
         attributes=_without_none(attributes),
         error=str(error) if error is not None else None,
