@@ -2,11 +2,14 @@
 ``/v1/traces``), with OpenTelemetry's own generated messages (``opentelemetry-proto``).
 
 One resource (``service.name`` = ``chronicle`` unless given) and one instrumentation scope
-(``chronicle``, the conventions' schema URL) hold every session's spans.
+(``chronicle``, the conventions' schema URL) hold every session's spans. OTLP's strings are
+UTF-8: a lone surrogate the log keeps (a file name that was not UTF-8, a model's odd output)
+goes as U+FFFD (``well_formed``), as a text column of the projections holds it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -25,6 +28,14 @@ from app.interchange.otel.spans import SCHEMA_URL, AttributeValue, Span
 #: The instrumentation scope Chronicle's spans are reported under.
 SCOPE = "chronicle"
 _KINDS = {"internal": OtlpSpan.SPAN_KIND_INTERNAL, "client": OtlpSpan.SPAN_KIND_CLIENT}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can carry it: each lone surrogate as U+FFFD (NUL is UTF-8 too)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def export_request(
@@ -51,7 +62,7 @@ def export_request(
 
 def _span(span: Span) -> OtlpSpan:
     status = (
-        Status(code=Status.STATUS_CODE_ERROR, message=span.error)
+        Status(code=Status.STATUS_CODE_ERROR, message=well_formed(span.error))
         if span.error is not None
         else Status()
     )
@@ -59,7 +70,7 @@ def _span(span: Span) -> OtlpSpan:
         trace_id=span.trace_id,
         span_id=span.span_id,
         parent_span_id=span.parent_span_id or b"",
-        name=span.name,
+        name=well_formed(span.name),
         kind=_KINDS[span.kind],
         start_time_unix_nano=span.start_ns,
         end_time_unix_nano=span.end_ns,
@@ -69,7 +80,9 @@ def _span(span: Span) -> OtlpSpan:
 
 
 def _attributes(attributes: Mapping[str, AttributeValue]) -> list[KeyValue]:
-    return [KeyValue(key=key, value=any_value(value)) for key, value in attributes.items()]
+    return [
+        KeyValue(key=well_formed(key), value=any_value(value)) for key, value in attributes.items()
+    ]
 
 
 def any_value(value: AttributeValue) -> AnyValue:
@@ -81,5 +94,6 @@ def any_value(value: AttributeValue) -> AnyValue:
     if isinstance(value, float):
         return AnyValue(double_value=value)
     if isinstance(value, str):
-        return AnyValue(string_value=value)
-    return AnyValue(array_value=ArrayValue(values=[AnyValue(string_value=str(v)) for v in value]))
+        return AnyValue(string_value=well_formed(value))
+    items = [AnyValue(string_value=well_formed(str(item))) for item in value]
+    return AnyValue(array_value=ArrayValue(values=items))

@@ -19,6 +19,7 @@ OTLP is elsewhere.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard
@@ -370,7 +371,12 @@ def _fields(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _json(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    """JSON text of a content attribute. A lone surrogate the log keeps (which orjson
+    refuses) is written as its ``\\udXXX`` escape: valid UTF-8, and nothing lost."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, separators=(",", ":"))
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:

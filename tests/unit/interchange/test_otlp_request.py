@@ -3,12 +3,18 @@ read back with OpenTelemetry's own generated classes."""
 
 from __future__ import annotations
 
+import json
+import uuid
+
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
+from app.events import LlmCall, McpCall, McpResult, SessionCreated
+from app.events.llm import LlmResponse
 from app.interchange.otel.otlp import SCOPE, export_request
-from app.interchange.otel.spans import SCHEMA_URL, Span
+from app.interchange.otel.spans import SCHEMA_URL, Span, session_spans
+from tests.support.event_log import as_recorded
 
 
 def value(any_value: object) -> object:
@@ -57,3 +63,40 @@ def test_a_resource_of_the_callers() -> None:
     [resource] = request.resource_spans
     assert [kv.key for kv in resource.resource.attributes] == ["service.name", "deployment"]
     assert list(resource.scope_spans[0].spans) == []
+
+
+def test_what_the_log_keeps_and_utf8_cannot_carry_still_goes() -> None:
+    """A lone surrogate (a file name that was not UTF-8, a model's odd output), a NUL and a
+    number past 64 bits, all of which the log keeps, in names, attributes and contents."""
+    session = uuid.uuid4()
+    events = [
+        as_recorded(event, session, seq)
+        for seq, event in enumerate(
+            [
+                SessionCreated(title="t", config={"agent": "a\ud800", "model": "openai/m\x00"}),
+                LlmCall(
+                    model="openai/m\udfff",
+                    fingerprint="f",
+                    response=LlmResponse(content="odd \ud800 \x00", finish_reason="st\udc80op"),
+                    error="failed \udcff",
+                ),
+                McpCall(server="s", tool="t\ud800", arguments={"n": 10**30, "p": "\udce9.txt"}),
+                McpResult(content=[{"type": "text", "text": "\udc80"}], cause=3),
+            ],
+            start=1,
+        )
+    ]
+    for content in (False, True):
+        spans = session_spans(events, content=content, messages={})
+        read = ExportTraceServiceRequest.FromString(export_request(spans).SerializeToString())
+        root, chat, tool = read.resource_spans[0].scope_spans[0].spans
+        assert root.name == "invoke_agent a\ufffd" and chat.status.message == "failed \ufffd"
+        assert tool.name == "execute_tool t\ufffd"
+        attributes = {kv.key: value(kv.value) for kv in chat.attributes}
+        assert attributes["gen_ai.response.finish_reasons"] == ["st\ufffdop"]
+        if content:
+            arguments = {kv.key: value(kv.value) for kv in tool.attributes}
+            # contents are JSON text: the surrogate as its escape, the big number whole
+            assert json.loads(str(arguments["gen_ai.tool.call.arguments"]))["arguments"] == {
+                "n": 10**30, "p": "\udce9.txt",
+            }  # fmt: skip
