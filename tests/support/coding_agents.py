@@ -1,5 +1,5 @@
 """mini-swe-agent, a coding agent from PyPI, as a real client of the model gateway: where
-``scripts/ensure-test-agents`` installs it (a virtualenv of its own, so its pins never meet
+``scripts/ensure-test-venv agents`` installs it (a virtualenv of its own, so its pins never meet
 ours), the environment that runs it without a person, a small repository whose test fails on
 an off-by-one, and the replies of a scripted model that fix it in three steps.
 
@@ -10,23 +10,13 @@ with its finishing line."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pytest
-
-from tests.support.ci import IN_CI
 from tests.support.fake_llm import Reply, tool_call
-from tests.support.repository import ROOT
-
-AGENTS = ROOT / ".venv-agents"
-MINI = AGENTS / "bin" / "mini"
-#: The pid of a background install (scripts/ensure-test-agents --background) while it runs.
-INSTALLING = ROOT / ".cache" / "agents.installing"
+from tests.support.test_venvs import installed_venv
 
 #: The first line of mini's default configuration (``mini.yaml``): its system prompt.
 SYSTEM_PROMPT = "You are a helpful assistant that can interact with a computer."
@@ -45,32 +35,10 @@ TEST_CALC = (
 )
 
 
-def installing_pid() -> int | None:
-    """The process installing the agents while the tests run (``scripts/ensure-test-agents
-    --background``), while it lives; None when none is."""
-    try:
-        pid = int(INSTALLING.read_text().strip())
-        os.kill(pid, 0)
-    except (OSError, ValueError):
-        return None
-    return pid
-
-
 def mini_path(wait: float = 900.0) -> Path:
     """The installed ``mini``, once a background install of it has ended (at most ``wait``
     seconds); a skip (a failure under CI) when it is not there."""
-    deadline = time.monotonic() + wait
-    while installing_pid() is not None and time.monotonic() < deadline:
-        time.sleep(1)
-    if not (AGENTS / ".installed").exists():
-        message = (
-            f"mini-swe-agent is not installed in {AGENTS}: run scripts/ensure-test-agents "
-            "(./dev test and scripts/ensure-test-services run it)"
-        )
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return MINI
+    return installed_venv("agents", wait) / "bin" / "mini"
 
 
 def mini_command(config: Path | None = None) -> list[str]:
@@ -101,8 +69,9 @@ def mini_environment(base: dict[str, str], home: Path) -> dict[str, str]:
 
 def builtin_config() -> Path:
     """mini's own ``mini.yaml``, as installed."""
-    found = sorted(AGENTS.glob("lib/python*/site-packages/minisweagent/config/mini.yaml"))
-    assert found, f"no minisweagent/config/mini.yaml under {AGENTS}"
+    agents = installed_venv("agents")
+    found = sorted(agents.glob("lib/python*/site-packages/minisweagent/config/mini.yaml"))
+    assert found, f"no minisweagent/config/mini.yaml under {agents}"
     return found[0]
 
 
