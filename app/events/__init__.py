@@ -7,6 +7,7 @@ from app.events.conversation import AgentState, Condensation, Message
 from app.events.evaluation import EvalScore
 from app.events.ids import new_event_id
 from app.events.imported import ImportedAction, ImportedOutput
+from app.events.traces import OtelSpan
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.observations import (
@@ -63,6 +64,7 @@ __all__ = [
     "McpResult",
     "Message",
     "Observation",
+    "OtelSpan",
     "ReplayResultEvent",
     "Run",
     "RunOutput",

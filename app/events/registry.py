@@ -24,6 +24,7 @@ from app.events import (
     observations,
     platform_audit,
     replay,
+    traces,
     workspace,
 )
 from app.events.base import Action, Event, Observation, Service
@@ -41,6 +42,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     *workspace.KIND_CLASSES,
     *imported.KIND_CLASSES,
     *platform_audit.KIND_CLASSES,
+    *traces.KIND_CLASSES,
 )
 
 

@@ -489,7 +489,7 @@ ALTER FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) OWNER TO c
 
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1718,6 +1718,28 @@ ALTER TABLE public.login_codes OWNER TO chronicle_owner;
 
 COMMENT ON TABLE public.login_codes IS 'One-time codes of sign-in links (sha256 only): minutes to live, used once.';
 
+CREATE TABLE public.otel_spans (
+    user_id uuid NOT NULL,
+    trace_id text NOT NULL,
+    span_id text NOT NULL,
+    is_root boolean NOT NULL,
+    start_ns bigint NOT NULL,
+    end_ns bigint NOT NULL,
+    conversation text,
+    span bytea NOT NULL,
+    received_at timestamp with time zone DEFAULT now() NOT NULL,
+    session_id uuid,
+    settled_seq integer,
+    CONSTRAINT otel_spans_span_id_check CHECK ((span_id ~ '^[0-9a-f]{16}$'::text)),
+    CONSTRAINT otel_spans_trace_id_check CHECK ((trace_id ~ '^[0-9a-f]{32}$'::text))
+);
+
+ALTER TABLE public.otel_spans OWNER TO chronicle_owner;
+
+COMMENT ON TABLE public.otel_spans IS 'Spans received over OTLP, each once per user, until their trace is settled into the log';
+
+COMMENT ON COLUMN public.otel_spans.settled_seq IS 'seq of the first event the span became in session_id; NULL while its trace waits';
+
 CREATE VIEW public.platform_audit AS
  SELECT seq,
     event_id,
@@ -1931,6 +1953,9 @@ ALTER TABLE ONLY public.login_codes
 ALTER TABLE ONLY public.login_codes
     ADD CONSTRAINT login_codes_pkey PRIMARY KEY (id);
 
+ALTER TABLE ONLY public.otel_spans
+    ADD CONSTRAINT otel_spans_pkey PRIMARY KEY (user_id, trace_id, span_id);
+
 ALTER TABLE ONLY public.projections
     ADD CONSTRAINT projections_pkey PRIMARY KEY (name);
 
@@ -1970,6 +1995,8 @@ CREATE UNIQUE INDEX events_one_observation_per_action ON public.events USING btr
 CREATE UNIQUE INDEX events_one_session_created ON public.events USING btree (session_id) WHERE (kind = 'session.created'::text);
 
 CREATE INDEX events_tool_calls_by_time ON public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
+
+CREATE INDEX otel_spans_waiting ON public.otel_spans USING btree (received_at) WHERE (settled_seq IS NULL);
 
 CREATE INDEX session_leases_due ON public.session_leases USING btree (lease_expires_at NULLS FIRST, requested_at);
 
@@ -2029,6 +2056,9 @@ ALTER TABLE ONLY public.login_codes
 
 ALTER TABLE ONLY public.login_codes
     ADD CONSTRAINT login_codes_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
+
+ALTER TABLE ONLY public.otel_spans
+    ADD CONSTRAINT otel_spans_user_id_fkey FOREIGN KEY (user_id) REFERENCES public.users(id);
 
 ALTER TABLE ONLY public.session_leases
     ADD CONSTRAINT session_leases_session_id_fkey FOREIGN KEY (session_id) REFERENCES public.sessions(id);
@@ -2212,6 +2242,12 @@ GRANT UPDATE(refilled_at) ON TABLE public.gateway_usage TO chronicle_app;
 GRANT SELECT ON TABLE public.gateway_user_limits TO chronicle_app;
 
 GRANT SELECT ON TABLE public.llm_messages TO chronicle_app;
+
+GRANT SELECT,INSERT ON TABLE public.otel_spans TO chronicle_app;
+
+GRANT UPDATE(session_id) ON TABLE public.otel_spans TO chronicle_app;
+
+GRANT UPDATE(settled_seq) ON TABLE public.otel_spans TO chronicle_app;
 
 GRANT SELECT ON TABLE public.platform_audit TO chronicle_analyst;
 

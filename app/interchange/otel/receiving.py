@@ -1,0 +1,205 @@
+"""Traces received from instrumented applications, settled into sessions of the log.
+
+A request's spans are first stored as they came (``otel_spans``, once per user, trace and
+span), and answered. A trace is then *settled*: its waiting spans are read a page at a time
+in the order they ran (end time, then start, then id), turned into events
+(``received_events``) and appended to the trace's session, and marked settled with the seq
+they became. A trace settles as soon as its root span has come (a root span ends last, so an
+SDK exports it last), and otherwise once no span of it has come for ``quiet_seconds``
+(``TraceSettler``). So the session is the same whatever order an exporter sent the spans in;
+a span that comes after its trace settled is appended then, after what is there.
+
+Which session: the trace's ``gen_ai.conversation.id`` (the first span that has one), else
+the trace itself, one session per user and conversation (``session_id_for``): the turns of
+one conversation, each a trace of its own, are one session. Once a span of the trace has
+settled, the rest go where it went. A new session is an external agent's session
+(``config.agent`` ``external``, ``config.source`` ``otlp``, the client the spans' service), owned
+by the token's user, so the views, the page, scoring and positional replay take it as they
+take the gateway's.
+
+Bounded: a page is ``PAGE`` spans, so a trace of a million spans is never held in memory.
+Idempotent: a span stored again is not stored again, and the events of a span have ids
+derived from it, so appending a page twice (a crash between the append and the marking)
+finds them recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from app.events import Event, SessionCreated
+from app.interchange.otel.received import ReceivedSpan
+from app.interchange.otel.received_events import span_events
+from app.interchange.sql.received_spans import (
+    CONVERSATION_SQL,
+    LOCK_SQL,
+    MARK_SQL,
+    ROOTS_SQL,
+    SETTLE_LOCK_CLASS,
+    SETTLED_SESSION_SQL,
+    USER_NAME_SQL,
+    WAITING_SQL,
+    Staged,
+    quiet_traces,
+    span_of,
+    stage,
+)
+from app.sessions.sql.session_owners import own_session
+from app.store import ConcurrencyError, EventStore
+
+log = logging.getLogger(__name__)
+
+#: Spans settled at a time.
+PAGE = 1000
+#: The namespace of received sessions' ids (uuid5 of the user and the conversation or trace).
+OTLP_NAMESPACE = UUID("0f7c3b1e-26a4-4d0b-8f2e-5a1c7e9b3d26")
+#: How long a trace without its root span waits for more spans before it settles.
+QUIET_SECONDS = 5.0
+
+
+def session_id_for(user_id: UUID, *, conversation: str | None, trace_id: str) -> UUID:
+    if conversation is not None:
+        return uuid.uuid5(OTLP_NAMESPACE, f"{user_id}\nconversation\n{conversation}")
+    return uuid.uuid5(OTLP_NAMESPACE, f"{user_id}\ntrace\n{trace_id}")
+
+
+async def receive(store: EventStore, user_id: UUID, spans: Sequence[ReceivedSpan]) -> Staged:
+    """Store a request's spans; what was new (settling is ``settle_trace``'s)."""
+    return await stage(store, user_id, spans)
+
+
+async def settle_trace(store: EventStore, user_id: UUID, trace_id: str) -> int:
+    """Append the trace's waiting spans to its session; how many spans settled."""
+    settled = 0
+    user = ""
+    while True:
+        async with store.pool.acquire() as connection, connection.transaction():
+            await connection.execute(LOCK_SQL, SETTLE_LOCK_CLASS, str(user_id), trace_id)
+            rows = await connection.fetch(WAITING_SQL, user_id, trace_id, PAGE)
+            if not rows:
+                return settled
+            session_id = await connection.fetchval(SETTLED_SESSION_SQL, user_id, trace_id)
+            if session_id is None:
+                conversation = await connection.fetchval(CONVERSATION_SQL, user_id, trace_id)
+                session_id = session_id_for(user_id, conversation=conversation, trace_id=trace_id)
+            if not user:
+                user = await connection.fetchval(USER_NAME_SQL, user_id) or ""
+            roots = {row["span_id"] for row in await connection.fetch(ROOTS_SQL, user_id, trace_id)}
+            spans = [span_of(row["span"]) for row in rows]
+            seqs = await _append(store, session_id, user_id, user, spans, roots)
+            await connection.execute(
+                MARK_SQL, user_id, trace_id, session_id, [span.span_id for span in spans], seqs
+            )
+            settled += len(spans)
+
+
+async def _append(
+    store: EventStore,
+    session_id: UUID,
+    user_id: UUID,
+    user: str,
+    spans: list[ReceivedSpan],
+    roots: set[str],
+) -> list[int]:
+    """Append the events of ``spans`` at the session's end (opening it when new); the seq of
+    each span's first event. Another trace of the same conversation may append meanwhile:
+    then this page is made again at the new end."""
+    last = 0
+    for _ in range(20):
+        last = await store.last_seq(session_id)
+        opening: list[Event] = [] if last else [_opening(spans[0], user)]
+        settled = span_events(session_id, last + 1 + len(opening), spans, root_ids=roots)
+        events = opening + [event for _, event in settled.events]
+        try:
+            recorded = await store.append(
+                session_id, events, expected_seq=last, messages=settled.messages
+            )
+        except ConcurrencyError:
+            continue
+        if opening:
+            await own_session(store, session_id, user_id)
+        first: dict[str, int] = {}
+        for (span, _), event in zip(settled.events, recorded[len(opening) :], strict=True):
+            first.setdefault(span.span_id, event.seq)
+        return [first.get(span.span_id, recorded[-1].seq) for span in spans]
+    raise ConcurrencyError(session_id, last, await store.last_seq(session_id))
+
+
+def _opening(span: ReceivedSpan, user: str) -> SessionCreated:
+    conversation = span.attributes.get("gen_ai.conversation.id")
+    client = span.service or span.scope or "otlp"
+    config: dict[str, Any] = {
+        "agent": "external",
+        "client": client[:100],
+        "source": "otlp",
+        "trace_id": span.trace_id,
+    }
+    if isinstance(conversation, str):
+        config["conversation_id"] = conversation[:1000]
+    title = (
+        f"{client[:100]}: {(conversation if isinstance(conversation, str) else span.name)[:200]}"
+    )
+    return SessionCreated(title=title, config=config, user=user)
+
+
+class TraceSettler:
+    """Settles traces in the background: those whose root span came, at once (``wake``), and
+    the rest once quiet. One per server process; several processes share the work (a trace's
+    settling is serialised in the database)."""
+
+    def __init__(
+        self, store: EventStore, *, quiet_seconds: float = QUIET_SECONDS, poll_seconds: float = 1.0
+    ) -> None:
+        self._store = store
+        self._quiet = quiet_seconds
+        self._poll = poll_seconds
+        self._due: set[tuple[UUID, str]] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="otlp trace settler")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    def wake(self, user_id: UUID, traces: frozenset[str]) -> None:
+        """Settle these traces of ``user_id`` now."""
+        self._due.update((user_id, trace) for trace in traces)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._poll)
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            try:
+                await self.settle_due()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the next round tries again; the spans wait in the table
+                log.exception("could not settle received traces")
+
+    async def settle_due(self) -> int:
+        """Settle the traces woken for and the quiet ones; how many spans settled."""
+        due, self._due = self._due, set()
+        settled = 0
+        for user_id, trace in sorted(due):
+            settled += await settle_trace(self._store, user_id, trace)
+        for user_id, trace in await quiet_traces(self._store, self._quiet, 100):
+            settled += await settle_trace(self._store, user_id, trace)
+        return settled

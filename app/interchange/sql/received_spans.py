@@ -1,0 +1,114 @@
+"""The ``otel_spans`` table (migration 0022): spans received over OTLP, waiting for their trace
+to settle into the log.
+
+Stored once per user, trace and span (``ON CONFLICT DO NOTHING``: a span an exporter sends
+again is not stored again); read back a page at a time in the order the spans ran (end,
+then start, then id) under a lock on the trace, so two settlers of one trace take turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from uuid import UUID
+
+import orjson
+
+from app.interchange.otel.received import ReceivedSpan
+from app.store import EventStore
+
+STAGE_SQL = """
+INSERT INTO otel_spans (user_id, trace_id, span_id, is_root, start_ns, end_ns, conversation, span)
+SELECT $1, t.trace_id, t.span_id, t.is_root, t.start_ns, t.end_ns, t.conversation, t.span
+FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::bigint[], $7::text[],
+            $8::bytea[]) AS t(trace_id, span_id, is_root, start_ns, end_ns, conversation, span)
+ON CONFLICT DO NOTHING
+RETURNING trace_id, is_root
+"""
+#: Serialises the settling of one user's trace (a transaction lock in a key space of its own).
+SETTLE_LOCK_CLASS = 1226
+LOCK_SQL = "SELECT pg_advisory_xact_lock($1, hashtext($2 || $3))"
+WAITING_SQL = """
+SELECT span_id, span FROM otel_spans
+WHERE user_id = $1 AND trace_id = $2 AND settled_seq IS NULL
+ORDER BY end_ns, start_ns, span_id
+LIMIT $3
+"""
+SETTLED_SESSION_SQL = """
+SELECT session_id FROM otel_spans
+WHERE user_id = $1 AND trace_id = $2 AND session_id IS NOT NULL
+LIMIT 1
+"""
+CONVERSATION_SQL = """
+SELECT conversation FROM otel_spans
+WHERE user_id = $1 AND trace_id = $2 AND conversation IS NOT NULL
+ORDER BY end_ns, start_ns, span_id
+LIMIT 1
+"""
+ROOTS_SQL = """
+SELECT span_id FROM otel_spans WHERE user_id = $1 AND trace_id = $2 AND is_root
+"""
+MARK_SQL = """
+UPDATE otel_spans AS o SET session_id = $3, settled_seq = t.seq
+FROM unnest($4::text[], $5::integer[]) AS t(span_id, seq)
+WHERE o.user_id = $1 AND o.trace_id = $2 AND o.span_id = t.span_id
+"""
+USER_NAME_SQL = "SELECT name FROM users WHERE id = $1"
+QUIET_SQL = """
+SELECT user_id, trace_id FROM otel_spans
+WHERE settled_seq IS NULL
+GROUP BY user_id, trace_id
+HAVING max(received_at) < now() - make_interval(secs => $1)
+ORDER BY min(received_at)
+LIMIT $2
+"""
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What storing a request's spans did: spans new here, spans stored before, and the traces
+    (new spans) whose root span came."""
+
+    new: int
+    again: int
+    traces: frozenset[str]
+    rooted: frozenset[str]
+
+
+async def stage(store: EventStore, user_id: UUID, spans: Sequence[ReceivedSpan]) -> Staged:
+    """Store ``spans`` for ``user_id``, each once."""
+    if not spans:
+        return Staged(0, 0, frozenset(), frozenset())
+    rows = await store.pool.fetch(
+        STAGE_SQL,
+        user_id,
+        [span.trace_id for span in spans],
+        [span.span_id for span in spans],
+        [span.parent_span_id is None for span in spans],
+        [span.start_ns for span in spans],
+        [span.end_ns for span in spans],
+        [conversation_of(span) for span in spans],
+        [orjson.dumps(span.model_dump()) for span in spans],
+    )
+    traces = frozenset(row["trace_id"] for row in rows)
+    rooted = frozenset(row["trace_id"] for row in rows if row["is_root"])
+    return Staged(len(rows), len(spans) - len(rows), traces, rooted)
+
+
+def conversation_of(span: ReceivedSpan) -> str | None:
+    value = span.attributes.get("gen_ai.conversation.id")
+    if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
+        return str(value)[:1000]
+    return None
+
+
+async def quiet_traces(
+    store: EventStore, quiet_seconds: float, limit: int
+) -> list[tuple[UUID, str]]:
+    """Traces with waiting spans none of which came in the last ``quiet_seconds``."""
+    rows = await store.pool.fetch(QUIET_SQL, quiet_seconds, limit)
+    return [(row["user_id"], row["trace_id"]) for row in rows]
+
+
+def span_of(raw: bytes) -> ReceivedSpan:
+    return ReceivedSpan.model_validate(orjson.loads(raw))
