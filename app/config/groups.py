@@ -168,6 +168,20 @@ class ServerSettings(BaseModel):
     max_active_sessions: int = Field(
         default=5, ge=1, description="sessions one user may have working (or starting) at once"
     )
+    otlp_max_body_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="largest OTLP trace export POST /v1/traces reads (after gzip); more is 413",
+    )
+    otlp_max_spans: int = Field(
+        default=50_000, ge=1, description="spans one OTLP trace export may carry; more is 413"
+    )
+    otlp_quiet_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="seconds a received trace whose root span has not come waits for more "
+        "spans before it settles into its session",
+    )
     login_hours: float = Field(
         default=12.0, gt=0, description="lifetime of a browser login's session cookie"
     )

@@ -37,6 +37,7 @@ from app.server import (
     gateway_routes,
     health,
     login,
+    otlp_routes,
     replay_routes,
     session_routes,
     steering,
@@ -73,6 +74,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *user_logins.ROUTES,
         *gateway_routes.ROUTES,
         *anthropic_routes.ROUTES,
+        *otlp_routes.ROUTES,
     ]
 
 
@@ -129,8 +131,8 @@ def create_app(
             *web_routes(),
         ],
         state=State({"context": context, AUTH_STATE: auth}),
-        on_startup=[auth.watch.start],
-        on_shutdown=[auth.watch.close, gateway_routes.close_gateway],
+        on_startup=[auth.watch.start, otlp_routes.start_settler],
+        on_shutdown=[auth.watch.close, gateway_routes.close_gateway, otlp_routes.close_settler],
         dependencies={"ctx": Provide(provide_context, sync_to_thread=False)},
         middleware=[
             ClientAddressMiddleware,

@@ -1,0 +1,201 @@
+"""Received spans settle into sessions in PostgreSQL (as the application's login): the same
+session whatever order the spans came in, each span once however often it is sent, a
+conversation's traces one session, and a trace larger than a page settled page by page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+
+import pytest
+
+from app.interchange.otel import receiving
+from app.interchange.otel.received import ReceivedSpan
+from app.interchange.otel.receiving import TraceSettler, receive, session_id_for, settle_trace
+from app.sessions.sql.session_owners import owner_of
+from app.sessions.sql.users import add_user
+from app.store import EventStore
+
+SECOND = 1_000_000_000
+START = 1_700_000_000 * SECOND
+
+
+def trace_spans(
+    trace: str, conversation: str | None = "conv-1", calls: int = 3
+) -> list[ReceivedSpan]:
+    """An agent's trace: a root invoke_agent, and per step a model call then its tool."""
+    root = f"{1:016x}"
+    conversation_attribute = {"gen_ai.conversation.id": conversation} if conversation else {}
+    spans = [
+        ReceivedSpan(
+            trace_id=trace,
+            span_id=root,
+            name="invoke_agent helper",
+            start_ns=START,
+            end_ns=START + (calls + 1) * SECOND,
+            attributes={"gen_ai.operation.name": "invoke_agent", **conversation_attribute},
+            service="helper",
+        )
+    ]
+    for step in range(calls):
+        at = START + step * SECOND
+        spans.append(
+            ReceivedSpan(
+                trace_id=trace,
+                span_id=f"{100 + step:016x}",
+                parent_span_id=root,
+                name="chat m",
+                start_ns=at + 1,
+                end_ns=at + SECOND // 2,
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.request.model": "m",
+                    "gen_ai.output.messages": json.dumps(
+                        [
+                            {
+                                "role": "assistant",
+                                "parts": [{"type": "tool_call", "id": f"c{step}", "name": "ls"}],
+                                "finish_reason": "tool_calls",
+                            }
+                        ]
+                    ),
+                    **conversation_attribute,
+                },
+                service="helper",
+            )
+        )
+        spans.append(
+            ReceivedSpan(
+                trace_id=trace,
+                span_id=f"{200 + step:016x}",
+                parent_span_id=root,
+                name="execute_tool ls",
+                start_ns=at + SECOND // 2 + 1,
+                end_ns=at + SECOND - 1,
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "ls",
+                    "gen_ai.tool.call.id": f"c{step}",
+                },
+                service="helper",
+            )
+        )
+    return spans
+
+
+def shape(events: list) -> list[tuple]:
+    return [
+        (e.seq, e.kind, e.cause, e.event_id, e.payload.get("imported", {}).get("id"))
+        for e in events
+    ]
+
+
+async def test_the_session_is_the_same_whatever_order_the_spans_came_in(store: EventStore) -> None:
+    user = await add_user(store, "ora")
+    other = await add_user(store, "pat")
+    spans = trace_spans("a" * 32)
+    shuffled = spans[:]
+    random.Random(7).shuffle(shuffled)
+    # the same trace, by two users: in order in one request, shuffled over three for the other
+    await receive(store, user.id, spans)
+    for start in range(0, len(shuffled), 3):
+        await receive(store, other.id, shuffled[start : start + 3])
+    assert await settle_trace(store, user.id, "a" * 32) == len(spans)
+    assert await settle_trace(store, other.id, "a" * 32) == len(spans)
+
+    mine = session_id_for(user.id, conversation="conv-1", trace_id="a" * 32)
+    theirs = session_id_for(other.id, conversation="conv-1", trace_id="a" * 32)
+    assert mine != theirs
+    first = await store.read(mine)
+    second = await store.read(theirs)
+    assert [(e.kind, e.cause) for e in first] == [(e.kind, e.cause) for e in second]
+    assert [e.kind for e in first] == [
+        "session.created",
+        *["llm.call", "imported", "imported.output"] * 3,
+        "otel.span",
+        "agent.state",
+    ]
+    created = first[0].payload
+    assert created["config"]["agent"] == "external" and created["config"]["source"] == "otlp"
+    assert created["user"] == "ora"
+    assert await owner_of(store, mine) == user.id
+    assert first[2].cause == 2  # the tool's action answers the call that asked for it
+
+
+async def test_a_span_sent_again_is_one_event(store: EventStore) -> None:
+    user = await add_user(store, "quin")
+    spans = trace_spans("b" * 32, calls=1)
+    staged = await receive(store, user.id, spans)
+    assert (staged.new, staged.again, staged.rooted) == (len(spans), 0, frozenset({"b" * 32}))
+    await settle_trace(store, user.id, "b" * 32)
+    session = session_id_for(user.id, conversation="conv-1", trace_id="b" * 32)
+    before = shape(await store.read(session))
+    again = await receive(store, user.id, spans)
+    assert (again.new, again.again) == (0, len(spans))
+    assert await settle_trace(store, user.id, "b" * 32) == 0
+    assert shape(await store.read(session)) == before
+
+
+async def test_a_conversations_traces_are_one_session_and_late_spans_follow(
+    store: EventStore,
+) -> None:
+    user = await add_user(store, "rae")
+    first, second = trace_spans("c" * 32, calls=1), trace_spans("d" * 32, calls=1)
+    await receive(store, user.id, first[1:])  # the root comes late
+    await settle_trace(store, user.id, "c" * 32)
+    await receive(store, user.id, second)
+    await settle_trace(store, user.id, "d" * 32)
+    await receive(store, user.id, first[:1])
+    await settle_trace(store, user.id, "c" * 32)
+    session = session_id_for(user.id, conversation="conv-1", trace_id="c" * 32)
+    kinds = [event.kind for event in await store.read(session)]
+    assert kinds == [
+        "session.created",
+        "llm.call", "imported", "imported.output",  # trace c without its root
+        "llm.call", "imported", "imported.output", "otel.span", "agent.state",  # trace d
+        "otel.span", "agent.state",  # c's root, late
+    ]  # fmt: skip
+    # a trace of no conversation is a session of its own
+    lone = trace_spans("e" * 32, conversation=None, calls=1)
+    await receive(store, user.id, lone)
+    await settle_trace(store, user.id, "e" * 32)
+    assert len(await store.read(session_id_for(user.id, conversation=None, trace_id="e" * 32))) == 6
+
+
+async def test_a_trace_larger_than_a_page_settles_page_by_page(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(receiving, "PAGE", 7)
+    user = await add_user(store, "sol")
+    spans = trace_spans("f" * 32, calls=20)  # 41 spans: 6 pages
+    await receive(store, user.id, spans)
+    assert await settle_trace(store, user.id, "f" * 32) == 41
+    session = session_id_for(user.id, conversation="conv-1", trace_id="f" * 32)
+    events = await store.read(session)
+    assert len(events) == 1 + 20 * 3 + 2
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+
+
+async def test_the_settler_settles_rooted_traces_at_once_and_the_rest_when_quiet(
+    store: EventStore,
+) -> None:
+    user = await add_user(store, "tam")
+    settler = TraceSettler(store, quiet_seconds=0.5, poll_seconds=0.1)
+    rooted = trace_spans("1" * 32, calls=1)
+    staged = await receive(store, user.id, rooted)
+    settler.wake(user.id, staged.rooted)
+    assert await settler.settle_due() == len(rooted)
+    rootless = trace_spans("2" * 32, conversation="conv-2", calls=1)[1:]
+    await receive(store, user.id, rootless)
+    assert await settler.settle_due() == 0  # not quiet yet
+    settler.start()
+    try:
+        session = session_id_for(user.id, conversation="conv-2", trace_id="2" * 32)
+        for _ in range(100):
+            if await store.last_seq(session):
+                break
+            await asyncio.sleep(0.1)
+        assert [e.kind for e in await store.read(session)][-1] == "imported.output"
+    finally:
+        await settler.close()
