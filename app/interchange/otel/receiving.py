@@ -83,15 +83,16 @@ async def settle_trace(store: EventStore, user_id: UUID, trace_id: str) -> int:
             rows = await connection.fetch(WAITING_SQL, user_id, trace_id, PAGE)
             if not rows:
                 return settled
+            conversation = await connection.fetchval(CONVERSATION_SQL, user_id, trace_id)
             session_id = await connection.fetchval(SETTLED_SESSION_SQL, user_id, trace_id)
             if session_id is None:
-                conversation = await connection.fetchval(CONVERSATION_SQL, user_id, trace_id)
                 session_id = session_id_for(user_id, conversation=conversation, trace_id=trace_id)
             if not user:
                 user = await connection.fetchval(USER_NAME_SQL, user_id) or ""
             roots = {row["span_id"] for row in await connection.fetch(ROOTS_SQL, user_id, trace_id)}
             spans = [span_of(row["span"]) for row in rows]
-            seqs = await _append(store, session_id, user_id, user, spans, roots)
+            opening = _opening(spans, conversation, user)
+            seqs = await _append(store, session_id, user_id, opening, spans, roots)
             await connection.execute(
                 MARK_SQL, user_id, trace_id, session_id, [span.span_id for span in spans], seqs
             )
@@ -102,7 +103,7 @@ async def _append(
     store: EventStore,
     session_id: UUID,
     user_id: UUID,
-    user: str,
+    opening: SessionCreated,
     spans: list[ReceivedSpan],
     roots: set[str],
 ) -> list[int]:
@@ -112,38 +113,39 @@ async def _append(
     last = 0
     for _ in range(20):
         last = await store.last_seq(session_id)
-        opening: list[Event] = [] if last else [_opening(spans[0], user)]
-        settled = span_events(session_id, last + 1 + len(opening), spans, root_ids=roots)
-        events = opening + [event for _, event in settled.events]
+        first_events: list[Event] = [] if last else [opening]
+        settled = span_events(session_id, last + 1 + len(first_events), spans, root_ids=roots)
+        events = first_events + [event for _, event in settled.events]
         try:
             recorded = await store.append(
                 session_id, events, expected_seq=last, messages=settled.messages
             )
         except ConcurrencyError:
             continue
-        if opening:
+        if first_events:
             await own_session(store, session_id, user_id)
         first: dict[str, int] = {}
-        for (span, _), event in zip(settled.events, recorded[len(opening) :], strict=True):
+        for (span, _), event in zip(settled.events, recorded[len(first_events) :], strict=True):
             first.setdefault(span.span_id, event.seq)
         return [first.get(span.span_id, recorded[-1].seq) for span in spans]
     raise ConcurrencyError(session_id, last, await store.last_seq(session_id))
 
 
-def _opening(span: ReceivedSpan, user: str) -> SessionCreated:
-    conversation = span.attributes.get("gen_ai.conversation.id")
-    client = span.service or span.scope or "otlp"
+def _opening(spans: list[ReceivedSpan], conversation: str | None, user: str) -> SessionCreated:
+    """The ``session.created`` of a session the trace of ``spans`` opens: its client is the
+    spans' service, its title the conversation, else the trace's root span (else the first)."""
+    first = spans[0]
+    root = next((span for span in spans if span.parent_span_id is None), first)
+    client = (first.service or first.scope or "otlp")[:100]
     config: dict[str, Any] = {
         "agent": "external",
-        "client": client[:100],
+        "client": client,
         "source": "otlp",
-        "trace_id": span.trace_id,
+        "trace_id": first.trace_id,
     }
-    if isinstance(conversation, str):
-        config["conversation_id"] = conversation[:1000]
-    title = (
-        f"{client[:100]}: {(conversation if isinstance(conversation, str) else span.name)[:200]}"
-    )
+    if conversation is not None:
+        config["conversation_id"] = conversation
+    title = f"{client}: {(conversation or root.name)[:200]}"
     return SessionCreated(title=title, config=config, user=user)
 
 
