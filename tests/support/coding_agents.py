@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from tests.support.fake_llm import Reply, tool_call
-from tests.support.test_venvs import installed_venv
+from tests.support.venvs import installed_venv
 
 #: The first line of mini's default configuration (``mini.yaml``): its system prompt.
 SYSTEM_PROMPT = "You are a helpful assistant that can interact with a computer."

@@ -232,7 +232,9 @@ def chat_messages(input_messages: Any, system_instructions: Any = None) -> list[
         ]
         rest = [part for part in parts if part not in calls and part not in answers]
         if rest or calls or not answers:
-            entry: dict[str, Any] = {"role": role, "content": _parts_content(rest)}
+            entry: dict[str, Any] = {"role": role}
+            if rest or not calls:  # a message of tool calls alone has no content (OpenAI's)
+                entry["content"] = _parts_content(rest)
             if calls:
                 entry["tool_calls"] = [
                     {

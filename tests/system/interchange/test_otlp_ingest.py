@@ -22,9 +22,10 @@ import httpx
 import pytest
 
 from tests.support.chronicle_server import ServerProcess, database_environment, start_server
+from tests.support.cli import chronicle
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.postgres import PgServer, database_from_template
-from tests.support.test_venvs import installed_venv
+from tests.support.venvs import installed_venv
 
 #: The instrumented application: its tracer provider exports to Chronicle (the endpoint and
 #: the token come from OpenTelemetry's own environment variables), the openai SDK is
@@ -93,7 +94,10 @@ def server(
     for admin_url in database_from_template(
         pg_server.admin, pg_template, f"otlp_{uuid.uuid4().hex[:16]}"
     ):
-        env = database_environment(pg_server, admin_url, root, server_otlp_quiet_seconds="1")
+        env = database_environment(
+            pg_server, admin_url, root, server_otlp_quiet_seconds="1",
+            gateway_model_map=json.dumps({"gpt-*": "openai/scripted"}),
+        )  # fmt: skip
         started = start_server(env)
         try:
             yield started
@@ -129,7 +133,9 @@ def run_agent(
     return json.loads(done.stdout)
 
 
-def session_of(server: ServerProcess, token: str, conversation: str) -> dict[str, Any]:
+def session_of(
+    server: ServerProcess, token: str, conversation: str, *, settled: bool = True
+) -> dict[str, Any]:
     """The session the conversation became, once its trace has settled (its end recorded)."""
     headers = {"Authorization": f"Bearer {token}"}
     deadline = time.monotonic() + 30
@@ -140,7 +146,7 @@ def session_of(server: ServerProcess, token: str, conversation: str) -> dict[str
                 events = httpx.get(
                     f"{server.url}/api/sessions/{summary['id']}/events", headers=headers
                 ).json()["events"]
-                if events and events[-1]["kind"] == "agent.state":
+                if events and (not settled or events[-1]["kind"] == "agent.state"):
                     return {"id": summary["id"], "events": events}
         time.sleep(0.3)
     raise AssertionError(f"no settled session for {conversation}: {server.rest_of_output()}")
@@ -203,6 +209,45 @@ def test_an_instrumented_agents_trace_becomes_its_session_call_for_call(
 
     verified = httpx.get(f"{server.url}/api/sessions/{session['id']}/verify", headers=headers)
     assert verified.json()["ok"] is True
+
+
+def test_a_received_session_is_scored_and_replayed_like_a_recorded_one(
+    server: ServerProcess, token: str, upstream: FakeLlmServer, tmp_path: Path
+) -> None:
+    upstream.script(
+        Reply(tool_calls=[tool_call("get_weather", city="Paris")]), Reply(content="Rainy.")
+    )
+    conversation = f"weather-replay-{uuid.uuid4().hex[:8]}"
+    run_agent("otel-openai", "protobuf", conversation, server, token, upstream, tmp_path)
+    session = session_of(server, token, conversation)["id"]
+
+    scored = chronicle("eval", "score", session, env=server.env)
+    assert scored.returncode == 0, scored.stderr
+    kinds = [e["kind"] for e in session_of(server, token, conversation, settled=False)["events"]]
+    assert "eval.score" in kinds
+
+    # the same agent, its model calls answered from the received session: no model is asked
+    asked = len(upstream.requests)
+    script = tmp_path / "agent.py"
+    python = installed_venv("otel-openai") / "bin" / "python"
+    replayed = chronicle(
+        "record", "--user", "tracer", "--url", server.url, "--workspace", str(tmp_path),
+        "--replay", session, "--mode", "positional",
+        "--", str(python), str(script), "protobuf", f"{conversation}-again",
+        env={
+            **server.env,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{server.url}/v1/traces",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer%20{token}",
+        },
+        timeout=120,
+    )  # fmt: skip
+    assert replayed.returncode in (0, 3), replayed.stderr
+    assert len(upstream.requests) == asked
+    assert json.loads(replayed.stdout.splitlines()[-1])["calls"][1]["content"] == "Rainy."
+    # served in order although the requests differ from what the spans recorded: the
+    # instrumentation records no tool definitions, and the gateway asks the mapped model
+    assert "2 served, 0 made" in replayed.stderr, replayed.stderr
+    assert "prompt message" not in replayed.stderr  # the messages are the recorded ones
 
 
 def test_exports_are_refused_as_otlp_expects(server: ServerProcess, token: str) -> None:

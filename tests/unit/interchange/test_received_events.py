@@ -213,7 +213,6 @@ def test_genai_messages_become_openai_chat_messages() -> None:
         {"role": "user", "content": "Weather?"},
         {
             "role": "assistant",
-            "content": None,
             "tool_calls": [
                 {"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"x":1}'}}
             ],
