@@ -22,8 +22,8 @@ from app.cli.log import session_id
 from app.cli.otlp import add_otlp_arguments, export_otlp
 from app.cli.terminal import raw
 from app.config import Settings
-from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
-from app.evaluation.importers.writing import ImportConflict, write_session
+from app.interchange.importers import IMPORTERS, ImportProblem, read_recording
+from app.interchange.importers.writing import ImportConflict, write_session
 from app.store import EventStore, admin_database_url, ensure_database
 from app.store.archive import FileReport, check_file, export_sessions, import_file
 

@@ -66,7 +66,7 @@ class Event(BaseModel):
     #: The signed-in user who sent it through the access service (app/server): a message,
     #: a pause, resume or stop, a session's creation. Left out of the payload when None.
     user: str | None = Field(default=None, min_length=1, max_length=64)
-    #: Only on events imported from another agent's recording (app/evaluation/importers):
+    #: Only on events imported from another agent's recording (app/interchange/importers):
     #: where in it the event came from. Not one of the kind's fields (a replay compares
     #: actions without it), so ``payload`` alone writes it, and leaves it out of a replayed
     #: copy's payload (whose ``replayed_from`` points at the imported event).

@@ -1,4 +1,4 @@
-"""Where an imported event came from: another agent's recording (see app/evaluation/importers).
+"""Where an imported event came from: another agent's recording (see app/interchange/importers).
 
 An event written by ``chronicle import --from FORMAT`` carries one of these in its payload
 under ``imported``; every other event leaves the key out. A replay or a fork of an imported

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.evaluation.importers.model import ImportedSession, ImportProblem
-from app.evaluation.importers.openhands import import_openhands
-from app.evaluation.importers.swe_agent import import_swe_agent
+from app.interchange.importers.model import ImportedSession, ImportProblem
+from app.interchange.importers.openhands import import_openhands
+from app.interchange.importers.swe_agent import import_swe_agent
 
 #: format name -> the function reading a file of it: (file name, bytes) -> sessions
 IMPORTERS: dict[str, Callable[[str, bytes], list[ImportedSession]]] = {

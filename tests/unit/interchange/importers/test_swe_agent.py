@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.importers import ImportProblem, read_recording
-from app.evaluation.importers.model import ImportedSession
 from app.events import Event, canonical_json
+from app.interchange.importers import ImportProblem, read_recording
+from app.interchange.importers.model import ImportedSession
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 from tests.support.foreign_recordings import (
     CTF_FLAG,
