@@ -98,7 +98,9 @@ class Event(BaseModel):
             as_is = self.__pydantic_serializer__.to_python(self, include=set(exact))
             payload.update(jsonable_keeping_keys(as_is))
         if self.imported is not None and self.replayed_from is None:
-            payload["imported"] = self.imported.model_dump(mode="json", exclude_defaults=True)
+            # (its ``kept`` holds the recording's own JSON, whose keys may be any text)
+            origin = self.imported.model_dump(exclude_defaults=True)
+            payload["imported"] = jsonable_keeping_keys(origin)
         return payload
 
     @classmethod
