@@ -214,7 +214,8 @@ def result(answer: Item, call_id: str | None) -> dict[str, Any]:
     """An observation as a result of the step of its action."""
     payload = answer.payload
     text, rest = _answer(answer.kind, payload)
-    own = {"kind": answer.kind, **{k: v for k, v in rest.items() if v not in (None, False, "")}}
+    worth = {k: v for k, v in rest.items() if not (v is None or v is False or v == "")}
+    own = {"kind": answer.kind, **worth}
     built = {
         "source_call_id": call_id,
         "content": text,
