@@ -217,7 +217,9 @@ def test_a_bad_file_gets_one_error_naming_the_problem(document: Any, message: st
 
 
 def test_an_unknown_format_is_named() -> None:
-    with pytest.raises(ImportProblem, match="unknown format 'aider'; the formats are: openhands"):
+    with pytest.raises(
+        ImportProblem, match="unknown format 'aider'; the formats are: atif, openhands, swe-agent"
+    ):
         read_recording("aider", "x", b"{}")
 
 
