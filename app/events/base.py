@@ -78,7 +78,8 @@ class Event(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        cls._free_fields = free_fields(cls)
+        # (``imported`` is no payload field: ``payload`` writes it apart, keys and all)
+        cls._free_fields = free_fields(cls) - {"imported"}
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""

@@ -158,6 +158,7 @@ def test_a_submitted_flag_is_the_finish_message() -> None:
     [session] = read_recording("swe-agent", SWE_AGENT_CTF, real_recording(SWE_AGENT_CTF))
     [finish] = [e for e in session.events if e.kind == "finish"]
     assert payload(finish)["message"] == CTF_FLAG
+    assert finish.cause is not None
     call = session.events[finish.cause - 1]  # seqs start at 1
     # the model's tool call says so too, so a replay's finish is the same
     assert json.loads(payload(call)["response"]["tool_calls"][0]["arguments"]) == {
