@@ -96,9 +96,10 @@ def add_view_arguments(export: argparse.ArgumentParser) -> None:
     )
     export.add_argument(
         "--format",
-        choices=FORMATS,
+        choices=(*FORMATS, "atif"),
         default=None,
-        help="with --view: csv (default) or parquet (needs pyarrow: chronicle[analytics])",
+        help="with --view: csv (default) or parquet (needs pyarrow: chronicle[analytics]); "
+        "with one SESSION: atif (an ATIF trajectory, docs/atif.md)",
     )
 
 

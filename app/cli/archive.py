@@ -4,13 +4,15 @@
 An export holds every column of every event (blobs resolved, the hash chain intact), so a
 file can be checked without a database (`verify --file`) and loaded into another one
 (`import`), which refuses a file that does not verify. `export --view` writes an analytics
-view instead (app/cli/analytics.py).
+view instead (app/cli/analytics.py), `export --format atif SESSION` one session as an ATIF
+trajectory (app/interchange/atif; `import --from atif` reads one back).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import tempfile
@@ -22,8 +24,9 @@ from app.cli.log import session_id
 from app.cli.otlp import add_otlp_arguments, export_otlp
 from app.cli.terminal import raw
 from app.config import Settings
-from app.evaluation.importers import IMPORTERS, ImportProblem, read_recording
-from app.evaluation.importers.writing import ImportConflict, write_session
+from app.interchange.atif.session import AtifExportError, session_trajectory
+from app.interchange.importers import IMPORTERS, ImportProblem, read_recording
+from app.interchange.importers.writing import ImportConflict, write_session
 from app.store import EventStore, admin_database_url, ensure_database
 from app.store.archive import FileReport, check_file, export_sessions, import_file
 
@@ -59,9 +62,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         dest="recording_format",
         choices=sorted(IMPORTERS),
         metavar="FORMAT",
-        help="FILE is another agent's recording: openhands (a trajectory's list of events, or "
-        "an evaluation's output.jsonl) or swe-agent (a .traj file); each becomes a session "
-        "(importing it again writes nothing)",
+        help="FILE is another agent's recording: atif (an ATIF trajectory, docs/atif.md), "
+        "openhands (a trajectory's list of events, or an evaluation's output.jsonl) or "
+        "swe-agent (a .traj file); each becomes a session (importing it again writes nothing)",
     )
     export_parser.set_defaults(handler=export)
     load.set_defaults(handler=import_)
@@ -83,6 +86,8 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
     if args.all or args.content or args.header:
         print("error: --all, --content and --header go with --otlp URL", file=sys.stderr)
         return 2
+    if args.format == "atif":
+        return await export_atif(args, settings)
     if args.view:
         if args.sessions:
             print("error: give SESSIONs or --view NAME, not both", file=sys.stderr)
@@ -112,6 +117,62 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+async def export_atif(args: argparse.Namespace, settings: Settings) -> int:
+    """`chronicle export --format atif SESSION [-o FILE]`: one session, one trajectory (an
+    ATIF file is one trajectory: more sessions are refused, not joined)."""
+    if args.view or args.since:
+        print("error: --format atif writes a SESSION, not a --view (--since)", file=sys.stderr)
+        return 2
+    sessions = list(dict.fromkeys(args.sessions))
+    if len(sessions) != 1:
+        print(
+            "error: --format atif writes one SESSION (an ATIF file is one trajectory; "
+            f"{len(sessions)} given): export each to a file of its own",
+            file=sys.stderr,
+        )
+        return 2
+    url = await asyncio.to_thread(ensure_database, settings.database_config())
+    async with await EventStore.open(
+        url, config=settings.store.long_running(), masker=settings.masker()
+    ) as store:
+        try:
+            document = await session_trajectory(store, sessions[0])
+        except AtifExportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    text = json.dumps(document, ensure_ascii=False, indent=2) + "\n"
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate the log keeps: JSON's escape carries it
+        data = (json.dumps(document, ensure_ascii=True, indent=2) + "\n").encode()
+    if args.output is None:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        await asyncio.to_thread(_write_whole, args.output, data)
+    where = f" to {args.output}" if args.output else ""
+    print(
+        f"exported {sessions[0]} as {document.get('schema_version')}: "
+        f"{len(document['steps'])} steps{where}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """``data`` written beside ``path`` and renamed over it: never a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 async def _export_to_file(store: EventStore, sessions: list[uuid.UUID], path: Path) -> FileReport:

@@ -66,7 +66,7 @@ class Event(BaseModel):
     #: The signed-in user who sent it through the access service (app/server): a message,
     #: a pause, resume or stop, a session's creation. Left out of the payload when None.
     user: str | None = Field(default=None, min_length=1, max_length=64)
-    #: Only on events imported from another agent's recording (app/evaluation/importers):
+    #: Only on events imported from another agent's recording (app/interchange/importers):
     #: where in it the event came from. Not one of the kind's fields (a replay compares
     #: actions without it), so ``payload`` alone writes it, and leaves it out of a replayed
     #: copy's payload (whose ``replayed_from`` points at the imported event).
@@ -78,7 +78,8 @@ class Event(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        cls._free_fields = free_fields(cls)
+        # (``imported`` is no payload field: ``payload`` writes it apart, keys and all)
+        cls._free_fields = free_fields(cls) - {"imported"}
 
     def payload(self) -> dict[str, Any]:
         """The kind-specific fields, as stored in the ``payload`` column."""
@@ -98,7 +99,9 @@ class Event(BaseModel):
             as_is = self.__pydantic_serializer__.to_python(self, include=set(exact))
             payload.update(jsonable_keeping_keys(as_is))
         if self.imported is not None and self.replayed_from is None:
-            payload["imported"] = self.imported.model_dump(mode="json", exclude_defaults=True)
+            # (its ``kept`` holds the recording's own JSON, whose keys may be any text)
+            origin = self.imported.model_dump(exclude_defaults=True)
+            payload["imported"] = jsonable_keeping_keys(origin)
         return payload
 
     @classmethod

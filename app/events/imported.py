@@ -1,6 +1,6 @@
 """Another agent's actions that no Chronicle tool expresses, and their answers.
 
-``chronicle import --from FORMAT`` (app/evaluation/importers) maps what another agent did to
+``chronicle import --from FORMAT`` (app/interchange/importers) maps what another agent did to
 Chronicle's kinds where they correspond (a shell command is a ``run``, a file view or edit a
 ``file.edit``, finishing a ``finish``). Anything else — a browser action, an IPython cell, a
 delegation, an action type the importer has never seen — is kept as an ``imported`` action

@@ -3,7 +3,7 @@
 Every way a session starts records one: ``chronicle run`` and ``POST /api/sessions``
 (``app.sessions.run_config``), an evaluation trial (its ``evaluation_*`` keys), a replay and a
 fork (the recording's configuration with the replay's own keys), an external agent's session
-(``app.external``), an imported recording (``app.evaluation.importers``) and the platform's
+(``app.external``), an imported recording (``app.interchange.importers``) and the platform's
 audit log. Recorded events are hash-chained, so a configuration must dump to exactly the keys
 it was given, no more (a default is never added), no fewer (a key this model does not know
 is kept as it was), each value as it was (``strict``: nothing is coerced). The evaluation

@@ -1,7 +1,7 @@
 """Recordings of other agents for the import tests (``chronicle import --from``): small ones
 written here, and real ones kept in foreign/ (``real_recording``).
 
-Each follows its agent's real serialization (app/evaluation/importers/openhands.py and
+Each follows its agent's real serialization (app/interchange/importers/openhands.py and
 swe_agent.py name every field read) and holds the odd things real files hold: string
 booleans, a missing ``source`` and ``id``, NUL and a lone surrogate in an output, a huge
 output, an action type no importer knows, an agent state change and a condensation

@@ -50,7 +50,8 @@ def test_structured_content_under_any_is_kept() -> None:
 
 
 def test_free_fields_are_those_that_reach_any() -> None:
-    assert free_fields(McpCall) == {"arguments"}
+    assert free_fields(McpCall) == {"arguments", "imported"}  # ImportOrigin.kept reaches Any
+    assert McpCall._free_fields == {"arguments"}  # imported is written apart (Event.payload)
     assert {"params", "usage"} <= free_fields(LlmCall)
     assert "model" not in free_fields(LlmCall)
 

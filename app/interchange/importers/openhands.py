@@ -80,32 +80,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.evaluation.importers.model import (
-    ImportedSession,
-    ImportProblem,
-    SessionBuilder,
-    ToolUse,
-    refused,
-)
-from app.evaluation.importers.openhands_fields import (
-    chronicle_tool,
-    issue_name,
-    latencies_by_response,
-    nested,
-    per_call_costs,
-    recorded_latency_ms,
-    upgraded,
-    usage_of,
-)
-from app.evaluation.importers.values import (
-    first_line,
-    integer,
-    json_object,
-    load_json,
-    mapping,
-    number,
-    text_of,
-)
 from app.events import (
     ErrorObservation,
     Event,
@@ -116,6 +90,32 @@ from app.events import (
     RunOutput,
 )
 from app.events.conversation import AgentStateName
+from app.interchange.importers.model import (
+    ImportedSession,
+    ImportProblem,
+    SessionBuilder,
+    ToolUse,
+    refused,
+)
+from app.interchange.importers.openhands_fields import (
+    chronicle_tool,
+    issue_name,
+    latencies_by_response,
+    nested,
+    per_call_costs,
+    recorded_latency_ms,
+    upgraded,
+    usage_of,
+)
+from app.interchange.importers.values import (
+    first_line,
+    integer,
+    json_object,
+    load_json,
+    mapping,
+    number,
+    text_of,
+)
 
 FORMAT = "openhands"
 

@@ -59,21 +59,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.evaluation.importers.model import (
-    ImportedSession,
-    ImportProblem,
-    SessionBuilder,
-    ToolUse,
-    refused,
-)
-from app.evaluation.importers.values import (
-    first_line,
-    integer,
-    json_object,
-    load_json,
-    mapping,
-    text_of,
-)
 from app.events import (
     Event,
     FileEditOutput,
@@ -81,6 +66,21 @@ from app.events import (
     ImportedOutput,
     Message,
     RunOutput,
+)
+from app.interchange.importers.model import (
+    ImportedSession,
+    ImportProblem,
+    SessionBuilder,
+    ToolUse,
+    refused,
+)
+from app.interchange.importers.values import (
+    first_line,
+    integer,
+    json_object,
+    load_json,
+    mapping,
+    text_of,
 )
 
 FORMAT = "swe-agent"

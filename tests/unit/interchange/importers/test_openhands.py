@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.importers import ImportProblem, read_recording
-from app.evaluation.importers.model import ImportedSession
 from app.events import Event
+from app.interchange.importers import ImportProblem, read_recording
+from app.interchange.importers.model import ImportedSession
 from tests.support.foreign_recordings import (
     HUGE_OUTPUT,
     ODD_OUTPUT,

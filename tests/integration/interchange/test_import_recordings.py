@@ -15,10 +15,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from app.evaluation.importers import ImportedSession, read_recording
-from app.evaluation.importers.writing import ImportConflict, write_session
 from app.evaluation.rescoring import rescore, suite_tasks
 from app.evaluation.scorers import scorer_named
+from app.interchange.importers import ImportedSession, read_recording
+from app.interchange.importers.writing import ImportConflict, write_session
 from app.projections import SessionState, bring_up_to_date
 from app.replay import ReplayError, replay
 from app.store import EventStore

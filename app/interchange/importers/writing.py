@@ -14,7 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from app.errors import ChronicleError
-from app.evaluation.importers.model import ImportedSession
+from app.interchange.importers.model import ImportedSession
 from app.store import EventStore
 
 

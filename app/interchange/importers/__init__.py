@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from app.evaluation.importers.model import ImportedSession, ImportProblem
-from app.evaluation.importers.openhands import import_openhands
-from app.evaluation.importers.swe_agent import import_swe_agent
+from app.interchange.importers.model import ImportedSession, ImportProblem
+from app.interchange.importers.openhands import import_openhands
+from app.interchange.importers.swe_agent import import_swe_agent
+
+
+def import_atif(file: str, data: bytes) -> list[ImportedSession]:
+    """An ATIF trajectory (app/interchange/atif/to_events.py, with the export it shares its
+    mapping with; imported when used, since that module builds on this package's model)."""
+    from app.interchange.atif.to_events import import_atif as read_atif
+
+    return read_atif(file, data)
+
 
 #: format name -> the function reading a file of it: (file name, bytes) -> sessions
 IMPORTERS: dict[str, Callable[[str, bytes], list[ImportedSession]]] = {
+    "atif": import_atif,
     "openhands": import_openhands,
     "swe-agent": import_swe_agent,
 }

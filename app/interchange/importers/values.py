@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from app.evaluation.importers.model import ImportProblem
+from app.interchange.importers.model import ImportProblem
 
 
 def load_json(file: str, data: bytes, *, line: int | None = None) -> Any:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.evaluation.importers import ImportProblem, read_recording
-from app.evaluation.importers.model import ImportedSession
 from app.events import Event, canonical_json
+from app.interchange.importers import ImportProblem, read_recording
+from app.interchange.importers.model import ImportedSession
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 from tests.support.foreign_recordings import (
     CTF_FLAG,
@@ -158,6 +158,7 @@ def test_a_submitted_flag_is_the_finish_message() -> None:
     [session] = read_recording("swe-agent", SWE_AGENT_CTF, real_recording(SWE_AGENT_CTF))
     [finish] = [e for e in session.events if e.kind == "finish"]
     assert payload(finish)["message"] == CTF_FLAG
+    assert finish.cause is not None
     call = session.events[finish.cause - 1]  # seqs start at 1
     # the model's tool call says so too, so a replay's finish is the same
     assert json.loads(payload(call)["response"]["tool_calls"][0]["arguments"]) == {
@@ -217,7 +218,9 @@ def test_a_bad_file_gets_one_error_naming_the_problem(document: Any, message: st
 
 
 def test_an_unknown_format_is_named() -> None:
-    with pytest.raises(ImportProblem, match="unknown format 'aider'; the formats are: openhands"):
+    with pytest.raises(
+        ImportProblem, match="unknown format 'aider'; the formats are: atif, openhands, swe-agent"
+    ):
         read_recording("aider", "x", b"{}")
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from app.evaluation.importers.values import integer, mapping, number, text_of
 from app.events import LlmUsage
+from app.interchange.importers.values import integer, mapping, number, text_of
 
 #: What surrounds an action's arguments (``args``); in a flat event the rest are they.
 ACTION_ENVELOPE = frozenset(
