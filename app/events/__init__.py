@@ -7,7 +7,6 @@ from app.events.conversation import AgentState, Condensation, Message
 from app.events.evaluation import EvalScore
 from app.events.ids import new_event_id
 from app.events.imported import ImportedAction, ImportedOutput
-from app.events.traces import OtelSpan
 from app.events.lifecycle import RuntimeRestarted, RuntimeStatus, SessionClosed, SessionCreated
 from app.events.llm import LlmCall, LlmResponse, LlmUsage, ToolCall
 from app.events.observations import (
@@ -30,6 +29,7 @@ from app.events.registry import (
     parse_event,
 )
 from app.events.replay import ReplayResultEvent
+from app.events.traces import OtelSpan
 from app.events.workspace import SkippedFile, WorkspaceDiff, WorkspaceFile, WorkspaceSnapshot
 
 __all__ = [

@@ -35,20 +35,7 @@ from uuid import UUID
 from app.events import Event, SessionCreated
 from app.interchange.otel.received import ReceivedSpan
 from app.interchange.otel.received_events import span_events
-from app.interchange.sql.received_spans import (
-    CONVERSATION_SQL,
-    LOCK_SQL,
-    MARK_SQL,
-    ROOTS_SQL,
-    SETTLE_LOCK_CLASS,
-    SETTLED_SESSION_SQL,
-    USER_NAME_SQL,
-    WAITING_SQL,
-    Staged,
-    quiet_traces,
-    span_of,
-    stage,
-)
+from app.interchange.sql.received_spans import Staged, quiet_traces, settling, stage
 from app.sessions.sql.session_owners import own_session
 from app.store import ConcurrencyError, EventStore
 
@@ -78,24 +65,18 @@ async def settle_trace(store: EventStore, user_id: UUID, trace_id: str) -> int:
     settled = 0
     user = ""
     while True:
-        async with store.pool.acquire() as connection, connection.transaction():
-            await connection.execute(LOCK_SQL, SETTLE_LOCK_CLASS, str(user_id), trace_id)
-            rows = await connection.fetch(WAITING_SQL, user_id, trace_id, PAGE)
-            if not rows:
+        async with settling(store, user_id, trace_id) as trace:
+            spans = await trace.waiting(PAGE)
+            if not spans:
                 return settled
-            conversation = await connection.fetchval(CONVERSATION_SQL, user_id, trace_id)
-            session_id = await connection.fetchval(SETTLED_SESSION_SQL, user_id, trace_id)
-            if session_id is None:
-                session_id = session_id_for(user_id, conversation=conversation, trace_id=trace_id)
-            if not user:
-                user = await connection.fetchval(USER_NAME_SQL, user_id) or ""
-            roots = {row["span_id"] for row in await connection.fetch(ROOTS_SQL, user_id, trace_id)}
-            spans = [span_of(row["span"]) for row in rows]
-            opening = _opening(spans, conversation, user)
-            seqs = await _append(store, session_id, user_id, opening, spans, roots)
-            await connection.execute(
-                MARK_SQL, user_id, trace_id, session_id, [span.span_id for span in spans], seqs
+            conversation = await trace.conversation()
+            session_id = await trace.settled_session() or session_id_for(
+                user_id, conversation=conversation, trace_id=trace_id
             )
+            user = user or await trace.user_name()
+            opening = _opening(spans, conversation, user)
+            seqs = await _append(store, session_id, user_id, opening, spans, await trace.roots())
+            await trace.mark(session_id, [span.span_id for span in spans], seqs)
             settled += len(spans)
 
 

@@ -8,8 +8,10 @@ then start, then id) under a lock on the trace, so two settlers of one trace tak
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from uuid import UUID
 
 import orjson
@@ -112,3 +114,46 @@ async def quiet_traces(
 
 def span_of(raw: bytes) -> ReceivedSpan:
     return ReceivedSpan.model_validate(orjson.loads(raw))
+
+
+class SettlingTrace:
+    """One user's trace, locked for settling (``settling``): its waiting spans a page at a
+    time, where it goes, and the marking of what settled."""
+
+    def __init__(self, connection: Any, user_id: UUID, trace_id: str) -> None:
+        self._connection = connection
+        self.user_id = user_id
+        self.trace_id = trace_id
+
+    async def waiting(self, limit: int) -> list[ReceivedSpan]:
+        """The next ``limit`` waiting spans, in the order they ran."""
+        rows = await self._connection.fetch(WAITING_SQL, self.user_id, self.trace_id, limit)
+        return [span_of(row["span"]) for row in rows]
+
+    async def conversation(self) -> str | None:
+        return await self._connection.fetchval(CONVERSATION_SQL, self.user_id, self.trace_id)
+
+    async def settled_session(self) -> UUID | None:
+        """The session the trace's spans settled into so far, if any did."""
+        return await self._connection.fetchval(SETTLED_SESSION_SQL, self.user_id, self.trace_id)
+
+    async def roots(self) -> set[str]:
+        rows = await self._connection.fetch(ROOTS_SQL, self.user_id, self.trace_id)
+        return {row["span_id"] for row in rows}
+
+    async def user_name(self) -> str:
+        return await self._connection.fetchval(USER_NAME_SQL, self.user_id) or ""
+
+    async def mark(self, session_id: UUID, span_ids: Sequence[str], seqs: Sequence[int]) -> None:
+        """These spans settled into ``session_id`` at these seqs."""
+        await self._connection.execute(
+            MARK_SQL, self.user_id, self.trace_id, session_id, list(span_ids), list(seqs)
+        )
+
+
+@contextlib.asynccontextmanager
+async def settling(store: EventStore, user_id: UUID, trace_id: str) -> AsyncIterator[SettlingTrace]:
+    """The trace locked for settling, in one transaction: committed when the block ends."""
+    async with store.pool.acquire() as connection, connection.transaction():
+        await connection.execute(LOCK_SQL, SETTLE_LOCK_CLASS, str(user_id), trace_id)
+        yield SettlingTrace(connection, user_id, trace_id)

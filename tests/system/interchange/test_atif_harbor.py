@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tests.support.cli import chronicle, cli_environment, demo_session
-from tests.support.test_venvs import installed_venv
+from tests.support.venvs import installed_venv
 
 #: Runs in .venv-harbor: writes Harbor's trajectories of two made-up runs into argv[1].
 CONVERT = r"""
