@@ -13,7 +13,17 @@ if TYPE_CHECKING:
 
 BENCH_DIR = Path(__file__).resolve().parents[2] / "bench"
 #: The benchmarks ``chronicle bench`` runs (scripts of bench/).
-BENCHMARKS = ("eventstore", "runtime", "agent", "projections", "replay", "server", "ui", "gateway")
+BENCHMARKS = (
+    "eventstore",
+    "runtime",
+    "agent",
+    "projections",
+    "replay",
+    "server",
+    "ui",
+    "gateway",
+    "otlp",
+)
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
