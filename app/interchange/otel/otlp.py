@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import (
-    AnyValue,
-    ArrayValue,
-    InstrumentationScope,
-    KeyValue,
-)
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Status
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from app.interchange.otel.spans import SCHEMA_URL, AttributeValue, Span
 
@@ -42,58 +37,60 @@ def export_request(
     spans: Iterable[Span], *, resource: Mapping[str, AttributeValue] | None = None
 ) -> ExportTraceServiceRequest:
     """The request carrying ``spans``; ``resource``: the resource's attributes (default:
-    ``service.name`` = ``chronicle``)."""
-    attributes = dict(resource or {"service.name": "chronicle"})
-    return ExportTraceServiceRequest(
-        resource_spans=[
-            ResourceSpans(
-                resource=Resource(attributes=_attributes(attributes)),
-                scope_spans=[
-                    ScopeSpans(
-                        scope=InstrumentationScope(name=SCOPE),
-                        spans=[_span(span) for span in spans],
-                        schema_url=SCHEMA_URL,
-                    )
-                ],
-            )
-        ]
-    )
+    ``service.name`` = ``chronicle``). Built in place (``add()`` and field assignment): twice
+    as fast as building each message and copying it into its parent (measured, upb)."""
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    _fill(resource_spans.resource.attributes, resource or {"service.name": "chronicle"})
+    scope_spans = resource_spans.scope_spans.add()
+    scope_spans.scope.name = SCOPE
+    scope_spans.schema_url = SCHEMA_URL
+    added = scope_spans.spans
+    for span in spans:
+        _span(added.add(), span)
+    return request
 
 
-def _span(span: Span) -> OtlpSpan:
-    status = (
-        Status(code=Status.STATUS_CODE_ERROR, message=well_formed(span.error))
-        if span.error is not None
-        else Status()
-    )
-    return OtlpSpan(
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id or b"",
-        name=well_formed(span.name),
-        kind=_KINDS[span.kind],
-        start_time_unix_nano=span.start_ns,
-        end_time_unix_nano=span.end_ns,
-        attributes=_attributes(span.attributes),
-        status=status,
-    )
+def _span(target: OtlpSpan, span: Span) -> None:
+    target.trace_id = span.trace_id
+    target.span_id = span.span_id
+    if span.parent_span_id:
+        target.parent_span_id = span.parent_span_id
+    target.name = well_formed(span.name)
+    target.kind = _KINDS[span.kind]  # type: ignore[assignment]
+    target.start_time_unix_nano = span.start_ns
+    target.end_time_unix_nano = span.end_ns
+    _fill(target.attributes, span.attributes)
+    if span.error is not None:
+        target.status.code = Status.STATUS_CODE_ERROR
+        target.status.message = well_formed(span.error)
 
 
-def _attributes(attributes: Mapping[str, AttributeValue]) -> list[KeyValue]:
-    return [
-        KeyValue(key=well_formed(key), value=any_value(value)) for key, value in attributes.items()
-    ]
+def _fill(target: Any, attributes: Mapping[str, AttributeValue]) -> None:
+    for key, value in attributes.items():
+        pair = target.add()
+        pair.key = well_formed(key)
+        _set_value(pair.value, value)
+
+
+def _set_value(target: AnyValue, value: AttributeValue) -> None:
+    """An attribute's value into OTLP's ``AnyValue`` (a bool before an int: it is one too)."""
+    if isinstance(value, str):
+        target.string_value = well_formed(value)
+    elif isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, int):
+        target.int_value = value
+    elif isinstance(value, float):
+        target.double_value = value
+    else:
+        items = target.array_value.values
+        for item in value:
+            items.add().string_value = well_formed(str(item))
 
 
 def any_value(value: AttributeValue) -> AnyValue:
-    """An attribute's value as OTLP's ``AnyValue`` (a bool before an int: it is one too)."""
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, str):
-        return AnyValue(string_value=well_formed(value))
-    items = [AnyValue(string_value=well_formed(str(item))) for item in value]
-    return AnyValue(array_value=ArrayValue(values=items))
+    """An attribute's value as OTLP's ``AnyValue``."""
+    made = AnyValue()
+    _set_value(made, value)
+    return made
