@@ -100,6 +100,15 @@ class Phoenix:
                     return found
                 params["cursor"] = page["next_cursor"]
 
+    async def session(self, session_id: str) -> dict[str, Any]:
+        """Phoenix's session of that id (the ``session.id`` it derives from
+        ``gen_ai.conversation.id``): its traces and the tokens of its model calls."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
+            answer = await client.get(f"/v1/sessions/{session_id}")
+        assert answer.status_code == 200, answer.text
+        found: dict[str, Any] = answer.json()["data"]
+        return found
+
     async def wait_for_spans(
         self, project: str, trace_id: str, count: int, *, timeout: float = 60
     ) -> list[dict[str, Any]]:

@@ -125,7 +125,14 @@ async def test_a_session_run_for_real_reaches_phoenix_as_its_trace_with_its_cont
         "gen_ai.usage.output_tokens": sum(c.payload["usage"]["completion_tokens"] for c in calls),
     }  # fmt: skip
     assert root["status_code"] == "UNSET"  # the session finished
-    assert root["attributes"]["session.id"] == str(session)  # Phoenix's session, derived
+    # Phoenix's own session, from gen_ai.conversation.id, counts the model calls' tokens once
+    assert root["attributes"]["session.id"] == str(session)
+    in_phoenix = await phoenix.session(str(session))
+    assert [trace["trace_id"] for trace in in_phoenix["traces"]] == [session.hex]
+    assert (in_phoenix["token_count_prompt"], in_phoenix["token_count_completion"]) == (
+        root["attributes"]["gen_ai.usage.input_tokens"],
+        root["attributes"]["gen_ai.usage.output_tokens"],
+    )
 
     chats = by_operation(spans, "chat")
     assert len(chats) == len(calls) == 5
