@@ -109,6 +109,12 @@ class Phoenix:
         found: dict[str, Any] = answer.json()["data"]
         return found
 
+    async def delete_trace(self, trace_id: str) -> None:
+        """Delete the trace (hex id) with all its spans."""
+        async with httpx.AsyncClient(base_url=self.url, timeout=30) as client:
+            answer = await client.delete(f"/v1/traces/{trace_id}")
+        assert answer.status_code == 204, answer.text
+
     async def wait_for_spans(
         self, project: str, trace_id: str, count: int, *, timeout: float = 60
     ) -> list[dict[str, Any]]:

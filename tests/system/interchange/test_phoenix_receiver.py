@@ -244,11 +244,19 @@ async def test_a_failed_session_without_contents_and_sent_again_keeps_one_copy(
     assert listed["attributes"]["gen_ai.tool.name"] == "execute_bash"
     assert listed["status_code"] == "UNSET" and "error.type" not in listed["attributes"]
 
-    # Sent again, then a session Phoenix has not seen: once that one is stored, so is the
-    # repeat (Phoenix stores spans in the order it gets them), and Phoenix kept one copy of
-    # each span: the second export's ids are the first's.
+    # Sent again, with contents now, then a session Phoenix has not seen: once that one is
+    # stored, so is the repeat (Phoenix stores spans in the order it gets them). Phoenix kept
+    # the first copy of each span (the second export's ids are the first's), contents and all.
     demo = demo_session(env)
-    assert export(phoenix, env, str(session), demo) == {str(session): 4, demo: 2}
+    assert export(phoenix, env, str(session), demo, "--content") == {str(session): 4, demo: 2}
     await phoenix.wait_for_spans(PROJECT, uuid.UUID(demo).hex, 2)
     again = await phoenix.spans(PROJECT, session.hex)
     assert sorted(span["context"]["span_id"] for span in again) == sorted(ids)
+    assert not [key for span in again for key in span["attributes"] if key.startswith(CONTENT)]
+    # with the trace deleted there, the contents go
+    await phoenix.delete_trace(session.hex)
+    assert export(phoenix, env, str(session), "--content") == {str(session): 4}
+    spans = await phoenix.wait_for_spans(PROJECT, session.hex, 4)
+    assert {key for span in spans for key in span["attributes"] if key.startswith(CONTENT)} == {
+        *CONTENT
+    }
