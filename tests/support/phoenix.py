@@ -13,7 +13,9 @@ each with its ``context`` (hex ``trace_id``, ``span_id``), ``parent_id``, ``span
 (OpenInference's: AGENT, LLM, TOOL), ``status_code`` and ``status_message``, and its
 ``attributes`` as one flat mapping: the ones sent, with their types, and the OpenInference
 ones Phoenix derived from the GenAI conventions' (``llm.*``, ``tool.*``, ``session.id``).
-It starts in 15 to 50 s on a busy machine (imports), so a test file starts it once.
+It starts in 12 to 55 s on 2 cores (13 s of it imports), so a test file starts it once. Its
+OTLP/gRPC receiver always starts too, on every interface (Phoenix binds ``[::]``): a free
+port, for the test's time only.
 """
 
 from __future__ import annotations
