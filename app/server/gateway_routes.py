@@ -27,6 +27,7 @@ from app.external.limits import LIMITS_HEADER
 from app.external.replay_appends import SETTLED_PATH
 from app.external.sessions import SESSION_HEADER, SessionChooser
 from app.server.auth import principal_of
+from app.server.bounded_body import bounded_body
 from app.server.context import Context, ServerContext
 from app.server.gateway_stream import StreamedCall
 from app.server.json_text import dumps, holds_escaped_surrogate, loads, utf8_text
@@ -87,7 +88,6 @@ def openai_errors(request: Request[Any, Any, Any], exc: Exception) -> Response[b
 
 async def json_body(request: Request[Any, Any, Any], limit: int) -> Any:
     """The request's JSON body, at most ``limit`` bytes (413 past it, 400 if not JSON)."""
-    declared = request.headers.get("content-length")
     too_large = GatewayError(
         413,
         "too_large",
@@ -95,19 +95,7 @@ async def json_body(request: Request[Any, Any, Any], limit: int) -> Any:
         "gateway_max_body_bytes); send a shorter conversation",
         code="request_too_large",
     )
-    if declared is not None and declared.isdigit() and int(declared) > DRAIN_LIMIT:
-        raise too_large
-    parts: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > DRAIN_LIMIT:
-            raise too_large
-        if size <= limit:
-            parts.append(part)
-    if size > limit:
-        raise too_large
-    return decoded(b"".join(parts))
+    return decoded(await bounded_body(request, limit, too_large, drain_limit=DRAIN_LIMIT))
 
 
 def decoded(body: bytes) -> Any:

@@ -27,6 +27,7 @@ from litestar import Litestar, Request, Response, post
 from app.interchange.otel.received import BadTraces, TooManySpans, decode
 from app.interchange.otel.receiving import TraceSettler, receive
 from app.server.auth import principal_of
+from app.server.bounded_body import bounded_body
 from app.server.context import Context, ServerContext
 from app.server.problems import ApiProblem
 
@@ -77,20 +78,7 @@ async def _body(request: Request[Any, Any, Any], limit: int) -> bytes:
         f"the export is larger than this server takes ({limit} bytes: "
         "server_otlp_max_body_bytes); lower the exporter's batch size"
     )
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > DRAIN_LIMIT:
-        raise too_large
-    parts: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > DRAIN_LIMIT:
-            raise too_large
-        if size <= limit:
-            parts.append(part)
-    if size > limit:
-        raise too_large
-    body = b"".join(parts)
+    body = await bounded_body(request, limit, too_large, drain_limit=DRAIN_LIMIT)
     encoding = (request.headers.get("content-encoding") or "identity").strip().lower()
     if encoding == "gzip":
         return _gunzip(body, limit, too_large)

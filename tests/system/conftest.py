@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from app.store.embedded import EmbeddedPostgres
+from tests.support.fake_llm import FakeLlmServer
 
 
 @pytest.fixture
@@ -31,3 +32,14 @@ def data_dir() -> Iterator[Path]:
             if data.is_dir():
                 EmbeddedPostgres(data).stop()
         shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[FakeLlmServer]:
+    """The scripted model server, one per test module: the upstream of a gateway's or an
+    instrumented application's model calls (a module's tests script their replies)."""
+    server = FakeLlmServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

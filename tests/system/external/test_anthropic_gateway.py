@@ -35,15 +35,6 @@ TOOLS: list[Any] = [
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def gateway(
     pg_server: PgServer,
     pg_template: str,

@@ -33,15 +33,6 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def gateway(
     pg_server: PgServer,
     pg_template: str,

@@ -78,15 +78,6 @@ print(json.dumps(done))
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[FakeLlmServer]:
-    server = FakeLlmServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
 def server(
     pg_server: PgServer, pg_template: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServerProcess]:
