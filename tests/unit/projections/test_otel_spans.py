@@ -18,8 +18,8 @@ from app.events import (
     SessionCreated,
 )
 from app.events.llm import LlmResponse, LlmUsage, ToolCall
-from app.interchange.otel.ids import span_id, trace_id
-from app.interchange.otel.spans import Span, nanoseconds, provider_name, session_spans
+from app.projections.otlp.ids import span_id, trace_id
+from app.projections.otlp.spans import Span, nanoseconds, provider_name, session_spans
 from app.store import RecordedEvent
 from tests.support.event_log import as_recorded
 

@@ -23,7 +23,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from app.interchange.otel.spans import SCHEMA_URL, AttributeValue, Span
+from app.projections.otlp.spans import SCHEMA_URL, AttributeValue, Span
 
 #: The instrumentation scope Chronicle's spans are reported under.
 SCOPE = "chronicle"
