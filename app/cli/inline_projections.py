@@ -1,7 +1,8 @@
 """The projections kept current beside a command that runs sessions (`run`, `resume`, `fork`,
-`worker`), unless ``projections_inline`` is off (then a `chronicle projections run` process
-keeps them). Where another runner is live, this one stands by; at the end it applies what the
-command wrote (``drain_timeout``)."""
+`worker`), and the live OTLP exporter when ``otlp_export_url`` is set, unless
+``projections_inline`` is off (then a `chronicle projections run` process keeps them). Where
+another runner is live, this one stands by; at the end it applies what the command wrote
+(``drain_timeout``)."""
 
 from __future__ import annotations
 
@@ -20,5 +21,5 @@ async def inline_projections(store: EventStore, settings: Settings) -> AsyncIter
         return
     from app.projections import all_projections, running_projections
 
-    async with running_projections(store, all_projections(), config):
+    async with running_projections(store, all_projections(), config, otlp=settings.otlp_export):
         yield

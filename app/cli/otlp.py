@@ -14,8 +14,8 @@ import httpx
 from app.cli.log import open_store
 from app.config import Settings
 from app.interchange.otel.export import OtlpExportError, export_sessions, traces_endpoint
-from app.interchange.otel.spans import SEMCONV_VERSION
 from app.interchange.sql.session_starts import sessions_since
+from app.projections.otlp.spans import SEMCONV_VERSION
 from app.store.integrity import session_ids
 
 

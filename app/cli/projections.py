@@ -28,7 +28,13 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="apply the log to the projections until stopped (SIGINT/SIGTERM); a second "
         "process of the same projection stands by and takes over when the first ends",
     )
-    run_parser.add_argument("names", nargs="*", metavar="NAME", help="only these (default: all)")
+    run_parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="only these (default: all, and otlp_export, the live OTLP exporter, when "
+        "otlp_export_url is set)",
+    )
     status = actions.add_parser(
         "status", help="each projection's position, lag (events and seconds) and runner"
     )
@@ -54,8 +60,15 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import all_projections, projection_named, running_projections
+    from app.projections.otlp.exporter import NAME as OTLP_EXPORT
 
-    chosen = [projection_named(n) for n in args.names] if args.names else all_projections()
+    names = [name for name in args.names if name != OTLP_EXPORT]
+    otlp = settings.otlp_export if not args.names or OTLP_EXPORT in args.names else None
+    if args.names and otlp is not None and otlp.url is None:
+        print(f"error: {OTLP_EXPORT} sends spans to otlp_export_url, which is not set",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    chosen = [projection_named(n) for n in names] if args.names else all_projections()
     runner_log = logging.getLogger("app.projections.runner")
     if runner_log.level > logging.WARNING:  # quiet inside `run`; here its news is the output
         runner_log.setLevel(logging.WARNING)
@@ -66,9 +79,9 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         async with await open_store(settings) as store:
             config = settings.projections
-            async with running_projections(store, chosen, config) as runners:
-                names = ", ".join(p.name for p in chosen)
-                print(f"running projections: {names} (stop with Ctrl-C)", file=sys.stderr)
+            async with running_projections(store, chosen, config, otlp=otlp) as runners:
+                running = ", ".join(runner.name for runner in runners)
+                print(f"running projections: {running} (stop with Ctrl-C)", file=sys.stderr)
                 waits = [asyncio.ensure_future(stopped.wait())]
                 waits += [asyncio.ensure_future(runner.ended.wait()) for runner in runners]
                 try:
@@ -98,10 +111,13 @@ def _when(moment: datetime | None) -> str:
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import PROJECTIONS
+    from app.projections.otlp.exporter import NAME as OTLP_EXPORT
     from app.projections.sql.projection_status import projection_status
 
     async with await open_store(settings) as store:
-        found = await projection_status(store, [p.name for p in PROJECTIONS])
+        found = await projection_status(store, [*(p.name for p in PROJECTIONS), OTLP_EXPORT])
+    if settings.otlp_export.url is None:  # listed only while configured, or it has run
+        found = [s for s in found if s.name != OTLP_EXPORT or s.version is not None]
     for status in found:
         if args.json:
             print(status.model_dump_json())

@@ -78,7 +78,9 @@ async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[N
     others stand by, so several `serve --role all` processes are safe)."""
     from app.projections import all_projections, running_projections
 
-    async with running_projections(store, all_projections(), settings.projections):
+    async with running_projections(
+        store, all_projections(), settings.projections, otlp=settings.otlp_export
+    ):
         yield
 
 

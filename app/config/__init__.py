@@ -40,7 +40,7 @@ from app.config.groups import (
 )
 from app.events.masking import SecretMasker, environment_secrets, is_secret_name, url_secrets
 from app.llm.config import LlmSettings
-from app.projections.config import ProjectionsConfig
+from app.projections.config import OtlpExportConfig, ProjectionsConfig
 from app.runtime.config import ExecutorConfig, RuntimeConfig
 from app.store.config import StoreConfig
 from app.tools.config import McpServerConfig
@@ -126,6 +126,9 @@ class Settings(BaseSettings):
     projections: Annotated[ProjectionsConfig, Flat.named("projections_")] = Field(
         default_factory=ProjectionsConfig
     )
+    otlp_export: Annotated[OtlpExportConfig, Flat.named("otlp_export_")] = Field(
+        default_factory=OtlpExportConfig
+    )
     llm: Annotated[LlmSettings, Flat.named("llm_")] = Field(default_factory=LlmSettings)
     sandbox: Annotated[RuntimeConfig, SANDBOX_NAMES] = Field(default_factory=RuntimeConfig)
     executor: Annotated[
@@ -198,6 +201,10 @@ class Settings(BaseSettings):
         found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
         found.update(url_secrets("CHRONICLE_ANALYST_DATABASE_URL", self.analyst_database_url))
         found.update(url_secrets("CHRONICLE_OWNER_DATABASE_URL", self.owner_database_url))
+        found.update(url_secrets("CHRONICLE_OTLP_EXPORT_URL", self.otlp_export.url))
+        for value in self.otlp_export.header_values().values():
+            if value:
+                found[value] = "CHRONICLE_OTLP_EXPORT_HEADERS"
         found.update(url_secrets("CHRONICLE_LLM_BASE_URL", self.llm.base_url))
         for server in self.mcp_servers:
             found.update(url_secrets(f"mcp_servers.{server.name}.url", server.url))

@@ -70,7 +70,7 @@ class LlmCall(Event):
     ``prompt`` lists the sha256 (hex) of each message, stored once in ``llm_messages``;
     ``tools`` is the hash of the tool list offered. With ``prompt_kept`` set, the prompt was
     the first ``prompt_kept`` messages of the previous ``llm.call`` of the session's log,
-    then the ones ``prompt`` lists (``app.llm.prompts.whole_prompts``): a conversation grows
+    then the ones ``prompt`` lists (``app.events.prompts.whole_prompts``): a conversation grows
     at the end, and listing every message again made a session's log, and each step's
     write, grow with the square of its length. Without it (calls recorded before, the first
     call of a run) ``prompt`` is the whole prompt. A call that failed for good records

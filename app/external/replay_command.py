@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
 from app.events import ReplayResultEvent
+from app.events.prompts import whole_prompts
 from app.events.session_config import ReplayOrigin
 from app.external.agent_command import RecordError, run_forwarding_signals
 from app.external.record import Recording, record
@@ -50,7 +51,6 @@ from app.external.replay_recording import (
     stored_request,
 )
 from app.external.replay_serving import DIVERGED
-from app.llm.prompts import whole_prompts
 from app.replay.divergence import (
     Divergence,
     ExtraCall,

@@ -19,11 +19,11 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from app.events.llm import ANSWERED_NOTHING
+from app.events.prompts import whole_prompt
 from app.events.session_config import SessionConfig
 from app.external.agent_command import RecordError
 from app.external.sessions import EXTERNAL_AGENT
 from app.llm.gateway import PreparedRequest
-from app.llm.prompts import whole_prompt
 from app.replay.divergence import RequestDivergence
 from app.replay.requests import ModelRequest, compare_requests
 from app.store import EventStore, RecordedEvent
@@ -41,7 +41,7 @@ class RecordedCalls:
     session_id: UUID
     title: str
     #: every llm.call of the log, in order (a call's prompt may keep messages of the one
-    #: before it: ``app.llm.prompts``)
+    #: before it: ``app.events.prompts``)
     calls: list[RecordedEvent]
     #: those a replay serves, in order
     served: list[RecordedEvent]

@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from app.projections.base import Projection
 from app.projections.catch_up import Applied, catch_up, rebuild
-from app.projections.config import ProjectionsConfig
+from app.projections.config import OtlpExportConfig, ProjectionsConfig
 from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
@@ -39,6 +39,9 @@ from app.store import (
     Position,
     RecordedEvent,
 )
+
+if TYPE_CHECKING:
+    from app.projections.otlp.exporter import OtlpExporter
 
 log = logging.getLogger(__name__)
 
@@ -251,11 +254,19 @@ async def running_projections(
     config: ProjectionsConfig | None = None,
     *,
     applied: Applied | None = None,
-) -> AsyncIterator[list[ProjectionRunner]]:
-    """Run a runner per projection beside the block; at its end they apply what is left
-    (within ``drain_timeout``) and stop."""
+    otlp: OtlpExportConfig | None = None,
+) -> AsyncIterator[list[ProjectionRunner | OtlpExporter]]:
+    """Run a runner per projection beside the block, and the live OTLP exporter when
+    ``otlp`` names a collector; at its end they apply (send) what is left (within
+    ``drain_timeout``) and stop."""
     config = config or ProjectionsConfig()
-    runners = [ProjectionRunner(store, p, config, applied=applied) for p in projections]
+    runners: list[ProjectionRunner | OtlpExporter] = [
+        ProjectionRunner(store, p, config, applied=applied) for p in projections
+    ]
+    if otlp is not None and otlp.url is not None:
+        from app.projections.otlp.exporter import OtlpExporter
+
+        runners.append(OtlpExporter(store, otlp, config))
     tasks = [
         asyncio.create_task(runner.run(), name=f"chronicle-projection-{runner.name}")
         for runner in runners

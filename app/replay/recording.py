@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from app.errors import ChronicleError
 from app.events import OBSERVATION_KINDS
 from app.events.llm import ANSWERED_NOTHING
+from app.events.prompts import whole_prompt
 from app.events.session_config import SessionConfig
-from app.llm.prompts import whole_prompt
 from app.replay.seqs import SeqGroups, SeqMap, Seqs
 from app.store import EventStore, RecordedEvent
 
@@ -156,7 +156,7 @@ class Recording(BaseModel):
 
     async def prompt_of(self, call_seq: int) -> list[str]:
         """The hashes of the whole prompt of the recorded call at ``call_seq`` (resolved from
-        the last call before it that lists its whole prompt: ``app.llm.prompts``), read again
+        the last call before it that lists its whole prompt: ``app.events.prompts``), read again
         from the store: a difference is reported once."""
         starts = self.whole_prompt_seqs
         before = bisect.bisect_right(starts, call_seq)

@@ -14,7 +14,7 @@ from litestar.params import FromPath, PathParameter, QueryParameter
 from pydantic import BaseModel
 
 from app.events import MAX_SEQ
-from app.llm.prompts import PromptChainError, whole_prompts
+from app.events.prompts import PromptChainError, whole_prompts
 from app.server.access import ensure_visible, not_found, owner_filter
 from app.server.auth import principal_of
 from app.server.context import Context

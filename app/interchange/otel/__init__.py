@@ -1,2 +1,3 @@
-"""A session as an OpenTelemetry trace, following the GenAI semantic conventions v1.41.1
-(``spans.py``), with ids derived from the log so a re-export gives the same ids (``ids.py``)."""
+"""OpenTelemetry traces in and out: whole sessions sent to a collector (``export.py``, over
+the mapping of ``app/projections/otlp``), and traces received and settled into sessions
+(``received.py``, ``received_events.py``, ``receiving.py``)."""

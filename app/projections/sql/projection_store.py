@@ -172,6 +172,25 @@ SET version = $2, tx = $3, global_position = $4, last_event_at = $5, updated_at 
 WHERE name = $1
 """
 RUNNER_SQL = "UPDATE projections SET runner = $2 WHERE name = $1"
+#: A follower's first row, at the head of the log: the last event a reader of all sessions
+#: could see now (what commits later is after it).
+REGISTER_AT_HEAD_SQL = """
+WITH head AS (
+    SELECT tx, global_position FROM events
+    WHERE tx < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY tx DESC, global_position DESC LIMIT 1
+)
+INSERT INTO projections (name, version, tx, global_position)
+VALUES ($1, $2, coalesce((SELECT tx FROM head), '0'::xid8),
+        coalesce((SELECT global_position FROM head), 0))
+ON CONFLICT (name) DO NOTHING
+"""
+#: A follower's position moved past what it finished with, only from where it left it.
+ADVANCE_SQL = """
+UPDATE projections SET tx = $5::xid8, global_position = $6::bigint,
+    last_event_at = coalesce($7::timestamptz, last_event_at), updated_at = now()
+WHERE name = $1 AND version = $2 AND tx = $3::xid8 AND global_position = $4::bigint
+"""
 #: Anything committed after the position that a reader of all sessions could see now.
 ANYTHING_AFTER_SQL = """
 SELECT EXISTS (
@@ -299,6 +318,25 @@ class ProjectionConnection:
         tables are then as the migration left them: empty)."""
         await self._connection.execute(REGISTER_SQL, name, version)
         return await self.checkpoint(name)
+
+    async def register_at_head(self, name: str, version: int) -> Checkpoint:
+        """The checkpoint of a follower of the log that starts at its head when it has none
+        (the live OTLP exporter: what was recorded before it first ran is not sent)."""
+        await self._connection.execute(REGISTER_AT_HEAD_SQL, name, version)
+        return await self.checkpoint(name)
+
+    async def advance(
+        self, name: str, version: int, expected: Position, last: RecordedEvent
+    ) -> Position:
+        """Move a follower's position (one with no tables) from ``expected`` past ``last``;
+        the new position. ``PositionMovedError`` when it is not at ``expected`` (moved by
+        another process), with nothing written."""
+        done = await self._connection.execute(
+            ADVANCE_SQL, name, version, *expected, last.tx, last.global_position, last.created_at
+        )
+        if done != "UPDATE 1":
+            raise PositionMovedError(name, (await self.checkpoint(name)).position)
+        return last.position
 
     async def checkpoint(self, name: str) -> Checkpoint:
         row = await self._connection.fetchrow(CHECKPOINT_SQL, name)

@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from app.events.platform_audit import PLATFORM_LOG_MARK
-from app.llm.prompts import PromptChainError
+from app.events.prompts import PromptChainError
 from app.replay.divergence import Divergence, ExtraCall, OutcomeDivergence
 from app.replay.recording import Recording, RecordingError, list_pages, stream_recording
 from app.store import RecordedEvent

@@ -23,14 +23,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeGuard
-from uuid import UUID
 
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from app.events.prompts import whole_prompts
 from app.events.registry import AWAITED_KINDS, OBSERVATION_KINDS
-from app.interchange.otel.ids import SESSION_SPAN, span_id, trace_id
-from app.llm.prompts import whole_prompts
+from app.projections.otlp.ids import SESSION_SPAN, span_id, trace_id
 from app.store import RecordedEvent
 
 #: The version of the GenAI semantic conventions these spans follow.
@@ -118,24 +117,27 @@ def session_spans(
     content hash, which a call's prompt lists (a message not there is left out)."""
     if not events:
         return []
-    session = events[0].session_id
-    config = _config(events)
-    root = span_id(session, SESSION_SPAN)
-    model = config.get("model")
     calls = [event for event in events if event.kind == "llm.call"]
     prompts = whole_prompts(event.payload for event in calls) if content else None
-    spans = [
-        _chat_span(session, root, call, next(prompts) if prompts else None, messages or {})
-        for call in calls
-    ]
-    spans += _tool_spans(session, root, events, calls, content)
-    session_span = Span(
+    spans = [chat_span(call, next(prompts) if prompts else None, messages or {}) for call in calls]
+    spans += _tool_spans(events, content)
+    return [session_span(events, spans), *spans]
+
+
+def session_span(events: Sequence[RecordedEvent], children: Iterable[Span] = ()) -> Span:
+    """The session's own ``invoke_agent`` span over ``events`` (its log, or the start of it),
+    ending at the last of them or of its ``children`` spans, whichever is later."""
+    session = events[0].session_id
+    config = _config(events)
+    model = config.get("model")
+    calls = [event for event in events if event.kind == "llm.call"]
+    return Span(
         trace_id=trace_id(session),
-        span_id=root,
+        span_id=span_id(session, SESSION_SPAN),
         name=f"invoke_agent {config['agent']}" if config.get("agent") else "invoke_agent",
         kind="internal",
         start_ns=nanoseconds(events[0].created_at),
-        end_ns=max([nanoseconds(events[-1].created_at), *(span.end_ns for span in spans)]),
+        end_ns=max([nanoseconds(events[-1].created_at), *(span.end_ns for span in children)]),
         attributes=_without_none(
             {
                 "gen_ai.operation.name": "invoke_agent",
@@ -148,7 +150,25 @@ def session_spans(
         ),
         error=_ended_in_error(events),
     )
-    return [session_span, *spans]
+
+
+def ended_session_spans(events: Sequence[RecordedEvent], *, content: bool = False) -> list[Span]:
+    """What the live exporter sends when the session reaches an end state (``events``: its
+    log up to that state): the session's span, as ``session_spans`` gives it over the same
+    events, and the span of each action no observation answered (ending where it starts),
+    which no observation will have sent."""
+    if not events:
+        return []
+    calls = [event for event in events if event.kind == "llm.call"]
+    tools = _tool_spans(events, content)
+    children = [*(chat_span(call, None, {}) for call in calls), *tools]
+    answered = {e.cause for e in events if e.kind in OBSERVATION_KINDS and e.cause is not None}
+    unanswered = {span_id(events[0].session_id, seq) for seq in _actions(events) - answered}
+    return [session_span(events, children), *(s for s in tools if s.span_id in unanswered)]
+
+
+def _actions(events: Sequence[RecordedEvent]) -> set[int]:
+    return {event.seq for event in events if event.kind in AWAITED_KINDS}
 
 
 def _config(events: Sequence[RecordedEvent]) -> Mapping[str, Any]:
@@ -159,13 +179,12 @@ def _config(events: Sequence[RecordedEvent]) -> Mapping[str, Any]:
     return {}
 
 
-def _chat_span(
-    session: UUID,
-    parent: bytes,
-    call: RecordedEvent,
-    prompt: list[str] | None,
-    messages: Mapping[str, Mapping[str, Any]],
+def chat_span(
+    call: RecordedEvent, prompt: list[str] | None, messages: Mapping[str, Mapping[str, Any]]
 ) -> Span:
+    """The ``chat`` span of one ``llm.call``; ``prompt``: its whole prompt (the hashes of its
+    messages, ``app.events.prompts``) when contents are sent, else None."""
+    session = call.session_id
     payload = call.payload
     response = payload.get("response") or {}
     end = nanoseconds(call.created_at)
@@ -201,7 +220,7 @@ def _chat_span(
     return Span(
         trace_id=trace_id(session),
         span_id=span_id(session, call.seq),
-        parent_span_id=parent,
+        parent_span_id=span_id(session, SESSION_SPAN),
         name=f"chat {model}".rstrip(),
         kind="client",
         start_ns=start,
@@ -211,59 +230,83 @@ def _chat_span(
     )
 
 
-def _tool_spans(
-    session: UUID,
-    parent: bytes,
-    events: Sequence[RecordedEvent],
-    calls: Iterable[RecordedEvent],
-    content: bool,
-) -> list[Span]:
+def _tool_spans(events: Sequence[RecordedEvent], content: bool) -> list[Span]:
     """An ``execute_tool`` span per action a service answers, to its observation."""
     answers = {e.cause: e for e in events if e.kind in OBSERVATION_KINDS and e.cause is not None}
-    named = {
+    calls: dict[int, RecordedEvent] = {}
+    named: dict[str, str] = {}  # tool call id -> name, of the calls so far (the latest wins)
+    spans = []
+    for event in events:
+        if event.kind == "llm.call":
+            calls[event.seq] = event
+            named.update(tool_names(event))
+        elif event.kind in AWAITED_KINDS:
+            cause = calls.get(event.cause) if event.cause is not None else None
+            tool = tool_name(event, cause, named)
+            spans.append(tool_span(event, answers.get(event.seq), tool, content=content))
+    return spans
+
+
+def tool_names(call: RecordedEvent) -> dict[str, str]:
+    """The names of the tool calls an ``llm.call`` answered with, by their ids."""
+    return {
         str(tool_call.get("id")): str(tool_call.get("name"))
-        for call in calls
         for tool_call in (call.payload.get("response") or {}).get("tool_calls") or []
         if isinstance(tool_call, Mapping) and tool_call.get("id") and tool_call.get("name")
     }
-    spans = []
-    for action in events:
-        if action.kind not in AWAITED_KINDS:
-            continue
-        payload = action.payload
-        answer = answers.get(action.seq)
-        call_id = payload.get("tool_call_id")
-        tool = named.get(str(call_id)) if call_id else None
-        tool = tool or (payload.get("tool") if action.kind == "mcp.call" else None) or action.kind
-        failure = _failure(answer)
-        attributes: dict[str, AttributeValue | None] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": str(tool),
-            "gen_ai.tool.call.id": str(call_id) if call_id else None,
-            "gen_ai.tool.type": "extension" if action.kind == "mcp.call" else "function",
-            "gen_ai.conversation.id": str(session),
-            "error.type": failure[0] if failure else None,
-        }
-        if content:
-            attributes["gen_ai.tool.call.arguments"] = _json(_fields(payload))
-            if answer is not None:
-                attributes["gen_ai.tool.call.result"] = _json(_fields(answer.payload))
-        start = nanoseconds(action.created_at)
-        end = nanoseconds(answer.created_at) if answer is not None else start
-        spans.append(
-            Span(
-                trace_id=trace_id(session),
-                span_id=span_id(session, action.seq),
-                parent_span_id=parent,
-                name=f"execute_tool {tool}",
-                kind="internal",
-                start_ns=start,
-                end_ns=max(start, end),
-                attributes=_without_none(attributes),
-                error=failure[1] if failure else None,
-            )
-        )
-    return spans
+
+
+def tool_name(
+    action: RecordedEvent, cause: RecordedEvent | None, earlier: Mapping[str, str]
+) -> str:
+    """The tool an action ran: the name its tool call has in the call that asked for it (its
+    ``cause``), else in the latest call before it (``earlier``: their ``tool_names``), else
+    the MCP tool it calls, else its kind. ``earlier`` is read only when the cause does not
+    name it, so a live exporter reads the session's earlier calls only then."""
+    call_id = action.payload.get("tool_call_id")
+    tool = None
+    if call_id:
+        if cause is not None and cause.kind == "llm.call":
+            tool = tool_names(cause).get(str(call_id))
+        tool = tool or earlier.get(str(call_id))
+    return str(tool or (action.payload.get("tool") if action.kind == "mcp.call" else None)
+               or action.kind)  # fmt: skip
+
+
+def tool_span(
+    action: RecordedEvent, answer: RecordedEvent | None, tool: str, *, content: bool
+) -> Span:
+    """The ``execute_tool`` span of an action (``tool``: ``tool_name``), from the action to
+    its ``answer`` (None: unanswered, the span ends where it starts)."""
+    session = action.session_id
+    payload = action.payload
+    call_id = payload.get("tool_call_id")
+    failure = _failure(answer)
+    attributes: dict[str, AttributeValue | None] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": tool,
+        "gen_ai.tool.call.id": str(call_id) if call_id else None,
+        "gen_ai.tool.type": "extension" if action.kind == "mcp.call" else "function",
+        "gen_ai.conversation.id": str(session),
+        "error.type": failure[0] if failure else None,
+    }
+    if content:
+        attributes["gen_ai.tool.call.arguments"] = _json(_fields(payload))
+        if answer is not None:
+            attributes["gen_ai.tool.call.result"] = _json(_fields(answer.payload))
+    start = nanoseconds(action.created_at)
+    end = nanoseconds(answer.created_at) if answer is not None else start
+    return Span(
+        trace_id=trace_id(session),
+        span_id=span_id(session, action.seq),
+        parent_span_id=span_id(session, SESSION_SPAN),
+        name=f"execute_tool {tool}",
+        kind="internal",
+        start_ns=start,
+        end_ns=max(start, end),
+        attributes=_without_none(attributes),
+        error=failure[1] if failure else None,
+    )
 
 
 def _failure(answer: RecordedEvent | None) -> tuple[str, str] | None:
@@ -291,10 +334,6 @@ def _ended_in_error(events: Sequence[RecordedEvent]) -> str | None:
                 return str(event.payload.get("reason") or "error")
             return None
     return None
-
-
-#: The counts the session's span sums (reasoning is not among invoke_agent's attributes).
-_TOTALLED = ("prompt_tokens", "completion_tokens", "cached_tokens", "cache_creation_tokens")
 
 
 #: The counts the session's span sums (reasoning is not among invoke_agent's attributes).

@@ -1,4 +1,4 @@
-"""A session as an OpenTelemetry trace (app/interchange/otel): the GenAI conventions' spans
+"""A session as an OpenTelemetry trace (app/projections/otlp): the GenAI conventions' spans
 and attributes, ids derived from the log, contents only when asked for (pure, no I/O)."""
 
 from __future__ import annotations
@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import ValidationError
 
 from app.events import (
     AgentState,
@@ -18,8 +21,20 @@ from app.events import (
     SessionCreated,
 )
 from app.events.llm import LlmResponse, LlmUsage, ToolCall
-from app.interchange.otel.ids import span_id, trace_id
-from app.interchange.otel.spans import Span, nanoseconds, provider_name, session_spans
+from app.projections.config import OtlpExportConfig
+from app.projections.otlp.ids import span_id, trace_id
+from app.projections.otlp.live import ends_a_run
+from app.projections.otlp.spans import (
+    Span,
+    chat_span,
+    ended_session_spans,
+    nanoseconds,
+    provider_name,
+    session_spans,
+    tool_name,
+    tool_names,
+    tool_span,
+)
 from app.store import RecordedEvent
 from tests.support.event_log import as_recorded
 
@@ -221,3 +236,58 @@ def test_odd_recorded_values_are_left_out_not_exported_wrong() -> None:
     assert "gen_ai.usage.input_tokens" not in chat.attributes
     assert chat.start_ns == chat.end_ns
     assert session_spans([]) == []
+
+
+def test_each_span_made_alone_is_the_batch_exports() -> None:
+    events = session()
+    batch = {span.span_id: span for span in session_spans(events, content=True, messages={})}
+    by_seq = {event.seq: event for event in events}
+    for call in (e for e in events if e.kind == "llm.call"):
+        prompt = list(call.payload.get("prompt") or [])
+        assert chat_span(call, prompt, {}) == batch[chat_span(call, None, {}).span_id]
+    for answer in (e for e in events if e.kind in ("run.output", "error") and e.cause):
+        action = by_seq[answer.cause or 0]
+        cause = by_seq.get(action.cause or 0)
+        alone = tool_span(action, answer, tool_name(action, cause, {}), content=True)
+        assert alone == batch[alone.span_id]
+
+
+def test_at_the_end_the_sessions_span_and_the_unanswered_actions() -> None:
+    events = log(*(e.event() for e in session()[:-2]), Run(command="sleep 9", cause=3),
+                 AgentState(state="stopped", reason="asked"))  # fmt: skip
+    batch = session_spans(events)
+    sent = ended_session_spans(events)
+    assert sent[0] == batch[0]
+    unanswered = [s for s in batch if s.name.startswith("execute_tool") and s.end_ns == s.start_ns]
+    assert {s.span_id for s in sent[1:]} <= {s.span_id for s in unanswered}
+    assert any(s.attributes["gen_ai.tool.name"] == "run" for s in sent[1:])
+    assert ends_a_run(events[-1]) and not ends_a_run(events[0])
+    assert not ends_a_run(log(AgentState(state="running"))[0])
+
+
+def test_a_tool_is_named_by_the_call_that_asked_for_it_then_by_earlier_calls() -> None:
+    asked = LlmCall(model="m", fingerprint="f", response=LlmResponse(
+        tool_calls=[ToolCall(id="c1", name="shell", arguments="{}")]))  # fmt: skip
+    again = LlmCall(model="m", fingerprint="f", response=LlmResponse(
+        tool_calls=[ToolCall(id="c1", name="editor", arguments="{}")]))  # fmt: skip
+    call, other, action, answer = log(
+        asked, again, Run(command="ls", tool_call_id="c1", cause=1), RunOutput(cause=3)
+    )
+    assert tool_name(action, call, {}) == "shell"
+    assert tool_name(action, None, tool_names(other)) == "editor"
+    assert tool_name(action, None, {}) == "run"
+    batch = session_spans([call, other, action, answer])
+    assert batch[-1].attributes["gen_ai.tool.name"] == "shell"
+
+
+def test_the_settings_read_headers_as_the_environment_writes_them() -> None:
+    config = OtlpExportConfig.model_validate(
+        {"url": "http://collector:4318", "headers": "x-api-key=k%3D1, team = a"}
+    )
+    assert config.header_values() == {"x-api-key": "k=1", "team": "a"}
+    assert "k=1" not in repr(config)
+    assert OtlpExportConfig(url="").url is None
+    with pytest.raises(ValidationError):
+        OtlpExportConfig(url="collector:4318")
+    with pytest.raises(ValidationError):
+        OtlpExportConfig.model_validate({"headers": "novalue"})

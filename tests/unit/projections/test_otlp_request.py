@@ -1,4 +1,4 @@
-"""Spans as OTLP's protobuf request (app/interchange/otel/otlp.py): what OTLP/HTTP sends,
+"""Spans as OTLP's protobuf request (app/projections/otlp/encoding.py): what OTLP/HTTP sends,
 read back with OpenTelemetry's own generated classes."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 from app.events import LlmCall, McpCall, McpResult, SessionCreated
 from app.events.llm import LlmResponse
-from app.interchange.otel.otlp import SCOPE, export_request
-from app.interchange.otel.spans import SCHEMA_URL, Span, session_spans
+from app.projections.otlp.encoding import SCOPE, export_request
+from app.projections.otlp.spans import SCHEMA_URL, Span, session_spans
 from tests.support.event_log import as_recorded
 
 

@@ -18,7 +18,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from app.interchange.otel.spans import SCHEMA_URL, AttributeValue, Span
+from app.projections.otlp.spans import SCHEMA_URL, AttributeValue, Span
 
 #: The instrumentation scope Chronicle's spans are reported under.
 SCOPE = "chronicle"
