@@ -117,9 +117,9 @@ async def record_sessions(store: object) -> list[uuid.UUID]:
 async def measure(database: BenchDatabase, rounds: int, only: set[str]) -> list[Measurement]:
     from app.events.masking import SecretMasker
     from app.interchange.otel.export import session_trace
-    from app.interchange.otel.otlp import export_request
     from app.interchange.otel.received import decode
     from app.interchange.otel.receiving import receive, settle_trace
+    from app.projections.otlp.encoding import export_request
     from app.sessions.sql.users import add_user
     from app.store import EventStore
 

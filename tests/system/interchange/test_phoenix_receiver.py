@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from app.events.registry import AWAITED_KINDS
-from app.interchange.otel.ids import SESSION_SPAN, span_id
+from app.projections.otlp.ids import SESSION_SPAN, span_id
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore, RecordedEvent
 from tests.support.agent_session import settings_for
