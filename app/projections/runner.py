@@ -7,10 +7,9 @@ batches (every event already read ahead goes into the same transaction). Each ba
 with its position, so a runner killed at any point resumes exactly after the last committed
 batch.
 
-Runners of the same projection in other processes stand by: they try the lock every
-``standby_interval`` and take over when its holder ends (its connection closes, however the
-process died). A runner whose connection or database goes away, or whose database refuses
-for now (its disk full: ``app.store.transient``), lets go and starts over.
+Runners of the same projection in other processes stand by and take over when its holder
+ends; a runner whose database goes away lets go and starts over: the lifecycle it shares
+with the live OTLP exporter (``lock_holder.LockHolder``).
 """
 
 from __future__ import annotations
@@ -19,11 +18,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from app.projections.base import Projection
 from app.projections.catch_up import Applied, catch_up, rebuild
 from app.projections.config import OtlpExportConfig, ProjectionsConfig
+from app.projections.lock_holder import LockHolder
 from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
@@ -31,9 +31,6 @@ from app.projections.sql.projection_store import (
     runner_identity,
 )
 from app.store import (
-    DATABASE_GONE_ERRORS,
-    REFUSED_FOR_NOW,
-    TRANSIENT_ERRORS,
     EventStore,
     GlobalSubscription,
     Position,
@@ -45,20 +42,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RunnerState = Literal["starting", "standby", "rebuilding", "applying", "stopped"]
-#: The database or the runner's connection went away, or the database refuses for now (a full
-#: disk would refuse the same batch again until space is freed): let go, try again later.
-LET_GO: tuple[type[BaseException], ...] = (
-    *TRANSIENT_ERRORS,
-    *DATABASE_GONE_ERRORS,
-    *REFUSED_FOR_NOW,
-)
-#: Longest pause before trying again after the database went away.
-MAX_BACKOFF = 10.0
 
+class ProjectionRunner(LockHolder):
+    """Applies one projection while it holds its lock; stands by while another runner does.
+    States: ``starting``, ``standby``, ``rebuilding``, ``applying``, ``stopped``."""
 
-class ProjectionRunner:
-    """Applies one projection while it holds its lock; stands by while another runner does."""
+    standing_by = "another process applies it"
 
     def __init__(
         self,
@@ -68,72 +57,17 @@ class ProjectionRunner:
         *,
         applied: Applied | None = None,
     ) -> None:
-        self.store = store
-        self.projection = projection
         self.config = config or ProjectionsConfig()
+        super().__init__(store, self.config.standby_interval)
+        self.projection = projection
+        self.describe = f"projection {projection.name}"
         self._applied = applied
-        self._stop = asyncio.Event()
         #: Set when a rebuild announces it swapped this projection's tables in.
         self._moved = asyncio.Event()
-        self.state: RunnerState = "starting"
-        #: The position applied up to, while applying.
-        self.position: Position | None = None
-        #: Set whenever the runner is caught up with the head of the log.
-        self.caught_up = asyncio.Event()
-        #: Set when ``run`` returns, whether stopped or failed (``error`` then says why).
-        self.ended = asyncio.Event()
-        self.error: BaseException | None = None
 
     @property
     def name(self) -> str:
         return self.projection.name
-
-    def stop(self) -> None:
-        """Ask the runner to apply what is left (within ``drain_timeout``) and let go."""
-        self._stop.set()
-
-    async def run(self) -> None:
-        """Run until ``stop()``: apply while holding the lock, stand by otherwise."""
-        backoff = 0.1
-        try:
-            while not self._stop.is_set():
-                try:
-                    await self._run_once()
-                    backoff = 0.1
-                except NewerVersionError as exc:
-                    log.warning("%s; this process stands by", exc)
-                    self.state = "standby"
-                    await self._stop.wait()
-                except LET_GO as exc:
-                    log.warning("projection %s: %s; trying again", self.name, exc)
-                    self.state = "standby"
-                    await self._pause(backoff)
-                    backoff = min(backoff * 2, MAX_BACKOFF)
-        except Exception as exc:
-            # A fold that fails on an event would fail on it again: stop, and say which.
-            log.error("projection %s stopped: %s", self.name, exc)
-            log.debug("projection %s stopped", self.name, exc_info=exc)
-            self.error = exc
-            raise
-        finally:
-            self.state = "stopped"
-            self.ended.set()
-
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._stop.wait()
-
-    async def _run_once(self) -> None:
-        async with await ProjectionConnection.dedicated(self.store) as connection:
-            while not await connection.try_lock(self.name):
-                if self.state != "standby":
-                    log.info("projection %s: another process applies it; standing by", self.name)
-                self.state = "standby"
-                await self._pause(self.config.standby_interval)
-                if self._stop.is_set():
-                    return
-            await self._hold(connection)
 
     async def _hold(self, connection: ProjectionConnection) -> None:
         """Holding the lock: start where the tables are, then follow the log until stopped."""

@@ -27,12 +27,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 
 from app.errors import ChronicleError
 from app.projections.config import OtlpExportConfig, ProjectionsConfig
+from app.projections.lock_holder import LockHolder
 from app.projections.otlp.encoding import export_request
 from app.projections.otlp.live import LiveSpans
 from app.projections.otlp.spans import Span
@@ -44,9 +45,6 @@ from app.projections.sql.projection_store import (
     runner_identity,
 )
 from app.store import (
-    DATABASE_GONE_ERRORS,
-    REFUSED_FOR_NOW,
-    TRANSIENT_ERRORS,
     EventStore,
     GlobalSubscription,
     Position,
@@ -61,26 +59,22 @@ VERSION = 1
 #: Statuses that say the spans themselves are refused (split, then skipped); every other
 #: refusal is the collector's setup, tried again until it takes them.
 SPANS_REFUSED = frozenset({400, 413})
-LET_GO: tuple[type[BaseException], ...] = (
-    *TRANSIENT_ERRORS,
-    *DATABASE_GONE_ERRORS,
-    *REFUSED_FOR_NOW,
-)
-MAX_DB_BACKOFF = 10.0
 #: A collector still failing is logged again at most this often (seconds).
 LOG_EVERY = 60.0
-
-ExporterState = Literal["starting", "standby", "applying", "waiting for collector", "stopped"]
 
 
 class Stopped(ChronicleError):
     """Asked to stop while a batch was not yet taken (the position stays before it)."""
 
 
-class OtlpExporter:
+class OtlpExporter(LockHolder):
     """Sends the spans of the log to the collector while it holds ``otlp_export``'s lock;
     stands by while another process does. Its state, position and counters are for status
-    and tests; ``run`` until ``stop()``."""
+    and tests; ``run`` until ``stop()``. States: ``starting``, ``standby``, ``applying``,
+    ``waiting for collector``, ``stopped``."""
+
+    describe = "otlp export"
+    standing_by = "another process sends the spans"
 
     def __init__(
         self,
@@ -92,18 +86,12 @@ class OtlpExporter:
     ) -> None:
         if config.url is None:
             raise ValueError("the live OTLP exporter needs otlp_export_url")
-        self.store = store
-        self.config = config
         self.projections = projections or ProjectionsConfig()
+        super().__init__(store, self.projections.standby_interval)
+        self.config = config
         self.endpoint = traces_endpoint(config.url)
         self._transport = transport
         self._spans = LiveSpans(store, content=config.content)
-        self._stop = asyncio.Event()
-        self.state: ExporterState = "starting"
-        self.position: Position | None = None
-        self.caught_up = asyncio.Event()
-        self.ended = asyncio.Event()
-        self.error: BaseException | None = None
         #: Spans the collector took; spans skipped (refused as spans, 400/413); spans the
         #: collector took but said it rejected (OTLP's partial success); tries that failed.
         self.sent = 0
@@ -114,50 +102,6 @@ class OtlpExporter:
     @property
     def name(self) -> str:
         return NAME
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    async def run(self) -> None:
-        backoff = 0.1
-        try:
-            while not self._stop.is_set():
-                try:
-                    await self._run_once()
-                    backoff = 0.1
-                except NewerVersionError as exc:
-                    log.warning("%s; this process stands by", exc)
-                    self.state = "standby"
-                    await self._stop.wait()
-                except LET_GO as exc:
-                    log.warning("otlp export: %s; trying again", exc)
-                    self.state = "standby"
-                    await self._pause(backoff)
-                    backoff = min(backoff * 2, MAX_DB_BACKOFF)
-        except Exception as exc:
-            log.error("otlp export stopped: %s", exc)
-            log.debug("otlp export stopped", exc_info=exc)
-            self.error = exc
-            raise
-        finally:
-            self.state = "stopped"
-            self.ended.set()
-
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await self._stop.wait()
-
-    async def _run_once(self) -> None:
-        async with await ProjectionConnection.dedicated(self.store) as connection:
-            while not await connection.try_lock(NAME):
-                if self.state != "standby":
-                    log.info("otlp export: another process sends the spans; standing by")
-                self.state = "standby"
-                await self._pause(self.projections.standby_interval)
-                if self._stop.is_set():
-                    return
-            await self._hold(connection)
 
     async def _hold(self, connection: ProjectionConnection) -> None:
         checkpoint = await connection.register_at_head(NAME, VERSION)
