@@ -4,60 +4,19 @@ arguments and a collector that is down are one line each."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
 
 from tests.support.cli import chronicle, cli_environment, demo_session
-
-
-class Collector(ThreadingHTTPServer):
-    """An OTLP/HTTP endpoint that keeps what it is sent (protobuf) and takes it all."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str, dict[str, str], ExportTraceServiceRequest]] = []
-        super().__init__(("127.0.0.1", 0), _Handler)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Collector
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = ExportTraceServiceRequest.FromString(body)
-        self.server.received.append((self.path, dict(self.headers), request))
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *_: object) -> None:
-        pass
+from tests.support.otlp_collector import Collector, running_collector
 
 
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    server = Collector()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running_collector() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
@@ -72,7 +31,8 @@ def test_a_recorded_session_is_sent_as_one_trace(collector: Collector, env: dict
     )
     assert done.returncode == 0, done.stderr
     assert "sent 1 sessions" in done.stderr and f"to {collector.url}/v1/traces" in done.stderr
-    [(path, headers, request)] = collector.received
+    [request] = collector.received
+    [(path, headers)] = collector.posts
     assert path == "/v1/traces" and headers["x-api-key"] == "k1"
     spans = request.resource_spans[0].scope_spans[0].spans
     assert spans[0].name.startswith("invoke_agent")
