@@ -33,14 +33,6 @@ MAX_SPANS = 50_000
 #: How deep an attribute's arrays and key-value lists may nest.
 MAX_DEPTH = 16
 
-SPAN_KIND_NAMES = {
-    0: "unspecified",
-    1: "internal",
-    2: "server",
-    3: "client",
-    4: "producer",
-    5: "consumer",
-}
 STATUS_ERROR = 2
 INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1

@@ -222,15 +222,11 @@ def chat_messages(input_messages: Any, system_instructions: Any = None) -> list[
         if not isinstance(parts, list):  # a message in OpenAI's shape already
             chat.append(message)
             continue
-        calls = [
-            part for part in parts if isinstance(part, dict) and part.get("type") == "tool_call"
-        ]
-        answers = [
-            part
-            for part in parts
-            if isinstance(part, dict) and part.get("type") == "tool_call_response"
-        ]
-        rest = [part for part in parts if part not in calls and part not in answers]
+        by_type: dict[str, list[Any]] = {"tool_call": [], "tool_call_response": [], "": []}
+        for part in parts:
+            kind = part.get("type") if isinstance(part, dict) else None
+            by_type[kind if kind in ("tool_call", "tool_call_response") else ""].append(part)
+        calls, answers, rest = by_type["tool_call"], by_type["tool_call_response"], by_type[""]
         if rest or calls or not answers:
             entry: dict[str, Any] = {"role": role}
             if rest or not calls:  # a message of tool calls alone has no content (OpenAI's)
