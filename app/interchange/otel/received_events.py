@@ -47,7 +47,7 @@ from app.events import (
     ToolCall,
     canonical_json,
 )
-from app.events.usage import token_count
+from app.events.usage import safe_copy, token_count
 from app.interchange.otel.received import ReceivedSpan
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 
@@ -185,24 +185,37 @@ def _model_call(span: ReceivedSpan, messages: dict[str, str]) -> LlmCall:
     )
 
 
-def _usage(attributes: Mapping[str, Any]) -> LlmUsage:
-    def count(*names: str) -> int | None:
-        for name in names:
-            if name in attributes:
-                return token_count(attributes[name])
-        return None
+#: usage field -> the span attributes that carry it (the conventions' name, then the older).
+_USAGE_ATTRIBUTES = {
+    "prompt_tokens": ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
+    "completion_tokens": ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
+    "cached_tokens": ("gen_ai.usage.cache_read.input_tokens",),
+    "cache_creation_tokens": ("gen_ai.usage.cache_creation.input_tokens",),
+    "reasoning_tokens": ("gen_ai.usage.reasoning.output_tokens",),
+}
+#: Counts a span that does not carry them has as 0 (the others None), as a reply's
+#: (``app.llm.reply.read_usage``).
+_ZERO_WHEN_ABSENT = frozenset({"prompt_tokens", "completion_tokens", "cached_tokens"})
 
-    prompt = count("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens")
-    completion = count("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens")
-    total = (prompt or 0) + (completion or 0) if prompt is not None or completion is not None else 0
-    return LlmUsage(
-        prompt_tokens=prompt or 0,
-        completion_tokens=completion or 0,
-        cached_tokens=count("gen_ai.usage.cache_read.input_tokens") or 0,
-        total_tokens=total,
-        cache_creation_tokens=count("gen_ai.usage.cache_creation.input_tokens"),
-        reasoning_tokens=count("gen_ai.usage.reasoning.output_tokens"),
-    )
+
+def _usage(attributes: Mapping[str, Any]) -> LlmUsage:
+    """The call's token counts by the log's rule (``app.events.usage``): a count the span does
+    not carry is 0 (None for the optional ones), one it carries that is not a count is None,
+    unknown, and the usage attributes as sent are kept in ``as_sent``."""
+    counts: dict[str, int | None] = {}
+    sent: dict[str, Any] = {}
+    unreadable = False
+    for usage_field, names in _USAGE_ATTRIBUTES.items():
+        name = next((name for name in names if name in attributes), None)
+        if name is None:
+            counts[usage_field] = 0 if usage_field in _ZERO_WHEN_ABSENT else None
+            continue
+        sent[name] = attributes[name]
+        counts[usage_field] = token_count(attributes[name])
+        unreadable = unreadable or counts[usage_field] is None
+    prompt, completion = counts["prompt_tokens"], counts["completion_tokens"]
+    total = None if prompt is None or completion is None else prompt + completion
+    return LlmUsage(**counts, total_tokens=total, as_sent=safe_copy(sent) if unreadable else None)
 
 
 def chat_messages(input_messages: Any, system_instructions: Any = None) -> list[dict[str, Any]]:

@@ -199,3 +199,34 @@ async def test_the_settler_settles_rooted_traces_at_once_and_the_rest_when_quiet
         assert [e.kind for e in await store.read(session)][-1] == "imported.output"
     finally:
         await settler.close()
+
+
+async def test_odd_values_a_client_may_send_settle_as_sent(store: EventStore) -> None:
+    """NUL in names and values, the largest int64, a NaN, an empty reply: stored and appended
+    (the span's JSON goes to a bytea column: jsonb refuses a NUL)."""
+    user = await add_user(store, "ula")
+    trace = "9" * 32
+    odd = ReceivedSpan(
+        trace_id=trace,
+        span_id=f"{7:016x}",
+        name="chat \x00 m",
+        start_ns=START,
+        end_ns=START + SECOND,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m\x00",
+            "gen_ai.usage.input_tokens": 2**63 - 1,
+            "gen_ai.request.temperature": float("nan"),
+            "gen_ai.output.messages": "[]",
+            "x\x00": "\x00",
+        },
+    )
+    await receive(store, user.id, [odd])
+    assert await settle_trace(store, user.id, trace) == 1
+    events = await store.read(session_id_for(user.id, conversation=None, trace_id=trace))
+    call = events[-1].payload
+    assert call["model"] == "m\x00"
+    # beyond what a count may be: unknown, and kept as sent (past 2^53 as its text)
+    assert call["usage"]["prompt_tokens"] is None and call["usage"]["total_tokens"] is None
+    assert call["usage"]["as_sent"] == {"gen_ai.usage.input_tokens": str(2**63 - 1)}
+    assert call["response"]["content"] is None
