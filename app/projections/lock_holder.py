@@ -26,8 +26,6 @@ from app.store import (
     Position,
 )
 
-log = logging.getLogger(__name__)
-
 #: The database or the holder's connection went away, or the database refuses for now (a full
 #: disk would refuse the same batch again until space is freed): let go, try again later.
 LET_GO: tuple[type[BaseException], ...] = (
@@ -58,6 +56,9 @@ class LockHolder(ABC):
         #: Set when ``run`` returns, whether stopped or failed (``error`` then says why).
         self.ended = asyncio.Event()
         self.error: BaseException | None = None
+        #: Its lines go to its own module's logger (``app.projections.runner`` ...), which the
+        #: commands quieten or show by that name.
+        self._log = logging.getLogger(type(self).__module__)
 
     @property
     @abstractmethod
@@ -81,18 +82,18 @@ class LockHolder(ABC):
                     await self._run_once()
                     backoff = 0.1
                 except NewerVersionError as exc:
-                    log.warning("%s; this process stands by", exc)
+                    self._log.warning("%s; this process stands by", exc)
                     self.state = "standby"
                     await self._stop.wait()
                 except LET_GO as exc:
-                    log.warning("%s: %s; trying again", self.describe, exc)
+                    self._log.warning("%s: %s; trying again", self.describe, exc)
                     self.state = "standby"
                     await self._pause(backoff)
                     backoff = min(backoff * 2, MAX_BACKOFF)
         except Exception as exc:
             # what failed would fail again: stop, and say why
-            log.error("%s stopped: %s", self.describe, exc)
-            log.debug("%s stopped", self.describe, exc_info=exc)
+            self._log.error("%s stopped: %s", self.describe, exc)
+            self._log.debug("%s stopped", self.describe, exc_info=exc)
             self.error = exc
             raise
         finally:
@@ -108,7 +109,7 @@ class LockHolder(ABC):
         async with await ProjectionConnection.dedicated(self.store) as connection:
             while not await connection.try_lock(self.name):
                 if self.state != "standby":
-                    log.info("%s: %s; standing by", self.describe, self.standing_by)
+                    self._log.info("%s: %s; standing by", self.describe, self.standing_by)
                 self.state = "standby"
                 await self._pause(self._standby_interval)
                 if self._stop.is_set():
