@@ -59,6 +59,12 @@ EVENT_COLUMNS = (
 READ_SESSION_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
+#: The same with top-level payload fields ($4) left out by the server: a reader that does not
+#: need a long field (an llm.call's prompt hashes) does not fetch and decode it.
+READ_SESSION_WITHOUT_SQL = (
+    f"SELECT {EVENT_COLUMNS.replace('payload,', 'payload - $4::text[] AS payload,')} FROM events"
+    " WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+)
 #: Several sessions' tails in one query: the events after each cursor, a page at most each.
 READ_TAILS_SQL = f"""
 SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after_seq)
@@ -385,6 +391,7 @@ class EventStore:
         limit: int | None = None,
         *,
         resolve_blobs: bool = True,
+        leave_out: Sequence[str] = (),
     ) -> list[RecordedEvent]:
         """The session's events with ``seq > after_seq``, in order.
 
@@ -392,7 +399,20 @@ class EventStore:
         (one query for the blobs of the whole read). ``resolve_blobs=False`` gives each
         payload as the table stores it (blob references ``{"$blob": ..., "chars": N}`` and
         escapes included, see app/events/stored_form.py) without fetching any blob.
+        ``leave_out``: top-level payload fields not read at all (such events no longer match
+        their hash: for readers that map them, never for verification).
         """
+        if leave_out:
+            return await self._retrying(
+                lambda: self._fetch(
+                    READ_SESSION_WITHOUT_SQL,
+                    session_id,
+                    after_seq,
+                    limit,
+                    list(leave_out),
+                    resolve_blobs=resolve_blobs,
+                )
+            )
         return await self._retrying(
             lambda: self._fetch(
                 READ_SESSION_SQL, session_id, after_seq, limit, resolve_blobs=resolve_blobs

@@ -67,10 +67,14 @@ def _span(target: OtlpSpan, span: Span) -> None:
 
 
 def _fill(target: Any, attributes: Mapping[str, AttributeValue]) -> None:
+    add = target.add
     for key, value in attributes.items():
-        pair = target.add()
-        pair.key = well_formed(key)
-        _set_value(pair.value, value)
+        pair = add()
+        pair.key = key if key.isascii() else well_formed(key)
+        if type(value) is str:  # most values: inline, as _set_value does it
+            pair.value.string_value = value if value.isascii() else well_formed(value)
+        else:
+            _set_value(pair.value, value)
 
 
 def _set_value(target: AnyValue, value: AttributeValue) -> None:

@@ -27,6 +27,7 @@ from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.prompts import PromptChainError, whole_prompt, whole_prompts
 from app.events.registry import AWAITED_KINDS, OBSERVATION_KINDS
 from app.projections.otlp.spans import (
+    UNSENT_FIELDS,
     Span,
     chat_span,
     ended_session_spans,
@@ -72,7 +73,9 @@ class LiveSpans:
                 return []
             return [tool_span(action, event, await self._tool(action), content=self.content)]
         if ends_a_run(event):
-            events = await self.store.read(event.session_id, limit=event.seq)
+            events = await self.store.read(
+                event.session_id, limit=event.seq, leave_out=UNSENT_FIELDS
+            )
             return ended_session_spans(events, content=self.content)
         return []
 
@@ -88,7 +91,10 @@ class LiveSpans:
         earlier: dict[str, str] = {}
         if call_id and not (cause is not None and tool_names(cause).get(str(call_id))):
             # rare: the call that asked for it is not its cause; the calls before it say
-            for event in await self.store.read(action.session_id, limit=action.seq - 1):
+            earlier_events = await self.store.read(
+                action.session_id, limit=action.seq - 1, leave_out=UNSENT_FIELDS
+            )
+            for event in earlier_events:
                 if event.kind == "llm.call":
                     earlier.update(tool_names(event))
         return tool_name(action, cause, earlier)

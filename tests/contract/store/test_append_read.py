@@ -38,6 +38,30 @@ async def test_append_assigns_gapless_seqs_and_reads_back(store: EventStore) -> 
     assert await store.last_seq(session) == 3
 
 
+async def test_a_read_can_leave_top_level_fields_out(store: EventStore) -> None:
+    """``leave_out``: the fields are not read (a reader of spans skips the prompt hashes);
+    the rest of each payload, escapes and long strings included, is read whole."""
+    session = uuid.uuid4()
+    long = "x" * 300_000
+    await store.append(
+        session,
+        [
+            Run(command=long, cause=None, thought="nul\x00 kept"),
+            Message(content="hi", source="user"),
+        ],
+        expected_seq=0,
+    )
+    whole = await store.read(session)
+    without = await store.read(session, leave_out=("command", "absent"))
+    assert "command" in whole[0].payload and "command" not in without[0].payload
+    assert without[0].payload == {k: v for k, v in whole[0].payload.items() if k != "command"}
+    assert without[0].payload["thought"] == "nul\x00 kept"
+    assert without[1] == whole[1]
+    assert await store.read(session, after_seq=1, leave_out=("content",)) == [
+        whole[1]._replace(payload={})
+    ]
+
+
 async def test_resending_a_batch_returns_recorded_events(store: EventStore) -> None:
     session = uuid.uuid4()
     batch = [Message(content="one"), Message(content="two")]
