@@ -69,6 +69,10 @@ _PARAMS = {
 }
 
 
+#: The tools hash of a call offered none (a live call's is the same: ``{"tools": []}``).
+_NO_TOOLS = content_hash({"tools": []})
+
+
 @dataclass
 class SettledEvents:
     """What a batch of spans became: events in order, each with the span it came from, and
@@ -99,27 +103,34 @@ def span_events(
     ``first_seq``; ``root_ids``: the span ids that are their trace's root."""
     settled = SettledEvents()
     calls: dict[str, int] = {}  # tool call id -> seq of the llm.call that asked for it
+    add = settled.events.append
     for span in spans:
         seq = first_seq + len(settled.events)
         operation_name = operation(span)
         if operation_name in CHAT_OPERATIONS:
-            call = _model_call(span, settled.messages)
-            settled.events.append((span, _with_origin(call, session_id, span, "call")))
+            call = _model_call(span, settled.messages, _origin(session_id, span, "call"))
+            add((span, call))
             for tool_call in call.response.tool_calls:
                 calls.setdefault(tool_call.id, seq)
         elif operation_name == TOOL_OPERATION:
-            action, output = _tool_use(span, calls)
-            settled.events.append((span, _with_origin(action, session_id, span, "tool_call")))
-            output = output.model_copy(update={"cause": seq})
-            settled.events.append((span, _with_origin(output, session_id, span, "result")))
+            action, output = _tool_use(
+                span,
+                calls,
+                seq,
+                _origin(session_id, span, "tool_call"),
+                _origin(session_id, span, "result"),
+            )
+            add((span, action))
+            add((span, output))
         else:
-            settled.events.append((span, _with_origin(_kept(span), session_id, span, "span")))
+            add((span, _kept(span, _origin(session_id, span, "span"))))
             if operation_name == AGENT_OPERATION and span.span_id in root_ids:
                 state = AgentState(
                     state="error" if _error_type(span) else "finished",
                     reason=_error_text(span) or "the agent's root span ended",
+                    **_origin(session_id, span, "end"),
                 )
-                settled.events.append((span, _with_origin(state, session_id, span, "end")))
+                add((span, state))
     return settled
 
 
@@ -127,19 +138,26 @@ def event_id(session_id: UUID, span: ReceivedSpan, part: str) -> UUID:
     return uuid.uuid5(session_id, f"otlp\n{span.trace_id}\n{span.span_id}\n{part}")
 
 
-def _with_origin(event: Event, session_id: UUID, span: ReceivedSpan, part: str) -> Event:
-    origin = ImportOrigin(
-        format=FORMAT, file=span.service or "otlp", id=f"{span.trace_id}/{span.span_id}", field=part
-    )
-    return event.model_copy(
-        update={"event_id": event_id(session_id, span, part), "imported": origin}
-    )
+def _origin(session_id: UUID, span: ReceivedSpan, part: str) -> dict[str, Any]:
+    """The envelope of the event ``part`` of a span: its derived id and where it came from
+    (given to the event's constructor: a copy with them after was a fifth of the mapping)."""
+    return {
+        "event_id": event_id(session_id, span, part),
+        "imported": ImportOrigin(
+            format=FORMAT,
+            file=span.service or "otlp",
+            id=f"{span.trace_id}/{span.span_id}",
+            field=part,
+        ),
+    }
 
 
 # --- model calls ------------------------------------------------------------------------
 
 
-def _model_call(span: ReceivedSpan, messages: dict[str, str]) -> LlmCall:
+def _model_call(
+    span: ReceivedSpan, messages: dict[str, str], envelope: Mapping[str, Any]
+) -> LlmCall:
     attributes = span.attributes
     model = _text(attributes.get("gen_ai.request.model")) or _text(
         attributes.get("gen_ai.response.model")
@@ -152,11 +170,11 @@ def _model_call(span: ReceivedSpan, messages: dict[str, str]) -> LlmCall:
         _json(attributes.get("gen_ai.system_instructions")),
     )
     tools = _json(attributes.get("gen_ai.tool.definitions"))
-    offered = {"tools": tools if isinstance(tools, list) else []}
     hashes = [_store(message, messages) for message in prompt]
-    tools_hash = content_hash(offered)
-    if offered["tools"]:
-        _store(offered, messages)
+    if isinstance(tools, list) and tools:
+        tools_hash = _store({"tools": tools}, messages)
+    else:
+        tools_hash = _NO_TOOLS
     output = _json(attributes.get("gen_ai.output.messages"))
     content, tool_calls, finish = _first_choice(output)
     reasons = attributes.get("gen_ai.response.finish_reasons")
@@ -170,7 +188,7 @@ def _model_call(span: ReceivedSpan, messages: dict[str, str]) -> LlmCall:
             model or "unknown", [stable_hash(message) for message in prompt], tools_hash, params
         ),
         prompt=hashes,
-        tools=tools_hash if offered["tools"] else None,
+        tools=None if tools_hash == _NO_TOOLS else tools_hash,
         response=LlmResponse(
             content=content,
             tool_calls=tool_calls,
@@ -182,6 +200,7 @@ def _model_call(span: ReceivedSpan, messages: dict[str, str]) -> LlmCall:
         latency_ms=_duration_ms(span),
         error=(_error_text(span) or error) if error else None,
         error_kind=error or None,
+        **envelope,
     )
 
 
@@ -298,8 +317,13 @@ def _first_choice(output: Any) -> tuple[str | None, list[ToolCall], str | None]:
 
 
 def _tool_use(
-    span: ReceivedSpan, calls: Mapping[str, int]
+    span: ReceivedSpan,
+    calls: Mapping[str, int],
+    seq: int,
+    action_envelope: Mapping[str, Any],
+    output_envelope: Mapping[str, Any],
 ) -> tuple[ImportedAction, ImportedOutput]:
+    """The action (at ``seq``) and its output (after it, answering it) of a tool span."""
     attributes = span.attributes
     call_id = _text(attributes.get("gen_ai.tool.call.id")) or None
     arguments = _json(attributes.get("gen_ai.tool.call.arguments"))
@@ -311,6 +335,7 @@ def _tool_use(
         arguments=arguments or {},
         tool_call_id=call_id,
         cause=calls.get(call_id) if call_id else None,
+        **action_envelope,
     )
     error = _error_type(span)
     extras: dict[str, Any] = {}
@@ -325,6 +350,8 @@ def _tool_use(
         observation="error" if error else "result",
         content=_result_text(attributes.get("gen_ai.tool.call.result")),
         extras=extras,
+        cause=seq,
+        **output_envelope,
     )
     return action, output
 
@@ -332,7 +359,7 @@ def _tool_use(
 # --- other spans ------------------------------------------------------------------------
 
 
-def _kept(span: ReceivedSpan) -> OtelSpan:
+def _kept(span: ReceivedSpan, envelope: Mapping[str, Any]) -> OtelSpan:
     return OtelSpan(
         name=span.name,
         trace_id=span.trace_id,
@@ -347,6 +374,7 @@ def _kept(span: ReceivedSpan) -> OtelSpan:
         status_message=span.status_message,
         service=span.service,
         scope=span.scope,
+        **envelope,
     )
 
 

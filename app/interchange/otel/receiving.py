@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -38,6 +38,7 @@ from app.interchange.otel.received_events import span_events
 from app.interchange.sql.received_spans import Staged, quiet_traces, settling, stage
 from app.sessions.sql.session_owners import own_session
 from app.store import ConcurrencyError, EventStore
+from app.store.collector_pause import collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,9 @@ PAGE = 1000
 OTLP_NAMESPACE = UUID("0f7c3b1e-26a4-4d0b-8f2e-5a1c7e9b3d26")
 #: How long a trace without its root span waits for more spans before it settles.
 QUIET_SECONDS = 5.0
+#: Traces a settler settles at once: on two cores, two keep both busy (one appending in
+#: PostgreSQL, one mapping in Python); more only queue. Each holds two connections.
+LANES = 2
 
 
 def session_id_for(user_id: UUID, *, conversation: str | None, trace_id: str) -> UUID:
@@ -60,13 +64,20 @@ async def receive(store: EventStore, user_id: UUID, spans: Sequence[ReceivedSpan
     return await stage(store, user_id, spans)
 
 
-async def settle_trace(store: EventStore, user_id: UUID, trace_id: str) -> int:
-    """Append the trace's waiting spans to its session; how many spans settled."""
+async def settle_trace(
+    store: EventStore,
+    user_id: UUID,
+    trace_id: str,
+    known: Mapping[str, ReceivedSpan] | None = None,
+) -> int:
+    """Append the trace's waiting spans to its session; how many spans settled. ``known``:
+    spans of the trace the caller holds (the request that just stored them), by id: not
+    read back."""
     settled = 0
     user = ""
     while True:
         async with settling(store, user_id, trace_id) as trace:
-            spans = await trace.waiting(PAGE)
+            spans = await trace.waiting(PAGE, known)
             if not spans:
                 return settled
             conversation = await trace.conversation()
@@ -95,7 +106,8 @@ async def _append(
     for _ in range(20):
         last = await store.last_seq(session_id)
         first_events: list[Event] = [] if last else [opening]
-        settled = span_events(session_id, last + 1 + len(first_events), spans, root_ids=roots)
+        with collector_paused():  # thousands of events that all survive: collector_pause.py
+            settled = span_events(session_id, last + 1 + len(first_events), spans, root_ids=roots)
         events = first_events + [event for _, event in settled.events]
         try:
             recorded = await store.append(
@@ -136,12 +148,21 @@ class TraceSettler:
     settling is serialised in the database)."""
 
     def __init__(
-        self, store: EventStore, *, quiet_seconds: float = QUIET_SECONDS, poll_seconds: float = 1.0
+        self,
+        store: EventStore,
+        *,
+        quiet_seconds: float = QUIET_SECONDS,
+        poll_seconds: float = 1.0,
+        lanes: int = LANES,
     ) -> None:
         self._store = store
         self._quiet = quiet_seconds
         self._poll = poll_seconds
-        self._due: set[tuple[UUID, str]] = set()
+        self._lanes = lanes
+        #: spans settled by this settler since it was made
+        self.settled = 0
+        #: (user, trace) -> the spans of it the request that woke us brought, by id
+        self._due: dict[tuple[UUID, str], dict[str, ReceivedSpan]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -158,9 +179,17 @@ class TraceSettler:
                 pass
             self._task = None
 
-    def wake(self, user_id: UUID, traces: frozenset[str]) -> None:
-        """Settle these traces of ``user_id`` now."""
-        self._due.update((user_id, trace) for trace in traces)
+    def wake(
+        self, user_id: UUID, traces: frozenset[str], spans: Sequence[ReceivedSpan] = ()
+    ) -> None:
+        """Settle these traces of ``user_id`` now; ``spans``: the request's, which need not
+        be read back (held until their trace settles, a request's worth at most)."""
+        for trace in traces:
+            self._due.setdefault((user_id, trace), {})
+        for span in spans:
+            held = self._due.get((user_id, span.trace_id))
+            if held is not None:
+                held[span.span_id] = span
         self._wake.set()
 
     async def _run(self) -> None:
@@ -178,11 +207,30 @@ class TraceSettler:
                 log.exception("could not settle received traces")
 
     async def settle_due(self) -> int:
-        """Settle the traces woken for and the quiet ones; how many spans settled."""
-        due, self._due = self._due, set()
+        """Settle the traces woken for and the quiet ones, ``lanes`` at a time (the
+        database appends one trace while Python maps the next); how many spans settled."""
+        due, self._due = self._due, {}
+        quiet = await quiet_traces(self._store, self._quiet, 100)
+        work = [(key, due[key]) for key in sorted(due)]
+        work += [(key, {}) for key in quiet if key not in due]
+        lanes = asyncio.Semaphore(self._lanes)
+
+        async def settle(key: tuple[UUID, str], known: dict[str, ReceivedSpan]) -> int:
+            async with lanes:
+                return await settle_trace(self._store, key[0], key[1], known)
+
         settled = 0
-        for user_id, trace in sorted(due):
-            settled += await settle_trace(self._store, user_id, trace)
-        for user_id, trace in await quiet_traces(self._store, self._quiet, 100):
-            settled += await settle_trace(self._store, user_id, trace)
+        for key, outcome in zip(
+            [key for key, _ in work],
+            await asyncio.gather(*(settle(k, known) for k, known in work), return_exceptions=True),
+            strict=True,
+        ):
+            if isinstance(outcome, BaseException):
+                if isinstance(outcome, asyncio.CancelledError):
+                    raise outcome
+                # its spans wait in the table: the next rounds find it quiet and try again
+                log.error("could not settle trace %s", key[1], exc_info=outcome)
+            else:
+                settled += outcome
+        self.settled += settled
         return settled

@@ -9,7 +9,7 @@ then start, then id) under a lock on the trace, so two settlers of one trace tak
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -18,6 +18,7 @@ import orjson
 
 from app.interchange.otel.received import ReceivedSpan
 from app.store import EventStore
+from app.store.collector_pause import collector_paused
 
 STAGE_SQL = """
 INSERT INTO otel_spans (user_id, trace_id, span_id, is_root, start_ns, end_ns, conversation, span)
@@ -30,8 +31,11 @@ RETURNING trace_id, is_root
 #: Serialises the settling of one user's trace (a transaction lock in a key space of its own).
 SETTLE_LOCK_CLASS = 1226
 LOCK_SQL = "SELECT pg_advisory_xact_lock($1, hashtext($2 || $3))"
+#: The waiting spans in the order they ran; the body only of those the settler does not hold
+#: ($4: the ids it holds, from the request that brought them).
 WAITING_SQL = """
-SELECT span_id, span FROM otel_spans
+SELECT span_id, CASE WHEN span_id = ANY($4::text[]) THEN NULL ELSE span END AS span
+FROM otel_spans
 WHERE user_id = $1 AND trace_id = $2 AND settled_seq IS NULL
 ORDER BY end_ns, start_ns, span_id
 LIMIT $3
@@ -125,10 +129,20 @@ class SettlingTrace:
         self.user_id = user_id
         self.trace_id = trace_id
 
-    async def waiting(self, limit: int) -> list[ReceivedSpan]:
-        """The next ``limit`` waiting spans, in the order they ran."""
-        rows = await self._connection.fetch(WAITING_SQL, self.user_id, self.trace_id, limit)
-        return [span_of(row["span"]) for row in rows]
+    async def waiting(
+        self, limit: int, known: Mapping[str, ReceivedSpan] | None = None
+    ) -> list[ReceivedSpan]:
+        """The next ``limit`` waiting spans, in the order they ran. ``known``: spans of the
+        trace the caller holds (by id), taken as they are rather than read back."""
+        known = known or {}
+        rows = await self._connection.fetch(
+            WAITING_SQL, self.user_id, self.trace_id, limit, list(known)
+        )
+        with collector_paused():  # a page of spans that all survive: see collector_pause.py
+            return [
+                known[row["span_id"]] if row["span"] is None else span_of(row["span"])
+                for row in rows
+            ]
 
     async def conversation(self) -> str | None:
         return await self._connection.fetchval(CONVERSATION_SQL, self.user_id, self.trace_id)
