@@ -25,6 +25,8 @@ from pydantic_core import to_jsonable_python
 from app.events.stored_form import needs_escape
 
 _JSON_SCALARS = (str, int, float, bool, type(None))
+#: The same as a set of exact types, for ``type(value) in``: a hash lookup, no ABC check.
+_SCALAR_TYPES = frozenset(_JSON_SCALARS)
 
 
 def _reaches_any(annotation: Any, seen: set[type]) -> bool:
@@ -55,15 +57,18 @@ def free_fields(model: type[BaseModel]) -> frozenset[str]:
 def holds_surrogate_key(value: Any) -> bool:
     """Does ``value`` hold, at any depth, an object key the stored form escapes (a lone
     surrogate, or NUL, which JSON mode keeps but costs nothing to dump exactly too)?"""
-    if isinstance(value, Mapping):
+    kind = type(value)
+    if kind in _SCALAR_TYPES:  # most values, and a payload's own containers next: no ABC check
+        return False
+    if kind is dict or (kind is not list and isinstance(value, Mapping)):
         for key, item in value.items():
             if isinstance(key, str) and needs_escape(key):
                 return True
-            if holds_surrogate_key(item):
+            if type(item) not in _SCALAR_TYPES and holds_surrogate_key(item):
                 return True
         return False
     if isinstance(value, list | tuple):
-        return any(holds_surrogate_key(item) for item in value)
+        return any(type(item) not in _SCALAR_TYPES and holds_surrogate_key(item) for item in value)
     if isinstance(value, BaseModel):
         extra = value.__pydantic_extra__ or {}
         return any(

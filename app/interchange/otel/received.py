@@ -144,7 +144,18 @@ def _hex_id(raw: bytes, size: int, name: str) -> str:
 
 
 def _proto_attributes(attributes: Iterator[KeyValue] | Any) -> dict[str, Any]:
-    return {item.key: _proto_value(item.value, 0) for item in attributes}
+    found = {}
+    for item in attributes:
+        value = item.value
+        which = value.WhichOneof("value")
+        if which in _SCALARS:  # most attributes: read here, not through _proto_value
+            found[item.key] = getattr(value, which)
+        else:
+            found[item.key] = _proto_value(value, 0)
+    return found
+
+
+_SCALARS = frozenset({"string_value", "int_value", "bool_value", "double_value"})
 
 
 def _proto_value(value: AnyValue, depth: int) -> Any:
