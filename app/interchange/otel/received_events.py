@@ -97,12 +97,19 @@ def operation(span: ReceivedSpan) -> str:
 
 
 def span_events(
-    session_id: UUID, first_seq: int, spans: Iterable[ReceivedSpan], *, root_ids: set[str]
+    session_id: UUID,
+    first_seq: int,
+    spans: Iterable[ReceivedSpan],
+    *,
+    root_ids: set[str],
+    earlier_calls: Mapping[str, int] | None = None,
 ) -> SettledEvents:
     """The events of ``spans`` (of one session, in the order they ran), the first at seq
-    ``first_seq``; ``root_ids``: the span ids that are their trace's root."""
+    ``first_seq``; ``root_ids``: the span ids that are their trace's root; ``earlier_calls``:
+    tool call id -> seq of the ``llm.call`` already in the session that asked for it (a tool
+    span settled after its model call's page is caused by it all the same)."""
     settled = SettledEvents()
-    calls: dict[str, int] = {}  # tool call id -> seq of the llm.call that asked for it
+    calls: dict[str, int] = dict(earlier_calls or {})  # tool call id -> the llm.call's seq
     add = settled.events.append
     for span in spans:
         seq = first_seq + len(settled.events)
@@ -132,6 +139,16 @@ def span_events(
                 )
                 add((span, state))
     return settled
+
+
+def tool_call_ids(spans: Iterable[ReceivedSpan]) -> set[str]:
+    """The tool call ids the tool spans among ``spans`` answer."""
+    return {
+        call_id
+        for span in spans
+        if operation(span) == TOOL_OPERATION
+        and (call_id := _text(span.attributes.get("gen_ai.tool.call.id")))
+    }
 
 
 def event_id(session_id: UUID, span: ReceivedSpan, part: str) -> UUID:

@@ -34,8 +34,14 @@ from uuid import UUID
 
 from app.events import Event, SessionCreated
 from app.interchange.otel.received import ReceivedSpan
-from app.interchange.otel.received_events import span_events
-from app.interchange.sql.received_spans import Staged, quiet_traces, settling, stage
+from app.interchange.otel.received_events import span_events, tool_call_ids
+from app.interchange.sql.received_spans import (
+    Staged,
+    earlier_calls,
+    quiet_traces,
+    settling,
+    stage,
+)
 from app.sessions.sql.session_owners import own_session
 from app.store import ConcurrencyError, EventStore
 from app.store.collector_pause import collector_paused
@@ -106,8 +112,16 @@ async def _append(
     for _ in range(20):
         last = await store.last_seq(session_id)
         first_events: list[Event] = [] if last else [opening]
+        # the model calls of earlier pages and requests that asked for this page's tools
+        asked = await earlier_calls(store, session_id, tool_call_ids(spans)) if last else {}
         with collector_paused():  # thousands of events that all survive: collector_pause.py
-            settled = span_events(session_id, last + 1 + len(first_events), spans, root_ids=roots)
+            settled = span_events(
+                session_id,
+                last + 1 + len(first_events),
+                spans,
+                root_ids=roots,
+                earlier_calls=asked,
+            )
         events = first_events + [event for _, event in settled.events]
         try:
             recorded = await store.append(

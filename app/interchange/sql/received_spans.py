@@ -9,7 +9,7 @@ then start, then id) under a lock on the trace, so two settlers of one trace tak
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -60,6 +60,17 @@ FROM unnest($4::text[], $5::integer[]) AS t(span_id, seq)
 WHERE o.user_id = $1 AND o.trace_id = $2 AND o.span_id = t.span_id
 """
 USER_NAME_SQL = "SELECT name FROM users WHERE id = $1"
+#: The session's model calls that asked for these tool calls: tool call id -> the first seq.
+EARLIER_CALLS_SQL = """
+SELECT DISTINCT ON (call ->> 'id') call ->> 'id' AS id, e.seq
+FROM events AS e
+CROSS JOIN LATERAL jsonb_array_elements(
+    CASE WHEN jsonb_typeof(e.payload -> 'response' -> 'tool_calls') = 'array'
+         THEN e.payload -> 'response' -> 'tool_calls' ELSE '[]'::jsonb END
+) AS call
+WHERE e.session_id = $1 AND e.kind = 'llm.call' AND call ->> 'id' = ANY($2::text[])
+ORDER BY call ->> 'id', e.seq
+"""
 QUIET_SQL = """
 SELECT user_id, trace_id FROM otel_spans
 WHERE settled_seq IS NULL
@@ -163,6 +174,17 @@ class SettlingTrace:
         await self._connection.execute(
             MARK_SQL, self.user_id, self.trace_id, session_id, list(span_ids), list(seqs)
         )
+
+
+async def earlier_calls(
+    store: EventStore, session_id: UUID, call_ids: Collection[str]
+) -> dict[str, int]:
+    """Tool call id -> seq of the session's first ``llm.call`` that asked for it, for those
+    of ``call_ids`` one did."""
+    if not call_ids:
+        return {}
+    rows = await store.pool.fetch(EARLIER_CALLS_SQL, session_id, sorted(call_ids))
+    return {row["id"]: row["seq"] for row in rows}
 
 
 @contextlib.asynccontextmanager

@@ -175,6 +175,40 @@ async def test_a_trace_larger_than_a_page_settles_page_by_page(
     events = await store.read(session)
     assert len(events) == 1 + 20 * 3 + 2
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # each tool's action is caused by the model call that asked for it, pages apart or not
+    asked = {
+        call["id"]: e.seq
+        for e in events
+        if e.kind == "llm.call"
+        for call in e.payload["response"]["tool_calls"]
+    }
+    actions = [e for e in events if e.kind == "imported"]
+    assert len(actions) == 20
+    assert [e.cause for e in actions] == [asked[e.payload["tool_call_id"]] for e in actions]
+
+
+async def test_a_tool_span_that_comes_after_its_call_settled_is_caused_by_it(
+    store: EventStore,
+) -> None:
+    user = await add_user(store, "uma")
+    spans = trace_spans("3" * 32, conversation="conv-3", calls=2)
+    tools = [span for span in spans if span.name.startswith("execute_tool")]
+    await receive(store, user.id, [span for span in spans if span not in tools])
+    await settle_trace(store, user.id, "3" * 32)
+    await receive(store, user.id, tools)  # late, in a request of their own
+    assert await settle_trace(store, user.id, "3" * 32) == len(tools)
+    session = session_id_for(user.id, conversation="conv-3", trace_id="3" * 32)
+    events = await store.read(session)
+    calls = {
+        e.payload["response"]["tool_calls"][0]["id"]: e.seq for e in events if e.kind == "llm.call"
+    }
+    actions = [e for e in events if e.kind == "imported"]
+    assert [(e.payload["tool_call_id"], e.cause) for e in actions] == [
+        ("c0", calls["c0"]),
+        ("c1", calls["c1"]),
+    ]
+    outputs = [e for e in events if e.kind == "imported.output"]
+    assert [e.cause for e in outputs] == [e.seq for e in actions]
 
 
 async def test_the_settler_settles_rooted_traces_at_once_and_the_rest_when_quiet(
