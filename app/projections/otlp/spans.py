@@ -227,10 +227,11 @@ def chat_span(
         value = params.get(name)
         attributes[attribute] = value if _is_number(value) else None
     usage = payload.get("usage") or {}
+    error = payload.get("error")
     for name, attribute in _USAGE.items():
         count = usage.get(name)
-        attributes[attribute] = count if _is_count(count) else None
-    error = payload.get("error")
+        # a failed call's 0 is the log's "none reported", not a count: left out
+        attributes[attribute] = count if _is_count(count) and (count or error is None) else None
     if error is not None:
         attributes["error.type"] = str(payload.get("error_kind") or "_OTHER")
     if prompt is not None:

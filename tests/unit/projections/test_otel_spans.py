@@ -150,6 +150,8 @@ def test_a_model_call_span_ends_at_its_event_and_says_what_the_conventions_name(
     failed = spans[span_id(SESSION, 10)]
     assert failed.error == "overloaded" and failed.attributes["error.type"] == "rate_limited"
     assert failed.start_ns == failed.end_ns  # no latency recorded
+    # its usage was none reported (the log's zeros): no token counts, rather than 0 tokens
+    assert not [name for name in failed.attributes if name.startswith("gen_ai.usage.")]
 
 
 def test_a_tool_span_runs_from_the_action_to_its_observation_and_says_how_it_failed() -> None:
