@@ -8,25 +8,19 @@ skipped alone; one process sends at a time."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from app.events import AgentState, LlmCall, Message, Run, RunOutput, SessionCreated
-from app.events.canonical import canonical_json
-from app.events.llm import LlmResponse, LlmUsage, ToolCall
-from app.interchange.otel.export import session_trace
 from app.projections import ProjectionsConfig, SessionState, running_projections
 from app.projections.config import OtlpExportConfig
-from app.projections.otlp.encoding import export_request
 from app.projections.otlp.exporter import NAME, OtlpExporter
 from app.projections.sql.projection_status import projection_status
 from app.store import EventStore
 from tests.support.otlp_collector import Collector, running_collector
+from tests.support.otlp_sessions import expected, record
 
 QUICK = ProjectionsConfig(standby_interval=0.1, batch_size=50, drain_timeout=2.0)
 
@@ -42,48 +36,6 @@ def config(collector: Collector, *, content: bool = False) -> OtlpExportConfig:
         url=collector.url, content=content, timeout=5.0, max_backoff=0.2,
         headers={"x-api-key": "k1"},  # type: ignore[dict-item]
     )  # fmt: skip
-
-
-async def record(store: EventStore, *, end: str = "finished") -> uuid.UUID:
-    """A session of two model calls (the second keeps the first's prompt), a tool run and
-    its output, and an end state."""
-    session = uuid.uuid4()
-    texts = [
-        canonical_json({"role": "user", "content": f"List the files {session}."}),
-        canonical_json({"role": "tool", "content": "a.txt", "tool_call_id": "c1"}),
-    ]
-    hashes = [hashlib.sha256(text.encode()).hexdigest() for text in texts]
-    await store.put_messages(hashes, texts)
-    await store.append(
-        session,
-        [
-            SessionCreated(title="t", config={"agent": "codeact", "model": "openai/m"}),
-            Message(content="List the files.", source="user"),
-            LlmCall(
-                model="openai/m", fingerprint="f", prompt=hashes[:1], latency_ms=20.0,
-                response=LlmResponse(tool_calls=[ToolCall(id="c1", name="shell",
-                                                          arguments='{"command": "ls"}')],
-                                     finish_reason="tool_calls"),
-                usage=LlmUsage(prompt_tokens=12, completion_tokens=3),
-            ),
-            Run(command="ls", cause=3, tool_call_id="c1"),
-            RunOutput(output="a.txt\n", exit_code=0, cause=4),
-            LlmCall(
-                model="openai/m", fingerprint="f", prompt=hashes[1:], prompt_kept=1,
-                latency_ms=10.0, response=LlmResponse(content="a.txt", finish_reason="stop"),
-                usage=LlmUsage(prompt_tokens=20, completion_tokens=2),
-            ),
-            AgentState(state=end, reason="done"),
-        ],
-        expected_seq=0,
-    )  # fmt: skip
-    return session
-
-
-async def expected(store: EventStore, session: uuid.UUID, *, content: bool) -> list[OtlpSpan]:
-    """The spans ``chronicle export --otlp`` sends for the session, as the collector reads them."""
-    spans = await session_trace(store, session, content=content)
-    return list(export_request(spans).resource_spans[0].scope_spans[0].spans)
 
 
 async def until(check, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
