@@ -48,6 +48,7 @@ from app.events import (
     canonical_json,
 )
 from app.events.usage import safe_copy, token_count
+from app.interchange.otel.indexed_messages import COMPLETION, PROMPT, indexed_messages
 from app.interchange.otel.received import ReceivedSpan
 from app.llm.fingerprint import content_hash, fingerprint, stable_hash
 
@@ -88,6 +89,8 @@ def operation(span: ReceivedSpan) -> str:
     name = attributes.get("gen_ai.operation.name")
     if isinstance(name, str) and name:
         return name
+    if attributes.get("llm.request.type") in ("chat", "completion"):  # OpenLLMetry's
+        return "chat"
     if "gen_ai.system" in attributes or "gen_ai.provider.name" in attributes:
         # instrumentations older than the operation name: a model call by its span's name
         first = span.name.split(" ", 1)[0].lower()
@@ -182,10 +185,10 @@ def _model_call(
     params = {
         name: attributes[key] for key, name in _PARAMS.items() if attributes.get(key) is not None
     }
-    prompt = chat_messages(
-        _json(attributes.get("gen_ai.input.messages")),
-        _json(attributes.get("gen_ai.system_instructions")),
-    )
+    sent = _json(attributes.get("gen_ai.input.messages"))
+    if sent is None:  # an instrumentation that writes each message's fields apart
+        sent = indexed_messages(attributes, PROMPT)
+    prompt = chat_messages(sent, _json(attributes.get("gen_ai.system_instructions")))
     tools = _json(attributes.get("gen_ai.tool.definitions"))
     hashes = [_store(message, messages) for message in prompt]
     if isinstance(tools, list) and tools:
@@ -193,6 +196,8 @@ def _model_call(
     else:
         tools_hash = _NO_TOOLS
     output = _json(attributes.get("gen_ai.output.messages"))
+    if output is None:
+        output = indexed_messages(attributes, COMPLETION)
     content, tool_calls, finish = _first_choice(output)
     reasons = attributes.get("gen_ai.response.finish_reasons")
     if finish is None and isinstance(reasons, list) and reasons:

@@ -224,3 +224,71 @@ def test_genai_messages_become_openai_chat_messages() -> None:
         },
     ]
     assert chat_messages("not a list") == []
+
+
+def test_openllmetrys_indexed_messages_become_the_calls_prompt_and_reply() -> None:
+    """OpenLLMetry (Traceloop) writes each message's fields as attributes of their own."""
+    traceloop = span(
+        "00000000000000a1",
+        "openai.chat",
+        0,
+        1,
+        **{
+            "gen_ai.system": "openai",
+            "llm.request.type": "chat",
+            "gen_ai.request.model": "gpt-4o",
+            "gen_ai.prompt.0.role": "system",
+            "gen_ai.prompt.0.content": "You are terse.",
+            "gen_ai.prompt.1.role": "user",
+            "gen_ai.prompt.1.content": "Weather in Paris?",
+            "gen_ai.prompt.2.role": "assistant",
+            "gen_ai.prompt.2.tool_calls.0.id": "c0",
+            "gen_ai.prompt.2.tool_calls.0.name": "get_weather",
+            "gen_ai.prompt.2.tool_calls.0.arguments": '{"location": "Lyon"}',
+            "gen_ai.prompt.3.role": "tool",
+            "gen_ai.prompt.3.tool_call_id": "c0",
+            "gen_ai.prompt.3.content": "rain",
+            "gen_ai.completion.0.role": "assistant",
+            "gen_ai.completion.0.finish_reason": "tool_calls",
+            "gen_ai.completion.0.tool_calls.1.id": "c2",
+            "gen_ai.completion.0.tool_calls.1.name": "get_time",
+            "gen_ai.completion.0.tool_calls.1.arguments": "{}",
+            "gen_ai.completion.0.tool_calls.0.id": "c1",
+            "gen_ai.completion.0.tool_calls.0.name": "get_weather",
+            "gen_ai.completion.0.tool_calls.0.arguments": '{"location": "Paris"}',
+            "gen_ai.usage.prompt_tokens": 30,
+            "gen_ai.usage.completion_tokens": 9,
+        },
+    )
+    assert operation(traceloop) == "chat"
+    settled = span_events(SESSION, 2, [traceloop], root_ids=set())
+    ((_, call),) = settled.events
+    assert isinstance(call, LlmCall)
+    prompt = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Weather in Paris?"},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {
+                    "id": "c0",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"location": "Lyon"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c0", "content": "rain"},
+    ]
+    assert call.prompt == [content_hash(message) for message in prompt]
+    assert [(c.id, c.name, c.arguments) for c in call.response.tool_calls] == [
+        ("c1", "get_weather", '{"location": "Paris"}'),
+        ("c2", "get_time", "{}"),
+    ]
+    assert call.response.finish_reason == "tool_calls"
+    assert (call.usage.prompt_tokens, call.usage.completion_tokens) == (30, 9)
+    # the conventions' attributes win where a span carries both
+    both = span("00000000000000a2", "chat gpt-4o", 0, 1, **{
+        **traceloop.attributes, "gen_ai.input.messages": json.dumps(INPUT),
+    })  # fmt: skip
+    ((_, current),) = span_events(SESSION, 2, [both], root_ids=set()).events
+    assert isinstance(current, LlmCall) and len(current.prompt) == 2
