@@ -1,7 +1,8 @@
 """A real instrumented application sends its traces to ``chronicle serve``'s ``POST /v1/traces``:
 a small agent calls the scripted model with the official ``openai`` SDK, instrumented by
 OpenTelemetry's own GenAI instrumentation (``opentelemetry-instrumentation-openai-v2``, content
-capture on), runs the tool the model asked for in a span of its own, and exports with
+capture on; and, as a third-party one, OpenLLMetry's ``opentelemetry-instrumentation-openai``),
+runs the tool the model asked for in a span of its own, and exports with
 OpenTelemetry's OTLP/HTTP exporter (protobuf; and the OTLP JSON exporter) authenticated by a
 Chronicle token. The session that results matches what the agent did, call for call: the
 messages the model got, what it answered, the usage, the tool and its result, the agent's end.
@@ -37,7 +38,10 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+if sys.argv[3] == "traceloop":  # OpenLLMetry's instrumentation of the openai SDK
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+else:  # OpenTelemetry's own
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
 if sys.argv[1] == "json":
     from opentelemetry.exporter.otlp.json.http.trace_exporter import OTLPSpanExporter
@@ -116,8 +120,9 @@ def run_agent(
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
     }
     python = installed_venv(venv) / "bin" / "python"
+    instrumentation = "traceloop" if venv == "otel-traceloop" else "openai-v2"
     done = subprocess.run(
-        [str(python), str(script), encoding, conversation],
+        [str(python), str(script), encoding, conversation, instrumentation],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -143,7 +148,10 @@ def session_of(
     raise AssertionError(f"no settled session for {conversation}: {server.rest_of_output()}")
 
 
-@pytest.mark.parametrize(("venv", "encoding"), [("otel-openai", "protobuf"), ("otel-json", "json")])
+@pytest.mark.parametrize(
+    ("venv", "encoding"),
+    [("otel-openai", "protobuf"), ("otel-json", "json"), ("otel-traceloop", "protobuf")],
+)
 def test_an_instrumented_agents_trace_becomes_its_session_call_for_call(
     venv: str, encoding: str, server: ServerProcess, token: str, upstream: FakeLlmServer,
     tmp_path: Path,
