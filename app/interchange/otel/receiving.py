@@ -54,6 +54,8 @@ PAGE = 1000
 OTLP_NAMESPACE = UUID("0f7c3b1e-26a4-4d0b-8f2e-5a1c7e9b3d26")
 #: How long a trace without its root span waits for more spans before it settles.
 QUIET_SECONDS = 5.0
+#: Spans of woken traces a settler holds at most (one full request's; the rest are read back).
+HELD_SPANS = 50_000
 #: Traces a settler settles at once: on two cores, two keep both busy (one appending in
 #: PostgreSQL, one mapping in Python); more only queue. Each holds two connections.
 LANES = 2
@@ -177,6 +179,7 @@ class TraceSettler:
         self.settled = 0
         #: (user, trace) -> the spans of it the request that woke us brought, by id
         self._due: dict[tuple[UUID, str], dict[str, ReceivedSpan]] = {}
+        self._held = 0
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -197,13 +200,15 @@ class TraceSettler:
         self, user_id: UUID, traces: frozenset[str], spans: Sequence[ReceivedSpan] = ()
     ) -> None:
         """Settle these traces of ``user_id`` now; ``spans``: the request's, which need not
-        be read back (held until their trace settles, a request's worth at most)."""
+        be read back (held until their trace settles; past ``HELD_SPANS`` waiting, the rest
+        are read back: requests faster than settling do not grow the process)."""
         for trace in traces:
             self._due.setdefault((user_id, trace), {})
         for span in spans:
             held = self._due.get((user_id, span.trace_id))
-            if held is not None:
+            if held is not None and self._held < HELD_SPANS:
                 held[span.span_id] = span
+                self._held += 1
         self._wake.set()
 
     async def _run(self) -> None:
@@ -223,7 +228,7 @@ class TraceSettler:
     async def settle_due(self) -> int:
         """Settle the traces woken for and the quiet ones, ``lanes`` at a time (the
         database appends one trace while Python maps the next); how many spans settled."""
-        due, self._due = self._due, {}
+        due, self._due, self._held = self._due, {}, 0
         quiet = await quiet_traces(self._store, self._quiet, 100)
         work = [(key, due[key]) for key in sorted(due)]
         work += [(key, {}) for key in quiet if key not in due]

@@ -13,6 +13,7 @@ import pytest
 from app.interchange.otel import receiving
 from app.interchange.otel.received import ReceivedSpan
 from app.interchange.otel.receiving import TraceSettler, receive, session_id_for, settle_trace
+from app.interchange.sql import received_spans
 from app.sessions.sql.session_owners import owner_of
 from app.sessions.sql.users import add_user
 from app.store import EventStore
@@ -264,3 +265,32 @@ async def test_odd_values_a_client_may_send_settle_as_sent(store: EventStore) ->
     assert call["usage"]["prompt_tokens"] is None and call["usage"]["total_tokens"] is None
     assert call["usage"]["as_sent"] == {"gen_ai.usage.input_tokens": str(2**63 - 1)}
     assert call["response"]["content"] is None
+
+
+async def test_the_settler_takes_the_requests_spans_as_they_are_up_to_its_bound(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A woken trace's spans are not read back; past ``HELD_SPANS`` the rest are, and the
+    session is the same either way."""
+    read_back: list[bytes] = []
+    real = received_spans.span_of
+
+    def counted(raw: bytes) -> ReceivedSpan:
+        read_back.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(received_spans, "span_of", counted)
+    user = await add_user(store, "vic")
+    sessions = []
+    for trace, bound in (("4" * 32, 10_000), ("5" * 32, 2)):
+        monkeypatch.setattr(receiving, "HELD_SPANS", bound)
+        settler = TraceSettler(store, quiet_seconds=3600)
+        spans = trace_spans(trace, conversation=f"conv-{trace[0]}", calls=3)
+        staged = await receive(store, user.id, spans)
+        settler.wake(user.id, staged.rooted, spans)
+        read_back.clear()
+        assert await settler.settle_due() == len(spans)
+        assert len(read_back) == (0 if bound > len(spans) else len(spans) - bound)
+        session = session_id_for(user.id, conversation=f"conv-{trace[0]}", trace_id=trace)
+        sessions.append([(e.kind, e.cause) for e in await store.read(session)])
+    assert sessions[0] == sessions[1]
