@@ -15,6 +15,8 @@ What it offers (docs/architecture.md, "The store's surface"):
 - who runs a session: ``claim_session`` (an advisory lock, no table: every runner of a session
   takes it, replay as much as sessions) and ``claimed_sql`` for a query that asks;
 - the action worker (``ActionWorker``): answers a session's actions in its log;
+- ``collector_paused``: the garbage collector paused while a reader builds thousands of
+  objects that all survive (the store's reads; the readers that map what they read);
 - the database itself: ``ensure_database``, ``admin_database_url``, ``kept_running`` (the
   embedded server under a long-lived process), ``redact`` (a URL for a message), readiness.
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from app.store.append import EncodedBatch, EventLike, too_large
     from app.store.blobs import MissingBlobError
     from app.store.buffered_session import BufferedSession
+    from app.store.collector_pause import collector_paused
     from app.store.database import (
         admin_database_url,
         ensure_database,
@@ -99,6 +102,7 @@ _EXPORTED_FROM = {
     "too_large": "app.store.append",
     "MissingBlobError": "app.store.blobs",
     "BufferedSession": "app.store.buffered_session",
+    "collector_paused": "app.store.collector_pause",
     "admin_database_url": "app.store.database",
     "ensure_database": "app.store.database",
     "ensure_database_async": "app.store.database",
@@ -183,6 +187,7 @@ __all__ = [
     "admin_database_url",
     "claim_session",
     "claimed_sql",
+    "collector_paused",
     "ensure_database",
     "ensure_database_async",
     "forget_migrations",

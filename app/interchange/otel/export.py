@@ -25,8 +25,7 @@ from app.projections.otlp.transport import (
     post,
     traces_endpoint,
 )
-from app.store import EventStore
-from app.store.collector_pause import collector_paused
+from app.store import EventStore, collector_paused
 
 __all__ = ["ExportReport", "OtlpExportError", "export_sessions", "session_trace", "traces_endpoint"]
 

@@ -43,8 +43,7 @@ from app.interchange.sql.received_spans import (
     stage,
 )
 from app.sessions.sql.session_owners import own_session
-from app.store import ConcurrencyError, EventStore
-from app.store.collector_pause import collector_paused
+from app.store import ConcurrencyError, EventStore, collector_paused
 
 log = logging.getLogger(__name__)
 

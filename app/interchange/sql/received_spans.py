@@ -17,8 +17,7 @@ from uuid import UUID
 import orjson
 
 from app.interchange.otel.received import ReceivedSpan
-from app.store import EventStore
-from app.store.collector_pause import collector_paused
+from app.store import EventStore, collector_paused
 
 STAGE_SQL = """
 INSERT INTO otel_spans (user_id, trace_id, span_id, is_root, start_ns, end_ns, conversation, span)
