@@ -232,7 +232,7 @@ def test_a_received_session_is_scored_and_replayed_like_a_recorded_one(
     replayed = chronicle(
         "record", "--user", "tracer", "--url", server.url, "--workspace", str(tmp_path),
         "--replay", session, "--mode", "positional",
-        "--", str(python), str(script), "protobuf", f"{conversation}-again",
+        "--", str(python), str(script), "protobuf", f"{conversation}-again", "openai-v2",
         env={
             **server.env,
             "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": f"{server.url}/v1/traces",
