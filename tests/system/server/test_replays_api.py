@@ -75,6 +75,11 @@ def recorded(
     assert created.status_code == 201, created.text
     session = created.json()["id"]
     until_listed(server, token, session, "finished")
+    # the run's last event, the workspace's diff, is recorded just after its end state
+    deadline = time.monotonic() + 60
+    while "workspace.diff" not in [e["kind"] for e in events_of(server, token, session)]:
+        assert time.monotonic() < deadline, "the run's workspace.diff never came"
+        time.sleep(0.1)
     return server, token, session
 
 
