@@ -92,6 +92,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "with this token)",
     )
     create.add_argument("--url", default=DEFAULT_SERVER_URL, help="the server, for --link")
+    create.add_argument(
+        "--replace",
+        action="store_true",
+        help="first revoke the user's live tokens of the same --label (a command that makes "
+        "one on every start, as ./dev up does, leaves one live, not one per start)",
+    )
     sub.add_parser("list", help="list the tokens (never the tokens themselves)")
     revoke = sub.add_parser("revoke", help="revoke a token at once")
     revoke.add_argument("id", type=token_id, metavar="ID")
@@ -277,6 +283,21 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                 raise UnknownUserError(args.name)
             if user.removed_at is not None:
                 raise RemovedUserError(user.name)
+            if args.replace:
+                if not args.label:
+                    print("error: --replace needs a --label to know which tokens", file=sys.stderr)
+                    return 2
+                now = datetime.now(UTC)
+                for old in await list_tokens(store):
+                    live = old.revoked_at is None and (
+                        old.expires_at is None or old.expires_at > now
+                    )
+                    if old.user_id == user.id and old.label == args.label and live:
+                        if await revoke_token(store, old.id):
+                            await platform_audit.token_revoked(
+                                store, terminal_actor(), old.id, user.name
+                            )
+                            print(f"revoked token {old.id} ({args.label})", file=sys.stderr)
             expires = datetime.now(UTC) + args.expires if args.expires else None
             info, token = await create_token(store, user.id, label=args.label, expires_at=expires)
             await platform_audit.token_created(store, terminal_actor(), info)

@@ -67,3 +67,33 @@ def test_the_applications_login_alone_makes_no_admin(
     assert forged.stdout == ""
     made = chronicle("tokens", "create", "root", env=owner)
     assert made.returncode == 0 and made.stdout.startswith("chr_")
+
+
+def test_replace_revokes_the_users_live_tokens_of_the_same_label(
+    app_database_url: str, database_url: str, tmp_path: Path
+) -> None:
+    """What ./dev up does on each start: one token of its label stays live, not one a start."""
+    env = cli_environment(app_database_url, tmp_path)
+    env["CHRONICLE_OWNER_DATABASE_URL"] = database_url
+    for name in ("ivo", "jan"):
+        assert chronicle("users", "add", name, env=env).returncode == 0
+    kept = chronicle("tokens", "create", "ivo", "--label", "ci", env=env)
+    theirs = chronicle("tokens", "create", "jan", "--label", "./dev up", env=env)
+    first = chronicle("tokens", "create", "ivo", "--label", "./dev up", env=env)
+    second = chronicle("tokens", "create", "ivo", "--label", "./dev up", "--replace", env=env)
+    assert all(made.returncode == 0 for made in (kept, theirs, first, second))
+    assert "revoked token" in second.stderr
+
+    def states() -> list[tuple[str, str, str]]:
+        listed = chronicle("tokens", "list", env=env).stdout.splitlines()
+        return [(f[1], f[2], line.rsplit("  ", 1)[-1]) for line in listed if (f := line.split())]
+
+    assert sorted(states()) == sorted(
+        [("ivo", "live", "ci"), ("jan", "live", "./dev up"), ("ivo", "revoked", "./dev up"),
+         ("ivo", "live", "./dev up")]
+    )  # fmt: skip
+    audit = chronicle("audit", "log", env=env)
+    assert audit.returncode == 0, audit.stderr
+    assert len([line for line in audit.stdout.splitlines() if "revoked" in line]) == 1, audit.stdout
+    no_label = chronicle("tokens", "create", "ivo", "--replace", env=env)
+    assert no_label.returncode == 2 and "--label" in no_label.stderr
