@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from litestar import Response, Router, get
+from litestar.response import Redirect
 from litestar.static_files import create_static_files_router
 from litestar.types import ControllerRouterHandler
 
-#: The page's files (``index.html``, ``*.js``, ``*.css``), installed with the package.
+#: The page's files (``index.html``, ``*.js``, ``*.css``, the icon), installed with the package.
 WEB_DIR = Path(__file__).parent / "web"
 #: The route option the authentication middleware skips (``create_app``'s exclude key).
 NO_AUTH = {"exclude_from_auth": True}
@@ -75,6 +76,13 @@ def login_page(token: str | None = None) -> Response[bytes]:
     )
 
 
+@get("/favicon.ico", opt=NO_AUTH, include_in_schema=False, sync_to_thread=False)
+def favicon() -> Redirect:
+    """Where a browser (or a page of another tool) looks for the icon by default: the page's
+    own, an SVG (the page names it too; this answers the rest rather than a 404)."""
+    return Redirect("/web/favicon.svg", status_code=301)
+
+
 def web_routes() -> list[ControllerRouterHandler]:
     """What the app factory mounts: the page and its static files, outside the API guard."""
     static: Router = create_static_files_router(
@@ -84,4 +92,4 @@ def web_routes() -> list[ControllerRouterHandler]:
         include_in_schema=False,
         name="web",
     )
-    return [index, login_page, static]
+    return [index, login_page, favicon, static]

@@ -139,3 +139,7 @@ def test_the_page_is_public_and_the_api_behind_it_is_not(server: ServerProcess) 
     assert "javascript" in script.headers["content-type"]
     assert httpx.get(f"{server.url}/api/sessions").status_code == 401
     assert httpx.get(f"{server.url}/web/../app.py").status_code == 404
+    # an icon, not a 404 on every page: the page names it, and /favicon.ico leads to it
+    icon = httpx.get(f"{server.url}/favicon.ico", follow_redirects=True)
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert 'rel="icon" href="/web/favicon.svg"' in page.text
