@@ -402,20 +402,12 @@ class EventStore:
         ``leave_out``: top-level payload fields not read at all (such events no longer match
         their hash: for readers that map them, never for verification).
         """
+        sql, fields = READ_SESSION_SQL, []
         if leave_out:
-            return await self._retrying(
-                lambda: self._fetch(
-                    READ_SESSION_WITHOUT_SQL,
-                    session_id,
-                    after_seq,
-                    limit,
-                    list(leave_out),
-                    resolve_blobs=resolve_blobs,
-                )
-            )
+            sql, fields = READ_SESSION_WITHOUT_SQL, [list(leave_out)]
         return await self._retrying(
             lambda: self._fetch(
-                READ_SESSION_SQL, session_id, after_seq, limit, resolve_blobs=resolve_blobs
+                sql, session_id, after_seq, limit, *fields, resolve_blobs=resolve_blobs
             )
         )
 
