@@ -25,7 +25,7 @@ from app.sessions.platform_audit import terminal_actor
 from app.sessions.sql.platform_audit import token_owner
 
 if TYPE_CHECKING:
-    from app.sessions.sql.users import User
+    from app.sessions.sql.users import TokenInfo, User
     from app.store import EventStore
 
 LIFETIME_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
@@ -265,6 +265,15 @@ async def login_link(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _token_state(info: TokenInfo, now: datetime) -> str:
+    """``revoked``, ``expired`` or ``live``, as ``chronicle tokens list`` shows it."""
+    if info.revoked_at is not None:
+        return "revoked"
+    if info.expires_at is not None and info.expires_at <= now:
+        return "expired"
+    return "live"
+
+
 async def tokens(args: argparse.Namespace, settings: Settings) -> int:
     from app.server.sql.user_states import RemovedUserError
     from app.sessions.sql.users import (
@@ -289,9 +298,7 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
                     return 2
                 now = datetime.now(UTC)
                 for old in await list_tokens(store):
-                    live = old.revoked_at is None and (
-                        old.expires_at is None or old.expires_at > now
-                    )
+                    live = _token_state(old, now) == "live"
                     if old.user_id == user.id and old.label == args.label and live:
                         if await revoke_token(store, old.id):
                             await platform_audit.token_revoked(
@@ -331,12 +338,7 @@ async def tokens(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         now = datetime.now(UTC)
         for info in await list_tokens(store):
-            if info.revoked_at is not None:
-                state = "revoked"
-            elif info.expires_at is not None and info.expires_at <= now:
-                state = "expired"
-            else:
-                state = "live"
+            state = _token_state(info, now)
             print(
                 f"{info.id}  {info.user_name:<16} {state:<8} expires "
                 f"{_when(info.expires_at) if info.expires_at else 'never'}  "
