@@ -171,7 +171,7 @@ async def measure(database: BenchDatabase, rounds: int, only: set[str]) -> list[
             for body in bodies:
                 received = await asyncio.to_thread(decode, body, "application/x-protobuf")
                 staged = await receive(store, user.id, received)
-                settler.wake(user.id, staged.rooted, received)
+                settler.wake(user.id, staged.rooted, staged.stored_here(received))
                 woken.set()
             await settled
             return settler.settled / (time.perf_counter() - started)

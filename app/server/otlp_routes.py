@@ -123,7 +123,7 @@ async def receive_traces(request: Request[Any, Any, Any], ctx: Context) -> Respo
     principal = principal_of(request)
     staged = await receive(ctx.store, principal.user_id, spans)
     if staged.rooted:
-        settler_of(request.app).wake(principal.user_id, staged.rooted, spans)
+        settler_of(request.app).wake(principal.user_id, staged.rooted, staged.stored_here(spans))
     # an empty ExportTraceServiceResponse: every span was taken
     content, answer_type = (b"{}", JSON) if media == JSON else (b"", PROTOBUF)
     return Response(content=content, media_type=answer_type, status_code=200)

@@ -198,9 +198,10 @@ class TraceSettler:
     def wake(
         self, user_id: UUID, traces: frozenset[str], spans: Sequence[ReceivedSpan] = ()
     ) -> None:
-        """Settle these traces of ``user_id`` now; ``spans``: the request's, which need not
-        be read back (held until their trace settles; past ``HELD_SPANS`` waiting, the rest
-        are read back: requests faster than settling do not grow the process)."""
+        """Settle these traces of ``user_id`` now; ``spans``: those the request stored
+        (``Staged.stored_here``), which need not be read back (held until their trace
+        settles; past ``HELD_SPANS`` waiting, the rest are read back: requests faster than
+        settling do not grow the process)."""
         for trace in traces:
             self._due.setdefault((user_id, trace), {})
         for span in spans:

@@ -25,7 +25,7 @@ SELECT $1, t.trace_id, t.span_id, t.is_root, t.start_ns, t.end_ns, t.conversatio
 FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::bigint[], $7::text[],
             $8::bytea[]) AS t(trace_id, span_id, is_root, start_ns, end_ns, conversation, span)
 ON CONFLICT DO NOTHING
-RETURNING trace_id, is_root
+RETURNING trace_id, span_id, is_root
 """
 #: Serialises the settling of one user's trace (a transaction lock in a key space of its own).
 SETTLE_LOCK_CLASS = 1226
@@ -82,13 +82,19 @@ LIMIT $2
 
 @dataclass(frozen=True)
 class Staged:
-    """What storing a request's spans did: spans new here, spans stored before, and the traces
-    (new spans) whose root span came."""
+    """What storing a request's spans did: spans new here, spans stored before, the traces
+    (new spans) whose root span came, and which spans (trace, span) this request stored."""
 
     new: int
     again: int
     traces: frozenset[str]
     rooted: frozenset[str]
+    stored: frozenset[tuple[str, str]] = frozenset()
+
+    def stored_here(self, spans: Sequence[ReceivedSpan]) -> list[ReceivedSpan]:
+        """Those of ``spans`` this request stored: a span stored before keeps its first copy,
+        which a settler must read back rather than take this one for it."""
+        return [span for span in spans if (span.trace_id, span.span_id) in self.stored]
 
 
 async def stage(store: EventStore, user_id: UUID, spans: Sequence[ReceivedSpan]) -> Staged:
@@ -108,7 +114,8 @@ async def stage(store: EventStore, user_id: UUID, spans: Sequence[ReceivedSpan])
     )
     traces = frozenset(row["trace_id"] for row in rows)
     rooted = frozenset(row["trace_id"] for row in rows if row["is_root"])
-    return Staged(len(rows), len(spans) - len(rows), traces, rooted)
+    stored = frozenset((row["trace_id"], row["span_id"]) for row in rows)
+    return Staged(len(rows), len(spans) - len(rows), traces, rooted, stored)
 
 
 def conversation_of(span: ReceivedSpan) -> str | None:

@@ -294,3 +294,27 @@ async def test_the_settler_takes_the_requests_spans_as_they_are_up_to_its_bound(
         session = session_id_for(user.id, conversation=f"conv-{trace[0]}", trace_id=trace)
         sessions.append([(e.kind, e.cause) for e in await store.read(session)])
     assert sessions[0] == sessions[1]
+
+
+async def test_a_span_sent_again_with_other_content_settles_as_first_stored(
+    store: EventStore,
+) -> None:
+    """The settler holds only the spans a request stored: one stored before keeps its first
+    copy (the table's), whatever a later request carried under the same id."""
+    user = await add_user(store, "wes")
+    first = trace_spans("6" * 32, conversation="conv-6", calls=1)
+    await receive(store, user.id, first[1:])  # no root yet: nothing settles
+    changed = [
+        span.model_copy(update={"attributes": {**span.attributes, "gen_ai.request.model": "x"}})
+        if span.name.startswith("chat")
+        else span
+        for span in first
+    ]
+    staged = await receive(store, user.id, changed)  # the root, and the rest again
+    assert staged.stored_here(changed) == [changed[0]]
+    settler = TraceSettler(store, quiet_seconds=3600)
+    settler.wake(user.id, staged.rooted, staged.stored_here(changed))
+    assert await settler.settle_due() == len(first)
+    session = session_id_for(user.id, conversation="conv-6", trace_id="6" * 32)
+    calls = [e for e in await store.read(session) if e.kind == "llm.call"]
+    assert [call.payload["model"] for call in calls] == ["m"]
