@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.session_ids import resolve_prefixes
+
+    asyncio.run(resolve_prefixes(args, settings))  # returns at once when no prefix was given
     handler = args.handler
     if inspect.iscoroutinefunction(handler):
         return int(asyncio.run(handler(args, settings)))
@@ -184,6 +187,7 @@ def _run(argv: Sequence[str] | None) -> int:
         for name, level in QUIET_LOGGERS.items():
             logging.getLogger(name).setLevel(level)
     logging.getLogger("asyncio").addFilter(_ClientGoneWrites())
+    from app.cli.session_ids import UnknownSessionPrefix
     from app.events import InvalidEventError
     from app.store import StoreError
 
@@ -202,6 +206,9 @@ def _run(argv: Sequence[str] | None) -> int:
     except (StoreError, InvalidEventError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except UnknownSessionPrefix as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except Exception as exc:  # a clear line instead of a traceback; -v shows the traceback
         if args.verbose:
             raise

@@ -22,9 +22,10 @@ from typing import Any, NamedTuple
 from pydantic import SecretStr
 
 from app.cli.inline_projections import inline_projections
-from app.cli.log import open_store, session_id
+from app.cli.log import open_store
 from app.cli.numbers import positive, seq_number
 from app.cli.render import render_line
+from app.cli.session_ids import session_id
 from app.cli.terminal import raw
 from app.config import Settings
 from app.errors import ChronicleError

@@ -20,8 +20,8 @@ import uuid
 from pathlib import Path
 
 from app.cli import analytics as analytics_cli
-from app.cli.log import session_id
 from app.cli.otlp import add_otlp_arguments, export_otlp
+from app.cli.session_ids import session_id
 from app.cli.terminal import raw
 from app.config import Settings
 from app.interchange.atif.session import AtifExportError, session_trajectory

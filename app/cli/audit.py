@@ -23,7 +23,8 @@ from typing import TextIO
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.cli import archive as archive_cli
-from app.cli.log import open_store, session_id
+from app.cli.log import open_store
+from app.cli.session_ids import session_id
 from app.config import Settings
 from app.store import EventStore, VerifyReport
 from app.store.integrity import (

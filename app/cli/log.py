@@ -12,17 +12,10 @@ from datetime import UTC, datetime, timedelta
 
 from app.cli.numbers import positive, seq_after, seq_number
 from app.cli.render import render_json, render_line
+from app.cli.session_ids import session_id
 from app.config import Settings
 from app.sessions.sql.session_rows import LISTED_STATES
 from app.store import EventStore, admin_database_url, ensure_database_async
-
-
-def session_id(text: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a session id (a UUID)") from None
-
 
 SPANS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 

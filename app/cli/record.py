@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from app.cli.gateway_client import gateway_user
 from app.cli.gateway_limits import add_limit_options, session_limits_config
+from app.cli.session_ids import session_id
 from app.cli.users import DEFAULT_SERVER_URL
 from app.config import Settings
 
@@ -66,6 +67,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     )
     record.add_argument(
         "--replay",
+        type=session_id,
         metavar="SESSION",
         help="replay this recorded session: the gateway answers the command's model calls "
         "from it and calls no model; exit 0 when they matched, 3 when they diverged "
@@ -155,10 +157,7 @@ async def _replay(
     try:
         if args.session is not None:
             raise RecordError("--replay records a session of its own; leave out --session")
-        try:
-            replayed = uuid.UUID(args.replay)
-        except ValueError:
-            raise RecordError(f"--replay takes a session's id, not {args.replay!r}") from None
+        replayed = args.replay
         outcome = await replay_command(
             store,
             settings,

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.cli.log import open_store, positive, session_id
+from app.cli.log import open_store, positive
+from app.cli.session_ids import session_id
 from app.config import Settings
 from app.errors import ChronicleError
 

@@ -14,11 +14,22 @@ from litestar.params import FromPath, PathParameter, QueryParameter
 from pydantic import BaseModel
 
 from app.events import MAX_SEQ
+from app.events.id_prefix import NotAnIdPrefix
+from app.events.id_prefix import id_prefix as prefix_digits
 from app.events.prompts import PromptChainError, whole_prompts
 from app.server.access import ensure_visible, not_found, owner_filter
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.cursors import BadCursorError, decode_cursor, encode_cursor
+from app.server.event_search import (
+    MAX_MATCHES,
+    MAX_QUERY,
+    EventMatch,
+    EventQuery,
+    KindGroup,
+    SearchResult,
+    match,
+)
 from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.sessions.sql.session_owners import list_visible_records, visible_session
 from app.sessions.sql.session_rows import ListedState
@@ -74,6 +85,14 @@ async def list_sessions(
             "of it, case-insensitive",
         ),
     ] = None,
+    id_prefix: Annotated[
+        str | None,
+        QueryParameter(
+            max_length=36,
+            description="only sessions whose id begins with these hex digits (at least 4; "
+            "dashes ignored): the 8 characters the page shows name a session",
+        ),
+    ] = None,
 ) -> SessionPage:
     """Your sessions (an admin's: all), newest first, from the session list projection."""
     try:
@@ -83,6 +102,12 @@ async def list_sessions(
     for name, text in (("q", q), ("model", model)):
         if text is not None and "\x00" in text:  # PostgreSQL text cannot hold it
             raise Unprocessable(f"{name} cannot contain a NUL character")
+    digits = None
+    if id_prefix is not None:
+        try:
+            digits = prefix_digits(id_prefix)
+        except NotAnIdPrefix as exc:
+            raise Unprocessable(str(exc)) from None
     if since is not None and since.tzinfo is None:
         raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
     rows = await list_visible_records(
@@ -94,6 +119,7 @@ async def list_sessions(
         since=since,
         after=after,
         words=q,
+        id_prefix=digits,
     )
     more = len(rows) > limit
     rows = rows[:limit]
@@ -147,6 +173,64 @@ async def events(
     return EventPage(
         events=views, next_after_seq=reached if reached < last else None, last_seq=last
     )
+
+
+#: Events read at a time by a search (a 10,000-event session is read in five).
+SEARCH_PAGE = 2000
+
+
+@get("/api/sessions/{session_id:uuid}/search", responses=problem_responses(404))
+async def search(
+    request: Request[Any, Any, Any],
+    ctx: Context,
+    session_id: FromPath[UUID],
+    text: Annotated[
+        str | None,
+        QueryParameter(
+            min_length=1,
+            max_length=MAX_QUERY,
+            description="found in any text of an event (case-insensitive), never in field names",
+        ),
+    ] = None,
+    kind: Annotated[
+        KindGroup | None,
+        QueryParameter(
+            description="messages, commands, files, model_calls, tools, thoughts, "
+            "or errors (failed commands, model calls and tools, errors, a failed sandbox)"
+        ),
+    ] = None,
+) -> SearchResult:
+    """The session's events matching every part given, oldest first: each with its seq (the
+    page opens it at ``#/sessions/ID/events/SEQ``) and the text around the match. Payloads are
+    searched whole, as the events route returns them (large outputs included)."""
+    await ensure_visible(ctx, principal_of(request), session_id)
+    query = EventQuery(text=text, kind=kind)
+    last = await ctx.store.last_seq(session_id)
+    matches: list[EventMatch] = []
+    total, after = 0, 0
+    while after < last:
+        page = await ctx.store.read(
+            session_id, after_seq=after, limit=SEARCH_PAGE, leave_out=("prompt",)
+        )
+        if not page:
+            break
+        for event in page:
+            found = match(event.kind, event.payload, query)
+            if found is None:
+                continue
+            total += 1
+            if len(matches) < MAX_MATCHES:
+                matches.append(
+                    EventMatch(
+                        seq=event.seq,
+                        kind=event.kind,
+                        created_at=event.created_at,
+                        snippet=found.snippet,
+                        error=found.error,
+                    )
+                )
+        after = page[-1].seq
+    return SearchResult(matches=matches, total=total, last_seq=last)
 
 
 @get("/api/sessions/{session_id:uuid}/verify", responses=problem_responses(404))
@@ -256,4 +340,4 @@ async def model_call(
     )
 
 
-ROUTES = [list_sessions, get_session, events, verify, export, model_call]
+ROUTES = [list_sessions, get_session, events, search, verify, export, model_call]

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from app.events.id_prefix import prefix_range
 from app.sessions.sql.session_rows import (
     CLAIMED,
     QUALIFIED_COLUMNS,
@@ -114,6 +115,7 @@ async def list_visible_records(
     since: datetime | None = None,
     after: tuple[datetime, UUID] | None = None,
     words: str | None = None,
+    id_prefix: str | None = None,
 ) -> list[Record]:
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
     every filter (``words``: the title has words beginning with each of them), after the
@@ -124,8 +126,12 @@ async def list_visible_records(
     (walking the newest-first index): a word in many titles fills the page there, where the
     title index would have the planner read and sort all its matches. Only a page that did
     not fill is asked again of the title index (a rare word: few matches to read). Either
-    answer is the page the one query would give, so the order and the cursors are the same."""
+    answer is the page the one query would give, so the order and the cursors are the same.
+    ``id_prefix``: only sessions whose id begins with it (its hex digits)."""
+    id_low, id_high = prefix_range(id_prefix) if id_prefix is not None else (None, None)
     values: dict[str, Any] = {
+        "id_low": id_low,
+        "id_high": id_high,
         "words": words,
         "owner": owner,
         "state": state,
@@ -144,6 +150,7 @@ async def list_visible_records(
         since=since is not None,
         after=after is not None,
         words=words is not None,
+        id_range=id_prefix is not None,
     )
     records: list[Record]
     if words is not None:

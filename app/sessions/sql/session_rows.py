@@ -120,10 +120,12 @@ def list_sql(
     after: bool = False,
     words: bool = False,
     newest_first: bool = False,
+    id_range: bool = False,
 ) -> tuple[str, list[str]]:
     """The list query for these filters, and the order of its parameters (the limit last):
     narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
-    (``TITLE_WORDS``) and paged after a keyset cursor ``(created_at, session_id)`` in the
+    (``TITLE_WORDS``), to ids in a range (``id_low`` to ``id_high``: a prefix of an id,
+    app/events/id_prefix.py) and paged after a keyset cursor ``(created_at, session_id)`` in the
     list's own order when asked. ``newest_first`` (with ``words``): the words are looked for
     only in the newest ``scan`` rows the other filters pass (``STEERED_PAGES``)."""
     where: list[str] = []
@@ -144,6 +146,10 @@ def list_sql(
     if since:
         params.append("since")
         where.append(f"s.created_at >= ${len(params)}")
+    if id_range:
+        params.append("id_low")
+        params.append("id_high")
+        where.append(f"s.session_id BETWEEN ${len(params) - 1} AND ${len(params)}")
     if after:
         params.append("after_created")
         params.append("after_id")

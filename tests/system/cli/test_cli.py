@@ -320,3 +320,23 @@ def test_help_texts_print_a_percent_sign_once() -> None:
         shown = chronicle(*command, env=dict(os.environ))
         assert shown.returncode == 0, shown.stderr
         assert "95% interval" in shown.stdout and "%%" not in shown.stdout, shown.stdout
+
+
+def test_a_unique_prefix_names_a_session_as_the_page_shows_it(env: dict[str, str]) -> None:
+    """The page and `chronicle sessions` show 8 characters of an id; every SESSION argument
+    takes a unique prefix, and says which sessions an ambiguous one begins."""
+    first, second = (f"0badcafe-000{n}-4000-8000-000000000000" for n in (1, 2))
+    for session in (first, second):
+        added = chronicle("append", session, "message", '{"content": "hi"}', env=env)
+        assert added.returncode == 0, added.stderr
+    by_prefix = chronicle("events", "0BADCAFE-0002", env=env)
+    assert by_prefix.returncode == 0 and "hi" in by_prefix.stdout
+    verified = chronicle("verify", "0badcafe0001", env=env)
+    assert verified.returncode == 0 and "ok: 1 events" in verified.stdout, verified.stderr
+    ambiguous = chronicle("events", "0badcafe", env=env)
+    assert ambiguous.returncode == 2
+    assert f"0badcafe begins more than one session id ({first}, {second}):" in ambiguous.stderr
+    unknown = chronicle("export", "0badbeef", env=env)
+    assert unknown.returncode == 2 and "no session id begins with 0badbeef" in unknown.stderr
+    for result in (ambiguous, unknown):
+        assert "Traceback" not in result.stderr

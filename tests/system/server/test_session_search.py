@@ -72,3 +72,33 @@ def test_the_list_filters_by_words_of_the_title(shared_server: ServerProcess) ->
     too_long = listed(server, rosa, "x" * 201)
     assert too_long.status_code == 400
     assert too_long.headers["content-type"] == "application/problem+json"
+
+
+def test_the_list_finds_a_session_by_a_prefix_of_its_id(shared_server: ServerProcess) -> None:
+    """``id_prefix=``: the 8 characters the page shows name a session (the page's routes take
+    them); never another user's; anything but hex digits is refused with the rule."""
+    server = shared_server
+    ida, ivo = server.token("ida"), server.token("ivo")
+    made = httpx.post(f"{server.url}/api/sessions", headers=bearer(ida), json={"task": "mine"})
+    assert made.status_code == 201, made.text
+    session = made.json()["id"]
+
+    def by_prefix(token: str, prefix: str) -> httpx.Response:
+        return httpx.get(
+            f"{server.url}/api/sessions", headers=bearer(token), params={"id_prefix": prefix}
+        )
+
+    deadline = time.monotonic() + 30
+    while not by_prefix(ida, session[:8]).json()["sessions"]:
+        assert time.monotonic() < deadline, "the session was never listed"
+        time.sleep(0.3)
+    found = by_prefix(ida, session[:8].upper()).json()["sessions"]
+    assert [s["id"] for s in found] == [session]
+    assert [s["id"] for s in by_prefix(ida, session).json()["sessions"]] == [session]
+    assert by_prefix(ivo, session[:8]).json()["sessions"] == []  # not theirs
+    missing = "0000" if not session.startswith("0000") else "ffff"
+    assert by_prefix(ida, missing).json()["sessions"] == []
+    for bad in ("abc", "zzzz1234", "12345678' OR '1'='1"):
+        refused = by_prefix(ida, bad)
+        assert refused.status_code in (400, 422), (bad, refused.text)
+    assert "at least 4 hex digits" in by_prefix(ida, "zzzz1234").text
