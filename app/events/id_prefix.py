@@ -8,12 +8,14 @@ from __future__ import annotations
 import re
 import uuid
 
+from app.errors import ChronicleError
+
 #: Fewer characters than this match too many sessions to be worth a lookup.
 MIN_PREFIX = 4
 _PREFIX = re.compile(rf"[0-9a-f]{{{MIN_PREFIX},32}}")
 
 
-class NotAnIdPrefix(ValueError):
+class NotAnIdPrefix(ChronicleError, ValueError):
     """The text is neither a session id nor a prefix of one."""
 
 

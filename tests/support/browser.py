@@ -59,9 +59,12 @@ def artifacts_dir(fallback: Path) -> Path:
     return directory
 
 
-def screenshot_at_both_widths(page: Page, name: str, directory: Path) -> list[Path]:
-    """Photograph the page at each of ``WIDTHS`` (whole page), back at the first width after;
-    returns the files written. Each must also be readable: nothing wider than the window."""
+def screenshot_at_both_widths(
+    page: Page, name: str, directory: Path, *, full_page: bool = True
+) -> list[Path]:
+    """Photograph the page at each of ``WIDTHS`` (whole page, or the window alone for a page
+    of thousands of events), back at the first width after; returns the files written. Each
+    must also be readable: nothing wider than the window."""
     written = []
     safe = re.sub(r"[^a-z0-9_-]+", "-", name.lower())
     for label, (width, height) in WIDTHS.items():
@@ -72,7 +75,7 @@ def screenshot_at_both_widths(page: Page, name: str, directory: Path) -> list[Pa
         )
         assert overflow <= 1, f"{name} at {width} px is {overflow} px wider than the window"
         path = directory / f"{safe}-{label}-{width}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         written.append(path)
     first_width, first_height = next(iter(WIDTHS.values()))
     page.set_viewport_size({"width": first_width, "height": first_height})

@@ -5,7 +5,7 @@ import { api, ApiError, peekCode, signIn, signInWithCode, signOut } from "./api.
 import { el, clear } from "./dom.js";
 import { clock } from "./format.js";
 import { sessionsView, newSessionView } from "./sessions.js";
-import { sessionView } from "./session.js";
+import { notFoundView, sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
@@ -15,6 +15,7 @@ const notice = document.getElementById("notice");
 const who = document.getElementById("who");
 const logout = document.getElementById("logout");
 const auditLink = document.getElementById("audit-link");
+const mainNav = document.getElementById("main-nav"); // hidden until someone is signed in
 let leave = () => {};
 let me = null;
 
@@ -70,7 +71,44 @@ async function whoAmI() {
 
 let routes = 0; // a route started while another waits on /api/me replaces it
 
+/** A session named by a prefix of its id (the 8 characters the page shows): the address is
+ * replaced by the whole id, or the page says no session or which several it begins. */
+async function resolvePrefix(prefix, rest) {
+  let found;
+  try {
+    found = await api(`/api/sessions?id_prefix=${encodeURIComponent(prefix)}&limit=5`);
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 422 || error.status === 400)) {
+      notFoundView(main, error.message);
+      return;
+    }
+    throw error;
+  }
+  const sessions = found.sessions;
+  if (sessions.length === 1) {
+    location.replace(`#/sessions/${sessions[0].id}${rest || ""}`);
+    return;
+  }
+  if (!sessions.length) {
+    notFoundView(main, `No session of yours has an id beginning with ${prefix}.`);
+    return;
+  }
+  notFoundView(main, `${prefix} begins the ids of several sessions: `);
+  main.querySelector("section p").append(...sessions.flatMap((s, i) => [i ? ", " : "",
+    el("a", { href: `#/sessions/${s.id}${rest || ""}` }, s.id), ` (${s.title || "untitled"})`]));
+}
+
+const SESSION_ROUTE = /^\/sessions\/([0-9a-fA-F-]{4,36})(\/events\/(\d+))?$/;
+const WHOLE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 async function route() {
+  const path = location.hash.replace(/^#/, "") || "/";
+  const session = path.match(SESSION_ROUTE);
+  // another event of the session on the page: opened in place, the page kept
+  if (session && me && leave.sessionId === session[1] && leave.navigate) {
+    leave.navigate(session[3] ? Number(session[3]) : null);
+    return;
+  }
   leave();
   leave = () => {};
   clearError();
@@ -81,6 +119,7 @@ async function route() {
     if (!known) {
       who.textContent = "";
       logout.hidden = true;
+      mainNav.hidden = true;
       auditLink.hidden = true;
       signInView();
       return;
@@ -91,14 +130,14 @@ async function route() {
   }
   who.textContent = `${me.user}${me.is_admin ? " (admin)" : ""}`;
   logout.hidden = false;
+  mainNav.hidden = false;
   auditLink.hidden = !me.is_admin;
-  const path = location.hash.replace(/^#/, "") || "/";
-  const session = path.match(/^\/sessions\/([0-9a-f-]{36})$/);
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
   const comparison = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
-  if (session) leave = sessionView(context, session[1]);
+  if (session && !WHOLE_ID.test(session[1])) await resolvePrefix(session[1], session[2]);
+  else if (session) leave = sessionView(context, session[1], session[3] ? Number(session[3]) : null);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
   else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));

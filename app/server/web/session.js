@@ -1,11 +1,13 @@
-// One session: its summary, steering (message, pause, resume, stop), verify and export, and
-// its timeline, live over the stream.
+// One session: its summary, steering (message, pause, resume, stop), verify and export, a
+// search of its events, and its timeline, live over the stream. A link to one event
+// (#/sessions/ID/events/SEQ) opens the timeline at it.
 
 import { api, ApiError } from "./api.js";
 import { el, clear } from "./dom.js";
+import { EventFinder } from "./find.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
-import { Timeline } from "./timeline.js";
+import { Timeline, eventHref } from "./timeline.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -14,11 +16,45 @@ const FIRST_PAGE = 200;
 const NEXT_PAGE = 500;
 // The performance mark set once the first page is on the screen (chronicle bench ui reads it).
 export const FIRST_SCREEN_MARK = "chronicle:timeline-first-screen";
+// A linked event further than this past the events drawn opens a window at it (from a few
+// events before it on), rather than drawing everything up to it.
+const REVEAL_REACH = 2000;
+const BEFORE_TARGET = 20;
 
-export function sessionView({ main, showError, clearError }, id) {
+/** What the page shows for a session that is not there, or not the reader's: that alone. */
+export function notFoundView(main, what) {
+  clear(main).append(
+    el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions")),
+    el("section", { class: "card narrow", "aria-labelledby": "missing-title" },
+      el("h1", { id: "missing-title" }, "No such session"),
+      el("p", {}, what),
+      el("p", {}, el("a", { href: "#/" }, "Back to the sessions"))));
+}
+
+/** A button copying a whole id (or offering it to copy where the page may not write to the
+ * clipboard): the page shows 8 characters of an id. */
+export function copyButton(id, label = "Copy id") {
+  const button = el("button", { type: "button", class: "link copy-id", title: id, "aria-label": `${label}: ${id}` }, label);
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      button.textContent = "Copied";
+      setTimeout(() => { button.textContent = label; }, 1500);
+    } catch {
+      window.prompt("Copy the id:", id);
+    }
+  });
+  return button;
+}
+
+/** The session page, opened at event ``target`` when given. The function returned leaves
+ * the page; its ``navigate(seq)`` opens another event of the same session in place (a
+ * #seq link, a search match) without building the page again. */
+export function sessionView({ main, showError, clearError }, id, target = null) {
   const title = el("h1", { id: "session-title" }, "Session");
   const state = el("span", { class: "state", id: "session-state" }, "…");
   const facts = el("p", { class: "muted small facts-line" });
+  const reasonLine = el("p", { class: "reason", hidden: true });
   const connection = el("span", { class: "connection", role: "status", "aria-live": "polite" }, "connecting");
   const verifyResult = el("span", { class: "verify", role: "status", "aria-live": "polite" });
   const button = (label, action, help) => el("button", { type: "button", "data-action": action, title: help }, label);
@@ -43,41 +79,61 @@ export function sessionView({ main, showError, clearError }, id) {
     el("label", { for: "message", class: "visually-hidden" }, "Message to the agent"), message, send);
   const list = el("ol", { class: "timeline", "aria-label": "Events, oldest first", "aria-live": "polite", "aria-relevant": "additions" });
   const follow = el("input", { type: "checkbox", id: "follow", checked: true });
+  const before = el("p", { class: "timeline-before small", hidden: true });
   const more = el("div", { class: "timeline-more", "aria-label": "Later events" });
+  const crumbId = el("code", { class: "session-id", title: id }, id.slice(0, 8));
 
-  clear(main).append(
-    el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ", el("span", {}, id.slice(0, 8))),
-    el("section", { class: "summary", "aria-labelledby": "session-title" },
-      el("div", { class: "heading" }, title, state),
-      facts,
-      el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
-        pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink)),
-    messageForm,
-    el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
-      el("label", { for: "follow", class: "small" }, follow, " follow new events")),
-    el("p", { class: "muted small" }, "Keys: j / k move between events, Enter opens a model call or an output, m writes a message."),
-    list, more);
-
-  const timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id });
   let closed = false;
   let summaryTimer = null;
   let summaryDue = 0;
+  let timeline = null;
+  let stream = null;
+  let opening = 0; // a window opened while another loads replaces it
+  const finder = new EventFinder(id, {
+    open: (seq) => navigate(seq),
+    onMatches: (seqs) => timeline?.mark(seqs),
+    showError,
+  });
+
+  function layout() {
+    clear(main).append(
+      el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ", crumbId, " ", copyButton(id)),
+      el("section", { class: "summary", "aria-labelledby": "session-title" },
+        el("div", { class: "heading" }, title, state),
+        facts,
+        reasonLine,
+        el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
+          pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink)),
+      messageForm,
+      el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
+        el("label", { for: "follow", class: "small" }, follow, " follow new events")),
+      finder.element,
+      el("p", { class: "muted small keys" }, "Keys: j / k move between events, Enter opens a model call or an output, / finds, n / N go to the next or previous match, m writes a message."),
+      before, list, more);
+  }
 
   function showSummary(s) {
     title.textContent = s.title || "Session";
     state.textContent = stateLabel(s.state);
     state.className = `state state-${s.state || "starting"}`;
     enableSteering(s.steering);
+    const errors = s.errors ? el("button", { type: "button", class: "link errors-link", title: "find the errors in the timeline",
+      onclick: () => finder.showErrors() }, `${s.errors} error${s.errors === 1 ? "" : "s"}`) : null;
     facts.replaceChildren(...[
       `${s.model || "model ?"} · ${s.runtime || ""} · ${s.steps} step${s.steps === 1 ? "" : "s"} · `,
       `${s.model_calls} model call${s.model_calls === 1 ? "" : "s"} · ${s.input_tokens + s.output_tokens} tokens · `,
-      `${cost(s.cost_usd, s.unpriced_calls, s.model_calls)} · started `,
+      `${cost(s.cost_usd, s.unpriced_calls, s.model_calls)} · `,
+      errors, errors ? " · " : null, "started ",
       el("time", { datetime: s.created_at, title: localTime(s.created_at) }, localTime(s.created_at)),
       ` (${age(s.created_at)} ago)`,
       s.replay_of ? el("span", {}, " · replay of ", el("a", { href: `#/sessions/${s.replay_of}` }, s.replay_of.slice(0, 8)),
         " (", el("a", { href: `#/replays/${s.replay_of}/${id}` }, "compare side by side"), ")") : null,
       s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null,
     ].filter(Boolean));
+    // an error's reason whole, where it can be read (the facts line is one line of many)
+    const failed = s.state === "error" && s.reason;
+    reasonLine.hidden = !failed;
+    reasonLine.replaceChildren(...(failed ? [el("strong", {}, "Why it stopped: "), s.reason] : []));
   }
 
   async function refreshSummary() {
@@ -88,16 +144,13 @@ export function sessionView({ main, showError, clearError }, id) {
       if (!closed) showSummary(s);
     } catch (error) {
       if (closed) return;
-      if (error.status === 404 && list.children.length) {
-        summaryTimer = setTimeout(refreshSummary, SUMMARY_EVERY_MS); // not listed yet
-      } else if (error.status === 404) {
-        showError(new Error("There is no such session, or it is not yours."));
-      } else showError(error);
+      if (error.status === 404) summaryTimer = setTimeout(refreshSummary, SUMMARY_EVERY_MS); // not listed yet
+      else showError(error);
     }
   }
 
   function summarySoon() {
-    if (summaryTimer !== null) return;
+    if (summaryTimer !== null || closed) return;
     summaryTimer = setTimeout(refreshSummary, Math.max(0, summaryDue - Date.now()));
   }
 
@@ -111,27 +164,28 @@ export function sessionView({ main, showError, clearError }, id) {
       }
       if (event.kind === "session.created" && event.payload.title) title.textContent = event.payload.title;
     }
-    if (atBottom && timeline.caughtUp) list.lastElementChild?.scrollIntoView({ block: "nearest" });
+    if (atBottom && timeline.caughtUp && !target) list.lastElementChild?.scrollIntoView({ block: "nearest" });
     summarySoon();
   }
 
-  let stream = null;
-  async function openTimeline() {
-    // The first page from the events API, drawn at once; then the stream from after it
-    // (its backlog waits in the timeline's "more" bar until asked for).
-    let after = 0;
-    try {
-      const page = await api(`/api/sessions/${id}/events?after_seq=0&limit=${FIRST_PAGE}`);
-      if (closed) return;
-      timeline.knownUpTo(page.last_seq);
-      onEvents(page.events);
-      after = page.events.length ? page.events[page.events.length - 1].seq : 0;
-      requestAnimationFrame(() => setTimeout(() => performance.mark(FIRST_SCREEN_MARK), 0));
-    } catch (error) {
-      if (closed) return;
-      // the summary says when the session is not there; the stream retries the rest
-      if (error.status !== 404) showError(error);
-    }
+  /** The timeline from event ``startAfter + 1`` on: its first page from the events API,
+   * drawn at once, then the stream from after it (its backlog waits in the "more" bar until
+   * asked for). Null when the session is not there (the page then says so, alone). */
+  async function openWindow(startAfter) {
+    const mine = ++opening;
+    const page = await api(`/api/sessions/${id}/events?after_seq=${startAfter}&limit=${FIRST_PAGE}`);
+    if (closed || mine !== opening) return null;
+    stream?.close();
+    timeline?.close();
+    list.replaceChildren();
+    timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id, startAfter });
+    timeline.mark(finder.matches.map((m) => m.seq));
+    before.hidden = startAfter === 0;
+    before.replaceChildren(...(startAfter ? [`Events #1 to #${startAfter} are not shown. `,
+      el("button", { type: "button", class: "link", onclick: () => navigate(null) }, "Show from the start")] : []));
+    timeline.knownUpTo(page.last_seq);
+    onEvents(page.events);
+    const after = page.events.length ? page.events[page.events.length - 1].seq : startAfter;
     stream = new LiveStream(id, {
       afterSeq: after,
       onEvents,
@@ -144,17 +198,75 @@ export function sessionView({ main, showError, clearError }, id) {
       },
     });
     window.chronicleStream = stream; // for people debugging a stream from the console
+    return page;
   }
 
-  async function steer(action, target) {
+  /** Shows event ``seq``: drawn (the list drawn up to it, or a window opened at it),
+   * outlined, scrolled to and focused, a model call or an output opened. */
+  async function show(seq) {
+    let node = await timeline.drawThrough(seq, REVEAL_REACH);
+    if (!node && !closed) {
+      await openWindow(Math.max(0, seq - 1 - BEFORE_TARGET));
+      node = timeline?.nodeFor(seq);
+    }
+    if (!node || closed) {
+      if (!closed) showError(new Error(`This session has no event #${seq} (yet).`));
+      return;
+    }
+    for (const old of list.querySelectorAll(".target")) old.classList.remove("target");
+    node.classList.add("target");
+    const foldable = node.matches("details") ? node : node.querySelector(":scope > details.model-call");
+    if (foldable) foldable.open = true;
+    follow.checked = false;
+    const item = node.closest(".timeline > li") || node;
+    item.scrollIntoView({ block: "center" });
+    item.focus({ preventScroll: true });
+  }
+
+  /** Another event of this session (null: the start), opened without leaving the page. */
+  async function navigate(seq) {
+    target = seq;
+    const wanted = seq === null ? `#/sessions/${id}` : eventHref(id, seq);
+    if (location.hash !== wanted) history.replaceState(null, "", wanted);
+    try {
+      if (seq === null) {
+        if (timeline.startAfter > 0) await openWindow(0);
+        list.firstElementChild?.scrollIntoView({ block: "start" });
+      } else await show(seq);
+    } catch (error) {
+      showError(error);
+    }
+  }
+
+  async function start() {
+    let page;
+    try {
+      page = await openWindow(target ? Math.max(0, target - 1 - BEFORE_TARGET) : 0);
+    } catch (error) {
+      if (closed) return;
+      if (error.status === 404) {
+        notFoundView(main, `There is no session ${id}, or it is not yours.`);
+        return;
+      }
+      showError(error);
+      return;
+    }
+    if (!page) return;
+    layout();
+    requestAnimationFrame(() => setTimeout(() => performance.mark(FIRST_SCREEN_MARK), 0));
+    refreshSummary();
+    if (target) await navigate(target);
+  }
+
+  async function steer(action, control) {
     clearError();
-    target.disabled = true;
+    control.disabled = true;
     try {
       await api(`/api/sessions/${id}/${action}`, { method: "POST" });
     } catch (error) {
       showError(error);
     } finally {
-      target.disabled = !applicable.includes(action);
+      control.disabled = !applicable.includes(action);
       summarySoon(); // what applies now comes with the summary
     }
   }
@@ -195,8 +307,14 @@ export function sessionView({ main, showError, clearError }, id) {
 
   const keys = (event) => {
     if (event.target.matches("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.key === "m") {
-      message.focus();
+    if (event.key === "m" || event.key === "/") {
+      if (event.key === "m") message.focus();
+      else finder.focus();
+      event.preventDefault();
+      return;
+    }
+    if (event.key === "n" || event.key === "N") {
+      finder.step(event.key === "n" ? 1 : -1);
       event.preventDefault();
       return;
     }
@@ -221,15 +339,19 @@ export function sessionView({ main, showError, clearError }, id) {
     event.preventDefault();
   });
   document.addEventListener("keydown", keys);
-  refreshSummary();
-  openTimeline();
+  clear(main).append(el("p", { class: "muted", role: "status" }, "Loading the session…"));
+  start();
 
-  return () => {
+  const leave = () => {
     closed = true;
     stream?.close();
-    timeline.close();
+    timeline?.close();
+    finder.close();
     clearTimeout(summaryTimer);
     document.removeEventListener("keydown", keys);
     if (window.chronicleStream === stream) delete window.chronicleStream;
   };
+  leave.sessionId = id;
+  leave.navigate = navigate;
+  return leave;
 }

@@ -12,9 +12,20 @@ function stamp(event) {
     clock(event.created_at));
 }
 
-function item(event, className, label, ...content) {
+/** The event's number as a link to it (``#/sessions/ID/events/SEQ``): copy it to point at
+ * the event; opening it draws the timeline around it. */
+function seqLink(event, sessionId) {
+  if (!sessionId) return el("span", { class: "seq" }, `#${event.seq}`);
+  return el("a", { class: "seq", href: eventHref(sessionId, event.seq), title: "link to this event" }, `#${event.seq}`);
+}
+
+export function eventHref(sessionId, seq) {
+  return `#/sessions/${sessionId}/events/${seq}`;
+}
+
+function item(event, sessionId, className, label, ...content) {
   return el("li", { class: `event ${className}`, "data-seq": event.seq, "data-kind": event.kind, tabindex: "-1" },
-    el("div", { class: "meta" }, el("span", { class: "label" }, label), el("span", { class: "seq" }, `#${event.seq}`), stamp(event)),
+    el("div", { class: "meta" }, el("span", { class: "label" }, label), seqLink(event, sessionId), stamp(event)),
     ...content);
 }
 
@@ -95,15 +106,8 @@ function usageText(usage) {
 function exactCall(call) {
   const messages = call.messages || call.prompt || [];
   const tools = call.tools || [];
-  const retries = call.retries ?? (call.attempts ? call.attempts - 1 : null);
-  const usage = call.usage || {};
+  // tokens, cost, latency and attempts are in the call's own facts above: said once
   return [
-    definition([
-      ["Tokens", usage.prompt_tokens !== undefined ? usageText(usage) : null],
-      ["Cost", call.cost_usd === null || call.cost_usd === undefined ? null : `$${Number(call.cost_usd).toFixed(6)}`],
-      ["Latency", call.latency_ms === undefined ? null : duration(call.latency_ms)],
-      ["Retries", retries === null || retries === undefined ? null : String(retries)],
-    ]),
     el("h3", {}, `Prompt (${messages.length} message${messages.length === 1 ? "" : "s"})`),
     el("ol", { class: "prompt-messages", start: 0 }, messages.map(promptMessage)),
     el("h3", {}, `Tools offered (${tools.length})`),
@@ -129,27 +133,26 @@ function modelCall(event, sessionId) {
   const usage = p.usage || {};
   const response = p.response || {};
   const retries = (p.attempts || 1) - 1;
-  const summary = el("summary", {},
+  const summary = el("summary", { class: "meta" },
     el("span", { class: "label" }, p.error ? "Model call failed" : "Model call"),
-    ` ${p.model} · ${tokens(usage.prompt_tokens)} in / ${tokens(usage.completion_tokens)} out · `,
-    `${cost(p.cost_usd, p.cost_usd === null ? 1 : 0, 1)} · ${duration(p.latency_ms)}`,
-    retries ? ` · ${retries} ${retries === 1 ? "retry" : "retries"}` : "");
+    el("span", { class: "call-line" }, `${p.model} · ${tokens(usage.prompt_tokens)} in / ${tokens(usage.completion_tokens)} out · `,
+      `${cost(p.cost_usd, p.cost_usd === null ? 1 : 0, 1)} · ${duration(p.latency_ms)}`,
+      retries ? ` · ${retries} ${retries === 1 ? "retry" : "retries"}` : ""),
+    seqLink(event, sessionId), stamp(event));
   const calls = (response.tool_calls || []).map((call) =>
     el("li", {}, el("code", {}, call.name), " ", pre(prettyArguments(call.arguments), "json")));
   const exact = el("section", { class: "exact", "aria-label": "The exact request and response" });
   const details = el("details", { class: "model-call" }, summary,
       el("div", { class: "details" },
         definition([
-          ["When", localTime(event.created_at)],
           ["Model", p.model],
           ["Prompt", `${p.prompt?.length ?? 0} message${p.prompt?.length === 1 ? "" : "s"}` +
             (p.prompt_kept ? ` after the previous call's first ${p.prompt_kept}` : "")],
           ["Tools offered", p.tools ? el("code", {}, p.tools.slice(0, 16)) : "none"],
           ["Tool calling", p.tool_calling],
-          ["Tokens", `${usageText(usage)}, ${tokens(usage.total_tokens)} total`],
+          ["Usage", `${usageText(usage)}, ${tokens(usage.total_tokens)} total`],
           ["Usage as sent", usage.as_sent ? el("code", {}, JSON.stringify(usage.as_sent)) : null],
           ["Cost", p.cost_usd === null || p.cost_usd === undefined ? "unknown (no price for this model)" : `$${p.cost_usd.toFixed(6)}`],
-          ["Latency", duration(p.latency_ms)],
           ["Attempts", String(p.attempts ?? 1)],
           ["Finish reason", response.finish_reason],
           ["Error", p.error ? `${p.error_kind ? p.error_kind + ": " : ""}${p.error}` : null],
@@ -181,10 +184,10 @@ function prettyArguments(text) {
   }
 }
 
-function command(event) {
+function command(event, sessionId) {
   const p = event.payload;
   const output = el("div", { class: "output-slot" }, el("p", { class: "muted small running" }, p.is_input ? "input sent…" : "running…"));
-  return item(event, "run", p.is_input ? "Input" : "Command", thought(p),
+  return item(event, sessionId, "run", p.is_input ? "Input" : "Command", thought(p),
     pre(`$ ${p.command}`, "command"), output);
 }
 
@@ -201,10 +204,10 @@ function commandOutput(event, action) {
     pre(p.output || "", "stdout"));
 }
 
-function fileAction(event) {
+function fileAction(event, sessionId) {
   const p = event.payload;
   const verb = event.kind === "file.read" ? "Read" : event.kind === "file.write" ? "Write" : `Edit (${p.command})`;
-  return item(event, "file", verb, thought(p), el("p", {}, el("code", {}, p.path)),
+  return item(event, sessionId, "file", verb, thought(p), el("p", {}, el("code", {}, p.path)),
     el("div", { class: "output-slot" }));
 }
 
@@ -229,39 +232,39 @@ export function renderEvent(event, sessionId) {
   switch (event.kind) {
     case "message": {
       const who = event.source === "user" ? (p.user || "user") : "agent";
-      return item(event, `message from-${event.source}`, `Message from ${who}`, el("div", { class: "bubble" }, p.content));
+      return item(event, sessionId, `message from-${event.source}`, `Message from ${who}`, el("div", { class: "bubble" }, p.content));
     }
     case "agent.state":
-      return item(event, `state state-${p.state}`, "State",
+      return item(event, sessionId, `state state-${p.state}`, "State",
         el("p", {}, el("span", { class: `state state-${p.state}` }, stateLabel(p.state)),
           p.user ? ` by ${p.user}` : "", p.reason ? ` — ${p.reason}` : ""));
     case "llm.call":
       return modelCall(event, sessionId);
     case "run":
-      return command(event);
+      return command(event, sessionId);
     case "think":
-      return item(event, "think", "Thought", el("p", { class: "thought" }, p.thought || ""));
+      return item(event, sessionId, "think", "Thought", el("p", { class: "thought" }, p.thought || ""));
     case "finish":
-      return item(event, "finish", "Finished", thought(p), p.message ? el("p", {}, p.message) : null);
+      return item(event, sessionId, "finish", "Finished", thought(p), p.message ? el("p", {}, p.message) : null);
     case "file.read": case "file.write": case "file.edit":
-      return fileAction(event);
+      return fileAction(event, sessionId);
     case "mcp.call":
-      return item(event, "mcp", `MCP ${p.server} · ${p.tool}`, thought(p), jsonBlock(p.arguments || {}), el("div", { class: "output-slot" }));
+      return item(event, sessionId, "mcp", `MCP ${p.server} · ${p.tool}`, thought(p), jsonBlock(p.arguments || {}), el("div", { class: "output-slot" }));
     case "error":
-      return item(event, "error", "Error", el("p", { class: "error" }, p.message));
+      return item(event, sessionId, "error", "Error", el("p", { class: "error" }, p.message));
     case "session.created":
-      return item(event, "created", "Session created",
+      return item(event, sessionId, "created", "Session created",
         el("p", {}, p.title ? el("strong", {}, p.title) : null),
         el("details", {}, el("summary", {}, "Configuration"), jsonBlock(p.config || {})));
     case "runtime.starting": case "runtime.ready": case "runtime.failed": case "runtime.restarted":
-      return item(event, event.kind === "runtime.failed" ? "error" : "quiet", `Sandbox ${event.kind.slice(8)}`,
+      return item(event, sessionId, event.kind === "runtime.failed" ? "error" : "quiet", `Sandbox ${event.kind.slice(8)}`,
         el("p", { class: "muted small" }, [p.runtime, p.sandbox_id, p.reason, p.message].filter(Boolean).join(" · ")));
     case "workspace.snapshot":
-      return item(event, "quiet", "Workspace snapshot", el("p", { class: "muted small" }, `${(p.files || []).length} files recorded`));
+      return item(event, sessionId, "quiet", "Workspace snapshot", el("p", { class: "muted small" }, `${(p.files || []).length} files recorded`));
     case "workspace.diff":
-      return item(event, "file", "Workspace changes", p.diff ? diffView(p.diff) : el("p", { class: "muted small" }, "no change"));
+      return item(event, sessionId, "file", "Workspace changes", p.diff ? diffView(p.diff) : el("p", { class: "muted small" }, "no change"));
     default:
-      return item(event, "other", event.kind, el("details", {}, el("summary", {}, "Payload"), jsonBlock(p)));
+      return item(event, sessionId, "other", event.kind, el("details", {}, el("summary", {}, "Payload"), jsonBlock(p)));
   }
 }
 
@@ -276,25 +279,42 @@ export function renderResult(event, action) {
   }
 }
 
+/** An observation whose action is not drawn (it is before the window a link opened): drawn
+ * on its own, saying which event it answers. */
+function orphanResult(event, sessionId, result) {
+  return item(event, sessionId, "result", "Result",
+    el("p", { class: "muted small" }, "of ", el("a", { href: eventHref(sessionId, event.cause) }, `#${event.cause}`)), result);
+}
+
+// Lists longer than this skip drawing the events out of view (content-visibility), which
+// keeps "Show all" on a 10,000-event session usable; shorter ones draw everything, so that
+// printing or capturing the page shows every event.
+const LONG_LIST = 1000;
+
 /** The timeline list, shown a page at a time: the first ``firstPage`` events are drawn at
  * once, later ones wait (counted in the "more" bar) until the reader asks for them (its
  * buttons, or j on the last event), so a 10,000-event session opens as fast as a short one.
  * Nothing is drawn because the bar came into view: a full-page screenshot or a tall window
  * would then draw page after page until the whole log is on the page. Once everything
  * received is shown, new events are drawn as they come (live). Results are paired with
- * their actions whichever page they land on. */
+ * their actions whichever page they land on. A link to one event opens the list at a
+ * window starting a little before it (``startAfter``); an event received twice (a page
+ * fetched to reach a linked event, then the stream) is drawn once. */
 export class Timeline {
-  constructor(list, more, { firstPage = 200, page = 500, sessionId = null } = {}) {
+  constructor(list, more, { firstPage = 200, page = 500, sessionId = null, startAfter = 0 } = {}) {
     this.list = list;
     this.sessionId = sessionId; // model calls open to their exact prompt from the API
     this.more = more;
     this.page = page;
     this.limit = firstPage;
+    this.startAfter = startAfter; // events up to this seq are not in the list
     this.drawn = 0; // events drawn (results inside their action count too)
-    this.lastDrawn = 0; // seq of the last event drawn
+    this.lastDrawn = startAfter; // seq of the last event drawn
+    this.received = startAfter; // seq of the last event received (drawn or pending)
     this.known = 0; // the highest seq the session is known to have
     this.pending = []; // received, not drawn yet
     this.actions = new Map(); // seq -> {event, node}
+    this.marks = new Set(); // seqs a search matched: drawn with the class "match"
     this.moreText = el("span", { class: "more-text", role: "status", "aria-live": "polite" });
     this.nextButton = el("button", { type: "button", class: "secondary", onclick: () => this.showMore(this.page) });
     this.allButton = el("button", { type: "button", class: "secondary", onclick: () => this.showMore(Infinity) }, "Show all");
@@ -314,11 +334,13 @@ export class Timeline {
     return this.pending.length === 0 && this.lastDrawn >= this.known;
   }
 
-  append(events) {
+  append(received) {
+    const events = received.filter((event) => event.seq > this.received);
     if (!events.length) return;
+    this.received = events[events.length - 1].seq;
     // at the live edge (all the session had is drawn) new events are drawn as they come
     const live = this.caughtUp;
-    this.known = Math.max(this.known, events[events.length - 1].seq);
+    this.known = Math.max(this.known, this.received);
     if (this.pending.length) this.pending.push(...events);
     else {
       const room = live ? events.length : Math.max(0, this.limit - this.drawn);
@@ -340,8 +362,38 @@ export class Timeline {
     this.more.hidden = this.caughtUp;
     if (this.more.hidden) return;
     const next = Math.min(this.page, this.known - this.lastDrawn);
-    this.moreText.textContent = `Showing ${this.drawn.toLocaleString()} of ${this.known.toLocaleString()} events.`;
+    const from = this.startAfter ? ` from #${this.startAfter + 1}` : "";
+    this.moreText.textContent = `Showing ${this.drawn.toLocaleString()} of ${this.known.toLocaleString()} events${from}.`;
     this.nextButton.textContent = `Show the next ${next.toLocaleString()}`;
+  }
+
+  /** The drawn element of event ``seq`` (an action's item, or a result inside it), or null. */
+  nodeFor(seq) {
+    return this.list.querySelector(`[data-seq="${Number(seq)}"]`);
+  }
+
+  /** Draws the list up to event ``seq`` when it is at most ``reach`` events past the last
+   * drawn (fetching what has not been received yet); its element, or null when it is
+   * before the window or too far ahead (the caller opens a window at it instead). */
+  async drawThrough(seq, reach) {
+    const found = this.nodeFor(seq);
+    if (found || seq <= this.startAfter || seq - this.lastDrawn > reach) return found;
+    while (this.received < seq && this.sessionId) {
+      const page = await api(`/api/sessions/${this.sessionId}/events?after_seq=${this.received}&limit=${Math.min(1000, seq - this.received + 20)}`);
+      this.knownUpTo(page.last_seq);
+      if (!page.events.length) break;
+      this.append(page.events);
+    }
+    const ahead = this.pending.findIndex((event) => event.seq >= seq);
+    if (ahead >= 0) this.showMore(ahead + 1);
+    return this.nodeFor(seq);
+  }
+
+  /** Marks the drawn events whose seq is in ``seqs`` (and those drawn later) as matches. */
+  mark(seqs) {
+    for (const node of this.list.querySelectorAll(".match")) node.classList.remove("match");
+    this.marks = new Set(seqs);
+    for (const seq of this.marks) this.nodeFor(seq)?.classList.add("match");
   }
 
   draw(events) {
@@ -350,20 +402,27 @@ export class Timeline {
       this.drawn += 1;
       this.lastDrawn = event.seq;
       const cause = event.cause ? this.actions.get(event.cause) : undefined;
-      const result = cause ? renderResult(event, cause.event) : null;
-      if (result) {
+      const result = renderResult(event, cause?.event);
+      let node;
+      if (result && cause) {
         result.dataset.seq = event.seq;
         result.dataset.kind = event.kind;
         const slot = cause.node.querySelector(".output-slot");
         if (slot) slot.replaceChildren(result);
         else cause.node.append(result);
-        continue;
+        node = result;
+      } else if (result && event.cause && event.cause <= this.startAfter) {
+        node = orphanResult(event, this.sessionId, result);
+        fragment.append(node);
+      } else {
+        node = renderEvent(event, this.sessionId);
+        if (event.source === "agent" && node.querySelector(".output-slot")) this.actions.set(event.seq, { event, node });
+        fragment.append(node);
       }
-      const node = renderEvent(event, this.sessionId);
-      if (event.source === "agent" && node.querySelector(".output-slot")) this.actions.set(event.seq, { event, node });
-      fragment.append(node);
+      if (this.marks.has(event.seq)) node.classList.add("match");
     }
     this.list.append(fragment);
+    this.list.classList.toggle("long", this.drawn > LONG_LIST);
   }
 
   close() {

@@ -28,7 +28,9 @@ def test_a_refused_request_is_shown_as_a_message(
     expect(page.get_by_label("Task")).to_have_value("work somewhere it may not")
 
     page.goto("/#/sessions/00000000-0000-4000-8000-000000000000")
-    expect(page.get_by_role("alert")).to_contain_text("no such session")
+    # a not-found page and nothing else: no timeline, no live stream retried for ever
+    expect(page.get_by_role("heading", name="No such session")).to_be_visible()
+    expect(page.locator(".timeline, .connection")).to_have_count(0)
 
 
 def test_the_keyboard_walks_the_list_and_opens_a_session(

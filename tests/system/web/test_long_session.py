@@ -8,20 +8,16 @@ bar): these assertions fail against that version."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from playwright.sync_api import Page, expect
 
 from app.events import Event, LlmCall, Message, Run, RunOutput, SessionCreated, Think
-from app.events.masking import SecretMasker
-from app.store import EventStore
 from tests.support.browser import open_sign_in_link, screenshot_at_both_widths
 from tests.support.chronicle_server import ServerProcess
+from tests.support.long_sessions import append, run_async
 
 EVENTS = 10_000
 
@@ -41,19 +37,6 @@ def long_session() -> list[Event]:
         ]
         step += 1
     return events[:EVENTS]
-
-
-async def append(database_url: str, session: uuid.UUID, events: list[Event], after: int) -> None:
-    async with await EventStore.open(database_url, masker=SecretMasker({})) as store:
-        for start in range(0, len(events), 1000):
-            batch = events[start : start + 1000]
-            await store.append(session, batch, expected_seq=after + start)
-
-
-def run_async(work: Coroutine[Any, Any, None]) -> None:
-    # in a thread of its own: Playwright's sync API keeps an event loop running in this one
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, work).result()
 
 
 def test_a_long_session_opens_on_its_first_page_and_pages_on(

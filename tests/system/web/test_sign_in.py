@@ -26,6 +26,9 @@ def test_a_token_signs_in_and_a_wrong_one_is_told(
     page = new_page()
     page.goto("/")
     expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    # nothing to navigate to, nobody to sign out, before signing in
+    expect(page.get_by_role("navigation", name="Main")).to_be_hidden()
+    expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
     screenshot_at_both_widths(page, "sign-in", screenshots)
 
     page.get_by_label("API token").fill("not-a-token")
@@ -36,6 +39,7 @@ def test_a_token_signs_in_and_a_wrong_one_is_told(
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="Sessions")).to_be_visible()
     expect(page.locator("#who")).to_have_text("alice")
+    expect(page.get_by_role("navigation", name="Main")).to_be_visible()
     expect(page.get_by_text("No sessions yet")).to_be_visible()
     screenshot_at_both_widths(page, "sessions-empty", screenshots)
     cookies = {c["name"]: c for c in page.context.cookies()}
@@ -44,6 +48,7 @@ def test_a_token_signs_in_and_a_wrong_one_is_told(
 
     page.get_by_role("button", name="Sign out").click()
     expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
+    expect(page.get_by_role("navigation", name="Main")).to_be_hidden()
     page.reload()
     expect(page.get_by_role("heading", name="Sign in to Chronicle")).to_be_visible()
 
