@@ -150,7 +150,8 @@ async def start_evaluation(
         await refuse_unknown_provider(data.model)
         return await start_run(ctx.store, ctx.settings, plan)
     except RunRequestError as exc:
-        raise Unprocessable(str(exc)) from None
+        problems = [problem.model_dump() for problem in exc.problems] or None
+        raise Unprocessable(str(exc), errors=problems) from None
     except RunExistsError as exc:
         raise Conflict(str(exc)) from None
     except ActiveSessionsCapError as exc:
