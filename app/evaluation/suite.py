@@ -243,11 +243,17 @@ def _node_at(root: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | 
     node = root
     for part in loc:
         if isinstance(node, yaml.MappingNode):
-            found = [v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == str(part)]
+            found = [
+                value
+                for key, value in node.value
+                if isinstance(key, yaml.ScalarNode) and key.value == str(part)
+            ]
             if not found:
                 break
             node = found[0]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
             node = node.value[part]
         else:
             break
@@ -286,10 +292,10 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
-        raise SuiteError(
-            f"suite {source} is not valid YAML{where}: {problem}",
-            [SuiteProblem(where="", message=f"not valid YAML: {problem}", line=line, column=column)],
-        ) from None
+        said = SuiteProblem(
+            where="", message=f"not valid YAML: {problem}", line=line, column=column
+        )
+        raise SuiteError(f"suite {source} is not valid YAML{where}: {problem}", [said]) from None
     finally:
         loader.dispose()
     return _validated(data, source, root)
