@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Annotated, Any, NamedTuple
 
 import orjson
+import yaml
 from litestar import Request, get, post
 from litestar.params import JSONBody, PathParameter, QueryParameter
 from pydantic import BaseModel
@@ -64,6 +65,13 @@ MAX_PAGE = 200
 RunName = Annotated[str, PathParameter(max_length=200)]
 #: ``GET /api/evaluations/compare`` is that route, so no run may be named so.
 RESERVED_NAMES = frozenset({"compare"})
+
+
+class RunSuite(BaseModel):
+    """The suite a run was started with, as the YAML ``POST /api/evaluations`` takes."""
+
+    run: str
+    suite: str
 
 
 class EvaluationPage(BaseModel):
@@ -232,10 +240,28 @@ async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: 
     return report.model_copy(update={"run": run})
 
 
+@get("/api/evaluations/{run:str}/suite", responses=problem_responses(404, 409))
+async def evaluation_suite(request: Request[Any, Any, Any], ctx: Context, run: RunName) -> RunSuite:
+    """The suite a run started through the API was started with, as YAML (to start another
+    run from it: another model, more epochs). A run of ``chronicle eval run`` read its suite
+    from a file this server does not keep: 404."""
+    owner = (await visible_run(ctx, principal_of(request), run)).owner
+    if owner is None or owner.request is None:
+        raise NotFound(
+            f"run {run!r} was started with chronicle eval run, from a suite file this server "
+            "does not keep"
+        )
+    plan = RunPlan.model_validate(owner.request)
+    suite = plan.suite.model_dump(mode="json", exclude_defaults=True)
+    text = yaml.safe_dump(suite, sort_keys=False, allow_unicode=True)
+    return RunSuite(run=run, suite=text)
+
+
 ROUTES = [
     start_evaluation,
     list_evaluations,
     compare_evaluations,
     evaluation_progress,
     evaluation_report,
+    evaluation_suite,
 ]

@@ -6,6 +6,7 @@ import { el, clear } from "./dom.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
+import { showTrial } from "./trial.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -78,6 +79,7 @@ export function sessionView({ main, showError, clearError }, id) {
         " (", el("a", { href: `#/replays/${s.replay_of}/${id}` }, "compare side by side"), ")") : null,
       s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null,
     ].filter(Boolean));
+    showTrial(main, s);
   }
 
   async function refreshSummary() {
