@@ -246,7 +246,7 @@ export function evaluationView(context, run) {
     el("h1", {}, "Evaluation"),
     run ? null : el("p", { class: "muted" }, "The runs you started here or through the API (", el("code", {}, "POST /api/evaluations"), ") are yours to read; one started with ",
       el("code", {}, "chronicle eval run"), " belongs to no user, so only an admin reads it."),
-    form, body].filter(Boolean));
+    run ? null : form, body].filter(Boolean));
   let closed = false;
   let timer = null;
   if (!run) {
@@ -364,6 +364,8 @@ export function comparisonView({ main, showError, clearError }, a, b) {
         el("p", { class: "big" }, "B − A: ", el("strong", { class: "difference" }, signedPercent(c.difference)),
           ` (95% interval ${signedPercent(c.difference_interval.low)} to ${signedPercent(c.difference_interval.high)})`),
         el("p", { class: "muted small" }, `cost ${signedMoney(c.cost_delta_usd)} · steps ${c.steps_delta >= 0 ? "+" : ""}${c.steps_delta}`,
+          c.mean_steps_delta === null || c.mean_steps_delta === undefined ? ""
+            : ` · per trial: cost ${signedMoney(c.mean_cost_delta_usd)}, steps ${Number(c.mean_steps_delta) >= 0 ? "+" : "−"}${Math.abs(Number(c.mean_steps_delta)).toFixed(2)}`,
           c.replays ? ` · ${c.diverged.length} of ${c.replays} replays diverged` : "")),
       el("h2", {}, "Flip table"),
       el("p", { class: "muted small flip-counts" }, `${count("regressed")} regressed · ${count("newly_passing")} newly passing · ${count("both")} passed in both · ${count("neither")} failed in both`,

@@ -126,6 +126,7 @@ export function progressView(run) {
       el("span", { class: `state state-${run.status === "stopped" ? "error" : "running"}` }, state)),
     el("progress", { max: run.total || 1, value: done, "aria-label": `${done} of ${run.total} trials done` }),
     el("p", { class: "progress-counts", role: "status", "aria-live": "polite" },
-      `${done} done (${run.passed} passed, ${run.failed} failed) · ${running} running · ${left} left · ${run.total} in all`,
+      `${done} done (${run.passed} passed, ${run.failed} failed) · ${running} ${run.status === "queued" ? "waiting for a worker" : "running"} · `,
+      `${left} left · ${run.total} in all`,
       run.model ? ` · ${run.model}` : ""));
 }
