@@ -23,7 +23,7 @@ import orjson
 import yaml
 from litestar import Request, get, post
 from litestar.params import JSONBody, PathParameter, QueryParameter
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from app.evaluation.api_runs import (
     ActiveSessionsCapError,
@@ -47,6 +47,8 @@ from app.evaluation.sql.evaluation_runs import (
     run_owner,
     run_recorded,
 )
+from app.evaluation.sql.run_tasks import recorded_tasks
+from app.evaluation.suite import Suite
 from app.llm.errors import CONFIGURATION_KINDS
 from app.projections import SessionState, bring_up_to_date
 from app.server.auth import principal_of
@@ -242,18 +244,24 @@ async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: 
 
 @get("/api/evaluations/{run:str}/suite", responses=problem_responses(404, 409))
 async def evaluation_suite(request: Request[Any, Any, Any], ctx: Context, run: RunName) -> RunSuite:
-    """The suite a run started through the API was started with, as YAML (to start another
-    run from it: another model, more epochs). A run of ``chronicle eval run`` read its suite
-    from a file this server does not keep: 404."""
-    owner = (await visible_run(ctx, principal_of(request), run)).owner
-    if owner is None or owner.request is None:
-        raise NotFound(
-            f"run {run!r} was started with chronicle eval run, from a suite file this server "
-            "does not keep"
-        )
-    plan = RunPlan.model_validate(owner.request)
-    suite = plan.suite.model_dump(mode="json", exclude_defaults=True)
-    text = yaml.safe_dump(suite, sort_keys=False, allow_unicode=True)
+    """The suite a run was started with, as YAML (to start another run from it: another
+    model, more epochs): an API run's as requested; a run of ``chronicle eval run``, whose
+    file this server does not keep, as its trials recorded their tasks."""
+    key, owner = await visible_run(ctx, principal_of(request), run)
+    if owner is not None and owner.request is not None:
+        suite = RunPlan.model_validate(owner.request).suite
+    else:
+        await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections)
+        tasks = await recorded_tasks(ctx.store, key)
+        if not tasks:
+            raise not_found(run)
+        try:
+            suite = Suite.model_validate({"name": run.split("@")[0], "tasks": tasks})
+        except ValidationError:
+            raise NotFound(f"run {run!r} recorded no task a suite can hold") from None
+    text = yaml.safe_dump(
+        suite.model_dump(mode="json", exclude_defaults=True), sort_keys=False, allow_unicode=True
+    )
     return RunSuite(run=run, suite=text)
 
 

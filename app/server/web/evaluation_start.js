@@ -38,7 +38,7 @@ export function startForm({ showError, clearError, go }, runs, { open = false } 
   const suite = el("textarea", { id: "s-suite", name: "suite", rows: 12, required: true, spellcheck: "false",
     class: "code-input", placeholder: EXAMPLE, "aria-describedby": "s-suite-help s-problems" });
   const file = el("input", { id: "s-file", type: "file", accept: ".yaml,.yml,text/yaml,text/plain" });
-  const earlier = runs.filter((run) => run.user);
+  const earlier = runs; // a command-line run's suite is the tasks its trials recorded
   const from = el("select", { id: "s-from" }, el("option", { value: "" }, "—"),
     earlier.map((run) => el("option", { value: run.key }, `${run.name}${run.model ? ` (${run.model})` : ""}`)));
   const model = el("input", { id: "s-model", name: "model", type: "text", autocomplete: "off", list: "s-models",
