@@ -202,7 +202,7 @@ function reportView(report) {
   const tasks = report.task_table;
   return [
     el("section", { class: "summary", "aria-labelledby": "report-title" },
-      el("h2", { id: "report-title" }, `Run ${report.run}`),
+      el("h2", { id: "report-title", title: report.run }, `Run ${report.run.split("@")[0]}`),
       el("p", { class: "big" }, el("strong", { class: "pass-rate" }, percent(report.pass_rate)),
         ` passed (${report.passed} of ${report.total}) · 95% interval ${percent(report.interval.low)}–${percent(report.interval.high)}`),
       rateChart(report),

@@ -35,7 +35,7 @@ function selectLine(textarea, line) {
 export function startForm({ showError, clearError, go }, runs, { open = false } = {}) {
   const name = el("input", { id: "s-name", name: "name", type: "text", required: true, pattern: TASK_ID, autocomplete: "off",
     "aria-describedby": "s-name-help" });
-  const suite = el("textarea", { id: "s-suite", name: "suite", rows: 12, required: true, spellcheck: "false",
+  const suite = el("textarea", { id: "s-suite", name: "suite", rows: 12, required: true, spellcheck: "false", wrap: "off",
     class: "code-input", placeholder: EXAMPLE, "aria-describedby": "s-suite-help s-problems" });
   const file = el("input", { id: "s-file", type: "file", accept: ".yaml,.yml,text/yaml,text/plain" });
   const earlier = runs; // a command-line run's suite is the tasks its trials recorded
@@ -61,7 +61,7 @@ export function startForm({ showError, clearError, go }, runs, { open = false } 
       field("s-model", "Model", model), models,
       field("s-epochs", "Epochs", epochs),
       field("s-concurrency", "Concurrency", concurrency)),
-    el("div", { class: "controls" }, submit));
+    el("div", { class: "actions" }, submit));
 
   const showProblems = (list) => {
     clear(problems).append(...list.map((p) => {

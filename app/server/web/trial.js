@@ -43,10 +43,12 @@ export function showTrial(main, summary) {
   const crumbs = main.querySelector(".crumbs");
   if (crumbs && !crumbs.dataset.trial) {
     crumbs.dataset.trial = "1";
+    // the session's own crumb (its id) stays as the session page drew it
+    const session = crumbs.lastElementChild || el("span", {}, String(summary.id));
     crumbs.replaceChildren(el("a", { href: "#/evaluations" }, "Evaluation"), " / ",
       el("a", { href: reportHref(trial.run), class: "trial-run" }, trial.name), " / ",
       el("span", { class: "trial-task" }, `${trial.task} · epoch ${trial.epoch}${trial.attempt > 1 ? ` · attempt ${trial.attempt}` : ""}`),
-      " / ", el("span", {}, String(summary.id).slice(0, 8)));
+      " / ", session);
   }
   const state = main.querySelector("#session-state");
   if (!state) return;
