@@ -30,6 +30,9 @@ A run's name is its owner's: it is recorded (``evaluation_run``, what the report
 ids and workspaces derive from that key, so another user's run of the same name is a different
 run, and starting one never tells whether someone else chose that name.
 
+The suite comes as its YAML text (what ``chronicle eval run`` reads from a file; each problem
+found in it is answered with its line, for the page's form) or as that YAML's JSON.
+
 What the API refuses that the command line takes: ``setup`` commands and agent commands
 (``agent``; they run on the machine, outside any sandbox: a user of the API must not run
 commands on the server) and a
@@ -60,7 +63,15 @@ from app.evaluation.sql.evaluation_runs import (
     owned_trials,
     trial_claim,
 )
-from app.evaluation.suite import TASK_ID, Suite, SuiteError, Task, suite_from_data
+from app.evaluation.suite import (
+    TASK_ID,
+    Suite,
+    SuiteError,
+    SuiteProblem,
+    Task,
+    parse_suite,
+    suite_from_data,
+)
 from app.evaluation.trials import has_ended, trial_workspace
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.llm.errors import CONFIGURATION_KINDS, LlmNotConfiguredError
@@ -80,9 +91,9 @@ class EvaluationRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(pattern=TASK_ID, description="the run's name, unique among your runs")
-    suite: dict[str, Any] = Field(
-        description="the task suite chronicle eval run reads from YAML, as JSON: "
-        "{name, tasks: [{id, prompt, files, check, answer, limits, repo, commit}]}"
+    suite: dict[str, Any] | str = Field(
+        description="the task suite chronicle eval run reads: its YAML text as a string, or "
+        "it as JSON: {name, tasks: [{id, prompt, files, check, answer, limits, repo, commit}]}"
     )
     model: str | None = Field(default=None, max_length=200, description="litellm model name")
     runtime: RuntimeKind | None = None
@@ -131,7 +142,12 @@ def run_key(name: str, owner: UUID) -> str:
 
 
 class RunRequestError(ChronicleError, ValueError):
-    """The request cannot start a run (422); the message says what to change."""
+    """The request cannot start a run (422); the message says what to change, and
+    ``problems`` each thing wrong with its suite (with its line when it came as YAML)."""
+
+    def __init__(self, message: str, problems: list[SuiteProblem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
 
 
 class RunExistsError(ChronicleError, ValueError):
@@ -232,9 +248,12 @@ def plan_run(settings: Settings, request: EvaluationRequest, owner: UUID, user: 
     """Check the request (the suite as ``chronicle eval run`` checks it, plus what the API
     refuses: see the module) and say what the run will do."""
     try:
-        suite = suite_from_data(request.suite, "in the request")
+        if isinstance(request.suite, str):
+            suite = parse_suite(request.suite, "in the request")
+        else:
+            suite = suite_from_data(request.suite, "in the request")
     except SuiteError as exc:
-        raise RunRequestError(str(exc)) from None
+        raise RunRequestError(str(exc), exc.problems) from None
     for task in suite.tasks:
         if task.setup:
             raise RunRequestError(

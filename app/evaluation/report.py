@@ -43,6 +43,25 @@ class SessionResult(BaseModel):
     cost_usd: Decimal | None
     steps: int
     ending: str | None = None
+    #: scorer name -> the label of its score that counts (pass / fail / error are verdicts)
+    verdicts: dict[str, str | None] = {}
+    #: why it failed: each verdict that is not a pass with its explanation (None: it passed)
+    reason: str | None = None
+
+
+def failure_reason(
+    passed: bool, labels: dict[str, str | None], explanations: dict[str, str | None]
+) -> str | None:
+    """``check: fail - exit 1; answer: fail - ...``: each verdict that is not a pass, with its
+    scorer's explanation; "not scored" for a failed trial with no verdict (None: passed)."""
+    if passed:
+        return None
+    failed = [
+        f"{name}: {label}" + (f" - {explanations[name]}" if explanations.get(name) else "")
+        for name, label in sorted(labels.items())
+        if label in VERDICTS and label != "pass"
+    ]
+    return "; ".join(failed) or "not scored"
 
 
 class TaskSummary(BaseModel):
@@ -133,19 +152,7 @@ def build_report(
 ) -> Report:
     """The report of a run's sessions (a session not run from a suite is its own task,
     named by its session id), with the sections the report views computed."""
-    results = [
-        SessionResult(
-            id=row.task_id or str(row.session_id),
-            epoch=row.epoch or 1,
-            passed=session_passed(row.labels) if row.passed is None else row.passed,
-            session_id=row.session_id,
-            status=row.status,
-            cost_usd=row.cost_usd,
-            steps=row.steps,
-            ending=row.ending,
-        )
-        for row in rows
-    ]
+    results = [_result(row) for row in rows]
     results.sort(key=lambda r: (r.epoch, r.id))
     by_task: dict[str, list[SessionResult]] = {}
     for result in sorted(results, key=lambda r: (r.id, r.epoch)):
@@ -181,6 +188,22 @@ def build_report(
         task_table=table,
         tasks=results,
         **(_sections(sections) if sections is not None else {}),
+    )
+
+
+def _result(row: EvaluationRow) -> SessionResult:
+    passed = session_passed(row.labels) if row.passed is None else row.passed
+    return SessionResult(
+        id=row.task_id or str(row.session_id),
+        epoch=row.epoch or 1,
+        passed=passed,
+        session_id=row.session_id,
+        status=row.status,
+        cost_usd=row.cost_usd,
+        steps=row.steps,
+        ending=row.ending,
+        verdicts=row.labels,
+        reason=failure_reason(passed, row.labels, row.explanations),
     )
 
 

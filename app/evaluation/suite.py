@@ -32,8 +32,29 @@ TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 ANSWER_PREFIXES = ("regex:", "contains:")
 
 
+class SuiteProblem(BaseModel):
+    """One thing wrong with a suite: where (``task 'hello', field 'files'``; empty for the
+    whole suite), the line and column of its YAML when it was read from YAML, and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    where: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        at = f"line {self.line}: " if self.line is not None else ""
+        return f"{at}{self.where}: {self.message}" if self.where else f"{at}{self.message}"
+
+
 class SuiteError(ChronicleError, ValueError):
-    """A suite cannot be used; the message names the file, each bad task and field, and why."""
+    """A suite cannot be used; the message names the file, each bad task and field, and why
+    (``problems``: the same, one by one, for a form to show beside its text)."""
+
+    def __init__(self, message: str, problems: list[SuiteProblem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or [SuiteProblem(where="", message=message)]
 
 
 class Limits(BaseModel):
@@ -216,30 +237,76 @@ def _where(loc: tuple[int | str, ...], data: Any) -> str:
     return f"field {'.'.join(str(part) for part in loc)!r}"
 
 
-def _describe(source: str, exc: ValidationError, data: Any) -> SuiteError:
+def _node_at(root: yaml.Node | None, loc: tuple[int | str, ...]) -> yaml.Node | None:
+    """The YAML node a pydantic location points at, or the deepest one found on the way (an
+    unknown field's location ends at its key: the node found is its value, on its line)."""
+    node = root
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            found = [
+                value
+                for key, value in node.value
+                if isinstance(key, yaml.ScalarNode) and key.value == str(part)
+            ]
+            if not found:
+                break
+            node = found[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                break
+            node = node.value[part]
+        else:
+            break
+    return node
+
+
+def _describe(source: str, exc: ValidationError, data: Any, root: yaml.Node | None) -> SuiteError:
     problems = []
     for error in exc.errors():
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
             message = "is not a known field (check its spelling)"
-        problems.append(f"{_where(tuple(error['loc']), data)}: {message}")
-    return SuiteError(f"suite {source} is not valid: " + "; ".join(problems))
+        loc = tuple(error["loc"])
+        node = _node_at(root, loc)
+        mark = node.start_mark if node is not None else None
+        problems.append(
+            SuiteProblem(
+                where=_where(loc, data), message=message,
+                line=mark.line + 1 if mark else None, column=mark.column + 1 if mark else None,
+            )
+        )  # fmt: skip
+    return SuiteError(
+        f"suite {source} is not valid: " + "; ".join(str(p) for p in problems), problems
+    )
 
 
 def parse_suite(text: str, source: str = "<suite>") -> Suite:
-    """Validate a suite's YAML text; ``source`` names it in errors."""
+    """Validate a suite's YAML text; ``source`` names it in errors, each problem with the line
+    it is on."""
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise SuiteError(f"suite {source} is not valid YAML{where}: {problem}") from None
-    return suite_from_data(data, source)
+        line, column = (mark.line + 1, mark.column + 1) if mark else (None, None)
+        said = SuiteProblem(
+            where="", message=f"not valid YAML: {problem}", line=line, column=column
+        )
+        raise SuiteError(f"suite {source} is not valid YAML{where}: {problem}", [said]) from None
+    finally:
+        loader.dispose()
+    return _validated(data, source, root)
 
 
 def suite_from_data(data: Any, source: str = "<suite>") -> Suite:
     """Validate a suite already parsed (the JSON of an API request); errors as ``parse_suite``."""
+    return _validated(data, source, None)
+
+
+def _validated(data: Any, source: str, root: yaml.Node | None) -> Suite:
     if not isinstance(data, dict):
         raise SuiteError(
             f"suite {source} must be a mapping with 'name' and 'tasks', not {type(data).__name__}"
@@ -247,7 +314,7 @@ def suite_from_data(data: Any, source: str = "<suite>") -> Suite:
     try:
         return Suite.model_validate(data)
     except ValidationError as exc:
-        raise _describe(source, exc, data) from None
+        raise _describe(source, exc, data, root) from None
 
 
 def load_suite(path: Path) -> Suite:

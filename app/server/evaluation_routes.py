@@ -20,9 +20,10 @@ from datetime import datetime
 from typing import Annotated, Any, NamedTuple
 
 import orjson
+import yaml
 from litestar import Request, get, post
 from litestar.params import JSONBody, PathParameter, QueryParameter
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from app.evaluation.api_runs import (
     ActiveSessionsCapError,
@@ -46,6 +47,8 @@ from app.evaluation.sql.evaluation_runs import (
     run_owner,
     run_recorded,
 )
+from app.evaluation.sql.run_tasks import recorded_tasks
+from app.evaluation.suite import Suite
 from app.llm.errors import CONFIGURATION_KINDS
 from app.projections import SessionState, bring_up_to_date
 from app.server.auth import principal_of
@@ -64,6 +67,13 @@ MAX_PAGE = 200
 RunName = Annotated[str, PathParameter(max_length=200)]
 #: ``GET /api/evaluations/compare`` is that route, so no run may be named so.
 RESERVED_NAMES = frozenset({"compare"})
+
+
+class RunSuite(BaseModel):
+    """The suite a run was started with, as the YAML ``POST /api/evaluations`` takes."""
+
+    run: str
+    suite: str
 
 
 class EvaluationPage(BaseModel):
@@ -150,7 +160,8 @@ async def start_evaluation(
         await refuse_unknown_provider(data.model)
         return await start_run(ctx.store, ctx.settings, plan)
     except RunRequestError as exc:
-        raise Unprocessable(str(exc)) from None
+        problems = [problem.model_dump() for problem in exc.problems] or None
+        raise Unprocessable(str(exc), errors=problems) from None
     except RunExistsError as exc:
         raise Conflict(str(exc)) from None
     except ActiveSessionsCapError as exc:
@@ -231,10 +242,34 @@ async def evaluation_report(request: Request[Any, Any, Any], ctx: Context, run: 
     return report.model_copy(update={"run": run})
 
 
+@get("/api/evaluations/{run:str}/suite", responses=problem_responses(404, 409))
+async def evaluation_suite(request: Request[Any, Any, Any], ctx: Context, run: RunName) -> RunSuite:
+    """The suite a run was started with, as YAML (to start another run from it: another
+    model, more epochs): an API run's as requested; a run of ``chronicle eval run``, whose
+    file this server does not keep, as its trials recorded their tasks."""
+    key, owner = await visible_run(ctx, principal_of(request), run)
+    if owner is not None and owner.request is not None:
+        suite = RunPlan.model_validate(owner.request).suite
+    else:
+        await bring_up_to_date(ctx.store, SessionState(), ctx.settings.projections)
+        tasks = await recorded_tasks(ctx.store, key)
+        if not tasks:
+            raise not_found(run)
+        try:
+            suite = Suite.model_validate({"name": run.split("@")[0], "tasks": tasks})
+        except ValidationError:
+            raise NotFound(f"run {run!r} recorded no task a suite can hold") from None
+    text = yaml.safe_dump(
+        suite.model_dump(mode="json", exclude_defaults=True), sort_keys=False, allow_unicode=True
+    )
+    return RunSuite(run=run, suite=text)
+
+
 ROUTES = [
     start_evaluation,
     list_evaluations,
     compare_evaluations,
     evaluation_progress,
     evaluation_report,
+    evaluation_suite,
 ]

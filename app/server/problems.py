@@ -57,10 +57,18 @@ class ApiProblem(ChronicleError):
 
     status = HTTPStatus.BAD_REQUEST
 
-    def __init__(self, detail: str, *, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        headers: dict[str, str] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.headers = headers or {}
+        #: each thing wrong, for a form to show where it is (the problem's ``errors``)
+        self.errors = errors
 
 
 class NotFound(ApiProblem):
@@ -107,7 +115,7 @@ def _validation_errors(exc: ValidationException) -> list[dict[str, Any]] | None:
 def problem_for(exc: BaseException) -> tuple[Problem, dict[str, str]]:
     """The problem document (and headers) that answers ``exc``; logs what a user must not see."""
     if isinstance(exc, ApiProblem):
-        return _titled(exc.status, exc.detail), exc.headers
+        return _titled(exc.status, exc.detail, errors=exc.errors), exc.headers
     if isinstance(exc, HTTPException):
         headers = dict(exc.headers or {})
         if isinstance(exc, ValidationException):

@@ -13,6 +13,7 @@ from litestar import Request, Response, get
 from litestar.params import FromPath, PathParameter, QueryParameter
 from pydantic import BaseModel
 
+from app.evaluation.trial_facts import with_trial
 from app.events import MAX_SEQ
 from app.events.id_prefix import NotAnIdPrefix
 from app.events.id_prefix import id_prefix as prefix_digits
@@ -140,7 +141,7 @@ async def get_session(
     row = await visible_session(ctx.store, session_id, owner=owner_filter(principal))
     if row is None:
         raise not_found(session_id)
-    return SessionSummary.of(row)
+    return await with_trial(ctx.store, SessionSummary.of(row))
 
 
 @get("/api/sessions/{session_id:uuid}/events", responses=problem_responses(404))

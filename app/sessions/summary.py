@@ -52,6 +52,22 @@ def shown_state(status: str | None, claimed: bool) -> str | None:
     return status
 
 
+class TrialFacts(BaseModel):
+    """A session that is a trial of an evaluation run (``app.evaluation.trial_facts``)."""
+
+    #: the run as its report is read (``GET /api/evaluations/{run}/report``)
+    run: str
+    #: the run's name as its owner gave it
+    name: str
+    task: str
+    epoch: int
+    attempt: int
+    #: whether every verdict on it passed (None: not scored yet)
+    passed: bool | None
+    #: scorer name -> the label of its score that counts
+    verdicts: dict[str, str | None]
+
+
 class SessionSummary(BaseModel):
     id: UUID
     created_at: datetime
@@ -83,6 +99,9 @@ class SessionSummary(BaseModel):
     replay_of: UUID | None
     forked_from: UUID | None
     evaluation_run: str | None
+    #: One session's summary (``GET /api/sessions/{id}``) of a trial: its run, task, epoch
+    #: and verdict (None in lists, and for any other session).
+    trial: TrialFacts | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property

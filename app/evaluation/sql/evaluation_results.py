@@ -29,6 +29,17 @@ ENDINGS_SQL = (
 USAGE_SQL = "SELECT * FROM evaluation_usage WHERE evaluation_run = $1"
 LATENCY_SQL = "SELECT * FROM evaluation_latency WHERE evaluation_run = $1"
 TOOL_ERRORS_SQL = "SELECT * FROM evaluation_tool_errors WHERE evaluation_run = $1"
+#: The explanation of each score that counts on each trial (per scorer the newest score of its
+#: highest version, as ``evaluation_sessions`` picks its verdicts): why a trial failed.
+EXPLANATIONS_SQL = """
+SELECT DISTINCT ON (e.session_id, e.payload ->> 'name')
+       e.session_id, e.payload ->> 'name' AS name, e.payload ->> 'explanation' AS explanation
+FROM evaluation_sessions s
+JOIN events e ON e.session_id = s.session_id AND e.kind = 'eval.score'
+WHERE s.evaluation_run = $1
+ORDER BY e.session_id, e.payload ->> 'name',
+         COALESCE((e.payload ->> 'scorer_version')::integer, 1) DESC, e.seq DESC
+"""
 REPLAYS_SQL = """
 SELECT task_id, epoch, session_id, replay_of, matched, divergence_step, divergence_kind,
        divergence
@@ -57,6 +68,8 @@ class EvaluationRow(BaseModel):
     output_tokens: int = 0
     wall_seconds: Decimal | None = None
     replay_of: UUID | None = None
+    #: scorer name -> the explanation of its score that counts
+    explanations: dict[str, str | None] = {}
 
 
 class ReplayRow(BaseModel):
@@ -102,13 +115,23 @@ async def evaluation_run_results(
         if summary is None:
             return None
         trials = await connection.fetch(RUN_RESULTS_SQL, run)
+        explained = await connection.fetch(EXPLANATIONS_SQL, run)
         endings = await connection.fetch(ENDINGS_SQL, run)
         usage = await connection.fetchrow(USAGE_SQL, run)
         latency = await connection.fetchrow(LATENCY_SQL, run)
         tool_errors = await connection.fetchrow(TOOL_ERRORS_SQL, run)
         replays = await connection.fetch(REPLAYS_SQL, run)
+    explanations: dict[UUID, dict[str, str | None]] = {}
+    for row in explained:
+        explanations.setdefault(row["session_id"], {})[row["name"]] = row["explanation"]
     rows = [
-        EvaluationRow.model_validate({**dict(row), "labels": _labels(row["labels"])})
+        EvaluationRow.model_validate(
+            {
+                **dict(row),
+                "labels": _labels(row["labels"]),
+                "explanations": explanations.get(row["session_id"], {}),
+            }
+        )
         for row in trials
     ]
     return rows, RunSections(

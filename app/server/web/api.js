@@ -2,9 +2,10 @@
 // every failure turned into an ApiError whose message a person can act on.
 
 export class ApiError extends Error {
-  constructor(status, detail) {
+  constructor(status, detail, errors = null) {
     super(detail);
     this.status = status;
+    this.errors = errors; // a problem's list of what is wrong (e.g. a suite's lines), when it has one
   }
 }
 
@@ -48,13 +49,15 @@ export async function api(path, { method = "GET", body } = {}) {
   }
   if (!response.ok) {
     let detail = `${response.status} ${response.statusText}`;
+    let errors = null;
     try {
       const problem = await response.json();
       detail = problem.detail || problem.title || detail;
+      errors = Array.isArray(problem.errors) ? problem.errors : null;
     } catch {
       // not a problem document: keep the status line
     }
-    throw new ApiError(response.status, detail);
+    throw new ApiError(response.status, detail, errors);
   }
   return response.status === 204 ? null : response.json();
 }

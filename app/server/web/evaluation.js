@@ -1,11 +1,17 @@
-// Evaluation (a member reads the runs they started, an admin every run): the runs with their pass rates and
-// intervals, a run's report (pass rate with its 95% interval, pass@k, the per-task table
-// linking each session, steps and cost per task drawn as SVG bars), and two runs compared as
-// a flip table.
+// Evaluation (a member reads the runs they started, an admin every run): the runs with their
+// pass rates and intervals and a form to start one (evaluation_start.js), a run's progress and
+// report (pass rate with its 95% interval, pass@k, the sections chronicle eval report prints,
+// the per-task and per-trial tables, steps and cost per task drawn as SVG bars), and two runs
+// compared as a flip table, each task opening the two runs' trials side by side
+// (evaluation_pair.js).
 
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
-import { UNKNOWN_COST, cost, localTime } from "./format.js";
+import { UNKNOWN_COST, cost, duration, localTime } from "./format.js";
+import { progressView, startForm } from "./evaluation_start.js";
+import { verdictBadge } from "./trial.js";
+
+const PROGRESS_EVERY_MS = 1000;
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -33,8 +39,12 @@ function rateChart(report) {
   svg("line", { x1: x(report.interval.high), x2: x(report.interval.high), y1: 10, y2: 28, class: "whisker" }));
 }
 
-/** One horizontal bar per task (steps or cost). */
-function barChart(label, rows, value, text) {
+/** One horizontal bar per task (steps or cost); a chart with nothing to draw says so. */
+function barChart(label, rows, value, text, empty) {
+  if (!rows.some((row) => value(row) > 0)) {
+    return el("figure", { class: "chart-figure" }, el("figcaption", {}, label),
+      el("p", { class: "muted small chart-empty", role: "note" }, empty));
+  }
   const max = Math.max(1e-9, ...rows.map(value));
   const height = 22 * rows.length + 6;
   return el("figure", { class: "chart-figure" }, el("figcaption", {}, label),
@@ -53,6 +63,11 @@ function intervalChart(rate, interval) {
   svg("rect", { x: 4, y: 6, width: 112, height: 4, class: "track" }),
   svg("line", { x1: x(interval.low), x2: x(interval.high), y1: 8, y2: 8, class: "whisker" }),
   svg("circle", { cx: x(rate), cy: 8, r: 3.5, class: "dot" }));
+}
+
+/** A table's header row: a numeric column's header is right-aligned as its numbers are. */
+function headers(columns, numeric = []) {
+  return el("thead", {}, el("tr", {}, columns.map((h) => el("th", { scope: "col", class: numeric.includes(h) ? "num" : null }, h))));
 }
 
 function interval(i) {
@@ -120,12 +135,103 @@ function runsTable(runs, go) {
     el("h2", { id: "runs-title" }, "Runs"),
     el("div", { class: "table-wrap" }, el("table", { class: "sessions runs-table" },
       el("caption", { class: "visually-hidden" }, "Evaluation runs with their pass rates"),
-      el("thead", {}, el("tr", {}, ["Compare", "Run", "Status", "Model", "Pass rate", "95% interval", "Started"].map((h) => el("th", { scope: "col" }, h)))),
+      headers(["Compare", "Run", "Status", "Model", "Pass rate", "95% interval", "Started"], ["Pass rate", "95% interval", "Started"]),
       el("tbody", {}, rows))),
     el("div", { class: "controls" }, compare, hint));
 }
 
-export function evaluationView({ main, showError, clearError, go }, run) {
+function money(usd, digits = 4) {
+  return usd === null || usd === undefined ? UNKNOWN_COST : `$${Number(usd).toFixed(digits)}`;
+}
+
+/** The sections chronicle eval report prints after its table (report_text.section_facts):
+ * endings, tokens, cost, steps, wall time, model latency, tool errors, resumes, replays. */
+function sectionFacts(report) {
+  const usage = report.usage;
+  const unpriced = report.unpriced_sessions ? ` (${report.unpriced_sessions} sessions unpriced)` : "";
+  const rows = [
+    ["Endings", Object.entries(report.endings || {}).map(([ending, n]) => `${ending} ${n}`).join(", ") || "–"],
+  ];
+  if (usage) {
+    rows.push(
+      ["Tokens", `${usage.input_tokens.toLocaleString()} in, ${usage.output_tokens.toLocaleString()} out (${usage.model_calls} model call${usage.model_calls === 1 ? "" : "s"})`],
+      ["Cost", `${money(usage.cost_usd)}${unpriced}, per passed trial ${money(usage.cost_per_passed)}`],
+      ["Steps", `${usage.steps} (mean ${Number(usage.mean_steps).toFixed(2)})`],
+      ["Wall time", `${duration(Number(usage.wall_seconds) * 1000)} (mean ${duration(Number(usage.mean_wall_seconds) * 1000)})`]);
+  }
+  rows.push(["Model latency", report.latency
+    ? `p50 ${duration(Number(report.latency.p50_ms))}, p95 ${duration(Number(report.latency.p95_ms))} (${report.latency.model_calls} calls made)`
+    : "no model call was made"]);
+  const tools = report.tool_errors;
+  rows.push(["Tool errors", tools
+    ? `${tools.failed} of ${tools.tool_calls}${tools.error_rate === null ? "" : ` (${percent(Number(tools.error_rate))})`}`
+    : "no tool was called"]);
+  if (report.resumes) rows.push(["Resumed", `${report.resumes} times, ${report.rerun_sessions} interrupted sessions run again`]);
+  if (report.replays && report.replays.length) {
+    const matched = report.replays.filter((r) => r.matched).length;
+    rows.push(["Replays", `${matched} of ${report.replays.length} matched`]);
+  }
+  return el("section", { class: "report-sections", "aria-labelledby": "sections-title" },
+    el("h2", { id: "sections-title" }, "How the trials went"),
+    el("dl", { class: "facts report-facts" }, rows.map(([name, value]) => [el("dt", {}, name), el("dd", { "data-fact": name }, value)])));
+}
+
+/** Every trial (task × epoch): its verdict, how it ended, steps, cost, why it failed, and
+ * its session. */
+function trialsTable(report) {
+  const rows = [...report.tasks].sort((a, b) => a.id.localeCompare(b.id) || a.epoch - b.epoch);
+  return el("section", { "aria-labelledby": "trials-title" },
+    el("h2", { id: "trials-title" }, "Trials"),
+    el("div", { class: "table-wrap" }, el("table", { class: "sessions trials" },
+      el("caption", { class: "visually-hidden" }, "Each trial with its verdict and, when it failed, why"),
+      headers(["Task", "Epoch", "Verdict", "Ended", "Steps", "Cost", "Why it failed", "Session"], ["Epoch", "Steps", "Cost"]),
+      el("tbody", {}, rows.map((t) => el("tr", { "data-task": t.id, "data-epoch": t.epoch, class: t.passed ? "passed" : "failed" },
+        el("td", { "data-label": "Task" }, t.id),
+        el("td", { "data-label": "Epoch", class: "num" }, String(t.epoch)),
+        el("td", { "data-label": "Verdict" }, verdictBadge(t.passed || (t.reason === "not scored" ? null : false))),
+        el("td", { "data-label": "Ended" }, t.ending || t.status || "–"),
+        el("td", { "data-label": "Steps", class: "num" }, String(t.steps)),
+        el("td", { "data-label": "Cost", class: "num" }, money(t.cost_usd)),
+        el("td", { "data-label": "Why it failed", class: "reason" }, t.reason || ""),
+        el("td", { "data-label": "Session" }, el("a", { href: `#/sessions/${t.session_id}`, "aria-label": `session of ${t.id} epoch ${t.epoch}` },
+          String(t.session_id).slice(0, 8)))))))));
+}
+
+/** A run's report: the pass rate, the sections, the per-task and per-trial tables, charts. */
+function reportView(report) {
+  const tasks = report.task_table;
+  return [
+    el("section", { class: "summary", "aria-labelledby": "report-title" },
+      el("h2", { id: "report-title", title: report.run }, `Run ${report.run.split("@")[0]}`),
+      el("p", { class: "big" }, el("strong", { class: "pass-rate" }, percent(report.pass_rate)),
+        ` passed (${report.passed} of ${report.total}) · 95% interval ${percent(report.interval.low)}–${percent(report.interval.high)}`),
+      rateChart(report),
+      el("p", { class: "muted small" },
+        `${report.epochs} epoch${report.epochs === 1 ? "" : "s"} · pass@${report.epochs} ${percent(report.pass_at_k)} · pass^${report.epochs} ${percent(report.pass_hat_k)} · `,
+        `${report.steps} steps · ${cost(report.cost_usd === null ? null : Number(report.cost_usd), report.unpriced_sessions, report.total)}`)),
+    sectionFacts(report),
+    el("h2", {}, "Tasks"),
+    el("div", { class: "table-wrap" }, el("table", { class: "sessions tasks" },
+      headers(["Task", "Passed", "Steps", "Cost", "Sessions"], ["Passed", "Steps", "Cost"]),
+      el("tbody", {}, tasks.map((t) => el("tr", {},
+        el("td", { "data-label": "Task" }, t.id),
+        el("td", { "data-label": "Passed", class: "num" }, `${t.passed} / ${t.epochs}`),
+        el("td", { "data-label": "Steps", class: "num" }, String(t.steps)),
+        el("td", { "data-label": "Cost", class: "num" }, money(t.cost_usd)),
+        el("td", { "data-label": "Sessions" }, t.session_ids.map((id, i) =>
+          el("a", { href: `#/sessions/${id}`, class: "session-link", "aria-label": `session ${i + 1} of task ${t.id}` }, `#${i + 1}`)))))))),
+    trialsTable(report),
+    el("div", { class: "charts" },
+      barChart("Steps per task", tasks, (t) => t.steps, (t) => String(t.steps), "No steps to draw: no trial took an action."),
+      barChart("Cost per task (USD)", tasks, (t) => Number(t.cost_usd || 0), (t) => money(t.cost_usd),
+        tasks.some((t) => t.cost_usd !== null) ? "No cost to draw: every trial cost $0." : "No cost to draw: no model call had a known price.")),
+  ];
+}
+
+/** The runs (#/evaluations) with the form to start one, or one run (#/evaluations/RUN): its
+ * progress while it runs (polled), and its report as its trials are scored. */
+export function evaluationView(context, run) {
+  const { main, showError, clearError, go } = context;
   const name = el("input", { id: "e-run", name: "run", type: "text", required: true, value: run || "", autocomplete: "off" });
   const form = el("form", { class: "filters single", role: "search", "aria-label": "Find a report" },
     el("div", {}, el("label", { for: "e-run" }, "Evaluation run"), name),
@@ -135,18 +241,21 @@ export function evaluationView({ main, showError, clearError, go }, run) {
     go(`/evaluations/${encodeURIComponent(name.value.trim())}`);
   });
   const body = el("div", { class: "report" });
-  clear(main).append(el("h1", {}, "Evaluation"),
-    el("p", { class: "muted" }, "A run started through the API (", el("code", {}, "POST /api/evaluations"), ") is read by whoever started it; one started with ",
+  clear(main).append(...[
+    run ? el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/evaluations" }, "Evaluation"), " / ", el("span", {}, run.split("@")[0])) : null,
+    el("h1", {}, "Evaluation"),
+    run ? null : el("p", { class: "muted" }, "The runs you started here or through the API (", el("code", {}, "POST /api/evaluations"), ") are yours to read; one started with ",
       el("code", {}, "chronicle eval run"), " belongs to no user, so only an admin reads it."),
-    form, body);
+    run ? null : form, body].filter(Boolean));
   let closed = false;
+  let timer = null;
   if (!run) {
     body.append(el("p", { class: "muted", role: "status" }, "Loading the runs…"));
     api("/api/evaluations").then((found) => {
       if (closed) return;
       const runs = Array.isArray(found) ? found : found.runs || [];
-      clear(body).append(runs.length ? runsTable(runs, go)
-        : el("p", { class: "muted" }, "No evaluation run yet: start one with ", el("code", {}, "chronicle eval run SUITE"), "."));
+      clear(body).append(startForm(context, runs, { open: !runs.length }),
+        runs.length ? runsTable(runs, go) : el("p", { class: "muted" }, "No evaluation run yet: start one above."));
     }).catch((error) => {
       if (closed) return;
       clear(body);
@@ -156,38 +265,45 @@ export function evaluationView({ main, showError, clearError, go }, run) {
     return () => { closed = true; };
   }
   body.append(el("p", { class: "muted", role: "status" }, "Loading the report…"));
-  api(`/api/evaluations/${encodeURIComponent(run)}/report`).then((report) => {
+  const progressSlot = el("div");
+  const reportSlot = el("div");
+  let reportedDone = -1;
+
+  async function refresh() {
+    timer = null;
+    let progress = null;
+    try {
+      progress = await api(`/api/evaluations/${encodeURIComponent(run)}`);
+    } catch (error) {
+      if (closed) return;
+      clear(body);
+      showError(error);
+      return;
+    }
     if (closed) return;
-    clearError();
-    const tasks = report.task_table;
-    clear(body).append(
-      el("section", { class: "summary", "aria-labelledby": "report-title" },
-        el("h2", { id: "report-title" }, `Run ${report.run}`),
-        el("p", { class: "big" }, el("strong", { class: "pass-rate" }, percent(report.pass_rate)),
-          ` passed (${report.passed} of ${report.total}) · 95% interval ${percent(report.interval.low)}–${percent(report.interval.high)}`),
-        rateChart(report),
-        el("p", { class: "muted small" },
-          `${report.epochs} epoch${report.epochs === 1 ? "" : "s"} · pass@${report.epochs} ${percent(report.pass_at_k)} · pass^${report.epochs} ${percent(report.pass_hat_k)} · `,
-          `${report.steps} steps · ${cost(report.cost_usd === null ? null : Number(report.cost_usd), report.unpriced_sessions, report.total)}`)),
-      el("h2", {}, "Tasks"),
-      el("div", { class: "table-wrap" }, el("table", { class: "sessions tasks" },
-        el("thead", {}, el("tr", {}, ["Task", "Passed", "Steps", "Cost", "Sessions"].map((h) => el("th", { scope: "col" }, h)))),
-        el("tbody", {}, tasks.map((t) => el("tr", {},
-          el("td", { "data-label": "Task" }, t.id),
-          el("td", { "data-label": "Passed", class: "num" }, `${t.passed} / ${t.epochs}`),
-          el("td", { "data-label": "Steps", class: "num" }, String(t.steps)),
-          el("td", { "data-label": "Cost", class: "num" }, t.cost_usd === null ? UNKNOWN_COST : `$${Number(t.cost_usd).toFixed(4)}`),
-          el("td", { "data-label": "Sessions" }, t.session_ids.map((id, i) =>
-            el("a", { href: `#/sessions/${id}`, class: "session-link", "aria-label": `session ${i + 1} of task ${t.id}` }, `#${i + 1}`)))))))),
-      el("div", { class: "charts" },
-        barChart("Steps per task", tasks, (t) => t.steps, (t) => String(t.steps)),
-        barChart("Cost per task (USD)", tasks, (t) => Number(t.cost_usd || 0), (t) => t.cost_usd === null ? UNKNOWN_COST : `$${Number(t.cost_usd).toFixed(4)}`)));
-  }).catch((error) => {
-    if (closed) return;
-    clear(body);
-    showError(error);
-  });
-  return () => { closed = true; };
+    if (!body.contains(progressSlot)) clear(body).append(progressSlot, reportSlot);
+    const running = progress.status === "queued" || progress.status === "running";
+    if (progress.status === "finished") clear(progressSlot);
+    else progressSlot.replaceChildren(progressView(progress));
+    if (progress.done !== reportedDone && (progress.done > 0 || !running)) {
+      try {
+        const report = await api(`/api/evaluations/${encodeURIComponent(run)}/report`);
+        if (closed) return;
+        clearError();
+        reportedDone = progress.done;
+        reportSlot.replaceChildren(...reportView(report));
+      } catch (error) {
+        if (closed) return;
+        if (!running) showError(error);
+      }
+    }
+    if (running) timer = setTimeout(refresh, PROGRESS_EVERY_MS);
+  }
+  refresh();
+  return () => {
+    closed = true;
+    clearTimeout(timer);
+  };
 }
 
 const FLIPS = [
@@ -232,12 +348,14 @@ export function comparisonView({ main, showError, clearError }, a, b) {
     const inB = sessionsOf(rb);
     const rows = FLIPS.flatMap(([key, change, left, right]) => (c[key] || []).map((task) =>
       el("tr", { class: `flip ${key}`, "data-task": task },
-        el("td", { "data-label": "Task" }, task),
+        el("td", { "data-label": "Task" }, task, key.startsWith("only_") ? "" : [" ",
+          el("a", { href: `#/evaluations/${encodeURIComponent(a)}/vs/${encodeURIComponent(b)}/tasks/${encodeURIComponent(task)}`,
+            class: "small side-by-side-link", "aria-label": `${task} side by side` }, "side by side")]),
         outcomeCell(left === "passed or failed" ? (inA.get(task) && 2 * inA.get(task).passed > inA.get(task).epochs ? "passed" : "failed") : left, inA.get(task), "A"),
         outcomeCell(right === "passed or failed" ? (inB.get(task) && 2 * inB.get(task).passed > inB.get(task).epochs ? "passed" : "failed") : right, inB.get(task), "B"),
         el("td", { "data-label": "Change" }, el("span", { class: `flip-tag ${key}` }, change)))));
     const count = (key) => (c[key] || []).length;
-    const money = (v) => v === null || v === undefined ? "–" : `${Number(v) >= 0 ? "+" : "−"}$${Math.abs(Number(v)).toFixed(4)}`;
+    const signedMoney = (v) => v === null || v === undefined ? "–" : `${Number(v) >= 0 ? "+" : "−"}$${Math.abs(Number(v)).toFixed(4)}`;
     clear(body).append(
       el("section", { class: "summary", "aria-labelledby": "compare-rates" },
         el("h2", { id: "compare-rates" }, "Pass rates"),
@@ -245,14 +363,16 @@ export function comparisonView({ main, showError, clearError }, a, b) {
         el("p", {}, el("strong", {}, "B "), `${c.run_b}: `, el("strong", { class: "rate-b" }, percent(c.pass_rate_b)), ` (95% interval ${interval(c.interval_b)}) `, intervalChart(c.pass_rate_b, c.interval_b)),
         el("p", { class: "big" }, "B − A: ", el("strong", { class: "difference" }, signedPercent(c.difference)),
           ` (95% interval ${signedPercent(c.difference_interval.low)} to ${signedPercent(c.difference_interval.high)})`),
-        el("p", { class: "muted small" }, `cost ${money(c.cost_delta_usd)} · steps ${c.steps_delta >= 0 ? "+" : ""}${c.steps_delta}`,
+        el("p", { class: "muted small" }, `cost ${signedMoney(c.cost_delta_usd)} · steps ${c.steps_delta >= 0 ? "+" : ""}${c.steps_delta}`,
+          c.mean_steps_delta === null || c.mean_steps_delta === undefined ? ""
+            : ` · per trial: cost ${signedMoney(c.mean_cost_delta_usd)}, steps ${Number(c.mean_steps_delta) >= 0 ? "+" : "−"}${Math.abs(Number(c.mean_steps_delta)).toFixed(2)}`,
           c.replays ? ` · ${c.diverged.length} of ${c.replays} replays diverged` : "")),
       el("h2", {}, "Flip table"),
       el("p", { class: "muted small flip-counts" }, `${count("regressed")} regressed · ${count("newly_passing")} newly passing · ${count("both")} passed in both · ${count("neither")} failed in both`,
         count("only_a") || count("only_b") ? ` · ${count("only_a")} only in A · ${count("only_b")} only in B` : ""),
       el("div", { class: "table-wrap" }, el("table", { class: "sessions flips" },
         el("caption", { class: "visually-hidden" }, "Each task's outcome in run A and run B"),
-        el("thead", {}, el("tr", {}, ["Task", `A ${c.run_a}`, `B ${c.run_b}`, "Change"].map((h) => el("th", { scope: "col" }, h)))),
+        headers(["Task", `A ${c.run_a}`, `B ${c.run_b}`, "Change"]),
         el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 4 }, "The runs have no task in common."))))));
   }).catch((error) => {
     if (closed) return;

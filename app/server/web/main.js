@@ -7,6 +7,7 @@ import { clock } from "./format.js";
 import { sessionsView, newSessionView } from "./sessions.js";
 import { notFoundView, sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
+import { trialPairView } from "./evaluation_pair.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
 
@@ -134,12 +135,14 @@ async function route() {
   auditLink.hidden = !me.is_admin;
   const context = { main, me, showError, clearError, go: (to) => { location.hash = to; } };
   const comparison = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)$/);
+  const pair = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)\/tasks\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
   if (session && !WHOLE_ID.test(session[1])) await resolvePrefix(session[1], session[2]);
   else if (session) leave = sessionView(context, session[1], session[3] ? Number(session[3]) : null);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
+  else if (pair) leave = trialPairView(context, ...pair.slice(1).map(decodeURIComponent));
   else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);

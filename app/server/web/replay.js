@@ -5,32 +5,10 @@
 
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
-import { diffView, Timeline } from "./timeline.js";
+import { diffView } from "./timeline.js";
+import { allEvents, sideBySide } from "./side_by_side.js";
 
 const POLL_MS = 1000;
-
-/** Every event of a session, through the events API a page at a time. */
-async function allEvents(id) {
-  const events = [];
-  let after = 0;
-  for (;;) {
-    const page = await api(`/api/sessions/${id}/events?after_seq=${after}&limit=1000`);
-    events.push(...page.events);
-    if (page.next_after_seq === null || page.next_after_seq === undefined) return events;
-    after = page.next_after_seq;
-  }
-}
-
-/** A session's events cut into steps: step 0 is what came before the first model call, step
- * N starts at the Nth model call (the unit a replay's divergence names). */
-export function steps(events) {
-  const cut = [[]];
-  for (const event of events) {
-    if (event.kind === "llm.call") cut.push([]);
-    cut[cut.length - 1].push(event);
-  }
-  return cut;
-}
 
 function field(id, label, input, help) {
   return el("div", { class: "field" }, el("label", { for: id }, label), input,
@@ -166,7 +144,7 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
 
   let closed = false;
   let timer = null;
-  let keys = null;
+  let stepper = null;
 
   function forkForm(session, seq, side) {
     const message = el("textarea", { id: "fork-message", rows: 2, placeholder: "Optional: a new instruction for the forked agent" });
@@ -195,9 +173,6 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
   }
 
   function draw(recorded, replayed, result) {
-    const left = steps(recorded);
-    const right = steps(replayed.filter((e) => e.kind !== "replay.result"));
-    const count = Math.max(left.length, right.length) - 1;
     const diverged = divergedStep(result);
     const d = result.divergence;
     const counts = `${result.steps_matched} of ${result.steps_recorded} model calls matched, ${result.steps_served} served, ${result.model_calls} made`;
@@ -212,30 +187,11 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
           : "The replay did what the recording did, step for step."),
       el("div", { class: "controls" }, el("a", { class: "button secondary", href: `#/replays/${source}` }, "Replay again with other settings")));
 
-    const label = el("span", { class: "step-label", role: "status", "aria-live": "polite" });
-    const prev = el("button", { type: "button", class: "secondary" }, "← Previous step");
-    const next = el("button", { type: "button", class: "secondary" }, "Next step →");
     const toDivergence = el("button", { type: "button", class: "secondary", disabled: !d }, "Go to the divergence");
-    const chips = el("ol", { class: "step-chips", "aria-label": "Steps" });
-    const leftList = el("ol", { class: "timeline", "aria-label": "Recorded events of this step" });
-    const rightList = el("ol", { class: "timeline", "aria-label": "Replayed events of this step" });
-    const leftSide = el("section", { class: "side recorded", "aria-labelledby": "side-recorded" },
-      el("h2", { id: "side-recorded" }, "Recorded ", el("a", { href: `#/sessions/${source}`, class: "small" }, source.slice(0, 8))), leftList);
-    const rightSide = el("section", { class: "side replayed", "aria-labelledby": "side-replayed" },
-      el("h2", { id: "side-replayed" }, "Replay ", el("a", { href: `#/sessions/${replay}`, class: "small" }, replay.slice(0, 8))), rightList);
     const forkSlot = el("div", { class: "fork-slot" });
-    let at = diverged || (count ? 1 : 0);
 
-    chips.append(...Array.from({ length: count + 1 }, (_, i) => {
-      const kind = !d || i < diverged ? "same" : i === diverged ? "diverged" : "after";
-      return el("li", {}, el("button", { type: "button", class: `chip ${kind}`, "data-step": i,
-        "aria-label": `step ${i}${kind === "diverged" ? ", the divergence" : ""}`, onclick: () => show(i) }, i === 0 ? "start" : String(i)));
-    }));
-
-    function fill(list, events, session, side) {
-      const timeline = new Timeline(list, el("div"), { firstPage: Infinity, sessionId: session });
-      timeline.append(events);
-      timeline.close();
+    /** The divergence outlined, and "Fork here" on every event of a step. */
+    function decorate(list, { session, side }) {
       for (const item of list.children) {
         // an action drawn with its result forks after the result (not between the two)
         const seq = Math.max(...[item, ...item.querySelectorAll("[data-seq]")].map((node) => Number(node.dataset.seq) || 0));
@@ -253,39 +209,33 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
             message.focus();
           } }, "Fork here"));
       }
-      if (!events.length) list.append(el("li", { class: "muted small empty" }, side === "replay" ? "The replay has no such step." : "The recording has no such step."));
     }
 
-    function show(step) {
-      at = Math.max(0, Math.min(count, step));
-      const isDiverged = d && at === diverged;
-      label.textContent = at === 0 ? `Before the first model call (${count} steps)` : `Step ${at} of ${count}${isDiverged ? " · the divergence" : ""}`;
-      leftSide.classList.toggle("diverged", Boolean(isDiverged));
-      rightSide.classList.toggle("diverged", Boolean(isDiverged));
-      for (const chip of chips.querySelectorAll("button")) chip.setAttribute("aria-current", Number(chip.dataset.step) === at ? "step" : "false");
-      clear(leftList);
-      clear(rightList);
-      fill(leftList, left[at] || [], source, "recording");
-      fill(rightList, right[at] || [], replay, "replay");
-      prev.disabled = at === 0;
-      next.disabled = at === count;
-    }
-    prev.addEventListener("click", () => show(at - 1));
-    next.addEventListener("click", () => show(at + 1));
-    toDivergence.addEventListener("click", () => show(diverged));
-
-    clear(body).append(
-      el("div", { class: "stepper", role: "toolbar", "aria-label": "Step through" }, prev, label, next, toDivergence),
-      chips, forkSlot,
-      el("div", { class: "compare" }, leftSide, rightSide),
+    stepper = sideBySide({
+      left: { key: "recorded", side: "recording", events: recorded, session: source, list: "Recorded events of this step",
+        heading: ["Recorded ", el("a", { href: `#/sessions/${source}`, class: "small" }, source.slice(0, 8))],
+        missing: "The recording has no such step." },
+      right: { key: "replayed", side: "replay", events: replayed.filter((e) => e.kind !== "replay.result"), session: replay,
+        list: "Replayed events of this step",
+        heading: ["Replay ", el("a", { href: `#/sessions/${replay}`, class: "small" }, replay.slice(0, 8))],
+        missing: "The replay has no such step." },
+      chip: (i) => {
+        const kind = !d || i < diverged ? "same" : i === diverged ? "diverged" : "after";
+        return { kind, note: kind === "diverged" ? "the divergence" : "" };
+      },
+      start: diverged || null,
+      stepNote: (i) => (d && i === diverged ? " · the divergence" : ""),
+      onShow: (i, sides) => {
+        for (const { section } of sides) section.classList.toggle("diverged", Boolean(d && i === diverged));
+      },
+      decorate,
+      tools: [toDivergence],
+    });
+    toDivergence.addEventListener("click", () => stepper.show(diverged));
+    const { node } = stepper;
+    node.insertBefore(forkSlot, node.querySelector(".compare"));
+    clear(body).append(node,
       el("p", { class: "muted small" }, "Keys: [ and ] step back and forth. Each event's Fork here starts a live session from it."));
-    keys = (event) => {
-      if (event.target.matches("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
-      if (event.key === "[") show(at - 1);
-      else if (event.key === "]") show(at + 1);
-    };
-    document.addEventListener("keydown", keys);
-    show(at);
   }
 
   async function load() {
@@ -321,6 +271,6 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
   return () => {
     closed = true;
     clearTimeout(timer);
-    if (keys) document.removeEventListener("keydown", keys);
+    stepper?.close();
   };
 }

@@ -8,6 +8,7 @@ import { EventFinder } from "./find.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
 import { Timeline, eventHref } from "./timeline.js";
+import { showTrial } from "./trial.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -97,7 +98,8 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
 
   function layout() {
     clear(main).append(
-      el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ", crumbId, " ", copyButton(id)),
+      el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ",
+        el("span", { class: "crumb-session" }, crumbId, " ", copyButton(id))),
       el("section", { class: "summary", "aria-labelledby": "session-title" },
         el("div", { class: "heading" }, title, state),
         facts,
@@ -134,6 +136,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
     const failed = s.state === "error" && s.reason;
     reasonLine.hidden = !failed;
     reasonLine.replaceChildren(...(failed ? [el("strong", {}, "Why it stopped: "), s.reason] : []));
+    showTrial(main, s);
   }
 
   async function refreshSummary() {

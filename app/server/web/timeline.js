@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { el } from "./dom.js";
 import { clock, cost, duration, localTime, stateLabel } from "./format.js";
+import { scoreClass, scoreLine } from "./trial.js";
 
 function stamp(event) {
   return el("time", { class: "when", datetime: event.created_at, title: localTime(event.created_at) },
@@ -261,6 +262,7 @@ export function renderEvent(event, sessionId) {
         el("p", { class: "muted small" }, [p.runtime, p.sandbox_id, p.reason, p.message].filter(Boolean).join(" · ")));
     case "workspace.snapshot":
       return item(event, sessionId, "quiet", "Workspace snapshot", el("p", { class: "muted small" }, `${(p.files || []).length} files recorded`));
+    case "eval.score": return item(event, sessionId, scoreClass(p), "Score", scoreLine(p));
     case "workspace.diff":
       return item(event, sessionId, "file", "Workspace changes", p.diff ? diffView(p.diff) : el("p", { class: "muted small" }, "no change"));
     default:

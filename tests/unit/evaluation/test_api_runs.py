@@ -124,3 +124,16 @@ def test_agent_commands_are_refused_they_would_run_on_the_server(tmp_path: Path)
         settings(tmp_path), request({"id": "a", "prompt": "p", "agent": {"command": ["id"]}})
     )
     assert "task 'a', field 'agent'" in said and "outside any sandbox" in said
+
+
+def test_a_suite_may_come_as_its_yaml_text_and_its_problems_name_their_lines(
+    tmp_path: Path,
+) -> None:
+    text = "name: s\ntasks:\n  - id: a\n    prompt: hello\n"
+    plan = plan_run(settings(tmp_path), EvaluationRequest(name="r", suite=text), OWNER, "ada")
+    assert [task.id for task in plan.suite.tasks] == ["a"]
+    bad = EvaluationRequest(name="r", suite=text + "    files: {'../x': y}\n")
+    with pytest.raises(RunRequestError) as caught:
+        plan_run(settings(tmp_path), bad, OWNER, "ada")
+    [problem] = caught.value.problems
+    assert (problem.line, problem.where) == (5, "task 'a', field 'files'")

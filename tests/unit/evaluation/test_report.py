@@ -94,3 +94,15 @@ def test_with_epochs_a_task_passes_a_run_in_more_than_half_of_them() -> None:
     b = build_report("b", [row("t", 1, PASS), row("t", 2, PASS), row("t", 3, FAIL)])
     assert compare(a, b).newly_passing == ["t"]
     assert compare(b, a).regressed == ["t"]
+
+
+def test_each_failed_trial_says_why_in_its_verdicts_words() -> None:
+    failed = row("t", 1, {"finished": "pass", "check": "fail", "answer": "error", "cost": None})
+    failed = failed.model_copy(
+        update={"explanations": {"check": "exit 1", "answer": None, "finished": "called finish"}}
+    )
+    unscored = row("u", 1, {"cost": None, "steps": None})
+    report = build_report("nightly", [row("p", 1, PASS), failed, unscored])
+    reasons = {t.id: t.reason for t in report.tasks}
+    assert reasons == {"p": None, "t": "answer: error; check: fail - exit 1", "u": "not scored"}
+    assert report.tasks[1].verdicts["check"] == "fail"

@@ -203,3 +203,19 @@ def test_a_bad_agent_command_is_refused_once_at_the_suite(agent: str, said: str)
         parse_suite(f"name: s\nagent: {agent}\ntasks:\n  - {{id: a, prompt: p}}\n")
     assert said in str(refused.value)
     assert "task 'a'" not in str(refused.value)  # not repeated for every task
+
+
+def test_each_problem_says_its_line_when_the_suite_is_yaml() -> None:
+    text = "name: s\ntasks:\n  - id: a\n    prompt: x\n    chek: 'true'\n  - {id: b}\n"
+    with pytest.raises(SuiteError) as caught:
+        parse_suite(text, "bad.yaml")
+    assert [(p.line, p.where, p.message) for p in caught.value.problems] == [
+        (5, "task 'a', field 'chek'", "is not a known field (check its spelling)"),
+        (6, "task 'b', field 'prompt'", "Field required"),
+    ]
+    assert "line 5: task 'a', field 'chek': is not a known field" in str(caught.value)
+    with pytest.raises(SuiteError) as caught:
+        parse_suite("name: s\ntasks:\n  - {id: a, prompt: x}}\n", "bad.yaml")
+    [problem] = caught.value.problems
+    assert (problem.line, problem.column) == (3, 23)
+    assert problem.message.startswith("not valid YAML: ")
