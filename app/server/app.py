@@ -42,6 +42,7 @@ from app.server import (
     session_routes,
     steering,
     streams,
+    usage_routes,
     user_logins,
 )
 from app.server.auth import AUTH_STATE, PUBLIC_PATHS, AuthState, TokenAuthentication, authenticated
@@ -75,6 +76,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *gateway_routes.ROUTES,
         *anthropic_routes.ROUTES,
         *otlp_routes.ROUTES,
+        *usage_routes.ROUTES,
     ]
 
 
