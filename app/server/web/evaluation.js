@@ -9,7 +9,7 @@ import { UNKNOWN_COST, cost, localTime } from "./format.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
-function svg(tag, attributes = {}, ...children) {
+export function svg(tag, attributes = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
   for (const child of children.flat()) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
@@ -34,7 +34,7 @@ function rateChart(report) {
 }
 
 /** One horizontal bar per task (steps or cost). */
-function barChart(label, rows, value, text) {
+export function barChart(label, rows, value, text) {
   const max = Math.max(1e-9, ...rows.map(value));
   const height = 22 * rows.length + 6;
   return el("figure", { class: "chart-figure" }, el("figcaption", {}, label),

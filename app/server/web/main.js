@@ -9,6 +9,7 @@ import { sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
+import { usageView } from "./usage.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -105,6 +106,7 @@ async function route() {
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
   else if (path === "/audit") leave = auditView(context);
+  else if (path === "/usage" || path.startsWith("/usage?")) leave = usageView(context, new URLSearchParams(path.split("?")[1] || ""));
   else leave = sessionsView(context);
   main.focus({ preventScroll: true });
 }

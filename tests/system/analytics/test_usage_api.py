@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -15,13 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from app.events import ErrorObservation, Event, LlmCall, LlmUsage, Message, Run, RunOutput
-from app.events.masking import SecretMasker
-from app.sessions.sql.session_owners import record_owner
-from app.sessions.sql.users import find_user
-from app.store import EventStore
 from tests.support.chronicle_server import ServerProcess, start_server
 from tests.support.cli import chronicle, cli_environment
+from tests.support.usage_workload import record
 
 
 @pytest.fixture
@@ -38,53 +33,6 @@ def server(
         yield started
     finally:
         started.stop()
-
-
-def call(model: str, cost: float | None, tokens: tuple[int, int], error: str | None = None) -> LlmCall:
-    return LlmCall(
-        model=model,
-        fingerprint=uuid.uuid4().hex,
-        cost_usd=cost,
-        usage=LlmUsage(prompt_tokens=tokens[0], completion_tokens=tokens[1]),
-        error=error,
-        error_kind="rate_limited" if error else None,
-    )
-
-
-async def record(database_url: str, owners: dict[str, str | None]) -> dict[str, list[str]]:
-    """Three sessions: mia's (two calls to m1, one failed; a failed command), bob's (an
-    unpriced call to m2; an error observation) and one nobody owns (a call to m1): the
-    session ids of each owner."""
-    workloads: dict[str, list[Event]] = {
-        "mia": [
-            Message(content="fix it"),
-            call("openai/m1", 0.5, (100, 20)),
-            call("openai/m1", None, (0, 0), error="rate limited"),
-            Run(command="pytest", cause=2),
-            RunOutput(output="1 failed", exit_code=1, cause=4),
-            Run(command="ls", cause=2),
-            RunOutput(output="a", exit_code=0, cause=6),
-        ],
-        "bob": [
-            Message(content="read it"),
-            call("openai/m2", None, (50, 5)),
-            Run(command="cat nothing", cause=2),
-            ErrorObservation(message="no such file", error_type="not_found", cause=3),
-        ],
-        "nobody": [Message(content="on the host"), call("openai/m1", 0.25, (10, 1))],
-    }
-    made: dict[str, list[str]] = {}
-    async with await EventStore.open(database_url, masker=SecretMasker({})) as store:
-        for who, events in workloads.items():
-            session = uuid.uuid4()
-            owner = owners.get(who)
-            if owner is not None:
-                user = await find_user(store, owner)
-                assert user is not None
-                await record_owner(store, session, user.id)
-            await store.append(session, events, expected_seq=0)
-            made.setdefault(who, []).append(str(session))
-    return made
 
 
 def sql(server: ServerProcess, query: str) -> list[dict[str, Any]]:
@@ -162,16 +110,20 @@ def test_usage_is_what_chronicle_sql_says_and_a_member_sees_only_theirs(
         "SELECT tool, count(*) AS calls, count(*) FILTER (WHERE failed) AS failed FROM tool_calls "
         f"WHERE observation_seq IS NOT NULL AND NOT replayed AND {since} GROUP BY tool",
     )
-    assert {t["tool"]: (t["calls"], t["failed"]) for t in body["tools"]} == {
-        t["tool"]: (t["calls"], t["failed"]) for t in tools
-    } == {"run": (3, 2)}
+    assert (
+        {t["tool"]: (t["calls"], t["failed"]) for t in body["tools"]}
+        == {t["tool"]: (t["calls"], t["failed"]) for t in tools}
+        == {"run": (3, 2)}
+    )
     errors = sql(
         server,
         f"SELECT kind, count(*) AS errors FROM errors WHERE NOT replayed AND {since} GROUP BY kind",
     )
-    assert {e["kind"]: e["errors"] for e in body["error_kinds"]} == {
-        e["kind"]: e["errors"] for e in errors
-    } == {"llm.call": 1, "error": 1}
+    assert (
+        {e["kind"]: e["errors"] for e in body["error_kinds"]}
+        == {e["kind"]: e["errors"] for e in errors}
+        == {"llm.call": 1, "error": 1}
+    )
 
     # mia: her session's calls only, as the analyst reads them for her session ids
     own = usage(server, mia)
