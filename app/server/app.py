@@ -44,6 +44,7 @@ from app.server import (
     streams,
     usage_routes,
     user_logins,
+    workspace_routes,
 )
 from app.server.auth import AUTH_STATE, PUBLIC_PATHS, AuthState, TokenAuthentication, authenticated
 from app.server.client_address import ClientAddressMiddleware
@@ -77,6 +78,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *anthropic_routes.ROUTES,
         *otlp_routes.ROUTES,
         *usage_routes.ROUTES,
+        *workspace_routes.ROUTES,
     ]
 
 
