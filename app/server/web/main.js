@@ -10,6 +10,7 @@ import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
 import { usageView } from "./usage.js";
+import { workspaceView } from "./workspace.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -99,7 +100,9 @@ async function route() {
   const comparison = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
-  if (session) leave = sessionView(context, session[1]);
+  const workspace = path.match(/^\/sessions\/([0-9a-f-]{36})\/workspace$/);
+  if (workspace) leave = workspaceView(context, workspace[1]);
+  else if (session) leave = sessionView(context, session[1]);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
   else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));

@@ -51,7 +51,7 @@ export function sessionView({ main, showError, clearError }, id) {
       el("div", { class: "heading" }, title, state),
       facts,
       el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
-        pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink)),
+        pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink, el("a", { class: "button secondary", href: `#/sessions/${id}/workspace`, title: "the files at the end, with the diff against the start" }, "Workspace"))),
     messageForm,
     el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
       el("label", { for: "follow", class: "small" }, follow, " follow new events")),
