@@ -76,7 +76,7 @@ async def usage(
     if principal.is_admin:
         owner = None
         if user is not None:
-            found = await find_user(ctx.store, user)
+            found = None if "\x00" in user else await find_user(ctx.store, user)
             if found is None:
                 raise NotFound(f"no user {user!r}")
             owner = found.id
@@ -85,12 +85,12 @@ async def usage(
         if user is not None and user != principal.name:
             raise PermissionDeniedException("another user's usage is for admins only")
         owner, people = principal.user_id, [principal.name]
-    report = await usage_report(
-        ctx.store,
-        datetime.combine(days.start, time(), UTC),
-        datetime.combine(days.end + timedelta(days=1), time(), UTC),
-        owner,
+    end = (
+        datetime.combine(days.end + timedelta(days=1), time(), UTC)
+        if days.end < date.max
+        else datetime.max.replace(tzinfo=UTC)
     )
+    report = await usage_report(ctx.store, datetime.combine(days.start, time(), UTC), end, owner)
     return Usage(
         **report.model_dump(),
         first_day=days.start,

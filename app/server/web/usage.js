@@ -42,9 +42,9 @@ function emptyFigure(label, why) {
  * output tokens over all tokens). */
 function dayChart(label, days, value, text, { axis = count, part = null, partName = "", partClass = "part", empty = "No data in these days." } = {}) {
   if (!days.some((day) => value(day) > 0)) return emptyFigure(label, empty);
-  const width = 480;
-  const height = 160;
-  const left = 56;
+  const width = 360;
+  const height = 150;
+  const left = 60;
   const top = 8;
   const plot = height - top - 24;
   const max = Math.max(...days.map(value));
