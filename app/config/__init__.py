@@ -42,6 +42,7 @@ from app.events.masking import SecretMasker, environment_secrets, is_secret_name
 from app.llm.config import LlmSettings
 from app.projections.config import OtlpExportConfig, ProjectionsConfig
 from app.runtime.config import ExecutorConfig, RuntimeConfig
+from app.runtime.workspace_noise import DEFAULT_LEAVE_OUT
 from app.store.config import StoreConfig
 from app.tools.config import McpServerConfig
 
@@ -159,14 +160,20 @@ class Settings(BaseSettings):
     workspace_snapshot_timeout: float = Field(
         default=60.0, gt=0, description="seconds each git command of a workspace recording may take"
     )
+    workspace_diff_leave_out: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_LEAVE_OUT),
+        description="name patterns a workspace.diff leaves out as noise, each matched against "
+        "every part of a path (__pycache__, *.pyc, ...); empty: none",
+    )
     sandbox_reap_after: float = Field(
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
 
-    @field_validator("sandbox_env", mode="before")
+    @field_validator("sandbox_env", "workspace_diff_leave_out", mode="before")
     @classmethod
     def _names_list(cls, value: object) -> object:
-        """``CHRONICLE_SANDBOX_ENV=GITHUB_TOKEN,NPM_TOKEN`` as well as a TOML list."""
+        """``CHRONICLE_SANDBOX_ENV=GITHUB_TOKEN,NPM_TOKEN`` as well as a TOML list (and the
+        same for ``CHRONICLE_WORKSPACE_DIFF_LEAVE_OUT=__pycache__,*.pyc``)."""
         if isinstance(value, str):
             return [name.strip() for name in value.split(",") if name.strip()]
         return value

@@ -45,6 +45,16 @@ class SkippedFile(BaseModel):
     reason: str
 
 
+class LeftOut(BaseModel):
+    """How many changed files a diff left out as noise under one pattern
+    (app/runtime/workspace_noise.py has the rule)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pattern: str
+    files: int = Field(ge=0)
+
+
 class WorkspaceSnapshot(Event):
     """The workspace at the start of a session.
 
@@ -134,7 +144,9 @@ def unsafe_start(snapshot: WorkspaceSnapshot) -> str | None:
 class WorkspaceDiff(Event):
     """The change a run made to the workspace, against the recorded start: a binary-safe git
     patch (``git apply`` it to the restored start) recorded when the run ends, whatever the
-    end (``reason``: finished, stopped, error, a limit, interrupted)."""
+    end (``reason``: finished, stopped, error, a limit, interrupted). Noise (``__pycache__``,
+    ``*.pyc``, ...: app/runtime/workspace_noise.py) is left out of it and counted per pattern
+    in ``left_out``; like a skipped file, a left-out one stays as it was at the start."""
 
     kind: Literal["workspace.diff"] = "workspace.diff"
     source: Source = "environment"
@@ -143,6 +155,7 @@ class WorkspaceDiff(Event):
     changed: list[str] = Field(default_factory=list)
     tree: str | None = None
     skipped: list[SkippedFile] = Field(default_factory=list)
+    left_out: list[LeftOut] = Field(default_factory=list)
     message: str = ""
 
 

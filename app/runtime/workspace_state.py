@@ -26,12 +26,21 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from app.errors import ChronicleError
-from app.events.workspace import SkippedFile, WorkspaceDiff, WorkspaceFile, WorkspaceSnapshot
+from app.events.workspace import (
+    LeftOut,
+    SkippedFile,
+    WorkspaceDiff,
+    WorkspaceFile,
+    WorkspaceSnapshot,
+)
 from app.runtime.git_as_user import GitUser
+from app.runtime.workspace_noise import DEFAULT_LEAVE_OUT, split_noise
 
 #: git's well-known id of the empty tree (it needs no object to exist).
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
@@ -200,11 +209,22 @@ def _split_z(out: bytes) -> list[str]:
     return [os.fsdecode(part) for part in out.split(b"\0") if part]
 
 
+class Staged(NamedTuple):
+    """What ``_stage`` staged: the tree id, what did not fit or could not be read, the paths
+    staged, and what was left out as noise."""
+
+    tree: str
+    skipped: list[SkippedFile]
+    staged: list[str]
+    left_out: list[LeftOut]
+
+
 async def _stage(
-    baseline: Baseline, base_tree: str, index: Path
-) -> tuple[str, list[SkippedFile], list[str]]:
-    """Stage the workspace's differences from ``base_tree`` into ``index`` within the budget:
-    the resulting tree id, what was skipped, and the paths staged."""
+    baseline: Baseline, base_tree: str, index: Path, leave_out: Sequence[str] = ()
+) -> Staged:
+    """Stage the workspace's differences from ``base_tree`` into ``index`` within the budget,
+    leaving out the paths ``leave_out``'s patterns call noise (app/runtime/workspace_noise.py):
+    they keep their state in ``base_tree``."""
     run = {"git_dir": baseline.git_dir, "work_tree": baseline.root, "timeout": baseline.timeout}
     await git(["read-tree", base_tree], index=index, **run)  # type: ignore[arg-type]
     with contextlib.suppress(WorkspaceStateError):  # exits 1 when something needs updating
@@ -217,7 +237,8 @@ async def _stage(
     budget = baseline.max_bytes
     staged: list[str] = []
     skipped: list[SkippedFile] = []
-    for path in sorted({*changed, *untracked}):
+    candidates, left_out = split_noise(sorted({*changed, *untracked}), leave_out)
+    for path in candidates:
         if path.endswith("/"):  # a nested repository: git would record a gitlink only
             skipped.append(SkippedFile(path=path, size=0, reason="a nested git repository"))
             continue
@@ -244,7 +265,7 @@ async def _stage(
             **run,  # type: ignore[arg-type]
         )
     tree = (await git(["write-tree"], index=index, **run)).decode().strip()  # type: ignore[arg-type]
-    return tree, skipped, staged
+    return Staged(tree, skipped, staged, left_out)
 
 
 async def _patch(baseline: Baseline, old: str, new: str) -> tuple[str, list[str]]:
@@ -303,7 +324,7 @@ async def capture(
         commit, branch = await _workspace_head(root, timeout) if is_git else (None, None)
         base = commit or EMPTY_TREE
         index = scratch / "index"
-        tree, skipped, staged = await _stage(baseline, base, index)
+        tree, skipped, staged, _ = await _stage(baseline, base, index)
         baseline.tree = tree
         if is_git:
             diff, _ = await _patch(baseline, base, tree)
@@ -324,11 +345,17 @@ async def capture(
     return snapshot, baseline
 
 
-async def final_diff(baseline: Baseline, *, reason: str) -> WorkspaceDiff:
-    """The workspace's change since ``baseline``, within the same budget."""
+async def final_diff(
+    baseline: Baseline, *, reason: str, leave_out: Sequence[str] = DEFAULT_LEAVE_OUT
+) -> WorkspaceDiff:
+    """The workspace's change since ``baseline``, within the same budget, without the noise
+    ``leave_out`` names (counted in the diff's ``left_out``)."""
     index = baseline.scratch / "final-index"
     with contextlib.suppress(FileNotFoundError):
         index.unlink()
-    tree, skipped, _ = await _stage(baseline, baseline.tree, index)
-    diff, changed = await _patch(baseline, baseline.tree, tree)
-    return WorkspaceDiff(reason=reason, diff=diff, changed=changed, tree=tree, skipped=skipped)
+    staged = await _stage(baseline, baseline.tree, index, leave_out)
+    diff, changed = await _patch(baseline, baseline.tree, staged.tree)
+    return WorkspaceDiff(
+        reason=reason, diff=diff, changed=changed, tree=staged.tree, skipped=staged.skipped,
+        left_out=staged.left_out,
+    )  # fmt: skip

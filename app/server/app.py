@@ -42,7 +42,9 @@ from app.server import (
     session_routes,
     steering,
     streams,
+    usage_routes,
     user_logins,
+    workspace_routes,
 )
 from app.server.auth import AUTH_STATE, PUBLIC_PATHS, AuthState, TokenAuthentication, authenticated
 from app.server.client_address import ClientAddressMiddleware
@@ -75,6 +77,8 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *gateway_routes.ROUTES,
         *anthropic_routes.ROUTES,
         *otlp_routes.ROUTES,
+        *usage_routes.ROUTES,
+        *workspace_routes.ROUTES,
     ]
 
 

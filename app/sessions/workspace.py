@@ -77,7 +77,9 @@ async def record_workspace_end(
         return
     try:
         try:
-            diff = await final_diff(baseline, reason=reason)
+            diff = await final_diff(
+                baseline, reason=reason, leave_out=settings.workspace_diff_leave_out
+            )
         except (WorkspaceStateError, OSError) as exc:
             diff = WorkspaceDiff(reason=reason, message=f"the change was not recorded: {exc}")
         with contextlib.suppress(StoreError, *TRANSIENT_ERRORS):

@@ -15,7 +15,7 @@ const PROGRESS_EVERY_MS = 1000;
 
 const SVG = "http://www.w3.org/2000/svg";
 
-function svg(tag, attributes = {}, ...children) {
+export function svg(tag, attributes = {}, ...children) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
   for (const child of children.flat()) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
@@ -40,7 +40,7 @@ function rateChart(report) {
 }
 
 /** One horizontal bar per task (steps or cost); a chart with nothing to draw says so. */
-function barChart(label, rows, value, text, empty) {
+export function barChart(label, rows, value, text, empty = "nothing to draw") {
   if (!rows.some((row) => value(row) > 0)) {
     return el("figure", { class: "chart-figure" }, el("figcaption", {}, label),
       el("p", { class: "muted small chart-empty", role: "note" }, empty));

@@ -10,6 +10,8 @@ import { evaluationView, comparisonView } from "./evaluation.js";
 import { trialPairView } from "./evaluation_pair.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
+import { usageView } from "./usage.js";
+import { workspaceView } from "./workspace.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -138,7 +140,9 @@ async function route() {
   const pair = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)\/tasks\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
-  if (session && !WHOLE_ID.test(session[1])) await resolvePrefix(session[1], session[2]);
+  const workspace = path.match(/^\/sessions\/([0-9a-f-]{36})\/workspace$/);
+  if (workspace) leave = workspaceView(context, workspace[1]);
+  else if (session && !WHOLE_ID.test(session[1])) await resolvePrefix(session[1], session[2]);
   else if (session) leave = sessionView(context, session[1], session[3] ? Number(session[3]) : null);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
@@ -147,6 +151,7 @@ async function route() {
   else if (evaluation) leave = evaluationView(context, evaluation[1] ? decodeURIComponent(evaluation[1]) : "");
   else if (path === "/new") leave = newSessionView(context);
   else if (path === "/audit") leave = auditView(context);
+  else if (path === "/usage" || path.startsWith("/usage?")) leave = usageView(context, new URLSearchParams(path.split("?")[1] || ""));
   else leave = sessionsView(context);
   main.focus({ preventScroll: true });
 }

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.events import WorkspaceFile, WorkspaceSnapshot
-from app.runtime.workspace_restore import restore
+from app.runtime.workspace_restore import apply_change, restore
 from app.runtime.workspace_state import WorkspaceStateError, capture, final_diff
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
@@ -280,3 +280,50 @@ async def test_a_hostile_repository_runs_nothing_and_a_hostile_snapshot_writes_n
     with pytest.raises(WorkspaceStateError, match="cannot be restored safely"):
         await restore(hostile, tmp_path / "target", repository=None)
     assert not (tmp_path / "escaped.txt").exists()
+
+
+@pytest.mark.parametrize("vcs", ["none", "git"])
+async def test_noise_is_left_out_of_the_diff_and_a_restored_end_keeps_its_start(
+    vcs: str, tmp_path: Path
+) -> None:
+    """``__pycache__`` and ``*.pyc`` made or changed by the run are not in the diff, only
+    counted; the start keeps every file (a fork restores it as recorded), and the start with
+    the diff applied (what forks and offline scoring rebuild) is the end without the noise,
+    a noise file of the start still as it was then."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text("print(1)\n")
+    (workspace / "__pycache__").mkdir()
+    (workspace / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\x00start")
+    if vcs == "git":
+        _git(workspace, "init", "-q")
+        _git(workspace, "add", "-A")
+        _git(workspace, "commit", "-q", "-m", "start")
+    snapshot, baseline = await capture(workspace, max_bytes=BUDGET)
+    assert baseline is not None
+    if vcs == "none":
+        assert {f.path for f in snapshot.files} == {"app.py", "__pycache__/app.cpython-311.pyc"}
+    (workspace / "app.py").write_text("print(2)\n")
+    (workspace / "__pycache__" / "app.cpython-311.pyc").write_bytes(b"\x00end")
+    (workspace / "pkg" / "__pycache__").mkdir(parents=True)
+    (workspace / "pkg" / "mod.py").write_text("x = 1\n")
+    (workspace / "pkg" / "__pycache__" / "mod.cpython-311.pyc").write_bytes(b"\x00\x01")
+    (workspace / "legacy.pyc").write_bytes(b"\x00\x02")
+    try:
+        diff = await final_diff(baseline, reason="finished")
+        kept_all = await final_diff(baseline, reason="finished", leave_out=())
+    finally:
+        baseline.close()
+    assert diff.changed == ["app.py", "pkg/mod.py"]
+    assert "pyc" not in diff.diff
+    assert [(o.pattern, o.files) for o in diff.left_out] == [("__pycache__", 2), ("*.pyc", 1)]
+    assert len(kept_all.changed) == 5 and kept_all.left_out == []
+
+    end = tmp_path / "end"
+    await restore(snapshot, end, repository=workspace if vcs == "git" else None)
+    await apply_change(end, diff.diff)
+    assert _tree(end) == {
+        "app.py": b"print(2)\n",
+        "pkg/mod.py": b"x = 1\n",
+        "__pycache__/app.cpython-311.pyc": b"\x00start",
+    }
