@@ -67,22 +67,24 @@ class OfferedTool(BaseModel):
 
 
 class PlaygroundRequest(BaseModel):
-    """The call's request as the user edited it (the page starts from the call's own)."""
+    """The call's request as the user edited it; a part left out (or null) is the call's own,
+    so ``{}`` sends the call again as recorded."""
 
     model_config = ConfigDict(extra="forbid")
 
-    messages: list[PromptMessage] = Field(min_length=1, max_length=10_000)
-    tools: list[OfferedTool] = Field(default_factory=list, max_length=1000)
-    params: dict[str, Any] = Field(
-        default_factory=dict,
+    messages: list[PromptMessage] | None = Field(
+        default=None, min_length=1, max_length=10_000, description="the whole prompt, in order"
+    )
+    tools: list[OfferedTool] | None = Field(
+        default=None, max_length=1000, description="the tools offered ([]: none)"
+    )
+    params: dict[str, Any] | None = Field(
+        default=None,
         max_length=100,
         description="temperature, max_tokens and any other chat-completion parameter",
     )
     model: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=200,
-        description="litellm model name; default: the call's own",
+        default=None, min_length=1, max_length=200, description="a litellm model name"
     )
 
 
@@ -122,6 +124,21 @@ class PlaygroundRuns(BaseModel):
     runs: list[PlaygroundRunView]
 
 
+def edited_request(original: CallRequest, edit: PlaygroundRequest) -> CallRequest:
+    """The request to send: the edit's parts, the call's own where it gives none."""
+    messages, tools = original.messages, original.tools
+    if edit.messages is not None:
+        messages = [m.model_dump(mode="json", exclude_unset=True) for m in edit.messages]
+    if edit.tools is not None:
+        tools = [t.model_dump(mode="json", exclude_unset=True) for t in edit.tools]
+    return CallRequest(
+        model=edit.model or original.model,
+        messages=messages,
+        tools=tools,
+        params=original.params if edit.params is None else edit.params,
+    )
+
+
 @post(
     "/api/sessions/{session_id:uuid}/model-calls/{seq:int}/playground",
     status_code=201,
@@ -146,12 +163,7 @@ async def run_in_playground(
         tools=call.tools or [],
         params=editable_params(call.params),
     )
-    edited = CallRequest(
-        model=data.model or call.model,
-        messages=[m.model_dump(mode="json", exclude_unset=True) for m in data.messages],
-        tools=[t.model_dump(mode="json", exclude_unset=True) for t in data.tools],
-        params=data.params,
-    )
+    edited = edited_request(original, data)
     try:
         run = await run_edited_call(
             ctx.store,
