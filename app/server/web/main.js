@@ -9,6 +9,7 @@ import { sessionView } from "./session.js";
 import { evaluationView, comparisonView } from "./evaluation.js";
 import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
+import { playgroundView } from "./playground.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -98,7 +99,9 @@ async function route() {
   const comparison = path.match(/^\/evaluations\/([^/]+)\/vs\/([^/]+)$/);
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
+  const playground = path.match(/^\/sessions\/([0-9a-f-]{36})\/calls\/(\d+)\/playground$/);
   if (session) leave = sessionView(context, session[1]);
+  else if (playground) leave = playgroundView(context, playground[1], Number(playground[2]));
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);
   else if (replay) leave = replayFormView(context, replay[1]);
   else if (comparison) leave = comparisonView(context, decodeURIComponent(comparison[1]), decodeURIComponent(comparison[2]));

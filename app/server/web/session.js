@@ -6,6 +6,7 @@ import { el, clear } from "./dom.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
+import { playgroundRunsSection } from "./playground.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -52,6 +53,7 @@ export function sessionView({ main, showError, clearError }, id) {
       facts,
       el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
         pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink)),
+    playgroundRunsSection(id),
     messageForm,
     el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
       el("label", { for: "follow", class: "small" }, follow, " follow new events")),
