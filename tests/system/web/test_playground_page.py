@@ -125,6 +125,11 @@ def test_a_call_edited_in_the_playground_is_answered_beside_the_original(
         "message 0 (system) edited"
     )
     screenshot_at_both_widths(page, "playground", screenshots)
+    page.set_viewport_size({"width": 390, "height": 844})  # on a phone: one above the other
+    left, right = original.bounding_box(), new.bounding_box()
+    assert left is not None and right is not None
+    assert right["y"] >= left["y"] + left["height"] - 1
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     # the new session: linked to the call it came from, its call in the timeline
     new.get_by_role("link", name=re.compile(r"^Open the new session")).click()
