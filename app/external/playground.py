@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from app.errors import ChronicleError
 from app.events.canonical import canonical_json
 from app.events.session_config import CallLink
 from app.external.calls import ChatRequest, ExternalCalls, one_answer
@@ -48,7 +49,7 @@ NOT_PARAMS = frozenset({"model", "messages", "tools", "stream", "stream_options"
 QUOTED = 60
 
 
-class PlaygroundRefused(ValueError):
+class PlaygroundRefused(ChronicleError, ValueError):
     """The edited request cannot be sent (nothing was recorded): its message says why."""
 
 
