@@ -1,8 +1,9 @@
 """The playground runs made from one session's model calls (``app.external.playground``).
 
 A run is a session whose ``session.created`` names the call it came from
-(``config.from_call.session``); its ``llm.call`` is the event after it. A member sees the runs
-they own (read through their owner rows, so the query costs their sessions, not everyone's);
+(``config.from_call.session``); its ``llm.call`` is the event after it. Those events are
+indexed by the session they came from (migration 0023, ``events_playground_runs``: the
+``WHERE`` below repeats its predicate so the index is used). A member sees the runs they own;
 an admin sees every run.
 """
 
@@ -11,13 +12,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from app.events.session_config import json_path
+from app.events.session_config import json_has, json_path
 from app.store import Record
 
 if TYPE_CHECKING:
     from app.store import EventStore
 
 _SOURCE = json_path("from_call", "session", alias="e")
+#: The index's predicate (migration 0023).
+_RUN = f"e.kind = 'session.created' AND {json_has('from_call', alias='e')}"
 #: The run's call (``$3``: any when null).
 _SEQ = (
     f"($3::int IS NULL OR {json_path('from_call', 'seq', alias='e', text=False)}"
@@ -33,17 +36,17 @@ ALL_RUNS_SQL = f"""
 SELECT {_COLUMNS}
 FROM events e
 {_CALL}
-WHERE e.kind = 'session.created' AND {_SOURCE} = $1::text AND {_SEQ}
+WHERE {_RUN} AND {_SOURCE} = $1::text AND {_SEQ}
 ORDER BY e.created_at DESC, e.session_id
 LIMIT $2
 """
 #: The runs one user owns.
 OWN_RUNS_SQL = f"""
 SELECT {_COLUMNS}
-FROM session_owners o
-JOIN events e ON e.session_id = o.session_id AND e.kind = 'session.created'
+FROM events e
+JOIN session_owners o ON o.session_id = e.session_id AND o.user_id = $4
 {_CALL}
-WHERE o.user_id = $4 AND {_SOURCE} = $1::text AND {_SEQ}
+WHERE {_RUN} AND {_SOURCE} = $1::text AND {_SEQ}
 ORDER BY e.created_at DESC, e.session_id
 LIMIT $2
 """
