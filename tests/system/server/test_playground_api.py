@@ -7,6 +7,7 @@ as what they are; a request that cannot be sent is refused before anything is re
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -63,7 +64,9 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def recorded_call(server: ServerProcess, upstream: FakeLlmServer, token: str) -> tuple[str, int]:
-    """A call made through the model gateway: its session and seq."""
+    """A call made through the model gateway: its session and seq (replies an earlier test
+    scripted and never used are dropped first)."""
+    upstream.replies.clear()
     upstream.script(Reply(content="Paris.", prompt_tokens=12, completion_tokens=3))
     made = httpx.post(
         f"{server.url}/v1/chat/completions",
@@ -84,8 +87,8 @@ def playground(
 ) -> httpx.Response:
     return httpx.post(
         f"{server.url}/api/sessions/{session}/model-calls/{seq}/playground",
-        headers=bearer(token),
-        json=body,
+        headers={**bearer(token), "Content-Type": "application/json"},
+        content=json.dumps(body),  # a lone surrogate as its escape, as JSON allows
         timeout=60,
     )
 
@@ -237,3 +240,44 @@ def test_a_request_that_cannot_be_sent_records_nothing(
     assert says in refused.text
     assert len(upstream.requests) == asked
     assert runs(server, alice, session).json()["runs"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "x"}]}
+            ]
+        },
+        {"messages": [{"role": "tool", "content": "an answer to no call"}]},
+        {"messages": [{"role": "user", "content": "a NUL \u0000 and a lone \ud800 half"}]},
+        {"params": {"temperature": "hot", "max_tokens": -5, "extra_body": {"deep": [1, {}]}}},
+    ],
+)
+def test_odd_requests_are_sent_or_refused_never_a_server_error(
+    server: ServerProcess, upstream: FakeLlmServer, body: dict[str, Any]
+) -> None:
+    alice = server.token("alice")
+    session, seq = recorded_call(server, upstream, alice)
+    upstream.script(Reply(content="odd, but answered"))
+    sent = playground(server, alice, session, seq, **body)
+    assert sent.status_code in (201, 422), sent.text
+    if sent.status_code == 201:
+        new = sent.json()["session_id"]
+        verified = httpx.get(f"{server.url}/api/sessions/{new}/verify", headers=bearer(alice))
+        assert verified.json()["ok"] is True, verified.text
+
+
+def test_parameters_cannot_steer_litellm(server: ServerProcess, upstream: FakeLlmServer) -> None:
+    """``api_base`` and the like go to the model in the request's JSON, never to litellm."""
+    alice = server.token("alice")
+    session, seq = recorded_call(server, upstream, alice)
+    upstream.script(Reply(content="answered by the configured model"))
+    sent = playground(
+        server, alice, session, seq, params={"api_base": "http://127.0.0.1:9/v1", "seed": 3}
+    )
+    assert sent.status_code == 201, sent.text
+    assert sent.json()["response"]["content"] == "answered by the configured model"
+    assert upstream.requests[-1]["api_base"] == "http://127.0.0.1:9/v1"
+    assert upstream.requests[-1]["seed"] == 3
