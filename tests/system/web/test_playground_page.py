@@ -131,6 +131,24 @@ def test_a_call_edited_in_the_playground_is_answered_beside_the_original(
     assert right["y"] >= left["y"] + left["height"] - 1
     page.set_viewport_size({"width": 1280, "height": 800})
 
+    # a model that fails is said on the new side (and recorded); counts no reader can hold
+    # are shown as unknown, not as numbers
+    fake_llm.key = "sk-another-key"  # the server's key is refused upstream: a 401
+    try:
+        page.get_by_role("button", name="Send").click()
+        expect(new).to_contain_text("The model call failed (auth)")
+    finally:
+        fake_llm.key = None
+    expect(new.get_by_role("alert")).to_contain_text("Incorrect API key")
+    expect(original).to_contain_text("Paris.")
+    fake_llm.script(
+        Reply(content="odd usage", usage_json='{"prompt_tokens": 1e999, "completion_tokens": -1}')
+    )
+    page.get_by_role("button", name="Send").click()
+    expect(new).to_contain_text("odd usage")
+    expect(new).to_contain_text("unknown prompt (0 cached), unknown completion")
+    expect(page.get_by_role("region", name="Runs of this call (3)")).to_contain_text("failed: auth")
+
     # the new session: linked to the call it came from, its call in the timeline
     new.get_by_role("link", name=re.compile(r"^Open the new session")).click()
     page.wait_for_url(re.compile(r"#/sessions/[0-9a-f-]{36}$"))
