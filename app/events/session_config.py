@@ -3,13 +3,14 @@
 Every way a session starts records one: ``chronicle run`` and ``POST /api/sessions``
 (``app.sessions.run_config``), an evaluation trial (its ``evaluation_*`` keys), a replay and a
 fork (the recording's configuration with the replay's own keys), an external agent's session
-(``app.external``), an imported recording (``app.interchange.importers``) and the platform's
-audit log. Recorded events are hash-chained, so a configuration must dump to exactly the keys
-it was given, no more (a default is never added), no fewer (a key this model does not know
-is kept as it was), each value as it was (``strict``: nothing is coerced). The evaluation
-trial and the replay origin are nested here but stored flat, as they always were, under the
-key each field's alias names (``evaluation.run`` is ``evaluation_run``); ``json_path`` renders
-the SQL that reads a stored key from the fields, so a query and the model cannot drift apart.
+(``app.external``), an imported recording (``app.interchange.importers``), a playground run of
+one model call (``from_call``) and the platform's audit log. Recorded events are hash-chained,
+so a configuration must dump to exactly the keys it was given, no more (a default is never
+added), no fewer (a key this model does not know is kept as it was), each value as it was
+(``strict``: nothing is coerced). The evaluation trial and the replay origin are nested here
+but stored flat, as they always were, under the key each field's alias names
+(``evaluation.run`` is ``evaluation_run``); ``json_path`` renders the SQL that reads a stored
+key from the fields, so a query and the model cannot drift apart.
 """
 
 from __future__ import annotations
@@ -135,6 +136,17 @@ class ReplayOrigin(RecordedKeys):
     on_divergence: str | None = None
 
 
+class CallLink(RecordedKeys):
+    """A playground session's origin (``app.external.playground``): the model call it sent
+    again, named by its session and seq, and what the user changed before sending it."""
+
+    session: str | None = None
+    seq: int | None = None
+    #: the user's edit, one line per change ("message 0 (system) edited", "temperature: 0 →
+    #: 0.7"); empty when the call was sent again as recorded
+    changes: list[str] | None = None
+
+
 class SessionConfig(RecordedKeys):
     """``session.created``'s ``config``. Every field is optional: which are present says
     who made the session (see the module's docstring)."""
@@ -169,6 +181,8 @@ class SessionConfig(RecordedKeys):
     imported: dict[str, Any] | None = None
     #: marks the platform's audit log (``app.events.platform_audit``)
     platform_log: bool | None = None
+    #: a playground session's origin: the model call it sent again, with the user's edit
+    from_call: CallLink | None = None
 
     def with_keys(self, **changes: Any) -> SessionConfig:
         """This configuration with stored keys added or replaced (a replay's, a fork's)."""

@@ -139,6 +139,18 @@ def upstream_error(exc: LlmError) -> GatewayError:
     return GatewayError(status, kind, message, code=_OPENAI_CODES.get(exc.kind, exc.kind))
 
 
+def one_answer(params: dict[str, Any]) -> None:
+    """``GatewayError`` 400 unless the parameters ask for one answer (``n`` 1 or none)."""
+    n = params.get("n")
+    if n is not None and n != 1:
+        raise GatewayError(
+            400,
+            "invalid_request",
+            "the gateway records one answer per call: n must be 1 (send n requests)",
+            code="unsupported_parameter",
+        )
+
+
 def unusable(reply: LlmReply) -> GatewayError:
     return GatewayError(
         502, "upstream", f"the model's reply could not be used: {reply.error}", code="bad_response"
@@ -172,14 +184,7 @@ class ExternalCalls:
         return found
 
     def _checked(self, request: ChatRequest) -> LlmGateway:
-        n = request.params.get("n")
-        if n is not None and n != 1:
-            raise GatewayError(
-                400,
-                "invalid_request",
-                "the gateway records one answer per call: n must be 1 (send n requests)",
-                code="unsupported_parameter",
-            )
+        one_answer(request.params)
         return self.gateway(self.routes.upstream(request.model))
 
     async def complete(self, session_id: UUID, request: ChatRequest) -> LlmReply:
@@ -188,6 +193,15 @@ class ExternalCalls:
         served = await self.replays.serve(session_id, request, gateway.config.model)
         if served is not None:
             return served
+        return await self.call_model(session_id, gateway, request)
+
+    async def call_model(
+        self, session_id: UUID, gateway: LlmGateway, request: ChatRequest
+    ) -> LlmReply:
+        """Send ``request`` upstream through ``gateway`` within the session's and its owner's
+        limits, and record it (a failure too); ``GatewayError`` when the model failed for good
+        or answered nothing usable. ``complete`` without the routing and the replays: the
+        playground (``app.external.playground``) names its model as a session does."""
         params = upstream_params(request.params)
         admission = await self.limits.admit(
             session_id, gateway, request.messages, request.tools, params, stream=False

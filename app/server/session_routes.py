@@ -35,7 +35,7 @@ from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.sessions.sql.session_owners import list_visible_records, visible_session
 from app.sessions.sql.session_rows import ListedState
 from app.sessions.summary import SessionSummary, summary_fields
-from app.store import VerifyReport
+from app.store import EventStore, VerifyReport
 from app.store.archive import export_sessions
 
 MAX_PAGE = 200
@@ -302,7 +302,12 @@ async def model_call(
 ) -> ModelCallView:
     """The model call at ``seq``: its whole prompt, tools, response, tokens, cost, latency."""
     await ensure_visible(ctx, principal_of(request), session_id)
-    upto = await ctx.store.read(session_id, limit=seq)
+    return await read_model_call(ctx.store, session_id, seq)
+
+
+async def read_model_call(store: EventStore, session_id: UUID, seq: int) -> ModelCallView:
+    """The ``llm.call`` at ``seq`` with its whole prompt resolved (404, 422 as problems)."""
+    upto = await store.read(session_id, limit=seq)
     if not upto or upto[-1].seq != seq or upto[-1].kind != "llm.call":
         raise NotFound(f"session {session_id} has no model call at seq {seq}")
     try:
@@ -313,7 +318,7 @@ async def model_call(
         ) from None
     call = upto[-1].payload
     tools_hash = call.get("tools")
-    stored = await ctx.store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
+    stored = await store.read_messages([*prompt, *([tools_hash] if tools_hash else [])])
     missing = [key for key in prompt if key not in stored]
     if missing:
         raise Unprocessable(

@@ -1994,6 +1994,8 @@ CREATE UNIQUE INDEX events_one_observation_per_action ON public.events USING btr
 
 CREATE UNIQUE INDEX events_one_session_created ON public.events USING btree (session_id) WHERE (kind = 'session.created'::text);
 
+CREATE INDEX events_playground_runs ON public.events USING btree (((((payload -> 'config'::text) -> 'from_call'::text) ->> 'session'::text)), created_at) WHERE ((kind = 'session.created'::text) AND ((payload -> 'config'::text) ? 'from_call'::text));
+
 CREATE INDEX events_tool_calls_by_time ON public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
 
 CREATE INDEX otel_spans_waiting ON public.otel_spans USING btree (received_at) WHERE (settled_seq IS NULL);

@@ -12,6 +12,7 @@ import { replayFormView, replayCompareView } from "./replay.js";
 import { auditView } from "./audit.js";
 import { usageView } from "./usage.js";
 import { workspaceView } from "./workspace.js";
+import { playgroundView } from "./playground.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -141,7 +142,9 @@ async function route() {
   const evaluation = path.match(/^\/evaluations(?:\/(.+))?$/);
   const replay = path.match(/^\/replays\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/);
   const workspace = path.match(/^\/sessions\/([0-9a-f-]{36})\/workspace$/);
+  const playground = path.match(/^\/sessions\/([0-9a-f-]{36})\/calls\/(\d+)\/playground$/);
   if (workspace) leave = workspaceView(context, workspace[1]);
+  else if (playground) leave = playgroundView(context, playground[1], Number(playground[2]));
   else if (session && !WHOLE_ID.test(session[1])) await resolvePrefix(session[1], session[2]);
   else if (session) leave = sessionView(context, session[1], session[3] ? Number(session[3]) : null);
   else if (replay && replay[2]) leave = replayCompareView(context, replay[1], replay[2]);

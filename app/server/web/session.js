@@ -9,6 +9,7 @@ import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
 import { Timeline, eventHref } from "./timeline.js";
 import { showTrial } from "./trial.js";
+import { playgroundRunsSection } from "./playground.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -107,6 +108,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
         el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
           pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink,
           el("a", { class: "button secondary", href: `#/sessions/${id}/workspace`, title: "the files at the end, with the diff against the start" }, "Workspace"))),
+      playgroundRunsSection(id),
       messageForm,
       el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
         el("label", { for: "follow", class: "small" }, follow, " follow new events")),

@@ -94,7 +94,7 @@ function tokens(count) {
 }
 
 /** The usage line: cache reads and writes and reasoning tokens where the model sent them. */
-function usageText(usage) {
+export function usageText(usage) {
   const extra = [
     usage.cache_creation_tokens !== undefined ? `${tokens(usage.cache_creation_tokens)} written to cache` : null,
     usage.reasoning_tokens !== undefined ? `${tokens(usage.reasoning_tokens)} reasoning` : null,
@@ -165,6 +165,7 @@ function modelCall(event, sessionId) {
         calls.length ? el("h3", {}, "Tool calls") : null,
         calls.length ? el("ul", { class: "tool-calls" }, calls) : null,
         el("h3", {}, "Parameters"), jsonBlock(p.params || {}),
+        sessionId ? el("p", {}, el("a", { class: "button secondary", href: `#/sessions/${sessionId}/calls/${event.seq}/playground` }, "Try in playground")) : null,
         exact,
         el("details", { class: "hashes" }, el("summary", {}, "Prompt message hashes"),
           el("ol", {}, (p.prompt || []).map((h) => el("li", {}, el("code", {}, h)))))));
@@ -177,7 +178,7 @@ function modelCall(event, sessionId) {
     details);
 }
 
-function prettyArguments(text) {
+export function prettyArguments(text) {
   try {
     return JSON.stringify(JSON.parse(text), null, 2);
   } catch {
@@ -256,6 +257,9 @@ export function renderEvent(event, sessionId) {
     case "session.created":
       return item(event, sessionId, "created", "Session created",
         el("p", {}, p.title ? el("strong", {}, p.title) : null),
+        p.config?.from_call ? el("p", { class: "small from-call" }, "Playground run of ",
+          el("a", { href: `#/sessions/${p.config.from_call.session}/calls/${p.config.from_call.seq}/playground` }, `call #${p.config.from_call.seq} of ${String(p.config.from_call.session).slice(0, 8)}`),
+          `: ${(p.config.from_call.changes || []).join("; ") || "sent again as recorded"}`) : null,
         el("details", {}, el("summary", {}, "Configuration"), jsonBlock(p.config || {})));
     case "runtime.starting": case "runtime.ready": case "runtime.failed": case "runtime.restarted":
       return item(event, sessionId, event.kind === "runtime.failed" ? "error" : "quiet", `Sandbox ${event.kind.slice(8)}`,

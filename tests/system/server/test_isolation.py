@@ -17,6 +17,7 @@ BODIES = {
     "/messages": {"content": "hello from the other user"},
     "/replays": {},
     "/forks": {"at_seq": 2},
+    "/playground": {},
 }
 #: Routes whose answer to the owner depends on the session: theirs is not a replay, its seq 1
 #: is no model call, and once messaged mid-run (above) it cannot be replayed (the statuses,
@@ -24,6 +25,7 @@ BODIES = {
 OWNER_EXPECTS = {
     "/api/sessions/{session_id}/replay-result": ({404}, "is not a replay"),
     "/api/sessions/{session_id}/model-calls/{seq}": ({404}, "no model call at seq 1"),
+    "/api/sessions/{session_id}/model-calls/{seq}/playground": ({404}, "no model call at seq 1"),
     "/api/sessions/{session_id}/replays": ({202, 422}, ""),
 }
 
@@ -74,8 +76,8 @@ def test_another_user_gets_404_on_every_session_route(
     mallory = shared_server.token("mallory")
     routes = session_routes(shared_server)
     # get, events, verify, export, message, pause, resume, stop, replays, replay-result, forks,
-    # model-calls
-    assert len(routes) >= 12, routes
+    # model-calls, playground, playground-runs
+    assert len(routes) >= 14, routes
 
     def user_events() -> list[dict]:
         """What users sent to the session (the server's worker may add the agent's)."""
