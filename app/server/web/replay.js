@@ -25,6 +25,12 @@ export function replayFormView({ main, showError, clearError, go }, source) {
   const mode = el("select", { id: "r-mode", name: "mode" },
     el("option", { value: "strict" }, "strict: stop at the first difference"),
     el("option", { value: "positional" }, "positional: serve the Nth reply whatever was asked"));
+  const temperature = el("input", { id: "r-temperature", name: "temperature", type: "number", min: 0, max: 2, step: "any",
+    placeholder: "the recording's" });
+  const maxTokens = el("input", { id: "r-max-tokens", name: "max_tokens", type: "number", min: 1, step: 1, placeholder: "the recording's" });
+  const atDivergence = el("select", { id: "r-on-divergence", name: "on_divergence", "aria-describedby": "r-on-divergence-help" },
+    el("option", { value: "stop" }, "stop and show it"),
+    el("option", { value: "fork" }, "fork there and go on live with the real model"));
   const submit = el("button", { type: "submit" }, "Run the replay");
   const recorded = { prompt: null, tools: [] }; // what the form was filled with
   const form = el("form", { class: "card", "aria-labelledby": "replay-title" },
@@ -33,8 +39,12 @@ export function replayFormView({ main, showError, clearError, go }, source) {
     el("p", { class: "muted small" }, "Recording ", el("a", { href: `#/sessions/${source}` }, source)),
     field("r-prompt", "System prompt", prompt, "The recording's, to edit; a changed one replaces it ({workspace} is filled in)."),
     field("r-tools", "Tools", tools, "The tools the model is offered, by name, separated by commas."),
+    el("fieldset", {}, el("legend", {}, "Model parameters"),
+      field("r-temperature", "Temperature", temperature), field("r-max-tokens", "Most tokens a reply", maxTokens)),
     el("fieldset", {}, el("legend", {}, "Limits and mode"),
-      field("r-iterations", "Most steps", iterations), field("r-mode", "Mode", mode)),
+      field("r-iterations", "Most steps", iterations), field("r-mode", "Mode", mode),
+      field("r-on-divergence", "At the first divergence", atDivergence,
+        "Fork: a live session copied up to the step before it runs on with these settings, calling the model (it costs).")),
     submit);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -45,7 +55,11 @@ export function replayFormView({ main, showError, clearError, go }, source) {
     const names = tools.value.split(",").map((t) => t.trim()).filter(Boolean);
     if (names.length && names.join(",") !== recorded.tools.join(",")) overrides.tools = names;
     if (iterations.value) overrides.max_iterations = Number(iterations.value);
-    const body = { mode: mode.value, overrides };
+    const params = {};
+    if (temperature.value !== "") params.temperature = Number(temperature.value);
+    if (maxTokens.value !== "") params.max_tokens = Number(maxTokens.value);
+    if (Object.keys(params).length) overrides.model_params = params;
+    const body = { mode: mode.value, on_divergence: atDivergence.value, overrides };
     submit.disabled = true;
     submit.textContent = "Replaying…";
     try {
@@ -89,8 +103,8 @@ export function replayFormView({ main, showError, clearError, go }, source) {
 }
 
 /** What the divergence says, in full: its sentence and its diff. */
-function divergenceDetails(d) {
-  const parts = [el("p", { class: "divergence-summary" }, el("strong", {}, `Diverged (${d.kind.replaceAll("_", " ")}): `), d.summary)];
+function divergenceDetails(d, lead = "Diverged") {
+  const parts = [el("p", { class: "divergence-summary" }, el("strong", {}, `${lead} (${d.kind.replaceAll("_", " ")}): `), d.summary)];
   if (d.message) {
     parts.push(el("p", { class: "small" }, `Prompt message ${d.message.index} (recorded ${d.message.recorded_role ?? "none"}, replay ${d.message.new_role ?? "none"})`),
       diffView(d.message.diff));
@@ -121,6 +135,22 @@ function divergenceDetails(d) {
     parts.push(el("p", { class: "small" }, `recorded: ${d.recorded_state ?? "none"} ${d.recorded_reason || ""} · replay: ${d.new_state ?? "none"} ${d.new_reason || ""}`));
   }
   return parts;
+}
+
+/** A positional replay's request differences by step (it goes on after each). */
+function differencesByStep(result) {
+  return new Map((result?.differences || []).map((difference) => [difference.step, difference]));
+}
+
+/** "1-3, 5": steps as ranges. */
+function stepRanges(steps) {
+  const ranges = [];
+  for (const step of [...steps].sort((a, b) => a - b)) {
+    const last = ranges[ranges.length - 1];
+    if (last && step === last[1] + 1) last[1] = step;
+    else ranges.push([step, step]);
+  }
+  return ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(", ");
 }
 
 /** The step a divergence points at (0 when there is none). */
@@ -175,19 +205,24 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
   function draw(recorded, replayed, result) {
     const diverged = divergedStep(result);
     const d = result.divergence;
+    const differed = differencesByStep(result);
+    const firstDifference = differed.size ? Math.min(...differed.keys()) : null;
+    const verdict = d ? ["diverged", "state-error"] : differed.size ? ["requests differed", "state-paused"] : ["matched", "state-finished"];
     const counts = `${result.steps_matched} of ${result.steps_recorded} model calls matched, ${result.steps_served} served, ${result.model_calls} made`;
     clear(summary).append(
       el("div", { class: "heading" }, el("h1", { id: "compare-title" }, "Replay"),
-        el("span", { class: `state ${d ? "state-error" : "state-finished"}`, id: "replay-verdict" }, d ? "diverged" : result.matched ? "matched" : "differs")),
+        el("span", { class: `state ${verdict[1]}`, id: "replay-verdict" }, verdict[0])),
       el("p", { class: "muted small" }, `${result.mode} replay of `, el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)),
         ` · ${counts} · ${result.outcome ? `ended ${result.outcome}` : "stopped there"} (the recording ended ${result.recorded_outcome ?? "unfinished"}) · ${result.seconds.toFixed(2)} s`),
       d ? el("section", { class: "divergence", "aria-label": "First divergence", id: "divergence" }, divergenceDetails(d))
-        : el("p", { class: "ok" }, result.differences.length
-          ? `No stop, but the requests differed at model call${result.differences.length === 1 ? "" : "s"} ${result.differences.map((x) => x.step).join(", ")}.`
-          : "The replay did what the recording did, step for step."),
+        : differed.size
+          ? el("p", { class: "warn", id: "differences" }, `No stop, but the agent asked the model something else than recorded at model call${differed.size === 1 ? "" : "s"} ${stepRanges(differed.keys())}: the recorded replies were served anyway (positional). Each such step is marked; open one to see its request's diff.`)
+          : el("p", { class: "ok" }, "The replay did what the recording did, step for step."),
       el("div", { class: "controls" }, el("a", { class: "button secondary", href: `#/replays/${source}` }, "Replay again with other settings")));
 
-    const toDivergence = el("button", { type: "button", class: "secondary", disabled: !d }, "Go to the divergence");
+    const toDivergence = el("button", { type: "button", class: "secondary", disabled: !d && !differed.size },
+      d ? "Go to the divergence" : "Go to the first difference");
+    const stepDifference = el("section", { class: "step-difference", "aria-label": "This step's request, recorded against replayed", hidden: true });
     const forkSlot = el("div", { class: "fork-slot" });
 
     /** The divergence outlined, and "Fork here" on every event of a step. */
@@ -220,20 +255,25 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
         heading: ["Replay ", el("a", { href: `#/sessions/${replay}`, class: "small" }, replay.slice(0, 8))],
         missing: "The replay has no such step." },
       chip: (i) => {
+        if (differed.has(i) && !(d && i >= diverged)) return { kind: "differed", note: "the request differed" };
         const kind = !d || i < diverged ? "same" : i === diverged ? "diverged" : "after";
         return { kind, note: kind === "diverged" ? "the divergence" : "" };
       },
-      start: diverged || null,
-      stepNote: (i) => (d && i === diverged ? " · the divergence" : ""),
+      start: diverged || firstDifference,
+      stepNote: (i) => (d && i === diverged ? " · the divergence" : differed.has(i) ? " · the request differed" : ""),
       onShow: (i, sides) => {
         for (const { section } of sides) section.classList.toggle("diverged", Boolean(d && i === diverged));
+        const difference = differed.get(i);
+        stepDifference.hidden = !difference;
+        stepDifference.replaceChildren(...(difference ? divergenceDetails(difference, "The request differed") : []));
       },
       decorate,
       tools: [toDivergence],
     });
-    toDivergence.addEventListener("click", () => stepper.show(diverged));
+    toDivergence.addEventListener("click", () => stepper.show(diverged || firstDifference));
     const { node } = stepper;
     node.insertBefore(forkSlot, node.querySelector(".compare"));
+    node.insertBefore(stepDifference, forkSlot);
     clear(body).append(node,
       el("p", { class: "muted small" }, "Keys: [ and ] step back and forth. Each event's Fork here starts a live session from it."));
   }

@@ -6,6 +6,7 @@ step and recorded event highlighted; the steps are walked with the buttons and t
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -88,6 +89,38 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
     expect(page.locator(".side.replayed .event.created")).to_have_count(1)
     page.get_by_role("button", name="Go to the divergence").click()
     expect(page.locator(".step-label")).to_contain_text("the divergence")
+
+    # a positional replay goes on past each difference: every step whose request differed is
+    # marked and shows its request's diff (the changed prompt, and the temperature asked for)
+    page.goto(f"/#/replays/{session}")
+    expect(page.get_by_label("System prompt")).to_have_value(re.compile(r"^You are Chronicle"))
+    page.get_by_label("System prompt").fill(NEW_PROMPT)
+    page.get_by_label("Mode").select_option("positional")
+    page.get_by_label("Temperature").fill("0.5")
+    page.get_by_role("button", name="Run the replay").click()
+    page.wait_for_url(re.compile(rf"#/replays/{session}/[0-9a-f-]{{36}}$"))
+    positional = page.url.rsplit("/", 1)[-1]
+    expect(page.locator("#replay-verdict")).to_have_text("requests differed", timeout=60_000)
+    expect(page.locator("#differences")).to_contain_text("at model calls 1-2")
+    expect(page.locator(".chip.differed")).to_have_text(["1", "2"])
+    expect(page.locator(".step-label")).to_have_text("Step 1 of 2 · the request differed")
+    difference = page.get_by_role("region", name="This step's request, recorded against replayed")
+    expect(difference).to_contain_text("The request differed")
+    expect(difference.locator(".d-add", has_text="+You are a terse agent.")).to_have_count(1)
+    page.keyboard.press("]")
+    expect(page.locator(".step-label")).to_have_text("Step 2 of 2 · the request differed")
+    expect(difference).to_be_visible()
+    page.keyboard.press("[")
+    page.keyboard.press("[")
+    expect(difference).to_be_hidden()  # before the first call: nothing was asked
+    replayed_params = httpx.get(
+        f"{server.url}/api/sessions/{positional}/events",
+        headers={"Authorization": f"Bearer {token}"},
+    ).json()["events"]
+    config = next(e for e in replayed_params if e["kind"] == "session.created")["payload"]
+    assert '"temperature": 0.5' in json.dumps(config), config
+    page.goto(f"/#/replays/{session}/{replay}")
+    expect(page.locator("#replay-verdict")).to_have_text("diverged")
 
     # the replay's own page links back to this comparison
     page.goto(f"/#/sessions/{replay}")
