@@ -267,8 +267,15 @@ export function renderEvent(event, sessionId) {
     case "workspace.snapshot":
       return item(event, sessionId, "quiet", "Workspace snapshot", el("p", { class: "muted small" }, `${(p.files || []).length} files recorded`));
     case "eval.score": return item(event, sessionId, scoreClass(p), "Score", scoreLine(p));
-    case "workspace.diff":
-      return item(event, sessionId, "file", "Workspace changes", p.diff ? diffView(p.diff) : el("p", { class: "muted small" }, "no change"));
+    case "workspace.diff": {
+      const left = (p.left_out || []).filter((x) => x.files > 0);
+      const files = left.reduce((sum, x) => sum + x.files, 0);
+      return item(event, sessionId, "file", "Workspace changes",
+        left.length ? el("p", { class: "muted small left-out" },
+          `${files} file${files === 1 ? "" : "s"} left out as noise: ${left.map((x) => x.pattern).join(", ")} · `,
+          sessionId ? el("a", { href: `#/sessions/${sessionId}/workspace` }, "the workspace") : null) : null,
+        p.diff ? diffView(p.diff) : el("p", { class: "muted small" }, "no change"));
+    }
     default:
       return item(event, sessionId, "other", event.kind, el("details", {}, el("summary", {}, "Payload"), jsonBlock(p)));
   }

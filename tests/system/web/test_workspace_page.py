@@ -9,6 +9,7 @@ directory of the test's, and appended to a session the member owns: no agent run
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -84,7 +85,11 @@ def test_the_workspace_at_the_end_with_its_diff_and_the_noise_counted(
     page = new_page()
     open_sign_in_link(page, server.sign_in_path(member))
     page.goto(f"/#/sessions/{session}")
-    page.get_by_role("link", name="Workspace").click()
+    # the timeline's change says what it left out, and links to the workspace
+    left_out = page.locator(".event[data-kind='workspace.diff'] .left-out")
+    patterns = r"(__pycache__, \*\.pyc|\*\.pyc, __pycache__)"
+    expect(left_out).to_have_text(re.compile(rf"^3 files left out as noise: {patterns}"))
+    page.get_by_role("link", name="Workspace", exact=True).click()
     page.wait_for_url(f"**/#/sessions/{session}/workspace")
     expect(page.get_by_role("heading", name="Workspace")).to_be_visible()
     tree = page.get_by_role("navigation", name="Files at the end")
