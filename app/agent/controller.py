@@ -46,6 +46,7 @@ from app.agent.decisions import (
 from app.agent.stuck import StuckConfig
 from app.events import (
     AWAITED_KINDS,
+    REMARK_KINDS,
     AgentState,
     ErrorObservation,
     Event,
@@ -111,7 +112,8 @@ class AgentController:
         self._remember(await self.store.read(self.session_id, after_seq=self._last_seq))
 
     def _remember(self, fresh: list[RecordedEvent]) -> None:
-        self._progressed = self._progressed or bool(fresh)
+        # a person's remark (an annotation) is in the log, but nothing the agent acts on
+        self._progressed = self._progressed or any(e.kind not in REMARK_KINDS for e in fresh)
         for event in fresh:
             self._track(event)
         self.events.extend(fresh)
@@ -242,7 +244,7 @@ class AgentController:
             pending=bool(self._awaiting),
             asked=self._last_user_message is not None,
             finished_since_user=self._finished_since_user,
-            recent=self._since_user(limit=STUCK_WINDOW),
+            recent=[e for e in self._since_user(limit=STUCK_WINDOW) if e.kind not in REMARK_KINDS],
             iterations=self._iterations(),
             cost=self._cost(),
         )

@@ -1,6 +1,7 @@
 """The event protocol: envelope, one model per kind, canonical JSON and hashing. No I/O."""
 
 from app.events.actions import FileEdit, FileRead, FileWrite, Finish, McpCall, Run, Think
+from app.events.annotation import Annotation
 from app.events.base import MAX_SEQ, Action, Event, Observation, Service, Source
 from app.events.canonical import CanonicalJsonError, canonical_json, chain_hash, hashed_document
 from app.events.conversation import AgentState, Condensation, Message
@@ -24,6 +25,7 @@ from app.events.registry import (
     EVENT_TYPES,
     HANDLED_KINDS,
     OBSERVATION_KINDS,
+    REMARK_KINDS,
     InvalidEventError,
     event_from_stored,
     parse_event,
@@ -39,8 +41,10 @@ __all__ = [
     "HANDLED_KINDS",
     "MAX_SEQ",
     "OBSERVATION_KINDS",
+    "REMARK_KINDS",
     "Action",
     "AgentState",
+    "Annotation",
     "CanonicalJsonError",
     "Condensation",
     "ErrorObservation",

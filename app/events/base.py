@@ -54,6 +54,10 @@ class Event(BaseModel):
     #: controller then waits for), or None: nothing runs it. Every set of kinds the services
     #: and the agent use is derived from this in ``registry``.
     handled_by: ClassVar[Service | None] = None
+    #: A remark people write about the session (an annotation): recorded in its log, read by
+    #: people and SQL, never by its agent. The controller neither wakes for one nor counts it
+    #: among the events it decides on (``registry.REMARK_KINDS``).
+    remark: ClassVar[bool] = False
 
     kind: str
     source: Source

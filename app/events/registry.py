@@ -16,6 +16,7 @@ from pydantic import Field, TypeAdapter, ValidationError
 from app.errors import ChronicleError
 from app.events import (
     actions,
+    annotation,
     conversation,
     evaluation,
     imported,
@@ -43,6 +44,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     *imported.KIND_CLASSES,
     *platform_audit.KIND_CLASSES,
     *traces.KIND_CLASSES,
+    *annotation.KIND_CLASSES,
 )
 
 
@@ -75,6 +77,9 @@ HANDLED_KINDS: dict[Service, frozenset[str]] = {
 
 #: Actions some service answers: the controller waits for their observation.
 AWAITED_KINDS: frozenset[str] = frozenset().union(*HANDLED_KINDS.values())
+
+#: People's remarks on a session (``Event.remark``): the agent's loop takes no notice of them.
+REMARK_KINDS: frozenset[str] = frozenset(kind for kind, cls in EVENT_TYPES.items() if cls.remark)
 
 AnyEvent = Annotated[Union[EVENT_CLASSES], Field(discriminator="kind")]  # type: ignore[valid-type]  # noqa: UP007
 _adapter: TypeAdapter[Event] = TypeAdapter(AnyEvent)

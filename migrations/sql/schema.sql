@@ -489,7 +489,7 @@ ALTER FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) OWNER TO c
 
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1142,6 +1142,23 @@ CREATE VIEW public.agent_states AS
   WHERE (kind = 'agent.state'::text);
 
 ALTER VIEW public.agent_states OWNER TO chronicle_owner;
+
+CREATE VIEW public.annotations AS
+ SELECT session_id,
+    seq,
+    ((payload ->> 'target_seq'::text))::integer AS target_seq,
+    (payload ->> 'label'::text) AS label,
+    COALESCE((payload ->> 'comment'::text), ''::text) AS comment,
+    ARRAY( SELECT jsonb_array_elements_text(COALESCE((e.payload -> 'tags'::text), '[]'::jsonb)) AS jsonb_array_elements_text) AS tags,
+    (payload ->> 'user'::text) AS annotated_by,
+    created_at,
+    event_id
+   FROM public.events e
+  WHERE ((kind = 'annotation'::text) AND (NOT (payload ? 'replayed_from'::text)));
+
+ALTER VIEW public.annotations OWNER TO chronicle_owner;
+
+COMMENT ON VIEW public.annotations IS 'People''s labels on sessions (target_seq NULL) and on their events, with comment, tags, who and when';
 
 CREATE TABLE public.api_tokens (
     id uuid NOT NULL,
@@ -1986,6 +2003,8 @@ CREATE INDEX browser_logins_by_token ON public.browser_logins USING btree (token
 
 CREATE INDEX browser_logins_by_user ON public.browser_logins USING btree (user_id, created_at);
 
+CREATE INDEX events_annotations ON public.events USING btree (session_id, seq) WHERE (kind = 'annotation'::text);
+
 CREATE INDEX events_global_cursor ON public.events USING btree (tx, global_position);
 
 CREATE INDEX events_llm_calls_by_time ON public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
@@ -2169,6 +2188,8 @@ GRANT ALL ON FUNCTION public.chronicle_worker_seen(p_worker text, p_host text, p
 GRANT SELECT ON TABLE public.events TO chronicle_app;
 
 GRANT SELECT ON TABLE public.agent_states TO chronicle_analyst;
+
+GRANT SELECT ON TABLE public.annotations TO chronicle_analyst;
 
 GRANT SELECT(id) ON TABLE public.api_tokens TO chronicle_app;
 

@@ -16,6 +16,7 @@ from app.agent.driving import drive
 from app.events import (
     Action,
     AgentState,
+    Annotation,
     LlmCall,
     LlmResponse,
     Message,
@@ -256,3 +257,22 @@ async def test_a_recorded_call_is_continued_without_asking_the_model_again() -> 
     events = await log.read(session_id)
     assert [e.kind for e in events if e.kind in ("llm.call", "finish")] == ["llm.call", "finish"]
     assert model.calls == 0
+
+
+async def test_an_annotation_is_nothing_the_agent_acts_on() -> None:
+    """A reviewer's annotation after the agent asked the user (here the worker died before it
+    recorded the state that says so): the agent still awaits the user, the model is not asked
+    again, and the annotation is in no prompt."""
+    log = MemoryLog()
+    session_id = await session(log, AgentState(state="running", source="agent"))
+    call = LlmCall(model="m", fingerprint="f1", response=said("which file?"))
+    [recorded] = await log.append(session_id, [call])
+    asked = Message(content="which file?", source="agent", cause=recorded.seq)
+    await log.append(session_id, [asked])
+    await log.append(
+        session_id, [Annotation(label="wrong answer", target_seq=recorded.seq, user="ada")]
+    )
+    model = ScriptedModel(said("SHOULD NOT BE ASKED"))
+    assert await controller(log, session_id, model).run() == "awaiting_user_input"
+    assert model.calls == 0
+    assert states(await log.read(session_id))[-1][0] == "awaiting_user_input"
