@@ -30,6 +30,7 @@ from litestar.types import ControllerRouterHandler
 
 from app.config import Settings
 from app.server import (
+    annotation_routes,
     anthropic_routes,
     audit_routes,
     creation,
@@ -70,6 +71,7 @@ def protected_routes() -> list[ControllerRouterHandler]:
         *creation.ROUTES,
         *session_routes.ROUTES,
         *steering.ROUTES,
+        *annotation_routes.ROUTES,
         *replay_routes.ROUTES,
         *playground_routes.ROUTES,
         *evaluation_routes.ROUTES,

@@ -94,13 +94,20 @@ async def list_sessions(
             "dashes ignored): the 8 characters the page shows name a session",
         ),
     ] = None,
+    label: Annotated[
+        str | None,
+        QueryParameter(max_length=100, description="an annotation's label, any case"),
+    ] = None,
+    tag: Annotated[
+        str | None, QueryParameter(max_length=50, description="an annotation's tag, any case")
+    ] = None,
 ) -> SessionPage:
     """Your sessions (an admin's: all), newest first, from the session list projection."""
     try:
         after = decode_cursor(cursor) if cursor else None
     except BadCursorError as exc:
         raise Unprocessable(str(exc)) from None
-    for name, text in (("q", q), ("model", model)):
+    for name, text in (("q", q), ("model", model), ("label", label), ("tag", tag)):
         if text is not None and "\x00" in text:  # PostgreSQL text cannot hold it
             raise Unprocessable(f"{name} cannot contain a NUL character")
     digits = None
@@ -121,6 +128,8 @@ async def list_sessions(
         after=after,
         words=q,
         id_prefix=digits,
+        label=label,
+        tag=tag,
     )
     more = len(rows) > limit
     rows = rows[:limit]

@@ -116,10 +116,14 @@ async def list_visible_records(
     after: tuple[datetime, UUID] | None = None,
     words: str | None = None,
     id_prefix: str | None = None,
+    label: str | None = None,
+    tag: str | None = None,
+    unreviewed: bool = False,
 ) -> list[Record]:
     """A page of the newest sessions owned by ``owner`` (every session when None) matching
     every filter (``words``: the title has words beginning with each of them), after the
-    ``(created_at, session_id)`` cursor if given: the records as fetched (``SessionRow``'s
+    ``(created_at, session_id)`` cursor if given (``label``, ``tag``, ``unreviewed``: by its
+    annotations, ``annotations``): the records as fetched (``SessionRow``'s
     columns), since the API validates the page it answers with once, not a model per row.
 
     ``words`` are looked for first in the newest ``limit * STEERED_PAGES`` rows the filters pass
@@ -141,6 +145,8 @@ async def list_visible_records(
         "after_id": after[1] if after else None,
         "limit": limit,
         "scan": limit * STEERED_PAGES,
+        "label": label,
+        "tag": tag,
     }
     query = functools.partial(
         visible_list_sql,
@@ -151,6 +157,9 @@ async def list_visible_records(
         after=after is not None,
         words=words is not None,
         id_range=id_prefix is not None,
+        label=label is not None,
+        tag=tag is not None,
+        unreviewed=unreviewed,
     )
     records: list[Record]
     if words is not None:

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from app.sessions.sql.annotations import LABELLED, TAGGED, UNREVIEWED
 from app.store import claimed_sql
 
 if TYPE_CHECKING:
@@ -121,13 +122,17 @@ def list_sql(
     words: bool = False,
     newest_first: bool = False,
     id_range: bool = False,
+    label: bool = False,
+    tag: bool = False,
+    unreviewed: bool = False,
 ) -> tuple[str, list[str]]:
     """The list query for these filters, and the order of its parameters (the limit last):
     narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
     (``TITLE_WORDS``), to ids in a range (``id_low`` to ``id_high``: a prefix of an id,
     app/events/id_prefix.py) and paged after a keyset cursor ``(created_at, session_id)`` in the
     list's own order when asked. ``newest_first`` (with ``words``): the words are looked for
-    only in the newest ``scan`` rows the other filters pass (``STEERED_PAGES``)."""
+    only in the newest ``scan`` rows the other filters pass (``STEERED_PAGES``). ``label``,
+    ``tag``, ``unreviewed``: the session's annotations (``annotations``)."""
     where: list[str] = []
     params: list[str] = []
     joins = ""
@@ -150,6 +155,12 @@ def list_sql(
         params.append("id_low")
         params.append("id_high")
         where.append(f"s.session_id BETWEEN ${len(params) - 1} AND ${len(params)}")
+    for wanted, name, condition in ((label, "label", LABELLED), (tag, "tag", TAGGED)):
+        if wanted:
+            params.append(name)
+            where.append(condition.format(param=f"${len(params)}"))
+    if unreviewed:
+        where.append(UNREVIEWED)
     if after:
         params.append("after_created")
         params.append("after_id")

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from app.events import LlmCall, LlmResponse, Message, Run, RuntimeRestarted, ToolCall
+from app.events import Annotation, LlmCall, LlmResponse, Message, Run, RuntimeRestarted, ToolCall
 from app.replay import AgentConfig, ReplayError, replay
 from app.store import EventStore
 from tests.support.written_sessions import Recorder
@@ -272,3 +272,30 @@ async def test_another_registered_agent_is_the_one_replayed_and_diverges_readabl
     assert "there is no tool 'str_replace_editor'" in action.new["message"]
     # "an error", not "a error" (issue 23)
     assert "the agent made an error where the recording has a file.edit" in action.summary
+
+
+async def test_annotations_are_no_step_and_no_divergence_in_either_mode(store: EventStore) -> None:
+    """Reviewers annotated the recording while it ran (between a command and its next model
+    call), on its model calls and on the whole session after it ended: a strict and a
+    positional replay serve, count and compare the same three steps as without them."""
+    recorder = Recorder(store)
+    await recorder.start()
+    await recorder.state("running")
+    [run] = await recorder.call(("execute_bash", {"command": "pytest -q"}))
+    await recorder.output(run, "1 failed", exit_code=1)
+    call_seq = run - 1
+    await recorder.append(Annotation(label="good", target_seq=call_seq, user="ada"))
+    [run] = await recorder.call(("execute_bash", {"command": "pytest -q -x"}))
+    await recorder.append(Annotation(label="unsafe command", target_seq=run, user="bo"))
+    await recorder.output(run, "1 passed")
+    await recorder.call(("finish", {"message": "fixed"}))
+    await recorder.state("finished", "the agent called finish")
+    await recorder.append(Annotation(label="reviewed", comment="fine", user="ada"))
+
+    for mode in ("strict", "positional"):
+        result = await replay(store, recorder.session, mode=mode)  # type: ignore[arg-type]
+        assert result.matched and result.divergence is None, (mode, result.divergence)
+        assert (result.steps_served, result.steps_matched, result.outcome) == (3, 3, "finished")
+        assert result.differences == [] and result.steps_recorded == 3, mode
+        replayed = await store.read(result.session_id)
+        assert "annotation" not in {e.kind for e in replayed}, mode

@@ -18,6 +18,7 @@ BODIES = {
     "/replays": {},
     "/forks": {"at_seq": 2},
     "/playground": {},
+    "/annotations": {"label": "reviewed"},
 }
 #: Routes whose answer to the owner depends on the session: theirs is not a replay, its seq 1
 #: is no model call, and once messaged mid-run (above) it cannot be replayed (the statuses,
