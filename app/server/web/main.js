@@ -13,6 +13,7 @@ import { auditView } from "./audit.js";
 import { usageView } from "./usage.js";
 import { workspaceView } from "./workspace.js";
 import { playgroundView } from "./playground.js";
+import { reviewView } from "./review.js";
 
 const main = document.getElementById("main");
 const notice = document.getElementById("notice");
@@ -155,6 +156,7 @@ async function route() {
   else if (path === "/new") leave = newSessionView(context);
   else if (path === "/audit") leave = auditView(context);
   else if (path === "/usage" || path.startsWith("/usage?")) leave = usageView(context, new URLSearchParams(path.split("?")[1] || ""));
+  else if (/^\/review(\?|$)/.test(path)) leave = reviewView(context, new URLSearchParams(path.split("?")[1] || ""));
   else leave = sessionsView(context);
   main.focus({ preventScroll: true });
 }

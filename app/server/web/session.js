@@ -10,6 +10,7 @@ import { LiveStream } from "./stream.js";
 import { Timeline, eventHref } from "./timeline.js";
 import { showTrial } from "./trial.js";
 import { playgroundRunsSection } from "./playground.js";
+import { SessionAnnotations } from "./annotations.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -84,6 +85,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
   const before = el("p", { class: "timeline-before small", hidden: true });
   const more = el("div", { class: "timeline-more", "aria-label": "Later events" });
   const crumbId = el("code", { class: "session-id", title: id }, id.slice(0, 8));
+  const annotations = new SessionAnnotations({ sessionId: id, list, showError });
 
   let closed = false;
   let summaryTimer = null;
@@ -105,9 +107,11 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
         el("div", { class: "heading" }, title, state),
         facts,
         reasonLine,
+        annotations.summaryChips,
         el("div", { class: "controls", role: "toolbar", "aria-label": "Steer the session" },
           pause, resume, stop, el("span", { class: "spacer" }), verify, verifyResult, exportLink, replayLink,
-          el("a", { class: "button secondary", href: `#/sessions/${id}/workspace`, title: "the files at the end, with the diff against the start" }, "Workspace"))),
+          el("a", { class: "button secondary", href: `#/sessions/${id}/workspace`, title: "the files at the end, with the diff against the start" }, "Workspace"),
+          annotations.button)),
       playgroundRunsSection(id),
       messageForm,
       el("div", { class: "timeline-head" }, el("h2", {}, "Timeline"), connection,
@@ -162,6 +166,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
 
   function onEvents(events) {
     const atBottom = follow.checked && timeline.caughtUp;
+    annotations.take(events);
     timeline.append(events);
     for (const event of events) {
       if (event.kind === "agent.state" && event.source === "agent") { // a user's is a request
@@ -179,12 +184,14 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
    * asked for). Null when the session is not there (the page then says so, alone). */
   async function openWindow(startAfter) {
     const mine = ++opening;
-    const page = await api(`/api/sessions/${id}/events?after_seq=${startAfter}&limit=${FIRST_PAGE}`);
+    // with the annotations (read once), so the first screen has their chips wherever they are
+    const [page] = await Promise.all([api(`/api/sessions/${id}/events?after_seq=${startAfter}&limit=${FIRST_PAGE}`), annotations.load()]);
     if (closed || mine !== opening) return null;
     stream?.close();
     timeline?.close();
     list.replaceChildren();
-    timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id, startAfter });
+    timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id, startAfter,
+      decorate: (event, node, inside) => annotations.decorate(event, node, inside) });
     timeline.mark(finder.matches.map((m) => m.seq));
     before.hidden = startAfter === 0;
     before.replaceChildren(...(startAfter ? [`Events #1 to #${startAfter} are not shown. `,

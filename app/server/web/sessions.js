@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { el, clear } from "./dom.js";
 import { age, cost, localTime, stateLabel } from "./format.js";
+import { annotationFilters } from "./annotations.js";
 
 const STATES = ["running", "interrupted", "awaiting_user_input", "paused", "stopped", "finished", "limit", "error"];
 const POLL_MS = 3000;
@@ -52,6 +53,7 @@ export function sessionsView({ main, showError, clearError, go }) {
     el("option", { value: "" }, "any state"), STATES.map((s) => el("option", { value: s }, stateLabel(s))));
   const model = el("input", { id: "f-model", name: "model", type: "text", placeholder: "e.g. openai/gpt-4o", autocomplete: "off" });
   const text = el("input", { id: "f-text", name: "text", type: "search", placeholder: "words in the title", autocomplete: "off", "aria-describedby": "f-text-help" });
+  const byAnnotation = annotationFilters(() => load());
   const body = el("tbody");
   const status = el("p", { class: "muted", role: "status", "aria-live": "polite" }, "Loading sessions…");
   const table = el("table", { class: "sessions", "aria-describedby": "sessions-status" },
@@ -64,7 +66,8 @@ export function sessionsView({ main, showError, clearError, go }) {
     el("div", {}, el("label", { for: "f-state" }, "State"), state),
     el("div", {}, el("label", { for: "f-model" }, "Model"), model),
     el("div", {}, el("label", { for: "f-text" }, "Text"), text,
-      el("p", { class: "visually-hidden", id: "f-text-help" }, "Sessions whose title has words beginning with each of these")));
+      el("p", { class: "visually-hidden", id: "f-text-help" }, "Sessions whose title has words beginning with each of these")),
+    byAnnotation.fields);
   filters.addEventListener("submit", (e) => e.preventDefault());
   clear(main).append(
     el("div", { class: "heading" }, el("h1", {}, "Sessions"),
@@ -80,7 +83,7 @@ export function sessionsView({ main, showError, clearError, go }) {
 
   function draw() {
     const shown = sessions;
-    const filtered = Boolean(state.value || model.value.trim() || text.value.trim());
+    const filtered = Boolean(state.value || model.value.trim() || text.value.trim() || byAnnotation.active());
     const focused = document.activeElement?.closest?.("tr")?.dataset.id;
     body.replaceChildren(...branchesUnderSources(shown).map((item) => row(item, go)));
     if (focused) body.querySelector(`tr[data-id="${focused}"] a`)?.focus();
@@ -94,6 +97,7 @@ export function sessionsView({ main, showError, clearError, go }) {
     state.value ? params.set("state", state.value) : params.delete("state");
     model.value.trim() ? params.set("model", model.value.trim()) : params.delete("model");
     text.value.trim() ? params.set("q", text.value.trim()) : params.delete("q");
+    byAnnotation.apply(params);
     const mine = ++asked;
     try {
       const page = await api(`/api/sessions?${params}`);

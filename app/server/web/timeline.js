@@ -7,6 +7,7 @@ import { api } from "./api.js";
 import { el } from "./dom.js";
 import { clock, cost, duration, localTime, stateLabel } from "./format.js";
 import { scoreClass, scoreLine } from "./trial.js";
+import { annotationEntry } from "./annotations.js";
 
 function stamp(event) {
   return el("time", { class: "when", datetime: event.created_at, title: localTime(event.created_at) },
@@ -254,6 +255,8 @@ export function renderEvent(event, sessionId) {
       return item(event, sessionId, "mcp", `MCP ${p.server} · ${p.tool}`, thought(p), jsonBlock(p.arguments || {}), el("div", { class: "output-slot" }));
     case "error":
       return item(event, sessionId, "error", "Error", el("p", { class: "error" }, p.message));
+    case "annotation":
+      return item(event, sessionId, "annotation", "Annotation", annotationEntry(event));
     case "session.created":
       return item(event, sessionId, "created", "Session created",
         el("p", {}, p.title ? el("strong", {}, p.title) : null),
@@ -314,8 +317,9 @@ const LONG_LIST = 1000;
  * window starting a little before it (``startAfter``); an event received twice (a page
  * fetched to reach a linked event, then the stream) is drawn once. */
 export class Timeline {
-  constructor(list, more, { firstPage = 200, page = 500, sessionId = null, startAfter = 0 } = {}) {
+  constructor(list, more, { firstPage = 200, page = 500, sessionId = null, startAfter = 0, decorate = null } = {}) {
     this.list = list;
+    this.decorate = decorate; // (event, node, inside) for each event drawn: annotations.js
     this.sessionId = sessionId; // model calls open to their exact prompt from the API
     this.more = more;
     this.page = page;
@@ -433,6 +437,7 @@ export class Timeline {
         fragment.append(node);
       }
       if (this.marks.has(event.seq)) node.classList.add("match");
+      this.decorate?.(event, node, Boolean(result && cause));
     }
     this.list.append(fragment);
     this.list.classList.toggle("long", this.drawn > LONG_LIST);
