@@ -17,7 +17,9 @@ from app.events.annotation import MAX_COMMENT, MAX_LABEL, MAX_TAG, MAX_TAGS, Ann
 
 def test_it_records_who_what_and_about_which_event() -> None:
     tags = ["Shell", "shell", " prod "]
-    note = Annotation(label=" unsafe   command ", comment="rm -rf", tags=tags, target_seq=12, user="ada")
+    note = Annotation(
+        label=" unsafe   command ", comment="rm -rf", tags=tags, target_seq=12, user="ada"
+    )
     assert note.source == "user" and note.cause is None
     assert note.payload() == {
         "label": "unsafe command",
