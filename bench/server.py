@@ -86,6 +86,8 @@ class Server:
         self.env = {
             **os.environ,
             "CHRONICLE_DATABASE_URL": database.app,
+            # only the owner's login makes an admin (``users add --admin``)
+            "CHRONICLE_OWNER_DATABASE_URL": database.admin,
             "CHRONICLE_DATA_DIR": str(root / "data"),
             "CHRONICLE_CONFIG": str(config),
             # the load itself would trip the abuse limits

@@ -1,12 +1,15 @@
 """`chronicle bench ui`: the web page's first render of a long session, in a real browser.
 
 A real `chronicle serve --role api` on a throwaway database holds one session of 10,000
-events (model calls, commands with their output, thoughts: what an agent records); headless
-Chromium (Debian's, driven by Playwright) is signed in as an admin. Each round:
+events (model calls, commands with their output, thoughts: what an agent records) and 100
+annotations written after it (issue 27: labels on events all through the session, ten of them
+on its first page, and on the whole session); headless Chromium (Debian's, driven by
+Playwright) is signed in as an admin. Each round:
 
 - chronicle: a fresh load of ``/#/sessions/ID`` until the page's first screen of the timeline
   is drawn (the ``chronicle:timeline-first-screen`` performance mark, set a frame after the
-  first page of events is in the document), timed from the navigation's start;
+  first page of events, with the chips of the session's annotations, is in the document),
+  timed from the navigation's start; each round checks the chips are there;
 - baseline: the same browser fetching the session's 10,000 events from the API
   (``GET /api/sessions/ID/events``, pages of 1,000, each parsed), timed in a page of the
   same origin without the app's scripts.
@@ -14,7 +17,8 @@ Chromium (Debian's, driven by Playwright) is signed in as an admin. Each round:
 The two alternate in rounds (A B, B A, ...; medians and ranges). Target (issue 14): first
 render <= 1 s.
 
-    python -m bench.ui [--rounds N] [--events N] [--url POSTGRES_SUPERUSER_URL] [--json]
+    python -m bench.ui [--rounds N] [--events N] [--annotations N] [--url POSTGRES_SUPERUSER_URL]
+                       [--json]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ if __package__ in (None, ""):
 from playwright.async_api import Browser, Page, async_playwright
 
 from app.events import (
+    Annotation,
     Event,
     LlmCall,
     LlmResponse,
@@ -60,6 +65,9 @@ from bench.harness import (
 from bench.server import Server
 
 EVENTS = 10_000
+ANNOTATIONS = 100
+#: Events the page draws first (app/server/web/session.js's FIRST_PAGE).
+FIRST_PAGE = 200
 TARGET_MS = 1000.0
 #: The mark the page sets once its first screen of the timeline is drawn (app/server/web).
 FIRST_SCREEN_MARK = "chronicle:timeline-first-screen"
@@ -122,9 +130,32 @@ def session_events(count: int) -> list[Event]:
     return events[:count]
 
 
-async def seed_session(database: BenchDatabase, count: int) -> uuid.UUID:
+def session_annotations(count: int, events: int) -> list[Annotation]:
+    """``count`` annotations of a session of ``events`` events, as reviewers write them after
+    it ran: a tenth on the whole session, a tenth on its first page, the rest spread over it."""
+    whole, first = count // 10, count // 10
+    spread = count - whole - first
+    targets = [2 + i * (FIRST_PAGE // max(first, 1)) for i in range(first)]
+    targets += [
+        FIRST_PAGE + 1 + i * ((events - FIRST_PAGE - 1) // max(spread, 1)) for i in range(spread)
+    ]
+    labels = ("unsafe command", "wrong answer", "good", "needs attention")
+    made = [
+        Annotation(label=labels[i % len(labels)], comment=f"note {i}", tags=["bench", f"t{i % 7}"],
+                   target_seq=target, user="bench-admin")
+        for i, target in enumerate(targets)
+    ]  # fmt: skip
+    return made + [Annotation(label="reviewed", user="bench-admin") for _ in range(whole)]
+
+
+def chips_on_first_screen(notes: list[Annotation]) -> int:
+    """The chips the first screen shows: those on its events and on the whole session."""
+    return sum(1 for a in notes if a.target_seq is None or a.target_seq <= FIRST_PAGE)
+
+
+async def seed_session(database: BenchDatabase, count: int, notes: list[Annotation]) -> uuid.UUID:
     session = uuid.uuid4()
-    events = session_events(count)
+    events: list[Event] = [*session_events(count), *notes]
     async with await EventStore.open(database.app, masker=SecretMasker({})) as store:
         for start in range(0, len(events), APPEND_BATCH):
             await store.append(session, events[start : start + APPEND_BATCH], expected_seq=start)
@@ -160,9 +191,10 @@ async def signed_in_page(url: str, token: str) -> AsyncIterator[Page]:
             await browser.close()
 
 
-async def first_render_ms(page: Page, session: uuid.UUID, count: int) -> float:
+async def first_render_ms(page: Page, session: uuid.UUID, count: int, chips: int) -> float:
     """A fresh load of the session's page until its first screen is drawn (ms since the
-    navigation started); checks the page says how many events the session has."""
+    navigation started); checks the page says how many events the session has, and shows
+    the ``chips`` of the annotations on what it drew."""
     await page.goto("about:blank")
     await page.goto(f"/#/sessions/{session}")
     await page.wait_for_function(
@@ -175,6 +207,9 @@ async def first_render_ms(page: Page, session: uuid.UUID, count: int) -> float:
     more = await page.locator(".timeline-more").inner_text()
     if drawn == 0 or f"of {count:,} events" not in more:
         raise RuntimeError(f"the page drew {drawn} events and says {more!r}")
+    shown = await page.locator(".annotation-chip").count()
+    if shown != chips:
+        raise RuntimeError(f"the first screen shows {shown} annotation chips, not {chips}")
     return float(at)
 
 
@@ -188,19 +223,25 @@ async def fetch_all_ms(page: Page, session: uuid.UUID, count: int) -> float:
     return float(took)
 
 
-async def measure(server: Server, database: BenchDatabase, rounds: int, count: int) -> Measurement:
-    session = await seed_session(database, count)
+async def measure(
+    server: Server, database: BenchDatabase, rounds: int, count: int, annotated: int
+) -> Measurement:
+    notes = session_annotations(annotated, count)
+    session = await seed_session(database, count, notes)
+    chips = chips_on_first_screen(notes)
+    total = count + len(notes)
     # the session's summary row, as a running projection would have written it
     await asyncio.to_thread(server.cli, "projections", "rebuild", "session_state")
     token = await asyncio.to_thread(server.token, "bench-admin", admin=True)
     async with signed_in_page(server.url, token) as page:
         result = await interleave(
-            lambda: fetch_all_ms(page, session, count),
-            lambda: first_render_ms(page, session, count),
+            lambda: fetch_all_ms(page, session, total),
+            lambda: first_render_ms(page, session, total, chips),
             rounds=rounds,
         )
     return Measurement(
-        name=f"first render of a {count:,}-event session, against fetching its events from the API",
+        name=f"first render of a {count:,}-event session with {annotated} annotations, against "
+        "fetching its events from the API",
         unit="ms",
         baseline=result.baseline.median,
         chronicle=result.chronicle.median,
@@ -213,6 +254,8 @@ async def measure(server: Server, database: BenchDatabase, rounds: int, count: i
         detail={
             "rounds": rounds,
             "events": count,
+            "annotations": annotated,
+            "chips_on_first_screen": chips,
             "baseline_samples": result.baseline.values,
             "chronicle_samples": result.chronicle.values,
             "ratios": result.ratios,
@@ -223,6 +266,9 @@ async def measure(server: Server, database: BenchDatabase, rounds: int, count: i
 def main(argv: list[str] | None = None) -> int:
     parser = bench_arguments(__doc__, rounds=7)
     parser.add_argument("--events", type=int, default=EVENTS, help="events in the session")
+    parser.add_argument(
+        "--annotations", type=int, default=ANNOTATIONS, help="annotations written after them"
+    )
     args = parser.parse_args(argv)
 
     async def run(database: BenchDatabase) -> list[Measurement]:
@@ -230,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
             server = Server(database, Path(root))
             await asyncio.to_thread(server.start)
             try:
-                return [await measure(server, database, args.rounds, args.events)]
+                return [await measure(server, database, args.rounds, args.events, args.annotations)]
             finally:
                 await asyncio.to_thread(server.stop)
 
@@ -242,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         rows,
         as_json=args.json,
         machine=machine,
-        how=command_line("ui", args) + f" --events {args.events}",
+        how=command_line("ui", args) + f" --events {args.events} --annotations {args.annotations}",
         extra={"load": os.getloadavg()},
     )
 
