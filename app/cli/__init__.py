@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from app.cli import agent as agent_cli
 from app.cli import analytics as analytics_cli
+from app.cli import annotate as annotate_cli
 from app.cli import archive as archive_cli
 from app.cli import audit as audit_cli
 from app.cli import audit_log as audit_log_cli
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 COMMAND_MODULES = (
     db_cli,
     log_cli,
+    annotate_cli,
     projections_cli,
     audit_cli,
     audit_log_cli,

@@ -36,6 +36,11 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
             return f"{p.get('path')} " + _one_line(str(p.get("diff", "")), 60)
         case "think":
             return _one_line(str(p.get("thought", "")))
+        case "annotation":
+            about = "session" if p.get("target_seq") is None else f"#{p.get('target_seq')}"
+            tags = "".join(f" [{tag}]" for tag in p.get("tags") or [])
+            comment = f": {_one_line(str(p['comment']))}" if p.get("comment") else ""
+            return f"{about} {p.get('label')} by {p.get('user')}{tags}{comment}"
         case "finish":
             return _one_line(str(p.get("message", "")) or "done")
         case "error":

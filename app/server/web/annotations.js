@@ -185,9 +185,9 @@ export class SessionAnnotations {
   decorate(event, node, inside = false) {
     const entry = inside ? node.closest(".timeline > li") : node;
     if (!entry) return;
-    if (!inside && event.kind !== "annotation") {
-      entry.append(el("button", { type: "button", class: "link annotate-here", "data-seq": event.seq,
-        "aria-label": `Annotate event #${event.seq}` }, "Annotate"));
+    if (!inside && event.kind !== "annotation") { // on the event's line (a model call has none)
+      (entry.querySelector(":scope > .meta") || entry).append(el("button", { type: "button", class: "link annotate-here",
+        "data-seq": event.seq, "aria-label": `Annotate event #${event.seq}` }, "Annotate"));
     }
     for (const a of this.byTarget.get(event.seq) || []) this.chipsOf(entry).append(chip(a));
   }

@@ -21,6 +21,7 @@ function filterForm(filters, go) {
   const model = input("model", { placeholder: "e.g. openai/gpt-4o" });
   const label = input("label", { list: labelSuggestions(), placeholder: "e.g. unsafe command" });
   const tag = input("tag", {});
+  const chosen = FILTERS.filter((name) => filters.get(name)).map((name) => `${name} ${filters.get(name)}`);
   const form = el("form", { class: "filters review-filters", role: "search", "aria-label": "Which sessions to review" },
     el("div", {}, el("label", { for: "r-state" }, "State"), state),
     el("div", {}, el("label", { for: "r-model" }, "Model"), model),
@@ -29,13 +30,15 @@ function filterForm(filters, go) {
     el("div", { class: "apply" }, el("button", { type: "submit", class: "secondary" }, "Apply")));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const chosen = new URLSearchParams();
+    const picked = new URLSearchParams();
     for (const [name, control] of [["state", state], ["model", model], ["label", label], ["tag", tag]]) {
-      if (control.value.trim()) chosen.set(name, control.value.trim());
+      if (control.value.trim()) picked.set(name, control.value.trim());
     }
-    go(`/review${chosen.size ? `?${chosen}` : ""}`);
+    go(`/review${picked.size ? `?${picked}` : ""}`);
   });
-  return form;
+  // folded (a phone's screen is for the session): its summary says what is chosen
+  return el("details", { class: "review-filters-fold" },
+    el("summary", {}, `Filters: ${chosen.length ? chosen.join(" · ") : "none (every session)"}`), form);
 }
 
 export function reviewView(context, filters) {

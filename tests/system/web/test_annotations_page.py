@@ -160,5 +160,6 @@ def test_annotate_see_the_chips_filter_the_list_and_walk_the_review_queue(
 
     # a filtered queue that the label reaches: reviewed sessions are not in it any more
     page.goto("/#/review?label=unsafe%20command")
+    page.get_by_text("Filters: label unsafe command").click()
     expect(page.get_by_label("Annotation label")).to_have_value("unsafe command")
     expect(page.locator(".review-left")).to_have_text("0 left to review")
