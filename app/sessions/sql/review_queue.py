@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from app.sessions.sql.session_owners import list_visible_records
-from app.sessions.sql.session_rows import ListedState, list_sql
+from app.sessions.sql.session_rows import CLAIMED, QUALIFIED_COLUMNS, ListedState, list_sql
 from app.store import Record
 
 if TYPE_CHECKING:
@@ -42,8 +42,12 @@ async def unreviewed(
         tag=tag is not None,
         unreviewed=True,
     )
+    # counted without the rows' columns: ``claimed`` reads pg_locks, once per row
+    listed = f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM "
+    assert sql.startswith(listed), "session_rows.list_sql changed its select list"
     values: dict[str, Any] = {**filters, "owner": owner, "limit": cap}
     count: int = await store.pool.fetchval(
-        f"SELECT count(*) FROM ({sql}) q", *(values[name] for name in params)
+        f"SELECT count(*) FROM (SELECT 1 FROM {sql.removeprefix(listed)}) q",
+        *(values[name] for name in params),
     )
     return rows, count
