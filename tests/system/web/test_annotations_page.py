@@ -117,6 +117,11 @@ def test_annotate_see_the_chips_filter_the_list_and_walk_the_review_queue(
         ("wrong answer", "ada", []),
     ]
     assert recorded[0]["target_seq"] == int(command.get_attribute("data-seq") or 0)
+    # opened afresh, the chips come from the session's annotations, on what they are about
+    page.reload()
+    expect(command.locator(".annotation-chip")).to_contain_text("unsafe command · ada")
+    expect(page.locator(".session-annotations .annotation-chip")).to_contain_text("wrong answer")
+    expect(page.locator(".annotation-chip")).to_have_count(4)  # and in the two entries
     if width == 1280:
         lay_out_every_event(page)
         screenshot_at_both_widths(page, "annotated-timeline", screenshots)
