@@ -122,6 +122,8 @@ def test_annotate_see_the_chips_filter_the_list_and_walk_the_review_queue(
     expect(command.locator(".annotation-chip")).to_contain_text("unsafe command · ada")
     expect(page.locator(".session-annotations .annotation-chip")).to_contain_text("wrong answer")
     expect(page.locator(".annotation-chip")).to_have_count(4)  # and in the two entries
+    command.locator(".annotation-chip summary").click()
+    expect(command.get_by_text("deletes without asking")).to_be_visible()
     if width == 1280:
         lay_out_every_event(page)
         screenshot_at_both_widths(page, "annotated-timeline", screenshots)
