@@ -1,4 +1,4 @@
-"""A session's annotations, and the session list's filters over them (migration 0023).
+"""A session's annotations, and the session list's filters over them (migration 0025).
 
 Annotations are events of their session (app/events/annotation.py); the partial index
 ``events_annotations`` lets a reader find them without reading the session's other events:

@@ -31,7 +31,7 @@ VIEWS: dict[str, View] = {
     "session_state": View("created_at", "created_at, session_id"),
     # The platform's own audit trail (migration 0016): tokens, logins, users, admins' reads.
     "platform_audit": View("created_at", "created_at, seq"),
-    # People's labels on sessions and events (migration 0023).
+    # People's labels on sessions and events (migration 0025).
     "annotations": View("created_at", "created_at, session_id, seq"),
     # An evaluation run's report, one view per section (docs/analytics.md, "Evaluation runs").
     "evaluation_sessions": View("created_at", "created_at, session_id"),

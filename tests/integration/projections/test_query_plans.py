@@ -87,7 +87,7 @@ async def test_the_session_list_over_100_000_sessions_is_instant(
     assert elapsed < 0.25, elapsed  # generous for a loaded 2-core CI machine; bench reports it
 
 
-#: The annotation filters (migration 0023): "not reviewed" probes the partial index of
+#: The annotation filters (migration 0025): "not reviewed" probes the partial index of
 #: annotations per listed row; a label or a tag reads the annotations over it, not the
 #: sessions' other events.
 ANNOTATION_VARIANTS: list[dict[str, Any]] = [

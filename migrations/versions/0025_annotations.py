@@ -13,8 +13,8 @@ chain covers it), so this revision adds no table:
   like every view. A fork's copies of its source's annotations (``replayed_from``) are left
   out: they were written about the source.
 
-Revision ID: 0023
-Revises: 0022
+Revision ID: 0025
+Revises: 0024
 Create Date: 2026-12-02
 """
 
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from app.migrations.helpers import kinds_kept_by, render_kind_functions, run, sql_file
 
-revision = "0023"
-down_revision = "0022"
+revision = "0025"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 
