@@ -119,7 +119,7 @@ export class SessionAnnotations {
     this.button.addEventListener("click", () => this.openForm(null, this.summaryChips));
     this.list.addEventListener("click", (event) => {
       const target = event.target.closest(".annotate-here");
-      if (target) this.openForm(Number(target.dataset.seq), target.closest(".timeline > li"));
+      if (target) this.openForm(Number(target.dataset.annotateSeq), target.closest(".timeline > li"));
       const link = event.target.closest(".annotation-target");
       if (link) {
         const seq = Number(link.dataset.targetSeq);
@@ -187,7 +187,7 @@ export class SessionAnnotations {
     if (!entry) return;
     if (!inside && event.kind !== "annotation") { // on the event's line (a model call has none)
       (entry.querySelector(":scope > .meta") || entry).append(el("button", { type: "button", class: "link annotate-here",
-        "data-seq": event.seq, "aria-label": `Annotate event #${event.seq}` }, "Annotate"));
+        "data-annotate-seq": event.seq, "aria-label": `Annotate event #${event.seq}` }, "Annotate"));
     }
     for (const a of this.byTarget.get(event.seq) || []) this.chipsOf(entry).append(chip(a));
   }
