@@ -30,8 +30,11 @@ KIND_GROUPS: dict[str, frozenset[str]] = {
     "model_calls": frozenset({"llm.call"}),
     "tools": frozenset({"mcp.call", "mcp.result"}),
     "thoughts": frozenset({"think", "finish"}),
+    "annotations": frozenset({"annotation"}),
 }
-KindGroup = Literal["messages", "commands", "files", "model_calls", "tools", "thoughts", "errors"]
+KindGroup = Literal[
+    "messages", "commands", "files", "model_calls", "tools", "thoughts", "annotations", "errors"
+]
 #: The longest text looked for, and the most matches a search returns (the count goes on).
 MAX_QUERY = 200
 MAX_MATCHES = 2000

@@ -16,6 +16,7 @@ export const KINDS = [
   ["model_calls", "Model calls"],
   ["tools", "MCP tools"],
   ["thoughts", "Thoughts"],
+  ["annotations", "Annotations"],
   ["errors", "Errors only"],
 ];
 // Matches listed under the bar (the count and Previous / Next reach every match).

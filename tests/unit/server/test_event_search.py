@@ -32,6 +32,8 @@ def test_the_kind_groups_include_the_observations_of_their_actions() -> None:
     assert match("run.output", {"output": "a\nb", "exit_code": 0}, commands) is not None
     assert match("file.edit", {"path": "a.py"}, commands) is None
     assert match("file.edit.output", {"path": "a.py"}, EventQuery(kind="files")) is not None
+    noted = {"label": "unsafe command", "comment": "rm -rf", "tags": ["x"]}
+    assert match("annotation", noted, EventQuery(kind="annotations", text="unsafe")) is not None
     both = EventQuery(kind="commands", text="make")
     assert match("run", {"command": "make test"}, both) is not None
     assert match("run", {"command": "ls"}, both) is None
