@@ -32,8 +32,13 @@ from app.server.event_search import (
     match,
 )
 from app.server.problems import NotFound, Unprocessable, problem_responses
-from app.sessions.sql.session_owners import list_visible_records, visible_session
-from app.sessions.sql.session_rows import ListedState
+from app.sessions.sql.session_owners import (
+    SessionFilters,
+    list_visible_records,
+    visible_session,
+    visible_totals,
+)
+from app.sessions.sql.session_rows import ListedState, ListOrder
 from app.sessions.summary import SessionSummary, summary_fields
 from app.store import EventStore, VerifyReport
 from app.store.archive import export_sessions
@@ -42,10 +47,25 @@ MAX_PAGE = 200
 MAX_EVENTS_PAGE = 1000
 
 
+class ListTotals(BaseModel):
+    """Every session the filters pass (not only the page's), counted and summed."""
+
+    sessions: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    #: The known total; None when no session's cost is known.
+    cost_usd: float | None
+    #: Calls whose price is unknown: ``cost_usd`` is then a lower bound.
+    unpriced_calls: int
+
+
 class SessionPage(BaseModel):
     sessions: list[SessionSummary]
     #: Pass it as ``cursor`` for the next page; None on the last page.
     next_cursor: str | None
+    #: With ``totals=true``: the sums over every session the filters pass.
+    totals: ListTotals | None = None
 
 
 class EventView(BaseModel):
@@ -101,42 +121,83 @@ async def list_sessions(
     tag: Annotated[
         str | None, QueryParameter(max_length=50, description="an annotation's tag, any case")
     ] = None,
+    until: Annotated[
+        datetime | None,
+        QueryParameter(description="started before this time (with since: a range)"),
+    ] = None,
+    run: Annotated[
+        str | None,
+        QueryParameter(max_length=200, description="an evaluation run's trials (its key)"),
+    ] = None,
+    task: Annotated[
+        str | None,
+        QueryParameter(max_length=200, description="a task's trials (with run, of that run)"),
+    ] = None,
+    sort: Annotated[
+        ListOrder,
+        QueryParameter(
+            description="newest (the default, paged by cursor), oldest, or the "
+            "largest first by cost, tokens or steps"
+        ),
+    ] = "newest",
+    totals: Annotated[
+        bool, QueryParameter(description="also count and sum every session the filters pass")
+    ] = False,
 ) -> SessionPage:
     """Your sessions (an admin's: all), newest first, from the session list projection."""
     try:
         after = decode_cursor(cursor) if cursor else None
     except BadCursorError as exc:
         raise Unprocessable(str(exc)) from None
-    for name, text in (("q", q), ("model", model), ("label", label), ("tag", tag)):
+    texts = (
+        ("q", q),
+        ("model", model),
+        ("label", label),
+        ("tag", tag),
+        ("run", run),
+        ("task", task),
+    )
+    for name, text in texts:
         if text is not None and "\x00" in text:  # PostgreSQL text cannot hold it
             raise Unprocessable(f"{name} cannot contain a NUL character")
+    if after is not None and sort != "newest":
+        raise Unprocessable("a cursor pages on the newest-first list only: leave out sort")
     digits = None
     if id_prefix is not None:
         try:
             digits = prefix_digits(id_prefix)
         except NotAnIdPrefix as exc:
             raise Unprocessable(str(exc)) from None
-    if since is not None and since.tzinfo is None:
-        raise Unprocessable("since needs a time zone, e.g. 2026-12-01T00:00:00Z")
+    for name, moment in (("since", since), ("until", until)):
+        if moment is not None and moment.tzinfo is None:
+            raise Unprocessable(f"{name} needs a time zone, e.g. 2026-12-01T00:00:00Z")
+    filters = SessionFilters(
+        state=status, model=model, since=since, until=until, words=q, id_prefix=digits,
+        label=label, tag=tag, run=run, task=task,
+    )  # fmt: skip
+    owner = owner_filter(principal_of(request))
     rows = await list_visible_records(
-        ctx.store,
-        owner=owner_filter(principal_of(request)),
-        limit=limit + 1,
-        state=status,
-        model=model,
-        since=since,
-        after=after,
-        words=q,
-        id_prefix=digits,
-        label=label,
-        tag=tag,
+        ctx.store, owner=owner, limit=limit + 1, after=after, sort=sort, filters=filters
     )
     more = len(rows) > limit
     rows = rows[:limit]
-    next_cursor = encode_cursor(rows[-1]["created_at"], rows[-1]["session_id"]) if more else None
+    next_cursor = (
+        encode_cursor(rows[-1]["created_at"], rows[-1]["session_id"])
+        if more and sort == "newest"
+        else None
+    )
+    summed = None
+    if totals:
+        found = await visible_totals(ctx.store, owner=owner, filters=filters)
+        cost = found["cost_usd"]
+        summed = {**found, "cost_usd": float(cost) if cost is not None else None}
     # one validation for the page (not a model per row, then one per summary): see summary_fields
     return SessionPage.model_validate(
-        {"sessions": [summary_fields(row) for row in rows], "next_cursor": next_cursor}
+        {
+            "sessions": [summary_fields(row) for row in rows],
+            "next_cursor": next_cursor,
+            "totals": summed,
+        }
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, computed_field
@@ -99,6 +99,13 @@ class SessionSummary(BaseModel):
     replay_of: UUID | None
     forked_from: UUID | None
     evaluation_run: str | None
+    #: In a list (``GET /api/sessions``): a trial's task and epoch (its run is
+    #: ``evaluation_run``), and how a replay went: ``matched``, ``diverged`` (it stopped at a
+    #: divergence) or ``differed`` (a positional replay whose requests differed); None where
+    #: it does not apply, and in one session's summary.
+    task: str | None = None
+    epoch: int | None = None
+    replay_outcome: Literal["matched", "diverged", "differed"] | None = None
     #: One session's summary (``GET /api/sessions/{id}``) of a trial: its run, task, epoch
     #: and verdict (None in lists, and for any other session).
     trial: TrialFacts | None = None
@@ -149,6 +156,9 @@ def summary_fields(row: Mapping[str, Any]) -> dict[str, Any]:
         "replay_of": row["replay_of"],
         "forked_from": row["forked_from"],
         "evaluation_run": row["evaluation_run"],
+        "task": row.get("task"),
+        "epoch": row.get("epoch"),
+        "replay_outcome": row.get("replay_outcome"),
     }
 
 

@@ -1,18 +1,18 @@
 """The review queue: the sessions one user may see that match a filter and nobody reviewed yet
 (``annotations``'s definition of reviewed), newest first, and how many there are.
 
-Both are the session list's own query (``session_rows.list_sql``) with ``unreviewed``, so the
-queue and the list agree on every filter; the count is capped (``cap``), so a queue of a
-million sessions costs a bounded read.
+Both are the session list's own queries (``session_rows.list_sql`` and ``totals_sql``) with
+``unreviewed``, so the queue and the list agree on every filter; the count is capped
+(``cap``), so a queue of a million sessions costs a bounded read.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from app.sessions.sql.session_owners import list_visible_records
-from app.sessions.sql.session_rows import CLAIMED, QUALIFIED_COLUMNS, ListedState, list_sql
+from app.sessions.sql.session_owners import SessionFilters, list_visible_records, visible_totals
+from app.sessions.sql.session_rows import ListedState
 from app.store import Record
 
 if TYPE_CHECKING:
@@ -31,23 +31,9 @@ async def unreviewed(
     tag: str | None = None,
 ) -> tuple[list[Record], int]:
     """The first ``limit`` sessions of the queue, and how many it holds (at most ``cap``)."""
-    filters: dict[str, Any] = {"state": state, "model": model, "label": label, "tag": tag}
-    rows = await list_visible_records(store, owner=owner, limit=limit, unreviewed=True, **filters)
-    sql, params = list_sql(
-        owner=owner is not None,
-        state=state,
-        model=model is not None,
-        since=False,
-        label=label is not None,
-        tag=tag is not None,
-        unreviewed=True,
-    )
+    filters = SessionFilters(state=state, model=model, label=label, tag=tag, unreviewed=True)
+    rows = await list_visible_records(store, owner=owner, limit=limit, filters=filters)
     # counted without the rows' columns: ``claimed`` reads pg_locks, once per row
-    listed = f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM "
-    assert sql.startswith(listed), "session_rows.list_sql changed its select list"
-    values: dict[str, Any] = {**filters, "owner": owner, "limit": cap}
-    count: int = await store.pool.fetchval(
-        f"SELECT count(*) FROM (SELECT 1 FROM {sql.removeprefix(listed)}) q",
-        *(values[name] for name in params),
-    )
+    totals = await visible_totals(store, owner=owner, filters=filters, cap=cap)
+    count: int = totals["sessions"]
     return rows, count

@@ -9,6 +9,7 @@ list's own order, so a page costs the same however deep it is.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -19,8 +20,11 @@ from app.sessions.sql.session_rows import (
     QUALIFIED_COLUMNS,
     STEERED_PAGES,
     ListedState,
+    ListOrder,
     SessionRow,
     list_sql,
+    page_sql,
+    totals_sql,
 )
 from app.store import Record
 
@@ -105,71 +109,114 @@ async def active_sessions(store: EventStore, user_id: UUID) -> int:
 visible_list_sql = list_sql
 
 
+@dataclass(frozen=True)
+class SessionFilters:
+    """What a session list is narrowed to (the API's list filters, the review queue's): each
+    None is no filter. ``words``: the title has words beginning with each of them;
+    ``id_prefix``: the id begins with these hex digits; ``label``, ``tag``, ``unreviewed``:
+    by the session's annotations; ``run`` and ``task``: an evaluation run's trials."""
+
+    state: ListedState | None = None
+    model: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    words: str | None = None
+    id_prefix: str | None = None
+    label: str | None = None
+    tag: str | None = None
+    unreviewed: bool = False
+    run: str | None = None
+    task: str | None = None
+
+    def flags(self) -> dict[str, Any]:
+        """``list_sql``'s and ``totals_sql``'s switches for these filters."""
+        return {
+            "state": self.state,
+            "model": self.model is not None,
+            "since": self.since is not None,
+            "until": self.until is not None,
+            "words": self.words is not None,
+            "id_range": self.id_prefix is not None,
+            "label": self.label is not None,
+            "tag": self.tag is not None,
+            "unreviewed": self.unreviewed,
+            "run": self.run is not None,
+            "task": self.task is not None,
+        }
+
+    def values(self) -> dict[str, Any]:
+        """The queries' parameters by name."""
+        low, high = prefix_range(self.id_prefix) if self.id_prefix is not None else (None, None)
+        return {
+            "state": self.state,
+            "model": self.model,
+            "since": self.since,
+            "until": self.until,
+            "words": self.words,
+            "id_low": low,
+            "id_high": high,
+            "label": self.label,
+            "tag": self.tag,
+            "run": self.run,
+            "task": self.task,
+        }
+
+
 async def list_visible_records(
     store: EventStore,
     *,
     owner: UUID | None,
     limit: int,
-    state: ListedState | None = None,
-    model: str | None = None,
-    since: datetime | None = None,
     after: tuple[datetime, UUID] | None = None,
-    words: str | None = None,
-    id_prefix: str | None = None,
-    label: str | None = None,
-    tag: str | None = None,
-    unreviewed: bool = False,
+    sort: ListOrder = "newest",
+    filters: SessionFilters | None = None,
+    **named: Any,
 ) -> list[Record]:
-    """A page of the newest sessions owned by ``owner`` (every session when None) matching
-    every filter (``words``: the title has words beginning with each of them), after the
-    ``(created_at, session_id)`` cursor if given (``label``, ``tag``, ``unreviewed``: by its
-    annotations, ``annotations``): the records as fetched (``SessionRow``'s
-    columns), since the API validates the page it answers with once, not a model per row.
+    """A page of the sessions owned by ``owner`` (every session when None) that pass
+    ``filters`` (or the same given by name), newest first (``sort``: another order), after
+    the ``(created_at, session_id)`` cursor if given: the records as fetched (``SessionRow``'s
+    columns, and ``session_rows.PAGE_EXTRAS``), since the API validates the page it answers
+    with once, not a model per row.
 
     ``words`` are looked for first in the newest ``limit * STEERED_PAGES`` rows the filters pass
     (walking the newest-first index): a word in many titles fills the page there, where the
     title index would have the planner read and sort all its matches. Only a page that did
     not fill is asked again of the title index (a rare word: few matches to read). Either
-    answer is the page the one query would give, so the order and the cursors are the same.
-    ``id_prefix``: only sessions whose id begins with it (its hex digits)."""
-    id_low, id_high = prefix_range(id_prefix) if id_prefix is not None else (None, None)
+    answer is the page the one query would give, so the order and the cursors are the same."""
+    chosen = filters if filters is not None else SessionFilters(**named)
     values: dict[str, Any] = {
-        "id_low": id_low,
-        "id_high": id_high,
-        "words": words,
+        **chosen.values(),
         "owner": owner,
-        "state": state,
-        "model": model,
-        "since": since,
         "after_created": after[0] if after else None,
         "after_id": after[1] if after else None,
         "limit": limit,
         "scan": limit * STEERED_PAGES,
-        "label": label,
-        "tag": tag,
     }
     query = functools.partial(
-        visible_list_sql,
-        owner=owner is not None,
-        state=state,
-        model=model is not None,
-        since=since is not None,
-        after=after is not None,
-        words=words is not None,
-        id_range=id_prefix is not None,
-        label=label is not None,
-        tag=tag is not None,
-        unreviewed=unreviewed,
-    )
+        visible_list_sql, owner=owner is not None, after=after is not None, sort=sort,
+        **chosen.flags(),
+    )  # fmt: skip
     records: list[Record]
-    if words is not None:
+    if chosen.words is not None and sort == "newest":
         sql, params = query(newest_first=True)
-        records = await store.pool.fetch(sql, *(values[name] for name in params))
+        records = await store.pool.fetch(page_sql(sql, sort), *(values[n] for n in params))
         if len(records) >= limit:
             return records
     sql, params = query()
-    records = await store.pool.fetch(sql, *(values[name] for name in params))
+    records = await store.pool.fetch(page_sql(sql, sort), *(values[n] for n in params))
     return records
+
+
+async def visible_totals(
+    store: EventStore, *, owner: UUID | None, filters: SessionFilters, cap: int | None = None
+) -> Record:
+    """How many of ``owner``'s sessions (everyone's when None) pass ``filters``, with their
+    model calls, tokens, cost and unpriced calls summed (``session_rows.totals_sql``);
+    ``cap``: count at most that many."""
+    sql, params = totals_sql(owner=owner is not None, cap=cap is not None, **filters.flags())
+    values = {**filters.values(), "owner": owner, "cap": cap}
+    row: Record = await store.pool.fetchrow(sql, *(values[n] for n in params))
+    return row
 
 
 async def visible_session(

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from app.events.session_config import json_path
 from app.sessions.sql.annotations import LABELLED, TAGGED, UNREVIEWED
 from app.store import claimed_sql
 
@@ -112,27 +113,47 @@ STEERED_PAGES = 4
 QUALIFIED_COLUMNS = ", ".join(f"s.{name.strip()}" for name in COLUMNS.split(","))
 
 
-def list_sql(
+#: How a list may be ordered: newest or oldest first, or the largest first by cost, tokens or
+#: steps (the sessions the filters pass, so "the 200 dearest sessions of this run"). Only the
+#: newest-first list pages on by a cursor.
+ListOrder = Literal["newest", "oldest", "cost", "tokens", "steps"]
+ORDERS: dict[str, str] = {
+    "newest": "created_at DESC, {a}session_id DESC",
+    "oldest": "created_at ASC, {a}session_id ASC",
+    "cost": "cost_usd DESC NULLS LAST, {a}created_at DESC",
+    "tokens": "input_tokens + {a}output_tokens DESC, {a}created_at DESC",
+    "steps": "steps DESC, {a}created_at DESC",
+}
+#: A trial's task and epoch, read from its first event (the session's configuration).
+TASK_ID = json_path("evaluation", "task", "id", alias="first")
+EPOCH = json_path("evaluation", "epoch", alias="first")
+#: A trial of a task, matched on its first event.
+TRIAL_TASK = (
+    "EXISTS (SELECT 1 FROM events first WHERE first.session_id = s.session_id "
+    f"AND first.seq = 1 AND {TASK_ID} = {{param}})"
+)
+
+
+def _order(sort: ListOrder, alias: str) -> str:
+    return f" ORDER BY {alias}" + ORDERS[sort].format(a=alias)
+
+
+def _narrowed(
     *,
     state: ListedState | None,
     model: bool,
     since: bool,
-    owner: bool = False,
-    after: bool = False,
-    words: bool = False,
-    newest_first: bool = False,
-    id_range: bool = False,
-    label: bool = False,
-    tag: bool = False,
-    unreviewed: bool = False,
-) -> tuple[str, list[str]]:
-    """The list query for these filters, and the order of its parameters (the limit last):
-    narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
-    (``TITLE_WORDS``), to ids in a range (``id_low`` to ``id_high``: a prefix of an id,
-    app/events/id_prefix.py) and paged after a keyset cursor ``(created_at, session_id)`` in the
-    list's own order when asked. ``newest_first`` (with ``words``): the words are looked for
-    only in the newest ``scan`` rows the other filters pass (``STEERED_PAGES``). ``label``,
-    ``tag``, ``unreviewed``: the session's annotations (``annotations``)."""
+    owner: bool,
+    until: bool,
+    id_range: bool,
+    label: bool,
+    tag: bool,
+    unreviewed: bool,
+    run: bool,
+    task: bool,
+) -> tuple[str, list[str], list[str]]:
+    """The sessions the filters pass: the source (``session_state s`` and the owner's join),
+    the conditions, and the parameters they take, in order."""
     where: list[str] = []
     params: list[str] = []
     joins = ""
@@ -151,6 +172,15 @@ def list_sql(
     if since:
         params.append("since")
         where.append(f"s.created_at >= ${len(params)}")
+    if until:
+        params.append("until")
+        where.append(f"s.created_at < ${len(params)}")
+    if run:
+        params.append("run")
+        where.append(f"s.evaluation_run = ${len(params)}")
+    if task:
+        params.append("task")
+        where.append(TRIAL_TASK.format(param=f"${len(params)}"))
     if id_range:
         params.append("id_low")
         params.append("id_high")
@@ -161,12 +191,47 @@ def list_sql(
             where.append(condition.format(param=f"${len(params)}"))
     if unreviewed:
         where.append(UNREVIEWED)
+    return f"session_state s{joins}", where, params
+
+
+def list_sql(
+    *,
+    state: ListedState | None,
+    model: bool,
+    since: bool,
+    owner: bool = False,
+    after: bool = False,
+    words: bool = False,
+    newest_first: bool = False,
+    id_range: bool = False,
+    label: bool = False,
+    tag: bool = False,
+    unreviewed: bool = False,
+    until: bool = False,
+    run: bool = False,
+    task: bool = False,
+    sort: ListOrder = "newest",
+) -> tuple[str, list[str]]:
+    """The list query for these filters, and the order of its parameters (the limit last):
+    narrowed to one ``owner``'s sessions (``session_owners``), to titles with ``words``
+    (``TITLE_WORDS``), to ids in a range (``id_low`` to ``id_high``: a prefix of an id,
+    app/events/id_prefix.py), to a start before ``until``, to one evaluation ``run`` and a
+    ``task`` of it, and paged after a keyset cursor ``(created_at, session_id)`` in the
+    list's own order when asked (newest first only). ``newest_first`` (with ``words``): the
+    words are looked for only in the newest ``scan`` rows the other filters pass
+    (``STEERED_PAGES``). ``label``, ``tag``, ``unreviewed``: the session's annotations
+    (``annotations``). ``sort``: ``ListOrder``."""
+    source, where, params = _narrowed(
+        state=state, model=model, since=since, owner=owner, until=until, id_range=id_range,
+        label=label, tag=tag, unreviewed=unreviewed, run=run, task=task,
+    )  # fmt: skip
     if after:
+        if sort != "newest":
+            raise ValueError("only the newest-first list pages on by a cursor")
         params.append("after_created")
         params.append("after_id")
         where.append(f"(s.created_at, s.session_id) < (${len(params) - 1}, ${len(params)})")
-    order = " ORDER BY s.created_at DESC, s.session_id DESC"
-    source = f"session_state s{joins}"
+    order = _order(sort, "s.")
     if words and newest_first:
         params.append("scan")
         scanned = " WHERE " + " AND ".join(where) if where else ""
@@ -180,6 +245,70 @@ def list_sql(
         f"SELECT {QUALIFIED_COLUMNS}, {CLAIMED} AS claimed FROM {source}"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f"{order} LIMIT ${len(params)}",
+        params,
+    )
+
+
+#: What the list adds to each row of a page, read for the page's rows only (an outer query
+#: over the page): a trial's task and epoch from its configuration, and how a replay went.
+PAGE_EXTRAS = """
+SELECT page.*,
+       {task} AS task,
+       CASE WHEN {epoch} ~ '^[0-9]{{1,9}}$' THEN ({epoch})::int END AS epoch,
+       CASE WHEN page.replay_of IS NOT NULL THEN (
+         SELECT CASE WHEN jsonb_typeof(r.payload -> 'divergence') = 'object' THEN 'diverged'
+                     WHEN (r.payload ->> 'matched')::boolean THEN 'matched'
+                     ELSE 'differed' END
+         FROM events r WHERE r.session_id = page.session_id AND r.kind = 'replay.result'
+         ORDER BY r.seq DESC LIMIT 1) END AS replay_outcome
+FROM ({page}) page
+LEFT JOIN events first
+  ON first.session_id = page.session_id AND first.seq = 1 AND page.evaluation_run IS NOT NULL
+{order}
+"""
+
+
+def page_sql(sql: str, sort: ListOrder = "newest") -> str:
+    """``list_sql``'s query with ``PAGE_EXTRAS`` on each row, in the same order."""
+    return PAGE_EXTRAS.format(page=sql, order=_order(sort, "page."), task=TASK_ID, epoch=EPOCH)
+
+
+def totals_sql(
+    *,
+    state: ListedState | None,
+    model: bool,
+    since: bool,
+    owner: bool = False,
+    words: bool = False,
+    id_range: bool = False,
+    label: bool = False,
+    tag: bool = False,
+    unreviewed: bool = False,
+    until: bool = False,
+    run: bool = False,
+    task: bool = False,
+    cap: bool = False,
+) -> tuple[str, list[str]]:
+    """How many sessions pass ``list_sql``'s filters and their sums (model calls, tokens,
+    cost, unpriced calls), over all of them, not a page; ``cap``: count at most ``cap``
+    sessions (a queue's length, where only "more than N" matters)."""
+    source, where, params = _narrowed(
+        state=state, model=model, since=since, owner=owner, until=until, id_range=id_range,
+        label=label, tag=tag, unreviewed=unreviewed, run=run, task=task,
+    )  # fmt: skip
+    if words:
+        params.append("words")
+        where.append(TITLE_WORDS.format(param=f"${len(params)}"))
+    rows = f"SELECT s.* FROM {source}" + (f" WHERE {' AND '.join(where)}" if where else "")
+    if cap:
+        params.append("cap")
+        rows += f" LIMIT ${len(params)}"
+    return (
+        "SELECT count(*) AS sessions, coalesce(sum(model_calls), 0) AS model_calls, "
+        "coalesce(sum(input_tokens), 0) AS input_tokens, "
+        "coalesce(sum(output_tokens), 0) AS output_tokens, sum(cost_usd) AS cost_usd, "
+        "coalesce(sum(unpriced_calls), 0) AS unpriced_calls "
+        f"FROM ({rows}) s",
         params,
     )
 

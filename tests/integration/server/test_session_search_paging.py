@@ -18,7 +18,7 @@ from uuid import UUID, uuid4
 import asyncpg
 
 from app.sessions.sql.session_owners import list_visible_records
-from app.sessions.sql.session_rows import STEERED_PAGES, list_sql
+from app.sessions.sql.session_rows import STEERED_PAGES, list_sql, page_sql
 from app.store import EventStore
 
 PAGE = 4
@@ -68,7 +68,7 @@ async def single_query(
         "owner": owner, "words": words, "limit": PAGE,
         "after_created": after[0] if after else None, "after_id": after[1] if after else None,
     }  # fmt: skip
-    return await store.pool.fetch(sql, *(values[name] for name in params))
+    return await store.pool.fetch(page_sql(sql), *(values[name] for name in params))
 
 
 async def newest_pass_fills(
