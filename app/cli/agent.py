@@ -25,6 +25,7 @@ from app.cli.inline_projections import inline_projections
 from app.cli.log import open_store
 from app.cli.numbers import positive, seq_number
 from app.cli.render import render_line
+from app.cli.replay import OptionError, add_override_options, agent_config_from, overrides_given
 from app.cli.session_ids import session_id
 from app.cli.terminal import raw
 from app.config import Settings
@@ -126,6 +127,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "the data directory)",
     )
     _agent_option(fork, "continue the fork")
+    add_override_options(fork)
     _common(fork)
     run_parser.set_defaults(handler=run)
     resume.set_defaults(handler=run)
@@ -228,6 +230,7 @@ async def _drive(
     task: str | None,
     session: uuid.UUID,
     fork_of: tuple[uuid.UUID, int] | None = None,
+    agent_config: Any = None,
 ) -> Ending:
     from app.llm import LlmError
     from app.runtime import SandboxError
@@ -239,8 +242,9 @@ async def _drive(
         async def forking() -> tuple[uuid.UUID, Any]:
             source, at = fork_of
             fork, outcome, _ = await fork_session(
-                store, settings, source, at, options, message=task, fork_id=session
-            )
+                store, settings, source, at, options,
+                message=task, fork_id=session, agent_config=agent_config,
+            )  # fmt: skip
             return fork, outcome
 
         work = asyncio.create_task(forking())
@@ -323,6 +327,11 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     forking = args.command == "fork"
+    try:  # a fork's agent overrides, as `chronicle replay` takes them
+        agent_config = agent_config_from(args) if forking and overrides_given(args) else None
+    except OptionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     session = uuid.uuid4() if forking else args.session or uuid.uuid4()
     fork_of = (args.session, args.at) if forking else None
     task = args.task if args.command == "run" else args.message
@@ -354,7 +363,9 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
         printer = asyncio.create_task(_print_events(store, session, after))
         try:
             async with inline_projections(store, settings):
-                ending = await _drive(store, settings, options, task, session, fork_of)
+                ending = await _drive(
+                    store, settings, options, task, session, fork_of, agent_config
+                )
         finally:
             if not printer.done():
                 await asyncio.sleep(0.2)  # let the last events print

@@ -54,6 +54,19 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         help="strict: a request unlike the recorded one stops the replay (default); "
         "positional: the recorded reply is served anyway and the difference reported",
     )
+    add_override_options(parser)
+    parser.add_argument("--max-iterations", type=positive, metavar="N", help="model calls allowed")
+    parser.add_argument(
+        "--agent",
+        metavar="NAME",
+        help="replay with another registered agent (codeact, shell-only; a name that is "
+        "not registered lists them)",
+    )
+
+
+def add_override_options(parser: argparse.ArgumentParser) -> None:
+    """The agent overrides of a replay that `chronicle fork` takes too (it has its own
+    ``--max-iterations`` and ``--agent``)."""
     parser.add_argument(
         "--agent-config",
         type=Path,
@@ -67,7 +80,6 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tools", metavar="LIST", help="offer only these tools (comma-separated names)"
     )
-    parser.add_argument("--max-iterations", type=positive, metavar="N", help="model calls allowed")
     parser.add_argument(
         "--model-param",
         action="append",
@@ -75,12 +87,13 @@ def add_agent_options(parser: argparse.ArgumentParser) -> None:
         metavar="K=V",
         help="set a model parameter (temperature, max_tokens); repeatable",
     )
-    parser.add_argument(
-        "--agent",
-        metavar="NAME",
-        help="replay with another registered agent (codeact, shell-only; a name that is "
-        "not registered lists them)",
-    )
+
+
+def overrides_given(args: argparse.Namespace) -> bool:
+    """Whether any of ``add_override_options``' options was given."""
+    return bool(
+        args.agent_config or args.system_prompt is not None or args.tools is not None
+    ) or bool(args.model_param)
 
 
 class OptionError(ChronicleError):

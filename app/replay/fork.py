@@ -3,7 +3,8 @@ recorded sandbox actions run again against a real sandbox over the restored work
 
 The copy is a new chain (the store hashes it afresh); each copied event carries
 ``replayed_from``, the seq it was copied from, so a copied model call is not counted as
-spend again, and ``session.created`` names the source (``forked_from``, ``forked_at``). An
+spend again, and ``session.created`` names the source (``forked_from``, ``forked_at``); a fork
+of a replay is a live session, so its copy drops the replay's ``replay_of`` and mode. An
 action whose real observation differs from the recorded one (another kind, exit code or
 error) is an environment divergence: the fork goes on, the difference is in its log.
 """
@@ -19,6 +20,7 @@ from app.errors import ChronicleError
 from app.events import HANDLED_KINDS, OBSERVATION_KINDS, Action, Event, SessionCreated
 from app.events.ids import new_event_id
 from app.events.replay import EnvironmentDivergenceEvent
+from app.events.session_config import ReplayOrigin, SessionConfig
 from app.runtime.protocol import Runtime
 from app.store import EventStore, RecordedEvent
 
@@ -100,12 +102,20 @@ async def copy_prefix(
         update: dict[str, Any] = {"event_id": new_event_id(), "replayed_from": event.seq}
         if isinstance(typed, SessionCreated):
             update |= {
-                "config": typed.config.with_keys(**config_changes),
+                "config": _live(typed.config.with_keys(**config_changes)),
+                "replay_of": None,
                 "forked_from": source,
                 "forked_at": prefix[-1].seq,
             }
         copies.append(typed.model_copy(update=update))
     await store.append(fork, copies, expected_seq=0)
+
+
+def _live(config: SessionConfig) -> SessionConfig:
+    """``config`` without a replay's origin and mode: a fork of a replay runs live."""
+    replay_keys = ReplayOrigin.stored_keys()
+    kept = {key: value for key, value in config.stored().items() if key not in replay_keys}
+    return SessionConfig.model_validate(kept)
 
 
 def _compare(

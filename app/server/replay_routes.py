@@ -7,8 +7,10 @@ recording that would hold up every request of this process, and nobody would fin
 the process stopped). A replay's ``session.created`` is recorded here as ``chronicle
 replay`` records it (``replay_of``, the mode, the agent configuration) after the overrides
 were checked, so a bad request is a 422 now rather than a failed replay later. A fork's first
-events are the source's, copied up to ``at_seq`` (``chronicle fork``'s ``record_fork``); the
-worker restores the workspace, runs the copied actions again and goes on live.
+events are the source's, copied up to ``at_seq`` (``chronicle fork``'s ``record_fork``), with
+the model and agent overrides asked for (checked as a replay's and a new session's are); the
+worker restores the workspace, runs the copied actions again and goes on live. A fork of a
+replay keeps the replay's overrides unless given others.
 
 The new session belongs to the requesting user and counts against their cap of working
 sessions; a source session they may not see is a 404.
@@ -32,11 +34,11 @@ from app.server.access import ensure_visible
 from app.server.auth import principal_of
 from app.server.client_address import client_address
 from app.server.context import Context
-from app.server.creation import reserve_within_cap
+from app.server.creation import refuse_unknown_provider, reserve_within_cap
 from app.server.problems import NotFound, Unprocessable, problem_responses
 from app.server.text_fields import MESSAGE_TEXT, PROMPT_TEXT
 from app.sessions import platform_audit
-from app.sessions.fork import fork_prefix, fork_workspace, record_fork
+from app.sessions.fork import fork_workspace, forkable, record_fork
 from app.sessions.leases import request_run
 from app.sessions.runner import SessionError
 from app.sessions.worker_runs import FORK_ON_DIVERGENCE, fork_id_of
@@ -106,6 +108,11 @@ class NewFork(BaseModel):
     )
     runtime: RuntimeKind | None = None
     limits: Limits = Field(default_factory=Limits)
+    model: str | None = Field(
+        default=None, max_length=200, description="litellm model name; default: the source's"
+    )
+    #: On top of what the source ran with (a replay's overrides are kept otherwise).
+    overrides: AgentOverrides = Field(default_factory=AgentOverrides)
 
 
 class StartedFork(BaseModel):
@@ -213,18 +220,20 @@ async def start_fork(
     the copied actions run again by a worker, then live with the model."""
     principal = principal_of(request)
     await ensure_visible(ctx, principal, session_id)
-    try:
-        fork_prefix(await ctx.store.read(session_id), data.at_seq, session_id)
+    agent_config = _fork_overrides(data.overrides)
+    try:  # all checked before the fork counts against the cap: a refusal records nothing
+        await forkable(ctx.store, session_id, data.at_seq, agent_config=agent_config)
     except SessionError as exc:
         raise Unprocessable(str(exc).replace("--at", "at_seq")) from None
+    await refuse_unknown_provider(data.model)
     fork_id = uuid.uuid4()
-    await reserve_within_cap(ctx.store, ctx.settings, principal, fork_id)
     limits = data.limits.model_dump(exclude_none=True)
+    await reserve_within_cap(ctx.store, ctx.settings, principal, fork_id)
     try:
         await record_fork(
             ctx.store, ctx.settings, session_id, data.at_seq,
             fork_id=fork_id, workspace=fork_workspace(ctx.settings, fork_id),
-            runtime=data.runtime, limits=limits,
+            runtime=data.runtime, limits=limits, agent_config=agent_config, model=data.model,
         )  # fmt: skip
     except SessionError as exc:  # the source changed meanwhile (it cannot shrink: rare)
         raise Unprocessable(str(exc)) from None
@@ -244,6 +253,19 @@ async def start_fork(
     return StartedFork(
         id=fork_id, forked_from=session_id, forked_at=data.at_seq, user=principal.name
     )
+
+
+def _fork_overrides(overrides: AgentOverrides) -> AgentConfig | None:
+    """The overrides as the fork records them (None: none asked for); a model parameter no
+    model takes is a 422, as for a replay."""
+    if not overrides.model_fields_set:
+        return None
+    try:
+        config = overrides.agent_config()
+        config.llm_overrides()
+    except ValueError as exc:
+        raise Unprocessable(str(exc)) from None
+    return config
 
 
 ROUTES = [start_replay, replay_result, start_fork]

@@ -39,7 +39,7 @@ from app.sessions.sql.session_owners import (
     visible_totals,
 )
 from app.sessions.sql.session_rows import ListedState, ListOrder
-from app.sessions.summary import SessionSummary, summary_fields
+from app.sessions.summary import SessionSummary, summary_fields, with_fork_point
 from app.store import EventStore, VerifyReport
 from app.store.archive import export_sessions
 
@@ -211,7 +211,7 @@ async def get_session(
     row = await visible_session(ctx.store, session_id, owner=owner_filter(principal))
     if row is None:
         raise not_found(session_id)
-    return await with_trial(ctx.store, SessionSummary.of(row))
+    return await with_fork_point(ctx.store, await with_trial(ctx.store, SessionSummary.of(row)))
 
 
 @get("/api/sessions/{session_id:uuid}/events", responses=problem_responses(404))

@@ -3,8 +3,14 @@
 The recorded start of the source's workspace is restored into a fresh directory, the copied
 sandbox actions are run again there (what the environment answers differently is recorded
 as ``environment.divergence``), and the fork is then resumed like any session, with the real
-model, with an optional new message (and, from ``chronicle replay --on-divergence fork``, the
-replay's agent overrides).
+model, with an optional new message, model and agent overrides (``chronicle fork``'s options,
+the API's ``overrides``; from ``chronicle replay --on-divergence fork``, the replay's).
+
+A fork of a replay session goes on with what the replay ran: its ``session.created`` (copied)
+holds the replay's overrides (system prompt, tools, model parameters) in ``agent_config``, so
+the fork keeps them unless it is given others; it is a live session, not a replay (the copy
+drops ``replay_of`` and the replay's mode), and its workspace is restored from the start the
+replayed session recorded (a replay records none of its own).
 """
 
 from __future__ import annotations
@@ -58,7 +64,7 @@ async def fork_session(
     ``agent_config`` (a replay's overrides, for ``--on-divergence fork``) is recorded in the
     fork's ``session.created`` config, so its live run and a later replay of it use them."""
     fork_id = fork_id or uuid.uuid4()
-    fork_prefix(await store.read(source), at, source)  # before anything is restored
+    await forkable(store, source, at)  # before anything is restored
     workspace = options.workspace or fork_workspace(settings, fork_id)
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
     await _restore(store, settings, source, workspace, on_host=True)
@@ -66,7 +72,7 @@ async def fork_session(
         agent_config = (agent_config or AgentConfig()).model_copy(update={"agent": options.agent})
     await record_fork(
         store, settings, source, at, fork_id=fork_id, workspace=workspace,
-        runtime=options.runtime, agent_config=agent_config,
+        runtime=options.runtime, agent_config=agent_config, model=options.model,
     )  # fmt: skip
     outcome, divergences = await _reexecute_and_run(
         store, settings, fork_id, options, message=message
@@ -90,20 +96,46 @@ async def record_fork(
     runtime: str | None = None,
     agent_config: AgentConfig | None = None,
     limits: dict[str, Any] | None = None,
+    model: str | None = None,
 ) -> None:
     """Copy ``source``'s events up to ``at`` as the fork's first events (checked: ``at`` is a
     place to cut, the source recorded its workspace); ``SessionError`` says what is wrong.
-    Nothing runs: ``continue_fork`` (a worker) restores, re-executes and runs it. ``limits``
+    Nothing runs: ``continue_fork`` (a worker) restores, re-executes and runs it.
+    ``agent_config`` changes the agent on top of what the source recorded (a replay's
+    overrides are kept otherwise); ``model`` replaces the recorded model; ``limits``
     (``max_iterations``, ``max_cost_usd``) replace the recorded ones for the live run."""
     events = await store.read(source)
-    prefix = fork_prefix(events, at, source)
+    prefix = await forkable(store, source, at, events)
     config = recorded_config(events)
     runtime_kind = runtime or config.runtime or settings.sandbox.kind
-    changes = {"workspace": str(workspace), "runtime": runtime_kind}
-    changes |= limits or {}
+    changes: dict[str, Any] = {"workspace": str(workspace), "runtime": runtime_kind}
     if agent_config is not None:
         changes |= _agent_changes(config, agent_config)
+    if model is not None:
+        changes |= _model_changes(config, model)
+    changes |= limits or {}
     await copy_prefix(store, source, fork_id, prefix, changes)
+
+
+async def forkable(
+    store: EventStore,
+    source: UUID,
+    at: int,
+    events: list[RecordedEvent] | None = None,
+    *,
+    agent_config: AgentConfig | None = None,
+) -> list[RecordedEvent]:
+    """The events a fork of ``source`` at ``at`` copies (``events``: ``source``'s, when read
+    already); ``SessionError`` when it cannot be forked there, its workspace's recorded start
+    (a replay's: the replayed session's) is missing, or ``agent_config`` cannot run on top of
+    what it recorded (a tool it does not have, an unknown agent)."""
+    events = events if events is not None else await store.read(source)
+    prefix = fork_prefix(events, at, source)
+    start, start_events = await _start_of(store, source, events)
+    _first_snapshot(start_events, start)
+    if agent_config is not None:
+        _agent_changes(recorded_config(events), agent_config)
+    return prefix
 
 
 def fork_prefix(events: list[RecordedEvent], at: int, source: UUID) -> list[RecordedEvent]:
@@ -112,8 +144,31 @@ def fork_prefix(events: list[RecordedEvent], at: int, source: UUID) -> list[Reco
         prefix = prefix_of(events, at)
     except ForkError as exc:
         raise SessionError(str(exc)) from None
-    _first_snapshot(events, source)
+    if not replay_of(events):  # a replay's start is the replayed session's: ``forkable``
+        _first_snapshot(events, source)
     return prefix
+
+
+def replay_of(events: list[RecordedEvent]) -> UUID | None:
+    """The session ``events`` replay (None: they are not a replay's)."""
+    origin = events[0].payload.get("replay_of") if events else None
+    return UUID(str(origin)) if origin else None
+
+
+async def _start_of(
+    store: EventStore, source: UUID, events: list[RecordedEvent]
+) -> tuple[UUID, list[RecordedEvent]]:
+    """The session whose recorded workspace start a fork of ``source`` restores, and its
+    events: ``source`` itself, or for a replay (which records no workspace of its own) the
+    session it replays."""
+    seen = {source}
+    while not any(e.kind == "workspace.snapshot" for e in events):
+        origin = replay_of(events)
+        if origin is None or origin in seen:
+            break
+        seen.add(origin)
+        source, events = origin, await store.read(origin)
+    return source, events
 
 
 def _first_snapshot(events: list[RecordedEvent], source: UUID) -> WorkspaceSnapshot:
@@ -132,9 +187,9 @@ async def _restore(
     """The source's recorded start rebuilt in ``workspace``. ``on_host``: asked for by the
     user of this machine (``chronicle fork``), who may clone any repository of theirs; else
     (through the API) only from the places ``clonable`` allows."""
-    events = await store.read(source)
+    start, events = await _start_of(store, source, await store.read(source))
     config = recorded_config(events)
-    snapshot = _first_snapshot(events, source)
+    snapshot = _first_snapshot(events, start)
     recorded_workspace = Path(config.workspace) if config.workspace else None
     if not on_host and snapshot.vcs == "git" and recorded_workspace is not None:
         await asyncio.to_thread(clonable, settings, recorded_workspace)
@@ -272,6 +327,13 @@ def _agent_changes(config: SessionConfig, agent_config: AgentConfig) -> dict[str
         agent_type = agent_class(merged.agent)
     except UnknownAgent as exc:
         raise SessionError(str(exc)) from None
+    if merged.tools is not None:
+        known = [*agent_type.builtin_tool_names(), *(n for n in config.tools or [] if "__" in n)]
+        unknown = sorted(set(merged.tools) - set(known))
+        if unknown:
+            raise SessionError(
+                f"there is no tool {', '.join(unknown)}; the tools are: {', '.join(known)}"
+            )
     changes: dict[str, Any] = {
         "agent": agent_type.name,
         "agent_config": merged.model_dump(mode="json"),
@@ -283,4 +345,13 @@ def _agent_changes(config: SessionConfig, agent_config: AgentConfig) -> dict[str
     elif agent_type.name != config.given("agent", CodeActAgent.name):
         mcp = [name for name in config.tools or [] if "__" in name]
         changes["tools"] = [*agent_type.builtin_tool_names(), *mcp]
+    return changes
+
+
+def _model_changes(config: SessionConfig, model: str) -> dict[str, Any]:
+    """The fork's ``session.created`` config changes for running with ``model``: the model,
+    and the model settings recorded with it (a replay's) naming it too."""
+    changes: dict[str, Any] = {"model": model}
+    if config.llm is not None:
+        changes["llm"] = {**config.llm.stored(), "model": model}
     return changes

@@ -109,6 +109,9 @@ class SessionSummary(BaseModel):
     #: One session's summary (``GET /api/sessions/{id}``) of a trial: its run, task, epoch
     #: and verdict (None in lists, and for any other session).
     trial: TrialFacts | None = None
+    #: One session's summary of a fork: the seq of ``forked_from`` its copy ends at (its own
+    #: events follow it); None in lists, and for any other session.
+    forked_at: int | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -175,3 +178,13 @@ async def recent_sessions(
     await bring_up_to_date(store, SessionState(), config)
     rows = await list_sessions(store, limit=limit, state=state, model=model, since=since)
     return [SessionSummary.of(row) for row in rows]
+
+
+async def with_fork_point(store: EventStore, summary: SessionSummary) -> SessionSummary:
+    """``summary`` with ``forked_at`` filled in when the session is a fork (its
+    ``session.created`` says where its copy of the source ends); any other as it is."""
+    if summary.forked_from is None:
+        return summary
+    head = await store.read(summary.id, limit=1)
+    at = head[0].payload.get("forked_at") if head and head[0].kind == "session.created" else None
+    return summary.model_copy(update={"forked_at": at}) if isinstance(at, int) else summary
