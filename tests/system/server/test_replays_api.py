@@ -1,10 +1,10 @@
-"""Replays and forks started over HTTP and run by the workers of a real `chronicle serve`
-(the scripted model server answers the live runs): a replay with no override matches with 0
-model calls, one with another system prompt diverges at the first call's system message, a
-fork at a seq restores the workspace, re-executes the copied command and goes on live with
-the model; the model-call route shows what the export holds; another user gets 404 and bad
-input a 422 problem document; a finished session refuses pause, stop and resume with 409
-and its replay still matches."""
+"""Replays and forks started over HTTP and run by the workers of a real `chronicle serve` (the
+scripted model server answers the live runs): a replay with no override matches with 0 model
+calls, one with another system prompt diverges at the first call's system message, a fork at a
+seq restores the workspace, re-executes the copied command and goes on live with the model
+(with the model and overrides it is given; a replay's fork with the replay's); the model-call
+route shows what the export holds; another user gets 404 and bad input a 422 problem document;
+a finished session refuses pause, stop and resume with 409 and its replay still matches."""
 
 from __future__ import annotations
 
@@ -217,6 +217,67 @@ def test_a_fork_restores_reexecutes_and_continues_live(
     assert "now copy it to copy.txt" in str(fake_llm.requests[calls_before]["messages"])
 
 
+def test_a_fork_runs_with_its_model_and_overrides_and_a_replays_fork_keeps_its_prompt(
+    recorded: tuple[ServerProcess, str, str], fake_llm: FakeLlmServer
+) -> None:
+    server, token, session = recorded
+    output = next(e for e in events_of(server, token, session) if e["kind"] == "run.output")
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="done")]))
+    calls_before = len(fake_llm.requests)
+    overrides = {
+        "system_prompt": "You are a forked agent.",
+        "tools": ["execute_bash", "finish"],
+        "max_iterations": 7,
+        "model_params": {"temperature": 0.3, "max_tokens": 300},
+    }
+    forked = httpx.post(
+        f"{server.url}/api/sessions/{session}/forks",
+        headers=bearer(token),
+        json={"at_seq": output["seq"], "model": "openai/forked-model", "overrides": overrides},
+    )
+    assert forked.status_code == 202, forked.text
+    fork = forked.json()["id"]
+    summary = until_listed(server, token, fork, "finished")
+    assert summary["forked_from"] == session and summary["forked_at"] == output["seq"]
+    config = events_of(server, token, fork)[0]["payload"]["config"]
+    assert config["model"] == "openai/forked-model"
+    assert config["agent_config"]["system_prompt"] == "You are a forked agent."
+    assert config["agent_config"]["model_params"] == {"temperature": 0.3, "max_tokens": 300}
+    assert config["tools"] == ["execute_bash", "finish"] and config["max_iterations"] == 7
+    sent = fake_llm.requests[calls_before]
+    assert sent["model"] == "forked-model" and sent["temperature"] == 0.3
+    assert sent["messages"][0]["content"] == "You are a forked agent."
+    assert [t["function"]["name"] for t in sent["tools"]] == ["execute_bash", "finish"]
+
+    # a replay with another prompt, forked after its task: the fork goes on with that prompt
+    prompt = "You are a replayed agent."
+    started = httpx.post(
+        f"{server.url}/api/sessions/{session}/replays",
+        headers=bearer(token),
+        json={"overrides": {"system_prompt": prompt, "model_params": {"temperature": 0.5}}},
+    )
+    replay = started.json()["id"]
+    assert replay_status(server, token, replay)["result"]["divergence"] is not None
+    task = next(e for e in events_of(server, token, replay) if e["kind"] == "message")
+    fake_llm.script(Reply(tool_calls=[tool_call("finish", message="done again")]))
+    calls_before = len(fake_llm.requests)
+    forked = httpx.post(
+        f"{server.url}/api/sessions/{replay}/forks",
+        headers=bearer(token),
+        json={"at_seq": task["seq"]},
+    )
+    assert forked.status_code == 202, forked.text
+    fork = forked.json()["id"]
+    summary = until_listed(server, token, fork, "finished")
+    # a live session (no replay), forked from the replay, with the replay's overrides
+    assert summary["replay_of"] is None and summary["forked_from"] == replay
+    created = events_of(server, token, fork)[0]["payload"]
+    assert created.get("replay_of") is None and "replay_mode" not in created["config"]
+    assert created["config"]["agent_config"]["system_prompt"] == prompt
+    sent = fake_llm.requests[calls_before]
+    assert sent["messages"][0]["content"] == prompt and sent["temperature"] == 0.5
+
+
 def test_the_model_call_route_shows_what_the_export_holds(
     recorded: tuple[ServerProcess, str, str], fake_llm: FakeLlmServer
 ) -> None:
@@ -276,6 +337,7 @@ def test_another_user_gets_404_and_bad_input_a_problem(
     assert not_a_replay.status_code == 404
 
     last = events_of(server, token, session)[-1]["seq"]
+    cut = next(e for e in events_of(server, token, session) if e["kind"] == "run.output")["seq"]
     # the body's shape is checked by Litestar (400, as on every route); what only the
     # recording can tell is a 422
     bad = [
@@ -288,6 +350,16 @@ def test_another_user_gets_404_and_bad_input_a_problem(
         ("replays", {"overrides": {"model_params": {"top_k": 3}}}, 422, "top_k"),
         ("replays", {"overrides": {"agent": "nobody"}}, 422, "nobody"),
         ("forks", {"at_seq": last + 5}, 422, f"between 2 and {last}"),
+        (
+            "forks",
+            {"at_seq": cut, "overrides": {"tools": ["rm_rf"]}},
+            422,
+            "there is no tool rm_rf",
+        ),
+        ("forks", {"at_seq": cut, "overrides": {"model_params": {"top_k": 3}}}, 422, "top_k"),
+        ("forks", {"at_seq": cut, "overrides": {"agent": "nobody"}}, 422, "nobody"),
+        ("forks", {"at_seq": cut, "overrides": {"max_iterations": 0}}, 400, "max_iterations"),
+        ("forks", {"at_seq": cut, "model": "nowhere-provider/x"}, 422, "nowhere-provider/x"),
     ]
     for route, body, status, said in bad:
         response = httpx.post(
