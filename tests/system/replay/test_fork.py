@@ -180,12 +180,27 @@ async def test_chronicle_fork_from_the_command_line(
         fake_llm, app_database_url, tmp_path, CHRONICLE_WORKSPACE_SNAPSHOT_MAX_BYTES=str(BUDGET)
     )
     forked = tmp_path / "cli-fork"
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("You are a forked agent.")
+    asked = len(fake_llm.requests)
     done = chronicle(
-        "fork", str(source), "go on", "--at", str(at), "--workspace", str(forked), env=env
-    )
+        "fork", str(source), "go on", "--at", str(at), "--workspace", str(forked),
+        "--model", "openai/cli-model", "--system-prompt", str(prompt),
+        "--tools", "execute_bash,finish", "--model-param", "temperature=0.25", env=env,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert (forked / "input.txt").read_text() == "first\nsecond\n"
     assert "environment.divergence" in done.stdout
+    # the live part ran with the options, and the fork recorded them (a resume keeps them)
+    [live] = fake_llm.requests[asked:]
+    assert live["model"] == "cli-model" and live["temperature"] == 0.25
+    assert live["messages"][0]["content"] == "You are a forked agent."
+    assert [t["function"]["name"] for t in live["tools"]] == ["execute_bash", "finish"]
+    fork = UUID(
+        next(line for line in done.stdout.splitlines() if "session " in line).split()[1][:36]
+    )
+    config = (await store.read(fork))[0].payload["config"]
+    assert config["model"] == "openai/cli-model" and config["tools"] == ["execute_bash", "finish"]
     bad = chronicle("fork", str(source), "--at", str(at - 1), env=env)
     assert bad.returncode == 1
     assert "falls between the run at seq" in bad.stderr and "fork at a seq after it" in bad.stderr
