@@ -7,59 +7,35 @@ import { api } from "./api.js";
 import { el, clear } from "./dom.js";
 import { diffView } from "./timeline.js";
 import { allEvents, sideBySide } from "./side_by_side.js";
+import { agentFields, field } from "./agent_fields.js";
 
 const POLL_MS = 1000;
 
-function field(id, label, input, help) {
-  return el("div", { class: "field" }, el("label", { for: id }, label), input,
-    help ? el("p", { class: "muted small", id: `${id}-help` }, help) : null);
-}
-
 /** The replay form of one recorded session (#/replays/ID). */
 export function replayFormView({ main, showError, clearError, go }, source) {
-  const prompt = el("textarea", { id: "r-prompt", name: "system_prompt", rows: 8, "aria-describedby": "r-prompt-help",
-    placeholder: "Empty: the recorded system prompt" });
-  const tools = el("input", { id: "r-tools", name: "tools", type: "text", autocomplete: "off", "aria-describedby": "r-tools-help",
-    placeholder: "e.g. execute_bash, finish" });
-  const iterations = el("input", { id: "r-iterations", name: "max_iterations", type: "number", min: 1, step: 1 });
+  const agent = agentFields("r");
   const mode = el("select", { id: "r-mode", name: "mode" },
     el("option", { value: "strict" }, "strict: stop at the first difference"),
     el("option", { value: "positional" }, "positional: serve the Nth reply whatever was asked"));
-  const temperature = el("input", { id: "r-temperature", name: "temperature", type: "number", min: 0, max: 2, step: "any",
-    placeholder: "the recording's" });
-  const maxTokens = el("input", { id: "r-max-tokens", name: "max_tokens", type: "number", min: 1, step: 1, placeholder: "the recording's" });
   const atDivergence = el("select", { id: "r-on-divergence", name: "on_divergence", "aria-describedby": "r-on-divergence-help" },
     el("option", { value: "stop" }, "stop and show it"),
     el("option", { value: "fork" }, "fork there and go on live with the real model"));
   const submit = el("button", { type: "submit" }, "Run the replay");
-  const recorded = { prompt: null, tools: [] }; // what the form was filled with
   const form = el("form", { class: "card", "aria-labelledby": "replay-title" },
     el("h1", { id: "replay-title" }, "Replay"),
     el("p", {}, "Run this recorded session again with another agent configuration. The recorded model replies and command results answer the agent, so nothing calls a model or runs a command; the first step where the agent behaves differently is shown with its diff."),
     el("p", { class: "muted small" }, "Recording ", el("a", { href: `#/sessions/${source}` }, source)),
-    field("r-prompt", "System prompt", prompt, "The recording's, to edit; a changed one replaces it ({workspace} is filled in)."),
-    field("r-tools", "Tools", tools, "The tools the model is offered, by name, separated by commas."),
-    el("fieldset", {}, el("legend", {}, "Model parameters"),
-      field("r-temperature", "Temperature", temperature), field("r-max-tokens", "Most tokens a reply", maxTokens)),
+    agent.agentRows(),
+    el("fieldset", {}, el("legend", {}, "Model parameters"), agent.paramRows()),
     el("fieldset", {}, el("legend", {}, "Limits and mode"),
-      field("r-iterations", "Most steps", iterations), field("r-mode", "Mode", mode),
+      agent.stepsRow(), field("r-mode", "Mode", mode),
       field("r-on-divergence", "At the first divergence", atDivergence,
         "Fork: a live session copied up to the step before it runs on with these settings, calling the model (it costs).")),
     submit);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearError();
-    const overrides = {};
-    // only what was changed: the recorded values shown in the form are not overrides
-    if (prompt.value.trim() && prompt.value !== recorded.prompt) overrides.system_prompt = prompt.value;
-    const names = tools.value.split(",").map((t) => t.trim()).filter(Boolean);
-    if (names.length && names.join(",") !== recorded.tools.join(",")) overrides.tools = names;
-    if (iterations.value) overrides.max_iterations = Number(iterations.value);
-    const params = {};
-    if (temperature.value !== "") params.temperature = Number(temperature.value);
-    if (maxTokens.value !== "") params.max_tokens = Number(maxTokens.value);
-    if (Object.keys(params).length) overrides.model_params = params;
-    const body = { mode: mode.value, on_divergence: atDivergence.value, overrides };
+    const body = { mode: mode.value, on_divergence: atDivergence.value, overrides: agent.overrides() };
     submit.disabled = true;
     submit.textContent = "Replaying…";
     try {
@@ -76,30 +52,11 @@ export function replayFormView({ main, showError, clearError, go }, source) {
     el("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, el("a", { href: "#/" }, "Sessions"), " / ",
       el("a", { href: `#/sessions/${source}` }, source.slice(0, 8)), " / replay"),
     form);
-  prompt.focus();
+  agent.inputs.prompt.focus();
   let closed = false;
-  showRecorded().catch(() => {}); // the form works without them: empty keeps the recording's
+  // the form works without them: empty keeps the recording's
+  agent.fill(source, () => closed).catch(() => {});
   return () => { closed = true; };
-
-  /** The recording's first model call, as the model saw it: its system prompt and tools
-   * fill the form, to be edited rather than written afresh. */
-  async function showRecorded() {
-    const page = await api(`/api/sessions/${source}/events?after_seq=0&limit=200`);
-    const first = page.events.find((e) => e.kind === "llm.call");
-    if (!first || closed) return;
-    const call = await api(`/api/sessions/${source}/model-calls/${first.seq}`);
-    if (closed) return;
-    const system = (call.messages || []).find((m) => m.role === "system");
-    if (system && typeof system.content === "string" && !prompt.value) {
-      recorded.prompt = system.content;
-      prompt.value = system.content;
-    }
-    const names = (call.tools || []).map((t) => (t.function || t).name).filter(Boolean);
-    if (names.length && !tools.value) {
-      recorded.tools = names;
-      tools.value = names.join(", ");
-    }
-  }
 }
 
 /** What the divergence says, in full: its sentence and its diff. */
@@ -176,21 +133,34 @@ export function replayCompareView({ main, showError, clearError, go }, source, r
   let timer = null;
   let stepper = null;
 
+  /** The fork form of event ``seq`` of ``session``: a message, and the model and agent
+   * settings filled with the session's own (a replay's changed prompt included). */
   function forkForm(session, seq, side) {
     const message = el("textarea", { id: "fork-message", rows: 2, placeholder: "Optional: a new instruction for the forked agent" });
+    const agent = agentFields("f", { model: true });
     const start = el("button", { type: "submit" }, "Start the fork");
     const cancel = el("button", { type: "button", class: "secondary" }, "Cancel");
     const form = el("form", { class: "card fork-form", "aria-label": "Fork" },
       el("p", {}, `Fork the ${side} after event #${seq}: a new live session that starts with its events up to there and goes on with the real model.`),
-      el("label", { for: "fork-message" }, "Message for the forked agent"), message,
+      field("fork-message", "Message for the forked agent", message),
+      el("details", { class: "fork-settings" },
+        el("summary", {}, `Model and agent settings (the ${side}'s; change what the fork should do differently)`),
+        agent.agentRows(),
+        el("fieldset", {}, el("legend", {}, "Model parameters and limits"), agent.paramRows(), agent.stepsRow())),
       el("div", { class: "controls" }, start, cancel));
-    cancel.addEventListener("click", () => form.remove());
+    let gone = false;
+    cancel.addEventListener("click", () => { gone = true; form.remove(); });
+    agent.fill(session, () => gone || closed).catch(() => {}); // empty fields keep the session's
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearError();
       start.disabled = true;
       const payload = { at_seq: seq };
       if (message.value.trim()) payload.message = message.value.trim();
+      const model = agent.model();
+      if (model) payload.model = model;
+      const overrides = agent.overrides();
+      if (Object.keys(overrides).length) payload.overrides = overrides;
       try {
         const made = await api(`/api/sessions/${session}/forks`, { method: "POST", body: payload });
         go(`/sessions/${made.id}`);

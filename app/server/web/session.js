@@ -9,6 +9,7 @@ import { age, cost, localTime, stateLabel } from "./format.js";
 import { LiveStream } from "./stream.js";
 import { Timeline, eventHref } from "./timeline.js";
 import { showTrial } from "./trial.js";
+import { showFork } from "./fork.js";
 import { playgroundRunsSection } from "./playground.js";
 import { SessionAnnotations } from "./annotations.js";
 
@@ -137,13 +138,13 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
       ` (${age(s.created_at)} ago)`,
       s.replay_of ? el("span", {}, " · replay of ", el("a", { href: `#/sessions/${s.replay_of}` }, s.replay_of.slice(0, 8)),
         " (", el("a", { href: `#/replays/${s.replay_of}/${id}` }, "compare side by side"), ")") : null,
-      s.forked_from ? el("span", {}, " · fork of ", el("a", { href: `#/sessions/${s.forked_from}` }, s.forked_from.slice(0, 8))) : null,
     ].filter(Boolean));
     // an error's reason whole, where it can be read (the facts line is one line of many)
     const failed = s.state === "error" && s.reason;
     reasonLine.hidden = !failed;
     reasonLine.replaceChildren(...(failed ? [el("strong", {}, "Why it stopped: "), s.reason] : []));
     showTrial(main, s);
+    showFork(main, s);
   }
 
   async function refreshSummary() {

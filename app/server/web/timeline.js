@@ -8,6 +8,7 @@ import { el } from "./dom.js";
 import { clock, cost, duration, localTime, stateLabel } from "./format.js";
 import { scoreClass, scoreLine } from "./trial.js";
 import { annotationEntry } from "./annotations.js";
+import { markCopied } from "./fork.js";
 
 function stamp(event) {
   return el("time", { class: "when", datetime: event.created_at, title: localTime(event.created_at) },
@@ -440,6 +441,7 @@ export class Timeline {
       this.decorate?.(event, node, Boolean(result && cause));
     }
     this.list.append(fragment);
+    markCopied(this.list, events);
     this.list.classList.toggle("long", this.drawn > LONG_LIST);
   }
 

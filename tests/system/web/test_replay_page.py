@@ -2,7 +2,8 @@
 with a changed system prompt (a worker runs it), opens side by side with its recording; the
 first divergence is named, its diff shown (the old line removed, the new one added) and its
 step and recorded event highlighted; the steps are walked with the buttons and the keyboard;
-"Fork here" starts a live session from a recorded step."""
+"Fork here" on the replay's side offers the replay's changed prompt to edit, and the fork's
+page says it is one (its title, a link to the source's event, the copied events set apart)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.support.chronicle_server import ServerProcess
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 
 NEW_PROMPT = "You are a terse agent.\nWorkspace: {workspace}\n"
+FORK_PROMPT = "You are a forked agent.\nWorkspace: {workspace}\n"
 
 
 def recorded_session(server: ServerProcess, fake_llm: FakeLlmServer, page: Page, token: str) -> str:
@@ -127,16 +129,44 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
     page.get_by_role("link", name="compare side by side").click()
     expect(page.locator("#replay-verdict")).to_have_text("diverged")
 
-    # Fork here, after the recorded command's output: a live session goes on from there
+    # Fork here, on the replay's side after its task: the form holds the replay's changed
+    # prompt (not the recording's) and the model, to edit; only what changed is sent
+    page.keyboard.press("[")
+    replayed = page.locator(".side.replayed")
+    task = replayed.locator(".event.message")
+    at = task.get_attribute("data-seq")
+    task.get_by_role("button", name=re.compile(r"^Fork the replay here")).click()
+    page.get_by_text("Model and agent settings").click()
+    form = page.get_by_role("form", name="Fork")
+    expect(form.get_by_label("System prompt")).to_have_value(NEW_PROMPT)
+    expect(form.get_by_label("Model")).to_have_value("openai/fake-model")
+    form.get_by_label("System prompt").fill(FORK_PROMPT)
+    form.get_by_label("Temperature").fill("0.4")
+    form.get_by_label("Message for the forked agent").fill("finish from here")
+    screenshot_at_both_widths(page, "fork-form", screenshots)
+    asked = len(fake_llm.requests)
     fake_llm.script(Reply(tool_calls=[tool_call("finish", message="forked and done")]))
-    command = recorded.locator(".event.run")
-    output_seq = command.locator(".output").get_attribute("data-seq")
-    command.get_by_role("button", name=f"Fork the recording here (after #{output_seq})").click()
-    page.get_by_label("Message for the forked agent").fill("finish from here")
-    page.get_by_role("button", name="Start the fork").click()
+    form.get_by_role("button", name="Start the fork").click()
     page.wait_for_url(re.compile(r"#/sessions/[0-9a-f-]{36}$"))
     fork = page.url.rsplit("/", 1)[-1]
     assert fork not in (session, replay)
-    expect(page.locator(".facts-line")).to_contain_text(f"fork of {session[:8]}")
-    expect(page.locator(".event.message", has_text="finish from here")).to_have_count(1)
     expect(page.locator(".event.finish").last).to_contain_text("forked and done", timeout=120_000)
+    sent = fake_llm.requests[asked]
+    assert sent["messages"][0]["content"].startswith("You are a forked agent.")
+    assert sent["temperature"] == 0.4 and sent["model"] == "fake-model"
+    # the fork says it is one: its title, a link to the source's event, the copied events
+    # greyed and set apart from its own by a divider
+    expect(page.locator("#session-title")).to_have_text(
+        f"Fork of «replay of Echo one line, then finish» at #{at}"
+    )
+    expect(page.locator(".facts-line .fork-of a")).to_have_attribute(
+        "href", f"#/sessions/{replay}/events/{at}"
+    )
+    divider = page.get_by_role("separator")
+    expect(divider).to_have_text(
+        f"Copied from {replay[:8]} up to #{at}; the fork's own events follow"
+    )
+    expect(page.locator(".timeline > .event.copied")).to_have_count(int(at))
+    expect(page.locator(".fork-divider + .event.own.message")).to_contain_text("finish from here")
+    expect(page.locator(".facts-line")).to_contain_text("1 model call ")  # the summary caught up
+    screenshot_at_both_widths(page, "fork", screenshots)
