@@ -31,7 +31,8 @@ export function showFork(main, summary) {
 
 /** In a fork's timeline (its fork point known from the drawn ``session.created`` or from
  * the summary), the items copied from the source greyed (class ``copied``) and the divider
- * kept just after the last of them; called after each draw. */
+ * kept just after the last of them (focusable, so j / k step over it); called after each
+ * draw. */
 export function markCopied(list, events = []) {
   const created = events.find((e) => e.kind === "session.created" && e.payload.forked_at);
   if (created && !list.dataset.forkedAt) {
@@ -49,7 +50,7 @@ export function markCopied(list, events = []) {
   if (!last) return;
   const source = list.dataset.forkedFrom;
   const divider = list.querySelector(":scope > .fork-divider") ||
-    el("li", { class: "fork-divider", role: "separator", "aria-label": `End of the events copied from ${source.slice(0, 8)}` },
+    el("li", { class: "fork-divider", tabindex: "-1" }, // read as it is shown, its link too
       el("span", {}, "Copied from ", el("a", { href: eventHref(source, at) }, source.slice(0, 8)), ` up to #${at}; the fork's own events follow`));
   last.after(divider);
 }

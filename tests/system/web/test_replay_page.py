@@ -162,7 +162,7 @@ def test_a_replay_with_a_changed_system_prompt_shows_the_divergence(
     expect(page.locator(".facts-line .fork-of a")).to_have_attribute(
         "href", f"#/sessions/{replay}/events/{at}"
     )
-    divider = page.get_by_role("separator")
+    divider = page.locator(".timeline > .fork-divider")
     expect(divider).to_have_text(
         f"Copied from {replay[:8]} up to #{at}; the fork's own events follow"
     )
