@@ -64,12 +64,12 @@ async def fork_session(
     ``agent_config`` (a replay's overrides, for ``--on-divergence fork``) is recorded in the
     fork's ``session.created`` config, so its live run and a later replay of it use them."""
     fork_id = fork_id or uuid.uuid4()
-    await forkable(store, source, at)  # before anything is restored
+    if options.agent is not None:  # `chronicle fork --agent NAME`: recorded as a replay's is
+        agent_config = (agent_config or AgentConfig()).model_copy(update={"agent": options.agent})
+    await forkable(store, source, at, agent_config=agent_config)  # before anything is restored
     workspace = options.workspace or fork_workspace(settings, fork_id)
     workspace = Path(os.path.abspath(workspace))  # noqa: ASYNC240 - no I/O beyond getcwd
     await _restore(store, settings, source, workspace, on_host=True)
-    if options.agent is not None:  # `chronicle fork --agent NAME`: recorded as a replay's is
-        agent_config = (agent_config or AgentConfig()).model_copy(update={"agent": options.agent})
     await record_fork(
         store, settings, source, at, fork_id=fork_id, workspace=workspace,
         runtime=options.runtime, agent_config=agent_config, model=options.model,

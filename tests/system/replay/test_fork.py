@@ -204,6 +204,14 @@ async def test_chronicle_fork_from_the_command_line(
     bad = chronicle("fork", str(source), "--at", str(at - 1), env=env)
     assert bad.returncode == 1
     assert "falls between the run at seq" in bad.stderr and "fork at a seq after it" in bad.stderr
+    # a tool the source does not have is refused before anything is restored
+    unknown = tmp_path / "never-restored"
+    bad = chronicle(
+        "fork", str(source), "--at", str(at), "--tools", "rm_rf", "--workspace", str(unknown),
+        env=env,
+    )  # fmt: skip
+    assert bad.returncode == 1 and "there is no tool rm_rf" in bad.stderr, bad.stderr
+    assert not unknown.exists()
 
 
 async def test_replay_on_divergence_forks_just_before_it(
