@@ -131,6 +131,9 @@ def test_annotate_see_the_chips_filter_the_list_and_walk_the_review_queue(
     # the list, by label, then by tag (the API filters: both sessions are listed before)
     page.get_by_role("link", name="Sessions").first.click()
     expect(page.locator("table.sessions tbody tr")).to_have_count(2)
+    folded = page.locator("details.filters-fold")  # folded on a phone: open it
+    if folded.get_attribute("open") is None:
+        folded.locator("summary").click()
     page.get_by_label("Annotation label").fill("Unsafe Command")
     page.get_by_label("Annotation label").press("Enter")
     expect(page.locator("table.sessions tbody tr")).to_have_count(1)
