@@ -140,17 +140,17 @@ def _order(sort: ListOrder, alias: str) -> str:
 
 def _narrowed(
     *,
-    state: ListedState | None,
-    model: bool,
-    since: bool,
-    owner: bool,
-    until: bool,
-    id_range: bool,
-    label: bool,
-    tag: bool,
-    unreviewed: bool,
-    run: bool,
-    task: bool,
+    state: ListedState | None = None,
+    model: bool = False,
+    since: bool = False,
+    owner: bool = False,
+    until: bool = False,
+    id_range: bool = False,
+    label: bool = False,
+    tag: bool = False,
+    unreviewed: bool = False,
+    run: bool = False,
+    task: bool = False,
 ) -> tuple[str, list[str], list[str]]:
     """The sessions the filters pass: the source (``session_state s`` and the owner's join),
     the conditions, and the parameters they take, in order."""
@@ -274,28 +274,13 @@ def page_sql(sql: str, sort: ListOrder = "newest") -> str:
 
 
 def totals_sql(
-    *,
-    state: ListedState | None,
-    model: bool,
-    since: bool,
-    owner: bool = False,
-    words: bool = False,
-    id_range: bool = False,
-    label: bool = False,
-    tag: bool = False,
-    unreviewed: bool = False,
-    until: bool = False,
-    run: bool = False,
-    task: bool = False,
-    cap: bool = False,
+    *, words: bool = False, cap: bool = False, **narrowing: Any
 ) -> tuple[str, list[str]]:
     """How many sessions pass ``list_sql``'s filters and their sums (model calls, tokens,
-    cost, unpriced calls), over all of them, not a page; ``cap``: count at most ``cap``
-    sessions (a queue's length, where only "more than N" matters)."""
-    source, where, params = _narrowed(
-        state=state, model=model, since=since, owner=owner, until=until, id_range=id_range,
-        label=label, tag=tag, unreviewed=unreviewed, run=run, task=task,
-    )  # fmt: skip
+    cost, unpriced calls), over all of them, not a page; ``narrowing``: ``list_sql``'s filter
+    switches (``_narrowed``'s); ``cap``: count at most ``cap`` sessions (a queue's length,
+    where only "more than N" matters)."""
+    source, where, params = _narrowed(**narrowing)
     if words:
         params.append("words")
         where.append(TITLE_WORDS.format(param=f"${len(params)}"))
