@@ -22,11 +22,18 @@ async def _session(store: EventStore, *states: AgentState) -> uuid.UUID:
     return session
 
 
+#: Views added after revision 0019: the older schema has none of them to compare.
+LATER_VIEWS = {"annotations"}
+
+
 async def _views(database_url: str) -> dict[str, list[tuple[object, ...]]]:
+    """Every analytics view the database has, answered."""
     connection = await asyncpg.connect(database_url)
     try:
         answers = {}
         for name in VIEWS:
+            if await connection.fetchval("SELECT to_regclass($1) IS NULL", name):
+                continue
             sql, args = view_query(name)
             answers[name] = [tuple(row) for row in await connection.fetch(sql, *args)]
         return answers
@@ -61,7 +68,9 @@ async def test_every_view_answers_old_and_new_events_as_before(
     assert limits[(new, 3)] == "cost"
     migrate.downgrade(database_url, "0019")
     try:
-        assert await _views(database_url) == at_head
+        older = await _views(database_url)
+        assert set(at_head) - set(older) == LATER_VIEWS
+        assert older == {name: rows for name, rows in at_head.items() if name in older}
     finally:
         migrate.upgrade(database_url)
 

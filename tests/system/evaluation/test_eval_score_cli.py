@@ -89,7 +89,7 @@ async def test_what_cannot_be_used_is_said(
     suite.write_text("name: s\ntasks:\n  - {id: a}\n")
     bad = chronicle("eval", "score", "nightly", "--suite", str(suite), env=env)
     assert bad.returncode == 2
-    assert f"error: suite {suite} is not valid: task 'a', field 'prompt'" in bad.stderr
+    assert f"error: suite {suite} is not valid: line 3: task 'a', field 'prompt'" in bad.stderr
 
     missing = chronicle("eval", "score", "nightly", env=env)
     assert missing.returncode == 1
