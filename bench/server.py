@@ -18,6 +18,10 @@ agent (it appends) and the clients.
    next request as soon as the last one is answered, for ``CEILING_SECONDS``; requests per
    second (as the member). Baseline: the route's query on the pool the same way. It must be
    well above the 200/s of the open-loop figure, or that figure measures a queue.
+4. ``POST /api/sessions``: ``CREATIONS`` new sessions at once by one user (the API role: no
+   worker starts them), the p99 of a round. Baseline: the store's own append of the same two
+   events (the configuration, the task) to as many new sessions at once. Target (issue 28):
+   p99 <= 250 ms.
 
     python -m bench.server [--rounds N] [--url POSTGRES_SUPERUSER_URL] [--json]
 """
@@ -46,7 +50,7 @@ import orjson
 import psycopg
 from websockets.asyncio.client import connect
 
-from app.events import Message
+from app.events import Message, SessionCreated
 from app.events.masking import SecretMasker
 from app.sessions.sql.session_rows import list_sql
 from app.store import EventStore
@@ -74,6 +78,9 @@ CEILING_CLIENTS = 16
 CEILING_SECONDS = 2.0
 STREAM_TARGET_MS = 50.0
 LIST_TARGET_MS = 20.0
+#: New sessions created at once, and the target for their p99 (issue 28).
+CREATIONS = 50
+CREATE_TARGET_MS = 250.0
 LISTENING = re.compile(r"chronicle serving on (http://\S+)")
 
 
@@ -93,6 +100,9 @@ class Server:
             # the load itself would trip the abuse limits
             "CHRONICLE_SERVER_RATE_LIMIT": "10000000",
             "CHRONICLE_SERVER_MAX_STREAMS_PER_USER": str(CLIENTS * 2),
+            # sessions are created with the server's model, and many are working at once
+            "CHRONICLE_LLM_MODEL": "openai/bench-model",
+            "CHRONICLE_SERVER_MAX_ACTIVE_SESSIONS": "1000000",
         }
         self.process: subprocess.Popen[str] | None = None
         self.url = ""
@@ -414,6 +424,51 @@ async def measure_list(
     return rows
 
 
+async def measure_create(server: Server, database: BenchDatabase, rounds: int) -> Measurement:
+    token = server.token("creator")
+    limits = httpx.Limits(max_connections=CREATIONS, max_keepalive_connections=CREATIONS,
+                          keepalive_expiry=2)  # fmt: skip
+    async with (
+        httpx.AsyncClient(
+            base_url=server.url, headers={"Authorization": f"Bearer {token}"}, limits=limits,
+            timeout=60,
+        ) as client,
+        await EventStore.open(database.app, masker=SecretMasker()) as store,
+    ):  # fmt: skip
+
+        async def timed(call: Callable[[], Awaitable[None]]) -> float:
+            started = time.perf_counter()
+            await call()
+            return (time.perf_counter() - started) * 1000
+
+        async def http_one() -> None:
+            response = await client.post("/api/sessions", json={"task": "bench: create me"})
+            if response.status_code != 201:
+                raise RuntimeError(f"POST /api/sessions: {response.status_code} {response.text}")
+
+        async def append_one() -> None:
+            await store.append(
+                uuid.uuid4(),
+                [SessionCreated(title="bench: create me", config={}), Message(content="task")],
+                expected_seq=0,
+            )
+
+        async def p99_of(call: Callable[[], Awaitable[None]]) -> float:
+            times = sorted(await asyncio.gather(*(timed(call) for _ in range(CREATIONS))))
+            return times[min(len(times) - 1, int(len(times) * 0.99))]
+
+        async def http_round() -> float:
+            return await p99_of(http_one)
+
+        async def append_round() -> float:
+            return await p99_of(append_one)
+
+        result = await interleave(append_round, http_round, rounds=rounds)
+    return latency_row(
+        f"POST /api/sessions p99, {CREATIONS} at once by one user", result, CREATE_TARGET_MS
+    )
+
+
 def ceiling_row(result: Interleaved) -> Measurement:
     return Measurement(
         name=f"GET /api/sessions closed-loop ceiling, {CEILING_CLIENTS} clients, as member",
@@ -467,9 +522,9 @@ async def running(server: Server) -> AsyncIterator[Server]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = bench_arguments(__doc__, rounds=5, figures=["streams", "list"])
+    parser = bench_arguments(__doc__, rounds=5, figures=["streams", "list", "create"])
     args = parser.parse_args(argv)
-    only = set(args.only or ["streams", "list"])
+    only = set(args.only or ["streams", "list", "create"])
 
     async def run(database: BenchDatabase) -> list[Measurement]:
         rows: list[Measurement] = []
@@ -480,12 +535,15 @@ def main(argv: list[str] | None = None) -> int:
                 if "list" in only:
                     rows += await measure_list(server, database, args.rounds, admin=False)
                     rows += await measure_list(server, database, args.rounds, admin=True)
+                if "create" in only:
+                    rows.append(await measure_create(server, database, args.rounds))
         return rows
 
     machine, rows = measured_on_database(args.url, run)
     return report(
         "server",
-        "Access service: live streams and the session list (ms, p99 of each round; median "
+        "Access service: live streams, the session list and creating sessions (ms, p99 of each "
+        "round; median "
         "and range over the rounds)",
         rows,
         as_json=args.json,

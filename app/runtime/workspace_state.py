@@ -308,6 +308,21 @@ def _manifest_entry(root: Path, path: str) -> WorkspaceFile | SkippedFile:
     )
 
 
+def empty_snapshot(max_bytes: int) -> WorkspaceSnapshot:
+    """What ``capture`` records of an empty directory (no git, no file: the empty tree), said
+    without starting git: a session's fresh workspace, made a moment before, is that."""
+    return WorkspaceSnapshot(vcs="none", files=[], tree=EMPTY_TREE, max_bytes=max_bytes)
+
+
+def is_empty_directory(path: Path) -> bool:
+    """Whether ``path`` is a directory with nothing in it (blocking: call it in a thread)."""
+    try:
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
 async def capture(
     workspace: Path, *, max_bytes: int, timeout: float = 60.0
 ) -> tuple[WorkspaceSnapshot, Baseline | None]:

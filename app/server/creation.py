@@ -176,9 +176,8 @@ async def create_session(
         ],
         expected_seq=0,
     )
-    baseline = await record_workspace_start(store, session_id, workspace, settings)
-    if baseline is not None:
-        baseline.close()
+    # the worker reads the start back from the log: no baseline kept here
+    await record_workspace_start(store, session_id, workspace, settings, keep_baseline=False)
     await request_run(store, session_id, reason="created")
     return CreatedSession(
         id=session_id,

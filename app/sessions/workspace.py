@@ -16,16 +16,35 @@ from uuid import UUID
 from app.config import Settings
 from app.events import WorkspaceDiff, WorkspaceSnapshot
 from app.runtime.workspace_restore import baseline_from_snapshot
-from app.runtime.workspace_state import Baseline, WorkspaceStateError, capture, final_diff
+from app.runtime.workspace_state import (
+    Baseline,
+    WorkspaceStateError,
+    capture,
+    empty_snapshot,
+    final_diff,
+    is_empty_directory,
+)
 from app.store import TRANSIENT_ERRORS, EventStore, StoreError
 
 logger = logging.getLogger(__name__)
 
 
 async def record_workspace_start(
-    store: EventStore, session_id: UUID, workspace: Path, settings: Settings
+    store: EventStore,
+    session_id: UUID,
+    workspace: Path,
+    settings: Settings,
+    *,
+    keep_baseline: bool = True,
 ) -> Baseline | None:
-    """Append the workspace's ``workspace.snapshot``; the baseline for the end's diff."""
+    """Append the workspace's ``workspace.snapshot``; the baseline for the end's diff.
+    ``keep_baseline=False`` (the API, whose worker reads the start back from the log): none
+    is kept, and an empty directory is recorded without starting git (``empty_snapshot``,
+    what ``capture`` would record of it), so that creating sessions in bursts is not a git
+    process per request."""
+    if not keep_baseline and await asyncio.to_thread(is_empty_directory, workspace):
+        await store.append(session_id, [empty_snapshot(settings.workspace_snapshot_max_bytes)])
+        return None
     try:
         snapshot, baseline = await capture(
             workspace,
@@ -40,6 +59,9 @@ async def record_workspace_start(
         if baseline is not None:
             baseline.close()
         raise
+    if not keep_baseline and baseline is not None:
+        baseline.close()
+        return None
     return baseline
 
 

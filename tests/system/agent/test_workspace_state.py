@@ -19,7 +19,13 @@ import pytest
 
 from app.events import WorkspaceFile, WorkspaceSnapshot
 from app.runtime.workspace_restore import apply_change, restore
-from app.runtime.workspace_state import WorkspaceStateError, capture, final_diff
+from app.runtime.workspace_state import (
+    WorkspaceStateError,
+    capture,
+    empty_snapshot,
+    final_diff,
+    is_empty_directory,
+)
 from app.sessions.runner import SessionOptions, run_session
 from app.store import EventStore
 from tests.support.agent_session import settings_for
@@ -327,3 +333,22 @@ async def test_noise_is_left_out_of_the_diff_and_a_restored_end_keeps_its_start(
         "pkg/mod.py": b"x = 1\n",
         "__pycache__/app.cpython-311.pyc": b"\x00start",
     }
+
+
+async def test_an_empty_directory_is_recorded_as_capture_records_it_without_git(
+    tmp_path: Path,
+) -> None:
+    """The API records a fresh workspace with ``empty_snapshot`` (no git process per created
+    session): the same snapshot ``capture`` makes of an empty directory, so a worker's
+    baseline from it is the same; a directory with anything in it is not empty."""
+    empty = tmp_path / "fresh"
+    empty.mkdir()
+    assert is_empty_directory(empty)
+    captured, baseline = await capture(empty, max_bytes=12345)
+    assert baseline is not None
+    baseline.close()
+    fields = {"event_id", "created_at"}
+    assert empty_snapshot(12345).model_dump(exclude=fields) == captured.model_dump(exclude=fields)
+    (empty / ".hidden").write_text("x")
+    assert not is_empty_directory(empty)
+    assert not is_empty_directory(tmp_path / "missing")
