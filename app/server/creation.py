@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from app.agent.codeact import CodeActAgent
 from app.config import Settings
-from app.events import Message, SessionCreated
+from app.events import Event, Message, SessionCreated
 from app.events.session_config import SessionConfig
 from app.llm.errors import LlmNotConfiguredError, model_name_problem
 from app.runtime.kinds import RuntimeKind
@@ -39,7 +39,7 @@ from app.sessions.run_config import run_config
 from app.sessions.sql.session_owners import reserve_session
 from app.sessions.sql.users import Principal
 from app.sessions.summary import one_line_title
-from app.sessions.workspace import record_workspace_start
+from app.sessions.workspace import fresh_workspace_start, record_workspace_start
 from app.store import EventStore
 
 
@@ -168,16 +168,16 @@ async def create_session(
     if new.workspace is None:  # made only once the session is sure to be recorded
         await asyncio.to_thread(workspace.mkdir, parents=True, exist_ok=True)
     title = one_line_title(new.task)
-    await store.append(
-        session_id,
-        [
-            SessionCreated(title=title, config=config, user=principal.name),
-            Message(content=new.task, source="user", user=principal.name),
-        ],
-        expected_seq=0,
-    )
-    # the worker reads the start back from the log: no baseline kept here
-    await record_workspace_start(store, session_id, workspace, settings, keep_baseline=False)
+    events: list[Event] = [
+        SessionCreated(title=title, config=config, user=principal.name),
+        Message(content=new.task, source="user", user=principal.name),
+    ]
+    if new.workspace is None:  # the directory made above, empty: its start needs no git
+        events.append(fresh_workspace_start(settings))
+    await store.append(session_id, events, expected_seq=0)
+    if new.workspace is not None:
+        # the worker reads the start back from the log: no baseline kept here
+        await record_workspace_start(store, session_id, workspace, settings, keep_baseline=False)
     await request_run(store, session_id, reason="created")
     return CreatedSession(
         id=session_id,

@@ -29,6 +29,12 @@ from app.store import TRANSIENT_ERRORS, EventStore, StoreError
 logger = logging.getLogger(__name__)
 
 
+def fresh_workspace_start(settings: Settings) -> WorkspaceSnapshot:
+    """The start of a workspace made empty for a new session: recorded with the session's
+    first events, no git started (``empty_snapshot``: what ``capture`` records of it)."""
+    return empty_snapshot(settings.workspace_snapshot_max_bytes)
+
+
 async def record_workspace_start(
     store: EventStore,
     session_id: UUID,
