@@ -157,13 +157,13 @@ def violations(
         if isinstance(placement, Distributed) and columns and placement.column not in columns:
             found.append(f"table {table} has no column {placement.column} to be distributed by")
     for key in schema.keys:
-        placement = plan.get(key.table)
-        if not isinstance(placement, Distributed) or key.name in exceptions:
+        owner = plan.get(key.table)
+        if not isinstance(owner, Distributed) or key.name in exceptions:
             continue
-        if placement.column not in key.columns:
+        if owner.column not in key.columns:
             found.append(
                 f"unique key {key.name} ({', '.join(key.columns)}) of {key.table} leaves out "
-                f"its distribution column {placement.column}"
+                f"its distribution column {owner.column}"
             )
     for name in sorted(exceptions.keys() - {key.name for key in schema.keys}):
         found.append(f"the known exception {name} is no longer in the schema: drop it")
@@ -177,7 +177,7 @@ def _foreign_key_violations(fk: ForeignKey, plan: dict[str, Placement]) -> list[
     if source is None or target is None or isinstance(target, Reference):
         return []  # unplaced tables are reported already; anything may point at a reference
     if isinstance(source, Reference):
-        return [f"foreign key {fk.name}: reference table {fk.table} points at distributed {fk.target}"]
+        return [f"foreign key {fk.name}: reference table {fk.table} points at {fk.target}"]
     if source.group != target.group:
         return [f"foreign key {fk.name} joins {fk.table} and {fk.target}, which are not co-located"]
     pairs = set(zip(fk.columns, fk.target_columns, strict=True))
