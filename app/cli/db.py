@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from app.cli import db_replica
 from app.config import Settings
 from app.store import redact
 from app.store.embedded import EmbeddedPostgres
@@ -33,6 +34,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     downgrade = sub.add_parser("downgrade", help="downgrade the schema (default: to base)")
     downgrade.add_argument("--revision", default="base")
     sub.add_parser("stop", help="stop the embedded PostgreSQL")
+    db_replica.add_parser(sub)
     db.set_defaults(handler=run)
 
 
@@ -69,6 +71,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         forget_migrations(database)
         print(f"schema at revision {migrate.current_revision(admin) or 'base (empty)'}")
         return 0
+    if command == "replica":
+        return db_replica.run(args, settings)
     if command == "stop":
         if settings.database_url:
             print("a database URL is configured; Chronicle did not start it and will not stop it")

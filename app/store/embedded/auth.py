@@ -15,6 +15,22 @@ host    all   all   0.0.0.0/0     reject
 host    all   all   ::/0          reject
 """
 
+#: The role a standby streams as (`chronicle db replica`): REPLICATION and LOGIN, nothing else.
+REPLICATION_ROLE = "chronicle_replication"
+
+#: PG_HBA once a standby was made: the replication role may open replication connections on
+#: the socket (``all`` never matches those; they need a line of their own) and nothing else.
+PG_HBA_REPLICATION = f"""\
+# Written by Chronicle: each connection needs its password (scram-sha-256).
+# {REPLICATION_ROLE} streams to a standby (`chronicle db replica`) and may do nothing else.
+# The server listens on no TCP address; the host lines only make that doubly sure.
+local   replication   {REPLICATION_ROLE}   scram-sha-256
+local   all           {REPLICATION_ROLE}   reject
+local   all           all                     scram-sha-256
+host    all           all   0.0.0.0/0         reject
+host    all           all   ::/0              reject
+"""
+
 
 def hba_requires_passwords(pgdata: Path) -> bool:
     """Does every rule of pg_hba.conf either ask for a SCRAM password or reject?"""

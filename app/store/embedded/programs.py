@@ -12,7 +12,7 @@ import stat
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
@@ -62,8 +62,11 @@ def run_program(
     *args: str,
     failure: Callable[[str], str],
     timeout: float = 90,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """Run a PostgreSQL program as ``user``; on failure raise ``failure(its output)``.
+    ``env`` adds to our environment (e.g. ``PGPASSWORD``: never a password in argv, which
+    every user of the machine can read).
 
     Temporary files rather than pipes: pg_ctl's server inherits them and would hold a pipe
     open (the same reason pgserver gives).
@@ -83,6 +86,7 @@ def run_program(
                 group=user.gid if user else None,
                 extra_groups=[] if user else None,
                 cwd="/",
+                env={**os.environ, **env} if env else None,
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             output.seek(0)

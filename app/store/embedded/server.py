@@ -72,7 +72,6 @@ START_ATTEMPTS_SECONDS = 20.0
 #: Settings on the server's command line outrank postgresql.conf and ALTER SYSTEM.
 SERVER_SETTINGS = {
     "listen_addresses": "",
-    "port": str(PORT),
     "unix_socket_permissions": "0700",
     "password_encryption": "scram-sha-256",
 }
@@ -107,7 +106,7 @@ class EmbeddedStatus(BaseModel):
     admin_url: str | None = None
 
 
-def _url(role: str, password: str | None, database: str, server: Postmaster) -> str:
+def server_url(role: str, password: str | None, database: str, server: Postmaster) -> str:
     auth = quote(role, safe="") + (f":{quote(password, safe='')}" if password else "")
     host = quote(str(server.socket_dir), safe="/")
     return f"postgresql://{auth}@/{database}?host={host}&port={server.port}"
@@ -116,8 +115,10 @@ def _url(role: str, password: str | None, database: str, server: Postmaster) -> 
 class EmbeddedPostgres:
     """Set up, start, inspect, restart and stop the embedded server of one data directory."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, port: int = PORT) -> None:
         self.data_dir = data_dir.expanduser().resolve()
+        #: Names its socket (``.s.PGSQL.<port>``); a standby of this server takes another.
+        self.port = port
         self.pgdata = self.data_dir / "postgres"
         self.secrets_dir = self.data_dir / "secrets"
         self.superuser_password_file = self.secrets_dir / "postgres-superuser.password"
@@ -170,9 +171,11 @@ class EmbeddedPostgres:
         if not self._is_provisioned():
             self._provision(server)
         return EmbeddedUrls(
-            admin=_url(SUPERUSER, self._superuser_password(), DATABASE, server),
-            app=_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
-            analyst=_url(ANALYST_ROLE, read_secret(self.analyst_password_file), DATABASE, server),
+            admin=server_url(SUPERUSER, self._superuser_password(), DATABASE, server),
+            app=server_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server),
+            analyst=server_url(
+                ANALYST_ROLE, read_secret(self.analyst_password_file), DATABASE, server
+            ),
         )
 
     def status(self) -> EmbeddedStatus:
@@ -182,10 +185,10 @@ class EmbeddedPostgres:
         url = admin_url = None
         if server is not None and running:
             if self.app_password_file.exists():
-                url = _url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server)
+                url = server_url(APP_ROLE, read_secret(self.app_password_file), DATABASE, server)
             if self.superuser_password_file.exists():
                 password = read_secret(self.superuser_password_file)
-                admin_url = _url(SUPERUSER, password, DATABASE, server)
+                admin_url = server_url(SUPERUSER, password, DATABASE, server)
         return EmbeddedStatus(
             pgdata=self.pgdata,
             initialised=initialised,
@@ -210,6 +213,29 @@ class EmbeddedPostgres:
             self._pg_ctl(user, "-m", "fast", "stop")
             remove_socket_dir(self.pgdata, server.socket_dir, user)
             return True
+
+    def start_as_is(self) -> Postmaster:
+        """Start the cluster already in ``pgdata`` as it is, with no set-up (a standby, whose
+        roles and files come from its primary); the running server."""
+        with self._exclusive():
+            user = server_user()
+            server = read_postmaster(self.pgdata)
+            if server is None:
+                self._prepare_directories(user)
+                directory = socket_dir(self.pgdata, user, dead_servers_socket_dir(self.pgdata))
+                server = self._start_server(user, directory)
+            return self._wait_ready(server)
+
+    def promote(self) -> None:
+        """End a standby's recovery: it takes writes from then on (``pg_ctl promote``)."""
+        with self._exclusive():
+            self._pg_ctl(server_user(), "promote")
+
+    def prepare_directories(self) -> None:
+        """The data directory, private, with an empty ``pgdata`` the server's user owns (for
+        ``pg_basebackup`` to fill)."""
+        with self._exclusive():
+            self._prepare_directories(server_user())
 
     def provision_again(self) -> None:
         """Create the application's login and database again on the next start (after a
@@ -298,7 +324,11 @@ class EmbeddedPostgres:
         write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, user)
 
     def _start_server(self, user: ServerUser | None, sockets: Path) -> Postmaster:
-        settings = {**SERVER_SETTINGS, "unix_socket_directories": str(sockets)}
+        settings = {
+            **SERVER_SETTINGS,
+            "port": str(self.port),
+            "unix_socket_directories": str(sockets),
+        }
         options = " ".join(f"-c {shlex.quote(f'{k}={v}')}" for k, v in settings.items())
         deadline = time.monotonic() + START_ATTEMPTS_SECONDS
         while True:
@@ -349,7 +379,7 @@ class EmbeddedPostgres:
         log.warning("the embedded PostgreSQL allowed connections without a password; fixing")
         password = secret_in(self.superuser_password_file)
         # Trust ignores the password; a server already asking for one gets the right one.
-        url = _url(SUPERUSER, password, "postgres", server)
+        url = server_url(SUPERUSER, password, "postgres", server)
         with psycopg.connect(url, autocommit=True) as admin:
             set_password(admin, SUPERUSER, password)
             write_server_file(self.pgdata / "pg_hba.conf", PG_HBA, server_user())
@@ -362,7 +392,7 @@ class EmbeddedPostgres:
         deadline = time.monotonic() + 10
         while True:
             try:
-                psycopg.connect(_url(SUPERUSER, None, "postgres", server)).close()
+                psycopg.connect(server_url(SUPERUSER, None, "postgres", server)).close()
             except psycopg.OperationalError:
                 return
             if time.monotonic() > deadline:
@@ -382,7 +412,7 @@ class EmbeddedPostgres:
     def _provision(self, server: Postmaster) -> None:
         """The application's and the analyst's logins with their passwords, and the
         ``chronicle`` database (the migrations grant each role its privileges)."""
-        admin_url = _url(SUPERUSER, self._superuser_password(), "postgres", server)
+        admin_url = server_url(SUPERUSER, self._superuser_password(), "postgres", server)
         with psycopg.connect(admin_url, autocommit=True) as admin:
             for role, password_file in (
                 (APP_ROLE, self.app_password_file),
