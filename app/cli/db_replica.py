@@ -13,7 +13,7 @@ from app.config import Settings
 from app.store import redact
 
 if TYPE_CHECKING:
-    from app.store.embedded.replica import EmbeddedReplica
+    from app.store.embedded import EmbeddedReplica
 
 ACTIONS = ("start", "status", "url", "promote", "stop", "remove")
 
@@ -52,7 +52,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store.embedded.replica import STANDBY_PORT, EmbeddedReplica
+    from app.store.embedded import STANDBY_PORT, EmbeddedReplica
 
     if settings.database_url:
         print(f"error: {CONFIGURED}")

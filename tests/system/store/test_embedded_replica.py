@@ -15,8 +15,7 @@ import pytest
 from app.config import Settings
 from app.events import Message, SessionCreated
 from app.store import EventStore, RefusedForNowError
-from app.store.embedded import EmbeddedPostgres
-from app.store.embedded.replica import slot_name
+from app.store.embedded import EmbeddedPostgres, slot_name
 from tests.support.cli import chronicle, empty_settings_file
 from tests.support.waiting import until
 
@@ -94,6 +93,16 @@ async def test_replica_streams_refuses_writes_and_takes_them_once_promoted(
         replica_env = {**env, "CHRONICLE_DATABASE_URL": replica_url}
         verified = _ok(chronicle("verify", str(session), env=replica_env))
         assert f"ok: {len(written)} events" in verified, verified
+
+        assert _ok(chronicle("db", "replica", "stop", *where, env=env)).startswith(
+            "replica stopped"
+        )
+        stopped = chronicle("db", "replica", "status", *where, env=env)
+        assert stopped.returncode == 1 and "state: stopped" in stopped.stdout
+        again = _ok(chronicle("db", "replica", *where, env=env))
+        assert "replica running" in again  # started again, streaming from where it stopped
+        shown = _ok(chronicle("db", "replica", "url", *where, "--show-password", env=env))
+        assert shown.strip() == replica_url
 
         promoted = _ok(chronicle("db", "replica", "promote", *where, env=env))
         assert "promoted" in promoted
