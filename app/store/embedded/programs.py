@@ -112,11 +112,16 @@ def process_gid(pid: int) -> int | None:
         return None
 
 
-def allow_traversal(directory: Path) -> None:
+def allow_traversal(directory: Path, gid: int) -> None:
     """Let other users pass through ``directory`` and its parents (search, not list) so the
-    server's user reaches the data dir; pgserver would make them readable too."""
+    server's user reaches the data dir; pgserver would make them readable too. A directory
+    of the server's group that the group may pass already stays as it is (a standby's
+    directory inside the primary's data dir, 0710)."""
     for path in (directory, *directory.parents):
-        mode = path.stat().st_mode
+        info = path.stat()
+        mode = info.st_mode
+        if info.st_gid == gid and mode & stat.S_IXGRP:
+            continue
         if not mode & stat.S_IXOTH:
             path.chmod(stat.S_IMODE(mode) | stat.S_IXOTH)
 

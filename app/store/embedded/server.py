@@ -262,7 +262,7 @@ class EmbeddedPostgres:
             # The server's user may pass through (not list) the data dir to reach its own.
             private_dir(self.data_dir, 0o710)
             os.chown(self.data_dir, -1, user.gid)
-            allow_traversal(self.data_dir.parent)
+            allow_traversal(self.data_dir.parent, user.gid)
         private_dir(self.secrets_dir)
         if not self.pgdata.exists():
             self.pgdata.mkdir(mode=0o700)
