@@ -158,8 +158,14 @@ class EmbeddedReplica:
         )
         self._allow_replication()
         server = self._server(record)
-        server.prepare_directories()
-        self._base_backup(record)
+        try:
+            server.prepare_directories()
+            self._base_backup(record)
+        except BaseException:
+            # nothing half-made is left: the next attempt starts afresh
+            self._drop_slot(record, wait=0)
+            self._empty_directory()
+            raise
         self.record_file.write_text(record.model_dump_json(indent=2) + "\n")
         self.record_file.chmod(0o600)
         server.start_as_is()
@@ -353,6 +359,14 @@ class EmbeddedReplica:
         )  # fmt: skip
         # the primary's server log came along; the standby writes its own
         (pgdata / "log").unlink(missing_ok=True)
+
+    def _empty_directory(self) -> None:
+        """Remove what a failed attempt made in the (empty or new) directory."""
+        for made in self.directory.iterdir() if self.directory.is_dir() else ():
+            if made.is_dir() and not made.is_symlink():
+                shutil.rmtree(made, ignore_errors=True)
+            else:
+                made.unlink(missing_ok=True)
 
     def _server(self, record: ReplicaRecord) -> EmbeddedPostgres:
         return EmbeddedPostgres(self.directory, port=record.port)
