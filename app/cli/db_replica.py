@@ -47,6 +47,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="the standby's port, which names its socket (default: 5433); when making it",
     )
     replica.add_argument(
+        "--synchronous",
+        action="store_true",
+        help="when making it: the primary's commits return only once the standby has them "
+        "(no acknowledged append lost when the primary dies; while it is stopped, commits wait)",
+    )
+    replica.add_argument(
         "--show-password", action="store_true", help="print the URL's password too (a secret)"
     )
 
@@ -64,9 +70,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     action = args.action
     if action == "start":
-        url, made = replica.start(args.port or STANDBY_PORT)
+        url, made = replica.start(args.port or STANDBY_PORT, synchronous=args.synchronous)
         what = "made and started" if made else "running"
         print(f"replica {what} in {replica.directory} (a hot standby: reads only)")
+        if made and args.synchronous:
+            print("synchronous: the primary's commits wait for it (while it is stopped too)")
         print(f"url: {shown(url)}")
         return 0
     if action == "url":

@@ -89,11 +89,13 @@ class StandbyPosition(NamedTuple):
 
 
 class ReplicaRecord(BaseModel):
-    """Whose standby a directory holds, through which slot, on which port."""
+    """Whose standby a directory holds, through which slot, on which port, and whether the
+    primary waits for it before a commit returns (``synchronous``)."""
 
     primary_data_dir: Path
     slot: str
     port: int
+    synchronous: bool = False
 
 
 class ReplicaStatus(BaseModel):
@@ -138,12 +140,16 @@ class EmbeddedReplica:
 
     # -- public ------------------------------------------------------------------------------
 
-    def start(self, port: int = STANDBY_PORT) -> tuple[str, bool]:
+    def start(self, port: int = STANDBY_PORT, *, synchronous: bool = False) -> tuple[str, bool]:
         """Make the standby (first time) or start it again; its application URL, and whether
-        it was made now."""
+        it was made now. ``synchronous`` (when making it): the primary's commits return only
+        once the standby has the commit's WAL (``synchronous_standby_names``), so no
+        acknowledged append is lost when the primary dies; while the standby is stopped the
+        primary's commits wait for it."""
         record = self._record()
         if record is not None:
             self._server(record).start_as_is()
+            self._wait_for(record)
             return self._app_url(record), False
         if self.directory.exists() and any(self.directory.iterdir()):
             raise ReplicaError(
@@ -154,7 +160,10 @@ class EmbeddedReplica:
         if port == primary.port:
             raise ReplicaError(f"port {port} is the primary's; choose another with --port")
         record = ReplicaRecord(
-            primary_data_dir=self.primary.data_dir, slot=slot_name(self.directory), port=port
+            primary_data_dir=self.primary.data_dir,
+            slot=slot_name(self.directory),
+            port=port,
+            synchronous=synchronous,
         )
         self._allow_replication()
         server = self._server(record)
@@ -169,6 +178,7 @@ class EmbeddedReplica:
         self.record_file.write_text(record.model_dump_json(indent=2) + "\n")
         self.record_file.chmod(0o600)
         server.start_as_is()
+        self._wait_for(record)
         return self._app_url(record), True
 
     def url(self) -> str:
@@ -194,12 +204,14 @@ class EmbeddedReplica:
         if not self._standby_row(record, running).in_recovery:
             raise ReplicaError("the replica was promoted already; it takes writes")
         server.promote()
+        self._stop_waiting_for(record)  # the old primary, if it runs, no longer waits for it
         return self._drop_slot(record, wait=5.0)
 
     def remove(self) -> bool:
         """Stop the standby, drop its slot on the primary and delete its directory; whether
         the slot was dropped (not when the primary is not running)."""
         record = self._existing_record()
+        self._stop_waiting_for(record)  # before it stops: the primary's commits would wait
         self._server(record).stop()
         dropped = self._drop_slot(record, wait=5.0)
         if not dropped and self.primary.status().running:
@@ -243,6 +255,28 @@ class EmbeddedReplica:
                 f"start it with `chronicle db up`, then {to}"
             )
         return server
+
+    def _wait_for(self, record: ReplicaRecord) -> None:
+        """A synchronous standby named to the primary (its ``application_name`` is its slot)."""
+        if not record.synchronous:
+            return
+        with self._admin() as admin:
+            admin.execute(
+                sql.SQL("ALTER SYSTEM SET synchronous_standby_names TO {}").format(
+                    sql.Literal(f'"{record.slot}"')
+                )
+            )
+            admin.execute("SELECT pg_reload_conf()")
+
+    def _stop_waiting_for(self, record: ReplicaRecord) -> None:
+        """The primary (when it runs) waits for this standby no more."""
+        if not record.synchronous or not self.primary.status().running:
+            return
+        with self._admin() as admin:
+            named = admin.execute("SHOW synchronous_standby_names").fetchone()
+            if named is not None and record.slot in str(named[0]):
+                admin.execute("ALTER SYSTEM RESET synchronous_standby_names")
+                admin.execute("SELECT pg_reload_conf()")
 
     def _admin(self) -> psycopg.Connection:
         url = self.primary.status().admin_url

@@ -4,6 +4,7 @@ promoted it takes them, continuing the same chains. Real servers, the real comma
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import uuid
@@ -120,6 +121,56 @@ async def test_replica_streams_refuses_writes_and_takes_them_once_promoted(
 
         removed = _ok(chronicle("db", "replica", "remove", *where, env=env))
         assert "deleted" in removed and not replica_dir.exists()
+    finally:
+        if (replica_dir / "postgres").exists():
+            EmbeddedPostgres(replica_dir).stop()
+
+
+@pytest.mark.slow
+async def test_a_synchronous_replica_holds_every_acknowledged_append(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """``--synchronous``: an append on the primary returns only once the standby has it; while
+    the standby is stopped appends wait (none is acknowledged that it lacks); once it streams
+    again they return; removing it lets the primary commit alone."""
+    env = _env(tmp_path, data_dir)
+    replica_dir = data_dir.parent / "replica" / "sync"
+    where = ["--dir", str(replica_dir)]
+    settings = Settings(data_dir=data_dir)
+    session = uuid.uuid4()
+    try:
+        primary_url = _ok(chronicle("db", "url", "--show-password", env=env)).strip()
+        made = _ok(chronicle("db", "replica", *where, "--synchronous", env=env))
+        assert "synchronous: the primary's commits wait for it" in made
+
+        async with await EventStore.open(primary_url, masker=settings.masker()) as store:
+
+            async def synchronous() -> bool:
+                status = chronicle("db", "replica", "status", *where, env=env).stdout
+                return "stream: streaming, sync" in status
+
+            await until(synchronous, timeout=15, what="the standby to stream synchronously")
+            await store.append(session, [SessionCreated(config={})], expected_seq=0)
+
+            _ok(chronicle("db", "replica", "stop", *where, env=env))
+            waiting = asyncio.create_task(
+                store.append(session, [Message(content="held")], expected_seq=1)
+            )
+            done, _ = await asyncio.wait({waiting}, timeout=2.0)
+            assert not done, "an append returned with its synchronous standby stopped"
+
+            _ok(chronicle("db", "replica", *where, env=env))  # streams again
+            held = await asyncio.wait_for(waiting, timeout=30)
+            assert held[0].seq == 2
+
+            _ok(chronicle("db", "replica", "remove", *where, env=env))
+            with psycopg.connect(primary_url) as primary:
+                named = primary.execute("SHOW synchronous_standby_names").fetchone()
+            assert named == ("",)
+            alone = await asyncio.wait_for(
+                store.append(session, [Message(content="alone")], expected_seq=2), timeout=10
+            )
+            assert alone[0].seq == 3
     finally:
         if (replica_dir / "postgres").exists():
             EmbeddedPostgres(replica_dir).stop()
