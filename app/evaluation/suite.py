@@ -283,8 +283,10 @@ def _describe(source: str, exc: ValidationError, data: Any, root: yaml.Node | No
 def parse_suite(text: str, source: str = "<suite>") -> Suite:
     """Validate a suite's YAML text; ``source`` names it in errors, each problem with the line
     it is on."""
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        # the reader refuses a control character when it is made: inside the try too
+        loader = yaml.SafeLoader(text)
         root = loader.get_single_node()
         data = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
@@ -297,7 +299,8 @@ def parse_suite(text: str, source: str = "<suite>") -> Suite:
         )
         raise SuiteError(f"suite {source} is not valid YAML{where}: {problem}", [said]) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return _validated(data, source, root)
 
 

@@ -219,3 +219,10 @@ def test_each_problem_says_its_line_when_the_suite_is_yaml() -> None:
     [problem] = caught.value.problems
     assert (problem.line, problem.column) == (3, 23)
     assert problem.message.startswith("not valid YAML: ")
+
+
+def test_a_control_character_is_a_suite_problem_not_a_crash() -> None:
+    """YAML's reader refuses a control character as it starts reading (the API answered 500
+    to a suite of such text, found by the OpenAPI fuzz test)."""
+    with pytest.raises(SuiteError, match="not valid YAML"):
+        parse_suite("name: s\x12\ntasks: []\n")
