@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Settings
-from app.store import redact
+from app.store import failover_url, redact
 
 if TYPE_CHECKING:
     from app.store.embedded import EmbeddedReplica
@@ -53,14 +53,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "(no acknowledged append lost when the primary dies; while it is stopped, commits wait)",
     )
     replica.add_argument(
+        "--failover",
+        action="store_true",
+        help="with url: a write URL naming the primary and then the standby "
+        "(target_session_attrs=read-write), for CHRONICLE_DATABASE_URL: after `promote`, "
+        "Chronicle goes on against the standby without a restart",
+    )
+    replica.add_argument(
         "--show-password", action="store_true", help="print the URL's password too (a secret)"
     )
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store.embedded import STANDBY_PORT, EmbeddedReplica
+    from app.store.embedded import STANDBY_PORT, EmbeddedPostgres, EmbeddedReplica
 
-    if settings.database_url:
+    # A configured URL may be this very server's failover URL (`url --failover`): the
+    # command still serves the embedded server it was made from.
+    if settings.database_url and not EmbeddedPostgres(settings.data_dir).status().initialised:
         print(f"error: {CONFIGURED}")
         return 1
     replica = EmbeddedReplica(settings.data_dir, args.dir or settings.data_dir / "replica")
@@ -76,9 +85,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if made and args.synchronous:
             print("synchronous: the primary's commits wait for it (while it is stopped too)")
         print(f"url: {shown(url)}")
+        print(
+            "reads on it: CHRONICLE_READ_DATABASE_URL=URL; failing over to it: "
+            "CHRONICLE_DATABASE_URL=$(chronicle db replica url --failover --show-password)"
+        )
         return 0
     if action == "url":
-        print(shown(replica.url()))
+        url = replica.url()
+        if args.failover:
+            primary = EmbeddedPostgres(settings.data_dir).status().url
+            if primary is None:
+                print("error: the primary is not running; start it (`chronicle db up`) first")
+                return 1
+            url = failover_url([primary, url])
+        print(shown(url))
         return 0
     if action == "status":
         return _status(replica, shown)

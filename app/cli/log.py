@@ -92,9 +92,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 async def open_store(settings: Settings, *, long_running: bool = False) -> EventStore:
     """The store on the configured database, or on the embedded one (started if needed);
     ``long_running``: without a statement timeout (``StoreConfig.long_running``)."""
-    url = await ensure_database_async(settings.database_config())
+    database = settings.database_config()
+    url = await ensure_database_async(database)
     config = settings.store.long_running() if long_running else settings.store
-    return await EventStore.open(url, config=config, masker=settings.masker())
+    return await EventStore.open(
+        url, config=config, masker=settings.masker(), read_dsns=database.read_database_urls
+    )
 
 
 async def open_owner_store(settings: Settings) -> EventStore:

@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         description="URL of a login in chronicle_analyst (read-only) for `chronicle sql` and "
         "`chronicle export --view`; unset: the embedded server's chronicle_analyst login",
     )
+    read_database_url: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="URLs of hot standbys (streaming replicas) the log's reads may go to, "
+        "separated by spaces; a read a standby has not caught up for goes to the primary "
+        "(docs/scale-out.md). Unset: every read on database_url",
+    )
     data_dir: Path = Field(default_factory=default_data_dir)
     anchor_key_file: Path | None = Field(
         default=None,
@@ -169,6 +175,13 @@ class Settings(BaseSettings):
         default=7200.0, gt=0, description="seconds without a heartbeat before a sandbox is reaped"
     )
 
+    @field_validator("read_database_url", mode="before")
+    @classmethod
+    def _urls_list(cls, value: object) -> object:
+        """Several URLs in one variable are separated by spaces (a URL that lists several
+        hosts holds commas already), or given as a TOML list."""
+        return value.split() if isinstance(value, str) else value
+
     @field_validator("sandbox_env", "workspace_diff_leave_out", mode="before")
     @classmethod
     def _names_list(cls, value: object) -> object:
@@ -208,6 +221,8 @@ class Settings(BaseSettings):
         found.update(url_secrets("CHRONICLE_DATABASE_URL", self.database_url))
         found.update(url_secrets("CHRONICLE_ANALYST_DATABASE_URL", self.analyst_database_url))
         found.update(url_secrets("CHRONICLE_OWNER_DATABASE_URL", self.owner_database_url))
+        for url in self.read_database_url:
+            found.update(url_secrets("CHRONICLE_READ_DATABASE_URL", url))
         found.update(url_secrets("CHRONICLE_OTLP_EXPORT_URL", self.otlp_export.url))
         for value in self.otlp_export.header_values().values():
             if value:
@@ -242,6 +257,7 @@ class Settings(BaseSettings):
             data_dir=self.data_dir,
             analyst_database_url=self.analyst_database_url,
             owner_database_url=self.owner_database_url,
+            read_database_urls=tuple(self.read_database_url),
         )
 
     def runtime_config(self, environ: Mapping[str, str] | None = None) -> RuntimeConfig:

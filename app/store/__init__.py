@@ -87,7 +87,7 @@ if TYPE_CHECKING:
         TRANSIENT_ERRORS,
         refused_for_now,
     )
-    from app.store.urls import redact
+    from app.store.urls import failover_url, redact
 
 #: Each export's module, imported on first use: ``app/config/`` reads this package's config
 #: model, and that must not import the whole package into every command.
@@ -143,6 +143,7 @@ _EXPORTED_FROM = {
     "REFUSED_FOR_NOW": "app.store.transient",
     "TRANSIENT_ERRORS": "app.store.transient",
     "refused_for_now": "app.store.transient",
+    "failover_url": "app.store.urls",
     "redact": "app.store.urls",
 }
 
@@ -190,6 +191,7 @@ __all__ = [
     "collector_paused",
     "ensure_database",
     "ensure_database_async",
+    "failover_url",
     "forget_migrations",
     "kept_running",
     "redact",

@@ -50,6 +50,8 @@ class DatabaseConfig(BaseModel):
     """Chronicle's data directory; the embedded server lives in its ``postgres/``."""
     analyst_database_url: str | None = None
     """A login in ``chronicle_analyst`` (read-only analytics); None: the embedded server's."""
+    read_database_urls: tuple[str, ...] = ()
+    """Hot standbys the log's reads may go to (app/store/read_replicas.py); empty: none."""
     owner_database_url: str | None = None
     """The owner's login (migrations, admins and their tokens); None: ``database_url``, or the
     embedded server's superuser."""

@@ -43,6 +43,15 @@ from app.store.errors import (
 from app.store.integrity.anchors import AnchorRecord
 from app.store.integrity.verification import verify_session
 from app.store.notifier import Notifier
+from app.store.read_replicas import (
+    HEADS_SQL,
+    HORIZON_SQL,
+    ReadReplicas,
+    Replica,
+    ReplicaStats,
+    global_read_whole,
+    sessions_behind,
+)
 from app.store.records import Position, RecordedEvent, VerifyReport
 from app.store.subscriptions import PAGE_SIZE, GlobalSubscription, SessionSubscription
 from app.store.tail_reads import TailPage, TailReads
@@ -128,6 +137,18 @@ async def _keep_session(connection: asyncpg.Connection) -> None:
     """
 
 
+async def _replica_pool(url: str, config: StoreConfig, settings: dict[str, str]) -> asyncpg.Pool:
+    """A standby's pool, opened without a connection: the first read makes one."""
+    return await asyncpg.create_pool(
+        url,
+        min_size=0,
+        max_size=config.pool_max_size,
+        init=_init_connection,
+        reset=_keep_session,
+        server_settings=settings,
+    )
+
+
 async def _init_connection(connection: asyncpg.Connection) -> None:
     await connection.set_type_codec(
         "jsonb", encoder=json.dumps, decoder=_decode_json, schema="pg_catalog"
@@ -144,7 +165,9 @@ class EventStore:
         config: StoreConfig,
         masker: SecretMasker,
         connect: Callable[[], Awaitable[asyncpg.Connection]] | None = None,
+        replicas: ReadReplicas | None = None,
     ) -> None:
+        #: The primary's pool: every write, and every read no standby serves.
         self.pool = pool
         self.notifier = notifier
         self.config = config
@@ -154,17 +177,31 @@ class EventStore:
         self._connect = connect
         self._coalescer = AppendCoalescer(connect or _no_url)
         self._tail_reads = TailReads(self._read_tails, PAGE_SIZE)
+        #: Standbys the log's reads may go to (app/store/read_replicas.py); empty: none.
+        self._replicas = replicas or ReadReplicas([])
 
     @classmethod
     async def open(
-        cls, dsn: str, *, masker: SecretMasker, config: StoreConfig | None = None
+        cls,
+        dsn: str,
+        *,
+        masker: SecretMasker,
+        config: StoreConfig | None = None,
+        read_dsns: Sequence[str] = (),
     ) -> Self:
         """Connect. ``masker`` knows the deployment's secrets (``Settings.masker()``); it has
         no default, since a store that forgot them would record them. The password of ``dsn``
-        is masked too."""
+        is masked too.
+
+        ``dsn`` may list several hosts with ``target_session_attrs=read-write``: a new
+        connection finds whichever of them takes writes, so after a failover the store goes on
+        against the promoted standby. ``read_dsns``: hot standbys the log's reads may go to,
+        each read checked against the primary (app/store/read_replicas.py)."""
         config = config or StoreConfig()
         url = asyncpg_dsn(dsn)
         masker = masker.with_secrets(url_secrets("database", url))
+        for read_dsn in read_dsns:
+            masker = masker.with_secrets(url_secrets("database", asyncpg_dsn(read_dsn)))
         # Sent when each connection starts: it outranks the role's default (migration 0017).
         settings = {"statement_timeout": str(int(config.statement_timeout * 1000))}
         try:
@@ -181,6 +218,14 @@ class EventStore:
                 f"cannot connect to PostgreSQL at {redact(url)}: {exc}. Is the server running "
                 "and the URL (CHRONICLE_DATABASE_URL) right?"
             ) from None
+        replicas = ReadReplicas(
+            [
+                # none opened until a read wants one: a standby that is down at the start
+                # only rests, it does not keep the store from opening
+                Replica(redact(read_url), await _replica_pool(read_url, config, settings))
+                for read_url in map(asyncpg_dsn, read_dsns)
+            ]
+        )
         try:
             if await pool.fetchval("SELECT to_regclass('events')") is None:
                 raise StoreError(
@@ -191,6 +236,7 @@ class EventStore:
             await notifier.start()
         except BaseException:
             await pool.close()
+            await replicas.close()
             raise
         store = cls(
             pool,
@@ -198,6 +244,7 @@ class EventStore:
             config,
             masker,
             connect=lambda: asyncpg.connect(url, server_settings=settings),
+            replicas=replicas,
         )
         # Its appends ring its watchers themselves (append_encoded); their NOTIFYs are for
         # other processes. Here, not in __init__: a BufferedSession shares this notifier and
@@ -220,6 +267,7 @@ class EventStore:
         await self._coalescer.close()
         await self.notifier.close()
         await self.pool.close()
+        await self._replicas.close()
 
     async def __aenter__(self) -> Self:
         return self
@@ -375,14 +423,65 @@ class EventStore:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def _fetch(self, sql: str, *args: Any, resolve_blobs: bool = True) -> list[RecordedEvent]:
+    async def _fetch(
+        self,
+        sql: str,
+        *args: Any,
+        resolve_blobs: bool = True,
+        pool: asyncpg.Pool | None = None,
+    ) -> list[RecordedEvent]:
+        """Events read on ``pool`` (the primary's by default), their blobs from the same
+        server: a standby that has an event has its blobs, which were committed before it."""
+        pool = pool or self.pool
         with collector_paused():  # rows are decoded as they arrive: see collector_pause.py
-            rows = await self.pool.fetch(sql, *args)
+            rows = await pool.fetch(sql, *args)
             make = RecordedEvent._make  # columns are selected in the tuple's field order
             events = [make(row) for row in rows]
         if resolve_blobs and events and holds_encoded(events):
-            return await restore_events(self.pool, events)
+            return await restore_events(pool, events)
         return events
+
+    @property
+    def replica_stats(self) -> ReplicaStats:
+        """How reads were served: by a standby, or by the primary when one was behind."""
+        return self._replicas.stats
+
+    async def _read_sessions(
+        self,
+        sql: str,
+        args: Sequence[Any],
+        cursors: Mapping[UUID, int],
+        limit: int | None,
+        resolve_blobs: bool,
+    ) -> list[RecordedEvent]:
+        """Sessions' events after their cursors (``sql`` with ``args`` reads them): on a
+        standby when one is set and has every event the primary's heads say there is (see
+        app/store/read_replicas.py), on the primary otherwise."""
+        replica = self._replicas.choose()
+        if replica is None:
+            return await self._fetch(sql, *args, resolve_blobs=resolve_blobs)
+        heads = {row[0]: row[1] for row in await self.pool.fetch(HEADS_SQL, list(cursors))}
+        try:
+            events = await self._fetch(sql, *args, resolve_blobs=resolve_blobs, pool=replica.pool)
+        except (*TRANSIENT_ERRORS, asyncpg.PostgresError):
+            self._replicas.failed(replica)
+            return await self._fetch(sql, *args, resolve_blobs=resolve_blobs)
+        behind = sessions_behind(cursors, heads, events, limit)
+        if not behind:
+            self._replicas.stats.served += 1
+            return events
+        self._replicas.stats.behind += len(behind)
+        if len(behind) == len(cursors):
+            return await self._fetch(sql, *args, resolve_blobs=resolve_blobs)
+        kept = [event for event in events if event.session_id not in behind]
+        again = await self._fetch(
+            READ_TAILS_SQL,
+            list(behind),
+            [cursors[session_id] for session_id in behind],
+            limit,
+            resolve_blobs=resolve_blobs,
+        )
+        return kept + again
 
     async def read(
         self,
@@ -405,10 +504,9 @@ class EventStore:
         sql, fields = READ_SESSION_SQL, []
         if leave_out:
             sql, fields = READ_SESSION_WITHOUT_SQL, [list(leave_out)]
+        args = (session_id, after_seq, limit, *fields)
         return await self._retrying(
-            lambda: self._fetch(
-                sql, session_id, after_seq, limit, *fields, resolve_blobs=resolve_blobs
-            )
+            lambda: self._read_sessions(sql, args, {session_id: after_seq}, limit, resolve_blobs)
         )
 
     async def read_tail(self, session_id: UUID, after_seq: int, *, resolve_blobs: bool) -> TailPage:
@@ -423,14 +521,9 @@ class EventStore:
         if len(cursors) == 1:
             [(session_id, after_seq)] = cursors.items()
             return await self.read(session_id, after_seq, limit, resolve_blobs=resolve_blobs)
+        args = (list(cursors), list(cursors.values()), limit)
         return await self._retrying(
-            lambda: self._fetch(
-                READ_TAILS_SQL,
-                list(cursors),
-                list(cursors.values()),
-                limit,
-                resolve_blobs=resolve_blobs,
-            )
+            lambda: self._read_sessions(READ_TAILS_SQL, args, cursors, limit, resolve_blobs)
         )
 
     async def read_all(
@@ -439,15 +532,32 @@ class EventStore:
         """Events of all sessions after ``after`` in commit-safe ``(tx, global_position)`` order
         (payloads as ``read`` gives them)."""
         position = after or Position.origin()
-        return await self._retrying(
-            lambda: self._fetch(
-                READ_ALL_SQL,
-                position.tx,
-                position.global_position,
-                limit,
-                resolve_blobs=resolve_blobs,
+        args = (position.tx, position.global_position, limit)
+        return await self._retrying(lambda: self._read_all(args, limit, resolve_blobs))
+
+    async def _read_all(
+        self, args: Sequence[Any], limit: int, resolve_blobs: bool
+    ) -> list[RecordedEvent]:
+        """The global read on a standby when it has all the primary had at the start (its
+        horizon reached the primary's) or a full page; on the primary otherwise."""
+        replica = self._replicas.choose()
+        if replica is None:
+            return await self._fetch(READ_ALL_SQL, *args, resolve_blobs=resolve_blobs)
+        horizon = await self.pool.fetchval(HORIZON_SQL)
+        try:
+            # the standby's horizon before its read: the read's own is no lower
+            reached = await replica.pool.fetchval(HORIZON_SQL)
+            events = await self._fetch(
+                READ_ALL_SQL, *args, resolve_blobs=resolve_blobs, pool=replica.pool
             )
-        )
+        except (*TRANSIENT_ERRORS, asyncpg.PostgresError):
+            self._replicas.failed(replica)
+            return await self._fetch(READ_ALL_SQL, *args, resolve_blobs=resolve_blobs)
+        if global_read_whole(horizon, reached, len(events), limit):
+            self._replicas.stats.served += 1
+            return events
+        self._replicas.stats.behind += 1
+        return await self._fetch(READ_ALL_SQL, *args, resolve_blobs=resolve_blobs)
 
     async def last_seq(self, session_id: UUID) -> int:
         """The session's last seq (0 if it has no events)."""
