@@ -20,6 +20,7 @@ from collections import deque
 from typing import Protocol, Self
 from uuid import UUID
 
+from app.store.errors import DatabaseUnavailableError
 from app.store.notifier import Notifier, Wakeup
 from app.store.records import Position, RecordedEvent
 from app.store.tail_reads import TailPage
@@ -136,7 +137,8 @@ class Subscription:
         while True:
             try:
                 return await self._read_page()
-            except TRANSIENT_ERRORS as exc:
+            except (*TRANSIENT_ERRORS, DatabaseUnavailableError) as exc:
+                # the store's own retries spent (a failover takes longer): keep trying
                 log.warning("subscription read failed (%s); retrying", exc)
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self._poll_interval)

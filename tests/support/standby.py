@@ -4,6 +4,9 @@ streaming replication through a slot)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,11 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import psutil
 import psycopg
 
 from app.store import ensure_database
 from app.store.config import DatabaseConfig
 from app.store.embedded import EmbeddedPostgres, EmbeddedReplica
+from app.store.embedded.postmaster import read_postmaster
 
 
 def _on_server_of(url: str, server_url: str) -> str:
@@ -49,6 +54,15 @@ class Pair:
         with psycopg.connect(self.standby_admin_url, autocommit=True) as standby:
             standby.execute("SELECT pg_wal_replay_resume()")
 
+    def kill_primary(self) -> None:
+        """The primary dies at once (SIGKILL to its postmaster; its backends follow it)."""
+        server = read_postmaster(EmbeddedPostgres(self.data_dir).pgdata)
+        assert server is not None, "the primary is not running"
+        processes = [psutil.Process(server.pid), *psutil.Process(server.pid).children()]
+        os.kill(server.pid, signal.SIGKILL)
+        _, alive = psutil.wait_procs(processes, timeout=30)
+        assert not alive, alive
+
     def caught_up(self) -> bool:
         """The standby has replayed everything the primary wrote so far."""
         with psycopg.connect(self.primary_admin_url, autocommit=True) as primary:
@@ -76,5 +90,6 @@ def primary_and_standby(*, synchronous: bool = False) -> Iterator[Pair]:
     finally:
         for data in (root / "standby" / "data", data_dir):
             if data.is_dir():
-                EmbeddedPostgres(data).stop()
+                with contextlib.suppress(Exception):  # a primary a test killed is not running
+                    EmbeddedPostgres(data).stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -43,7 +43,7 @@ from app.interchange.sql.received_spans import (
     stage,
 )
 from app.sessions.sql.session_owners import own_session
-from app.store import ConcurrencyError, EventStore, collector_paused
+from app.store import DATABASE_GONE_ERRORS, ConcurrencyError, EventStore, collector_paused
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +222,8 @@ class TraceSettler:
                 await self.settle_due()
             except asyncio.CancelledError:
                 raise
+            except DATABASE_GONE_ERRORS as exc:  # a restart, a failover: one line a round
+                log.warning("could not settle received traces: the database is away (%s)", exc)
             except Exception:  # the next round tries again; the spans wait in the table
                 log.exception("could not settle received traces")
 
