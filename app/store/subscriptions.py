@@ -32,6 +32,8 @@ PAGE_SIZE = 1000
 #: A durable subscription saves its checkpoint at least this often while busy.
 CHECKPOINT_EVERY_EVENTS = 500
 CHECKPOINT_EVERY_SECONDS = 1.0
+#: A read failed for want of a database (the store's own retries spent too): read again.
+_DATABASE_AWAY: tuple[type[BaseException], ...] = (*TRANSIENT_ERRORS, DatabaseUnavailableError)
 
 
 class SubscriptionSource(Protocol):
@@ -137,7 +139,7 @@ class Subscription:
         while True:
             try:
                 return await self._read_page()
-            except (*TRANSIENT_ERRORS, DatabaseUnavailableError) as exc:
+            except _DATABASE_AWAY as exc:
                 # the store's own retries spent (a failover takes longer): keep trying
                 log.warning("subscription read failed (%s); retrying", exc)
                 await asyncio.sleep(backoff)
