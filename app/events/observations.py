@@ -75,3 +75,20 @@ KIND_CLASSES: tuple[type[Event], ...] = (
     McpResult,
     ErrorObservation,
 )
+
+
+def answer_failure(kind: str, payload: dict[str, Any]) -> tuple[str, str] | None:
+    """How an action's answer says the action failed, as ``(type, message)``; None when it
+    did not. One definition for every reader that asks: the search's "errors", the OTLP
+    spans' status and ``error.type``; the analytics views' ``failed`` column says the same in
+    SQL (an ``error`` observation, a time-out, an MCP error, a non-zero exit code)."""
+    if kind == "error":
+        return str(payload.get("error_type") or "_OTHER"), str(payload.get("message") or "")
+    if payload.get("timed_out") is True:
+        return "timeout", "the command timed out"
+    if payload.get("is_error") is True:
+        return "tool_error", "the tool answered with an error"
+    code = payload.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return "exit_code", f"exited {code}"
+    return None

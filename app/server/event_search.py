@@ -11,6 +11,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
+from app.events.observations import answer_failure
+
 #: What the kind filter offers, and the kinds each stands for. An observation belongs to the
 #: group of the action it answers (a command's output is found with the commands).
 KIND_GROUPS: dict[str, frozenset[str]] = {
@@ -77,15 +79,12 @@ def is_error(kind: str, payload: dict[str, Any]) -> bool:
     """Whether the event records something going wrong: an error, a command that failed or
     timed out, a model call that failed, a tool that reported an error, a sandbox that did
     not start, the agent stopping on an error."""
-    if kind in ("error", "runtime.failed"):
+    if kind == "runtime.failed":
         return True
-    if kind == "run.output":
-        code = payload.get("exit_code")
-        return bool(payload.get("timed_out")) or (code is not None and code != 0)
+    if kind in ("error", "run.output", "mcp.result"):
+        return answer_failure(kind, payload) is not None
     if kind == "llm.call":
         return bool(payload.get("error"))
-    if kind == "mcp.result":
-        return payload.get("is_error") is True
     if kind == "agent.state":
         return payload.get("state") == "error"
     return False

@@ -29,6 +29,7 @@ from uuid import UUID
 
 import orjson
 
+from app.events.observations import answer_failure
 from app.events.prompts import whole_prompts
 from app.events.registry import AWAITED_KINDS, OBSERVATION_KINDS
 from app.projections.otlp.ids import SESSION_SPAN, span_id, trace_id
@@ -338,19 +339,7 @@ def tool_span(
 
 def _failure(answer: RecordedEvent | None) -> tuple[str, str] | None:
     """``error.type`` and the status message of a tool's answer that says it failed."""
-    if answer is None:
-        return None
-    payload = answer.payload
-    if answer.kind == "error":
-        return str(payload.get("error_type") or "_OTHER"), str(payload.get("message") or "")
-    if payload.get("timed_out") is True:
-        return "timeout", "the command timed out"
-    if payload.get("is_error") is True:
-        return "tool_error", "the tool answered with an error"
-    code = payload.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
-        return "exit_code", f"exited {code}"
-    return None
+    return None if answer is None else answer_failure(answer.kind, answer.payload)
 
 
 def _ended_in_error(events: Sequence[RecordedEvent]) -> str | None:
