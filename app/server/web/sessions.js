@@ -10,6 +10,8 @@ import { annotationFilters } from "./annotations.js";
 
 const STATES = ["running", "interrupted", "awaiting_user_input", "paused", "stopped", "finished", "limit", "error"];
 const POLL_MS = 3000;
+// Longest a poll shows totals asked for earlier with the same filters.
+const TOTALS_MS = 30000;
 const TYPING_MS = 250; // the text filter asks the API once typing pauses
 
 /** The rows in the list's order, each with its depth: a replay or fork under its source when
@@ -192,9 +194,15 @@ export function sessionsView({ main, showError, clearError, go }) {
       : "";
   }
 
+  // The totals sum every session the filters pass: asked for when the filters change, when
+  // the rows shown changed since they were asked (a poll later), and else every TOTALS_MS,
+  // not on each 3 s poll.
+  let totals = null, totalsFor = null, totalsAt = 0, totalsRows = null;
+  const rowsNow = () => sessions.map((s) => `${s.id}:${s.updated_at}:${s.events}`).join();
+
   async function load() {
     params.set("limit", "200");
-    params.set("totals", "true");
+    params.delete("totals");
     const words = text.value.trim();
     const asId = /^[0-9a-fA-F]{8}(-[0-9a-fA-F-]{0,27})?$/.test(words); // an id, or its first 8+
     const set = (name, value) => (value ? params.set(name, value) : params.delete(name));
@@ -208,13 +216,18 @@ export function sessionsView({ main, showError, clearError, go }) {
     set("until", to.value ? dayStart(to.value, 1) : "");
     set("sort", sort === "newest" ? "" : sort);
     byAnnotation.apply(params);
+    const filtersNow = params.toString();
+    const askTotals = filtersNow !== totalsFor || totalsRows !== rowsNow()
+      || Date.now() - totalsAt > TOTALS_MS;
+    if (askTotals) params.set("totals", "true");
     const mine = ++asked;
     try {
       const page = await api(`/api/sessions?${params}`);
       if (stopped || mine !== asked) return;
       sessions = page.sessions;
+      if (askTotals) [totals, totalsFor, totalsAt, totalsRows] = [page.totals, filtersNow, Date.now(), rowsNow()];
       clearError();
-      draw(page.totals);
+      draw(totals);
     } catch (error) {
       if (!stopped && mine === asked) showError(error);
     }

@@ -133,3 +133,11 @@ def test_the_list_groups_sorts_filters_and_sums(
         "rows => rows.map(row => row.getBoundingClientRect().height)"
     )
     assert len(heights) == 7 and max(heights) < 844 / 4, heights
+
+    # polling a list that does not change asks for its rows, not for the totals again
+    asked: list[str] = []
+    phone.on("request", lambda request: asked.append(request.url))
+    phone.wait_for_timeout(7_000)  # two polls
+    lists = [url for url in asked if "/api/sessions?" in url]
+    assert len(lists) >= 2, asked
+    assert not [url for url in lists if "totals=true" in url], lists
