@@ -35,6 +35,6 @@ class SandboxKind:
     its path on the host."""
     recorded_image: Callable[[str], str | None] = no_image
     """The image tag a session records (``SessionConfig.image``), from the base image."""
-    reap_forever: Callable[[float, float], Awaitable[None]] | None = None
-    """``reap_forever(older_than, every)``: remove this kind's sandboxes whose heartbeat is
+    reap_forever: Callable[[RuntimeConfig, float, float], Awaitable[None]] | None = None
+    """``reap_forever(config, older_than, every)``: remove this kind's sandboxes whose heartbeat is
     stale, on a timer (a worker runs it); None where nothing outlives its owner."""

@@ -480,9 +480,12 @@ class Worker:
     async def _reaper(self) -> None:
         """Every kind's reaper (the sandboxes whose owner died), side by side."""
         settings = self.settings
+        config = settings.runtime_config()
         await asyncio.gather(
             *(
-                kind.reap_forever(settings.sandbox_reap_after, settings.worker.reap_interval)
+                kind.reap_forever(
+                    config, settings.sandbox_reap_after, settings.worker.reap_interval
+                )
                 for kind in KINDS.values()
                 if kind.reap_forever is not None
             )

@@ -18,6 +18,12 @@ WORKSPACE = "/workspace"
 
 
 def make(config: RuntimeConfig, workspace: Path, session_id: UUID | str) -> ClientRuntime:
+    """The environment's engine's container; with ``docker_hosts``, one the pool places."""
+    if config.docker.hosts:
+        from app.runtime.docker.host_pool import DockerHostPool
+        from app.runtime.remote import ProvisionedRuntime
+
+        return ProvisionedRuntime(DockerHostPool(config.docker), workspace, session_id)
     from app.runtime.docker.runtime import DockerRuntime
 
     return DockerRuntime(workspace, session_id, config=config.docker)
@@ -29,7 +35,14 @@ def recorded_image(base_image: str) -> str:
     return image_tag(base_image)
 
 
-async def reap_forever(older_than: float, every: float) -> None:
+async def reap_forever(config: RuntimeConfig, older_than: float, every: float) -> None:
+    """The reaper of the environment's engine, or of every host of ``docker_hosts``."""
+    if config.docker.hosts:
+        from app.runtime.docker.host_pool import DockerHostPool
+        from app.runtime.provisioner import reap_forever as reap_provisioned
+
+        await reap_provisioned(DockerHostPool(config.docker), older_than, every)
+        return
     from app.runtime.docker.reaper import reap_forever as reap_on_a_timer
 
     await reap_on_a_timer(older_than, every)
