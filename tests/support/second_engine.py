@@ -1,0 +1,159 @@
+"""More Docker engines on this machine, for the host pool's tests: its own socket, data
+root, exec root and pidfile, no bridge and no iptables (sandboxes run with no network), and
+the sandbox image loaded from the first engine (no registry is reachable).
+
+``kill`` is the host dying: the engine, its containerd, the containers' shims and the
+containers themselves, all at once (SIGKILL); ``start`` brings it back on the same data root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+
+from app.runtime.image import ensure_image
+
+#: Seconds the engine may take to answer after it is started.
+START_TIMEOUT = 30.0
+
+
+@dataclass
+class SecondEngine:
+    """A dockerd of the tests' own; ``url`` is its ``docker_hosts`` entry."""
+
+    root: Path
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "docker2.sock"
+
+    @property
+    def url(self) -> str:
+        return f"unix://{self.socket}"
+
+    def client(self) -> docker.DockerClient:
+        return docker.DockerClient(base_url=self.url, timeout=10)
+
+    def start(self) -> None:
+        log = open(self.root / "dockerd.log", "ab")  # noqa: SIM115 - the engine's, for its life
+        self.process = subprocess.Popen(
+            [
+                shutil.which("dockerd") or "dockerd",
+                *("--iptables=false", "--ip-masq=false", "--bridge=none"),
+                *("-H", self.url, "--data-root", str(self.root / "data")),
+                *("--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "pid")),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the second dockerd exited: {self._log_tail()}")
+            with contextlib.suppress(Exception):
+                if self.client().ping():
+                    return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the second dockerd did not answer: {self._log_tail()}")
+            time.sleep(0.05)
+
+    def _log_tail(self) -> str:
+        return (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
+
+    def _ours(self) -> list[int]:
+        """The engine's processes: every one whose command line names our root (dockerd,
+        its containerd, the containers' shims)."""
+        found = []
+        marker = str(self.root).encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if marker in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+        return found
+
+    def kill(self) -> None:
+        """The host dies: every process of the engine and of its containers, SIGKILL."""
+        pids: list[int] = []
+        with contextlib.suppress(Exception):
+            for container in self.client().containers.list():
+                pids.append(int(container.attrs["State"]["Pid"]))
+        pids += self._ours()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if self.process is not None:
+            self.process.wait(10)
+            self.process = None
+
+    def stop(self) -> None:
+        """Remove its containers and stop it (SIGTERM, then SIGKILL what is left)."""
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                for container in self.client().containers.list(all=True):
+                    container.remove(force=True)
+            self.process.terminate()
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+            self.process = None
+        for pid in self._ours():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def load_sandbox_image(engine: SecondEngine, base_image: str) -> None:
+    """The sandbox image (built on the first engine when missing) saved there and loaded
+    into ``engine``; its layers hold the base image's."""
+    tag, _ = ensure_image(docker.from_env(), base_image)
+    with contextlib.suppress(docker.errors.ImageNotFound):
+        engine.client().images.get(tag)
+        return
+    saving = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+    loading = subprocess.run(
+        ["docker", "-H", engine.url, "load", "-q"],
+        stdin=saving.stdout,
+        capture_output=True,
+        check=False,
+    )
+    assert saving.stdout is not None
+    saving.stdout.close()
+    if saving.wait() != 0 or loading.returncode != 0:
+        raise RuntimeError(f"loading {tag} into the second engine failed: {loading.stderr!r}")
+
+
+@contextlib.contextmanager
+def more_engines(base_image: str, count: int = 2) -> Iterator[list[SecondEngine]]:
+    """``count`` started engines besides the system's, each with the sandbox image (loaded
+    side by side), stopped and removed at the end. The pool's tests use engines of their
+    own only: the system engine's sandboxes come and go with every other test."""
+    # short roots: a Unix socket's path must stay under ~100 bytes
+    engines = [SecondEngine(Path(tempfile.mkdtemp(prefix="chronicle-d2-"))) for _ in range(count)]
+    try:
+        for engine in engines:
+            engine.start()
+        ensure_image(docker.from_env(), base_image)
+        with ThreadPoolExecutor(count) as loading:
+            list(loading.map(lambda engine: load_sandbox_image(engine, base_image), engines))
+        yield engines
+    finally:
+        for engine in engines:
+            engine.stop()
+            shutil.rmtree(engine.root, ignore_errors=True)
