@@ -74,6 +74,8 @@ class DockerHostPool:
         #: the sandboxes this pool started and has not released, by (host, name)
         self._live: dict[tuple[str, str], DockerRuntime] = {}
         self._sandbox_memory = parse_bytes(config.memory) if config.memory else 0
+        #: one placement at a time in this pool: a survey, then the container it decided on
+        self._placing = asyncio.Lock()
 
     # -- engines ----------------------------------------------------------------------------
 
@@ -122,6 +124,14 @@ class DockerHostPool:
     async def acquire(
         self, session_id: str, workspace: Path, *, host: str | None = None
     ) -> Sandbox:
+        """See ``Provisioner.acquire``. Placements through one pool are made one at a time,
+        so that each survey counts the sandboxes placed before it (sandboxes placed at the
+        same instant by two workers may still pick the same host: a host's maximum is the
+        capacity placement aims at, not a lock)."""
+        async with self._placing:
+            return await self._place(session_id, workspace, host)
+
+    async def _place(self, session_id: str, workspace: Path, host: str | None) -> Sandbox:
         surveys = await self._surveys()
         loads = [load for load, _ in surveys]
         holding = [load for load, sessions in surveys if load.reachable and session_id in sessions]

@@ -238,7 +238,8 @@ class DockerRuntime(ClientRuntime):
             **confinement(config, user),
         }
         quota = config.disk_quota
-        where = str(engine.api.base_url)
+        # per engine: a pool's Unix sockets all have the base URL http+docker://localhost
+        where = self.extra_labels.get("chronicle.host") or str(engine.api.base_url)
         if quota and self.quota_support.worth_trying(where):
             try:
                 return engine.containers.run(self.image_tag, storage_opt={"size": quota}, **options)
