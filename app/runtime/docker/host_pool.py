@@ -10,7 +10,7 @@ a takeover replaces its leftover in place, and a restart stays on the session's 
 The container's action server listens on a Unix socket in a host directory, and the
 workspace is a bind mount, as on one engine: the pool's engines must see this machine's
 paths (engines on this machine, or hosts that mount the same workspaces and socket
-directories). docs/guide/sandboxes.md says how to point at remote engines.
+directories). docs/sandboxes.md says how to point at remote engines.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""What every provisioner promises the remote runtime and the reaper (app/runtime/provisioner.py)."""
+"""What every provisioner promises the remote runtime and the reaper
+(app/runtime/provisioner.py)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ async def test_a_restart_pinned_to_a_host_stays_there_or_says_it_is_lost(
         assert sandbox.host == host
         await provisioner.wait_ready(sandbox, 60)
         await provisioner.release(sandbox.host, sandbox.sandbox_id)
-    with pytest.raises(HostLostError, match="unix:///nowhere.sock is unreachable"):
+    with pytest.raises(HostLostError, match=r"unix:///nowhere\.sock is unreachable"):
         await provisioner.acquire(session, tmp_path / "ws", host="unix:///nowhere.sock")
 
 

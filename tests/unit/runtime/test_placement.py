@@ -70,7 +70,7 @@ def test_a_tcp_engine_needs_tls_files_that_exist(tmp_path: Path) -> None:
     with pytest.raises(DockerHostError, match="needs TLS: set docker_tls_cert"):
         parse_hosts(["tcp://h:2376"], None)
     tls = DockerTls(cert=tmp_path / "cert.pem", key=tmp_path / "key.pem", ca=tmp_path / "ca.pem")
-    with pytest.raises(DockerHostError, match="docker_tls_cert = .* is not a readable file"):
+    with pytest.raises(DockerHostError, match=r"docker_tls_cert = .* is not a readable file"):
         parse_hosts(["tcp://h:2376"], tls)
     for path in (tls.cert, tls.key, tls.ca):
         path.write_text("pem")
