@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 import docker
 
 from app.runtime.image import ensure_image
+from tests.support.tls_certs import TlsFiles, make_tls_files
 
 #: Seconds the engine may take to answer after it is started.
 START_TIMEOUT = 30.0
@@ -34,6 +36,10 @@ class SecondEngine:
 
     root: Path
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    #: also served over TCP with mutual TLS on this port (``tls_url``), certificates in
+    #: ``tls`` (None: the Unix socket only)
+    tls: TlsFiles | None = None
+    tls_port: int = 0
 
     @property
     def socket(self) -> Path:
@@ -42,6 +48,10 @@ class SecondEngine:
     @property
     def url(self) -> str:
         return f"unix://{self.socket}"
+
+    @property
+    def tls_url(self) -> str:
+        return f"tcp://127.0.0.1:{self.tls_port}"
 
     def client(self) -> docker.DockerClient:
         return docker.DockerClient(base_url=self.url, timeout=10)
@@ -54,6 +64,7 @@ class SecondEngine:
                 *("--iptables=false", "--ip-masq=false", "--bridge=none"),
                 *("-H", self.url, "--data-root", str(self.root / "data")),
                 *("--exec-root", str(self.root / "exec"), "--pidfile", str(self.root / "pid")),
+                *self._tls_options(),
             ],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -71,6 +82,20 @@ class SecondEngine:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"the second dockerd did not answer: {self._log_tail()}")
             time.sleep(0.05)
+
+    def _tls_options(self) -> list[str]:
+        if self.tls is None:
+            return []
+        if not self.tls_port:
+            with socket.socket() as probe:  # a free port, kept across restarts
+                probe.bind(("127.0.0.1", 0))
+                self.tls_port = probe.getsockname()[1]
+        tls = self.tls
+        return [
+            *("--tlsverify", "--tlscacert", str(tls.ca)),
+            *("--tlscert", str(tls.server_cert), "--tlskey", str(tls.server_key)),
+            *("-H", self.tls_url),
+        ]
 
     def _log_tail(self) -> str:
         return (self.root / "dockerd.log").read_text(errors="replace")[-2000:]
@@ -142,6 +167,8 @@ def more_engines(base_image: str, count: int = 2) -> Iterator[list[SecondEngine]
     own only: the system engine's sandboxes come and go with every other test."""
     # short roots: a Unix socket's path must stay under ~100 bytes
     engines = [SecondEngine(Path(tempfile.mkdtemp(prefix="chronicle-d2-"))) for _ in range(count)]
+    # the last one is also served over TCP with mutual TLS (a tcp:// entry of docker_hosts)
+    engines[-1].tls = make_tls_files(engines[-1].root / "tls")
     try:
         for engine in engines:
             engine.start()

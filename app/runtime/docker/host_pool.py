@@ -159,9 +159,14 @@ class DockerHostPool:
             socket_root=self._socket_root,
             labels={HOST_LABEL: chosen.host},
         )
+        # Shielded: a start cancelled half-way (a warm pool closing while it fills) would
+        # leave the container its thread is creating behind; it finishes, then goes.
+        starting = asyncio.ensure_future(runtime.start())
         try:
-            await runtime.start()
+            await asyncio.shield(starting)
         except BaseException:
+            with contextlib.suppress(BaseException):
+                await starting
             with contextlib.suppress(*ENGINE_ERRORS):
                 await runtime.close()
             raise

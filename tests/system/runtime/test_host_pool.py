@@ -18,19 +18,25 @@ import pytest
 
 from app.agent.steering import phase_of
 from app.events import Run, RunOutput
+from app.runtime.docker.config import DockerConfig
+from app.runtime.docker.host_pool import DockerHostPool
 from app.runtime.docker.kind import KIND as DOCKER
 from app.runtime.factory import make_pool, make_runtime
 from app.runtime.provisioner import NoCapacityError
 from app.runtime.remote import ProvisionedRuntime
+from app.sessions.leases import request_run
 from app.sessions.runner import SessionOptions, run_session
 from app.sessions.sql.steering_marks import steering_marks
+from app.sessions.worker import run_worker
 from app.store import EventStore
 from tests.support.agent_session import settings_for
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.host_pools import sandboxes_on
 from tests.support.sandboxes import sandbox_settings
 from tests.support.second_engine import SecondEngine
-from tests.support.waiting import until, wait_for_event
+from tests.support.tls_certs import make_tls_files
+from tests.support.waiting import until, wait_for_event, wait_for_events
+from tests.support.worker_sessions import recorded_session
 
 pytestmark = pytest.mark.usefixtures("docker_engines")
 
@@ -188,3 +194,114 @@ async def test_a_session_whose_engine_dies_is_interrupted_and_resumes_on_the_oth
         await asyncio.gather(killer, return_exceptions=True)
         if a.process is None:
             await asyncio.to_thread(a.start)  # the engine comes back for the next tests
+
+
+async def test_a_full_pool_hands_the_run_back_until_a_host_has_room(
+    engines: list[SecondEngine], store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    """Every host at its maximum: the worker's run finds no room, says so in the log and is
+    tried again (as a refused one), not failed; once a sandbox goes, the session runs."""
+    a, b = engines
+    hosts = [f"{a.url}?max_sandboxes=1", f"{b.url}?max_sandboxes=1"]
+    settings = settings_for(
+        fake_llm, tmp_path, docker_hosts=hosts, worker_heartbeat_interval=0.5,
+        worker_refused_backoff=0.3, worker_refused_backoff_max=0.6,
+    )  # fmt: skip
+    config = settings.runtime_config()
+    blockers = [make_runtime(config, tmp_path / f"b{i}", uuid.uuid4(), "docker") for i in (0, 1)]
+    for blocker in blockers:
+        await blocker.start()
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo ran")]),
+        Reply(tool_calls=[tool_call("finish", message="done")]),
+    )
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = await recorded_session(store, fake_llm, workspace, "Run.", runtime="docker")
+    stop = asyncio.Event()
+    worker = asyncio.create_task(run_worker(store, settings, stop=stop, max_sessions=1))
+    try:
+        await request_run(store, session, reason="created")
+        refused = await wait_for_events(
+            store, session, 2, lambda e: e.kind == "runtime.failed", timeout=60
+        )  # tried twice, refused twice
+        assert "no Docker host has room for another sandbox" in refused[0].payload["message"]
+        assert "runs 1 of 1" in refused[0].payload["message"]
+        assert not [e for e in await store.read(session) if e.kind == "agent.state"]
+        await blockers[1].close()  # room on b
+        await wait_for_event(
+            store,
+            session,
+            lambda e: e.kind == "agent.state" and e.payload["state"] == "finished",
+            timeout=120,
+        )
+    finally:
+        stop.set()
+        await asyncio.wait_for(worker, 60)
+        for blocker in blockers:
+            await blocker.close()
+    events = await store.read(session)
+    ready = [e.payload["sandbox_id"] for e in events if e.kind == "runtime.ready"]
+    assert len(ready) == 1 and ready[0].endswith(f"@{b.url}")
+    assert [e.payload["output"] for e in events if e.kind == "run.output"] == ["ran\n"]
+
+
+async def test_an_engine_over_tcp_with_mutual_tls(
+    engines: list[SecondEngine], tmp_path: Path
+) -> None:
+    """A ``tcp://`` entry: reached with the client certificate, the engine verified against
+    the CA; a CA that did not sign the engine's certificate makes it unreachable, saying so."""
+    _, b = engines
+    assert b.tls is not None
+    tls = b.tls
+    settings = sandbox_settings(tmp_path).model_copy(
+        update={
+            "docker_hosts": [b.tls_url],
+            "docker_tls_cert": tls.client_cert,
+            "docker_tls_key": tls.client_key,
+            "docker_tls_ca": tls.ca,
+        }
+    )
+    runtime = make_runtime(settings.runtime_config(), tmp_path / "ws", uuid.uuid4(), "docker")
+    assert isinstance(runtime, ProvisionedRuntime)
+    await runtime.start()
+    try:
+        await runtime.wait_ready(60)
+        assert runtime.host == b.tls_url
+        result = await runtime.execute(Run(command="echo over tls"))
+        assert isinstance(result, RunOutput) and result.output == "over tls\n"
+        on_b = b.client().containers.list(filters={"label": f"chronicle.host={b.tls_url}"})
+        assert [c.labels["chronicle.session"] for c in on_b] == [runtime.session_id]
+    finally:
+        await runtime.close()
+    assert not b.client().containers.list(all=True)
+
+    stranger = make_tls_files(tmp_path / "stranger", "another-ca")
+    pool = DockerHostPool(
+        DockerConfig(
+            hosts=[b.tls_url], tls_cert=tls.client_cert, tls_key=tls.client_key, tls_ca=stranger.ca
+        )
+    )
+    [health] = await pool.health()
+    assert not health.reachable and "certificate verify failed" in str(health.problem), health
+    with pytest.raises(NoCapacityError, match=r"is unreachable \(.*certificate verify failed"):
+        await pool.acquire(str(uuid.uuid4()), tmp_path / "ws2")
+
+
+async def test_an_ssh_engine_that_does_not_answer_is_skipped(
+    engines: list[SecondEngine], tmp_path: Path
+) -> None:
+    """An ``ssh://`` entry goes through the ssh program; one whose host refuses is named
+    unreachable, and placement uses the engines that answer."""
+    a, _ = engines
+    pool = DockerHostPool(
+        DockerConfig(hosts=["ssh://nobody@127.0.0.1:1", a.url], memory="1g"),
+    )
+    health = {h.host: h for h in await pool.health()}
+    assert not health["ssh://nobody@127.0.0.1:1"].reachable
+    assert health[a.url].reachable and health[a.url].capacity >= 1
+    sandbox = await pool.acquire(str(uuid.uuid4()), tmp_path / "ws")
+    try:
+        assert sandbox.host == a.url
+    finally:
+        await pool.release(sandbox.host, sandbox.sandbox_id)
