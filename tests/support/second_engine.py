@@ -140,24 +140,17 @@ class SecondEngine:
         self.kill()
 
 
-def load_sandbox_image(engine: SecondEngine, base_image: str) -> None:
-    """The sandbox image (built on the first engine when missing) saved there and loaded
-    into ``engine``; its layers hold the base image's."""
-    tag, _ = ensure_image(docker.from_env(), base_image)
-    with contextlib.suppress(docker.errors.ImageNotFound):
-        engine.client().images.get(tag)
-        return
-    saving = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+def load_sandbox_image(engine: SecondEngine, archive: Path) -> None:
+    """Load the sandbox image saved in ``archive`` (``docker save``) into ``engine``."""
     loading = subprocess.run(
-        ["docker", "-H", engine.url, "load", "-q"],
-        stdin=saving.stdout,
+        ["docker", "-H", engine.url, "load", "-q", "-i", str(archive)],
         capture_output=True,
         check=False,
     )
-    assert saving.stdout is not None
-    saving.stdout.close()
-    if saving.wait() != 0 or loading.returncode != 0:
-        raise RuntimeError(f"loading {tag} into the second engine failed: {loading.stderr!r}")
+    if loading.returncode != 0:
+        raise RuntimeError(
+            f"loading the sandbox image into {engine.url} failed: {loading.stderr!r}"
+        )
 
 
 @contextlib.contextmanager
@@ -172,9 +165,14 @@ def more_engines(base_image: str, count: int = 2) -> Iterator[list[SecondEngine]
     try:
         for engine in engines:
             engine.start()
-        ensure_image(docker.from_env(), base_image)
+        # the sandbox image (built on the system's engine when missing: its layers hold the
+        # base image's), saved once and loaded into every engine side by side
+        tag, _ = ensure_image(docker.from_env(), base_image)
+        archive = engines[0].root / "sandbox-image.tar"
+        subprocess.run(["docker", "save", "-o", str(archive), tag], check=True)
         with ThreadPoolExecutor(count) as loading:
-            list(loading.map(lambda engine: load_sandbox_image(engine, base_image), engines))
+            list(loading.map(lambda engine: load_sandbox_image(engine, archive), engines))
+        archive.unlink()
         yield engines
     finally:
         for engine in engines:

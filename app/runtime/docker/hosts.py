@@ -131,4 +131,26 @@ def connect(host: DockerHost, tls: DockerTls | None):  # type: ignore[no-untyped
     config = docker.tls.TLSConfig(
         client_cert=(str(tls.cert), str(tls.key)), ca_cert=str(tls.ca), verify=True
     )
-    return docker.DockerClient(base_url=host.url, tls=config, timeout=ENGINE_TIMEOUT)
+    # requests lets REQUESTS_CA_BUNDLE (set on many machines) replace a session's CA, so the
+    # engine would be checked against the system's CAs instead of docker_tls_ca: the API
+    # version is asked with the CA given per request, and the client ignores the environment.
+    client = docker.DockerClient(
+        base_url=host.url, tls=config, timeout=ENGINE_TIMEOUT, version=_api_version(host, tls)
+    )
+    client.api.trust_env = False
+    return client
+
+
+def _api_version(host: DockerHost, tls: DockerTls) -> str:
+    """The API version of a ``tcp://`` engine, asked over mutual TLS (blocking)."""
+    import requests
+
+    address = host.url.removeprefix("tcp://").rstrip("/")
+    answer = requests.get(
+        f"https://{address}/version",
+        cert=(str(tls.cert), str(tls.key)),
+        verify=str(tls.ca),
+        timeout=ENGINE_TIMEOUT,
+    )
+    answer.raise_for_status()
+    return str(answer.json()["ApiVersion"])

@@ -18,7 +18,6 @@ import pytest
 
 from app.agent.steering import phase_of
 from app.events import Run, RunOutput
-from app.runtime.docker.config import DockerConfig
 from app.runtime.docker.host_pool import DockerHostPool
 from app.runtime.docker.kind import KIND as DOCKER
 from app.runtime.factory import make_pool, make_runtime
@@ -277,11 +276,13 @@ async def test_an_engine_over_tcp_with_mutual_tls(
     assert not b.client().containers.list(all=True)
 
     stranger = make_tls_files(tmp_path / "stranger", "another-ca")
+    docker = sandbox_settings(tmp_path).runtime_config().docker
     pool = DockerHostPool(
-        DockerConfig(
-            hosts=[b.tls_url], tls_cert=tls.client_cert, tls_key=tls.client_key, tls_ca=stranger.ca
+        docker.model_copy(
+            update={"hosts": [b.tls_url], "tls_cert": tls.client_cert,
+                    "tls_key": tls.client_key, "tls_ca": stranger.ca}
         )
-    )
+    )  # fmt: skip
     [health] = await pool.health()
     assert not health.reachable and "certificate verify failed" in str(health.problem), health
     with pytest.raises(NoCapacityError, match=r"is unreachable \(.*certificate verify failed"):
@@ -294,9 +295,8 @@ async def test_an_ssh_engine_that_does_not_answer_is_skipped(
     """An ``ssh://`` entry goes through the ssh program; one whose host refuses is named
     unreachable, and placement uses the engines that answer."""
     a, _ = engines
-    pool = DockerHostPool(
-        DockerConfig(hosts=["ssh://nobody@127.0.0.1:1", a.url], memory="1g"),
-    )
+    docker = sandbox_settings(tmp_path).runtime_config().docker
+    pool = DockerHostPool(docker.model_copy(update={"hosts": ["ssh://nobody@127.0.0.1:1", a.url]}))
     health = {h.host: h for h in await pool.health()}
     assert not health["ssh://nobody@127.0.0.1:1"].reachable
     assert health[a.url].reachable and health[a.url].capacity >= 1
