@@ -138,6 +138,8 @@ class SecondEngine:
                 for container in self.client().containers.list(all=True):
                     container.remove(force=True)
         self.kill()
+        # the engine mounts its data root on itself; killed, it leaves the mount behind
+        subprocess.run(["umount", "-l", str(self.root / "data")], capture_output=True, check=False)
 
 
 def load_sandbox_image(engine: SecondEngine, archive: Path) -> None:
@@ -177,8 +179,6 @@ def more_engines(base_image: str, count: int = 2) -> Iterator[list[SecondEngine]
     finally:
         for engine in engines:
             engine.stop()
-            # the engine mounts its data root on itself; killed, it leaves the mount behind
-            subprocess.run(["umount", "-l", str(engine.root / "data")], capture_output=True)
             # its image's many small files take half a minute to delete on a busy disk: that
             # goes on after the run, in a process of its own
             subprocess.Popen(["rm", "-rf", str(engine.root)], start_new_session=True)
