@@ -7,12 +7,14 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
 
 from app.config import Settings
 from app.store import EventStore
+from tests.support.ci import IN_CI
 from tests.support.docker_engine import require_docker
 from tests.support.fake_llm import FakeLlmServer
 from tests.support.postgres import (
@@ -25,6 +27,9 @@ from tests.support.postgres import (
     server_for_tests,
 )
 from tests.support.worker_order import SLOWEST_FILES, WORKER_ORDER
+
+if TYPE_CHECKING:
+    from tests.support.second_engine import SecondEngine
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -119,6 +124,21 @@ async def app_login(app_database_url: str) -> AsyncIterator[asyncpg.Connection]:
         yield connection
     finally:
         await connection.close()
+
+
+@pytest.fixture(scope="session")
+def docker_engines(docker_ready: None) -> Iterator[list[SecondEngine]]:
+    """Two Docker engines of the tests' own besides the system's (a host pool's hosts),
+    with the sandbox image, for the whole run; stopped at the end. Starting an engine
+    takes root."""
+    if os.geteuid() != 0:
+        if IN_CI:
+            pytest.fail("CI=true but the host pool's tests need root to start Docker engines")
+        pytest.skip("starting a Docker engine needs root")
+    from tests.support.second_engine import more_engines
+
+    with more_engines(Settings().sandbox.docker.base_image) as engines:
+        yield engines
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,10 @@ restart budget, the log refuses its answers, a replayed action has no recorded a
 leave the controller waiting for answers that never come, so the run ends at once in
 ``error``, recorded as an ``agent.state`` that says why. A worker the database refused for
 now (its disk full: ``app.store.transient``) ends the run with that refusal instead: the
-session is not in error, its run is tried again later.
+session is not in error, its run is tried again later. A worker interrupted by the loss of
+its sandbox's host (``WorkerInterrupted``) ends the run with no ``agent.state`` at all: like
+a run whose worker died, the session is then ``interrupted`` (working, and nobody runs it),
+the log's ``runtime.failed`` says why, and a resume goes on.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from uuid import UUID
 
 from app.agent.controller import AgentController, Outcome
 from app.events import AgentState
-from app.store import SessionLog, refused_for_now
+from app.store import SessionLog, WorkerInterrupted, refused_for_now
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +58,13 @@ async def drive(
         if refusal is not None:
             raise refusal
         reason = _why_stopped(tasks[stopped], stopped)
-        log.error("session %s: %s; the run ends", session_id, reason)
         control.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await control
+        if not stopped.cancelled() and isinstance(stopped.exception(), WorkerInterrupted):
+            log.warning("session %s: %s; the run is interrupted", session_id, reason)
+            return "stopped"
+        log.error("session %s: %s; the run ends", session_id, reason)
         await store.append(session_id, [AgentState(state="error", reason=reason, source="agent")])
         return "error"
     finally:

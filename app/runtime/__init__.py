@@ -1,4 +1,5 @@
-"""Sandboxes behind one protocol: local process, Docker container, or a URL."""
+"""Sandboxes behind one protocol: local process, Docker container (on this engine or a pool
+of them), or a URL."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ if TYPE_CHECKING:
     )
     from app.runtime.local.runtime import LocalRuntime
     from app.runtime.protocol import Runtime
-    from app.runtime.remote import RemoteRuntime
+    from app.runtime.remote import ProvisionedRuntime, RemoteRuntime
 
 __all__ = [
     "DockerRuntime",
     "LocalRuntime",
+    "ProvisionedRuntime",
     "RemoteRuntime",
     "Runtime",
     "SandboxAuthError",
@@ -43,6 +45,7 @@ _EXPORTED_FROM = {
     "LocalRuntime": "app.runtime.local.runtime",
     "Runtime": "app.runtime.protocol",
     "RemoteRuntime": "app.runtime.remote",
+    "ProvisionedRuntime": "app.runtime.remote",
 }
 
 

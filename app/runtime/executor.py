@@ -36,7 +36,16 @@ from app.runtime.config import ExecutorConfig
 from app.runtime.errors import SandboxError
 from app.runtime.lifecycle import describe
 from app.runtime.protocol import Runtime
-from app.store import ActionWorker, EventStore, ServiceFailed, WorkerStopped, worker_checkpoint
+from app.runtime.provisioner import HostLostError
+from app.store import (
+    ActionWorker,
+    EventStore,
+    ServiceFailed,
+    ServiceInterrupted,
+    WorkerInterrupted,
+    WorkerStopped,
+    worker_checkpoint,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,12 +87,14 @@ class SandboxHandler:
         self.generation = 0
         #: Why no sandbox can serve any more (set once, when restarting is over).
         self.gone: str | None = None
+        #: Whether it is gone with its host (the session is interrupted, not failed).
+        self.host_lost = False
         self._lock = asyncio.Lock()
 
     async def handle(self, action: Action) -> Observation:
         async with self._lock:  # never run into a restart in progress
             if self.gone is not None:
-                raise ServiceFailed(self.gone)
+                raise self._failed()
             generation = self.generation
         timeout = self.config.action_timeouts.get(action.kind)
         try:
@@ -108,7 +119,7 @@ class SandboxHandler:
         action's). ``ServiceFailed`` when it is dead and cannot be replaced."""
         async with self._lock:
             if self.gone is not None:
-                raise ServiceFailed(self.gone)
+                raise self._failed()
             if self.generation != generation:
                 return True
             if await self._alive():
@@ -147,6 +158,13 @@ class SandboxHandler:
         except SandboxError as exc:
             with contextlib.suppress(Exception):
                 await self.runtime.close()
+            if isinstance(exc, HostLostError):
+                self.host_lost = True
+                await self._give_up(
+                    name,
+                    f"the sandbox died ({reason}) and {exc}, so the session is interrupted: "
+                    "resume it to go on, on another host",
+                )
             await self._give_up(
                 name, f"the sandbox died ({reason}) and could not be restarted: {exc}"
             )
@@ -171,7 +189,12 @@ class SandboxHandler:
         await self._record(
             RuntimeStatus(kind="runtime.failed", runtime=runtime_name, message=message)
         )
-        raise ServiceFailed(message)
+        raise self._failed()
+
+    def _failed(self) -> ServiceFailed:
+        """What the handler raises once no sandbox can serve: interrupted with its host."""
+        assert self.gone is not None
+        return ServiceInterrupted(self.gone) if self.host_lost else ServiceFailed(self.gone)
 
     async def _record(self, event: Event) -> None:
         try:
@@ -208,6 +231,8 @@ class Executor:
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
                 raise result
+        if self.handler.host_lost:
+            raise WorkerInterrupted(self.handler.gone or "the sandbox's host is gone")
         raise WorkerStopped(self.handler.gone or "the executor stopped")
 
     async def _heartbeat(self) -> None:

@@ -14,6 +14,7 @@ from app.runtime.attached import ClientRuntime
 from app.runtime.config import RuntimeConfig
 from app.runtime.kinds import sandbox_kind
 from app.runtime.pool import SandboxPool
+from app.runtime.remote import ProvisionedRuntime
 
 
 def make_runtime(
@@ -24,14 +25,20 @@ def make_runtime(
 
 
 def make_pool(config: RuntimeConfig, kind: str | None = None) -> SandboxPool:
-    """``config.pool_size`` warm sandboxes, each with a workspace of its own."""
+    """``config.pool_size`` warm sandboxes, each with a workspace of its own (placed on the
+    kind's hosts, when a provisioner places them, by one provisioner)."""
 
     workspaces = config.workspaces_dir
     if workspaces is None:
         raise ValueError("a sandbox pool needs a workspaces_dir for its sandboxes' workspaces")
 
+    of_kind = sandbox_kind(kind or config.kind)
+    provisioner = of_kind.provisioner(config) if of_kind.provisioner is not None else None
+
     def fresh() -> ClientRuntime:
         sandbox_id = uuid.uuid4()
+        if provisioner is not None:  # one placer for all: they start at once
+            return ProvisionedRuntime(provisioner, workspaces / str(sandbox_id), sandbox_id)
         return make_runtime(config, workspaces / str(sandbox_id), sandbox_id, kind)
 
     return SandboxPool(fresh, config.pool_size, ready_timeout=config.ready_timeout)

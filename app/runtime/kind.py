@@ -12,6 +12,7 @@ from uuid import UUID
 if TYPE_CHECKING:
     from app.runtime.attached import ClientRuntime
     from app.runtime.config import RuntimeConfig
+    from app.runtime.provisioner import Provisioner
 
 
 def no_image(base_image: str) -> None:
@@ -35,6 +36,10 @@ class SandboxKind:
     its path on the host."""
     recorded_image: Callable[[str], str | None] = no_image
     """The image tag a session records (``SessionConfig.image``), from the base image."""
-    reap_forever: Callable[[float, float], Awaitable[None]] | None = None
-    """``reap_forever(older_than, every)``: remove this kind's sandboxes whose heartbeat is
+    reap_forever: Callable[[RuntimeConfig, float, float], Awaitable[None]] | None = None
+    """``reap_forever(config, older_than, every)``: remove this kind's sandboxes whose heartbeat is
     stale, on a timer (a worker runs it); None where nothing outlives its owner."""
+    provisioner: Callable[[RuntimeConfig], Provisioner | None] | None = None
+    """The provisioner that places this kind's sandboxes when one does (docker with
+    ``docker_hosts``: the host pool), else None. ``make`` uses one of its own per sandbox; a
+    warm pool shares one, so that its sandboxes, started at once, are placed one by one."""

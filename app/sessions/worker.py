@@ -27,7 +27,9 @@ user. The runner also holds the session's claim (an advisory lock), so a worker 
   ``app.store.transient``) keeps its request: it is handed back and tried again after
   ``worker_refused_backoff`` seconds, twice as long at each refusal in a row (at most
   ``worker_refused_backoff_max``), and a failure whose error the log cannot take yet is kept
-  the same way, so the session says why it ended once its log can be written again.
+  the same way, so the session says why it ended once its log can be written again. A run
+  whose sandbox finds no room on any host of a host pool (``NoCapacityError``) is handed
+  back the same way.
 
 A replay or a fork the API recorded is run as one (``app.sessions.worker_runs``).
 
@@ -55,6 +57,7 @@ from app.events import AgentState
 from app.events.session_config import SessionConfig
 from app.llm.gateway import preload_client
 from app.runtime.kinds import KINDS
+from app.runtime.provisioner import NoCapacityError
 from app.sessions.lost_calls import record_lost_call
 from app.sessions.runner import (
     DatabaseGoneError,
@@ -374,6 +377,9 @@ class Worker:
             return "busy"
         if isinstance(problem, DatabaseGoneError):
             return "database_gone"
+        if isinstance(problem, NoCapacityError):  # a full host pool: as a refusal, later
+            log.warning("session %s: %s; trying again later", run.lease.session_id, problem)
+            return "refused"
         refusal = refused_for_now(problem)
         if refusal is not None:
             log.warning(
@@ -480,9 +486,12 @@ class Worker:
     async def _reaper(self) -> None:
         """Every kind's reaper (the sandboxes whose owner died), side by side."""
         settings = self.settings
+        config = settings.runtime_config()
         await asyncio.gather(
             *(
-                kind.reap_forever(settings.sandbox_reap_after, settings.worker.reap_interval)
+                kind.reap_forever(
+                    config, settings.sandbox_reap_after, settings.worker.reap_interval
+                )
                 for kind in KINDS.values()
                 if kind.reap_forever is not None
             )

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from app.store.action_worker import (
         ActionWorker,
         ServiceFailed,
+        ServiceInterrupted,
+        WorkerInterrupted,
         WorkerStopped,
         unrecordable_answer,
         worker_checkpoint,
@@ -94,6 +96,8 @@ if TYPE_CHECKING:
 _EXPORTED_FROM = {
     "ActionWorker": "app.store.action_worker",
     "ServiceFailed": "app.store.action_worker",
+    "ServiceInterrupted": "app.store.action_worker",
+    "WorkerInterrupted": "app.store.action_worker",
     "WorkerStopped": "app.store.action_worker",
     "unrecordable_answer": "app.store.action_worker",
     "worker_checkpoint": "app.store.action_worker",
@@ -177,6 +181,7 @@ __all__ = [
     "RecordedEvent",
     "RefusedForNowError",
     "ServiceFailed",
+    "ServiceInterrupted",
     "SessionBusyError",
     "SessionLog",
     "SessionStream",
@@ -184,6 +189,7 @@ __all__ = [
     "StoreError",
     "UniqueViolationError",
     "VerifyReport",
+    "WorkerInterrupted",
     "WorkerStopped",
     "admin_database_url",
     "claim_session",

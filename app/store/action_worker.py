@@ -62,8 +62,17 @@ class ServiceFailed(ChronicleError):
     words for the user and the agent."""
 
 
+class ServiceInterrupted(ServiceFailed):
+    """Raised by a handler whose service lost where it runs (a sandbox's host went away):
+    the session is interrupted, not failed, and a resume runs it again elsewhere."""
+
+
 class WorkerStopped(ChronicleError):
     """An action worker stopped before it was cancelled; the message says why."""
+
+
+class WorkerInterrupted(WorkerStopped):
+    """An action worker stopped because its service was interrupted (``ServiceInterrupted``)."""
 
 
 class ActionHandler(Protocol):
@@ -157,7 +166,8 @@ class ActionWorker:
             observation = await self.handler.handle(action)
         except ServiceFailed as exc:
             await self._answer(event, ErrorObservation(message=str(exc), error_type="unavailable"))
-            raise WorkerStopped(str(exc)) from exc
+            stopped = WorkerInterrupted if isinstance(exc, ServiceInterrupted) else WorkerStopped
+            raise stopped(str(exc)) from exc
         except Exception as exc:  # a bug in one action's handling must not end the service
             log.exception("%s failed on %s %s", self.handler.title, event.kind, event.seq)
             observation = self._failure(event, f"{type(exc).__name__}: {exc}")

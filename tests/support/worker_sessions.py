@@ -12,15 +12,15 @@ from tests.support.fake_llm import FakeLlmServer
 
 
 async def recorded_session(
-    store: EventStore, fake: FakeLlmServer, workspace: Path, task: str
+    store: EventStore, fake: FakeLlmServer, workspace: Path, task: str, runtime: str = "local"
 ) -> uuid.UUID:
-    """A session with its ``session.created`` (local runtime, the fake model) and the user's
-    task, that nobody runs yet."""
+    """A session with its ``session.created`` (a local runtime unless told, the fake model)
+    and the user's task, that nobody runs yet."""
     session = uuid.uuid4()
     config = {
         "agent": "codeact",
         "workspace": str(workspace),
-        "runtime": "local",
+        "runtime": runtime,
         "model": "openai/fake-model",
         "base_url": fake.base_url,
         "max_iterations": 20,

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import NoDecode
+
+from app.runtime.docker.hosts import DockerHost, DockerTls, parse_hosts
 
 
 class DockerConfig(BaseModel):
@@ -36,3 +42,48 @@ class DockerConfig(BaseModel):
     workspace_limit_mb: int | None = Field(default=2048, gt=0)
     """MB the sandbox may add to its (bind-mounted) workspace, which the writable layer's
     quota does not cover; the action server enforces it (None: no limit)."""
+    hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """The pool of engines sandboxes run on (``CHRONICLE_DOCKER_HOSTS``, comma-separated:
+    ``unix:///path``, ``tcp://HOST:PORT`` with TLS, ``ssh://USER@HOST``; ``?max_sandboxes=N``
+    after one caps it). Empty: the one engine of the environment (``DOCKER_HOST``), as always."""
+    host_max_sandboxes: int | None = Field(default=None, gt=0)
+    """Sandboxes one engine of the pool may run when its entry sets no ``max_sandboxes``
+    (None: its memory divided by ``sandbox_memory``)."""
+    tls_cert: Path | None = None
+    """Client certificate (PEM) for the ``tcp://`` engines of ``docker_hosts``."""
+    tls_key: Path | None = None
+    """The client certificate's private key (PEM)."""
+    tls_ca: Path | None = None
+    """The CA (PEM) that signed the ``tcp://`` engines' certificates (they are verified)."""
+
+    @field_validator("hosts", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        """``CHRONICLE_DOCKER_HOSTS=unix:///a.sock,ssh://me@b`` as well as a TOML list."""
+        if isinstance(value, str):
+            return [entry.strip() for entry in value.split(",") if entry.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _hosts_make_sense(self) -> DockerConfig:
+        """Every entry an engine, and TLS complete where it is needed (an error says what
+        is wrong, at start rather than at the first sandbox)."""
+        given = [f for f in ("tls_cert", "tls_key", "tls_ca") if getattr(self, f) is not None]
+        if given and len(given) < 3:
+            missing = sorted({"tls_cert", "tls_key", "tls_ca"} - set(given))
+            raise ValueError(
+                f"docker_{given[0]} is set but not {', '.join('docker_' + m for m in missing)}: "
+                "a TLS engine needs the client certificate, its key and the CA"
+            )
+        parse_hosts(self.hosts, self.tls)
+        return self
+
+    @property
+    def tls(self) -> DockerTls | None:
+        if self.tls_cert is None or self.tls_key is None or self.tls_ca is None:
+            return None
+        return DockerTls(cert=self.tls_cert, key=self.tls_key, ca=self.tls_ca)
+
+    def pool_hosts(self) -> tuple[DockerHost, ...]:
+        """The pool's engines (empty: no pool, the environment's one engine)."""
+        return parse_hosts(self.hosts, self.tls)

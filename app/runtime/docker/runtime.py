@@ -103,6 +103,7 @@ class DockerRuntime(ClientRuntime):
         client: docker.DockerClient | None = None,
         socket_root: Path | None = None,
         quota_support: QuotaSupport | None = None,
+        labels: dict[str, str] | None = None,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.session_id = str(session_id)
@@ -118,6 +119,8 @@ class DockerRuntime(ClientRuntime):
         self._made_socket_dir = False  # only a directory we made is ours to remove
         #: the private root made in place of a squatted ``socket_root``; removed on close
         self._own_root: Path | None = None
+        #: labels besides ours (a host pool's ``chronicle.host``)
+        self.extra_labels = dict(labels or {})
 
     @property
     def sandbox_id(self) -> str:
@@ -225,6 +228,7 @@ class DockerRuntime(ClientRuntime):
                 "chronicle.created": datetime.now(UTC).isoformat(),
                 "chronicle.heartbeat_interval": str(config.heartbeat_interval),
                 "chronicle.socket": str(self.socket_dir / SOCKET_NAME),
+                **self.extra_labels,
             },
             "environment": {**config.env, **environment()},
             "volumes": {
@@ -234,7 +238,8 @@ class DockerRuntime(ClientRuntime):
             **confinement(config, user),
         }
         quota = config.disk_quota
-        where = str(engine.api.base_url)
+        # per engine: a pool's Unix sockets all have the base URL http+docker://localhost
+        where = self.extra_labels.get("chronicle.host") or str(engine.api.base_url)
         if quota and self.quota_support.worth_trying(where):
             try:
                 return engine.containers.run(self.image_tag, storage_opt={"size": quota}, **options)
@@ -279,16 +284,19 @@ class DockerRuntime(ClientRuntime):
     async def close(self) -> None:
         await self._close_client()
         container, self.container = self.container, None
-        if container is not None:
-            await asyncio.to_thread(_remove, container)
-            # What the sandbox made setuid/setgid stays its uid's; still, none is left behind.
-            await asyncio.to_thread(clear_special_bits, self.workspace)
-        if self._made_socket_dir:
-            shutil.rmtree(self.socket_dir, ignore_errors=True)
-            self._made_socket_dir = False
-        if self._own_root is not None:
-            shutil.rmtree(self._own_root, ignore_errors=True)
-            self._own_root = None
+        try:
+            if container is not None:
+                await asyncio.to_thread(_remove, container)  # raises when its engine is gone
+        finally:
+            if container is not None:
+                # What the sandbox made setuid/setgid stays its uid's; still, none is left.
+                await asyncio.to_thread(clear_special_bits, self.workspace)
+            if self._made_socket_dir:
+                shutil.rmtree(self.socket_dir, ignore_errors=True)
+                self._made_socket_dir = False
+            if self._own_root is not None:
+                shutil.rmtree(self._own_root, ignore_errors=True)
+                self._own_root = None
 
 
 def _remove(container: Container) -> None:
