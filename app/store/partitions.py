@@ -24,7 +24,7 @@ from typing import Any
 import asyncpg
 from pydantic import BaseModel, ConfigDict
 
-from app.store.errors import StoreError
+from app.store.errors import PartitionError
 
 #: Months made ahead of the current one by default: the current month and the next two.
 MONTHS_AHEAD = 2
@@ -45,10 +45,6 @@ class EventPartition(BaseModel):
     end: datetime
     #: False for a table named like a month of ``events`` that is not (or no longer) attached.
     attached: bool
-
-
-class PartitionError(StoreError):
-    """A partition could not be made, listed or dropped (the message says why)."""
 
 
 def current_month(now: datetime | None = None) -> date:

@@ -2490,13 +2490,13 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.checkpoints TO chronicle_app;
 
 GRANT SELECT ON TABLE public.chronicle_schema_version TO chronicle_app;
 
-GRANT SELECT ON TABLE public.llm_calls TO chronicle_app;
 GRANT SELECT ON TABLE public.llm_calls TO chronicle_analyst;
+GRANT SELECT ON TABLE public.llm_calls TO chronicle_app;
 
 GRANT SELECT ON TABLE public.daily_usage TO chronicle_analyst;
 
-GRANT SELECT ON TABLE public.errors TO chronicle_app;
 GRANT SELECT ON TABLE public.errors TO chronicle_analyst;
+GRANT SELECT ON TABLE public.errors TO chronicle_app;
 
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.session_state TO chronicle_app;
 GRANT SELECT ON TABLE public.session_state TO chronicle_analyst;
@@ -2519,8 +2519,8 @@ GRANT SELECT ON TABLE public.evaluation_tasks TO chronicle_analyst;
 GRANT SELECT ON TABLE public.evaluation_summary TO chronicle_app;
 GRANT SELECT ON TABLE public.evaluation_summary TO chronicle_analyst;
 
-GRANT SELECT ON TABLE public.tool_calls TO chronicle_app;
 GRANT SELECT ON TABLE public.tool_calls TO chronicle_analyst;
+GRANT SELECT ON TABLE public.tool_calls TO chronicle_app;
 
 GRANT SELECT ON TABLE public.evaluation_tool_errors TO chronicle_app;
 GRANT SELECT ON TABLE public.evaluation_tool_errors TO chronicle_analyst;

@@ -180,8 +180,8 @@ def _views_over_events() -> list[View]:
                ARRAY(SELECT ARRAY[CASE WHEN a.grantee = 0 THEN 'PUBLIC'
                                        ELSE quote_ident(pg_get_userbyid(a.grantee)) END,
                                   a.privilege_type]
-                     FROM aclexplode(c.relacl) a WHERE a.grantee <> c.relowner
-                     ORDER BY a.grantee, a.privilege_type),
+                     FROM aclexplode(c.relacl) WITH ORDINALITY a
+                     WHERE a.grantee <> c.relowner ORDER BY a.ordinality),
                obj_description(c.oid, 'pg_class'),
                ARRAY(SELECT ARRAY[quote_ident(a.attname), col_description(c.oid, a.attnum)]
                      FROM pg_attribute a
@@ -268,8 +268,8 @@ def _carried_over(table: str) -> tuple[list[str], list[str], list[str]]:
         for who, privilege in _rows(
             "SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' "
             "ELSE quote_ident(pg_get_userbyid(a.grantee)) END, a.privilege_type "
-            f"FROM pg_class c, aclexplode(c.relacl) a WHERE c.oid = '{table}'::regclass "
-            "AND a.grantee <> c.relowner ORDER BY 1, 2"
+            f"FROM pg_class c, aclexplode(c.relacl) WITH ORDINALITY a "
+            f"WHERE c.oid = '{table}'::regclass AND a.grantee <> c.relowner ORDER BY a.ordinality"
         )
     ]
     return indexes, triggers, grants
