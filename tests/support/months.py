@@ -26,12 +26,14 @@ def last_month() -> datetime:
 
 
 async def import_last_month(
-    admin: asyncpg.Connection, session: UUID, events: Sequence[Event]
+    admin: asyncpg.Connection, session: UUID, events: Sequence[Event], *, partitioned: bool = True
 ) -> datetime:
     """Record ``events`` as the session's first, a millisecond apart, last month (its partition
-    made first); the time of the first."""
+    made first, unless ``partitioned`` is False: a database before 0026); the time of the
+    first."""
     at = last_month()
-    await ensure_partitions(admin, since=at.date())
+    if partitioned:
+        await ensure_partitions(admin, since=at.date())
     previous = b""
     columns: list[list] = [[] for _ in range(9)]
     for seq, event in enumerate(events, 1):
