@@ -12,10 +12,8 @@ from __future__ import annotations
 import argparse
 from datetime import date
 
-import asyncpg
-
 from app.config import Settings
-from app.store.partitions import MONTHS_AHEAD, ensure_partitions, list_partitions
+from app.store.partitions import MONTHS_AHEAD, connected, ensure_partitions, list_partitions
 
 ACTIONS = ("list", "ensure")
 
@@ -46,18 +44,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.store import admin_database_url
-    from app.store.urls import asyncpg_dsn
 
     url = admin_database_url(settings.database_config())
-    connection = await asyncpg.connect(asyncpg_dsn(url))
-    try:
+    async with connected(url) as connection:
         if args.action == "ensure":
             made = await ensure_partitions(connection, months_ahead=args.ahead, since=args.since)
             print(f"made {', '.join(made)}" if made else "every month is in place")
             return 0
         partitions = await list_partitions(connection)
-    finally:
-        await connection.close()
     if not partitions:
         print("events has no partitions: run `chronicle db partitions ensure`")
         return 1

@@ -26,7 +26,7 @@ async def keep_partitions(
     """Until ``stop`` is set: make the missing months up to ``months_ahead`` ahead."""
     while not stop.is_set():
         try:
-            made = await ensure_partitions(store.pool, months_ahead=months_ahead)
+            made = await ensure_partitions(store, months_ahead=months_ahead)
             if made:
                 log.info("events: made the partitions %s", ", ".join(made))
         except StoreError as exc:
