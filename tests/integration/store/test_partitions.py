@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
+from app.config import Settings
 from app.events import Message, Run, SessionCreated
 from app.projections.config import ProjectionsConfig
 from app.projections.runner import running_projections
@@ -127,7 +129,11 @@ async def test_the_owner_drops_an_ended_month_and_an_import_brings_it_back(
 
 
 async def test_an_archived_month_comes_back_with_chronicle_import(
-    admin: asyncpg.Connection, store: EventStore, database_url: str, settings, tmp_path
+    admin: asyncpg.Connection,
+    store: EventStore,
+    database_url: str,
+    settings: Settings,
+    tmp_path: Path,
 ) -> None:
     """Export a session of last month, drop the month, import the file: the import makes
     the month it needs again (as the owner) and the session verifies."""
