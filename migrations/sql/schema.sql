@@ -2302,7 +2302,7 @@ CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON public.events FOR E
 
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_refuse_change();
 
-CREATE CONSTRAINT TRIGGER events_one_observation_per_action AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.cause IS NOT NULL) AND (new.kind = ANY (public.chronicle_observation_kinds())))) EXECUTE FUNCTION public.chronicle_one_observation_per_action();
+CREATE CONSTRAINT TRIGGER events_one_observation_per_action AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.cause IS NOT NULL) AND (new.kind = ANY (ARRAY['error'::text, 'file.edit.output'::text, 'file.read.output'::text, 'file.write.output'::text, 'imported.output'::text, 'mcp.result'::text, 'run.output'::text])))) EXECUTE FUNCTION public.chronicle_one_observation_per_action();
 
 CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((new.kind = 'session.created'::text)) EXECUTE FUNCTION public.chronicle_one_session_created();
 
