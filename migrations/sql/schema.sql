@@ -111,10 +111,12 @@ BEGIN
         v_hashes[i] := v_hash;
     END LOOP;
 
-    -- The idempotency key across months: a re-sent event_id fails here, before its row.
-    INSERT INTO event_ids (event_id, session_id, seq)
-    SELECT t.event_id, p_session, v_last + t.ord::integer
-    FROM unnest(p_event_ids) WITH ORDINALITY AS t(event_id, ord);
+    -- The keys across months, before the rows: a re-sent event_id, or a second observation
+    -- of an action (answers), fails here.
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, v_last + t.ord::integer,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids, p_kinds, p_causes) WITH ORDINALITY AS t(event_id, kind, cause, ord);
 
     RETURN QUERY
         INSERT INTO events AS e
@@ -240,7 +242,9 @@ BEGIN
         || '","source":' || to_json(p_source)::text
         || '}', 'UTF8'));
 
-    INSERT INTO event_ids (event_id, session_id, seq) VALUES (p_event_id, p_session, seq);
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    VALUES (p_event_id, p_session, seq,
+            CASE WHEN p_kind = ANY (chronicle_observation_kinds()) THEN p_cause END);
     INSERT INTO events AS e
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
     VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,
@@ -834,9 +838,11 @@ BEGIN
         END IF;
     END LOOP;
 
-    INSERT INTO event_ids (event_id, session_id, seq)
-    SELECT t.event_id, p_session, t.seq
-    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n]) AS t(event_id, seq);
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, t.seq,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n], p_kinds[v_known + 1:n],
+                p_causes[v_known + 1:n]) AS t(event_id, seq, kind, cause);
 
     INSERT INTO events
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at,
@@ -872,34 +878,6 @@ CREATE FUNCTION public.chronicle_observation_kinds() RETURNS text[]
     AS $$ SELECT ARRAY['error', 'file.edit.output', 'file.read.output', 'file.write.output', 'imported.output', 'mcp.result', 'run.output']::text[] $$;
 
 ALTER FUNCTION public.chronicle_observation_kinds() OWNER TO chronicle_owner;
-
-CREATE FUNCTION public.chronicle_one_observation_per_action() RETURNS trigger
-    LANGUAGE plpgsql
-    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
-DECLARE
-    v_other integer;
-BEGIN
-    PERFORM pg_advisory_xact_lock(1129, hashtext(NEW.session_id::text));
-    SELECT e.seq INTO v_other FROM events e
-    WHERE e.session_id = NEW.session_id AND e.cause = NEW.cause
-      AND e.kind = ANY (chronicle_observation_kinds())
-      AND e.created_at >= least((SELECT s.first_event_at FROM sessions s
-                                 WHERE s.id = NEW.session_id), NEW.created_at)
-      AND e.seq <> NEW.seq
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'an action in session % already has its observation: seq % and seq % both answer seq %',
-            NEW.session_id, v_other, NEW.seq, NEW.cause
-            USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_one_observation_per_action',
-                  DETAIL = format('Key (session_id, cause)=(%s, %s) already exists.',
-                                  NEW.session_id, NEW.cause);
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-ALTER FUNCTION public.chronicle_one_observation_per_action() OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_one_session_created() RETURNS trigger
     LANGUAGE plpgsql
@@ -1879,12 +1857,15 @@ ALTER VIEW public.evaluation_usage OWNER TO chronicle_owner;
 CREATE TABLE public.event_ids (
     event_id uuid NOT NULL,
     session_id uuid NOT NULL,
-    seq integer NOT NULL
+    seq integer NOT NULL,
+    answers integer
 );
 
 ALTER TABLE public.event_ids OWNER TO chronicle_owner;
 
-COMMENT ON TABLE public.event_ids IS 'The idempotency key of events across its monthly partitions: one row per event, written by the append before the event.';
+COMMENT ON TABLE public.event_ids IS 'The keys of events across its monthly partitions: one row per event, written by the append before the event.';
+
+COMMENT ON COLUMN public.event_ids.answers IS 'an observation''s cause (the seq of the action it answers), else null: one observation per action';
 
 ALTER TABLE public.events ALTER COLUMN global_position ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.events_global_position_seq
@@ -2228,6 +2209,8 @@ CREATE INDEX browser_logins_by_token ON public.browser_logins USING btree (token
 
 CREATE INDEX browser_logins_by_user ON public.browser_logins USING btree (user_id, created_at);
 
+CREATE UNIQUE INDEX event_ids_one_observation_per_action ON public.event_ids USING btree (session_id, answers) WHERE (answers IS NOT NULL);
+
 CREATE INDEX events_llm_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
 
 CREATE INDEX events_tool_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
@@ -2301,8 +2284,6 @@ CREATE TRIGGER browser_logins_ended AFTER UPDATE OF ended_at ON public.browser_l
 CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON public.events FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
 
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_refuse_change();
-
-CREATE CONSTRAINT TRIGGER events_one_observation_per_action AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.cause IS NOT NULL) AND (new.kind = ANY (ARRAY['error'::text, 'file.edit.output'::text, 'file.read.output'::text, 'file.write.output'::text, 'imported.output'::text, 'mcp.result'::text, 'run.output'::text])))) EXECUTE FUNCTION public.chronicle_one_observation_per_action();
 
 CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((new.kind = 'session.created'::text)) EXECUTE FUNCTION public.chronicle_one_session_created();
 
@@ -2405,8 +2386,6 @@ REVOKE ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uu
 GRANT ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_import(p_session uuid, p_seqs integer[], p_event_ids uuid[], p_kinds text[], p_sources text[], p_causes integer[], p_payloads text[], p_versions smallint[], p_created_at timestamp with time zone[], p_hashes bytea[]) FROM PUBLIC;
-
-REVOKE ALL ON FUNCTION public.chronicle_one_observation_per_action() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_one_session_created() FROM PUBLIC;
 

@@ -8,11 +8,13 @@ the partition key, so each invariant gets its own keeper:
 - ``(session_id, seq)`` gapless and unique: the head ``sessions(last_seq, last_hash)``, moved
   under the session's lock, as before; each partition keeps ``UNIQUE (session_id, seq)`` of
   its own as a guard within the month;
-- ``event_id`` idempotency: ``event_ids (event_id PRIMARY KEY, session_id, seq)``, one row per
-  event, written by every append before its events (unique across sessions, as before);
-- one observation per action, one ``session.created``: constraint triggers that look at the
-  session's months under the session's lock; each partition keeps today's partial unique
-  indexes as guards within the month;
+- ``event_id`` idempotency: ``event_ids (event_id PRIMARY KEY, session_id, seq, answers)``, one
+  row per event, written by every append before its events (unique across sessions, as before);
+- one observation per action: ``answers`` is an observation's cause, and
+  ``event_ids_one_observation_per_action`` is ``UNIQUE (session_id, answers)``;
+- one ``session.created``: a constraint trigger that looks at the session's months under the
+  session's lock (it fires once per session); each partition keeps both partial unique
+  indexes of 0003 as guards within the month;
 - ``global_position`` unique: the identity sequence; the key is ``(global_position,
   created_at)``;
 - append-only: the row triggers of the parent apply to every partition; each partition gets
@@ -87,12 +89,15 @@ ALTER TABLE events OWNER TO chronicle_owner;
 CREATE TABLE event_ids (
     event_id   uuid    PRIMARY KEY,
     session_id uuid    NOT NULL,
-    seq        integer NOT NULL
+    seq        integer NOT NULL,
+    answers    integer
 );
 ALTER TABLE event_ids OWNER TO chronicle_owner;
 GRANT SELECT ON event_ids TO chronicle_app;
 COMMENT ON TABLE event_ids IS
-    'The idempotency key of events across its monthly partitions: one row per event, written by the append before the event.';
+    'The keys of events across its monthly partitions: one row per event, written by the append before the event.';
+COMMENT ON COLUMN event_ids.answers IS
+    'an observation''s cause (the seq of the action it answers), else null: one observation per action';
 
 ALTER TABLE sessions ADD COLUMN first_event_at timestamptz, ADD COLUMN last_event_at timestamptz;
 COMMENT ON COLUMN sessions.first_event_at IS
@@ -124,11 +129,6 @@ FUNCTIONS = (
         None,
     ),
     (
-        "chronicle_one_observation_per_action()",
-        sql_file("functions/chronicle_one_observation_per_action.sql"),
-        None,
-    ),
-    (
         "chronicle_one_session_created()",
         sql_file("functions/chronicle_one_session_created.sql"),
         None,
@@ -142,18 +142,16 @@ APPEND_FUNCTIONS = (
     sql_file("functions/chronicle_import.sql"),
 )
 
-#: The kinds in the observation trigger's WHEN are a literal, rendered from
-#: chronicle_observation_kinds() when the revision runs: a function call there is planned again
-#: by every append's INSERT (about a fifth of the append function's time), a constant is not.
-#: A revision that adds an observation kind makes the trigger again, as it makes the partial
-#: indexes over kinds again.
 CONSTRAINT_TRIGGERS = r"""
-CREATE CONSTRAINT TRIGGER events_one_observation_per_action AFTER INSERT ON events
-    FOR EACH ROW WHEN (NEW.cause IS NOT NULL AND NEW.kind IN ({observation_kinds}))
-    EXECUTE FUNCTION chronicle_one_observation_per_action();
 CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON events
     FOR EACH ROW WHEN (NEW.kind = 'session.created')
     EXECUTE FUNCTION chronicle_one_session_created();
+"""
+
+#: One observation per action across months: a real key, on the key table.
+ANSWERS_KEY = r"""
+CREATE UNIQUE INDEX event_ids_one_observation_per_action ON event_ids (session_id, answers)
+    WHERE answers IS NOT NULL;
 """
 
 #: The keys of 0001-0025 that the unpartitioned table held (the downgrade makes them again).
@@ -176,7 +174,7 @@ OWN_INDEXES = frozenset(
         "events_one_session_created",
     }
 )
-OWN_TRIGGERS = frozenset({"events_one_observation_per_action", "events_one_session_created"})
+OWN_TRIGGERS = frozenset({"events_one_session_created"})
 
 
 class View(NamedTuple):
@@ -378,7 +376,10 @@ def upgrade() -> None:
     run(
         f"""
         INSERT INTO events ({COLUMNS}) OVERRIDING SYSTEM VALUE SELECT {COLUMNS} FROM {old};
-        INSERT INTO event_ids (event_id, session_id, seq) SELECT event_id, session_id, seq FROM {old};
+        INSERT INTO event_ids (event_id, session_id, seq, answers)
+        SELECT event_id, session_id, seq,
+               CASE WHEN kind = ANY (chronicle_observation_kinds()) THEN cause END
+        FROM {old};
         UPDATE sessions s SET first_event_at = o.first_at, last_event_at = o.last_at
         FROM (SELECT session_id, min(created_at) AS first_at, max(created_at) AS last_at
               FROM {old} GROUP BY session_id) AS o
@@ -396,8 +397,8 @@ def upgrade() -> None:
         "ALTER COLUMN last_event_at SET NOT NULL;"
     )
     run("\n".join(f"{statement};" for statement in (*indexes, *triggers)))
-    kinds = _rows("SELECT k FROM unnest(chronicle_observation_kinds()) AS k ORDER BY k")
-    run(CONSTRAINT_TRIGGERS.replace("{observation_kinds}", ", ".join(f"'{k}'" for (k,) in kinds)))
+    run(CONSTRAINT_TRIGGERS)
+    run(ANSWERS_KEY)
     run("\n".join(grants))
     run(f"DROP TABLE {old};")
     _make_views(views)

@@ -87,10 +87,12 @@ BEGIN
         v_hashes[i] := v_hash;
     END LOOP;
 
-    -- The idempotency key across months: a re-sent event_id fails here, before its row.
-    INSERT INTO event_ids (event_id, session_id, seq)
-    SELECT t.event_id, p_session, v_last + t.ord::integer
-    FROM unnest(p_event_ids) WITH ORDINALITY AS t(event_id, ord);
+    -- The keys across months, before the rows: a re-sent event_id, or a second observation
+    -- of an action (answers), fails here.
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, v_last + t.ord::integer,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids, p_kinds, p_causes) WITH ORDINALITY AS t(event_id, kind, cause, ord);
 
     RETURN QUERY
         INSERT INTO events AS e

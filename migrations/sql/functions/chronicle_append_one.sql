@@ -66,7 +66,9 @@ BEGIN
         || '","source":' || to_json(p_source)::text
         || '}', 'UTF8'));
 
-    INSERT INTO event_ids (event_id, session_id, seq) VALUES (p_event_id, p_session, seq);
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    VALUES (p_event_id, p_session, seq,
+            CASE WHEN p_kind = ANY (chronicle_observation_kinds()) THEN p_cause END);
     INSERT INTO events AS e
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
     VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,

@@ -2,7 +2,7 @@
 -- cannot hold for all months (a unique index of the parent must include created_at), as
 -- guards within the month, and the TRUNCATE trigger (statement triggers do not propagate).
 -- Idempotent. Across months, the head in sessions keeps seq gapless, event_ids holds the
--- idempotency key, and two constraint triggers hold the one-per-session rules.
+-- idempotency key and one observation per action, a constraint trigger one session.created.
 CREATE FUNCTION chronicle_event_partition_keys(p_partition regclass) RETURNS void
 LANGUAGE plpgsql SET search_path = {search_path} AS $$
 DECLARE

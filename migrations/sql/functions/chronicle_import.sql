@@ -111,9 +111,11 @@ BEGIN
         END IF;
     END LOOP;
 
-    INSERT INTO event_ids (event_id, session_id, seq)
-    SELECT t.event_id, p_session, t.seq
-    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n]) AS t(event_id, seq);
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, t.seq,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n], p_kinds[v_known + 1:n],
+                p_causes[v_known + 1:n]) AS t(event_id, seq, kind, cause);
 
     INSERT INTO events
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at,

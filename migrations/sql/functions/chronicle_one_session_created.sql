@@ -1,4 +1,7 @@
--- One session.created per session, across months (see chronicle_one_observation_per_action).
+-- One session.created per session, across months: a month's own unique index cannot see the
+-- others. Looks only at the session's months (from its head's first event time), under the
+-- session's lock (re-entrant: the append functions hold it already; a direct insert takes it).
+-- It fires on session.created alone, once per session.
 CREATE FUNCTION chronicle_one_session_created() RETURNS trigger
 LANGUAGE plpgsql SET search_path = {search_path} AS $$
 BEGIN

@@ -124,7 +124,7 @@ async def test_a_second_observation_of_an_action_from_last_month_is_refused(
             2,
             '{"exit_code":null,"output":"again","still_running":false,"truncated":false}',
         )
-    assert raised.value.constraint_name == "events_one_observation_per_action"
+    assert raised.value.constraint_name == "event_ids_one_observation_per_action"
     assert [seq for seq, _ in await _months_of(admin, session)] == [1, 2, 3]
     # an observation of another action is fine
     await store.append(session, [Run(command="pwd"), RunOutput(cause=4, output="/")])

@@ -63,8 +63,7 @@ def what_to_do(placeholder: str, listed: set[str], kinds: frozenset[str]) -> str
         + (
             "; an action or observation kind also builds the partial indexes over kinds again "
             "(as migrations/versions/0010_imported_kinds.py does; an observation kind: each "
-            "month's, dropped and made by chronicle_event_partition_keys, and the constraint "
-            "trigger events_one_observation_per_action)"
+            "month's, dropped and made by chronicle_event_partition_keys)"
             if placeholder != "event_kinds"
             else ""
         )
@@ -81,14 +80,9 @@ def test_every_kind_function_lists_the_registrys_kinds() -> None:
 
 def test_the_indexes_over_kinds_list_the_registrys() -> None:
     assert _index_kinds("events_tool_calls_by_time") == KIND_LISTS["tool_kinds"]
-    # One observation per action across months (migration 0026): the constraint trigger lists
-    # the kinds (each month's own index reads them from the function when the month is made).
-    found = re.search(
-        r"CONSTRAINT TRIGGER events_one_observation_per_action .*?kind = ANY \(ARRAY\[(.*?)\]\)",
-        SCHEMA,
-    )
-    assert found
-    assert set(re.findall(r"'([^']+)'::text", found.group(1))) == KIND_LISTS["observation_kinds"]
+    # One observation per action across months (migration 0026) is event_ids' key over
+    # answers, which the append functions fill from chronicle_observation_kinds(); each
+    # month's own index reads the kinds from it when the month is made (test_validation.py).
 
 
 def test_every_kind_placeholder_of_the_sql_files_is_a_registry_list() -> None:
