@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 
-from app.store import EventStore, StoreError
+from app.store import TRANSIENT_ERRORS, EventStore, StoreError
 from app.store.partitions import ensure_partitions
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ async def keep_partitions(
                 log.info("events: made the partitions %s", ", ".join(made))
         except StoreError as exc:
             log.warning("events: could not make the next months' partitions: %s", exc)
-        except OSError as exc:  # the database went away: the next round tries again
+        except TRANSIENT_ERRORS as exc:  # the database went away: the next round tries again
             log.warning("events: could not reach the database to make partitions: %s", exc)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(interval):
