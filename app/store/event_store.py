@@ -65,14 +65,28 @@ EVENT_COLUMNS = (
     "global_position, session_id, seq, event_id, tx, kind, source, cause, payload, "
     "schema_version, created_at, hash"
 )
+#: A session's months: ``events`` is partitioned by month of ``created_at``, and the head
+#: holds the least ``created_at`` of the session's events, so PostgreSQL reads only the months
+#: from it on (pruned when the query runs; same snapshot, so an event is never left out). A
+#: session without a head (deleted behind the log's back) is read in every month.
+SESSION_MONTHS = (
+    "created_at >= coalesce((SELECT h.first_event_at FROM sessions h WHERE h.id = {session}),"
+    " '-infinity')"
+)
 READ_SESSION_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2"
+    f" AND {SESSION_MONTHS.format(session='$1')} ORDER BY seq LIMIT $3"
 )
 #: The same with top-level payload fields ($4) left out by the server: a reader that does not
 #: need a long field (an llm.call's prompt hashes) does not fetch and decode it.
 READ_SESSION_WITHOUT_SQL = (
     f"SELECT {EVENT_COLUMNS.replace('payload,', 'payload - $4::text[] AS payload,')} FROM events"
-    " WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    f" WHERE session_id = $1 AND seq > $2 AND {SESSION_MONTHS.format(session='$1')}"
+    " ORDER BY seq LIMIT $3"
+)
+#: Every month, whatever the head says: what verify reads (a changed head hides nothing).
+READ_EVERY_MONTH_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
 #: Several sessions' tails in one query: the events after each cursor, a page at most each.
 READ_TAILS_SQL = f"""
@@ -80,12 +94,17 @@ SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after
 CROSS JOIN LATERAL (
     SELECT {EVENT_COLUMNS} FROM events
     WHERE events.session_id = cursor.session_id AND events.seq > cursor.after_seq
+      AND events.{SESSION_MONTHS.format(session="cursor.session_id")}
     ORDER BY events.seq LIMIT $3
 ) AS tail
 """
-READ_BY_IDS_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
-)
+#: By event id: ``event_ids`` names each event's session and seq (the key across months).
+READ_BY_IDS_SQL = f"""
+SELECT {EVENT_COLUMNS} FROM events
+WHERE (session_id, seq) IN (SELECT k.session_id, k.seq FROM event_ids k
+                            WHERE k.event_id = ANY($1::uuid[]))
+ORDER BY seq
+"""
 # Only rows of transactions older than every running one: nothing can commit behind them.
 READ_ALL_SQL = f"""
 SELECT {EVENT_COLUMNS} FROM events
@@ -491,6 +510,7 @@ class EventStore:
         *,
         resolve_blobs: bool = True,
         leave_out: Sequence[str] = (),
+        trust_head: bool = True,
     ) -> list[RecordedEvent]:
         """The session's events with ``seq > after_seq``, in order.
 
@@ -500,10 +520,14 @@ class EventStore:
         escapes included, see app/events/stored_form.py) without fetching any blob.
         ``leave_out``: top-level payload fields not read at all (such events no longer match
         their hash: for readers that map them, never for verification).
+        ``trust_head=False`` reads every month of ``events``, not only those from the head's
+        first event time on (verify: a head changed behind the log's back hides nothing).
         """
         sql, fields = READ_SESSION_SQL, []
         if leave_out:
             sql, fields = READ_SESSION_WITHOUT_SQL, [list(leave_out)]
+        elif not trust_head:
+            sql = READ_EVERY_MONTH_SQL
         args = (session_id, after_seq, limit, *fields)
         return await self._retrying(
             lambda: self._read_sessions(sql, args, {session_id: after_seq}, limit, resolve_blobs)
