@@ -39,7 +39,6 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from alembic import op
-
 from app.migrations.helpers import earlier_revision, run, search_path, sql_file
 
 revision = "0026"

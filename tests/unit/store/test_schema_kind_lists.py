@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 import textwrap
 
-from app.events.kind_lists import KIND_LISTS, sql_kinds
 from app.migrations.helpers import render_kind_functions
+
+from app.events.kind_lists import KIND_LISTS, sql_kinds
 from app.store.schema_dump import schema_file
 from tests.support.repository import ROOT
 
