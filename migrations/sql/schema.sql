@@ -247,6 +247,32 @@ $$;
 
 ALTER FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_archived_head() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- An archived session's copy in its archive is whole: its head, and the record of where
+    -- it went, stay as they were when it was archived (an append to it is refused here).
+    IF OLD.archived_at IS NOT NULL AND (
+           NEW.last_seq IS DISTINCT FROM OLD.last_seq
+        OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
+        OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
+        OR NEW.archived_to IS DISTINCT FROM OLD.archived_to
+        OR NEW.archived_by IS DISTINCT FROM OLD.archived_by
+        OR NEW.archive_manifest IS DISTINCT FROM OLD.archive_manifest) THEN
+        RAISE EXCEPTION 'session % is archived (to %, at %): it takes no more events',
+            OLD.id, OLD.archived_to, OLD.archived_at
+            USING ERRCODE = 'CR016', DETAIL = OLD.id::text,
+                  HINT = 'an archived session is read from its archive (chronicle sql --archive DIR) '
+                         'or imported into another database (chronicle import DIR)';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_archived_head() OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) RETURNS TABLE(login_id uuid, user_id uuid, name text, is_admin boolean, token_id uuid, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -489,7 +515,7 @@ ALTER FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) OWNER TO c
 
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1804,6 +1830,11 @@ CREATE TABLE public.sessions (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seq integer NOT NULL,
     last_hash bytea NOT NULL,
+    archived_at timestamp with time zone,
+    archived_by text,
+    archived_to text,
+    archive_manifest bytea,
+    CONSTRAINT sessions_archive_record CHECK ((((archived_at IS NULL) AND (archived_by IS NULL) AND (archived_to IS NULL) AND (archive_manifest IS NULL)) OR ((archived_at IS NOT NULL) AND (archived_by IS NOT NULL) AND (archived_to IS NOT NULL) AND (octet_length(archive_manifest) = 32)))),
     CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0))
 );
 
@@ -2049,6 +2080,8 @@ CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON public.events FOR EACH
 
 CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_messages FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
 
+CREATE TRIGGER sessions_archived_head BEFORE UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
+
 CREATE TRIGGER users_admins_by_owner BEFORE INSERT OR UPDATE OF is_admin ON public.users FOR EACH ROW EXECUTE FUNCTION public.chronicle_admins_by_owner();
 
 CREATE TRIGGER users_changed AFTER UPDATE OF is_admin, disabled_at, removed_at ON public.users FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
@@ -2103,6 +2136,8 @@ GRANT ALL ON FUNCTION public.chronicle_append_many(p_sessions uuid[], p_expected
 
 REVOKE ALL ON FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_archived_head() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) TO chronicle_app;
