@@ -109,6 +109,8 @@ class ArchiveMark(BaseModel):
     archived_to: str
     #: sha256 hex of the archive's manifest.json.
     manifest: str
+    #: Its events when it was archived (its head's seq, which cannot move since).
+    events: int
     #: Its events this database still holds (0 once their months are detached).
     events_here: int
 

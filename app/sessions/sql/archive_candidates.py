@@ -105,9 +105,7 @@ def _marks(row: object) -> SteeringMarks:
 async def quiet_sessions(store: EventStore, before: datetime) -> list[Candidate]:
     """Every session not archived whose last event is before ``before``, with its phase
     (``Candidate.ended`` says whether it ended), oldest first."""
-    rows = await store._retrying(
-        lambda: store.pool.fetch(CANDIDATES_SQL, before, PLATFORM_LOG_ID)
-    )
+    rows = await store._retrying(lambda: store.pool.fetch(CANDIDATES_SQL, before, PLATFORM_LOG_ID))
     return [
         Candidate(
             session_id=row["id"],

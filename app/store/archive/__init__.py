@@ -3,6 +3,13 @@ archive directories (JSONL, Parquet, anchors, a manifest) that prove themselves 
 DuckDB reads in place."""
 
 from app.store.archive.checker import CheckedSession, FileReport, check_file
+from app.store.archive.detaching import (
+    DetachPlan,
+    MonthVerdict,
+    detach_month,
+    ensure_months,
+    plan_detaching,
+)
 from app.store.archive.directory import DirectoryReport, check_directory
 from app.store.archive.loader import ImportRefused, ImportReport, import_file
 from app.store.archive.manifest import (
@@ -39,20 +46,25 @@ __all__ = [
     "ArchiveRaceError",
     "ArchivedSession",
     "CheckedSession",
+    "DetachPlan",
     "DirectoryReport",
     "ExportError",
     "FileReport",
     "ImportRefused",
     "ImportReport",
     "ManifestError",
+    "MonthVerdict",
     "WrittenTables",
     "archived_sessions",
     "check_directory",
     "check_file",
     "described",
+    "detach_month",
+    "ensure_months",
     "export_sessions",
     "import_file",
     "mark_archived",
+    "plan_detaching",
     "query_archive",
     "read_manifest",
     "write_parquet_tables",

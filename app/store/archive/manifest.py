@@ -124,5 +124,7 @@ def read_manifest(directory: Path) -> tuple[ArchiveManifest, str]:
     except ValidationError as exc:
         problem = exc.errors()[0]
         where = ".".join(str(part) for part in problem["loc"]) or "manifest"
-        raise ManifestError(f"{path} is not an archive manifest ({where}: {problem['msg']})") from None
+        raise ManifestError(
+            f"{path} is not an archive manifest ({where}: {problem['msg']})"
+        ) from None
     return manifest, hashlib.sha256(data).hexdigest()

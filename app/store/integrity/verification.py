@@ -173,6 +173,7 @@ class _SessionCheck:
             archived_by=row["archived_by"],
             archived_to=row["archived_to"],
             manifest=bytes(row["archive_manifest"]).hex(),
+            events=last_seq,
             events_here=here,
         )
 
