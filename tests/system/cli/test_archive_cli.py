@@ -132,6 +132,12 @@ def test_archive_verify_tamper_import_and_query(
     ids = ", ".join(f"'{session}'" for session in archived)
     before_numbers = _sql(owner_env, NUMBERS.format(ids=ids))
     calls = _sql(owner_env, f"SELECT count(*) AS n FROM llm_calls WHERE session_id IN ({ids})")
+    spend = _sql(
+        owner_env,
+        "SELECT gen_ai_request_model AS model, count(*) AS calls, sum(cost_usd) AS cost "
+        "FROM llm_calls "
+        f"WHERE session_id IN ({ids}) GROUP BY 1",
+    )
 
     key = tmp_path / "archive.key"
     made = chronicle("anchor", "--new-key", str(key), env=owner_env)
@@ -236,6 +242,15 @@ def test_archive_verify_tamper_import_and_query(
         no_db, "SELECT count(*) AS n FROM events WHERE kind = 'llm.call'", "--archive", str(archive)
     )
     assert archived_calls == calls
+    documented = _sql(  # the query docs/analytics.md shows, from the payload
+        no_db,
+        "SELECT payload->>'$.model' AS model, count(*) AS calls, "
+        "sum(CAST(payload->>'$.cost_usd' AS DOUBLE)) AS cost FROM events "
+        "WHERE kind = 'llm.call' GROUP BY 1 ORDER BY 2 DESC",
+        "--archive",
+        str(archive),
+    )
+    assert documented == spend
     table = chronicle("sql", "--archive", str(archive), "SELECT kind, count(*) AS n FROM events "
                       "GROUP BY kind ORDER BY kind", env=no_db)  # fmt: skip
     assert table.returncode == 0 and "(6 rows)" in table.stdout, table.stdout + table.stderr
