@@ -8,8 +8,9 @@ embedded server's superuser (or, with a configured URL, whatever role that URL n
 from __future__ import annotations
 
 import argparse
+import asyncio
 
-from app.cli import db_replica
+from app.cli import db_partitions, db_replica
 from app.config import Settings
 from app.store import redact
 from app.store.embedded import EmbeddedPostgres
@@ -35,6 +36,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     downgrade.add_argument("--revision", default="base")
     sub.add_parser("stop", help="stop the embedded PostgreSQL")
     db_replica.add_parser(sub)
+    db_partitions.add_parser(sub)
     db.set_defaults(handler=run)
 
 
@@ -73,6 +75,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "replica":
         return db_replica.run(args, settings)
+    if command == "partitions":
+        return asyncio.run(db_partitions.run(args, settings))
     if command == "stop":
         if settings.database_url:
             print("a database URL is configured; Chronicle did not start it and will not stop it")

@@ -24,6 +24,11 @@ class ProjectionsConfig(BaseModel):
     """Most events applied in one transaction."""
     drain_timeout: float = Field(default=5.0, ge=0)
     """Seconds a stopping runner may take to apply what is left before it lets go."""
+    partitions_interval: float = Field(default=3600.0, gt=0)
+    """Seconds between two checks that the next months of events have their partitions."""
+    partitions_ahead: int = Field(default=2, ge=1, le=24)
+    """Months after the current one whose partitions are kept made (an append into a month
+    without one fails)."""
 
 
 class OtlpExportConfig(BaseModel):

@@ -24,6 +24,7 @@ from app.projections.base import Projection
 from app.projections.catch_up import Applied, catch_up, rebuild
 from app.projections.config import OtlpExportConfig, ProjectionsConfig
 from app.projections.lock_holder import LockHolder
+from app.projections.partition_keeper import keep_partitions
 from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
@@ -205,11 +206,23 @@ async def running_projections(
         asyncio.create_task(runner.run(), name=f"chronicle-projection-{runner.name}")
         for runner in runners
     ]
+    stop_keeping = asyncio.Event()
+    keeper = asyncio.create_task(
+        keep_partitions(
+            store,
+            interval=config.partitions_interval,
+            months_ahead=config.partitions_ahead,
+            stop=stop_keeping,
+        ),
+        name="chronicle-event-partitions",
+    )
     try:
         yield runners
     finally:
+        stop_keeping.set()
         for runner in runners:
             runner.stop()
+        await asyncio.gather(keeper, return_exceptions=True)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=config.drain_timeout + 1.0)
             for task in late:

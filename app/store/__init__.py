@@ -22,7 +22,8 @@ What it offers (docs/architecture.md, "The store's surface"):
 
 Public subpackages and modules, each with a surface of its own: ``app.store.config`` (the
 config objects the settings, ``app/config/``, hold), ``app.store.migrate`` (alembic),
-``app.store.archive``, ``app.store.integrity``, ``app.store.embedded``, ``app.store.analytics``.
+``app.store.archive``, ``app.store.integrity``, ``app.store.embedded``, ``app.store.analytics``,
+``app.store.partitions`` (the monthly partitions of ``events``).
 Every other module is
 private (tests/unit/test_layering.py). A feature's tables are not here: they live in its own
 ``sql/`` folder (``app/sessions/sql/``, ``app/evaluation/sql/``, ...) and reach the database

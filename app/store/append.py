@@ -24,6 +24,7 @@ from app.store.errors import (
     ContentMismatchError,
     DuplicateEventError,
     EventTooLargeError,
+    PartitionError,
     StoreError,
 )
 from app.store.records import RecordedEvent
@@ -257,12 +258,19 @@ def translate_error(
     if state == "CR001":
         assert session_id is not None
         return ConcurrencyError(session_id, expected_seq or 0, int(exc.detail or 0))
-    constraint = exc.constraint_name
-    if state == "23505" and constraint == "events_one_observation_per_action":
+    constraint = exc.constraint_name or ""
+    if state == "23514" and "no partition of relation" in exc.message:
+        return PartitionError(
+            f"the events table has no partition for this month ({exc.detail or exc.message}); "
+            "nothing was written. Run `chronicle db partitions ensure` (the projection runner "
+            "keeps the next months in place while it runs)"
+        )
+    # The constraint triggers across months, or a month's own index (events_YYYY_MM_...).
+    if state == "23505" and constraint.endswith("one_observation_per_action"):
         return DuplicateEventError(
             f"an action in session {session_id} already has its observation ({exc.detail})"
         )
-    if state == "23505" and constraint == "events_one_session_created":
+    if state == "23505" and constraint.endswith("one_session_created"):
         return InvalidEventError(
             f"session {session_id} already has its session.created event; a session is "
             "created once (start a new session for a new configuration)",

@@ -38,7 +38,10 @@ SESSIONS = "session"
 #: Every table of the schema and where it goes. A table missing here fails the test.
 PLAN: dict[str, Placement] = {
     # The log and what is per session: one co-location group by session id.
+    # events is partitioned by month too (migration 0026): Citus distributes a partitioned
+    # table partition by partition, each co-located with the group.
     "events": Distributed("session_id", SESSIONS),
+    "event_ids": Distributed("session_id", SESSIONS),
     "sessions": Distributed("id", SESSIONS),
     "session_state": Distributed("session_id", SESSIONS),
     "session_leases": Distributed("session_id", SESSIONS),
@@ -66,13 +69,16 @@ PLAN: dict[str, Placement] = {
 #: with what stage 2 makes of it (docs/scale-out.md, "Keys that change").
 KNOWN_EXCEPTIONS: dict[str, str] = {
     "events_pkey": (
-        "PRIMARY KEY (global_position): becomes PRIMARY KEY (session_id, seq); global_position "
-        "stays an identity column whose per-node sequences are unique by construction, and an "
-        "ordinary index serves the per-node cursor (tx, global_position)"
+        "PRIMARY KEY (global_position, created_at) (a key of the partitioned table must hold "
+        "its partition key): becomes PRIMARY KEY (session_id, seq, created_at), each month "
+        "keeping its own UNIQUE (session_id, seq); global_position stays an identity column "
+        "whose per-node sequences are unique by construction, and an ordinary index serves "
+        "the per-node cursor (tx, global_position)"
     ),
-    "events_event_id": (
-        "UNIQUE (event_id): becomes UNIQUE (session_id, event_id); a retried append names its "
-        "session, so idempotency per session is what the writer needs"
+    "event_ids_pkey": (
+        "PRIMARY KEY (event_id), unique across sessions as the one-table key was: becomes "
+        "PRIMARY KEY (session_id, event_id); a retried append names its session, so "
+        "idempotency per session is what the writer needs (an index rebuilt, no data moved)"
     ),
 }
 
@@ -102,7 +108,10 @@ class Schema:
     foreign_keys: tuple[ForeignKey, ...]
 
 
-_TABLE = re.compile(r"^CREATE TABLE (?:public\.)?(\w+) \((.*?)^\);", re.M | re.S)
+#: A table, partitioned or not (``)\nPARTITION BY RANGE (created_at);``).
+_TABLE = re.compile(
+    r"^CREATE TABLE (?:public\.)?(\w+) \((.*?)^\)(?:\nPARTITION BY [^;\n]*)?;", re.M | re.S
+)
 _CONSTRAINT = re.compile(
     r"^ALTER TABLE ONLY (?:public\.)?(\w+)\s+ADD CONSTRAINT (\w+) "
     r"(PRIMARY KEY|UNIQUE|FOREIGN KEY) \(([^)]*)\)"

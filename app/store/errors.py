@@ -33,6 +33,10 @@ class DuplicateEventError(StoreError):
     """An event_id is already recorded elsewhere, or an action already has its observation."""
 
 
+class PartitionError(StoreError):
+    """A monthly partition of events is missing, or could not be made, listed or dropped."""
+
+
 class ContentMismatchError(StoreError):
     """Content-addressed data (a prompt message) whose text does not hash to its key."""
 
@@ -61,6 +65,7 @@ __all__ = [
     "DuplicateEventError",
     "EventTooLargeError",
     "InvalidEventError",
+    "PartitionError",
     "RefusedForNowError",
     "StoreError",
 ]

@@ -56,14 +56,20 @@ EVENT_COLUMNS = (
     "global_position, session_id, seq, event_id, tx, kind, source, cause, payload, "
     "schema_version, created_at, hash"
 )
+#: A session's months: ``events`` is partitioned by month of ``created_at``, and the head
+#: holds the least ``created_at`` of the session's events, so PostgreSQL reads only the months
+#: from it on (pruned when the query runs; same snapshot, so an event is never left out).
+SESSION_MONTHS = "created_at >= (SELECT h.first_event_at FROM sessions h WHERE h.id = {session})"
 READ_SESSION_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2"
+    f" AND {SESSION_MONTHS.format(session='$1')} ORDER BY seq LIMIT $3"
 )
 #: The same with top-level payload fields ($4) left out by the server: a reader that does not
 #: need a long field (an llm.call's prompt hashes) does not fetch and decode it.
 READ_SESSION_WITHOUT_SQL = (
     f"SELECT {EVENT_COLUMNS.replace('payload,', 'payload - $4::text[] AS payload,')} FROM events"
-    " WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+    f" WHERE session_id = $1 AND seq > $2 AND {SESSION_MONTHS.format(session='$1')}"
+    " ORDER BY seq LIMIT $3"
 )
 #: Several sessions' tails in one query: the events after each cursor, a page at most each.
 READ_TAILS_SQL = f"""
@@ -71,12 +77,17 @@ SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after
 CROSS JOIN LATERAL (
     SELECT {EVENT_COLUMNS} FROM events
     WHERE events.session_id = cursor.session_id AND events.seq > cursor.after_seq
+      AND events.{SESSION_MONTHS.format(session="cursor.session_id")}
     ORDER BY events.seq LIMIT $3
 ) AS tail
 """
-READ_BY_IDS_SQL = (
-    f"SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY seq"
-)
+#: By event id: ``event_ids`` names each event's session and seq (the key across months).
+READ_BY_IDS_SQL = f"""
+SELECT {EVENT_COLUMNS} FROM events
+WHERE (session_id, seq) IN (SELECT k.session_id, k.seq FROM event_ids k
+                            WHERE k.event_id = ANY($1::uuid[]))
+ORDER BY seq
+"""
 # Only rows of transactions older than every running one: nothing can commit behind them.
 READ_ALL_SQL = f"""
 SELECT {EVENT_COLUMNS} FROM events

@@ -18,13 +18,17 @@ The work is done by database functions owned by ``chronicle_owner``:
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime
 from typing import Any
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict
 
-from app.store.errors import StoreError
+from app.store.errors import PartitionError
+from app.store.event_store import EventStore
+from app.store.urls import asyncpg_dsn
 
 #: Months made ahead of the current one by default: the current month and the next two.
 MONTHS_AHEAD = 2
@@ -47,10 +51,6 @@ class EventPartition(BaseModel):
     attached: bool
 
 
-class PartitionError(StoreError):
-    """A partition could not be made, listed or dropped (the message says why)."""
-
-
 def current_month(now: datetime | None = None) -> date:
     """The first day of the month ``now`` (UTC) falls in: months are UTC months."""
     moment = (now or datetime.now(UTC)).astimezone(UTC)
@@ -58,7 +58,7 @@ def current_month(now: datetime | None = None) -> date:
 
 
 async def ensure_partitions(
-    pool_or_conn: asyncpg.Pool | asyncpg.Connection,
+    pool_or_conn: EventStore | asyncpg.Pool | asyncpg.Connection,
     *,
     months_ahead: int = MONTHS_AHEAD,
     since: date | None = None,
@@ -66,7 +66,8 @@ async def ensure_partitions(
     """Make every missing monthly partition from ``since`` (default: this month, UTC) to
     ``months_ahead`` months after this one; the names made (none when all exist).
 
-    Idempotent, and safe when several processes call it at once. ``since`` earlier than this
+    ``pool_or_conn``: an ``EventStore`` (its pool), a pool or a connection. Idempotent, and
+    safe when several processes call it at once. ``since`` earlier than this
     month is for bringing back an archive of an old month (``chronicle import``).
     """
     if months_ahead < 0:
@@ -77,7 +78,8 @@ async def ensure_partitions(
     months = last_index - (first.year * 12 + first.month - 1) + 1
     if months < 1:
         return []
-    rows = await _fetch(pool_or_conn, ENSURE_SQL, first, months)
+    target = pool_or_conn.pool if isinstance(pool_or_conn, EventStore) else pool_or_conn
+    rows = await _fetch(target, ENSURE_SQL, first, months)
     return [row["name"] for row in rows]
 
 
@@ -100,6 +102,16 @@ async def detach_partition(conn: asyncpg.Pool | asyncpg.Connection, name: str) -
     application's roles. It refuses a partition whose month has not ended.
     """
     await _fetch(conn, DROP_SQL, name)
+
+
+@asynccontextmanager
+async def connected(url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of its own to ``url`` for the calls above (a maintenance command's)."""
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        yield connection
+    finally:
+        await connection.close()
 
 
 async def _fetch(

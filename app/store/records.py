@@ -102,7 +102,7 @@ class RecordedEvent(NamedTuple):
 
 
 class ArchiveMark(BaseModel):
-    """Where an archived session went (its ``sessions`` row: migration 0026)."""
+    """Where an archived session went (its ``sessions`` row: migration 0027)."""
 
     archived_at: datetime
     archived_by: str

@@ -44,6 +44,7 @@ DECLARE
     v_observations text[] := chronicle_observation_kinds();
     v_last         integer;
     v_hash         bytea;
+    v_first_at     timestamptz;
     v_hashes       bytea[] := '{}';
     v_answered     text;
     i              integer;
@@ -62,7 +63,8 @@ BEGIN
     END LOOP;
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
 
-    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_hash, v_first_at
+    FROM sessions s WHERE s.id = p_session;
     IF NOT FOUND THEN
         v_last := 0;
         v_hash := '\x'::bytea;
@@ -80,7 +82,8 @@ BEGIN
                                    THEN p_kinds[p_causes[i] - v_last] END;
             ELSE
                 SELECT e.kind INTO v_answered
-                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i];
+                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i]
+                                    AND e.created_at >= v_first_at;
                 IF NOT FOUND THEN
                     v_answered := NULL;
                 END IF;
@@ -108,6 +111,11 @@ BEGIN
         v_hashes[i] := v_hash;
     END LOOP;
 
+    -- The idempotency key across months: a re-sent event_id fails here, before its row.
+    INSERT INTO event_ids (event_id, session_id, seq)
+    SELECT t.event_id, p_session, v_last + t.ord::integer
+    FROM unnest(p_event_ids) WITH ORDINALITY AS t(event_id, ord);
+
     RETURN QUERY
         INSERT INTO events AS e
             (session_id, seq, event_id, kind, source, cause, payload, schema_version,
@@ -119,10 +127,13 @@ BEGIN
         RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, v_now, n, v_hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, v_now, n, v_hash, v_now, v_now);
     ELSE
-        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
+        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash,
+               first_event_at = least(first_event_at, v_now),
+               last_event_at = greatest(last_event_at, v_now)
+        WHERE id = p_session;
     END IF;
 
     IF p_notify THEN
@@ -182,12 +193,14 @@ DECLARE
     v_payload  jsonb;
     v_last     integer;
     v_prev     bytea;
+    v_first_at timestamptz;
     v_answered text;
 BEGIN
     v_payload := chronicle_verifiable_payload(p_kind, p_payload);
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
 
-    SELECT s.last_seq, s.last_hash INTO v_last, v_prev FROM sessions s WHERE s.id = p_session;
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_prev, v_first_at
+    FROM sessions s WHERE s.id = p_session;
     IF NOT FOUND THEN
         v_last := 0;
         v_prev := '\x'::bytea;
@@ -201,7 +214,8 @@ BEGIN
     IF p_cause IS NOT NULL AND p_cause <= v_last
        AND p_kind = ANY (chronicle_observation_kinds()) THEN
         SELECT e.kind INTO v_answered
-        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause;
+        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause
+                            AND e.created_at >= v_first_at;
         IF FOUND AND NOT (
             v_answered = ANY (chronicle_action_kinds()) OR (p_kind = 'error' AND v_answered = 'llm.call')
         ) THEN
@@ -226,6 +240,7 @@ BEGIN
         || '","source":' || to_json(p_source)::text
         || '}', 'UTF8'));
 
+    INSERT INTO event_ids (event_id, session_id, seq) VALUES (p_event_id, p_session, seq);
     INSERT INTO events AS e
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
     VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,
@@ -233,10 +248,13 @@ BEGIN
     RETURNING e.global_position, e.tx INTO global_position, tx;
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, created_at, 1, hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, created_at, 1, hash, created_at, created_at);
     ELSE
-        UPDATE sessions s SET last_seq = seq, last_hash = hash WHERE s.id = p_session;
+        UPDATE sessions s SET last_seq = seq, last_hash = hash,
+               first_event_at = least(s.first_event_at, now()),  -- now() is created_at
+               last_event_at = greatest(s.last_event_at, now())
+        WHERE s.id = p_session;
     END IF;
 
     IF p_notify THEN
@@ -252,20 +270,28 @@ CREATE FUNCTION public.chronicle_archived_head() RETURNS trigger
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 BEGIN
-    -- An archived session's copy in its archive is whole: its head, and the record of where
-    -- it went, stay as they were when it was archived (an append to it is refused here).
-    IF OLD.archived_at IS NOT NULL AND (
-           NEW.last_seq IS DISTINCT FROM OLD.last_seq
+    -- An archived session's head row is the record of its archive, and the copy there is
+    -- whole: the head and that record stay as they were (an append is refused here), and the
+    -- row is kept when a month is dropped with the session's events (a DELETE of it does
+    -- nothing), so `chronicle verify` can tell the events left with their month. Only
+    -- chronicle_restore_archived, bringing the very same session back, lets it go.
+    IF TG_OP = 'DELETE' THEN
+        IF current_setting('chronicle.restoring_archived', true) = OLD.id::text THEN
+            RETURN OLD;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF NEW.last_seq IS DISTINCT FROM OLD.last_seq
         OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
         OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
         OR NEW.archived_to IS DISTINCT FROM OLD.archived_to
         OR NEW.archived_by IS DISTINCT FROM OLD.archived_by
-        OR NEW.archive_manifest IS DISTINCT FROM OLD.archive_manifest) THEN
+        OR NEW.archive_manifest IS DISTINCT FROM OLD.archive_manifest THEN
         RAISE EXCEPTION 'session % is archived (to %, at %): it takes no more events',
             OLD.id, OLD.archived_to, OLD.archived_at
-            USING ERRCODE = 'CR016', DETAIL = OLD.id::text,
+            USING ERRCODE = 'CR017', DETAIL = OLD.id::text,
                   HINT = 'an archived session is read from its archive (chronicle sql --archive DIR) '
-                         'or imported into another database (chronicle import DIR)';
+                         'or brought back with chronicle import DIR';
     END IF;
     RETURN NEW;
 END
@@ -496,6 +522,43 @@ $$;
 
 ALTER FUNCTION public.chronicle_credentials_changed() OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_drop_event_partition(p_name text) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_part record;
+BEGIN
+    SELECT * INTO v_part FROM chronicle_event_partitions() p WHERE p.name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'events has no partition %', p_name
+            USING ERRCODE = 'CR016', HINT = 'chronicle db partitions list names them';
+    END IF;
+    IF v_part.ends > now() THEN
+        RAISE EXCEPTION 'the partition % holds events until %, which has not come yet', p_name,
+            v_part.ends USING ERRCODE = 'CR016',
+            HINT = 'only a month that has ended can be archived and dropped';
+    END IF;
+    PERFORM set_config('lock_timeout', '10s', true);
+    IF v_part.attached THEN
+        EXECUTE format('DELETE FROM event_ids k USING %I e WHERE k.event_id = e.event_id',
+                       p_name);
+        EXECUTE format('ALTER TABLE events DETACH PARTITION %I', p_name);
+        EXECUTE format('DELETE FROM session_leases l WHERE l.session_id IN '
+                       '(SELECT DISTINCT d.session_id FROM %I d) '
+                       'AND NOT EXISTS (SELECT FROM events e WHERE e.session_id = l.session_id)',
+                       p_name);
+        EXECUTE format('DELETE FROM sessions s WHERE s.id IN '
+                       '(SELECT DISTINCT d.session_id FROM %I d) '
+                       'AND NOT EXISTS (SELECT FROM events e WHERE e.session_id = s.id)',
+                       p_name);
+    END IF;
+    EXECUTE format('DROP TABLE %I', p_name);
+END
+$$;
+
+ALTER FUNCTION public.chronicle_drop_event_partition(p_name text) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -513,11 +576,108 @@ $$;
 
 ALTER FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) RETURNS SETOF text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_month date := date_trunc('month', p_from)::date;
+    v_start timestamptz;
+    v_end   timestamptz;
+    v_name  text;
+    -- The schema of events: the first of search_path is pg_catalog, where nothing is made.
+    v_schema text := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                      WHERE c.oid = 'events'::regclass);
+BEGIN
+    IF p_from IS NULL OR p_months IS NULL OR p_months < 0 OR p_months > 1200 THEN
+        RAISE EXCEPTION 'partitions are made for 0 to 1200 months from a date, not % from %',
+            p_months, p_from USING ERRCODE = 'CR005';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1140, hashtext('events partitions'));
+    -- Rather fail than queue every append behind a long DDL lock wait.
+    PERFORM set_config('lock_timeout', '10s', true);
+    FOR i IN 1 .. p_months LOOP
+        v_start := v_month::timestamp AT TIME ZONE 'UTC';
+        v_end := (v_month + interval '1 month')::timestamp AT TIME ZONE 'UTC';
+        v_name := 'events_' || to_char(v_month, 'YYYY_MM');
+        IF NOT EXISTS (SELECT FROM chronicle_event_partitions() p
+                       WHERE p.attached AND p.starts < v_end AND p.ends > v_start) THEN
+            IF to_regclass(quote_ident(v_name)) IS NOT NULL THEN
+                RAISE EXCEPTION 'a table % exists but is not a partition of events', v_name
+                    USING ERRCODE = 'CR016',
+                          HINT = 'attach it (ALTER TABLE events ATTACH PARTITION ...) or drop it';
+            END IF;
+            EXECUTE format('CREATE TABLE %I.%I (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS)',
+                           v_schema, v_name);
+            PERFORM chronicle_event_partition_keys(format('%I.%I', v_schema, v_name)::regclass);
+            EXECUTE format('ALTER TABLE events ATTACH PARTITION %I.%I FOR VALUES FROM (%L) TO (%L)',
+                           v_schema, v_name, v_start, v_end);
+            RETURN NEXT v_name;
+        END IF;
+        v_month := (v_month + interval '1 month')::date;
+    END LOOP;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_event_partition_keys(p_partition regclass) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_name text := (SELECT c.relname FROM pg_class c WHERE c.oid = p_partition);
+BEGIN
+    EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (session_id, seq)',
+                   v_name || '_session_seq', p_partition);
+    EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (session_id, cause) '
+                   'WHERE cause IS NOT NULL AND kind = ANY (%L::text[])',
+                   v_name || '_one_observation_per_action', p_partition,
+                   chronicle_observation_kinds());
+    EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (session_id) '
+                   'WHERE kind = ''session.created''',
+                   v_name || '_one_session_created', p_partition);
+    IF NOT EXISTS (SELECT FROM pg_trigger t
+                   WHERE t.tgrelid = p_partition AND t.tgname = 'events_no_truncate') THEN
+        EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON %s '
+                       'FOR EACH STATEMENT EXECUTE FUNCTION chronicle_refuse_change()',
+                       p_partition);
+    END IF;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_event_partition_keys(p_partition regclass) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_event_partitions() RETURNS TABLE(name text, starts timestamp with time zone, ends timestamp with time zone, attached boolean)
+    LANGUAGE sql STABLE
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+    -- The attached partitions, with the bounds PostgreSQL holds for them ...
+    SELECT c.relname::text, b[1]::timestamptz, b[2]::timestamptz, true
+    FROM pg_inherits i
+    JOIN pg_class c ON c.oid = i.inhrelid,
+         regexp_match(pg_get_expr(c.relpartbound, c.oid),
+                      'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS b
+    WHERE i.inhparent = 'events'::regclass
+    UNION ALL
+    -- ... and a month's table left behind, not attached (its month read from its name).
+    SELECT c.relname::text, m::timestamp AT TIME ZONE 'UTC',
+           (m + interval '1 month')::timestamp AT TIME ZONE 'UTC', false
+    FROM pg_class c,
+         make_date(substr(c.relname, 8, 4)::integer, substr(c.relname, 13, 2)::integer, 1) AS m
+    WHERE c.relname ~ '^events_[0-9]{4}_(0[1-9]|1[0-2])$' AND c.relkind = 'r'
+      AND NOT c.relispartition
+      AND c.relnamespace = (SELECT e.relnamespace FROM pg_class e WHERE e.oid = 'events'::regclass)
+    ORDER BY 2, 1
+$_$;
+
+ALTER FUNCTION public.chronicle_event_partitions() OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_exchange_login_code(p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) RETURNS TABLE(login_id uuid, user_id uuid, name text, is_admin boolean, token_id uuid, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -708,6 +868,10 @@ BEGIN
         END IF;
     END LOOP;
 
+    INSERT INTO event_ids (event_id, session_id, seq)
+    SELECT t.event_id, p_session, t.seq
+    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n]) AS t(event_id, seq);
+
     INSERT INTO events
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at,
          hash)
@@ -719,10 +883,16 @@ BEGIN
          AS t(seq, event_id, kind, source, cause, payload, version, created_at, hash);
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, p_created_at[1], p_seqs[n], v_hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        SELECT p_session, p_created_at[1], p_seqs[n], v_hash, min(t.at), max(t.at)
+        FROM unnest(p_created_at[v_known + 1:n]) AS t(at);
     ELSE
-        UPDATE sessions SET last_seq = p_seqs[n], last_hash = v_hash WHERE id = p_session;
+        UPDATE sessions s SET last_seq = p_seqs[n], last_hash = v_hash,
+               first_event_at = least(s.first_event_at, t.first_at),
+               last_event_at = greatest(s.last_event_at, t.last_at)
+        FROM (SELECT min(a.at) AS first_at, max(a.at) AS last_at
+              FROM unnest(p_created_at[v_known + 1:n]) AS a(at)) AS t
+        WHERE s.id = p_session;
     END IF;
     PERFORM pg_notify('chronicle_events', p_session::text || ':' || p_seqs[n]::text);
     RETURN n - v_known;
@@ -736,6 +906,55 @@ CREATE FUNCTION public.chronicle_observation_kinds() RETURNS text[]
     AS $$ SELECT ARRAY['error', 'file.edit.output', 'file.read.output', 'file.write.output', 'imported.output', 'mcp.result', 'run.output']::text[] $$;
 
 ALTER FUNCTION public.chronicle_observation_kinds() OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_one_observation_per_action() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_other integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(NEW.session_id::text));
+    SELECT e.seq INTO v_other FROM events e
+    WHERE e.session_id = NEW.session_id AND e.cause = NEW.cause
+      AND e.kind = ANY (chronicle_observation_kinds())
+      AND e.created_at >= least((SELECT s.first_event_at FROM sessions s
+                                 WHERE s.id = NEW.session_id), NEW.created_at)
+      AND e.seq <> NEW.seq
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'an action in session % already has its observation: seq % and seq % both answer seq %',
+            NEW.session_id, v_other, NEW.seq, NEW.cause
+            USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_one_observation_per_action',
+                  DETAIL = format('Key (session_id, cause)=(%s, %s) already exists.',
+                                  NEW.session_id, NEW.cause);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_one_observation_per_action() OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_one_session_created() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(NEW.session_id::text));
+    IF EXISTS (SELECT FROM events e
+               WHERE e.session_id = NEW.session_id AND e.kind = 'session.created'
+                 AND e.created_at >= least((SELECT s.first_event_at FROM sessions s
+                                            WHERE s.id = NEW.session_id), NEW.created_at)
+                 AND e.seq <> NEW.seq) THEN
+        RAISE EXCEPTION 'session % already has its session.created event', NEW.session_id
+            USING ERRCODE = 'unique_violation', CONSTRAINT = 'events_one_session_created',
+                  DETAIL = format('Key (session_id)=(%s) already exists.', NEW.session_id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_one_session_created() OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_owner_login() RETURNS boolean
     LANGUAGE sql STABLE
@@ -943,6 +1162,36 @@ $$;
 
 ALTER FUNCTION public.chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[]) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_head record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT s.last_seq, s.last_hash, s.archived_at INTO v_head
+    FROM sessions s WHERE s.id = p_session FOR UPDATE;
+    IF NOT FOUND OR v_head.archived_at IS NULL THEN
+        RETURN false;
+    END IF;
+    IF EXISTS (SELECT FROM events e WHERE e.session_id = p_session) THEN
+        RETURN false;  -- still here (whole or in part): the import checks them as they are
+    END IF;
+    IF (v_head.last_seq, v_head.last_hash) IS DISTINCT FROM (p_last_seq, p_head) THEN
+        RAISE EXCEPTION 'session % was archived here at seq % with another head than the import''s (seq %)',
+            p_session, v_head.last_seq, p_last_seq USING ERRCODE = 'CR006',
+            HINT = 'the archive is not the one this database archived the session to';
+    END IF;
+    PERFORM set_config('chronicle.restoring_archived', p_session::text, true);
+    DELETE FROM sessions WHERE id = p_session;
+    PERFORM set_config('chronicle.restoring_archived', '', true);
+    RETURN true;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1144,7 +1393,8 @@ CREATE TABLE public.events (
     CONSTRAINT events_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_.]*$'::text)),
     CONSTRAINT events_seq_check CHECK ((seq >= 1)),
     CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['user'::text, 'agent'::text, 'environment'::text, 'system'::text])))
-);
+)
+PARTITION BY RANGE (created_at);
 
 ALTER TABLE public.events OWNER TO chronicle_owner;
 
@@ -1690,6 +1940,16 @@ CREATE VIEW public.evaluation_usage AS
 
 ALTER VIEW public.evaluation_usage OWNER TO chronicle_owner;
 
+CREATE TABLE public.event_ids (
+    event_id uuid NOT NULL,
+    session_id uuid NOT NULL,
+    seq integer NOT NULL
+);
+
+ALTER TABLE public.event_ids OWNER TO chronicle_owner;
+
+COMMENT ON TABLE public.event_ids IS 'The idempotency key of events across its monthly partitions: one row per event, written by the append before the event.';
+
 ALTER TABLE public.events ALTER COLUMN global_position ADD GENERATED ALWAYS AS IDENTITY (
     SEQUENCE NAME public.events_global_position_seq
     START WITH 1
@@ -1830,6 +2090,8 @@ CREATE TABLE public.sessions (
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     last_seq integer NOT NULL,
     last_hash bytea NOT NULL,
+    first_event_at timestamp with time zone NOT NULL,
+    last_event_at timestamp with time zone NOT NULL,
     archived_at timestamp with time zone,
     archived_by text,
     archived_to text,
@@ -1839,6 +2101,10 @@ CREATE TABLE public.sessions (
 );
 
 ALTER TABLE public.sessions OWNER TO chronicle_owner;
+
+COMMENT ON COLUMN public.sessions.first_event_at IS 'the least created_at of its events: a read bounds created_at by it, so PostgreSQL reads only the months the session spans';
+
+COMMENT ON COLUMN public.sessions.last_event_at IS 'the greatest created_at of its events';
 
 CREATE VIEW public.session_costs AS
  SELECT s.id AS session_id,
@@ -1977,14 +2243,11 @@ ALTER TABLE ONLY public.checkpoints
 ALTER TABLE ONLY public.chronicle_schema_version
     ADD CONSTRAINT chronicle_schema_version_pkc PRIMARY KEY (version_num);
 
-ALTER TABLE ONLY public.events
-    ADD CONSTRAINT events_event_id UNIQUE (event_id);
+ALTER TABLE ONLY public.event_ids
+    ADD CONSTRAINT event_ids_pkey PRIMARY KEY (event_id);
 
 ALTER TABLE ONLY public.events
-    ADD CONSTRAINT events_pkey PRIMARY KEY (global_position);
-
-ALTER TABLE ONLY public.events
-    ADD CONSTRAINT events_session_seq UNIQUE (session_id, seq);
+    ADD CONSTRAINT events_pkey PRIMARY KEY (global_position, created_at);
 
 ALTER TABLE ONLY public.gateway_usage
     ADD CONSTRAINT gateway_usage_pkey PRIMARY KEY (scope, subject);
@@ -2034,19 +2297,15 @@ CREATE INDEX browser_logins_by_token ON public.browser_logins USING btree (token
 
 CREATE INDEX browser_logins_by_user ON public.browser_logins USING btree (user_id, created_at);
 
-CREATE INDEX events_annotations ON public.events USING btree (session_id, seq) WHERE (kind = 'annotation'::text);
+CREATE INDEX events_llm_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
 
-CREATE INDEX events_global_cursor ON public.events USING btree (tx, global_position);
+CREATE INDEX events_tool_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
 
-CREATE INDEX events_llm_calls_by_time ON public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
+CREATE INDEX events_playground_runs ON ONLY public.events USING btree (((((payload -> 'config'::text) -> 'from_call'::text) ->> 'session'::text)), created_at) WHERE ((kind = 'session.created'::text) AND ((payload -> 'config'::text) ? 'from_call'::text));
 
-CREATE UNIQUE INDEX events_one_observation_per_action ON public.events USING btree (session_id, cause) WHERE ((cause IS NOT NULL) AND (kind = ANY (ARRAY['error'::text, 'file.edit.output'::text, 'file.read.output'::text, 'file.write.output'::text, 'imported.output'::text, 'mcp.result'::text, 'run.output'::text])));
+CREATE INDEX events_annotations ON ONLY public.events USING btree (session_id, seq) WHERE (kind = 'annotation'::text);
 
-CREATE UNIQUE INDEX events_one_session_created ON public.events USING btree (session_id) WHERE (kind = 'session.created'::text);
-
-CREATE INDEX events_playground_runs ON public.events USING btree (((((payload -> 'config'::text) -> 'from_call'::text) ->> 'session'::text)), created_at) WHERE ((kind = 'session.created'::text) AND ((payload -> 'config'::text) ? 'from_call'::text));
-
-CREATE INDEX events_tool_calls_by_time ON public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
+CREATE INDEX events_global_cursor ON ONLY public.events USING btree (tx, global_position);
 
 CREATE INDEX otel_spans_waiting ON public.otel_spans USING btree (received_at) WHERE (settled_seq IS NULL);
 
@@ -2062,6 +2321,42 @@ CREATE INDEX session_state_newest ON public.session_state USING btree (created_a
 
 CREATE INDEX session_state_title_words ON public.session_state USING gin (to_tsvector('simple'::regconfig, COALESCE(title, ''::text)));
 
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2026_12_created_at_idx;
+
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2026_12_created_at_idx1;
+
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2026_12_expr_created_at_idx;
+
+ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2026_12_pkey;
+
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2026_12_session_id_seq_idx;
+
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2026_12_tx_global_position_idx;
+
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_01_created_at_idx;
+
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_01_created_at_idx1;
+
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_01_expr_created_at_idx;
+
+ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2027_01_pkey;
+
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_01_session_id_seq_idx;
+
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_01_tx_global_position_idx;
+
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_02_created_at_idx;
+
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_02_created_at_idx1;
+
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_02_expr_created_at_idx;
+
+ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2027_02_pkey;
+
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_02_session_id_seq_idx;
+
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_02_tx_global_position_idx;
+
 CREATE TRIGGER api_tokens_by_owner BEFORE INSERT OR UPDATE ON public.api_tokens FOR EACH ROW EXECUTE FUNCTION public.chronicle_tokens_by_owner();
 
 CREATE TRIGGER api_tokens_revoked AFTER UPDATE OF revoked_at, expires_at ON public.api_tokens FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
@@ -2076,11 +2371,15 @@ CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON public.events FOR E
 
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_refuse_change();
 
+CREATE CONSTRAINT TRIGGER events_one_observation_per_action AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.cause IS NOT NULL) AND (new.kind = ANY (public.chronicle_observation_kinds())))) EXECUTE FUNCTION public.chronicle_one_observation_per_action();
+
+CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON public.events NOT DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((new.kind = 'session.created'::text)) EXECUTE FUNCTION public.chronicle_one_session_created();
+
 CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON public.events FOR EACH ROW WHEN ((new.session_id = '00000000-0000-4000-8000-00000000a0d1'::uuid)) EXECUTE FUNCTION public.chronicle_platform_log_kinds();
 
 CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_messages FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
 
-CREATE TRIGGER sessions_archived_head BEFORE UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
+CREATE TRIGGER sessions_archived_head BEFORE DELETE OR UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
 
 CREATE TRIGGER users_admins_by_owner BEFORE INSERT OR UPDATE OF is_admin ON public.users FOR EACH ROW EXECUTE FUNCTION public.chronicle_admins_by_owner();
 
@@ -2157,10 +2456,20 @@ GRANT ALL ON FUNCTION public.chronicle_create_token(p_id uuid, p_user uuid, p_ki
 
 REVOKE ALL ON FUNCTION public.chronicle_credentials_changed() FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION public.chronicle_drop_event_partition(p_name text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) TO chronicle_app;
 
+REVOKE ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) TO chronicle_app;
+
 REVOKE ALL ON FUNCTION public.chronicle_event_kinds() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_event_partition_keys(p_partition regclass) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_event_partitions() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_event_partitions() TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_exchange_login_code(p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_exchange_login_code(p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) TO chronicle_app;
@@ -2169,6 +2478,10 @@ REVOKE ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uu
 GRANT ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_import(p_session uuid, p_seqs integer[], p_event_ids uuid[], p_kinds text[], p_sources text[], p_causes integer[], p_payloads text[], p_versions smallint[], p_created_at timestamp with time zone[], p_hashes bytea[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_one_observation_per_action() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_one_session_created() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_peek_login_code(p_code_hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_peek_login_code(p_code_hash bytea) TO chronicle_app;
@@ -2194,6 +2507,8 @@ REVOKE ALL ON FUNCTION public.chronicle_request_run(p_session uuid, p_reason tex
 GRANT ALL ON FUNCTION public.chronicle_request_run(p_session uuid, p_reason text) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) TO chronicle_app;
@@ -2287,6 +2602,8 @@ GRANT SELECT ON TABLE public.evaluation_tool_errors TO chronicle_analyst;
 
 GRANT SELECT ON TABLE public.evaluation_usage TO chronicle_app;
 GRANT SELECT ON TABLE public.evaluation_usage TO chronicle_analyst;
+
+GRANT SELECT ON TABLE public.event_ids TO chronicle_app;
 
 GRANT SELECT,INSERT ON TABLE public.gateway_usage TO chronicle_app;
 

@@ -130,6 +130,204 @@ HELPERS = (
 )
 
 
+#: The append functions as this revision made them (their files in migrations/sql/ hold
+#: the current text, which a later revision loads: 0026).
+APPEND_ONE_FUNCTION = r"""CREATE OR REPLACE FUNCTION chronicle_append_one(
+    p_session   uuid,
+    p_expected  integer,
+    p_event_id  uuid,
+    p_kind      text,
+    p_source    text,
+    p_cause     integer,
+    p_payload   text,
+    p_version   smallint,
+    p_notify    boolean DEFAULT true,
+    OUT seq             integer,
+    OUT global_position bigint,
+    OUT tx              xid8,
+    OUT created_at      timestamptz,
+    OUT hash            bytea
+)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+DECLARE
+    v_payload  jsonb;
+    v_last     integer;
+    v_prev     bytea;
+    v_answered text;
+BEGIN
+    v_payload := chronicle_verifiable_payload(p_kind, p_payload);
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+
+    SELECT s.last_seq, s.last_hash INTO v_last, v_prev FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_prev := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
+            USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+
+    -- A cause beyond the head is left to events_cause_earlier, as in chronicle_append.
+    IF p_cause IS NOT NULL AND p_cause <= v_last
+       AND p_kind = ANY (chronicle_observation_kinds()) THEN
+        SELECT e.kind INTO v_answered
+        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause;
+        IF FOUND AND NOT (
+            v_answered = ANY (chronicle_action_kinds()) OR (p_kind = 'error' AND v_answered = 'llm.call')
+        ) THEN
+            RAISE EXCEPTION 'a % event must answer an action of its session, but its cause (seq %) is a % event',
+                p_kind, p_cause, v_answered
+                USING ERRCODE = 'CR003', DETAIL = p_cause::text,
+                      HINT = 'set cause to the seq of the action this observation answers';
+        END IF;
+    END IF;
+
+    seq := v_last + 1;
+    created_at := now();
+    hash := sha256(v_prev || convert_to(
+        '{"cause":' || coalesce(p_cause::text, 'null')
+        || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || '","event_id":"' || p_event_id::text
+        || '","kind":' || to_json(p_kind)::text
+        || ',"payload":' || p_payload
+        || ',"schema_version":' || p_version::text
+        || ',"seq":' || seq::text
+        || ',"session_id":"' || p_session::text
+        || '","source":' || to_json(p_source)::text
+        || '}', 'UTF8'));
+
+    INSERT INTO events AS e
+        (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
+    VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,
+            created_at, hash)
+    RETURNING e.global_position, e.tx INTO global_position, tx;
+
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash)
+        VALUES (p_session, created_at, 1, hash);
+    ELSE
+        UPDATE sessions s SET last_seq = seq, last_hash = hash WHERE s.id = p_session;
+    END IF;
+
+    IF p_notify THEN
+        PERFORM pg_notify('chronicle_events', p_session::text || ':' || seq::text);
+    END IF;
+END
+$$;
+"""
+
+APPEND_FUNCTION = r"""CREATE OR REPLACE FUNCTION chronicle_append(
+    p_session   uuid,
+    p_expected  integer,
+    p_event_ids uuid[],
+    p_kinds     text[],
+    p_sources   text[],
+    p_causes    integer[],
+    p_payloads  text[],
+    p_versions  smallint[],
+    p_notify    boolean DEFAULT true
+) RETURNS TABLE (seq integer, global_position bigint, tx xid8, created_at timestamptz,
+                 hash bytea)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+#variable_conflict use_column
+DECLARE
+    n              integer := coalesce(cardinality(p_event_ids), 0);
+    v_now          timestamptz := now();
+    v_ts           text := to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
+    v_actions      text[] := chronicle_action_kinds();
+    v_observations text[] := chronicle_observation_kinds();
+    v_last         integer;
+    v_hash         bytea;
+    v_hashes       bytea[] := '{}';
+    v_answered     text;
+    i              integer;
+BEGIN
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(p_kinds) IS DISTINCT FROM n OR cardinality(p_sources) IS DISTINCT FROM n
+       OR cardinality(p_causes) IS DISTINCT FROM n OR cardinality(p_payloads) IS DISTINCT FROM n
+       OR cardinality(p_versions) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'every column array of an append must have % elements', n
+            USING ERRCODE = 'CR005';
+    END IF;
+    FOR i IN 1 .. n LOOP
+        PERFORM chronicle_verifiable_payload(p_kinds[i], p_payloads[i], i);
+    END LOOP;
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+
+    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_hash := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
+            USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+
+    FOR i IN 1 .. n LOOP
+        IF p_causes[i] IS NOT NULL AND p_kinds[i] = ANY (v_observations) THEN
+            IF p_causes[i] > v_last THEN
+                -- An event earlier in this batch; a later one is left to events_cause_earlier.
+                v_answered := CASE WHEN p_causes[i] < v_last + i
+                                   THEN p_kinds[p_causes[i] - v_last] END;
+            ELSE
+                SELECT e.kind INTO v_answered
+                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i];
+                IF NOT FOUND THEN
+                    v_answered := NULL;
+                END IF;
+            END IF;
+            IF v_answered IS NOT NULL AND NOT (
+                v_answered = ANY (v_actions) OR (p_kinds[i] = 'error' AND v_answered = 'llm.call')
+            ) THEN
+                RAISE EXCEPTION 'a % event must answer an action of its session, but its cause (seq %) is a % event',
+                    p_kinds[i], p_causes[i], v_answered
+                    USING ERRCODE = 'CR003', DETAIL = p_causes[i]::text,
+                          HINT = 'set cause to the seq of the action this observation answers';
+            END IF;
+        END IF;
+        v_hash := sha256(v_hash || convert_to(
+            '{"cause":' || coalesce(p_causes[i]::text, 'null')
+            || ',"created_at":"' || v_ts
+            || '","event_id":"' || p_event_ids[i]::text
+            || '","kind":' || to_json(p_kinds[i])::text
+            || ',"payload":' || p_payloads[i]
+            || ',"schema_version":' || p_versions[i]::text
+            || ',"seq":' || (v_last + i)::text
+            || ',"session_id":"' || p_session::text
+            || '","source":' || to_json(p_sources[i])::text
+            || '}', 'UTF8'));
+        v_hashes[i] := v_hash;
+    END LOOP;
+
+    RETURN QUERY
+        INSERT INTO events AS e
+            (session_id, seq, event_id, kind, source, cause, payload, schema_version,
+             created_at, hash)
+        SELECT p_session, v_last + t.ord::integer, t.event_id, t.kind, t.source, t.cause,
+               t.payload::jsonb, t.version, v_now, t.hash
+        FROM unnest(p_event_ids, p_kinds, p_sources, p_causes, p_payloads, p_versions, v_hashes)
+             WITH ORDINALITY AS t(event_id, kind, source, cause, payload, version, hash, ord)
+        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
+
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash)
+        VALUES (p_session, v_now, n, v_hash);
+    ELSE
+        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
+    END IF;
+
+    IF p_notify THEN
+        PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
+    END IF;
+END
+$$;
+"""
+
+
 def _replaced(text: str, old: str, new: str) -> str:
     assert text.count(old) == 1, f"expected one {old!r} in the earlier function"
     return text.replace(old, new)
@@ -246,8 +444,8 @@ def upgrade() -> None:
     run(CANONICAL_NUMBER)
     run(CANONICAL_JSON)
     run(VERIFIABLE_PAYLOAD)
-    run(sql_file("functions/chronicle_append_one.sql", search_path=path))
-    run(sql_file("functions/chronicle_append.sql", search_path=path))
+    run(APPEND_ONE_FUNCTION.replace("{search_path}", path))
+    run(APPEND_FUNCTION.replace("{search_path}", path))
     run(OWNER_LOGIN)
     run(TOKENS_BY_WHOM)
     for sql in (

@@ -78,6 +78,7 @@ STORE_SURFACE = frozenset(
         "app.store.archive",
         "app.store.embedded",
         "app.store.integrity",
+        "app.store.partitions",  # the months of events: made, listed, dropped by the owner
     }
 )
 DATABASE_DRIVERS = frozenset({"asyncpg", "psycopg", "psycopg2", "sqlalchemy", "alembic"})

@@ -1,10 +1,10 @@
-"""Recording in the database that sessions were archived (their ``sessions`` rows, 0026).
+"""Recording in the database that sessions were archived (their ``sessions`` rows, 0027).
 
 The rows are locked (an append moves the head, so it waits), their heads compared with what
 the archive holds, and marked, in one transaction; the caller's last step (the rename that
 makes the archive directory final) runs inside it, before the commit. A session that grew
 since it was written leaves every row as it was and the archive unnamed. Once marked, the
-head cannot move: the database refuses an append to it (CR016).
+head cannot move: the database refuses an append to it (CR017).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ DECLARE
     v_observations text[] := chronicle_observation_kinds();
     v_last         integer;
     v_hash         bytea;
+    v_first_at     timestamptz;
     v_hashes       bytea[] := '{}';
     v_answered     text;
     i              integer;
@@ -38,7 +39,8 @@ BEGIN
     END LOOP;
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
 
-    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_hash, v_first_at
+    FROM sessions s WHERE s.id = p_session;
     IF NOT FOUND THEN
         v_last := 0;
         v_hash := '\x'::bytea;
@@ -56,7 +58,8 @@ BEGIN
                                    THEN p_kinds[p_causes[i] - v_last] END;
             ELSE
                 SELECT e.kind INTO v_answered
-                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i];
+                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i]
+                                    AND e.created_at >= v_first_at;
                 IF NOT FOUND THEN
                     v_answered := NULL;
                 END IF;
@@ -84,6 +87,11 @@ BEGIN
         v_hashes[i] := v_hash;
     END LOOP;
 
+    -- The idempotency key across months: a re-sent event_id fails here, before its row.
+    INSERT INTO event_ids (event_id, session_id, seq)
+    SELECT t.event_id, p_session, v_last + t.ord::integer
+    FROM unnest(p_event_ids) WITH ORDINALITY AS t(event_id, ord);
+
     RETURN QUERY
         INSERT INTO events AS e
             (session_id, seq, event_id, kind, source, cause, payload, schema_version,
@@ -95,10 +103,13 @@ BEGIN
         RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, v_now, n, v_hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, v_now, n, v_hash, v_now, v_now);
     ELSE
-        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash WHERE id = p_session;
+        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash,
+               first_event_at = least(first_event_at, v_now),
+               last_event_at = greatest(last_event_at, v_now)
+        WHERE id = p_session;
     END IF;
 
     IF p_notify THEN

@@ -19,12 +19,14 @@ DECLARE
     v_payload  jsonb;
     v_last     integer;
     v_prev     bytea;
+    v_first_at timestamptz;
     v_answered text;
 BEGIN
     v_payload := chronicle_verifiable_payload(p_kind, p_payload);
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
 
-    SELECT s.last_seq, s.last_hash INTO v_last, v_prev FROM sessions s WHERE s.id = p_session;
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_prev, v_first_at
+    FROM sessions s WHERE s.id = p_session;
     IF NOT FOUND THEN
         v_last := 0;
         v_prev := '\x'::bytea;
@@ -38,7 +40,8 @@ BEGIN
     IF p_cause IS NOT NULL AND p_cause <= v_last
        AND p_kind = ANY (chronicle_observation_kinds()) THEN
         SELECT e.kind INTO v_answered
-        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause;
+        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause
+                            AND e.created_at >= v_first_at;
         IF FOUND AND NOT (
             v_answered = ANY (chronicle_action_kinds()) OR (p_kind = 'error' AND v_answered = 'llm.call')
         ) THEN
@@ -63,6 +66,7 @@ BEGIN
         || '","source":' || to_json(p_source)::text
         || '}', 'UTF8'));
 
+    INSERT INTO event_ids (event_id, session_id, seq) VALUES (p_event_id, p_session, seq);
     INSERT INTO events AS e
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
     VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,
@@ -70,10 +74,13 @@ BEGIN
     RETURNING e.global_position, e.tx INTO global_position, tx;
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, created_at, 1, hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, created_at, 1, hash, created_at, created_at);
     ELSE
-        UPDATE sessions s SET last_seq = seq, last_hash = hash WHERE s.id = p_session;
+        UPDATE sessions s SET last_seq = seq, last_hash = hash,
+               first_event_at = least(s.first_event_at, now()),  -- now() is created_at
+               last_event_at = greatest(s.last_event_at, now())
+        WHERE s.id = p_session;
     END IF;
 
     IF p_notify THEN

@@ -111,6 +111,10 @@ BEGIN
         END IF;
     END LOOP;
 
+    INSERT INTO event_ids (event_id, session_id, seq)
+    SELECT t.event_id, p_session, t.seq
+    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n]) AS t(event_id, seq);
+
     INSERT INTO events
         (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at,
          hash)
@@ -122,10 +126,16 @@ BEGIN
          AS t(seq, event_id, kind, source, cause, payload, version, created_at, hash);
 
     IF v_last = 0 THEN
-        INSERT INTO sessions (id, created_at, last_seq, last_hash)
-        VALUES (p_session, p_created_at[1], p_seqs[n], v_hash);
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        SELECT p_session, p_created_at[1], p_seqs[n], v_hash, min(t.at), max(t.at)
+        FROM unnest(p_created_at[v_known + 1:n]) AS t(at);
     ELSE
-        UPDATE sessions SET last_seq = p_seqs[n], last_hash = v_hash WHERE id = p_session;
+        UPDATE sessions s SET last_seq = p_seqs[n], last_hash = v_hash,
+               first_event_at = least(s.first_event_at, t.first_at),
+               last_event_at = greatest(s.last_event_at, t.last_at)
+        FROM (SELECT min(a.at) AS first_at, max(a.at) AS last_at
+              FROM unnest(p_created_at[v_known + 1:n]) AS a(at)) AS t
+        WHERE s.id = p_session;
     END IF;
     PERFORM pg_notify('chronicle_events', p_session::text || ':' || p_seqs[n]::text);
     RETURN n - v_known;

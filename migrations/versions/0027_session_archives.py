@@ -10,12 +10,18 @@ tampering: a head with no events and no such record).
 
 - the four columns, all set or none;
 - ``sessions_archived_head``: an archived session's head and its record stay as they were
-  (an append to it is refused, CR016), so its archive stays whole;
+  (an append to it is refused, CR017), so its archive stays whole; and the row is kept when
+  ``chronicle_drop_event_partition`` (0026) drops a month with the session's events (its
+  DELETE of a head left without events skips an archived one), so ``verify`` can still tell
+  the events left with their month;
+- ``chronicle_restore_archived``: the owner's, for ``chronicle import DIR`` into the database
+  the session was archived from: the archived head is let go, in the import's transaction,
+  only for the very same session (same last seq and head hash) with none of its events left;
 - two kinds of the platform's audit log, ``audit.sessions_archived`` and
   ``audit.partition_detached``: every archive and every detached month is recorded there.
 
-Revision ID: 0026
-Revises: 0025
+Revision ID: 0027
+Revises: 0026
 Create Date: 2026-12-03
 """
 
@@ -29,8 +35,8 @@ from app.migrations.helpers import (
     sql_file,
 )
 
-revision = "0026"
-down_revision = "0025"
+revision = "0027"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 
@@ -54,13 +60,23 @@ ALTER TABLE sessions
 """
 
 
+RESTORE_PRIVILEGES = r"""
+ALTER FUNCTION chronicle_restore_archived(uuid, integer, bytea) OWNER TO chronicle_owner;
+REVOKE ALL ON FUNCTION chronicle_restore_archived(uuid, integer, bytea) FROM PUBLIC;
+"""
+
+
 def upgrade() -> None:
+    path = search_path()
     run(render_kind_functions(event_kinds=EVENT_KINDS))
     run(COLUMNS)
-    run(sql_file("functions/chronicle_archived_head.sql", search_path=search_path()))
+    run(sql_file("functions/chronicle_archived_head.sql", search_path=path))
+    run(sql_file("functions/chronicle_restore_archived.sql", search_path=path))
+    run(RESTORE_PRIVILEGES)
 
 
 def downgrade() -> None:
+    run("DROP FUNCTION chronicle_restore_archived(uuid, integer, bytea);")
     run("DROP TRIGGER sessions_archived_head ON sessions;")
     run("DROP FUNCTION chronicle_archived_head();")
     run(

@@ -1,0 +1,68 @@
+"""A session whose events fall in two monthly partitions of ``events``, made the way an old
+session comes back into a database: its first events imported with ``chronicle_import`` (the
+owner's; it keeps the times they were recorded) in the previous month, the rest appended now
+by the application. Appends take their time from the database's clock, so this is how a test
+gets a session across a month boundary without waiting for one."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from uuid import UUID
+
+import asyncpg
+
+from app.events import Event
+from app.events.canonical import encode, hashed_document
+from app.store.archive.loader import IMPORT_SQL
+from app.store.partitions import current_month, ensure_partitions
+
+
+def last_month() -> datetime:
+    """Noon UTC ten days before this month began."""
+    start = current_month()
+    return datetime(start.year, start.month, 1, 12, tzinfo=UTC) - timedelta(days=10)
+
+
+async def import_last_month(
+    admin: asyncpg.Connection, session: UUID, events: Sequence[Event], *, partitioned: bool = True
+) -> datetime:
+    """Record ``events`` as the session's first, a millisecond apart, last month (its partition
+    made first, unless ``partitioned`` is False: a database before 0026); the time of the
+    first."""
+    at = last_month()
+    if partitioned:
+        await ensure_partitions(admin, since=at.date())
+    previous = b""
+    columns: list[list] = [[] for _ in range(9)]
+    for seq, event in enumerate(events, 1):
+        encoded = encode(event.payload())
+        created = at + timedelta(milliseconds=seq)
+        document = hashed_document(
+            session_id=str(session),
+            seq=seq,
+            event_id=str(event.event_id),
+            kind=event.kind,
+            source=event.source,
+            cause=event.cause,
+            payload=encoded.stored,
+            schema_version=type(event).schema_version,
+            created_at=created,
+        )
+        previous = hashlib.sha256(previous + document.encode()).digest()
+        values = (
+            seq,
+            event.event_id,
+            event.kind,
+            event.source,
+            event.cause,
+            encoded.text,
+            type(event).schema_version,
+            created,
+            previous,
+        )
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    await admin.fetchval(IMPORT_SQL, session, *columns)
+    return at
