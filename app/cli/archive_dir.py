@@ -140,6 +140,7 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
     )
     config = settings.database_config()
     await asyncio.to_thread(ensure_database, config)
+    await _projections_current(settings)
     url = await asyncio.to_thread(admin_database_url, config)
     async with await EventStore.open(
         url, config=settings.store.long_running(), masker=settings.masker()
@@ -154,6 +155,17 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     _report(outcome, before)
     return 0
+
+
+async def _projections_current(settings: Settings) -> None:
+    """The projections brought up to date when no runner keeps them current, so each
+    session's ``session_state`` row in the archive is as its events end."""
+    from app.cli.log import open_store
+    from app.projections import all_projections, bring_up_to_date
+
+    async with await open_store(settings) as store:
+        for projection in all_projections():
+            await bring_up_to_date(store, projection, settings.projections)
 
 
 def _report(outcome: ArchiveOutcome, before: datetime) -> None:

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from app.agent.steering import Phase, StateMark, SteeringMarks, phase_of
 from app.events.platform_audit import PLATFORM_LOG_ID
-from app.store import claimed_sql
+from app.store import Record, claimed_sql
 
 if TYPE_CHECKING:
     from app.store import EventStore
@@ -76,29 +76,33 @@ class Candidate(BaseModel):
     last_event_at: datetime
     phase: Phase
     closed: bool
+    #: A process holds its claim, or a worker was asked to run it (a lease row).
+    running: bool = False
 
     @property
     def ended(self) -> bool:
+        if self.running:
+            return False
         return self.phase in ENDED_PHASES or (self.closed and self.phase != "running")
 
 
-def _marks(row: object) -> SteeringMarks:
+def _marks(row: Record) -> SteeringMarks:
     state = request = None
-    if row["state"] is not None:  # type: ignore[index]
+    if row["state"] is not None:
         state = StateMark(
-            seq=row["state_seq"],  # type: ignore[index]
-            state=row["state"],  # type: ignore[index]
-            reason=row["reason"] or "",  # type: ignore[index]
-            limit=row["limit_reached"],  # type: ignore[index]
+            seq=row["state_seq"],
+            state=row["state"],
+            reason=row["reason"] or "",
+            limit=row["limit_reached"],
         )
-    if row["request"] is not None:  # type: ignore[index]
-        request = StateMark(seq=row["request_seq"], state=row["request"])  # type: ignore[index]
+    if row["request"] is not None:
+        request = StateMark(seq=row["request_seq"], state=row["request"])
     return SteeringMarks(
-        last_seq=row["last_seq"],  # type: ignore[index]
+        last_seq=row["last_seq"],
         state=state,
         request=request,
-        message_seq=row["message_seq"],  # type: ignore[index]
-        running=bool(row["running"]),  # type: ignore[index]
+        message_seq=row["message_seq"],
+        running=bool(row["running"]),
     )
 
 
@@ -113,6 +117,7 @@ async def quiet_sessions(store: EventStore, before: datetime) -> list[Candidate]
             last_event_at=row["last_event_at"],
             phase=phase_of(_marks(row)),
             closed=bool(row["closed"]),
+            running=bool(row["running"]),
         )
         for row in rows
     ]
