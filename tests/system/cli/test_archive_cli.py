@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.config import Settings
 from app.events import AgentState, LlmCall, LlmUsage, Message, Run, RunOutput, SessionCreated
@@ -26,6 +27,8 @@ from app.events.canonical import stored_json
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import stored_form
 from app.store import EventStore, StoreError
+from app.store.archive import check_directory
+from app.store.integrity.anchor_key import load_public_key
 from tests.support.analyst_login import analyst_login
 from tests.support.cli import chronicle, cli_environment
 from tests.support.postgres import ServerAddress, database_from_template
@@ -163,6 +166,11 @@ def test_archive_verify_tamper_import_and_query(
         assert refused.returncode == 2, refused.stderr
         assert words in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "a").exists()
+    nothing = chronicle(
+        "archive", "--before", "2001-01-01", "-o", str(tmp_path / "a"), env=owner_env
+    )
+    assert nothing.returncode == 0 and "nothing to archive" in nothing.stdout
+    assert not (tmp_path / "a").exists()
 
     archive = tmp_path / "archive"
     ran = chronicle(
@@ -216,6 +224,9 @@ def test_archive_verify_tamper_import_and_query(
     )
     unkeyed = chronicle("verify", "--file", str(archive), env=no_db)
     assert unkeyed.returncode == 3 and "anchors not checked" in unkeyed.stderr
+
+    # a file added, a file missing, an anchor not by the trusted key: each named
+    _problems_named(archive, tmp_path, public)
 
     # one changed byte, in the JSONL or in the Parquet, is caught and named
     jsonl_copy = tmp_path / "jsonl-tampered"
@@ -292,3 +303,19 @@ async def _append_refused(
             await store.append(sessions["finished"], [Message(content="one more thing")])
         await store.append(sessions["interrupted"], [Message(content="go on")])
         assert await store.last_seq(PLATFORM_LOG_ID) >= 2
+
+
+def _problems_named(archive: Path, tmp_path: Path, public: Path) -> None:
+    trusted = load_public_key(public)
+    assert check_directory(archive, trusted).ok
+    added = tmp_path / "added"
+    shutil.copytree(archive, added)
+    (added / "notes.txt").write_text("mine")
+    assert "notes.txt is not in the manifest" in check_directory(added, trusted).reason
+    missing = tmp_path / "missing"
+    shutil.copytree(archive, missing)
+    (missing / "anchors.jsonl").unlink()
+    assert "anchors.jsonl is missing" in check_directory(missing, trusted).reason
+    other_key = Ed25519PrivateKey.generate().public_key()
+    report = check_directory(archive, other_key)
+    assert not report.ok and "not the trusted key" in report.reason
