@@ -58,8 +58,12 @@ EVENT_COLUMNS = (
 )
 #: A session's months: ``events`` is partitioned by month of ``created_at``, and the head
 #: holds the least ``created_at`` of the session's events, so PostgreSQL reads only the months
-#: from it on (pruned when the query runs; same snapshot, so an event is never left out).
-SESSION_MONTHS = "created_at >= (SELECT h.first_event_at FROM sessions h WHERE h.id = {session})"
+#: from it on (pruned when the query runs; same snapshot, so an event is never left out). A
+#: session without a head (deleted behind the log's back) is read in every month.
+SESSION_MONTHS = (
+    "created_at >= coalesce((SELECT h.first_event_at FROM sessions h WHERE h.id = {session}),"
+    " '-infinity')"
+)
 READ_SESSION_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2"
     f" AND {SESSION_MONTHS.format(session='$1')} ORDER BY seq LIMIT $3"
@@ -70,6 +74,10 @@ READ_SESSION_WITHOUT_SQL = (
     f"SELECT {EVENT_COLUMNS.replace('payload,', 'payload - $4::text[] AS payload,')} FROM events"
     f" WHERE session_id = $1 AND seq > $2 AND {SESSION_MONTHS.format(session='$1')}"
     " ORDER BY seq LIMIT $3"
+)
+#: Every month, whatever the head says: what verify reads (a changed head hides nothing).
+READ_EVERY_MONTH_SQL = (
+    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
 )
 #: Several sessions' tails in one query: the events after each cursor, a page at most each.
 READ_TAILS_SQL = f"""
@@ -403,6 +411,7 @@ class EventStore:
         *,
         resolve_blobs: bool = True,
         leave_out: Sequence[str] = (),
+        trust_head: bool = True,
     ) -> list[RecordedEvent]:
         """The session's events with ``seq > after_seq``, in order.
 
@@ -412,10 +421,14 @@ class EventStore:
         escapes included, see app/events/stored_form.py) without fetching any blob.
         ``leave_out``: top-level payload fields not read at all (such events no longer match
         their hash: for readers that map them, never for verification).
+        ``trust_head=False`` reads every month of ``events``, not only those from the head's
+        first event time on (verify: a head changed behind the log's back hides nothing).
         """
         sql, fields = READ_SESSION_SQL, []
         if leave_out:
             sql, fields = READ_SESSION_WITHOUT_SQL, [list(leave_out)]
+        elif not trust_head:
+            sql = READ_EVERY_MONTH_SQL
         return await self._retrying(
             lambda: self._fetch(
                 sql, session_id, after_seq, limit, *fields, resolve_blobs=resolve_blobs

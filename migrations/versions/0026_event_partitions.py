@@ -100,14 +100,46 @@ COMMENT ON COLUMN sessions.first_event_at IS
 COMMENT ON COLUMN sessions.last_event_at IS 'the greatest created_at of its events';
 """
 
-#: Owner, and who may call what: the app makes months ahead and lists them, never drops one.
+#: Each new function's text (``{search_path}`` left in), and who may call it besides its
+#: owner: the application makes months ahead and lists them, never drops one.
 FUNCTIONS = (
-    ("chronicle_event_partitions()", "chronicle_app"),
-    ("chronicle_event_partition_keys(regclass)", None),
-    ("chronicle_ensure_event_partitions(date, integer)", "chronicle_app"),
-    ("chronicle_drop_event_partition(text)", None),
-    ("chronicle_one_observation_per_action()", None),
-    ("chronicle_one_session_created()", None),
+    (
+        "chronicle_event_partitions()",
+        sql_file("functions/chronicle_event_partitions.sql"),
+        "chronicle_app",
+    ),
+    (
+        "chronicle_event_partition_keys(regclass)",
+        sql_file("functions/chronicle_event_partition_keys.sql"),
+        None,
+    ),
+    (
+        "chronicle_ensure_event_partitions(date, integer)",
+        sql_file("functions/chronicle_ensure_event_partitions.sql"),
+        "chronicle_app",
+    ),
+    (
+        "chronicle_drop_event_partition(text)",
+        sql_file("functions/chronicle_drop_event_partition.sql"),
+        None,
+    ),
+    (
+        "chronicle_one_observation_per_action()",
+        sql_file("functions/chronicle_one_observation_per_action.sql"),
+        None,
+    ),
+    (
+        "chronicle_one_session_created()",
+        sql_file("functions/chronicle_one_session_created.sql"),
+        None,
+    ),
+)
+
+#: The append functions of this revision (CREATE OR REPLACE keeps their owners and grants).
+APPEND_FUNCTIONS = (
+    sql_file("functions/chronicle_append_one.sql"),
+    sql_file("functions/chronicle_append.sql"),
+    sql_file("functions/chronicle_import.sql"),
 )
 
 CONSTRAINT_TRIGGERS = r"""
@@ -297,9 +329,8 @@ def _set_aside(old: str) -> None:
 
 def _functions_sql(path: str) -> str:
     statements = []
-    for signature, grantee in FUNCTIONS:
-        name = signature.split("(")[0]
-        statements.append(sql_file(f"functions/{name}.sql", search_path=path))
+    for signature, text, grantee in FUNCTIONS:
+        statements.append(text.replace("{search_path}", path))
         statements.append(f"ALTER FUNCTION {signature} OWNER TO chronicle_owner;")
         statements.append(f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC;")
         if grantee:
@@ -308,12 +339,11 @@ def _functions_sql(path: str) -> str:
 
 
 def _append_functions(path: str) -> str:
-    """The append functions of this revision (CREATE OR REPLACE keeps owners and grants)."""
     return "\n".join(
-        sql_file(f"functions/{name}.sql", search_path=path).replace(
+        text.replace("{search_path}", path).replace(
             "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
         )
-        for name in ("chronicle_append_one", "chronicle_append", "chronicle_import")
+        for text in APPEND_FUNCTIONS
     )
 
 
@@ -415,7 +445,7 @@ def downgrade() -> None:
     run(_functions_before(path))
     run(
         "DROP FUNCTION "
-        + ", ".join(signature for signature, _ in reversed(FUNCTIONS))
+        + ", ".join(signature for signature, _, _ in reversed(FUNCTIONS))
         + ";\nDROP TABLE event_ids;\n"
         "ALTER TABLE sessions DROP COLUMN first_event_at, DROP COLUMN last_event_at;"
     )

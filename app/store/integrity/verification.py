@@ -45,7 +45,7 @@ from app.store.records import ArchiveMark, RecordedEvent, VerifyReport
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-HEAD_SQL = "SELECT created_at, last_seq, last_hash FROM sessions WHERE id = $1"
+HEAD_SQL = "SELECT created_at, last_seq, last_hash, first_event_at FROM sessions WHERE id = $1"
 ARCHIVED_SQL = """
 SELECT last_seq, last_hash, archived_at, archived_by, archived_to, archive_manifest
 FROM sessions WHERE id = $1 AND archived_at IS NOT NULL
@@ -90,6 +90,8 @@ class _SessionCheck:
         self.seq = 0
         self.head = b""
         self.first_created_at: Any = None
+        #: The least created_at of its events (what the head's first_event_at must not pass).
+        self.earliest: Any = None
         #: message hash (hex) -> seq of the first llm.call that names it
         self.messages: dict[str, int] = {}
         #: blob key (hex) -> seq of the first event that refers to it
@@ -131,7 +133,11 @@ class _SessionCheck:
         previous: RecordedEvent | None = None
         while True:
             page = await self.store.read(
-                self.session_id, after_seq=after, limit=page_size, resolve_blobs=False
+                self.session_id,
+                after_seq=after,
+                limit=page_size,
+                resolve_blobs=False,
+                trust_head=False,
             )
             for event in page:
                 if event.seq > last_seq:
@@ -203,7 +209,11 @@ class _SessionCheck:
     async def _read_to_end(self, page_size: int, anchored: dict[int, list[AnchorRecord]]) -> None:
         while True:
             page = await self.store.read(
-                self.session_id, after_seq=self.seq, limit=page_size, resolve_blobs=False
+                self.session_id,
+                after_seq=self.seq,
+                limit=page_size,
+                resolve_blobs=False,
+                trust_head=False,
             )
             for event in page:
                 self._check_event(event, anchored.get(event.seq, ()))
@@ -276,6 +286,8 @@ class _SessionCheck:
         self.seq, self.head = event.seq, head
         if self.first_created_at is None:
             self.first_created_at = event.created_at
+        if self.earliest is None or event.created_at < self.earliest:
+            self.earliest = event.created_at
         if event.kind == "llm.call":
             for key in _prompt_hashes(event):
                 self.messages.setdefault(key, event.seq)
@@ -321,6 +333,14 @@ class _SessionCheck:
             raise self.fail(
                 f"the session's row says it was created at {row['created_at']}, its first event "
                 f"at {self.first_created_at} (the row was changed)",
+                None,
+            )
+        # Reads name the months from the head's first event time on (migration 0026): one
+        # set later would hide the earlier events from every reader but verify.
+        if row["first_event_at"] is not None and row["first_event_at"] > self.earliest:
+            raise self.fail(
+                f"the session's row says its first event is of {row['first_event_at']}, but one "
+                f"is of {self.earliest}: reads would leave it out (the row was changed)",
                 None,
             )
 

@@ -206,3 +206,19 @@ async def test_anchors_signed_by_another_key_are_refused(
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+async def test_a_head_that_would_hide_early_events_is_caught(
+    store: EventStore, attacker: EventStore
+) -> None:
+    """Reads name the months from the head's first event time on (migration 0026); one moved
+    later leaves the first events out of every read but verify's, which says so."""
+    session = await _session(store, 3)
+    await attacker.pool.execute(
+        "UPDATE sessions SET first_event_at = first_event_at + interval '1 hour' WHERE id = $1",
+        session,
+    )
+    assert await store.read(session) == []
+    report = await store.verify(session)
+    assert not report.ok and "reads would leave it out" in report.reason
+    assert report.checked == 3
