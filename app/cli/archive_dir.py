@@ -76,6 +76,12 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="an anchors file (`chronicle anchor`): each session is checked against it first",
     )
     parser.add_argument(
+        "--public-key",
+        type=Path,
+        metavar="FILE",
+        help="with --anchors: the key they are signed by (default: the one signing the archive)",
+    )
+    parser.add_argument(
         "--key",
         type=Path,
         metavar="FILE",
@@ -128,6 +134,7 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
         key = load_private_key(args.key)
     else:
         key, _, _ = signing_key(settings.anchor_key_file, settings.data_dir)
+    anchors_key = _trusted(args.public_key, settings) if args.public_key else None
     grouped: dict[uuid.UUID, list[AnchorRecord]] = {}
     for record in earlier:
         grouped.setdefault(record.session_id, []).append(record)
@@ -146,7 +153,9 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
         url, config=settings.store.long_running(), masker=settings.masker()
     ) as store:
         try:
-            outcome = await archive_sessions(store, request, key, _Progress())
+            outcome = await archive_sessions(
+                store, request, key, _Progress(), anchors_key=anchors_key
+            )
         except (ArchiveRefused, ArchiveRaceError) as exc:
             print(f"error: {exc}; nothing was archived", file=sys.stderr)
             return 1

@@ -33,7 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
 from pydantic import BaseModel, ConfigDict
 
 from app.errors import ChronicleError
@@ -118,9 +121,13 @@ async def archive_sessions(
     request: ArchiveRequest,
     key: Ed25519PrivateKey,
     progress: Progress,
+    *,
+    anchors_key: Ed25519PublicKey | None = None,
 ) -> ArchiveOutcome | None:
     """Archive the sessions that ended before ``request.before`` (see the module); None when
-    none did (nothing is written, DIR is not made)."""
+    none did (nothing is written, DIR is not made). ``key`` signs the archive's anchors;
+    ``anchors_key`` is the key the operator's earlier anchors must be signed by (default:
+    ``key``'s public half)."""
     refuse_unusable_directory(request.directory)
     quiet = await quiet_sessions(store, request.before)
     ended = [candidate for candidate in quiet if candidate.ended]
@@ -131,7 +138,8 @@ async def archive_sessions(
     staging = final.parent / f".{final.name}.partial-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
     try:
-        manifest = await _write(store, request, key, ended, staging, progress)
+        trusted = anchors_key or key.public_key()
+        manifest = await _write(store, request, key, trusted, ended, staging, progress)
         progress("checking what was written")
         report = await asyncio.to_thread(check_directory, staging, key.public_key())
         if not report.ok:
@@ -186,6 +194,7 @@ async def _write(
     store: EventStore,
     request: ArchiveRequest,
     key: Ed25519PrivateKey,
+    trusted: Ed25519PublicKey,
     ended: Sequence[Candidate],
     staging: Path,
     progress: Progress,
@@ -200,7 +209,7 @@ async def _write(
             out,
             progress=lambda done: progress(f"written {done}/{total} sessions", steady=done < total),
         )
-    anchors = await _anchors(store, request, key, report.sessions, progress)
+    anchors = await _anchors(store, request, key, trusted, report.sessions, progress)
     with (staging / ANCHORS).open("w", encoding="utf-8") as out:
         for record, _ in anchors.values():
             out.write(record.to_line() + "\n")
@@ -248,6 +257,7 @@ async def _anchors(
     store: EventStore,
     request: ArchiveRequest,
     key: Ed25519PrivateKey,
+    trusted: Ed25519PublicKey,
     sessions: Sequence[CheckedSession],
     progress: Progress,
 ) -> dict[uuid.UUID, tuple[AnchorRecord, AnchorRecord | None]]:
@@ -261,7 +271,7 @@ async def _anchors(
         earlier = request.earlier_anchors.get(session_id, [])
         against = None
         if earlier:
-            verified = await store.verify(session_id, anchors=earlier, trusted=key.public_key())
+            verified = await store.verify(session_id, anchors=earlier, trusted=trusted)
             if not verified.ok:
                 raise ArchiveRefused(
                     f"session {session_id} does not verify against the anchors file: "

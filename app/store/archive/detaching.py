@@ -21,6 +21,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
+from app.events.platform_audit import PLATFORM_LOG_ID
 from app.store.partitions import (
     EventPartition,
     PartitionError,
@@ -85,7 +86,7 @@ async def plan_detaching(
             continue
         live = await store.pool.fetchval(LIVE_IN_MONTH_SQL, partition.start, partition.end)
         if live is not None:
-            months.append(_kept(partition, f"session {live} has events in it and is not archived"))
+            months.append(_kept(partition, _keeper(live)))
             continue
         months.append(
             MonthVerdict(
@@ -93,6 +94,15 @@ async def plan_detaching(
             )
         )
     return DetachPlan(months=months)
+
+
+def _keeper(session: UUID) -> str:
+    if session == PLATFORM_LOG_ID:
+        return (
+            "the platform's audit log has records in it (a stream that never ends, so never "
+            "archived)"
+        )
+    return f"session {session} has events in it and is not archived"
 
 
 def _kept(partition: EventPartition, reason: str) -> MonthVerdict:

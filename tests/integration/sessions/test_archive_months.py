@@ -9,6 +9,8 @@ imported with the times they were recorded).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -21,10 +23,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from app.config import Settings
 from app.events import AgentState, Message, SessionCreated
 from app.events.platform_audit import PLATFORM_LOG_ID
-from app.sessions.archiving import ArchiveOutcome, ArchiveRequest, archive_sessions
+from app.sessions.archiving import (
+    ArchiveOutcome,
+    ArchiveRefused,
+    ArchiveRequest,
+    archive_sessions,
+)
 from app.sessions.platform_audit import Actor
 from app.store import EventStore
 from app.store.archive import check_directory, ensure_months, import_file
+from app.store.integrity import sign_anchor
 from app.store.partitions import current_month, list_partitions
 from tests.support.months import import_last_month
 
@@ -124,3 +132,38 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     back = await store.verify(first)
     assert back.ok and back.archived is None and back.checked == 3
     assert month in {p.name for p in await list_partitions(admin)}
+
+
+async def test_the_operators_anchors_are_checked_before_anything_is_written(
+    admin: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
+) -> None:
+    session = await _old_session(admin, "finished")
+    [last] = await store.read(session, after_seq=2)
+    operator = Ed25519PrivateKey.generate()
+    now = datetime.now(UTC)
+
+    forged = sign_anchor(operator, session, 3, b"\x02" * 32)
+    refused = ArchiveRequest(
+        before=now, directory=tmp_path / "refused", actor=ACTOR, earlier_anchors={session: [forged]}
+    )
+    with pytest.raises(ArchiveRefused, match="does not verify against the anchors file"):
+        await archive_sessions(
+            owner_store, refused, KEY, lambda text, *, steady=False: None,
+            anchors_key=operator.public_key(),
+        )  # fmt: skip
+    assert not (tmp_path / "refused").exists()
+    left = await asyncio.to_thread(lambda: [p.name for p in tmp_path.iterdir()])
+    assert not [name for name in left if name.startswith(".refused")]
+    assert (await store.verify(session)).archived is None
+
+    good = sign_anchor(operator, session, 3, last.hash)
+    request = ArchiveRequest(
+        before=now, directory=tmp_path / "good", actor=ACTOR, earlier_anchors={session: [good]}
+    )
+    outcome = await archive_sessions(
+        owner_store, request, KEY, lambda text, *, steady=False: None,
+        anchors_key=operator.public_key(),
+    )  # fmt: skip
+    assert outcome is not None and outcome.sessions == 1
+    manifest = json.loads((tmp_path / "good" / "manifest.json").read_text())
+    assert manifest["sessions"][0]["checked_against"]["signature"] == good.signature
