@@ -37,10 +37,11 @@ from app.store.archive.manifest import (
     read_manifest,
 )
 from app.store.archive.parquet import parquet_heads, parquet_rows
+from app.store.errors import StoreError
 from app.store.integrity.anchors import AnchorFileError, anchor_problem, key_id, read_anchors
 
 
-class ArchiveProblem(Exception):
+class ArchiveProblem(StoreError):
     """The first problem of an archive directory (internal: becomes a failed report)."""
 
 
