@@ -123,7 +123,8 @@ class AuditSessionsArchived(AuditEvent):
 
     kind: Literal["audit.sessions_archived"] = "audit.sessions_archived"
     archived_to: str = Field(min_length=1, max_length=4096)
-    manifest: str = Field(pattern="^[0-9a-f]{64}$")
+    #: sha256 hex of the archive's manifest.json (what the sessions' rows record).
+    manifest: str = Field(max_length=64)
     before: datetime
     sessions: int = Field(ge=1)
     events: int = Field(ge=1)
@@ -139,7 +140,8 @@ class AuditPartitionDetached(AuditEvent):
     start: datetime
     end: datetime
     archived_to: str = Field(min_length=1, max_length=4096)
-    manifest: str = Field(pattern="^[0-9a-f]{64}$")
+    #: sha256 hex of the archive's manifest.json (what the sessions' rows record).
+    manifest: str = Field(max_length=64)
 
 
 AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
