@@ -20,6 +20,7 @@ migrations use.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 from uuid import UUID
@@ -31,6 +32,7 @@ from app.events.canonical import stored_json
 from app.store.archive.checker import CheckedEvent, FileProblem, check_file, checked_events
 from app.store.archive.lines import MessageLine, SessionLine
 from app.store.errors import StoreError
+from app.store.partitions import ensure_partitions
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -131,6 +133,9 @@ class _Loader:
             await self.store.put_messages(list(self.messages), list(self.messages.values()))
             self.messages.clear()
         written = 0
+        if events:  # the months the events were recorded in, made if archived meanwhile
+            first = min(event.created_at for event in events)
+            await ensure_partitions(self.store, months_ahead=0, since=first.astimezone(UTC).date())
         try:
             async with self.store.pool.acquire() as connection, connection.transaction():
                 await connection.fetchval(

@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 
+from app.config import Settings
 from app.events import Message, Run, SessionCreated
 from app.projections.config import ProjectionsConfig
 from app.projections.runner import running_projections
 from app.store import EventStore
+from app.store.archive import export_sessions, import_file
 from app.store.errors import PartitionError
 from app.store.partitions import (
     current_month,
@@ -123,3 +126,27 @@ async def test_the_owner_drops_an_ended_month_and_an_import_brings_it_back(
     await import_last_month(admin, gone, events)
     assert [e.seq for e in await store.read(gone)] == [1, 2]
     assert (await store.verify(gone)).ok
+
+
+async def test_an_archived_month_comes_back_with_chronicle_import(
+    admin: asyncpg.Connection,
+    store: EventStore,
+    database_url: str,
+    settings: Settings,
+    tmp_path: Path,
+) -> None:
+    """Export a session of last month, drop the month, import the file: the import makes
+    the month it needs again (as the owner) and the session verifies."""
+    session = uuid.uuid4()
+    await import_last_month(admin, session, [SessionCreated(title="t"), Message(content="m")])
+    path = tmp_path / "archive.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        await export_sessions(store, [session], out)
+    await detach_partition(admin, _month(-1))
+    async with await EventStore.open(
+        database_url, config=settings.store, masker=settings.masker()
+    ) as owner:
+        report = await import_file(owner, path)
+    assert report.imported == 2
+    assert _month(-1) in {p.name for p in await list_partitions(admin)}
+    assert (await store.verify(session)).ok
