@@ -39,9 +39,7 @@ from app.store.archive import (
     DirectoryReport,
     ImportReport,
     check_directory,
-    ensure_months,
     import_file,
-    read_manifest,
 )
 from app.store.integrity import (
     AnchorRecord,
@@ -247,15 +245,12 @@ async def import_directory(path: Path, settings: Settings) -> int:
             f"error: {path} does not verify: {report.reason}; nothing was imported", file=sys.stderr
         )
         return 1
-    manifest, _ = await asyncio.to_thread(read_manifest, path)
     config = settings.database_config()
     await asyncio.to_thread(ensure_database, config)
     url = await asyncio.to_thread(admin_database_url, config)
     async with await EventStore.open(
         url, config=settings.store.long_running(), masker=settings.masker()
     ) as store:
-        if manifest.sessions:
-            await ensure_months(store, min(s.first_event_at for s in manifest.sessions))
         imported: ImportReport = await import_file(store, path / SESSIONS_JSONL)
     print(
         f"imported {imported.sessions} sessions from the archive {path}: {imported.imported} "

@@ -7,7 +7,6 @@ from app.store.archive.detaching import (
     DetachPlan,
     MonthVerdict,
     detach_month,
-    ensure_months,
     plan_detaching,
 )
 from app.store.archive.directory import DirectoryReport, check_directory
@@ -60,7 +59,6 @@ __all__ = [
     "check_file",
     "described",
     "detach_month",
-    "ensure_months",
     "export_sessions",
     "import_file",
     "mark_archived",

@@ -26,7 +26,6 @@ from app.store.partitions import (
     EventPartition,
     PartitionError,
     detach_partition,
-    ensure_partitions,
     list_partitions,
 )
 
@@ -125,14 +124,3 @@ async def detach_month(store: EventStore, month: MonthVerdict) -> None:
             "archived"
         )
     await detach_partition(store.pool, month.partition)
-
-
-async def ensure_months(store: EventStore, since: datetime) -> str | None:
-    """Make the months from ``since`` on exist before an archive is imported (its events
-    keep their times); None when done, else why not (``events`` is not partitioned here,
-    so every time has its place already)."""
-    try:
-        await ensure_partitions(store.pool, since=since.date())
-    except PartitionError as exc:
-        return str(exc)
-    return None
