@@ -57,6 +57,7 @@ from app.store.archive import (
     SESSIONS_PARQUET,
     ArchivedSession,
     ArchiveManifest,
+    ArchiveRaceError,
     CheckedSession,
     DetachPlan,
     MonthVerdict,
@@ -145,6 +146,7 @@ async def archive_sessions(
         if not report.ok:
             raise ArchiveRefused(f"the archive written does not verify: {report.reason}")
         digest = report.manifest_sha256 or ""
+        _unchanged_since_chosen(ended, manifest)
         heads = {s.session_id: (s.events, bytes.fromhex(s.head)) for s in manifest.sessions}
         await mark_archived(
             store,
@@ -182,6 +184,19 @@ async def archive_sessions(
         detaching=plan,
         detached=detached,
     )
+
+
+def _unchanged_since_chosen(ended: Sequence[Candidate], manifest: ArchiveManifest) -> None:
+    """Each session was written as it was when it was found ended (one that took an event
+    meanwhile, a message say, may not have ended any more); the marks then check that it is
+    still so when they are made."""
+    chosen = {candidate.session_id: candidate.last_seq for candidate in ended}
+    for session in manifest.sessions:
+        if session.events != chosen[session.session_id]:
+            raise ArchiveRaceError(
+                f"session {session.session_id} grew while it was archived (seq "
+                f"{chosen[session.session_id]} when it was found ended, {session.events} written)"
+            )
 
 
 def _rename(staging: Path, final: Path) -> None:
