@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -31,7 +32,7 @@ from app.sessions.archiving import (
 )
 from app.sessions.platform_audit import Actor
 from app.store import EventStore
-from app.store.archive import check_directory, import_file
+from app.store.archive import ArchiveRaceError, check_directory, import_file
 from app.store.integrity import sign_anchor
 from app.store.partitions import current_month, list_partitions
 from tests.support.months import import_last_month
@@ -166,3 +167,27 @@ async def test_the_operators_anchors_are_checked_before_anything_is_written(
     assert outcome is not None and outcome.sessions == 1
     manifest = json.loads((tmp_path / "good" / "manifest.json").read_text())
     assert manifest["sessions"][0]["checked_against"]["signature"] == good.signature
+
+
+async def test_a_session_that_takes_a_message_while_it_is_archived_is_not(
+    admin: asyncpg.Connection, database_url: str, store: EventStore, owner_store: EventStore,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    session = await _old_session(admin, "finished")
+
+    def message_meanwhile(text: str, *, steady: bool = False) -> None:
+        """Right after the sessions are chosen, the user writes to this one."""
+        if text.startswith("writing"):
+            with psycopg.connect(database_url, autocommit=True) as user:
+                user.execute(
+                    "SELECT seq FROM chronicle_append_one(%s, NULL, %s, 'message', 'user', "
+                    'NULL, \'{"content":"one more thing"}\', 1::smallint)',
+                    (session, uuid.uuid4()),
+                )
+
+    request = ArchiveRequest(before=datetime.now(UTC), directory=tmp_path / "raced", actor=ACTOR)
+    with pytest.raises(ArchiveRaceError, match=f"session {session} grew"):
+        await archive_sessions(owner_store, request, KEY, message_meanwhile)
+    assert not await asyncio.to_thread((tmp_path / "raced").exists)
+    assert (await store.verify(session)).archived is None
+    await store.append(session, [AgentState(state="running")])  # it goes on
