@@ -221,11 +221,16 @@ def verify_directory(args: argparse.Namespace, settings: Settings) -> int:
     print(
         f"{args.file}  ok: {len(report.sessions)} sessions, {report.events} events, "
         f"{report.files} files match the manifest (manifest sha256 {report.manifest_sha256})"
-        + ("; every anchor is signed by the trusted key" if report.anchors_checked else "")
+        + (
+            "; the manifest and every anchor are signed by the trusted key"
+            if report.anchors_checked
+            else ""
+        )
     )
     if not report.anchors_checked:
         print(
-            "anchors not checked: no trusted key on this machine; pass --public-key FILE "
+            "signatures not checked (the manifest's, the anchors'): no trusted key on this "
+            "machine; pass --public-key FILE "
             "(the deployment's, `chronicle anchor --print-public-key`)",
             file=sys.stderr,
         )

@@ -51,6 +51,7 @@ from app.store.archive import (
     ANCHORS,
     EVENTS_PARQUET,
     MANIFEST,
+    MANIFEST_SIGNATURE,
     MESSAGES_PARQUET,
     SESSION_STATE_PARQUET,
     SESSIONS_JSONL,
@@ -67,6 +68,7 @@ from app.store.archive import (
     export_sessions,
     mark_archived,
     plan_detaching,
+    sign_manifest,
     write_parquet_tables,
 )
 from app.store.integrity import AnchorRecord, key_id, sign_anchor
@@ -264,7 +266,9 @@ async def _write(
         events=sum(s.events for s in sessions),
         files=files,
     )
-    (staging / MANIFEST).write_bytes(manifest.text())
+    text = manifest.text()
+    (staging / MANIFEST).write_bytes(text)
+    (staging / MANIFEST_SIGNATURE).write_bytes(sign_manifest(key, text))
     return manifest
 
 

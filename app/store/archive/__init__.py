@@ -15,6 +15,7 @@ from app.store.archive.manifest import (
     ANCHORS,
     EVENTS_PARQUET,
     MANIFEST,
+    MANIFEST_SIGNATURE,
     MESSAGES_PARQUET,
     PARQUET_TABLES,
     SESSION_STATE_PARQUET,
@@ -25,6 +26,7 @@ from app.store.archive.manifest import (
     ManifestError,
     described,
     read_manifest,
+    sign_manifest,
 )
 from app.store.archive.marks import ArchiveRaceError, archived_sessions, mark_archived
 from app.store.archive.parquet import WrittenTables, write_parquet_tables
@@ -35,6 +37,7 @@ __all__ = [
     "ANCHORS",
     "EVENTS_PARQUET",
     "MANIFEST",
+    "MANIFEST_SIGNATURE",
     "MESSAGES_PARQUET",
     "PARQUET_TABLES",
     "SESSIONS_JSONL",
@@ -65,5 +68,6 @@ __all__ = [
     "plan_detaching",
     "query_archive",
     "read_manifest",
+    "sign_manifest",
     "write_parquet_tables",
 ]

@@ -2,7 +2,9 @@
 
 In this order, stopping at the first problem, which names its file (and line):
 
-1. the manifest reads as one, and the directory holds exactly the files it names;
+1. the manifest reads as one, the directory holds exactly the files it names (and the
+   manifest's signature), and with the trusted key the signature is that key's over the
+   manifest's bytes;
 2. every file's sha256 and size are the manifest's (any changed byte of any file is caught
    here; for the JSONL the checker then names the line);
 3. the JSONL verifies as an export file (every session's chain, prompt messages, blobs), and
@@ -19,6 +21,7 @@ hashes.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -29,12 +32,14 @@ from app.store.archive.manifest import (
     ANCHORS,
     EVENTS_PARQUET,
     MANIFEST,
+    MANIFEST_SIGNATURE,
     SESSIONS_JSONL,
     SESSIONS_PARQUET,
     ArchiveManifest,
     ManifestError,
     file_sha256,
-    read_manifest,
+    manifest_signature_problem,
+    read_manifest_bytes,
 )
 from app.store.archive.parquet import parquet_heads, parquet_rows
 from app.store.errors import StoreError
@@ -52,17 +57,18 @@ class DirectoryReport(BaseModel):
     sessions: list[CheckedSession] = []
     events: int = 0
     files: int = 0
-    #: Whether the anchors' signatures were checked (a trusted key was given).
+    #: Whether the manifest's and the anchors' signatures were checked (a trusted key was
+    #: given).
     anchors_checked: bool = False
     reason: str = ""
 
 
 def _files(directory: Path, manifest: ArchiveManifest) -> None:
     present = {path.name for path in directory.iterdir()}
-    for name in sorted(manifest.files):
+    for name in sorted([*manifest.files, MANIFEST_SIGNATURE]):
         if name not in present:
             raise ArchiveProblem(f"{name} is missing (the manifest names it)")
-    extra = sorted(present - set(manifest.files) - {MANIFEST})
+    extra = sorted(present - set(manifest.files) - {MANIFEST, MANIFEST_SIGNATURE})
     if extra:
         raise ArchiveProblem(f"{extra[0]} is not in the manifest (a file added to the archive)")
     for name, described in sorted(manifest.files.items()):
@@ -147,11 +153,17 @@ def _parquet(directory: Path, manifest: ArchiveManifest) -> None:
 def check_directory(directory: Path, trusted: Ed25519PublicKey | None) -> DirectoryReport:
     """Verify the archive in ``directory`` (see the module); the report names the problem."""
     try:
-        manifest, digest = read_manifest(directory)
+        manifest, data = read_manifest_bytes(directory)
     except ManifestError as exc:
         return DirectoryReport(ok=False, reason=str(exc))
+    digest = hashlib.sha256(data).hexdigest()
     try:
         _files(directory, manifest)
+        if trusted is not None:
+            signature = (directory / MANIFEST_SIGNATURE).read_bytes()
+            problem = manifest_signature_problem(data, signature, trusted)
+            if problem is not None:
+                raise ArchiveProblem(problem)
         sessions = _sessions(directory, manifest)
         _anchors(directory, manifest, trusted)
         _parquet(directory, manifest)
@@ -164,6 +176,6 @@ def check_directory(directory: Path, trusted: Ed25519PublicKey | None) -> Direct
         manifest_sha256=digest,
         sessions=sessions,
         events=manifest.events,
-        files=len(manifest.files) + 1,
+        files=len(manifest.files) + 2,
         anchors_checked=trusted is not None,
     )

@@ -3,6 +3,7 @@
 ``chronicle archive`` writes a directory::
 
     manifest.json          this model: sessions, counts, sha256 of every other file
+    manifest.sig           manifest.json's bytes signed with the anchor key (Ed25519, hex)
     sessions.jsonl         the export format (app/store/archive/lines.py), every session whole
     anchors.jsonl          one signed head (app/store/integrity/anchors.py) per session
     events.parquet         one row per event, for analysts (app/store/archive/parquet.py)
@@ -13,7 +14,9 @@
 The manifest names every file with its sha256 and size, and every session with its event
 count, head hash and the anchor it was checked against. Its own sha256 is what each archived
 session's ``sessions`` row records (``archive_manifest``): the database points at exactly
-this manifest, and the manifest at exactly these bytes.
+this manifest, and the manifest at exactly these bytes. The manifest is signed with the key
+that signs the anchors, so that with the trusted public key no byte of it (who archived,
+when, DATE) can change unseen either, without a database.
 """
 
 from __future__ import annotations
@@ -24,12 +27,17 @@ from pathlib import Path
 from typing import Literal
 from uuid import UUID
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.store.errors import StoreError
 from app.store.integrity.anchors import AnchorRecord
 
 MANIFEST = "manifest.json"
+MANIFEST_SIGNATURE = "manifest.sig"
+#: The signature covers this prefix too, so it means nothing anywhere else.
+MANIFEST_CONTEXT = b"chronicle archive manifest v1\n"
 SESSIONS_JSONL = "sessions.jsonl"
 ANCHORS = "anchors.jsonl"
 EVENTS_PARQUET = "events.parquet"
@@ -110,6 +118,12 @@ def described(path: Path, rows: int | None = None) -> ArchivedFile:
 
 def read_manifest(directory: Path) -> tuple[ArchiveManifest, str]:
     """The manifest of the archive in ``directory`` and its sha256 hex."""
+    manifest, data = read_manifest_bytes(directory)
+    return manifest, hashlib.sha256(data).hexdigest()
+
+
+def read_manifest_bytes(directory: Path) -> tuple[ArchiveManifest, bytes]:
+    """The manifest of the archive in ``directory`` and its bytes as written."""
     path = directory / MANIFEST
     try:
         data = path.read_bytes()
@@ -127,4 +141,25 @@ def read_manifest(directory: Path) -> tuple[ArchiveManifest, str]:
         raise ManifestError(
             f"{path} is not an archive manifest ({where}: {problem['msg']})"
         ) from None
-    return manifest, hashlib.sha256(data).hexdigest()
+    return manifest, data
+
+
+def sign_manifest(key: Ed25519PrivateKey, manifest: bytes) -> bytes:
+    """The text of manifest.sig: the signature of ``manifest``'s bytes, hex, a newline."""
+    return (key.sign(MANIFEST_CONTEXT + manifest).hex() + "\n").encode()
+
+
+def manifest_signature_problem(
+    manifest: bytes, signature: bytes, trusted: Ed25519PublicKey
+) -> str | None:
+    """Why ``signature`` (manifest.sig's text) is not the trusted key's over ``manifest``."""
+    try:
+        trusted.verify(
+            bytes.fromhex(signature.decode("ascii").strip()), MANIFEST_CONTEXT + manifest
+        )
+    except (ValueError, UnicodeDecodeError, InvalidSignature):
+        return (
+            f"{MANIFEST} was changed, or signed by another key: its signature "
+            f"({MANIFEST_SIGNATURE}) is not the trusted key's"
+        )
+    return None

@@ -183,7 +183,7 @@ def test_archive_verify_tamper_import_and_query(
     assert "1 paused" in ran.stdout
     assert "archive: written" in ran.stderr  # progress
     assert sorted(path.name for path in archive.iterdir()) == [
-        "anchors.jsonl", "events.parquet", "llm_messages.parquet", "manifest.json",
+        "anchors.jsonl", "events.parquet", "llm_messages.parquet", "manifest.json", "manifest.sig",
         "session_state.parquet", "sessions.jsonl", "sessions.parquet",
     ]  # fmt: skip
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".archive.partial")]
@@ -219,11 +219,11 @@ def test_archive_verify_tamper_import_and_query(
     no_db = cli_environment("postgresql://nobody@127.0.0.1:1/none", tmp_path / "elsewhere")
     proved = chronicle("verify", "--file", str(archive), "--public-key", str(public), env=no_db)
     assert proved.returncode == 0, proved.stdout + proved.stderr
-    assert f"ok: 2 sessions, 10 events, 7 files match the manifest (manifest sha256 {digest})" in (
+    assert f"ok: 2 sessions, 10 events, 8 files match the manifest (manifest sha256 {digest})" in (
         proved.stdout
     )
     unkeyed = chronicle("verify", "--file", str(archive), env=no_db)
-    assert unkeyed.returncode == 3 and "anchors not checked" in unkeyed.stderr
+    assert unkeyed.returncode == 3 and "signatures not checked" in unkeyed.stderr
 
     # a file added, a file missing, an anchor not by the trusted key: each named
     _problems_named(archive, tmp_path, public)
@@ -316,6 +316,12 @@ def _problems_named(archive: Path, tmp_path: Path, public: Path) -> None:
     shutil.copytree(archive, missing)
     (missing / "anchors.jsonl").unlink()
     assert "anchors.jsonl is missing" in check_directory(missing, trusted).reason
+    edited = tmp_path / "edited"
+    shutil.copytree(archive, edited)
+    _flip(edited / "manifest.json", b"cli:")  # who archived it, changed
+    assert check_directory(edited, None).ok  # no key: only the hashes, which still agree
+    report = check_directory(edited, trusted)
+    assert not report.ok and "manifest.json was changed" in report.reason
     other_key = Ed25519PrivateKey.generate().public_key()
     report = check_directory(archive, other_key)
     assert not report.ok and "not the trusted key" in report.reason
