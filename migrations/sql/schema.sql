@@ -1168,6 +1168,7 @@ CREATE FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq int
     AS $$
 DECLARE
     v_head record;
+    v_here bigint;
 BEGIN
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
     SELECT s.last_seq, s.last_hash, s.archived_at INTO v_head
@@ -1175,8 +1176,13 @@ BEGIN
     IF NOT FOUND OR v_head.archived_at IS NULL THEN
         RETURN false;
     END IF;
-    IF EXISTS (SELECT FROM events e WHERE e.session_id = p_session) THEN
-        RETURN false;  -- still here (whole or in part): the import checks them as they are
+    SELECT count(*) INTO v_here FROM events e WHERE e.session_id = p_session;
+    IF v_here = v_head.last_seq THEN
+        RETURN false;  -- all still here: the import finds them present
+    ELSIF v_here > 0 THEN
+        RAISE EXCEPTION 'session % is archived here and % of its % events are still here (its other months were dropped): an import cannot fill the gap',
+            p_session, v_here, v_head.last_seq USING ERRCODE = 'CR006',
+            HINT = 'import the archive into another database, or read it in place (chronicle sql --archive DIR)';
     END IF;
     IF (v_head.last_seq, v_head.last_hash) IS DISTINCT FROM (p_last_seq, p_head) THEN
         RAISE EXCEPTION 'session % was archived here at seq % with another head than the import''s (seq %)',
