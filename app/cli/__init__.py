@@ -15,6 +15,7 @@ from app.cli import agent as agent_cli
 from app.cli import analytics as analytics_cli
 from app.cli import annotate as annotate_cli
 from app.cli import archive as archive_cli
+from app.cli import archive_dir as archive_dir_cli
 from app.cli import audit as audit_cli
 from app.cli import audit_log as audit_log_cli
 from app.cli import bench as bench_cli
@@ -51,6 +52,7 @@ COMMAND_MODULES = (
     replay_cli,
     analytics_cli,
     archive_cli,
+    archive_dir_cli,
     evaluation_cli,
     worker_cli,
     users_cli,

@@ -11,13 +11,16 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from app.config import Settings
 from app.store.analytics import (
     VIEWS,
     AnalystError,
+    Column,
     NoTimeColumnError,
     aligned_table,
     analyst_url,
@@ -28,6 +31,7 @@ from app.store.analytics import (
     write_csv,
     write_parquet,
 )
+from app.store.archive import query_archive
 
 FORMATS = ("csv", "parquet")
 
@@ -77,6 +81,13 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="cancel the query after SECONDS (default 30)",
     )
+    sql_parser.add_argument(
+        "--archive",
+        type=Path,
+        metavar="DIR",
+        help="query a `chronicle archive` directory in place instead (DuckDB over its Parquet: "
+        "the tables events, sessions, llm_messages and session_state; no database needed)",
+    )
     sql_parser.set_defaults(handler=sql)
 
 
@@ -117,6 +128,8 @@ async def _analyst_url(settings: Settings) -> str:
 
 
 async def sql(args: argparse.Namespace, settings: Settings) -> int:
+    if args.archive is not None:
+        return await sql_archive(args)
     if args.url:
         if args.query:
             print("error: --url prints the URL only; give no SQL with it", file=sys.stderr)
@@ -140,6 +153,41 @@ async def sql(args: argparse.Namespace, settings: Settings) -> int:
     result = await run_query(url, args.query, statement_timeout=args.timeout)
     print(aligned_table(result.columns, result.rows))
     return 0
+
+
+async def sql_archive(args: argparse.Namespace) -> int:
+    """`chronicle sql --archive DIR SQL`: DuckDB over the archive's Parquet, printed as
+    `chronicle sql` prints (aligned, --csv or --json)."""
+    if args.url:
+        print("error: --url names the database's analyst; an archive has none", file=sys.stderr)
+        return 2
+    if not args.query or not args.query.strip():
+        print(
+            "error: give one SQL statement, e.g. chronicle sql --archive DIR "
+            "'SELECT count(*) FROM events'",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.archive.is_dir():
+        print(f"error: {args.archive} is not an archive directory", file=sys.stderr)
+        return 2
+    result = await asyncio.to_thread(query_archive, args.archive, args.query, timeout=args.timeout)
+    if args.csv:
+        await write_csv(sys.stdout, _one_batch(result.columns, result.rows))
+    elif args.json:
+        names = [column.name for column in result.columns]
+        for row in result.rows:
+            record = {name: json_value(value) for name, value in zip(names, row, strict=True)}
+            print(json.dumps(record, ensure_ascii=False))
+    else:
+        print(aligned_table(result.columns, result.rows))
+    return 0
+
+
+async def _one_batch(
+    columns: list[Column], rows: list[tuple[Any, ...]]
+) -> AsyncIterator[tuple[list[Column], list[tuple[Any, ...]]]]:
+    yield columns, rows
 
 
 async def export_view(args: argparse.Namespace, settings: Settings) -> int:

@@ -56,7 +56,9 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="load sessions from a `chronicle export` file (idempotent; refuses a changed file), "
         "or another agent's recording (--from)",
     )
-    load.add_argument("file", type=Path, metavar="FILE")
+    load.add_argument(
+        "file", type=Path, metavar="FILE", help="an export file, or a `chronicle archive` DIR"
+    )
     load.add_argument(
         "--from",
         dest="recording_format",
@@ -76,7 +78,8 @@ def add_verify_arguments(verify: argparse.ArgumentParser) -> None:
         "--file",
         type=Path,
         metavar="FILE",
-        help="check a `chronicle export` file instead of the database (no database needed)",
+        help="check a `chronicle export` file, or a `chronicle archive` directory (with "
+        "--public-key for its anchors), instead of the database (no database needed)",
     )
 
 
@@ -191,8 +194,12 @@ async def _export_to_file(store: EventStore, sessions: list[uuid.UUID], path: Pa
 
 
 async def import_(args: argparse.Namespace, settings: Settings) -> int:
+    if args.file.is_dir() and not args.recording_format:
+        from app.cli.archive_dir import import_directory  # `chronicle archive`'s directory
+
+        return await import_directory(args.file, settings)
     if not args.file.is_file():
-        print(f"error: {args.file} is not a file", file=sys.stderr)
+        print(f"error: {args.file} is not a file or an archive directory", file=sys.stderr)
         return 2
     if args.recording_format:
         return await import_recording(args.recording_format, args.file, settings)

@@ -23,6 +23,7 @@ from typing import TextIO
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.cli import archive as archive_cli
+from app.cli import archive_dir as archive_dir_cli
 from app.cli.log import open_store
 from app.cli.session_ids import session_id
 from app.config import Settings
@@ -106,6 +107,19 @@ def _describe(report: VerifyReport, anchored_up_to: int = 0) -> str:
     if not report.ok:
         where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
         return f"BROKEN{where}: {report.reason}"
+    mark = report.archived
+    if mark is not None:
+        archived = (
+            f"ARCHIVED to {mark.archived_to} at {mark.archived_at:%Y-%m-%d %H:%M:%S} UTC by "
+            f"{mark.archived_by} (manifest sha256 {mark.manifest})"
+        )
+        if mark.events_here < mark.events:
+            return (
+                f"ok: {archived}; {mark.events_here} of its {mark.events} events are still here "
+                f"and agree with the archived head (prove the rest: chronicle verify --file "
+                f"{mark.archived_to})"
+            )
+        return f"ok: {archived}; all {mark.events} events still here, hash chain intact"
     parts = [f"ok: {report.checked} events, hash chain intact, sessions row consistent"]
     if report.messages:
         parts.append(f"{report.messages} prompt messages match their hashes")
@@ -151,6 +165,8 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
                 file=sys.stderr,
             )
             return 2
+        if args.file.is_dir():  # an archive directory (`chronicle archive`)
+            return await asyncio.to_thread(archive_dir_cli.verify_directory, args, settings)
         return await asyncio.to_thread(archive_cli.verify_file, args.file)
     if (args.session is None) == (not args.all):
         print("error: name one SESSION, or --all, or --file FILE", file=sys.stderr)
@@ -165,7 +181,7 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
         if not args.all:
             own = anchored.get(args.session, [])
             report = await store.verify(args.session, anchors=own, trusted=trusted)
-            if report.ok and report.checked == 0:
+            if report.ok and report.checked == 0 and report.archived is None:
                 print(f"session {args.session} has no events", file=sys.stderr)
                 return 1
             if report.ok and args.anchors and not own:
@@ -283,7 +299,9 @@ async def _verified_heads(
             problem = _describe(report) if not report.ok else "has no events"
             print(f"{session}  not anchored: {problem}", file=sys.stderr)
             continue
-        signed.append(sign_anchor(key, session, report.checked, bytes.fromhex(report.head)))
+        # an archived session's head is the archived one, whatever is still here of it
+        last_seq = report.archived.events if report.archived else report.checked
+        signed.append(sign_anchor(key, session, last_seq, bytes.fromhex(report.head)))
     return signed, failed
 
 

@@ -63,6 +63,16 @@ def _what(kind: str, p: dict[str, Any]) -> str:
                 f"started {started} {p['session_id']} of session {p['source_session']} "
                 f"of {p['owner']}"
             )
+        case "audit.sessions_archived":
+            return (
+                f"archived {p['sessions']} sessions ({p['events']} events) that ended before "
+                f"{p['before']} to {p['archived_to']} (manifest {p['manifest']})"
+            )
+        case "audit.partition_detached":
+            return (
+                f"detached {p['partition']} ({p['start']} to {p['end']}): its sessions are "
+                f"archived in {p['archived_to']}"
+            )
     return json.dumps(p, ensure_ascii=False, sort_keys=True)
 
 

@@ -116,6 +116,34 @@ class AuditSessionStarted(AuditEvent):
     owner: str = Field(min_length=1, max_length=64)
 
 
+class AuditSessionsArchived(AuditEvent):
+    """``chronicle archive`` wrote ``sessions`` sessions (``events`` events) that ended before
+    ``before`` to the archive ``archived_to``, whose manifest.json has sha256 ``manifest``;
+    their ``sessions`` rows say so from now on."""
+
+    kind: Literal["audit.sessions_archived"] = "audit.sessions_archived"
+    archived_to: str = Field(min_length=1, max_length=4096)
+    #: sha256 hex of the archive's manifest.json (what the sessions' rows record).
+    manifest: str = Field(max_length=64)
+    before: datetime
+    sessions: int = Field(ge=1)
+    events: int = Field(ge=1)
+
+
+class AuditPartitionDetached(AuditEvent):
+    """A month of ``events`` (``partition``, from ``start`` up to ``end``) was detached after
+    every session with events in it was archived (to ``archived_to``, manifest ``manifest``):
+    why those events are no longer in the log."""
+
+    kind: Literal["audit.partition_detached"] = "audit.partition_detached"
+    partition: str = Field(min_length=1, max_length=200)
+    start: datetime
+    end: datetime
+    archived_to: str = Field(min_length=1, max_length=4096)
+    #: sha256 hex of the archive's manifest.json (what the sessions' rows record).
+    manifest: str = Field(max_length=64)
+
+
 AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
     AuditTokenCreated,
     AuditTokenRevoked,
@@ -124,6 +152,8 @@ AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
     AuditUserChanged,
     AuditSessionRead,
     AuditSessionStarted,
+    AuditSessionsArchived,
+    AuditPartitionDetached,
 )
 
 #: The kinds this module declares; app/events/registry.py registers every module's.

@@ -101,6 +101,20 @@ class RecordedEvent(NamedTuple):
         }
 
 
+class ArchiveMark(BaseModel):
+    """Where an archived session went (its ``sessions`` row: migration 0027)."""
+
+    archived_at: datetime
+    archived_by: str
+    archived_to: str
+    #: sha256 hex of the archive's manifest.json.
+    manifest: str
+    #: Its events when it was archived (its head's seq, which cannot move since).
+    events: int
+    #: Its events this database still holds (0 once their months are detached).
+    events_here: int
+
+
 class VerifyReport(BaseModel):
     """Result of checking one session: its chain, its sessions row, its prompt messages and
     the anchors given; ``reason`` names the first problem (``first_bad_seq`` when it has one)."""
@@ -119,3 +133,6 @@ class VerifyReport(BaseModel):
     blobs: int = 0
     #: Anchor records checked.
     anchors: int = 0
+    #: Set when the session was archived (``chronicle archive``): its events may be gone from
+    #: this database, and the archive is their proof (``verify --file DIR``).
+    archived: ArchiveMark | None = None

@@ -269,6 +269,40 @@ $$;
 
 ALTER FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_archived_head() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+BEGIN
+    -- An archived session's head row is the record of its archive, and the copy there is
+    -- whole: the head and that record stay as they were (an append is refused here), and the
+    -- row is kept when a month is dropped with the session's events (a DELETE of it does
+    -- nothing), so `chronicle verify` can tell the events left with their month. Only
+    -- chronicle_restore_archived, bringing the very same session back, lets it go.
+    IF TG_OP = 'DELETE' THEN
+        IF current_setting('chronicle.restoring_archived', true) = OLD.id::text THEN
+            RETURN OLD;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF NEW.last_seq IS DISTINCT FROM OLD.last_seq
+        OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
+        OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
+        OR NEW.archived_to IS DISTINCT FROM OLD.archived_to
+        OR NEW.archived_by IS DISTINCT FROM OLD.archived_by
+        OR NEW.archive_manifest IS DISTINCT FROM OLD.archive_manifest THEN
+        RAISE EXCEPTION 'session % is archived (to %, at %): it takes no more events',
+            OLD.id, OLD.archived_to, OLD.archived_at
+            USING ERRCODE = 'CR017', DETAIL = OLD.id::text,
+                  HINT = 'an archived session is read from its archive (chronicle sql --archive DIR) '
+                         'or brought back with chronicle import DIR';
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_archived_head() OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) RETURNS TABLE(login_id uuid, user_id uuid, name text, is_admin boolean, token_id uuid, expires_at timestamp with time zone)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -593,7 +627,7 @@ ALTER FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months in
 
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.replay_started', 'audit.session_read', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1105,6 +1139,42 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[]) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_head record;
+    v_here bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT s.last_seq, s.last_hash, s.archived_at INTO v_head
+    FROM sessions s WHERE s.id = p_session FOR UPDATE;
+    IF NOT FOUND OR v_head.archived_at IS NULL THEN
+        RETURN false;
+    END IF;
+    SELECT count(*) INTO v_here FROM events e WHERE e.session_id = p_session;
+    IF v_here = v_head.last_seq THEN
+        RETURN false;  -- all still here: the import finds them present
+    ELSIF v_here > 0 THEN
+        RAISE EXCEPTION 'session % is archived here and % of its % events are still here (its other months were dropped): an import cannot fill the gap',
+            p_session, v_here, v_head.last_seq USING ERRCODE = 'CR006',
+            HINT = 'import the archive into another database, or read it in place (chronicle sql --archive DIR)';
+    END IF;
+    IF (v_head.last_seq, v_head.last_hash) IS DISTINCT FROM (p_last_seq, p_head) THEN
+        RAISE EXCEPTION 'session % was archived here at seq % with another head than the import''s (seq %)',
+            p_session, v_head.last_seq, p_last_seq USING ERRCODE = 'CR006',
+            HINT = 'the archive is not the one this database archived the session to';
+    END IF;
+    PERFORM set_config('chronicle.restoring_archived', p_session::text, true);
+    DELETE FROM sessions WHERE id = p_session;
+    PERFORM set_config('chronicle.restoring_archived', '', true);
+    RETURN true;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) RETURNS boolean
     LANGUAGE sql SECURITY DEFINER
@@ -2009,6 +2079,11 @@ CREATE TABLE public.sessions (
     last_hash bytea NOT NULL,
     first_event_at timestamp with time zone NOT NULL,
     last_event_at timestamp with time zone NOT NULL,
+    archived_at timestamp with time zone,
+    archived_by text,
+    archived_to text,
+    archive_manifest bytea,
+    CONSTRAINT sessions_archive_record CHECK ((((archived_at IS NULL) AND (archived_by IS NULL) AND (archived_to IS NULL) AND (archive_manifest IS NULL)) OR ((archived_at IS NOT NULL) AND (archived_by IS NOT NULL) AND (archived_to IS NOT NULL) AND (octet_length(archive_manifest) = 32)))),
     CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0))
 );
 
@@ -2291,6 +2366,8 @@ CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON public.events FOR EACH
 
 CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_messages FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
 
+CREATE TRIGGER sessions_archived_head BEFORE DELETE OR UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
+
 CREATE TRIGGER users_admins_by_owner BEFORE INSERT OR UPDATE OF is_admin ON public.users FOR EACH ROW EXECUTE FUNCTION public.chronicle_admins_by_owner();
 
 CREATE TRIGGER users_changed AFTER UPDATE OF is_admin, disabled_at, removed_at ON public.users FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
@@ -2345,6 +2422,8 @@ GRANT ALL ON FUNCTION public.chronicle_append_many(p_sessions uuid[], p_expected
 
 REVOKE ALL ON FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_append_one(p_session uuid, p_expected integer, p_event_id uuid, p_kind text, p_source text, p_cause integer, p_payload text, p_version smallint, p_notify boolean, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_archived_head() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_begin_login(p_token_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) TO chronicle_app;
@@ -2413,6 +2492,8 @@ REVOKE ALL ON FUNCTION public.chronicle_request_run(p_session uuid, p_reason tex
 GRANT ALL ON FUNCTION public.chronicle_request_run(p_session uuid, p_reason text) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_require_content_hashes(p_what text, p_hashes bytea[], p_texts text[]) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_seq integer, p_head bytea) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) TO chronicle_app;

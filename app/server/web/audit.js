@@ -27,6 +27,10 @@ function what(record) {
     case "audit.fork_started":
     case "audit.replay_started":
       return `started ${record.kind === "audit.fork_started" ? "fork" : "replay"} ${p.session_id} of ${p.owner}'s session ${p.source_session}`;
+    case "audit.sessions_archived":
+      return `archived ${p.sessions} sessions (${p.events} events) that ended before ${localTime(p.before)} to ${p.archived_to}`;
+    case "audit.partition_detached":
+      return `detached ${p.partition} (${localTime(p.start)} to ${localTime(p.end)}): its sessions are archived in ${p.archived_to}`;
     default:
       return JSON.stringify(p);
   }

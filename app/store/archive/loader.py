@@ -7,7 +7,10 @@ its events go through ``chronicle_import`` (migration 0006), which inserts them 
 same event ids, seqs, times and hashes — after checking in the database that they extend the
 session's chain; events the database already holds must be the very same ones and are
 skipped. Importing a file twice therefore changes nothing the second time, and a session that
-grew since an earlier import gets only its new events.
+grew since an earlier import gets only its new events. A session this database archived and
+whose months were dropped since comes back too: its archived head, kept as the record of the
+archive, is let go first in the same transaction, only for the very same session
+(``chronicle_restore_archived``, 0027).
 
 Writing events with the times they were recorded is what the application's login may not do
 (it could backdate history), so ``chronicle_import`` is the owner's: import with the URL
@@ -39,6 +42,9 @@ SELECT chronicle_import($1::uuid, $2::integer[], $3::uuid[], $4::text[], $5::tex
                         $6::integer[], $7::text[], $8::smallint[], $9::timestamptz[],
                         $10::bytea[])
 """
+#: A session this database archived, whose months were dropped since: its head (the record
+#: of the archive) let go for the very same session, in the import's transaction (0027).
+RESTORE_SQL = "SELECT chronicle_restore_archived($1::uuid, $2::integer, $3::bytea)"
 #: Events per call of the import function (a session's calls share one transaction).
 EVENTS_PER_CALL = 500
 #: Payload text per call, at most (a long session of large outputs).
@@ -116,7 +122,8 @@ class _Loader:
         self.sessions = 0
         self.messages: dict[str, str] = {}
 
-    async def session(self, session: UUID, events: list[CheckedEvent]) -> None:
+    async def session(self, line: SessionLine, events: list[CheckedEvent]) -> None:
+        session = line.session_id
         blobs: dict[str, str] = {}
         for event in events:
             blobs.update(event.blobs)
@@ -131,6 +138,9 @@ class _Loader:
             await ensure_partitions(self.store, months_ahead=0, since=first.astimezone(UTC).date())
         try:
             async with self.store.pool.acquire() as connection, connection.transaction():
+                await connection.fetchval(
+                    RESTORE_SQL, session, line.events, bytes.fromhex(line.head)
+                )
                 for chunk in _chunks(events):
                     written += int(
                         await connection.fetchval(IMPORT_SQL, *_arguments(session, chunk)) or 0
@@ -149,14 +159,14 @@ async def import_file(store: EventStore, path: Path) -> ImportReport:
         where = f"line {report.line}: " if report.line else ""
         raise ImportRefused(f"{path}: {where}{report.reason}; nothing was imported")
     loader = _Loader(store)
-    session: UUID | None = None
+    session: SessionLine | None = None
     events: list[CheckedEvent] = []
     try:
         for item in checked_events(path, validate_events=True):
             if isinstance(item, SessionLine):
                 if session is not None:
                     await loader.session(session, events)
-                session, events = item.session_id, []
+                session, events = item, []
             elif isinstance(item, MessageLine):
                 loader.messages[item.hash] = stored_json(item.message)
             elif isinstance(item, CheckedEvent):

@@ -9,7 +9,7 @@ not discovered later in the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 from uuid import UUID
 
@@ -98,11 +98,19 @@ async def _write_session(store: EventStore, session: UUID, output: _Output) -> N
         after = page[-1].seq
 
 
-async def export_sessions(store: EventStore, sessions: Sequence[UUID], out: TextIO) -> FileReport:
-    """Write ``sessions`` to ``out`` as an export file; what was written, as verified."""
+async def export_sessions(
+    store: EventStore,
+    sessions: Sequence[UUID],
+    out: TextIO,
+    progress: Callable[[int], None] | None = None,
+) -> FileReport:
+    """Write ``sessions`` to ``out`` as an export file; what was written, as verified.
+    ``progress`` is told how many sessions are written after each one (for long runs)."""
     output = _Output(out)
     output.write(HeaderLine())
-    for session in sessions:
+    for done, session in enumerate(sessions, start=1):
         await _write_session(store, session, output)
+        if progress is not None:
+            progress(done)
     out.flush()
     return output.checker.finish()

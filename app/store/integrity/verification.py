@@ -11,6 +11,14 @@ Events are read as stored (escapes and blob references as the chain covers them)
 stored text is re-hashed here, not by the database.
 Without anchors a writer who recomputes the whole chain and its row goes unseen; with them,
 only events appended after the last anchor can be rewritten unseen.
+
+An archived session (``chronicle archive``; its ``sessions`` row records where, when, by whom
+and the manifest's sha256) may have lost some or all of its events with the months that were
+detached. Its head cannot move once archived (a trigger), so what this database still holds
+is checked against it: every event at or below the archived head, each one chained to the one
+before it where that one is still here, the last one being the head, and every anchor at or
+below the head (at the head, the head itself). The archive proves the rest (``verify --file
+DIR``). Events that vanished from a session with no such record are still reported.
 """
 
 from __future__ import annotations
@@ -32,12 +40,16 @@ from app.store.integrity.content_tables import (
     named_rows_problem,
     stored_rows_problem,
 )
-from app.store.records import RecordedEvent, VerifyReport
+from app.store.records import ArchiveMark, RecordedEvent, VerifyReport
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
 HEAD_SQL = "SELECT created_at, last_seq, last_hash, first_event_at FROM sessions WHERE id = $1"
+ARCHIVED_SQL = """
+SELECT last_seq, last_hash, archived_at, archived_by, archived_to, archive_manifest
+FROM sessions WHERE id = $1 AND archived_at IS NOT NULL
+"""
 #: How many times a session that keeps growing while it is verified is read on to its head.
 CATCH_UP_ROUNDS = 100
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
@@ -94,6 +106,90 @@ class _SessionCheck:
         anchored: dict[int, list[AnchorRecord]] = {}
         for record in self.anchors:
             anchored.setdefault(record.last_seq, []).append(record)
+        archived = await fetch_rows(self.store, ARCHIVED_SQL, self.session_id)
+        if archived:
+            mark = await self._archived_events(page_size, archived[0], anchored)
+            if mark.events_here < archived[0]["last_seq"]:
+                self._check_no_foreign_anchors(foreign)
+                return VerifyReport(
+                    session_id=self.session_id,
+                    ok=True,
+                    checked=mark.events_here,
+                    head=bytes(archived[0]["last_hash"]).hex(),
+                    anchors=len(self.anchors),
+                    archived=mark,
+                )
+            report = await self.run_whole(page_size, anchored, foreign)
+            return report.model_copy(update={"archived": mark})
+        return await self.run_whole(page_size, anchored, foreign)
+
+    async def _archived_events(
+        self, page_size: int, row: Any, anchored: dict[int, list[AnchorRecord]]
+    ) -> ArchiveMark:
+        """What this database still holds of an archived session, checked against its
+        archived head (see the module); a fresh check object reads it again if it is whole."""
+        last_seq, last_hash = int(row["last_seq"]), bytes(row["last_hash"])
+        after, here = 0, 0
+        previous: RecordedEvent | None = None
+        while True:
+            page = await self.store.read(
+                self.session_id,
+                after_seq=after,
+                limit=page_size,
+                resolve_blobs=False,
+                trust_head=False,
+            )
+            for event in page:
+                if event.seq > last_seq:
+                    raise self.fail(
+                        f"event {event.seq} is past the head {last_seq} the session was "
+                        "archived with",
+                        event.seq,
+                    )
+                chained = previous is not None and previous.seq == event.seq - 1
+                if chained or event.seq == 1:
+                    before = previous.hash if chained and previous is not None else b""
+                    if chain_hash(before, event.hashed_document()) != event.hash:
+                        raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+                for record in anchored.get(event.seq, ()):
+                    if record.head != event.hash.hex():
+                        raise self.fail(
+                            f"event {event.seq} is not the one anchored at {_when(record)}",
+                            event.seq,
+                        )
+                previous, here = event, here + 1
+            if len(page) < page_size:
+                break
+            after = page[-1].seq
+        if previous is not None and previous.seq == last_seq and previous.hash != last_hash:
+            raise self.fail(
+                f"event {last_seq} is not the head the session was archived with", last_seq
+            )
+        for record in self.anchors:
+            if record.last_seq > last_seq or (
+                record.last_seq == last_seq and record.head != last_hash.hex()
+            ):
+                raise self.fail(
+                    f"seq {record.last_seq} was anchored at {_when(record)} with another head "
+                    f"than the session was archived with (seq {last_seq})",
+                    None,
+                )
+        return ArchiveMark(
+            archived_at=row["archived_at"],
+            archived_by=row["archived_by"],
+            archived_to=row["archived_to"],
+            manifest=bytes(row["archive_manifest"]).hex(),
+            events=last_seq,
+            events_here=here,
+        )
+
+    async def run_whole(
+        self,
+        page_size: int,
+        anchored: dict[int, list[AnchorRecord]],
+        foreign: Sequence[AnchorRecord],
+    ) -> VerifyReport:
+        """Every event from seq 1, the head row, the named rows and the anchors."""
         await self._read_to_end(page_size, anchored)
         row = await self._head_after_catching_up(page_size, anchored)
         self._check_nothing_anchored_beyond_the_end()

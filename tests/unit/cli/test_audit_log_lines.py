@@ -16,7 +16,9 @@ from app.events.platform_audit import (
     AuditEvent,
     AuditLogin,
     AuditLogout,
+    AuditPartitionDetached,
     AuditSessionRead,
+    AuditSessionsArchived,
     AuditSessionStarted,
     AuditTokenCreated,
     AuditTokenRevoked,
@@ -57,6 +59,30 @@ EXAMPLES: list[tuple[AuditEvent, str]] = [
             **WHO, kind="audit.replay_started", session_id=TWO, source_session=ONE, owner="ann"
         ),
         f"started replay {TWO} of session {ONE} of ann",
+    ),
+    (
+        AuditSessionsArchived(
+            **WHO,
+            archived_to="/archives/2026-09",
+            manifest="ab" * 32,
+            before=datetime(2026, 10, 1, tzinfo=UTC),
+            sessions=3,
+            events=40,
+        ),
+        "archived 3 sessions (40 events) that ended before 2026-10-01T00:00:00Z to "
+        f"/archives/2026-09 (manifest {'ab' * 32})",
+    ),
+    (
+        AuditPartitionDetached(
+            **WHO,
+            partition="events_2026_09",
+            start=datetime(2026, 9, 1, tzinfo=UTC),
+            end=datetime(2026, 10, 1, tzinfo=UTC),
+            archived_to="/archives/2026-09",
+            manifest="ab" * 32,
+        ),
+        "detached events_2026_09 (2026-09-01T00:00:00Z to 2026-10-01T00:00:00Z): its sessions "
+        "are archived in /archives/2026-09",
     ),
 ]
 
