@@ -204,6 +204,10 @@ class SessionState(Projection):
         if event.session_id == PLATFORM_LOG_ID:
             return  # the platform's audit log is a stream, not a session: never listed
         row = rows.get(SESSION_STATE, event.session_id)
+        if row is not None and event.seq <= row.last_seq:
+            # applied already: the same events back at new positions (an archived session
+            # imported again after its months were dropped) must not count twice
+            return
         if row is None:
             row = SessionStateRow(
                 session_id=event.session_id,

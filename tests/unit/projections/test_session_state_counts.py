@@ -56,3 +56,20 @@ def test_a_lost_call_leaves_the_cost_unknown_and_a_failed_one_free() -> None:
     assert (row.failed_calls, row.unpriced_calls) == (2, 1)  # a lost one may have been
     projection.apply(rows, _call_with(4, error="the stream was cut", error_kind="cut"))
     assert (row.failed_calls, row.unpriced_calls) == (3, 2)  # a cut stream was, in part
+
+
+def test_events_applied_already_do_not_count_twice() -> None:
+    """An archived session imported again after its months were dropped comes back with new
+    global positions: the runner meets its events again, and its row must not double."""
+    rows = ProjectionRows()
+    projection = SessionState()
+    calls = [_call(seq, prompt_tokens=10, completion_tokens=2) for seq in (1, 2, 3)]
+    for call in calls:
+        projection.apply(rows, call)
+    for call in calls:  # again, at later positions
+        projection.apply(rows, call._replace(global_position=call.global_position + 100))
+    row = rows.get(SESSION_STATE, SESSION)
+    assert row is not None
+    assert (row.model_calls, row.input_tokens, row.output_tokens, row.last_seq) == (3, 30, 6, 3)
+    projection.apply(rows, _call(4, prompt_tokens=1))
+    assert (row.model_calls, row.input_tokens) == (4, 31)
