@@ -142,7 +142,9 @@ async def _load_share(
 def _load_worker(
     owner_url: str, shape_json: str, worker: int, workers: int, done: Synchronized[int]
 ) -> None:
-    asyncio.run(_load_share(owner_url, Shape.model_validate_json(shape_json), worker, workers, done))
+    asyncio.run(
+        _load_share(owner_url, Shape.model_validate_json(shape_json), worker, workers, done)
+    )
 
 
 async def add_users(owner_url: str, shape: Shape) -> None:

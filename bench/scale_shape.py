@@ -247,8 +247,8 @@ def generate_session(shape: Shape, index: int) -> GeneratedSession:
             seq = call(step, "str_replace_editor", {"command": "str_replace", "path": path}, kept)
             old, new = _text(rng, 6), _text(rng, 6)
             action = w.add(
-                FileEdit, 0.05, cause=seq, command="str_replace", path=path, old_str=old, new_str=new,
-                tool_call_id=call_id,
+                FileEdit, 0.05, cause=seq, command="str_replace", path=path, old_str=old,
+                new_str=new, tool_call_id=call_id,
             )  # fmt: skip
             diff = f"-    {old}\n+    {new}\n"
             w.add(FileEditOutput, rng.uniform(0.01, 0.2), cause=action, path=path, diff=diff)

@@ -137,7 +137,9 @@ def markdown(rows: list[ScaleRow]) -> str:
         "|---|---|---:|---|---:|---:|---|---|",
     ]
     for row in rows:
-        base = _number(row.base) + (f" ({_range(row.base_samples)})" if len(row.samples) > 1 else "")
+        base = _number(row.base) + (
+            f" ({_range(row.base_samples)})" if len(row.samples) > 1 else ""
+        )
         value = _number(row.value) + (f" ({_range(row.samples)})" if len(row.samples) > 1 else "")
         spread = f" ({min(row.ratios):.2f}-{max(row.ratios):.2f})" if len(row.ratios) > 1 else ""
         lines.append(

@@ -26,7 +26,7 @@ BENCHMARKS = (
     "scale",
 )
 #: Options only ``scale`` takes (its databases are generated, and kept with --reuse).
-SCALE_OPTIONS = ("sizes", "dir", "reuse")
+SCALE_OPTIONS = ("sizes", "dir", "reuse", "rounds")
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -38,6 +38,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--reuse", action="store_true", help="scale: keep the databases already generated"
     )
+    bench.add_argument("--rounds", type=int, help="scale: measured rounds of the quick figures")
     bench.set_defaults(handler=command)
 
 
@@ -49,6 +50,7 @@ def command(args: argparse.Namespace, settings: Settings) -> int:
     options = [] if args.sizes is None else ["--sizes", args.sizes]
     options += [] if args.dir is None else ["--dir", args.dir]
     options += ["--reuse"] if args.reuse else []
+    options += [] if args.rounds is None else ["--rounds", str(args.rounds)]
     return run(args.name, as_json=args.json, options=options)
 
 
