@@ -21,6 +21,7 @@ import multiprocessing
 import sys
 import time
 import uuid
+from datetime import UTC, date, datetime, timedelta
 from collections.abc import Callable, Sequence
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
@@ -147,10 +148,29 @@ def _load_worker(
     )
 
 
-async def add_users(owner_url: str, shape: Shape) -> None:
+#: Present once ``events`` is partitioned by month (issue 28): it makes the months asked for.
+ENSURE_PARTITIONS = "chronicle_ensure_event_partitions(date,integer)"
+
+
+def months_spanned(first: date, last: date) -> int:
+    """Calendar months from ``first``'s to ``last``'s, both included."""
+    return (last.year * 12 + last.month) - (first.year * 12 + first.month) + 1
+
+
+async def prepare_database(owner_url: str, shape: Shape) -> None:
+    """The users who own the sessions and, where ``events`` is partitioned by month, the
+    months the sessions span up to two months from now (the appends measured are now)."""
     admin, members = user_ids(shape)
     config = StoreConfig(pool_max_size=1)
     async with await EventStore.open(owner_url, masker=SecretMasker(), config=config) as store:
+        if await store.pool.fetchval("SELECT to_regprocedure($1)", ENSURE_PARTITIONS):
+            first = shape.start.date()
+            last = max(shape.start + shape.span + timedelta(days=3), datetime.now(UTC)).date()
+            await store.pool.fetch(
+                "SELECT chronicle_ensure_event_partitions($1, $2)",
+                first,
+                months_spanned(first, last) + 2,
+            )
         await store.pool.execute(ADD_USER_SQL, admin, "scale-admin", True)
         for number, member in enumerate(members):
             await store.pool.execute(ADD_USER_SQL, member, f"scale-member-{number}", False)
@@ -195,7 +215,7 @@ def in_processes(
 
 def load(owner_url: str, shape: Shape, workers: int, report: Callable[[str], None]) -> float:
     """Write every session of ``shape`` (an empty migrated database); the seconds it took."""
-    asyncio.run(add_users(owner_url, shape))
+    asyncio.run(prepare_database(owner_url, shape))
     shape_json = shape.model_dump_json()
     return in_processes(
         _load_worker,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from datetime import date
 
 import pytest
 
@@ -12,7 +13,7 @@ from app.events import Action, Observation
 from app.events.prompts import whole_prompts
 from app.store.archive.loader import EVENTS_PER_CALL
 from app.store.config import StoreConfig
-from bench.scale_load import import_rows
+from bench.scale_load import import_rows, months_spanned
 from bench.scale_shape import FIXED_EVENTS, Shape, generate_session
 
 SHAPE = Shape(sessions=60, events=6_000)
@@ -111,3 +112,9 @@ def test_import_rows_are_calls_of_consecutive_seqs_with_a_hash_each() -> None:
     assert [uuid.UUID(str(i)) for call in calls for i in call[2]] == [
         e.event_id for e in session.events
     ]
+
+
+def test_months_spanned_counts_both_ends() -> None:
+    assert months_spanned(date(2026, 9, 1), date(2026, 10, 30)) == 2
+    assert months_spanned(date(2026, 9, 15), date(2026, 9, 16)) == 1
+    assert months_spanned(date(2026, 11, 1), date(2027, 2, 1)) == 4
