@@ -288,6 +288,16 @@ async def _open(data: SizeData) -> None:
     data.last_seq = {row["id"]: row["last_seq"] for row in picked}
 
 
+def schema_versions(sizes: list[SizeData]) -> dict[str, str]:
+    """Each database's migration (a reused one is migrated to this checkout's head first)."""
+    out = {}
+    for data in sizes:
+        with psycopg.connect(data.owner_url) as connection:
+            row = connection.execute("SELECT version FROM chronicle_schema_version").fetchone()
+        out[data.label] = str(row[0]) if row else "unknown"
+    return out
+
+
 def database_sizes(sizes: list[SizeData]) -> dict[str, float]:
     out = {}
     for data in sizes:
@@ -386,6 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine.model_dump(),
         "memory_gib": round(_memory_gib(), 1),
         "how": how,
+        "schema": schema_versions(data),
         "generated": {
             d.label: {
                 "sessions": d.shape.sessions,
@@ -404,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"\nChronicle at {' and '.join(d.label for d in data)} events\n")
         print(f"machine: {machine.line()}; {extra['memory_gib']} GiB")
-        print(f"how: {how}\n")
+        print(f"how: {how}; schema {extra['schema']}\n")
         print(markdown(rows))
         for d in data:
             g = extra["generated"][d.label]  # type: ignore[index]

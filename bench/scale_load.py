@@ -21,8 +21,8 @@ import multiprocessing
 import sys
 import time
 import uuid
-from datetime import UTC, date, datetime, timedelta
 from collections.abc import Callable, Sequence
+from datetime import UTC, date, datetime, timedelta
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
