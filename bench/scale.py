@@ -293,7 +293,7 @@ def schema_versions(sizes: list[SizeData]) -> dict[str, str]:
     out = {}
     for data in sizes:
         with psycopg.connect(data.owner_url) as connection:
-            row = connection.execute("SELECT version FROM chronicle_schema_version").fetchone()
+            row = connection.execute("SELECT version_num FROM chronicle_schema_version").fetchone()
         out[data.label] = str(row[0]) if row else "unknown"
     return out
 
@@ -375,6 +375,13 @@ def main(argv: list[str] | None = None) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     server = EmbeddedPostgres(directory / "server")
     urls = server.ensure_running()
+    try:
+        return _run(args, directory, urls, sizes)
+    finally:
+        server.stop()  # the data stays for --reuse; the next run starts the server again
+
+
+def _run(args: argparse.Namespace, directory: Path, urls: Any, sizes: list[int]) -> int:
     machine = this_machine(postgres_version(urls.admin))
     data = [
         # a process per core, but not for a tiny size (a process costs a second to start)

@@ -57,7 +57,9 @@ def test_bench_scale_at_two_tiny_sizes(tmp_path: Path, data_dir: Path) -> None:
         assert "every session verifies" in first.stderr
         assert json.loads((data_dir / "results.json").read_text())["rows"] == result["rows"]
 
-        admin = EmbeddedPostgres(data_dir / "server").ensure_running().admin
+        server = EmbeddedPostgres(data_dir / "server")
+        assert not server.status().running  # stopped at the end; the data stays for --reuse
+        admin = server.ensure_running().admin
         with psycopg.connect(admin.replace("/chronicle?", "/scale_3k?")) as connection:
             counts = connection.execute(
                 "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM session_owners),"
