@@ -23,21 +23,38 @@ BENCHMARKS = (
     "ui",
     "gateway",
     "otlp",
+    "scale",
 )
+#: Options only ``scale`` takes (its databases are generated, and kept with --reuse).
+SCALE_OPTIONS = ("sizes", "dir", "reuse", "rounds")
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser("bench", help="run a benchmark (see bench/)")
     bench.add_argument("name", choices=BENCHMARKS)
     bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    bench.add_argument("--sizes", help="scale: events per database, e.g. 1M,10M")
+    bench.add_argument("--dir", help="scale: where its PostgreSQL and databases live")
+    bench.add_argument(
+        "--reuse", action="store_true", help="scale: keep the databases already generated"
+    )
+    bench.add_argument("--rounds", type=int, help="scale: measured rounds of the quick figures")
     bench.set_defaults(handler=command)
 
 
 def command(args: argparse.Namespace, settings: Settings) -> int:
-    return run(args.name, as_json=args.json)
+    given = [name for name in SCALE_OPTIONS if getattr(args, name) not in (None, False)]
+    if given and args.name != "scale":
+        print(f"error: --{given[0]} is an option of `chronicle bench scale` only", file=sys.stderr)
+        return 2
+    options = [] if args.sizes is None else ["--sizes", args.sizes]
+    options += [] if args.dir is None else ["--dir", args.dir]
+    options += ["--reuse"] if args.reuse else []
+    options += [] if args.rounds is None else ["--rounds", str(args.rounds)]
+    return run(args.name, as_json=args.json, options=options)
 
 
-def run(name: str, *, as_json: bool) -> int:
+def run(name: str, *, as_json: bool, options: list[str] | None = None) -> int:
     path = BENCH_DIR / f"{name}.py"
     if not path.exists():
         print(f"error: {path} not found; benchmarks run from a source checkout", file=sys.stderr)
@@ -47,5 +64,6 @@ def run(name: str, *, as_json: bool) -> int:
     spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass or pickle looks its module up by name
     spec.loader.exec_module(module)
-    return int(module.main(["--json"] if as_json else []))
+    return int(module.main((["--json"] if as_json else []) + (options or [])))
