@@ -636,8 +636,20 @@ CREATE FUNCTION public.chronicle_event_partition_keys(p_partition regclass) RETU
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
     AS $$
 DECLARE
-    v_name text := (SELECT c.relname FROM pg_class c WHERE c.oid = p_partition);
+    v_name  text := (SELECT c.relname FROM pg_class c WHERE c.oid = p_partition);
+    v_index record;
 BEGIN
+    FOR v_index IN
+        SELECT c.relname AS name, pg_get_indexdef(c.oid) AS definition
+        FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid
+        WHERE x.indrelid = 'events'::regclass AND NOT x.indisprimary
+    LOOP
+        EXECUTE regexp_replace(
+            v_index.definition, '^CREATE (UNIQUE )?INDEX \S+ ON ONLY \S+ ',
+            'CREATE \1INDEX IF NOT EXISTS '
+            || quote_ident(v_name || substr(v_index.name, length('events') + 1))
+            || ' ON ' || p_partition::text || ' ');
+    END LOOP;
     EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (session_id, seq)',
                    v_name || '_session_seq', p_partition);
     EXECUTE format('CREATE UNIQUE INDEX IF NOT EXISTS %I ON %s (session_id, cause) '
@@ -2286,15 +2298,15 @@ CREATE INDEX browser_logins_by_user ON public.browser_logins USING btree (user_i
 
 CREATE UNIQUE INDEX event_ids_one_observation_per_action ON public.event_ids USING btree (session_id, answers) WHERE (answers IS NOT NULL);
 
-CREATE INDEX events_llm_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
-
-CREATE INDEX events_tool_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
-
-CREATE INDEX events_playground_runs ON ONLY public.events USING btree (((((payload -> 'config'::text) -> 'from_call'::text) ->> 'session'::text)), created_at) WHERE ((kind = 'session.created'::text) AND ((payload -> 'config'::text) ? 'from_call'::text));
-
 CREATE INDEX events_annotations ON ONLY public.events USING btree (session_id, seq) WHERE (kind = 'annotation'::text);
 
 CREATE INDEX events_global_cursor ON ONLY public.events USING btree (tx, global_position);
+
+CREATE INDEX events_llm_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = 'llm.call'::text);
+
+CREATE INDEX events_playground_runs ON ONLY public.events USING btree (((((payload -> 'config'::text) -> 'from_call'::text) ->> 'session'::text)), created_at) WHERE ((kind = 'session.created'::text) AND ((payload -> 'config'::text) ? 'from_call'::text));
+
+CREATE INDEX events_tool_calls_by_time ON ONLY public.events USING btree (created_at) WHERE (kind = ANY (ARRAY['file.edit'::text, 'file.read'::text, 'file.write'::text, 'mcp.call'::text, 'run'::text]));
 
 CREATE INDEX otel_spans_waiting ON public.otel_spans USING btree (received_at) WHERE (settled_seq IS NULL);
 
@@ -2310,41 +2322,41 @@ CREATE INDEX session_state_newest ON public.session_state USING btree (created_a
 
 CREATE INDEX session_state_title_words ON public.session_state USING gin (to_tsvector('simple'::regconfig, COALESCE(title, ''::text)));
 
-ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2026_12_created_at_idx;
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2026_12_annotations;
 
-ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2026_12_created_at_idx1;
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2026_12_global_cursor;
 
-ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2026_12_expr_created_at_idx;
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2026_12_llm_calls_by_time;
 
 ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2026_12_pkey;
 
-ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2026_12_session_id_seq_idx;
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2026_12_playground_runs;
 
-ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2026_12_tx_global_position_idx;
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2026_12_tool_calls_by_time;
 
-ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_01_created_at_idx;
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_01_annotations;
 
-ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_01_created_at_idx1;
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_01_global_cursor;
 
-ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_01_expr_created_at_idx;
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_01_llm_calls_by_time;
 
 ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2027_01_pkey;
 
-ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_01_session_id_seq_idx;
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_01_playground_runs;
 
-ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_01_tx_global_position_idx;
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_01_tool_calls_by_time;
 
-ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_02_created_at_idx;
+ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_02_annotations;
 
-ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_02_created_at_idx1;
+ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_02_global_cursor;
 
-ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_02_expr_created_at_idx;
+ALTER INDEX public.events_llm_calls_by_time ATTACH PARTITION public.events_2027_02_llm_calls_by_time;
 
 ALTER INDEX public.events_pkey ATTACH PARTITION public.events_2027_02_pkey;
 
-ALTER INDEX public.events_annotations ATTACH PARTITION public.events_2027_02_session_id_seq_idx;
+ALTER INDEX public.events_playground_runs ATTACH PARTITION public.events_2027_02_playground_runs;
 
-ALTER INDEX public.events_global_cursor ATTACH PARTITION public.events_2027_02_tx_global_position_idx;
+ALTER INDEX public.events_tool_calls_by_time ATTACH PARTITION public.events_2027_02_tool_calls_by_time;
 
 CREATE TRIGGER api_tokens_by_owner BEFORE INSERT OR UPDATE ON public.api_tokens FOR EACH ROW EXECUTE FUNCTION public.chronicle_tokens_by_owner();
 

@@ -358,6 +358,8 @@ def upgrade() -> None:
     if views:
         run(f"DROP VIEW {', '.join(v.name for v in views)};")
     run(NEW_TABLE)
+    # The indexes first: each month made below makes its part of them under their names.
+    run("\n".join(f"{statement};" for statement in indexes))
     run(_functions_sql(path))
     # The months from the oldest row's to two after this one, made before the rows move in.
     run(
@@ -395,7 +397,7 @@ def upgrade() -> None:
         "ALTER TABLE sessions ALTER COLUMN first_event_at SET NOT NULL, "
         "ALTER COLUMN last_event_at SET NOT NULL;"
     )
-    run("\n".join(f"{statement};" for statement in (*indexes, *triggers)))
+    run("\n".join(f"{statement};" for statement in triggers))
     run(CONSTRAINT_TRIGGERS)
     run(ANSWERS_KEY)
     run("\n".join(grants))
