@@ -41,7 +41,8 @@ def standby_scans(pair: Pair) -> int:
     small table, PostgreSQL scans it whole rather than through an index)."""
     with psycopg.connect(pair.standby_admin_url, autocommit=True) as standby:
         row = standby.execute(
-            "SELECT pg_stat_clear_snapshot(), coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0)::bigint"
+            "SELECT pg_stat_clear_snapshot(),"
+            " coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0)::bigint"
             " FROM pg_stat_user_tables"
             " WHERE relid IN (SELECT relid FROM pg_partition_tree('events'))"  # every month
         ).fetchone()
