@@ -144,8 +144,7 @@ async def test_each_annotation_filter_reads_the_annotations_index(
     # each month's part of events_annotations (the name PostgreSQL gave it in the month)
     indexes = {n["Index Name"] for n in every if n.get("Index Name", "").startswith("events")}
     assert indexes and all(
-        re.fullmatch(r"events_annotations|events_\d{4}_\d{2}_annotations", name)
-        for name in indexes
+        re.fullmatch(r"events_annotations|events_\d{4}_\d{2}_annotations", name) for name in indexes
     ), plan
     # the month that holds the events is read through the index; the empty months ahead may
     # be scanned (reading nothing is what they cost)
