@@ -41,15 +41,6 @@ ACTOR = Actor(name="cli:operator", via="cli")
 
 
 @pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-@pytest.fixture
 async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
     async with await EventStore.open(
         database_url, config=settings.store, masker=settings.masker()
@@ -62,10 +53,10 @@ def _last_month_name() -> str:
     return f"events_{start.year:04d}_{start.month:02d}"
 
 
-async def _old_session(admin: asyncpg.Connection, state: str) -> uuid.UUID:
+async def _old_session(superuser: asyncpg.Connection, state: str) -> uuid.UUID:
     session = uuid.uuid4()
     await import_last_month(
-        admin,
+        superuser,
         session,
         [SessionCreated(title=state), Message(content="do it"), AgentState(state=state)],
     )
@@ -84,10 +75,13 @@ KEY = Ed25519PrivateKey.generate()
 
 
 async def test_a_month_goes_only_when_all_its_sessions_are_archived(
-    admin: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
+    superuser: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
 ) -> None:
-    first, second = await _old_session(admin, "finished"), await _old_session(admin, "error")
-    going_on = await _old_session(admin, "running")  # cut short: interrupted, not ended
+    first, second = (
+        await _old_session(superuser, "finished"),
+        await _old_session(superuser, "error"),
+    )
+    going_on = await _old_session(superuser, "running")  # cut short: interrupted, not ended
     month = _last_month_name()
     start_of_month = datetime.combine(current_month(), datetime.min.time(), tzinfo=UTC)
 
@@ -97,7 +91,7 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     [kept] = [m for m in early.detaching.months if m.partition == month]
     assert not kept.detach and f"session {going_on} has events in it" in kept.reason
     assert early.detached == []
-    assert month in {p.name for p in await list_partitions(admin)}
+    assert month in {p.name for p in await list_partitions(superuser)}
 
     # the third ends now: archived by a later run, and then its month goes
     await store.append(going_on, [AgentState(state="finished")])
@@ -105,7 +99,7 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     assert late is not None and late.sessions == 1 and late.detached == [month]
     verdicts = {m.partition: m for m in late.detaching.months}
     assert not verdicts[f"events_{current_month():%Y_%m}"].detach  # this month has not ended
-    assert month not in {p.name for p in await list_partitions(admin)}
+    assert month not in {p.name for p in await list_partitions(superuser)}
 
     # the heads outlive their month: archived, not tampered
     for session in (first, second):
@@ -131,13 +125,13 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     assert (restored.sessions, restored.imported) == (2, 6)
     back = await store.verify(first)
     assert back.ok and back.archived is None and back.checked == 3
-    assert month in {p.name for p in await list_partitions(admin)}
+    assert month in {p.name for p in await list_partitions(superuser)}
 
 
 async def test_the_operators_anchors_are_checked_before_anything_is_written(
-    admin: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
+    superuser: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
 ) -> None:
-    session = await _old_session(admin, "finished")
+    session = await _old_session(superuser, "finished")
     [last] = await store.read(session, after_seq=2)
     operator = Ed25519PrivateKey.generate()
     now = datetime.now(UTC)
@@ -170,10 +164,10 @@ async def test_the_operators_anchors_are_checked_before_anything_is_written(
 
 
 async def test_a_session_that_takes_a_message_while_it_is_archived_is_not(
-    admin: asyncpg.Connection, database_url: str, store: EventStore, owner_store: EventStore,
+    superuser: asyncpg.Connection, database_url: str, store: EventStore, owner_store: EventStore,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    session = await _old_session(admin, "finished")
+    session = await _old_session(superuser, "finished")
 
     def message_meanwhile(text: str, *, steady: bool = False) -> None:
         """Right after the sessions are chosen, the user writes to this one."""

@@ -5,7 +5,6 @@ times, tests/support/months.py) and whose next ones are appended into this month
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -19,18 +18,8 @@ from tests.support.months import import_last_month
 APPEND_ONE = "SELECT * FROM chronicle_append_one($1, NULL, $2, $3, $4, $5, $6, 1::smallint)"
 
 
-@pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    """The test database as its superuser (the owner's rights and more)."""
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-async def _months_of(admin: asyncpg.Connection, session: uuid.UUID) -> list[tuple[int, str]]:
-    rows = await admin.fetch(
+async def _months_of(superuser: asyncpg.Connection, session: uuid.UUID) -> list[tuple[int, str]]:
+    rows = await superuser.fetch(
         "SELECT seq, tableoid::regclass::text AS month FROM events WHERE session_id = $1 "
         "ORDER BY seq",
         session,
@@ -44,10 +33,10 @@ def _month_name(months_back: int = 0) -> str:
     return f"events_{index // 12:04d}_{index % 12 + 1:02d}"
 
 
-async def _across(admin: asyncpg.Connection, store: EventStore) -> tuple[uuid.UUID, Run]:
+async def _across(superuser: asyncpg.Connection, store: EventStore) -> tuple[uuid.UUID, Run]:
     """A session: created and a command last month, its output and a message this month."""
     session, run = uuid.uuid4(), Run(command="ls")
-    await import_last_month(admin, session, [SessionCreated(title="old"), run])
+    await import_last_month(superuser, session, [SessionCreated(title="old"), run])
     await store.append(
         session,
         [RunOutput(cause=2, output="a\n", exit_code=0), Message(content="hi")],
@@ -57,10 +46,10 @@ async def _across(admin: asyncpg.Connection, store: EventStore) -> tuple[uuid.UU
 
 
 async def test_a_session_in_two_months_is_gapless_chained_and_read_whole(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
-    session, _ = await _across(admin, store)
-    assert await _months_of(admin, session) == [
+    session, _ = await _across(superuser, store)
+    assert await _months_of(superuser, session) == [
         (1, _month_name(1)),
         (2, _month_name(1)),
         (3, _month_name()),
@@ -70,10 +59,10 @@ async def test_a_session_in_two_months_is_gapless_chained_and_read_whole(
     assert report.ok, report
     assert [e.seq for e in await store.read(session)] == [1, 2, 3, 4]
     assert [e.seq for e in await store.read(session, after_seq=1, limit=2)] == [2, 3]
-    head = await admin.fetchrow(
+    head = await superuser.fetchrow(
         "SELECT last_seq, first_event_at, last_event_at FROM sessions WHERE id = $1", session
     )
-    times = await admin.fetchrow(
+    times = await superuser.fetchrow(
         "SELECT min(created_at) AS lo, max(created_at) AS hi FROM events WHERE session_id = $1",
         session,
     )
@@ -85,31 +74,31 @@ async def test_a_session_in_two_months_is_gapless_chained_and_read_whole(
 
 
 async def test_positions_are_unique_and_keep_growing_across_months(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
-    session, _ = await _across(admin, store)
+    session, _ = await _across(superuser, store)
     await store.append(session, [Message(content="more")])
     positions = [
         row["global_position"]
-        for row in await admin.fetch(
+        for row in await superuser.fetch(
             "SELECT global_position FROM events WHERE session_id = $1 ORDER BY seq", session
         )
     ]
     assert len(set(positions)) == 5
     assert positions[2:] == sorted(positions[2:])
-    duplicates = await admin.fetchval(
+    duplicates = await superuser.fetchval(
         "SELECT count(*) FROM (SELECT global_position FROM events GROUP BY 1 HAVING count(*) > 1) d"
     )
     assert duplicates == 0
 
 
 async def test_a_second_observation_of_an_action_from_last_month_is_refused(
-    admin: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
 ) -> None:
     session, run = uuid.uuid4(), Run(command="ls")
     # the action and its observation last month; this month another answer to it
     await import_last_month(
-        admin, session, [SessionCreated(title="t"), run, RunOutput(cause=2, output="x")]
+        superuser, session, [SessionCreated(title="t"), run, RunOutput(cause=2, output="x")]
     )
     with pytest.raises(DuplicateEventError, match="already has its observation"):
         await store.append(session, [RunOutput(cause=2, output="again")])
@@ -125,27 +114,27 @@ async def test_a_second_observation_of_an_action_from_last_month_is_refused(
             '{"exit_code":null,"output":"again","still_running":false,"truncated":false}',
         )
     assert raised.value.constraint_name == "event_ids_one_observation_per_action"
-    assert [seq for seq, _ in await _months_of(admin, session)] == [1, 2, 3]
+    assert [seq for seq, _ in await _months_of(superuser, session)] == [1, 2, 3]
     # an observation of another action is fine
     await store.append(session, [Run(command="pwd"), RunOutput(cause=4, output="/")])
     assert (await store.verify(session)).ok
 
 
 async def test_a_second_session_created_in_the_next_month_is_refused(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
     session = uuid.uuid4()
-    await import_last_month(admin, session, [SessionCreated(title="first")])
+    await import_last_month(superuser, session, [SessionCreated(title="first")])
     with pytest.raises(InvalidEventError, match=r"already has its session\.created"):
         await store.append(session, [SessionCreated(title="again")])
     assert len(await store.read(session)) == 1
 
 
 async def test_an_event_id_from_last_month_is_still_its_key(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
     session, message = uuid.uuid4(), Message(content="once")
-    await import_last_month(admin, session, [SessionCreated(title="t"), message])
+    await import_last_month(superuser, session, [SessionCreated(title="t"), message])
     # a re-sent append of last month's event is recognised, and writes nothing
     again = await store.append(session, [message])
     assert [(e.seq, e.event_id) for e in again] == [(2, message.event_id)]
@@ -159,8 +148,8 @@ async def test_an_event_id_from_last_month_is_still_its_key(
     assert len(await store.read(session)) == 2
 
 
-async def test_every_month_is_append_only(admin: asyncpg.Connection, store: EventStore) -> None:
-    session, _ = await _across(admin, store)
+async def test_every_month_is_append_only(superuser: asyncpg.Connection, store: EventStore) -> None:
+    session, _ = await _across(superuser, store)
     old, new = _month_name(1), _month_name()
     for statement in (
         "UPDATE events SET payload = '{}' WHERE session_id = $1",
@@ -169,17 +158,17 @@ async def test_every_month_is_append_only(admin: asyncpg.Connection, store: Even
         f"DELETE FROM {new} WHERE session_id = $1",
     ):
         with pytest.raises(asyncpg.PostgresError, match="append-only"):
-            await admin.execute(statement, session)
+            await superuser.execute(statement, session)
     for table in ("events", old, new):
         with pytest.raises(asyncpg.PostgresError, match="append-only: TRUNCATE"):
-            await admin.execute(f"TRUNCATE {table}")
+            await superuser.execute(f"TRUNCATE {table}")
     assert len(await store.read(session)) == 4
 
 
 async def test_the_application_cannot_remove_a_month(
-    admin: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
 ) -> None:
-    await _across(admin, store)
+    await _across(superuser, store)
     old = _month_name(1)
     for statement in (
         f"TRUNCATE {old}",
@@ -191,20 +180,20 @@ async def test_the_application_cannot_remove_a_month(
     ):
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await app_login.execute(statement)
-    assert old in {p.name for p in await list_partitions(admin)}
+    assert old in {p.name for p in await list_partitions(superuser)}
 
 
 async def test_a_read_looks_only_at_the_months_of_its_session(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
     """The head's first event time bounds created_at, and PostgreSQL skips the earlier
     months when the query runs (``never executed`` in EXPLAIN ANALYZE)."""
-    await _across(admin, store)  # last month holds events of another session
+    await _across(superuser, store)  # last month holds events of another session
     session = uuid.uuid4()
     await store.append(session, [SessionCreated(title="new"), Message(content="now")])
     plan = "\n".join(
         row[0]
-        for row in await admin.fetch(
+        for row in await superuser.fetch(
             f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {READ_SESSION_SQL}",
             session,
             0,

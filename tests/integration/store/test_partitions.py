@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -34,34 +33,25 @@ def _month(offset: int) -> str:
     return f"events_{index // 12:04d}_{index % 12 + 1:02d}"
 
 
-@pytest.fixture
-async def admin(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
-async def _drop_by_hand(admin: asyncpg.Connection, *names: str) -> None:
+async def _drop_by_hand(superuser: asyncpg.Connection, *names: str) -> None:
     """What only a superuser can do: take a month away whatever it is (to test without it)."""
     for name in names:
-        await admin.execute(f"ALTER TABLE events DETACH PARTITION {name}; DROP TABLE {name}")
+        await superuser.execute(f"ALTER TABLE events DETACH PARTITION {name}; DROP TABLE {name}")
 
 
-async def test_the_migration_made_this_month_and_two_ahead(admin: asyncpg.Connection) -> None:
-    partitions = await list_partitions(admin)
+async def test_the_migration_made_this_month_and_two_ahead(superuser: asyncpg.Connection) -> None:
+    partitions = await list_partitions(superuser)
     assert [p.name for p in partitions] == [_month(0), _month(1), _month(2)]
     assert all(p.attached for p in partitions)
     assert partitions[0].start.date() == current_month()
     assert [p.end for p in partitions[:-1]] == [p.start for p in partitions[1:]]
-    assert await ensure_partitions(admin) == []  # idempotent
+    assert await ensure_partitions(superuser) == []  # idempotent
 
 
 async def test_two_processes_making_the_same_months_at_once(
-    admin: asyncpg.Connection, database_url: str, store: EventStore
+    superuser: asyncpg.Connection, database_url: str, store: EventStore
 ) -> None:
-    await _drop_by_hand(admin, _month(2), _month(1))
+    await _drop_by_hand(superuser, _month(2), _month(1))
     other = await asyncpg.connect(database_url)
     try:
         made = await asyncio.gather(
@@ -70,17 +60,17 @@ async def test_two_processes_making_the_same_months_at_once(
     finally:
         await other.close()
     assert sorted(made[0] + made[1]) == [_month(1), _month(2), _month(3)]
-    assert [p.name for p in await list_partitions(admin)] == [_month(i) for i in range(4)]
+    assert [p.name for p in await list_partitions(superuser)] == [_month(i) for i in range(4)]
 
 
 async def test_an_append_into_a_month_without_partition_fails_clearly(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
-    await _drop_by_hand(admin, _month(0))
+    await _drop_by_hand(superuser, _month(0))
     session = uuid.uuid4()
     with pytest.raises(PartitionError, match=r"no partition for this month.*partitions ensure"):
         await store.append(session, [SessionCreated(title="t")])
-    assert await admin.fetchval("SELECT count(*) FROM sessions WHERE id = $1", session) == 0
+    assert await superuser.fetchval("SELECT count(*) FROM sessions WHERE id = $1", session) == 0
     # the application's login may make it (what the projection runner does)
     assert await ensure_partitions(store.pool) == [_month(0)]
     await store.append(session, [SessionCreated(title="t")])
@@ -88,48 +78,50 @@ async def test_an_append_into_a_month_without_partition_fails_clearly(
 
 
 async def test_the_projection_runner_keeps_the_months_ahead(
-    admin: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore
 ) -> None:
-    await _drop_by_hand(admin, _month(2), _month(1))
+    await _drop_by_hand(superuser, _month(2), _month(1))
     config = ProjectionsConfig(partitions_interval=0.2, partitions_ahead=2)
     async with running_projections(store, [], config):
         for _ in range(100):
-            if len(await list_partitions(admin)) == 3:
+            if len(await list_partitions(superuser)) == 3:
                 break
             await asyncio.sleep(0.05)
-    assert [p.name for p in await list_partitions(admin)] == [_month(0), _month(1), _month(2)]
+    assert [p.name for p in await list_partitions(superuser)] == [_month(0), _month(1), _month(2)]
 
 
 async def test_the_owner_drops_an_ended_month_and_an_import_brings_it_back(
-    admin: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
+    superuser: asyncpg.Connection, store: EventStore, app_login: asyncpg.Connection
 ) -> None:
     gone, stays = uuid.uuid4(), uuid.uuid4()
     events = [SessionCreated(title="archived"), Run(command="ls")]
-    await import_last_month(admin, gone, events)
+    await import_last_month(superuser, gone, events)
     await store.append(stays, [Message(content="this month")])
     with pytest.raises(PartitionError, match="has not come yet"):
-        await detach_partition(admin, _month(0))
+        await detach_partition(superuser, _month(0))
     with pytest.raises(PartitionError, match="owner"):
         await detach_partition(app_login, _month(-1))
     with pytest.raises(PartitionError, match="no partition events_1999_01"):
-        await detach_partition(admin, "events_1999_01")
+        await detach_partition(superuser, "events_1999_01")
 
-    await detach_partition(admin, _month(-1))
+    await detach_partition(superuser, _month(-1))
 
-    assert _month(-1) not in {p.name for p in await list_partitions(admin)}
+    assert _month(-1) not in {p.name for p in await list_partitions(superuser)}
     assert await store.read(gone) == []
     for table in ("sessions", "event_ids"):
         column = "id" if table == "sessions" else "session_id"
-        assert await admin.fetchval(f"SELECT count(*) FROM {table} WHERE {column} = $1", gone) == 0
+        assert (
+            await superuser.fetchval(f"SELECT count(*) FROM {table} WHERE {column} = $1", gone) == 0
+        )
     assert (await store.verify(stays)).ok
     # the same events come back (their month made again), and verify
-    await import_last_month(admin, gone, events)
+    await import_last_month(superuser, gone, events)
     assert [e.seq for e in await store.read(gone)] == [1, 2]
     assert (await store.verify(gone)).ok
 
 
 async def test_an_archived_month_comes_back_with_chronicle_import(
-    admin: asyncpg.Connection,
+    superuser: asyncpg.Connection,
     store: EventStore,
     database_url: str,
     settings: Settings,
@@ -138,15 +130,15 @@ async def test_an_archived_month_comes_back_with_chronicle_import(
     """Export a session of last month, drop the month, import the file: the import makes
     the month it needs again (as the owner) and the session verifies."""
     session = uuid.uuid4()
-    await import_last_month(admin, session, [SessionCreated(title="t"), Message(content="m")])
+    await import_last_month(superuser, session, [SessionCreated(title="t"), Message(content="m")])
     path = tmp_path / "archive.jsonl"
     with path.open("w", encoding="utf-8") as out:
         await export_sessions(store, [session], out)
-    await detach_partition(admin, _month(-1))
+    await detach_partition(superuser, _month(-1))
     async with await EventStore.open(
         database_url, config=settings.store, masker=settings.masker()
     ) as owner:
         report = await import_file(owner, path)
     assert report.imported == 2
-    assert _month(-1) in {p.name for p in await list_partitions(admin)}
+    assert _month(-1) in {p.name for p in await list_partitions(superuser)}
     assert (await store.verify(session)).ok
