@@ -29,6 +29,9 @@ class ProjectionsConfig(BaseModel):
     partitions_ahead: int = Field(default=2, ge=1, le=24)
     """Months after the current one whose partitions are kept made (an append into a month
     without one fails)."""
+    rollups_interval: float = Field(default=5.0, gt=0)
+    """Seconds between two refreshes of the usage rollups behind ``daily_usage`` and
+    ``session_costs`` (the views are current either way; a refresh keeps them fast)."""
 
 
 class OtlpExportConfig(BaseModel):

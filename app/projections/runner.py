@@ -25,6 +25,7 @@ from app.projections.catch_up import Applied, catch_up, rebuild
 from app.projections.config import OtlpExportConfig, ProjectionsConfig
 from app.projections.lock_holder import LockHolder
 from app.projections.partition_keeper import keep_partitions
+from app.projections.rollup_keeper import keep_rollups
 from app.projections.sql.projection_store import (
     NewerVersionError,
     PositionMovedError,
@@ -216,13 +217,17 @@ async def running_projections(
         ),
         name="chronicle-event-partitions",
     )
+    rollups = asyncio.create_task(
+        keep_rollups(store, interval=config.rollups_interval, stop=stop_keeping),
+        name="chronicle-usage-rollups",
+    )
     try:
         yield runners
     finally:
         stop_keeping.set()
         for runner in runners:
             runner.stop()
-        await asyncio.gather(keeper, return_exceptions=True)
+        await asyncio.gather(keeper, rollups, return_exceptions=True)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=config.drain_timeout + 1.0)
             for task in late:

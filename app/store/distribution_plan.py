@@ -46,6 +46,14 @@ PLAN: dict[str, Placement] = {
     "session_state": Distributed("session_id", SESSIONS),
     "session_leases": Distributed("session_id", SESSIONS),
     "session_owners": Distributed("session_id", SESSIONS),
+    # The usage rollups (migration 0028): a session's sums and the days it is counted on
+    # with the session; the sums by day and model are few rows (days x models), rewritten by
+    # one refresh every few seconds, so copied to every node as the position is.
+    "usage_rollup_sessions": Distributed("session_id", SESSIONS),
+    "usage_rollup_day_sessions": Distributed("session_id", SESSIONS),
+    "usage_rollup_days": Reference(),
+    "usage_rollup_latencies": Reference(),
+    "usage_rollup_position": Reference(),
     # Content-addressed values: by their hash, each its own group.
     "blobs": Distributed("sha256", "blob"),
     "llm_messages": Distributed("hash", "message"),
@@ -114,7 +122,7 @@ _TABLE = re.compile(
 )
 _CONSTRAINT = re.compile(
     r"^ALTER TABLE ONLY (?:public\.)?(\w+)\s+ADD CONSTRAINT (\w+) "
-    r"(PRIMARY KEY|UNIQUE|FOREIGN KEY) \(([^)]*)\)"
+    r"(PRIMARY KEY|UNIQUE|FOREIGN KEY)(?: NULLS NOT DISTINCT)? \(([^)]*)\)"
     r"(?: REFERENCES (?:public\.)?(\w+)\(([^)]*)\))?",
     re.M,
 )

@@ -919,6 +919,63 @@ $$;
 
 ALTER FUNCTION public.chronicle_import(p_session uuid, p_seqs integer[], p_event_ids uuid[], p_kinds text[], p_sources text[], p_causes integer[], p_payloads text[], p_versions smallint[], p_created_at timestamp with time zone[], p_hashes bytea[]) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_latency_bucket(ms double precision) RETURNS integer
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+    SELECT CASE WHEN ms <= 0 THEN -2147483648 ELSE floor(ln(ms) / ln(1.01::float8))::integer END
+$$;
+
+ALTER FUNCTION public.chronicle_latency_bucket(ms double precision) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_latency_percentile(p double precision, bands double precision[]) RETURNS double precision
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$
+DECLARE
+    n float8 := 0;
+    rank float8;
+    low float8;
+    high float8;
+    lo_value float8;
+    hi_value float8;
+    before float8 := 0;
+    calls float8;
+    i integer;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(bands, 1), 0) LOOP
+        n := n + bands[i][1];
+    END LOOP;
+    IF n = 0 THEN
+        RETURN NULL;
+    END IF;
+    rank := p * (n - 1);
+    low := floor(rank);
+    high := ceil(rank);
+    FOR i IN 1 .. array_length(bands, 1) LOOP
+        calls := bands[i][1];
+        IF lo_value IS NULL AND low < before + calls THEN
+            lo_value := CASE WHEN low = before THEN bands[i][2]
+                             WHEN low = before + calls - 1 THEN bands[i][3]
+                             ELSE bands[i][2] + (bands[i][3] - bands[i][2])
+                                  * (low - before) / (calls - 1) END;
+        END IF;
+        IF high < before + calls THEN
+            hi_value := CASE WHEN high = before THEN bands[i][2]
+                             WHEN high = before + calls - 1 THEN bands[i][3]
+                             ELSE bands[i][2] + (bands[i][3] - bands[i][2])
+                                  * (high - before) / (calls - 1) END;
+            EXIT;
+        END IF;
+        before := before + calls;
+    END LOOP;
+    IF low = high THEN
+        RETURN lo_value;
+    END IF;
+    RETURN lo_value + (rank - low) * (hi_value - lo_value);
+END
+$$;
+
+ALTER FUNCTION public.chronicle_latency_percentile(p double precision, bands double precision[]) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_observation_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT ARRAY['error', 'file.edit.output', 'file.read.output', 'file.write.output', 'imported.output', 'mcp.result', 'run.output']::text[] $$;
@@ -1050,6 +1107,168 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) RETURNS TABLE(counted bigint, caught_up boolean)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_from_tx xid8;
+    v_from_position bigint;
+    v_to_tx xid8;
+    v_to_position bigint;
+    v_caught_up boolean := false;
+    v_counted bigint;
+BEGIN
+    SELECT r.tx, r.global_position INTO v_from_tx, v_from_position
+    FROM usage_rollup_position r WHERE r.name = 'usage' FOR UPDATE;
+    -- The p_calls-th call after the position that every reader can see, else the last event
+    -- every reader can see.
+    SELECT e.tx, e.global_position INTO v_to_tx, v_to_position
+    FROM events e
+    WHERE e.kind = 'llm.call'
+      AND (e.tx, e.global_position) > (v_from_tx, v_from_position)
+      AND e.tx < pg_snapshot_xmin(pg_current_snapshot())
+    ORDER BY e.tx, e.global_position
+    OFFSET greatest(p_calls, 1) - 1 LIMIT 1;
+    IF NOT FOUND THEN
+        v_caught_up := true;
+        SELECT e.tx, e.global_position INTO v_to_tx, v_to_position
+        FROM events e
+        WHERE e.tx < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.tx DESC, e.global_position DESC LIMIT 1;
+        IF NOT FOUND OR (v_to_tx, v_to_position) <= (v_from_tx, v_from_position) THEN
+            RETURN QUERY SELECT 0::bigint, true;
+            RETURN;
+        END IF;
+    END IF;
+
+    WITH batch AS MATERIALIZED (
+        SELECT u.*, (u.created_at AT TIME ZONE 'UTC')::date AS day
+        FROM usage_calls u
+        LEFT JOIN usage_rollup_sessions r ON r.session_id = u.session_id
+        WHERE (u.tx, u.global_position) > (v_from_tx, v_from_position)
+          AND (u.tx, u.global_position) <= (v_to_tx, v_to_position)
+          AND u.seq > coalesce(r.counted_seq, 0)
+    ),
+    answered AS MATERIALIZED (
+        SELECT * FROM batch WHERE NOT replayed
+    ),
+    markers AS (
+        INSERT INTO usage_rollup_day_sessions
+            (session_id, day, gen_ai_request_model, gen_ai_provider_name)
+        SELECT DISTINCT a.session_id, a.day, a.gen_ai_request_model, a.gen_ai_provider_name
+        FROM answered a
+        ON CONFLICT DO NOTHING
+        RETURNING day, gen_ai_request_model, gen_ai_provider_name
+    ),
+    new_sessions AS (
+        SELECT m.day, m.gen_ai_request_model, m.gen_ai_provider_name, count(*) AS sessions
+        FROM markers m GROUP BY 1, 2, 3
+    ),
+    day_sums AS (
+        SELECT a.day, a.gen_ai_request_model, a.gen_ai_provider_name,
+               count(*) AS llm_calls,
+               count(*) FILTER (WHERE a.error_message IS NOT NULL) AS failed_llm_calls,
+               sum(a.gen_ai_usage_input_tokens) AS input_tokens,
+               sum(a.gen_ai_usage_output_tokens) AS output_tokens,
+               sum(a.gen_ai_usage_cache_read_input_tokens) AS cache_read_input_tokens,
+               sum(a.cost_usd) AS cost_usd,
+               count(*) FILTER (WHERE a.cost_usd IS NULL AND a.error_message IS NULL)
+                   AS unpriced_calls,
+               sum(a."gen_ai.usage.cache_creation.input_tokens") AS cache_creation_input_tokens,
+               sum(a."gen_ai.usage.reasoning.output_tokens") AS reasoning_output_tokens,
+               count(*) FILTER (WHERE a.usage_unknown) AS unknown_usage_calls
+        FROM answered a GROUP BY 1, 2, 3
+    ),
+    days AS (
+        INSERT INTO usage_rollup_days AS d
+        SELECT s.day, s.gen_ai_request_model, s.gen_ai_provider_name,
+               coalesce(n.sessions, 0), s.llm_calls, s.failed_llm_calls, s.input_tokens,
+               s.output_tokens, s.cache_read_input_tokens, s.cost_usd, s.unpriced_calls,
+               s.cache_creation_input_tokens, s.reasoning_output_tokens, s.unknown_usage_calls
+        FROM day_sums s
+        LEFT JOIN new_sessions n
+            ON n.day = s.day
+           AND n.gen_ai_request_model IS NOT DISTINCT FROM s.gen_ai_request_model
+           AND n.gen_ai_provider_name IS NOT DISTINCT FROM s.gen_ai_provider_name
+        ON CONFLICT (day, gen_ai_request_model, gen_ai_provider_name) DO UPDATE SET
+            sessions = d.sessions + excluded.sessions,
+            llm_calls = d.llm_calls + excluded.llm_calls,
+            failed_llm_calls = d.failed_llm_calls + excluded.failed_llm_calls,
+            input_tokens = coalesce(d.input_tokens + excluded.input_tokens, d.input_tokens, excluded.input_tokens),
+            output_tokens = coalesce(d.output_tokens + excluded.output_tokens, d.output_tokens, excluded.output_tokens),
+            cache_read_input_tokens = coalesce(d.cache_read_input_tokens + excluded.cache_read_input_tokens, d.cache_read_input_tokens, excluded.cache_read_input_tokens),
+            cost_usd = coalesce(d.cost_usd + excluded.cost_usd, d.cost_usd, excluded.cost_usd),
+            unpriced_calls = d.unpriced_calls + excluded.unpriced_calls,
+            cache_creation_input_tokens = coalesce(d.cache_creation_input_tokens + excluded.cache_creation_input_tokens, d.cache_creation_input_tokens, excluded.cache_creation_input_tokens),
+            reasoning_output_tokens = coalesce(d.reasoning_output_tokens + excluded.reasoning_output_tokens, d.reasoning_output_tokens, excluded.reasoning_output_tokens),
+            unknown_usage_calls = d.unknown_usage_calls + excluded.unknown_usage_calls
+        RETURNING 1
+    ),
+    bands AS (
+        INSERT INTO usage_rollup_latencies AS l
+        SELECT a.day, a.gen_ai_request_model, a.gen_ai_provider_name,
+               chronicle_latency_bucket(a.latency_ms), count(*), min(a.latency_ms),
+               max(a.latency_ms)
+        FROM answered a
+        WHERE a.error_message IS NULL AND a.latency_ms IS NOT NULL
+        GROUP BY 1, 2, 3, 4
+        ON CONFLICT (day, gen_ai_request_model, gen_ai_provider_name, bucket) DO UPDATE SET
+            calls = l.calls + excluded.calls,
+            min_ms = least(l.min_ms, excluded.min_ms),
+            max_ms = greatest(l.max_ms, excluded.max_ms)
+        RETURNING 1
+    ),
+    per_session AS (
+        INSERT INTO usage_rollup_sessions AS r
+        SELECT b.session_id, max(b.seq),
+               count(*) FILTER (WHERE NOT b.replayed),
+               count(*) FILTER (WHERE NOT b.replayed AND b.error_message IS NOT NULL),
+               sum(b.gen_ai_usage_input_tokens) FILTER (WHERE NOT b.replayed),
+               sum(b.gen_ai_usage_output_tokens) FILTER (WHERE NOT b.replayed),
+               sum(b.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE NOT b.replayed),
+               sum(b.cost_usd) FILTER (WHERE NOT b.replayed),
+               count(*) FILTER (WHERE NOT b.replayed AND b.cost_usd IS NULL
+                                      AND b.error_message IS NULL),
+               array_agg(DISTINCT b.gen_ai_request_model ORDER BY b.gen_ai_request_model)
+                   FILTER (WHERE NOT b.replayed),
+               count(*) FILTER (WHERE b.replayed),
+               sum(b.cost_usd) FILTER (WHERE b.replayed),
+               sum(b."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE NOT b.replayed),
+               sum(b."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE NOT b.replayed),
+               count(*) FILTER (WHERE NOT b.replayed AND b.usage_unknown)
+        FROM batch b
+        GROUP BY b.session_id
+        ON CONFLICT (session_id) DO UPDATE SET
+            counted_seq = greatest(r.counted_seq, excluded.counted_seq),
+            llm_calls = r.llm_calls + excluded.llm_calls,
+            failed_llm_calls = r.failed_llm_calls + excluded.failed_llm_calls,
+            input_tokens = coalesce(r.input_tokens + excluded.input_tokens, r.input_tokens, excluded.input_tokens),
+            output_tokens = coalesce(r.output_tokens + excluded.output_tokens, r.output_tokens, excluded.output_tokens),
+            cache_read_input_tokens = coalesce(r.cache_read_input_tokens + excluded.cache_read_input_tokens, r.cache_read_input_tokens, excluded.cache_read_input_tokens),
+            cost_usd = coalesce(r.cost_usd + excluded.cost_usd, r.cost_usd, excluded.cost_usd),
+            unpriced_calls = r.unpriced_calls + excluded.unpriced_calls,
+            models = (SELECT array_agg(DISTINCT m ORDER BY m)
+                      FROM unnest(r.models || excluded.models) AS m),
+            replayed_llm_calls = r.replayed_llm_calls + excluded.replayed_llm_calls,
+            replayed_cost_usd = coalesce(r.replayed_cost_usd + excluded.replayed_cost_usd, r.replayed_cost_usd, excluded.replayed_cost_usd),
+            cache_creation_input_tokens = coalesce(r.cache_creation_input_tokens + excluded.cache_creation_input_tokens, r.cache_creation_input_tokens, excluded.cache_creation_input_tokens),
+            reasoning_output_tokens = coalesce(r.reasoning_output_tokens + excluded.reasoning_output_tokens, r.reasoning_output_tokens, excluded.reasoning_output_tokens),
+            unknown_usage_calls = r.unknown_usage_calls + excluded.unknown_usage_calls
+        RETURNING 1
+    )
+    -- (every data-modifying part runs to its end whether read or not)
+    SELECT count(*) INTO v_counted FROM batch;
+
+    UPDATE usage_rollup_position
+    SET tx = v_to_tx, global_position = v_to_position, refreshed_at = now()
+    WHERE name = 'usage';
+    RETURN QUERY SELECT v_counted, v_caught_up;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_refuse_change() RETURNS trigger
     LANGUAGE plpgsql
@@ -1501,7 +1720,7 @@ CREATE TABLE public.chronicle_schema_version (
 
 ALTER TABLE public.chronicle_schema_version OWNER TO CURRENT_USER;
 
-CREATE VIEW public.llm_calls AS
+CREATE VIEW public.usage_calls AS
  SELECT session_id,
     seq,
     event_id,
@@ -1558,34 +1777,293 @@ CREATE VIEW public.llm_calls AS
                     ELSE NULL::jsonb
                 END) c(key, value)
           WHERE ((c.key = ANY (ARRAY['prompt_tokens'::text, 'completion_tokens'::text, 'total_tokens'::text, 'cached_tokens'::text])) AND (public.chronicle_count(c.value) IS NULL))))) AS usage_unknown,
-    (COALESCE(((payload -> 'response'::text) ->> 'reasoning_content'::text), ''::text) <> ''::text) AS has_reasoning
+    (COALESCE(((payload -> 'response'::text) ->> 'reasoning_content'::text), ''::text) <> ''::text) AS has_reasoning,
+    tx,
+    global_position
    FROM public.events e
   WHERE (kind = 'llm.call'::text);
 
-ALTER VIEW public.llm_calls OWNER TO chronicle_owner;
+ALTER VIEW public.usage_calls OWNER TO chronicle_owner;
 
-COMMENT ON VIEW public.llm_calls IS 'One row per model call; counts are bigint, NULL where the model sent none that can be read';
+CREATE TABLE public.usage_rollup_day_sessions (
+    session_id uuid NOT NULL,
+    day date NOT NULL,
+    gen_ai_request_model text,
+    gen_ai_provider_name text
+);
+
+ALTER TABLE public.usage_rollup_day_sessions OWNER TO chronicle_owner;
+
+CREATE TABLE public.usage_rollup_days (
+    day date NOT NULL,
+    gen_ai_request_model text,
+    gen_ai_provider_name text,
+    sessions bigint NOT NULL,
+    llm_calls bigint NOT NULL,
+    failed_llm_calls bigint NOT NULL,
+    input_tokens numeric,
+    output_tokens numeric,
+    cache_read_input_tokens numeric,
+    cost_usd double precision,
+    unpriced_calls bigint NOT NULL,
+    cache_creation_input_tokens numeric,
+    reasoning_output_tokens numeric,
+    unknown_usage_calls bigint NOT NULL
+);
+
+ALTER TABLE public.usage_rollup_days OWNER TO chronicle_owner;
+
+CREATE TABLE public.usage_rollup_latencies (
+    day date NOT NULL,
+    gen_ai_request_model text,
+    gen_ai_provider_name text,
+    bucket integer NOT NULL,
+    calls bigint NOT NULL,
+    min_ms double precision NOT NULL,
+    max_ms double precision NOT NULL
+);
+
+ALTER TABLE public.usage_rollup_latencies OWNER TO chronicle_owner;
+
+CREATE TABLE public.usage_rollup_position (
+    name text NOT NULL,
+    tx xid8 DEFAULT '0'::xid8 NOT NULL,
+    global_position bigint DEFAULT 0 NOT NULL,
+    refreshed_at timestamp with time zone,
+    CONSTRAINT usage_rollup_position_name_check CHECK ((name = 'usage'::text))
+);
+
+ALTER TABLE public.usage_rollup_position OWNER TO chronicle_owner;
+
+CREATE TABLE public.usage_rollup_sessions (
+    session_id uuid NOT NULL,
+    counted_seq bigint NOT NULL,
+    llm_calls bigint NOT NULL,
+    failed_llm_calls bigint NOT NULL,
+    input_tokens numeric,
+    output_tokens numeric,
+    cache_read_input_tokens numeric,
+    cost_usd double precision,
+    unpriced_calls bigint NOT NULL,
+    models text[],
+    replayed_llm_calls bigint NOT NULL,
+    replayed_cost_usd double precision,
+    cache_creation_input_tokens numeric,
+    reasoning_output_tokens numeric,
+    unknown_usage_calls bigint NOT NULL
+);
+
+ALTER TABLE public.usage_rollup_sessions OWNER TO chronicle_owner;
 
 CREATE VIEW public.daily_usage AS
- SELECT ((created_at AT TIME ZONE 'UTC'::text))::date AS day,
-    gen_ai_request_model,
-    gen_ai_provider_name,
-    count(DISTINCT session_id) AS sessions,
-    count(*) AS llm_calls,
-    count(*) FILTER (WHERE (error_message IS NOT NULL)) AS failed_llm_calls,
-    COALESCE(sum(gen_ai_usage_input_tokens), (0)::numeric) AS gen_ai_usage_input_tokens,
-    COALESCE(sum(gen_ai_usage_output_tokens), (0)::numeric) AS gen_ai_usage_output_tokens,
-    COALESCE(sum(gen_ai_usage_cache_read_input_tokens), (0)::numeric) AS gen_ai_usage_cache_read_input_tokens,
-    sum(cost_usd) AS cost_usd,
-    count(*) FILTER (WHERE ((cost_usd IS NULL) AND (error_message IS NULL))) AS unpriced_calls,
-    percentile_cont((0.5)::double precision) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE (error_message IS NULL)) AS latency_p50_ms,
-    percentile_cont((0.95)::double precision) WITHIN GROUP (ORDER BY latency_ms) FILTER (WHERE (error_message IS NULL)) AS latency_p95_ms,
-    COALESCE(sum("gen_ai.usage.cache_creation.input_tokens"), (0)::numeric) AS "gen_ai.usage.cache_creation.input_tokens",
-    COALESCE(sum("gen_ai.usage.reasoning.output_tokens"), (0)::numeric) AS "gen_ai.usage.reasoning.output_tokens",
-    count(*) FILTER (WHERE usage_unknown) AS unknown_usage_calls
-   FROM public.llm_calls l
-  WHERE (NOT replayed)
-  GROUP BY (((created_at AT TIME ZONE 'UTC'::text))::date), gen_ai_request_model, gen_ai_provider_name;
+ WITH since AS (
+         SELECT r.tx,
+            r.global_position
+           FROM public.usage_rollup_position r
+          WHERE (r.name = 'usage'::text)
+        ), tail AS MATERIALIZED (
+         SELECT c.session_id,
+            c.seq,
+            c.event_id,
+            c.created_at,
+            c.cause,
+            c.gen_ai_operation_name,
+            c.gen_ai_request_model,
+            c.gen_ai_provider_name,
+            c.gen_ai_request_temperature,
+            c.gen_ai_request_max_tokens,
+            c.tool_calling,
+            c.latency_ms,
+            c.attempts,
+            c.gen_ai_usage_input_tokens,
+            c.gen_ai_usage_output_tokens,
+            c.gen_ai_usage_cache_read_input_tokens,
+            c.cost_usd,
+            c.gen_ai_response_finish_reasons,
+            c.response_tool_calls,
+            c.error_type,
+            c.error_message,
+            c.replayed,
+            c.replayed_from,
+            c."gen_ai.usage.input_tokens",
+            c."gen_ai.usage.output_tokens",
+            c."gen_ai.usage.cache_read.input_tokens",
+            c."gen_ai.usage.cache_creation.input_tokens",
+            c."gen_ai.usage.reasoning.output_tokens",
+            c."gen_ai.response.id",
+            c."gen_ai.response.model",
+            c."error.type",
+            c.usage_unknown,
+            c.has_reasoning,
+            c.tx,
+            c.global_position,
+            c.day,
+                CASE
+                    WHEN (NOT (EXISTS ( SELECT 1
+                       FROM public.usage_rollup_day_sessions m
+                      WHERE ((m.session_id = c.session_id) AND (m.day = c.day) AND (NOT (m.gen_ai_request_model IS DISTINCT FROM c.gen_ai_request_model)) AND (NOT (m.gen_ai_provider_name IS DISTINCT FROM c.gen_ai_provider_name)))))) THEN c.session_id
+                    ELSE NULL::uuid
+                END AS uncounted_session
+           FROM ( SELECT u.session_id,
+                    u.seq,
+                    u.event_id,
+                    u.created_at,
+                    u.cause,
+                    u.gen_ai_operation_name,
+                    u.gen_ai_request_model,
+                    u.gen_ai_provider_name,
+                    u.gen_ai_request_temperature,
+                    u.gen_ai_request_max_tokens,
+                    u.tool_calling,
+                    u.latency_ms,
+                    u.attempts,
+                    u.gen_ai_usage_input_tokens,
+                    u.gen_ai_usage_output_tokens,
+                    u.gen_ai_usage_cache_read_input_tokens,
+                    u.cost_usd,
+                    u.gen_ai_response_finish_reasons,
+                    u.response_tool_calls,
+                    u.error_type,
+                    u.error_message,
+                    u.replayed,
+                    u.replayed_from,
+                    u."gen_ai.usage.input_tokens",
+                    u."gen_ai.usage.output_tokens",
+                    u."gen_ai.usage.cache_read.input_tokens",
+                    u."gen_ai.usage.cache_creation.input_tokens",
+                    u."gen_ai.usage.reasoning.output_tokens",
+                    u."gen_ai.response.id",
+                    u."gen_ai.response.model",
+                    u."error.type",
+                    u.usage_unknown,
+                    u.has_reasoning,
+                    u.tx,
+                    u.global_position,
+                    ((u.created_at AT TIME ZONE 'UTC'::text))::date AS day
+                   FROM (public.usage_calls u
+                     LEFT JOIN public.usage_rollup_sessions r ON ((r.session_id = u.session_id)))
+                  WHERE ((u.tx >= ( SELECT since.tx
+                           FROM since)) AND (ROW(u.tx, u.global_position) > ROW(( SELECT since.tx
+                           FROM since), ( SELECT since.global_position
+                           FROM since))) AND (u.seq > COALESCE(r.counted_seq, (0)::bigint)) AND (NOT u.replayed))) c
+        ), tail_sums AS (
+         SELECT t.day,
+            t.gen_ai_request_model,
+            t.gen_ai_provider_name,
+            count(DISTINCT t.uncounted_session) AS sessions,
+            count(*) AS llm_calls,
+            count(*) FILTER (WHERE (t.error_message IS NOT NULL)) AS failed_llm_calls,
+            sum(t.gen_ai_usage_input_tokens) AS input_tokens,
+            sum(t.gen_ai_usage_output_tokens) AS output_tokens,
+            sum(t.gen_ai_usage_cache_read_input_tokens) AS cache_read_input_tokens,
+            sum(t.cost_usd) AS cost_usd,
+            count(*) FILTER (WHERE ((t.cost_usd IS NULL) AND (t.error_message IS NULL))) AS unpriced_calls,
+            sum(t."gen_ai.usage.cache_creation.input_tokens") AS cache_creation_input_tokens,
+            sum(t."gen_ai.usage.reasoning.output_tokens") AS reasoning_output_tokens,
+            count(*) FILTER (WHERE t.usage_unknown) AS unknown_usage_calls
+           FROM tail t
+          GROUP BY t.day, t.gen_ai_request_model, t.gen_ai_provider_name
+        ), sums AS (
+         SELECT p.day,
+            p.gen_ai_request_model,
+            p.gen_ai_provider_name,
+            (sum(p.sessions))::bigint AS sessions,
+            (sum(p.llm_calls))::bigint AS llm_calls,
+            (sum(p.failed_llm_calls))::bigint AS failed_llm_calls,
+            COALESCE(sum(p.input_tokens), (0)::numeric) AS gen_ai_usage_input_tokens,
+            COALESCE(sum(p.output_tokens), (0)::numeric) AS gen_ai_usage_output_tokens,
+            COALESCE(sum(p.cache_read_input_tokens), (0)::numeric) AS gen_ai_usage_cache_read_input_tokens,
+            sum(p.cost_usd) AS cost_usd,
+            (sum(p.unpriced_calls))::bigint AS unpriced_calls,
+            COALESCE(sum(p.cache_creation_input_tokens), (0)::numeric) AS cache_creation_input_tokens,
+            COALESCE(sum(p.reasoning_output_tokens), (0)::numeric) AS reasoning_output_tokens,
+            (sum(p.unknown_usage_calls))::bigint AS unknown_usage_calls
+           FROM ( SELECT d.day,
+                    d.gen_ai_request_model,
+                    d.gen_ai_provider_name,
+                    d.sessions,
+                    d.llm_calls,
+                    d.failed_llm_calls,
+                    d.input_tokens,
+                    d.output_tokens,
+                    d.cache_read_input_tokens,
+                    d.cost_usd,
+                    d.unpriced_calls,
+                    d.cache_creation_input_tokens,
+                    d.reasoning_output_tokens,
+                    d.unknown_usage_calls
+                   FROM public.usage_rollup_days d
+                UNION ALL
+                 SELECT tail_sums.day,
+                    tail_sums.gen_ai_request_model,
+                    tail_sums.gen_ai_provider_name,
+                    tail_sums.sessions,
+                    tail_sums.llm_calls,
+                    tail_sums.failed_llm_calls,
+                    tail_sums.input_tokens,
+                    tail_sums.output_tokens,
+                    tail_sums.cache_read_input_tokens,
+                    tail_sums.cost_usd,
+                    tail_sums.unpriced_calls,
+                    tail_sums.cache_creation_input_tokens,
+                    tail_sums.reasoning_output_tokens,
+                    tail_sums.unknown_usage_calls
+                   FROM tail_sums) p
+          GROUP BY p.day, p.gen_ai_request_model, p.gen_ai_provider_name
+        ), bands AS (
+         SELECT b.day,
+            b.gen_ai_request_model,
+            b.gen_ai_provider_name,
+            b.bucket,
+            sum(b.calls) AS calls,
+            min(b.min_ms) AS min_ms,
+            max(b.max_ms) AS max_ms
+           FROM ( SELECT l.day,
+                    l.gen_ai_request_model,
+                    l.gen_ai_provider_name,
+                    l.bucket,
+                    l.calls,
+                    l.min_ms,
+                    l.max_ms
+                   FROM public.usage_rollup_latencies l
+                UNION ALL
+                 SELECT t.day,
+                    t.gen_ai_request_model,
+                    t.gen_ai_provider_name,
+                    public.chronicle_latency_bucket(t.latency_ms) AS chronicle_latency_bucket,
+                    count(*) AS count,
+                    min(t.latency_ms) AS min,
+                    max(t.latency_ms) AS max
+                   FROM tail t
+                  WHERE ((t.error_message IS NULL) AND (t.latency_ms IS NOT NULL))
+                  GROUP BY t.day, t.gen_ai_request_model, t.gen_ai_provider_name, (public.chronicle_latency_bucket(t.latency_ms))) b
+          GROUP BY b.day, b.gen_ai_request_model, b.gen_ai_provider_name, b.bucket
+        ), histograms AS (
+         SELECT b.day,
+            b.gen_ai_request_model,
+            b.gen_ai_provider_name,
+            array_agg(ARRAY[(b.calls)::double precision, b.min_ms, b.max_ms] ORDER BY b.bucket) AS bands
+           FROM bands b
+          GROUP BY b.day, b.gen_ai_request_model, b.gen_ai_provider_name
+        )
+ SELECT s.day,
+    s.gen_ai_request_model,
+    s.gen_ai_provider_name,
+    s.sessions,
+    s.llm_calls,
+    s.failed_llm_calls,
+    s.gen_ai_usage_input_tokens,
+    s.gen_ai_usage_output_tokens,
+    s.gen_ai_usage_cache_read_input_tokens,
+    s.cost_usd,
+    s.unpriced_calls,
+    public.chronicle_latency_percentile((0.5)::double precision, h.bands) AS latency_p50_ms,
+    public.chronicle_latency_percentile((0.95)::double precision, h.bands) AS latency_p95_ms,
+    s.cache_creation_input_tokens AS "gen_ai.usage.cache_creation.input_tokens",
+    s.reasoning_output_tokens AS "gen_ai.usage.reasoning.output_tokens",
+    s.unknown_usage_calls
+   FROM (sums s
+     LEFT JOIN histograms h ON (((h.day = s.day) AND (NOT (h.gen_ai_request_model IS DISTINCT FROM s.gen_ai_request_model)) AND (NOT (h.gen_ai_provider_name IS DISTINCT FROM s.gen_ai_provider_name)))));
 
 ALTER VIEW public.daily_usage OWNER TO chronicle_owner;
 
@@ -1774,6 +2252,46 @@ CREATE VIEW public.evaluation_endings AS
   GROUP BY evaluation_run, ending;
 
 ALTER VIEW public.evaluation_endings OWNER TO chronicle_owner;
+
+CREATE VIEW public.llm_calls AS
+ SELECT session_id,
+    seq,
+    event_id,
+    created_at,
+    cause,
+    gen_ai_operation_name,
+    gen_ai_request_model,
+    gen_ai_provider_name,
+    gen_ai_request_temperature,
+    gen_ai_request_max_tokens,
+    tool_calling,
+    latency_ms,
+    attempts,
+    gen_ai_usage_input_tokens,
+    gen_ai_usage_output_tokens,
+    gen_ai_usage_cache_read_input_tokens,
+    cost_usd,
+    gen_ai_response_finish_reasons,
+    response_tool_calls,
+    error_type,
+    error_message,
+    replayed,
+    replayed_from,
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.reasoning.output_tokens",
+    "gen_ai.response.id",
+    "gen_ai.response.model",
+    "error.type",
+    usage_unknown,
+    has_reasoning
+   FROM public.usage_calls u;
+
+ALTER VIEW public.llm_calls OWNER TO chronicle_owner;
+
+COMMENT ON VIEW public.llm_calls IS 'One row per model call; counts are bigint, NULL where the model sent none that can be read';
 
 CREATE VIEW public.evaluation_latency AS
  SELECT s.evaluation_run,
@@ -2106,6 +2624,115 @@ COMMENT ON COLUMN public.sessions.first_event_at IS 'the least created_at of its
 COMMENT ON COLUMN public.sessions.last_event_at IS 'the greatest created_at of its events';
 
 CREATE VIEW public.session_costs AS
+ WITH since AS (
+         SELECT r.tx,
+            r.global_position
+           FROM public.usage_rollup_position r
+          WHERE (r.name = 'usage'::text)
+        ), tail AS MATERIALIZED (
+         SELECT u.session_id,
+            u.seq,
+            u.event_id,
+            u.created_at,
+            u.cause,
+            u.gen_ai_operation_name,
+            u.gen_ai_request_model,
+            u.gen_ai_provider_name,
+            u.gen_ai_request_temperature,
+            u.gen_ai_request_max_tokens,
+            u.tool_calling,
+            u.latency_ms,
+            u.attempts,
+            u.gen_ai_usage_input_tokens,
+            u.gen_ai_usage_output_tokens,
+            u.gen_ai_usage_cache_read_input_tokens,
+            u.cost_usd,
+            u.gen_ai_response_finish_reasons,
+            u.response_tool_calls,
+            u.error_type,
+            u.error_message,
+            u.replayed,
+            u.replayed_from,
+            u."gen_ai.usage.input_tokens",
+            u."gen_ai.usage.output_tokens",
+            u."gen_ai.usage.cache_read.input_tokens",
+            u."gen_ai.usage.cache_creation.input_tokens",
+            u."gen_ai.usage.reasoning.output_tokens",
+            u."gen_ai.response.id",
+            u."gen_ai.response.model",
+            u."error.type",
+            u.usage_unknown,
+            u.has_reasoning,
+            u.tx,
+            u.global_position
+           FROM (public.usage_calls u
+             LEFT JOIN public.usage_rollup_sessions r ON ((r.session_id = u.session_id)))
+          WHERE ((u.tx >= ( SELECT since.tx
+                   FROM since)) AND (ROW(u.tx, u.global_position) > ROW(( SELECT since.tx
+                   FROM since), ( SELECT since.global_position
+                   FROM since))) AND (u.seq > COALESCE(r.counted_seq, (0)::bigint)))
+        ), parts AS (
+         SELECT r.session_id,
+            r.llm_calls,
+            r.failed_llm_calls,
+            r.input_tokens,
+            r.output_tokens,
+            r.cache_read_input_tokens,
+            r.cost_usd,
+            r.unpriced_calls,
+            r.models,
+            r.replayed_llm_calls,
+            r.replayed_cost_usd,
+            r.cache_creation_input_tokens,
+            r.reasoning_output_tokens,
+            r.unknown_usage_calls
+           FROM public.usage_rollup_sessions r
+        UNION ALL
+         SELECT l.session_id,
+            count(*) FILTER (WHERE (NOT l.replayed)) AS count,
+            count(*) FILTER (WHERE ((NOT l.replayed) AND (l.error_message IS NOT NULL))) AS count,
+            sum(l.gen_ai_usage_input_tokens) FILTER (WHERE (NOT l.replayed)) AS sum,
+            sum(l.gen_ai_usage_output_tokens) FILTER (WHERE (NOT l.replayed)) AS sum,
+            sum(l.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE (NOT l.replayed)) AS sum,
+            sum(l.cost_usd) FILTER (WHERE (NOT l.replayed)) AS sum,
+            count(*) FILTER (WHERE ((NOT l.replayed) AND (l.cost_usd IS NULL) AND (l.error_message IS NULL))) AS count,
+            array_agg(DISTINCT l.gen_ai_request_model ORDER BY l.gen_ai_request_model) FILTER (WHERE (NOT l.replayed)) AS array_agg,
+            count(*) FILTER (WHERE l.replayed) AS count,
+            sum(l.cost_usd) FILTER (WHERE l.replayed) AS sum,
+            sum(l."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE (NOT l.replayed)) AS sum,
+            sum(l."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE (NOT l.replayed)) AS sum,
+            count(*) FILTER (WHERE ((NOT l.replayed) AND l.usage_unknown)) AS count
+           FROM tail l
+          GROUP BY l.session_id
+        ), c AS (
+         SELECT p.session_id,
+            (sum(p.llm_calls))::bigint AS llm_calls,
+            (sum(p.failed_llm_calls))::bigint AS failed_llm_calls,
+            sum(p.input_tokens) AS gen_ai_usage_input_tokens,
+            sum(p.output_tokens) AS gen_ai_usage_output_tokens,
+            sum(p.cache_read_input_tokens) AS gen_ai_usage_cache_read_input_tokens,
+            sum(p.cost_usd) AS cost_usd,
+            (sum(p.unpriced_calls))::bigint AS unpriced_calls,
+                CASE
+                    WHEN (count(*) = 1) THEN min(p.models)
+                    ELSE NULL::text[]
+                END AS models,
+            (sum(p.replayed_llm_calls))::bigint AS replayed_llm_calls,
+            sum(p.replayed_cost_usd) AS replayed_cost_usd,
+            sum(p.cache_creation_input_tokens) AS cache_creation_input_tokens,
+            sum(p.reasoning_output_tokens) AS reasoning_output_tokens,
+            (sum(p.unknown_usage_calls))::bigint AS unknown_usage_calls
+           FROM parts p
+          GROUP BY p.session_id
+        ), merged_models AS (
+         SELECT p.session_id,
+            array_agg(DISTINCT m.m ORDER BY m.m) AS models
+           FROM (parts p
+             JOIN ( SELECT DISTINCT l.session_id
+                   FROM tail l) counted_on USING (session_id)),
+            LATERAL unnest(p.models) m(m)
+          GROUP BY p.session_id
+        )
  SELECT s.id AS session_id,
     (created.payload ->> 'title'::text) AS title,
     s.created_at,
@@ -2118,7 +2745,7 @@ CREATE VIEW public.session_costs AS
     COALESCE(c.gen_ai_usage_cache_read_input_tokens, (0)::numeric) AS gen_ai_usage_cache_read_input_tokens,
     c.cost_usd,
     COALESCE(c.unpriced_calls, (0)::bigint) AS unpriced_calls,
-    COALESCE(c.models, '{}'::text[]) AS models,
+    COALESCE(merged.models, c.models, '{}'::text[]) AS models,
         CASE
             WHEN ((jsonb_typeof((created.payload -> 'replay_of'::text)) = 'string'::text) AND ((created.payload ->> 'replay_of'::text) ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'::text)) THEN ((created.payload ->> 'replay_of'::text))::uuid
             ELSE NULL::uuid
@@ -2128,25 +2755,11 @@ CREATE VIEW public.session_costs AS
     COALESCE(c.cache_creation_input_tokens, (0)::numeric) AS "gen_ai.usage.cache_creation.input_tokens",
     COALESCE(c.reasoning_output_tokens, (0)::numeric) AS "gen_ai.usage.reasoning.output_tokens",
     COALESCE(c.unknown_usage_calls, (0)::bigint) AS unknown_usage_calls
-   FROM (((public.sessions s
+   FROM ((((public.sessions s
      LEFT JOIN public.events created ON (((created.session_id = s.id) AND (created.kind = 'session.created'::text))))
      LEFT JOIN public.events last ON (((last.session_id = s.id) AND (last.seq = s.last_seq))))
-     LEFT JOIN ( SELECT l.session_id,
-            count(*) FILTER (WHERE (NOT l.replayed)) AS llm_calls,
-            count(*) FILTER (WHERE ((NOT l.replayed) AND (l.error_message IS NOT NULL))) AS failed_llm_calls,
-            sum(l.gen_ai_usage_input_tokens) FILTER (WHERE (NOT l.replayed)) AS gen_ai_usage_input_tokens,
-            sum(l.gen_ai_usage_output_tokens) FILTER (WHERE (NOT l.replayed)) AS gen_ai_usage_output_tokens,
-            sum(l.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE (NOT l.replayed)) AS gen_ai_usage_cache_read_input_tokens,
-            sum(l.cost_usd) FILTER (WHERE (NOT l.replayed)) AS cost_usd,
-            count(*) FILTER (WHERE ((NOT l.replayed) AND (l.cost_usd IS NULL) AND (l.error_message IS NULL))) AS unpriced_calls,
-            array_agg(DISTINCT l.gen_ai_request_model ORDER BY l.gen_ai_request_model) FILTER (WHERE (NOT l.replayed)) AS models,
-            count(*) FILTER (WHERE l.replayed) AS replayed_llm_calls,
-            sum(l.cost_usd) FILTER (WHERE l.replayed) AS replayed_cost_usd,
-            sum(l."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE (NOT l.replayed)) AS cache_creation_input_tokens,
-            sum(l."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE (NOT l.replayed)) AS reasoning_output_tokens,
-            count(*) FILTER (WHERE ((NOT l.replayed) AND l.usage_unknown)) AS unknown_usage_calls
-           FROM public.llm_calls l
-          GROUP BY l.session_id) c ON ((c.session_id = s.id)))
+     LEFT JOIN c ON ((c.session_id = s.id)))
+     LEFT JOIN merged_models merged ON ((merged.session_id = s.id)))
   WHERE (s.id <> '00000000-0000-4000-8000-00000000a0d1'::uuid);
 
 ALTER VIEW public.session_costs OWNER TO chronicle_owner;
@@ -2280,6 +2893,21 @@ ALTER TABLE ONLY public.session_state
 
 ALTER TABLE ONLY public.sessions
     ADD CONSTRAINT sessions_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.usage_rollup_day_sessions
+    ADD CONSTRAINT usage_rollup_day_sessions_key UNIQUE NULLS NOT DISTINCT (session_id, day, gen_ai_request_model, gen_ai_provider_name);
+
+ALTER TABLE ONLY public.usage_rollup_days
+    ADD CONSTRAINT usage_rollup_days_key UNIQUE NULLS NOT DISTINCT (day, gen_ai_request_model, gen_ai_provider_name);
+
+ALTER TABLE ONLY public.usage_rollup_latencies
+    ADD CONSTRAINT usage_rollup_latencies_key UNIQUE NULLS NOT DISTINCT (day, gen_ai_request_model, gen_ai_provider_name, bucket);
+
+ALTER TABLE ONLY public.usage_rollup_position
+    ADD CONSTRAINT usage_rollup_position_pkey PRIMARY KEY (name);
+
+ALTER TABLE ONLY public.usage_rollup_sessions
+    ADD CONSTRAINT usage_rollup_sessions_pkey PRIMARY KEY (session_id);
 
 ALTER TABLE ONLY public.users
     ADD CONSTRAINT users_name_key UNIQUE (name);
@@ -2495,6 +3123,9 @@ GRANT ALL ON FUNCTION public.chronicle_put_blobs(p_hashes bytea[], p_texts text[
 REVOKE ALL ON FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) TO chronicle_app;
 
+REVOKE ALL ON FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) TO chronicle_app;
+
 REVOKE ALL ON FUNCTION public.chronicle_refuse_change() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_release_run(p_session uuid, p_lease uuid, p_outcome text, p_retry_after double precision) FROM PUBLIC;
@@ -2562,9 +3193,6 @@ GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE public.checkpoints TO chronicle_app;
 
 GRANT SELECT ON TABLE public.chronicle_schema_version TO chronicle_app;
 
-GRANT SELECT ON TABLE public.llm_calls TO chronicle_analyst;
-GRANT SELECT ON TABLE public.llm_calls TO chronicle_app;
-
 GRANT SELECT ON TABLE public.daily_usage TO chronicle_analyst;
 
 GRANT SELECT ON TABLE public.errors TO chronicle_analyst;
@@ -2578,6 +3206,9 @@ GRANT SELECT ON TABLE public.evaluation_sessions TO chronicle_analyst;
 
 GRANT SELECT ON TABLE public.evaluation_endings TO chronicle_app;
 GRANT SELECT ON TABLE public.evaluation_endings TO chronicle_analyst;
+
+GRANT SELECT ON TABLE public.llm_calls TO chronicle_analyst;
+GRANT SELECT ON TABLE public.llm_calls TO chronicle_app;
 
 GRANT SELECT ON TABLE public.evaluation_latency TO chronicle_app;
 GRANT SELECT ON TABLE public.evaluation_latency TO chronicle_analyst;

@@ -50,6 +50,151 @@ PLATFORM_LOG_ID = "00000000-0000-4000-8000-00000000a0d1"
 FUNCTIONS = sql_file("functions/chronicle_count.sql") + sql_file("functions/chronicle_float.sql")
 
 
+#: The views as this revision made them (0028 makes them again from migrations/sql/views).
+LLM_CALLS_VIEW = r"""
+CREATE VIEW llm_calls AS
+SELECT e.session_id,
+       e.seq,
+       e.event_id,
+       e.created_at,
+       e.cause,
+       'chat'::text AS gen_ai_operation_name,
+       e.payload->>'model' AS gen_ai_request_model,
+       chronicle_gen_ai_provider(e.payload->>'model') AS gen_ai_provider_name,
+       chronicle_float(e.payload->'params'->'temperature') AS gen_ai_request_temperature,
+       chronicle_count(e.payload->'params'->'max_tokens') AS gen_ai_request_max_tokens,
+       e.payload->>'tool_calling' AS tool_calling,
+       chronicle_float(e.payload->'latency_ms') AS latency_ms,
+       chronicle_count(e.payload->'attempts') AS attempts,
+       coalesce(chronicle_count(e.payload->'usage'->'prompt_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'prompt_tokens', false) THEN 0 END)
+           AS gen_ai_usage_input_tokens,
+       coalesce(chronicle_count(e.payload->'usage'->'completion_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'completion_tokens', false) THEN 0 END)
+           AS gen_ai_usage_output_tokens,
+       coalesce(chronicle_count(e.payload->'usage'->'cached_tokens'),
+                CASE WHEN NOT coalesce(e.payload->'usage' ? 'cached_tokens', false) THEN 0 END)
+           AS gen_ai_usage_cache_read_input_tokens,
+       chronicle_float(e.payload->'cost_usd') AS cost_usd,
+       CASE WHEN e.payload->'response'->>'finish_reason' IS NOT NULL
+            THEN ARRAY[e.payload->'response'->>'finish_reason'] END AS gen_ai_response_finish_reasons,
+       CASE WHEN jsonb_typeof(e.payload->'response'->'tool_calls') = 'array'
+            THEN jsonb_array_length(e.payload->'response'->'tool_calls') ELSE 0 END
+           AS response_tool_calls,
+       e.payload->>'error_kind' AS error_type,
+       e.payload->>'error' AS error_message,
+       e.payload ? 'replayed_from' AS replayed,
+       chronicle_count(e.payload->'replayed_from') AS replayed_from,
+       chronicle_count(e.payload->'usage'->'prompt_tokens') AS "gen_ai.usage.input_tokens",
+       chronicle_count(e.payload->'usage'->'completion_tokens') AS "gen_ai.usage.output_tokens",
+       chronicle_count(e.payload->'usage'->'cached_tokens')
+           AS "gen_ai.usage.cache_read.input_tokens",
+       chronicle_count(e.payload->'usage'->'cache_creation_tokens')
+           AS "gen_ai.usage.cache_creation.input_tokens",
+       chronicle_count(e.payload->'usage'->'reasoning_tokens')
+           AS "gen_ai.usage.reasoning.output_tokens",
+       e.payload->'response'->>'id' AS "gen_ai.response.id",
+       e.payload->'response'->>'model' AS "gen_ai.response.model",
+       e.payload->>'error_kind' AS "error.type",
+       jsonb_typeof(e.payload->'usage'->'as_sent') IS NOT DISTINCT FROM 'object' OR EXISTS (
+           SELECT 1
+           FROM jsonb_each(CASE WHEN jsonb_typeof(e.payload->'usage') = 'object'
+                                THEN e.payload->'usage' END) AS c(key, value)
+           WHERE c.key IN ('prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens')
+             AND chronicle_count(c.value) IS NULL
+       ) AS usage_unknown,
+       coalesce(e.payload->'response'->>'reasoning_content', '') <> '' AS has_reasoning
+FROM events e
+WHERE e.kind = 'llm.call';
+COMMENT ON VIEW llm_calls IS
+    'One row per model call; counts are bigint, NULL where the model sent none that can be read';
+"""
+
+SESSION_COSTS_VIEW = r"""
+CREATE VIEW session_costs AS
+SELECT s.id AS session_id,
+       created.payload->>'title' AS title,
+       s.created_at,
+       last.created_at AS updated_at,
+       s.last_seq AS events,
+       coalesce(c.llm_calls, 0) AS llm_calls,
+       coalesce(c.failed_llm_calls, 0) AS failed_llm_calls,
+       coalesce(c.gen_ai_usage_input_tokens, 0) AS gen_ai_usage_input_tokens,
+       coalesce(c.gen_ai_usage_output_tokens, 0) AS gen_ai_usage_output_tokens,
+       coalesce(c.gen_ai_usage_cache_read_input_tokens, 0)
+           AS gen_ai_usage_cache_read_input_tokens,
+       c.cost_usd,
+       coalesce(c.unpriced_calls, 0) AS unpriced_calls,
+       coalesce(c.models, '{}'::text[]) AS models,
+       CASE WHEN jsonb_typeof(created.payload->'replay_of') = 'string'
+             AND created.payload->>'replay_of'
+                 ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+            THEN (created.payload->>'replay_of')::uuid END AS replay_of,
+       coalesce(c.replayed_llm_calls, 0) AS replayed_llm_calls,
+       c.replayed_cost_usd,
+       coalesce(c.cache_creation_input_tokens, 0) AS "gen_ai.usage.cache_creation.input_tokens",
+       coalesce(c.reasoning_output_tokens, 0) AS "gen_ai.usage.reasoning.output_tokens",
+       coalesce(c.unknown_usage_calls, 0) AS unknown_usage_calls
+FROM sessions s
+LEFT JOIN events created ON created.session_id = s.id AND created.kind = 'session.created'
+LEFT JOIN events last ON last.session_id = s.id AND last.seq = s.last_seq
+LEFT JOIN (
+    SELECT l.session_id,
+           count(*) FILTER (WHERE NOT l.replayed) AS llm_calls,
+           count(*) FILTER (WHERE NOT l.replayed AND l.error_message IS NOT NULL)
+               AS failed_llm_calls,
+           sum(l.gen_ai_usage_input_tokens) FILTER (WHERE NOT l.replayed)
+               AS gen_ai_usage_input_tokens,
+           sum(l.gen_ai_usage_output_tokens) FILTER (WHERE NOT l.replayed)
+               AS gen_ai_usage_output_tokens,
+           sum(l.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE NOT l.replayed)
+               AS gen_ai_usage_cache_read_input_tokens,
+           sum(l.cost_usd) FILTER (WHERE NOT l.replayed) AS cost_usd,
+           count(*) FILTER (WHERE NOT l.replayed AND l.cost_usd IS NULL
+                                  AND l.error_message IS NULL) AS unpriced_calls,
+           array_agg(DISTINCT l.gen_ai_request_model ORDER BY l.gen_ai_request_model)
+               FILTER (WHERE NOT l.replayed) AS models,
+           count(*) FILTER (WHERE l.replayed) AS replayed_llm_calls,
+           sum(l.cost_usd) FILTER (WHERE l.replayed) AS replayed_cost_usd,
+           sum(l."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE NOT l.replayed)
+               AS cache_creation_input_tokens,
+           sum(l."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE NOT l.replayed)
+               AS reasoning_output_tokens,
+           count(*) FILTER (WHERE NOT l.replayed AND l.usage_unknown) AS unknown_usage_calls
+    FROM llm_calls l
+    GROUP BY l.session_id
+) c ON c.session_id = s.id
+WHERE s.id <> '00000000-0000-4000-8000-00000000a0d1'::uuid;
+"""
+
+DAILY_USAGE_VIEW = r"""
+CREATE VIEW daily_usage AS
+SELECT (l.created_at AT TIME ZONE 'UTC')::date AS day,
+       l.gen_ai_request_model,
+       l.gen_ai_provider_name,
+       count(DISTINCT l.session_id) AS sessions,
+       count(*) AS llm_calls,
+       count(*) FILTER (WHERE l.error_message IS NOT NULL) AS failed_llm_calls,
+       coalesce(sum(l.gen_ai_usage_input_tokens), 0) AS gen_ai_usage_input_tokens,
+       coalesce(sum(l.gen_ai_usage_output_tokens), 0) AS gen_ai_usage_output_tokens,
+       coalesce(sum(l.gen_ai_usage_cache_read_input_tokens), 0)
+           AS gen_ai_usage_cache_read_input_tokens,
+       sum(l.cost_usd) AS cost_usd,
+       count(*) FILTER (WHERE l.cost_usd IS NULL AND l.error_message IS NULL) AS unpriced_calls,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY l.latency_ms)
+           FILTER (WHERE l.error_message IS NULL) AS latency_p50_ms,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY l.latency_ms)
+           FILTER (WHERE l.error_message IS NULL) AS latency_p95_ms,
+       coalesce(sum(l."gen_ai.usage.cache_creation.input_tokens"), 0)
+           AS "gen_ai.usage.cache_creation.input_tokens",
+       coalesce(sum(l."gen_ai.usage.reasoning.output_tokens"), 0)
+           AS "gen_ai.usage.reasoning.output_tokens",
+       count(*) FILTER (WHERE l.usage_unknown) AS unknown_usage_calls
+FROM llm_calls l
+WHERE NOT l.replayed
+GROUP BY 1, 2, 3;
+"""
+
 VIEWS = ("llm_calls", "session_costs", "daily_usage")
 DEPENDENT = "evaluation_latency"  # 0009's, over llm_calls
 
@@ -91,9 +236,9 @@ def _evaluation_latency() -> str:
 def upgrade() -> None:
     run(DROP_VIEWS)
     run(FUNCTIONS)
-    run(sql_file("views/llm_calls.sql"))
-    run(sql_file("views/session_costs.sql"))
-    run(sql_file("views/daily_usage.sql"))
+    run(LLM_CALLS_VIEW)
+    run(SESSION_COSTS_VIEW)
+    run(DAILY_USAGE_VIEW)
     run(sql_file("views/evaluation_latency.sql"))
     run(FUNCTION_OWNERSHIP)
     run(PRIVILEGES)

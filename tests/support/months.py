@@ -32,6 +32,22 @@ async def import_last_month(
     made first, unless ``partitioned`` is False: a database before 0026); the time of the
     first."""
     at = last_month()
+    await import_at(admin, session, events, at, partitioned=partitioned)
+    return at
+
+
+async def import_at(
+    admin: asyncpg.Connection,
+    session: UUID,
+    events: Sequence[Event],
+    at: datetime,
+    *,
+    partitioned: bool = True,
+) -> None:
+    """Record ``events`` as the session's first, a millisecond apart from ``at`` on (as
+    ``chronicle import`` does, so with the owner's login). Any object with an event's
+    attributes will do (``kind``, ``source``, ``cause``, ``event_id``, ``payload()``, and
+    ``schema_version`` on its type): a payload no model would validate included."""
     if partitioned:
         await ensure_partitions(admin, since=at.date())
     previous = b""
@@ -65,4 +81,3 @@ async def import_last_month(
         for column, value in zip(columns, values, strict=True):
             column.append(value)
     await admin.fetchval(IMPORT_SQL, session, *columns)
-    return at

@@ -9,6 +9,7 @@ from app.store.analytics.access import (
     run_query,
     stream_query,
 )
+from app.store.analytics.rollups import RollupError, RollupRefresh, refresh_usage_rollups
 from app.store.analytics.tabular import (
     MissingExtraError,
     aligned_table,
@@ -17,20 +18,30 @@ from app.store.analytics.tabular import (
     write_csv,
     write_parquet,
 )
-from app.store.analytics.views import VIEWS, NoTimeColumnError, UnknownViewError, view_query
+from app.store.analytics.views import (
+    INTERNAL_VIEWS,
+    VIEWS,
+    NoTimeColumnError,
+    UnknownViewError,
+    view_query,
+)
 
 __all__ = [
     "ANALYST_ROLE",
+    "INTERNAL_VIEWS",
     "VIEWS",
     "AnalystError",
     "Column",
     "MissingExtraError",
     "NoTimeColumnError",
     "QueryResult",
+    "RollupError",
+    "RollupRefresh",
     "UnknownViewError",
     "aligned_table",
     "analyst_url",
     "json_value",
+    "refresh_usage_rollups",
     "run_query",
     "stream_query",
     "text_value",

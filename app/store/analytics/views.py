@@ -3,7 +3,7 @@
 The names are fixed here (never taken from the command line as SQL): each view with its time
 column (for ``--since``; None for a view of whole evaluation runs, which has none) and the
 order its rows are written in, so two exports of the same data are the same file. Every view
-of ``migrations/sql/views/`` is here (a test holds the two lists equal).
+of ``migrations/sql/views/`` is here but the internal ones (a test holds the lists equal).
 """
 
 from __future__ import annotations
@@ -19,6 +19,11 @@ class View(NamedTuple):
     time_column: str | None
     order_by: str
 
+
+#: Views of ``migrations/sql/views/`` no analyst reads: the parts other views are built from.
+#: ``usage_calls`` is ``llm_calls`` with each call's place in the log, for the usage rollups
+#: (migration 0028).
+INTERNAL_VIEWS = frozenset({"usage_calls"})
 
 VIEWS: dict[str, View] = {
     "llm_calls": View("created_at", "created_at, session_id, seq"),

@@ -1,4 +1,72 @@
+-- Model calls, tokens and cost by session. usage_rollup_sessions holds each session's calls
+-- up to the rollups' position (and the seq it counted up to); the calls after it are added
+-- here as they are, so the view is always whole and current (docs/analytics.md, "How the
+-- usage views stay fast"). A session's title and last event are read by its own keys.
 CREATE VIEW session_costs AS
+WITH since AS (
+    SELECT r.tx, r.global_position FROM usage_rollup_position r WHERE r.name = 'usage'
+),
+tail AS MATERIALIZED (
+    SELECT u.*
+    FROM usage_calls u
+    LEFT JOIN usage_rollup_sessions r ON r.session_id = u.session_id
+    WHERE u.tx >= (SELECT tx FROM since)
+      AND (u.tx, u.global_position)
+          > ((SELECT tx FROM since), (SELECT global_position FROM since))
+      AND u.seq > coalesce(r.counted_seq, 0)
+),
+parts AS (
+    SELECT r.session_id, r.llm_calls, r.failed_llm_calls, r.input_tokens, r.output_tokens,
+           r.cache_read_input_tokens, r.cost_usd, r.unpriced_calls, r.models,
+           r.replayed_llm_calls, r.replayed_cost_usd, r.cache_creation_input_tokens,
+           r.reasoning_output_tokens, r.unknown_usage_calls
+    FROM usage_rollup_sessions r
+    UNION ALL
+    SELECT l.session_id,
+           count(*) FILTER (WHERE NOT l.replayed),
+           count(*) FILTER (WHERE NOT l.replayed AND l.error_message IS NOT NULL),
+           sum(l.gen_ai_usage_input_tokens) FILTER (WHERE NOT l.replayed),
+           sum(l.gen_ai_usage_output_tokens) FILTER (WHERE NOT l.replayed),
+           sum(l.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE NOT l.replayed),
+           sum(l.cost_usd) FILTER (WHERE NOT l.replayed),
+           count(*) FILTER (WHERE NOT l.replayed AND l.cost_usd IS NULL
+                                  AND l.error_message IS NULL),
+           array_agg(DISTINCT l.gen_ai_request_model ORDER BY l.gen_ai_request_model)
+               FILTER (WHERE NOT l.replayed),
+           count(*) FILTER (WHERE l.replayed),
+           sum(l.cost_usd) FILTER (WHERE l.replayed),
+           sum(l."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE NOT l.replayed),
+           sum(l."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE NOT l.replayed),
+           count(*) FILTER (WHERE NOT l.replayed AND l.usage_unknown)
+    FROM tail l
+    GROUP BY l.session_id
+),
+c AS (
+    SELECT p.session_id,
+           sum(p.llm_calls)::bigint AS llm_calls,
+           sum(p.failed_llm_calls)::bigint AS failed_llm_calls,
+           sum(p.input_tokens) AS gen_ai_usage_input_tokens,
+           sum(p.output_tokens) AS gen_ai_usage_output_tokens,
+           sum(p.cache_read_input_tokens) AS gen_ai_usage_cache_read_input_tokens,
+           sum(p.cost_usd) AS cost_usd,
+           sum(p.unpriced_calls)::bigint AS unpriced_calls,
+           -- (a session counted in both parts has its models merged in merged_models)
+           CASE WHEN count(*) = 1 THEN min(p.models) END AS models,
+           sum(p.replayed_llm_calls)::bigint AS replayed_llm_calls,
+           sum(p.replayed_cost_usd) AS replayed_cost_usd,
+           sum(p.cache_creation_input_tokens) AS cache_creation_input_tokens,
+           sum(p.reasoning_output_tokens) AS reasoning_output_tokens,
+           sum(p.unknown_usage_calls)::bigint AS unknown_usage_calls
+    FROM parts p
+    GROUP BY p.session_id
+),
+merged_models AS (
+    SELECT p.session_id, array_agg(DISTINCT m ORDER BY m) AS models
+    FROM parts p
+    JOIN (SELECT DISTINCT l.session_id FROM tail l) counted_on USING (session_id),
+         unnest(p.models) AS m
+    GROUP BY p.session_id
+)
 SELECT s.id AS session_id,
        created.payload->>'title' AS title,
        s.created_at,
@@ -12,7 +80,7 @@ SELECT s.id AS session_id,
            AS gen_ai_usage_cache_read_input_tokens,
        c.cost_usd,
        coalesce(c.unpriced_calls, 0) AS unpriced_calls,
-       coalesce(c.models, '{}'::text[]) AS models,
+       coalesce(merged.models, c.models, '{}'::text[]) AS models,
        CASE WHEN jsonb_typeof(created.payload->'replay_of') = 'string'
              AND created.payload->>'replay_of'
                  ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
@@ -25,30 +93,6 @@ SELECT s.id AS session_id,
 FROM sessions s
 LEFT JOIN events created ON created.session_id = s.id AND created.kind = 'session.created'
 LEFT JOIN events last ON last.session_id = s.id AND last.seq = s.last_seq
-LEFT JOIN (
-    SELECT l.session_id,
-           count(*) FILTER (WHERE NOT l.replayed) AS llm_calls,
-           count(*) FILTER (WHERE NOT l.replayed AND l.error_message IS NOT NULL)
-               AS failed_llm_calls,
-           sum(l.gen_ai_usage_input_tokens) FILTER (WHERE NOT l.replayed)
-               AS gen_ai_usage_input_tokens,
-           sum(l.gen_ai_usage_output_tokens) FILTER (WHERE NOT l.replayed)
-               AS gen_ai_usage_output_tokens,
-           sum(l.gen_ai_usage_cache_read_input_tokens) FILTER (WHERE NOT l.replayed)
-               AS gen_ai_usage_cache_read_input_tokens,
-           sum(l.cost_usd) FILTER (WHERE NOT l.replayed) AS cost_usd,
-           count(*) FILTER (WHERE NOT l.replayed AND l.cost_usd IS NULL
-                                  AND l.error_message IS NULL) AS unpriced_calls,
-           array_agg(DISTINCT l.gen_ai_request_model ORDER BY l.gen_ai_request_model)
-               FILTER (WHERE NOT l.replayed) AS models,
-           count(*) FILTER (WHERE l.replayed) AS replayed_llm_calls,
-           sum(l.cost_usd) FILTER (WHERE l.replayed) AS replayed_cost_usd,
-           sum(l."gen_ai.usage.cache_creation.input_tokens") FILTER (WHERE NOT l.replayed)
-               AS cache_creation_input_tokens,
-           sum(l."gen_ai.usage.reasoning.output_tokens") FILTER (WHERE NOT l.replayed)
-               AS reasoning_output_tokens,
-           count(*) FILTER (WHERE NOT l.replayed AND l.usage_unknown) AS unknown_usage_calls
-    FROM llm_calls l
-    GROUP BY l.session_id
-) c ON c.session_id = s.id
+LEFT JOIN c ON c.session_id = s.id
+LEFT JOIN merged_models merged ON merged.session_id = s.id
 WHERE s.id <> '00000000-0000-4000-8000-00000000a0d1'::uuid;

@@ -15,6 +15,7 @@ import pytest
 
 from app.events import AWAITED_KINDS
 from app.store.analytics import (
+    INTERNAL_VIEWS,
     VIEWS,
     Column,
     NoTimeColumnError,
@@ -47,8 +48,9 @@ def test_tool_calls_lists_every_action_a_service_answers() -> None:
 def test_every_view_can_be_exported_and_is_documented() -> None:
     views = {path.stem for path in VIEW_FILES.glob("*.sql")}
     assert {"llm_calls", "agent_states", "platform_audit", "evaluation_sessions"} <= views
-    # session_state is the projection's table
-    assert set(VIEWS) == views | {"session_state"}
+    # session_state is the projection's table; the internal views are no analyst's
+    assert INTERNAL_VIEWS <= views
+    assert set(VIEWS) == views - INTERNAL_VIEWS | {"session_state"}
     doc = (ROOT / "docs" / "analytics.md").read_text(encoding="utf-8")
     for name in VIEWS:
         assert f"### `{name}`" in doc, name
