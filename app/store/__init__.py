@@ -77,7 +77,7 @@ if TYPE_CHECKING:
         RefusedForNowError,
         StoreError,
     )
-    from app.store.event_store import EVENT_COLUMNS, EventStore
+    from app.store.event_store import EVENT_COLUMNS, EventStore, session_months
     from app.store.memory_log import MemoryLog
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
@@ -131,6 +131,7 @@ _EXPORTED_FROM = {
     "StoreError": "app.store.errors",
     "EVENT_COLUMNS": "app.store.event_store",
     "EventStore": "app.store.event_store",
+    "session_months": "app.store.event_store",
     "MemoryLog": "app.store.memory_log",
     "schema_revision": "app.store.readiness",
     "write_refusal": "app.store.readiness",
@@ -204,6 +205,7 @@ __all__ = [
     "redact",
     "refused_for_now",
     "schema_revision",
+    "session_months",
     "too_large",
     "unrecordable_answer",
     "worker_checkpoint",

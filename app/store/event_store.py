@@ -73,6 +73,16 @@ SESSION_MONTHS = (
     "created_at >= coalesce((SELECT h.first_event_at FROM sessions h WHERE h.id = {session}),"
     " '-infinity')"
 )
+
+
+def session_months(session: str, alias: str = "") -> str:
+    """The condition that keeps a query of one session's events to its months (see
+    ``SESSION_MONTHS``): ``session`` is the SQL of its id (``$1``, ``s.session_id``), ``alias``
+    the events' alias (``e``), if any. Correct without it; without it every month is read."""
+    prefix = f"{alias}." if alias else ""
+    return prefix + SESSION_MONTHS.format(session=session)
+
+
 READ_SESSION_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2"
     f" AND {SESSION_MONTHS.format(session='$1')} ORDER BY seq LIMIT $3"

@@ -22,6 +22,7 @@ from uuid import UUID
 
 from app.events.annotation import REVIEWED
 from app.events.stored_form import is_encoded
+from app.store import session_months
 
 if TYPE_CHECKING:
     from app.store import EventStore
@@ -44,9 +45,10 @@ UNREVIEWED = (
     f"AND lower(a.payload ->> 'label') = '{REVIEWED}')"
 )
 
-ANNOTATIONS_SQL = """
+ANNOTATIONS_SQL = f"""
 SELECT seq, created_at, payload FROM events
-WHERE session_id = $1 AND kind = 'annotation' ORDER BY seq LIMIT $2
+WHERE session_id = $1 AND kind = 'annotation' AND {session_months("$1")}
+ORDER BY seq LIMIT $2
 """
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from app.agent.steering import StateMark, SteeringMarks
-from app.store import claimed_sql
+from app.store import claimed_sql, session_months
 
 if TYPE_CHECKING:
     from app.store import EventStore
@@ -27,6 +27,7 @@ SELECT
     asked.seq AS request_seq, asked.payload ->> 'state' AS request,
     (SELECT m.seq FROM events m
      WHERE m.session_id = $1 AND m.kind = 'message' AND m.source = 'user'
+       AND {session_months("$1", "m")}
      ORDER BY m.seq DESC LIMIT 1) AS message_seq,
     (EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = $1)
      OR {claimed_sql("$1::uuid")}) AS running
@@ -34,11 +35,13 @@ FROM (SELECT 1) AS one
 LEFT JOIN LATERAL (
     SELECT e.seq, e.payload FROM events e
     WHERE e.session_id = $1 AND e.kind = 'agent.state' AND e.source = 'agent'
+      AND {session_months("$1", "e")}
     ORDER BY e.seq DESC LIMIT 1
 ) AS agent ON true
 LEFT JOIN LATERAL (
     SELECT e.seq, e.payload FROM events e
     WHERE e.session_id = $1 AND e.kind = 'agent.state' AND e.source = 'user'
+      AND {session_months("$1", "e")}
     ORDER BY e.seq DESC LIMIT 1
 ) AS asked ON true
 """

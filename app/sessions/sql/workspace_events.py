@@ -10,14 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple
 from uuid import UUID
 
+from app.store import session_months
+
 if TYPE_CHECKING:
     from app.store import EventStore
 
-WORKSPACE_SEQS_SQL = """
+WORKSPACE_SEQS_SQL = f"""
 SELECT min(seq) FILTER (WHERE kind = 'workspace.snapshot') AS start,
        max(seq) FILTER (WHERE kind = 'workspace.diff') AS change
 FROM events
 WHERE session_id = $1 AND kind IN ('workspace.snapshot', 'workspace.diff')
+  AND {session_months("$1")}
 """
 
 

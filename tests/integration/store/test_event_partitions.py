@@ -10,6 +10,9 @@ import asyncpg
 import pytest
 
 from app.events import Message, Run, RunOutput, SessionCreated
+from app.sessions.sql.annotations import ANNOTATIONS_SQL
+from app.sessions.sql.steering_marks import MARKS_SQL
+from app.sessions.sql.workspace_events import WORKSPACE_SEQS_SQL
 from app.store import DuplicateEventError, EventStore, InvalidEventError
 from app.store.event_store import READ_SESSION_SQL
 from app.store.partitions import current_month, list_partitions
@@ -183,21 +186,29 @@ async def test_the_application_cannot_remove_a_month(
     assert old in {p.name for p in await list_partitions(superuser)}
 
 
+#: Reads of one session's events, each with its arguments after the session's id.
+ONE_SESSION_READS = {
+    "read": (READ_SESSION_SQL, (0, None)),
+    "steering marks": (MARKS_SQL, ()),
+    "workspace seqs": (WORKSPACE_SEQS_SQL, ()),
+    "annotations": (ANNOTATIONS_SQL, (10,)),
+}
+
+
+@pytest.mark.parametrize("read", ONE_SESSION_READS)
 async def test_a_read_looks_only_at_the_months_of_its_session(
-    superuser: asyncpg.Connection, store: EventStore
+    superuser: asyncpg.Connection, store: EventStore, read: str
 ) -> None:
     """The head's first event time bounds created_at, and PostgreSQL skips the earlier
     months when the query runs (``never executed`` in EXPLAIN ANALYZE)."""
     await _across(superuser, store)  # last month holds events of another session
     session = uuid.uuid4()
     await store.append(session, [SessionCreated(title="new"), Message(content="now")])
+    sql, args = ONE_SESSION_READS[read]
     plan = "\n".join(
         row[0]
         for row in await superuser.fetch(
-            f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {READ_SESSION_SQL}",
-            session,
-            0,
-            None,
+            f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) {sql}", session, *args
         )
     )
     lines = plan.splitlines()
