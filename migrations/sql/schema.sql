@@ -1535,6 +1535,117 @@ $$;
 
 ALTER FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) OWNER TO chronicle_owner;
 
+CREATE TABLE public.events (
+    global_position bigint NOT NULL,
+    session_id uuid NOT NULL,
+    seq integer NOT NULL,
+    event_id uuid NOT NULL,
+    tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
+    kind text NOT NULL,
+    source text NOT NULL,
+    cause integer,
+    payload jsonb NOT NULL,
+    schema_version smallint DEFAULT 1 NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    hash bytea NOT NULL,
+    CONSTRAINT events_cause_earlier CHECK (((cause >= 1) AND (cause < seq))),
+    CONSTRAINT events_hash_check CHECK ((length(hash) = 32)),
+    CONSTRAINT events_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_.]*$'::text)),
+    CONSTRAINT events_seq_check CHECK ((seq >= 1)),
+    CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['user'::text, 'agent'::text, 'environment'::text, 'system'::text])))
+)
+PARTITION BY RANGE (created_at);
+
+ALTER TABLE public.events OWNER TO chronicle_owner;
+
+COMMENT ON TABLE public.events IS 'Chronicle event log: append-only, one hash chain per session. Write through chronicle_append().';
+
+CREATE VIEW public.usage_calls AS
+ SELECT session_id,
+    seq,
+    event_id,
+    created_at,
+    cause,
+    'chat'::text AS gen_ai_operation_name,
+    (payload ->> 'model'::text) AS gen_ai_request_model,
+    public.chronicle_gen_ai_provider((payload ->> 'model'::text)) AS gen_ai_provider_name,
+    public.chronicle_float(((payload -> 'params'::text) -> 'temperature'::text)) AS gen_ai_request_temperature,
+    public.chronicle_count(((payload -> 'params'::text) -> 'max_tokens'::text)) AS gen_ai_request_max_tokens,
+    (payload ->> 'tool_calling'::text) AS tool_calling,
+    public.chronicle_float((payload -> 'latency_ms'::text)) AS latency_ms,
+    public.chronicle_count((payload -> 'attempts'::text)) AS attempts,
+    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'prompt_tokens'::text)), (
+        CASE
+            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'prompt_tokens'::text), false)) THEN 0
+            ELSE NULL::integer
+        END)::bigint) AS gen_ai_usage_input_tokens,
+    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'completion_tokens'::text)), (
+        CASE
+            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'completion_tokens'::text), false)) THEN 0
+            ELSE NULL::integer
+        END)::bigint) AS gen_ai_usage_output_tokens,
+    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'cached_tokens'::text)), (
+        CASE
+            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'cached_tokens'::text), false)) THEN 0
+            ELSE NULL::integer
+        END)::bigint) AS gen_ai_usage_cache_read_input_tokens,
+    public.chronicle_float((payload -> 'cost_usd'::text)) AS cost_usd,
+        CASE
+            WHEN (((payload -> 'response'::text) ->> 'finish_reason'::text) IS NOT NULL) THEN ARRAY[((payload -> 'response'::text) ->> 'finish_reason'::text)]
+            ELSE NULL::text[]
+        END AS gen_ai_response_finish_reasons,
+        CASE
+            WHEN (jsonb_typeof(((payload -> 'response'::text) -> 'tool_calls'::text)) = 'array'::text) THEN jsonb_array_length(((payload -> 'response'::text) -> 'tool_calls'::text))
+            ELSE 0
+        END AS response_tool_calls,
+    (payload ->> 'error_kind'::text) AS error_type,
+    (payload ->> 'error'::text) AS error_message,
+    (payload ? 'replayed_from'::text) AS replayed,
+    public.chronicle_count((payload -> 'replayed_from'::text)) AS replayed_from,
+    public.chronicle_count(((payload -> 'usage'::text) -> 'prompt_tokens'::text)) AS "gen_ai.usage.input_tokens",
+    public.chronicle_count(((payload -> 'usage'::text) -> 'completion_tokens'::text)) AS "gen_ai.usage.output_tokens",
+    public.chronicle_count(((payload -> 'usage'::text) -> 'cached_tokens'::text)) AS "gen_ai.usage.cache_read.input_tokens",
+    public.chronicle_count(((payload -> 'usage'::text) -> 'cache_creation_tokens'::text)) AS "gen_ai.usage.cache_creation.input_tokens",
+    public.chronicle_count(((payload -> 'usage'::text) -> 'reasoning_tokens'::text)) AS "gen_ai.usage.reasoning.output_tokens",
+    ((payload -> 'response'::text) ->> 'id'::text) AS "gen_ai.response.id",
+    ((payload -> 'response'::text) ->> 'model'::text) AS "gen_ai.response.model",
+    (payload ->> 'error_kind'::text) AS "error.type",
+    ((NOT (jsonb_typeof(((payload -> 'usage'::text) -> 'as_sent'::text)) IS DISTINCT FROM 'object'::text)) OR (EXISTS ( SELECT 1
+           FROM jsonb_each(
+                CASE
+                    WHEN (jsonb_typeof((e.payload -> 'usage'::text)) = 'object'::text) THEN (e.payload -> 'usage'::text)
+                    ELSE NULL::jsonb
+                END) c(key, value)
+          WHERE ((c.key = ANY (ARRAY['prompt_tokens'::text, 'completion_tokens'::text, 'total_tokens'::text, 'cached_tokens'::text])) AND (public.chronicle_count(c.value) IS NULL))))) AS usage_unknown,
+    (COALESCE(((payload -> 'response'::text) ->> 'reasoning_content'::text), ''::text) <> ''::text) AS has_reasoning,
+    tx,
+    global_position
+   FROM public.events e
+  WHERE (kind = 'llm.call'::text);
+
+ALTER VIEW public.usage_calls OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_usage_tail() RETURNS SETOF public.usage_calls
+    LANGUAGE plpgsql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $_$
+DECLARE
+    v_tx xid8 := '0';
+    v_position bigint := 0;
+BEGIN
+    SELECT r.tx, r.global_position INTO v_tx, v_position
+    FROM usage_rollup_position r WHERE r.name = 'usage';
+    RETURN QUERY EXECUTE
+        'SELECT u.* FROM usage_calls u '
+        'LEFT JOIN usage_rollup_sessions r ON r.session_id = u.session_id '
+        'WHERE u.tx >= $1 AND (u.tx, u.global_position) > ($1, $2) '
+        'AND u.seq > coalesce(r.counted_seq, 0)'
+        USING coalesce(v_tx, '0'::xid8), coalesce(v_position, 0);
+END
+$_$;
+
+ALTER FUNCTION public.chronicle_usage_tail() OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_verifiable_payload(p_kind text, p_payload text, p_index integer DEFAULT 1) RETURNS jsonb
     LANGUAGE plpgsql STABLE
     SET extra_float_digits TO '1'
@@ -1589,31 +1700,6 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_worker_seen(p_worker text, p_host text, p_pid integer, p_role text, p_running integer, p_capacity integer, p_forget_after double precision) OWNER TO chronicle_owner;
-
-CREATE TABLE public.events (
-    global_position bigint NOT NULL,
-    session_id uuid NOT NULL,
-    seq integer NOT NULL,
-    event_id uuid NOT NULL,
-    tx xid8 DEFAULT pg_current_xact_id() NOT NULL,
-    kind text NOT NULL,
-    source text NOT NULL,
-    cause integer,
-    payload jsonb NOT NULL,
-    schema_version smallint DEFAULT 1 NOT NULL,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    hash bytea NOT NULL,
-    CONSTRAINT events_cause_earlier CHECK (((cause >= 1) AND (cause < seq))),
-    CONSTRAINT events_hash_check CHECK ((length(hash) = 32)),
-    CONSTRAINT events_kind_check CHECK ((kind ~ '^[a-z][a-z0-9_.]*$'::text)),
-    CONSTRAINT events_seq_check CHECK ((seq >= 1)),
-    CONSTRAINT events_source_check CHECK ((source = ANY (ARRAY['user'::text, 'agent'::text, 'environment'::text, 'system'::text])))
-)
-PARTITION BY RANGE (created_at);
-
-ALTER TABLE public.events OWNER TO chronicle_owner;
-
-COMMENT ON TABLE public.events IS 'Chronicle event log: append-only, one hash chain per session. Write through chronicle_append().';
 
 CREATE VIEW public.agent_states AS
  SELECT session_id,
@@ -1720,71 +1806,6 @@ CREATE TABLE public.chronicle_schema_version (
 
 ALTER TABLE public.chronicle_schema_version OWNER TO CURRENT_USER;
 
-CREATE VIEW public.usage_calls AS
- SELECT session_id,
-    seq,
-    event_id,
-    created_at,
-    cause,
-    'chat'::text AS gen_ai_operation_name,
-    (payload ->> 'model'::text) AS gen_ai_request_model,
-    public.chronicle_gen_ai_provider((payload ->> 'model'::text)) AS gen_ai_provider_name,
-    public.chronicle_float(((payload -> 'params'::text) -> 'temperature'::text)) AS gen_ai_request_temperature,
-    public.chronicle_count(((payload -> 'params'::text) -> 'max_tokens'::text)) AS gen_ai_request_max_tokens,
-    (payload ->> 'tool_calling'::text) AS tool_calling,
-    public.chronicle_float((payload -> 'latency_ms'::text)) AS latency_ms,
-    public.chronicle_count((payload -> 'attempts'::text)) AS attempts,
-    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'prompt_tokens'::text)), (
-        CASE
-            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'prompt_tokens'::text), false)) THEN 0
-            ELSE NULL::integer
-        END)::bigint) AS gen_ai_usage_input_tokens,
-    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'completion_tokens'::text)), (
-        CASE
-            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'completion_tokens'::text), false)) THEN 0
-            ELSE NULL::integer
-        END)::bigint) AS gen_ai_usage_output_tokens,
-    COALESCE(public.chronicle_count(((payload -> 'usage'::text) -> 'cached_tokens'::text)), (
-        CASE
-            WHEN (NOT COALESCE(((payload -> 'usage'::text) ? 'cached_tokens'::text), false)) THEN 0
-            ELSE NULL::integer
-        END)::bigint) AS gen_ai_usage_cache_read_input_tokens,
-    public.chronicle_float((payload -> 'cost_usd'::text)) AS cost_usd,
-        CASE
-            WHEN (((payload -> 'response'::text) ->> 'finish_reason'::text) IS NOT NULL) THEN ARRAY[((payload -> 'response'::text) ->> 'finish_reason'::text)]
-            ELSE NULL::text[]
-        END AS gen_ai_response_finish_reasons,
-        CASE
-            WHEN (jsonb_typeof(((payload -> 'response'::text) -> 'tool_calls'::text)) = 'array'::text) THEN jsonb_array_length(((payload -> 'response'::text) -> 'tool_calls'::text))
-            ELSE 0
-        END AS response_tool_calls,
-    (payload ->> 'error_kind'::text) AS error_type,
-    (payload ->> 'error'::text) AS error_message,
-    (payload ? 'replayed_from'::text) AS replayed,
-    public.chronicle_count((payload -> 'replayed_from'::text)) AS replayed_from,
-    public.chronicle_count(((payload -> 'usage'::text) -> 'prompt_tokens'::text)) AS "gen_ai.usage.input_tokens",
-    public.chronicle_count(((payload -> 'usage'::text) -> 'completion_tokens'::text)) AS "gen_ai.usage.output_tokens",
-    public.chronicle_count(((payload -> 'usage'::text) -> 'cached_tokens'::text)) AS "gen_ai.usage.cache_read.input_tokens",
-    public.chronicle_count(((payload -> 'usage'::text) -> 'cache_creation_tokens'::text)) AS "gen_ai.usage.cache_creation.input_tokens",
-    public.chronicle_count(((payload -> 'usage'::text) -> 'reasoning_tokens'::text)) AS "gen_ai.usage.reasoning.output_tokens",
-    ((payload -> 'response'::text) ->> 'id'::text) AS "gen_ai.response.id",
-    ((payload -> 'response'::text) ->> 'model'::text) AS "gen_ai.response.model",
-    (payload ->> 'error_kind'::text) AS "error.type",
-    ((NOT (jsonb_typeof(((payload -> 'usage'::text) -> 'as_sent'::text)) IS DISTINCT FROM 'object'::text)) OR (EXISTS ( SELECT 1
-           FROM jsonb_each(
-                CASE
-                    WHEN (jsonb_typeof((e.payload -> 'usage'::text)) = 'object'::text) THEN (e.payload -> 'usage'::text)
-                    ELSE NULL::jsonb
-                END) c(key, value)
-          WHERE ((c.key = ANY (ARRAY['prompt_tokens'::text, 'completion_tokens'::text, 'total_tokens'::text, 'cached_tokens'::text])) AND (public.chronicle_count(c.value) IS NULL))))) AS usage_unknown,
-    (COALESCE(((payload -> 'response'::text) ->> 'reasoning_content'::text), ''::text) <> ''::text) AS has_reasoning,
-    tx,
-    global_position
-   FROM public.events e
-  WHERE (kind = 'llm.call'::text);
-
-ALTER VIEW public.usage_calls OWNER TO chronicle_owner;
-
 CREATE TABLE public.usage_rollup_day_sessions (
     session_id uuid NOT NULL,
     day date NOT NULL,
@@ -1825,43 +1846,8 @@ CREATE TABLE public.usage_rollup_latencies (
 
 ALTER TABLE public.usage_rollup_latencies OWNER TO chronicle_owner;
 
-CREATE TABLE public.usage_rollup_position (
-    name text NOT NULL,
-    tx xid8 DEFAULT '0'::xid8 NOT NULL,
-    global_position bigint DEFAULT 0 NOT NULL,
-    refreshed_at timestamp with time zone,
-    CONSTRAINT usage_rollup_position_name_check CHECK ((name = 'usage'::text))
-);
-
-ALTER TABLE public.usage_rollup_position OWNER TO chronicle_owner;
-
-CREATE TABLE public.usage_rollup_sessions (
-    session_id uuid NOT NULL,
-    counted_seq bigint NOT NULL,
-    llm_calls bigint NOT NULL,
-    failed_llm_calls bigint NOT NULL,
-    input_tokens numeric,
-    output_tokens numeric,
-    cache_read_input_tokens numeric,
-    cost_usd double precision,
-    unpriced_calls bigint NOT NULL,
-    models text[],
-    replayed_llm_calls bigint NOT NULL,
-    replayed_cost_usd double precision,
-    cache_creation_input_tokens numeric,
-    reasoning_output_tokens numeric,
-    unknown_usage_calls bigint NOT NULL
-);
-
-ALTER TABLE public.usage_rollup_sessions OWNER TO chronicle_owner;
-
 CREATE VIEW public.daily_usage AS
- WITH since AS (
-         SELECT r.tx,
-            r.global_position
-           FROM public.usage_rollup_position r
-          WHERE (r.name = 'usage'::text)
-        ), tail AS MATERIALIZED (
+ WITH tail AS MATERIALIZED (
          SELECT c.session_id,
             c.seq,
             c.event_id,
@@ -1940,12 +1926,8 @@ CREATE VIEW public.daily_usage AS
                     u.tx,
                     u.global_position,
                     ((u.created_at AT TIME ZONE 'UTC'::text))::date AS day
-                   FROM (public.usage_calls u
-                     LEFT JOIN public.usage_rollup_sessions r ON ((r.session_id = u.session_id)))
-                  WHERE ((u.tx >= ( SELECT since.tx
-                           FROM since)) AND (ROW(u.tx, u.global_position) > ROW(( SELECT since.tx
-                           FROM since), ( SELECT since.global_position
-                           FROM since))) AND (u.seq > COALESCE(r.counted_seq, (0)::bigint)) AND (NOT u.replayed))) c
+                   FROM public.chronicle_usage_tail() u(session_id, seq, event_id, created_at, cause, gen_ai_operation_name, gen_ai_request_model, gen_ai_provider_name, gen_ai_request_temperature, gen_ai_request_max_tokens, tool_calling, latency_ms, attempts, gen_ai_usage_input_tokens, gen_ai_usage_output_tokens, gen_ai_usage_cache_read_input_tokens, cost_usd, gen_ai_response_finish_reasons, response_tool_calls, error_type, error_message, replayed, replayed_from, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens", "gen_ai.response.id", "gen_ai.response.model", "error.type", usage_unknown, has_reasoning, tx, global_position)
+                  WHERE (NOT u.replayed)) c
         ), tail_sums AS (
          SELECT t.day,
             t.gen_ai_request_model,
@@ -2623,13 +2605,28 @@ COMMENT ON COLUMN public.sessions.first_event_at IS 'the least created_at of its
 
 COMMENT ON COLUMN public.sessions.last_event_at IS 'the greatest created_at of its events';
 
+CREATE TABLE public.usage_rollup_sessions (
+    session_id uuid NOT NULL,
+    counted_seq bigint NOT NULL,
+    llm_calls bigint NOT NULL,
+    failed_llm_calls bigint NOT NULL,
+    input_tokens numeric,
+    output_tokens numeric,
+    cache_read_input_tokens numeric,
+    cost_usd double precision,
+    unpriced_calls bigint NOT NULL,
+    models text[],
+    replayed_llm_calls bigint NOT NULL,
+    replayed_cost_usd double precision,
+    cache_creation_input_tokens numeric,
+    reasoning_output_tokens numeric,
+    unknown_usage_calls bigint NOT NULL
+);
+
+ALTER TABLE public.usage_rollup_sessions OWNER TO chronicle_owner;
+
 CREATE VIEW public.session_costs AS
- WITH since AS (
-         SELECT r.tx,
-            r.global_position
-           FROM public.usage_rollup_position r
-          WHERE (r.name = 'usage'::text)
-        ), tail AS MATERIALIZED (
+ WITH tail AS MATERIALIZED (
          SELECT u.session_id,
             u.seq,
             u.event_id,
@@ -2665,12 +2662,7 @@ CREATE VIEW public.session_costs AS
             u.has_reasoning,
             u.tx,
             u.global_position
-           FROM (public.usage_calls u
-             LEFT JOIN public.usage_rollup_sessions r ON ((r.session_id = u.session_id)))
-          WHERE ((u.tx >= ( SELECT since.tx
-                   FROM since)) AND (ROW(u.tx, u.global_position) > ROW(( SELECT since.tx
-                   FROM since), ( SELECT since.global_position
-                   FROM since))) AND (u.seq > COALESCE(r.counted_seq, (0)::bigint)))
+           FROM public.chronicle_usage_tail() u(session_id, seq, event_id, created_at, cause, gen_ai_operation_name, gen_ai_request_model, gen_ai_provider_name, gen_ai_request_temperature, gen_ai_request_max_tokens, tool_calling, latency_ms, attempts, gen_ai_usage_input_tokens, gen_ai_usage_output_tokens, gen_ai_usage_cache_read_input_tokens, cost_usd, gen_ai_response_finish_reasons, response_tool_calls, error_type, error_message, replayed, replayed_from, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.reasoning.output_tokens", "gen_ai.response.id", "gen_ai.response.model", "error.type", usage_unknown, has_reasoning, tx, global_position)
         ), parts AS (
          SELECT r.session_id,
             r.llm_calls,
@@ -2756,8 +2748,14 @@ CREATE VIEW public.session_costs AS
     COALESCE(c.reasoning_output_tokens, (0)::numeric) AS "gen_ai.usage.reasoning.output_tokens",
     COALESCE(c.unknown_usage_calls, (0)::bigint) AS unknown_usage_calls
    FROM ((((public.sessions s
-     LEFT JOIN public.events created ON (((created.session_id = s.id) AND (created.kind = 'session.created'::text))))
-     LEFT JOIN public.events last ON (((last.session_id = s.id) AND (last.seq = s.last_seq))))
+     LEFT JOIN LATERAL ( SELECT e.payload
+           FROM public.events e
+          WHERE ((e.session_id = s.id) AND (e.kind = 'session.created'::text) AND (e.created_at >= COALESCE(s.first_event_at, '-infinity'::timestamp with time zone)))
+         LIMIT 1) created ON (true))
+     LEFT JOIN LATERAL ( SELECT e.created_at
+           FROM public.events e
+          WHERE ((e.session_id = s.id) AND (e.seq = s.last_seq) AND (e.created_at >= COALESCE(s.first_event_at, '-infinity'::timestamp with time zone)))
+         LIMIT 1) last ON (true))
      LEFT JOIN c ON ((c.session_id = s.id)))
      LEFT JOIN merged_models merged ON ((merged.session_id = s.id)))
   WHERE (s.id <> '00000000-0000-4000-8000-00000000a0d1'::uuid);
@@ -2799,6 +2797,16 @@ CREATE TABLE public.session_owners (
 ALTER TABLE public.session_owners OWNER TO chronicle_owner;
 
 COMMENT ON TABLE public.session_owners IS 'The user who created each session through the API.';
+
+CREATE TABLE public.usage_rollup_position (
+    name text NOT NULL,
+    tx xid8 DEFAULT '0'::xid8 NOT NULL,
+    global_position bigint DEFAULT 0 NOT NULL,
+    refreshed_at timestamp with time zone,
+    CONSTRAINT usage_rollup_position_name_check CHECK ((name = 'usage'::text))
+);
+
+ALTER TABLE public.usage_rollup_position OWNER TO chronicle_owner;
 
 CREATE TABLE public.users (
     id uuid NOT NULL,
@@ -3155,6 +3163,12 @@ GRANT ALL ON FUNCTION public.chronicle_touch_login(p_login uuid, p_resolution do
 REVOKE ALL ON FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) TO chronicle_app;
 
+GRANT SELECT ON TABLE public.events TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_usage_tail() FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_usage_tail() TO chronicle_app;
+GRANT ALL ON FUNCTION public.chronicle_usage_tail() TO chronicle_analyst;
+
 REVOKE ALL ON FUNCTION public.chronicle_verifiable_payload(p_kind text, p_payload text, p_index integer) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_worker_gone(p_worker text) FROM PUBLIC;
@@ -3162,8 +3176,6 @@ GRANT ALL ON FUNCTION public.chronicle_worker_gone(p_worker text) TO chronicle_a
 
 REVOKE ALL ON FUNCTION public.chronicle_worker_seen(p_worker text, p_host text, p_pid integer, p_role text, p_running integer, p_capacity integer, p_forget_after double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_worker_seen(p_worker text, p_host text, p_pid integer, p_role text, p_running integer, p_capacity integer, p_forget_after double precision) TO chronicle_app;
-
-GRANT SELECT ON TABLE public.events TO chronicle_app;
 
 GRANT SELECT ON TABLE public.agent_states TO chronicle_analyst;
 

@@ -10,7 +10,7 @@ current whether a runner is live or not (docs/analytics.md, "How the usage views
 
 - ``usage_calls``: ``llm_calls`` with each call's place in the log (``tx``,
   ``global_position``); ``llm_calls`` is now that view without the two, its columns as they
-  were;
+  were; ``chronicle_usage_tail()``: the calls of it the rollups do not hold yet;
 - ``usage_rollup_position``: the one row of how far the rollups count;
 - ``usage_rollup_days``: ``daily_usage``'s sums by day, model and provider;
   ``usage_rollup_day_sessions``: which sessions each of those counts (its ``sessions``);
@@ -125,6 +125,10 @@ ALTER FUNCTION chronicle_latency_percentile(float8, float8[]) OWNER TO chronicle
 ALTER FUNCTION chronicle_refresh_usage_rollups(integer) OWNER TO chronicle_owner;
 REVOKE ALL ON FUNCTION chronicle_refresh_usage_rollups(integer) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION chronicle_refresh_usage_rollups(integer) TO chronicle_app;
+ALTER FUNCTION chronicle_usage_tail() OWNER TO chronicle_owner;
+REVOKE ALL ON FUNCTION chronicle_usage_tail() FROM PUBLIC;
+-- a function in a view is called with the reader's privileges: whoever reads the views
+GRANT EXECUTE ON FUNCTION chronicle_usage_tail() TO chronicle_app;
 ALTER VIEW session_costs OWNER TO chronicle_owner;
 ALTER VIEW daily_usage OWNER TO chronicle_owner;
 REVOKE ALL ON session_costs, daily_usage FROM PUBLIC;
@@ -132,6 +136,7 @@ DO $$
 BEGIN
     IF to_regrole('chronicle_analyst') IS NOT NULL THEN
         GRANT SELECT ON session_costs, daily_usage TO chronicle_analyst;
+        GRANT EXECUTE ON FUNCTION chronicle_usage_tail() TO chronicle_analyst;
     END IF;
 END
 $$;
@@ -149,7 +154,9 @@ def upgrade() -> None:
     run(DROP_VIEWS)
     run(sql_file("functions/chronicle_latency_bucket.sql"))
     run(sql_file("functions/chronicle_latency_percentile.sql"))
-    run(sql_file("functions/chronicle_refresh_usage_rollups.sql", search_path=search_path()))
+    path = search_path()
+    run(sql_file("functions/chronicle_refresh_usage_rollups.sql", search_path=path))
+    run(sql_file("functions/chronicle_usage_tail.sql", search_path=path))
     run(sql_file("views/session_costs.sql"))
     run(sql_file("views/daily_usage.sql"))
     run(GRANTS)
@@ -167,6 +174,7 @@ def downgrade() -> None:
     run(before.DAILY_USAGE_VIEW)
     run(
         "DROP FUNCTION chronicle_refresh_usage_rollups(integer);\n"
+        "DROP FUNCTION chronicle_usage_tail();\n"
         "DROP FUNCTION chronicle_latency_percentile(float8, float8[]);\n"
         "DROP FUNCTION chronicle_latency_bucket(float8);\n"
         "DROP VIEW usage_calls;\n" + "".join(f"DROP TABLE {table};\n" for table in ROLLUP_TABLES)

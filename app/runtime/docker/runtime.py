@@ -262,7 +262,24 @@ class DockerRuntime(ClientRuntime):
                 logs = await asyncio.to_thread(self._logs)
                 raise SandboxStartError(f"the sandbox container exited: {logs}")
             await asyncio.sleep(0.02)
+        if await asyncio.to_thread(self._unseen):
+            raise SandboxStartError(
+                f"the sandbox container was not ready after {timeout:g} s and never read the "
+                f"token left for its action server in {self.mount_dir}: either its engine does "
+                "not see this machine's files (an engine must see the worker's workspaces and "
+                "socket directory at the same paths: docs/sandboxes.md, Paths), or it could "
+                "not start its action server in that time"
+            )
         raise SandboxStartError(f"the sandbox container was not ready after {timeout:g} s")
+
+    def _unseen(self) -> bool:
+        """Whether the container runs but never read the token we left for it: its engine
+        mounted another machine's directory of that name (a remote engine), not ours."""
+        return (
+            self._running()
+            and (self.mount_dir / TOKEN_NAME).exists()
+            and not os.path.lexists(self.socket_dir / SOCKET_NAME)
+        )
 
     def _running(self) -> bool:
         if self.container is None:

@@ -1,13 +1,11 @@
 -- Model calls by UTC day, model and provider. The rollups (usage_rollup_days, _latencies,
 -- _day_sessions) hold every call up to their position; the calls after it (usage_calls past
--- the position, whose sessions were not counted up to that seq) are added here as they are,
+-- the position, whose sessions were not counted up to that seq: chronicle_usage_tail) are
+-- added here as they are,
 -- so the view is always whole and current, and costs what the calls since the last refresh
 -- cost rather than the whole log (docs/analytics.md, "How the usage views stay fast").
 CREATE VIEW daily_usage AS
-WITH since AS (
-    SELECT r.tx, r.global_position FROM usage_rollup_position r WHERE r.name = 'usage'
-),
-tail AS MATERIALIZED (
+WITH tail AS MATERIALIZED (
     SELECT c.*,
            -- its session, unless the rollups count it on this day for this model already
            CASE WHEN NOT EXISTS (
@@ -18,13 +16,8 @@ tail AS MATERIALIZED (
            ) THEN c.session_id END AS uncounted_session
     FROM (
         SELECT u.*, (u.created_at AT TIME ZONE 'UTC')::date AS day
-        FROM usage_calls u
-        LEFT JOIN usage_rollup_sessions r ON r.session_id = u.session_id
-        WHERE u.tx >= (SELECT tx FROM since)
-          AND (u.tx, u.global_position)
-              > ((SELECT tx FROM since), (SELECT global_position FROM since))
-          AND u.seq > coalesce(r.counted_seq, 0)
-          AND NOT u.replayed
+        FROM chronicle_usage_tail() u
+        WHERE NOT u.replayed
     ) c
 ),
 tail_sums AS (

@@ -1,19 +1,10 @@
 -- Model calls, tokens and cost by session. usage_rollup_sessions holds each session's calls
 -- up to the rollups' position (and the seq it counted up to); the calls after it are added
--- here as they are, so the view is always whole and current (docs/analytics.md, "How the
--- usage views stay fast"). A session's title and last event are read by its own keys.
+-- here as they are (chronicle_usage_tail), so the view is always whole and current
+-- (docs/analytics.md, "How the usage views stay fast").
 CREATE VIEW session_costs AS
-WITH since AS (
-    SELECT r.tx, r.global_position FROM usage_rollup_position r WHERE r.name = 'usage'
-),
-tail AS MATERIALIZED (
-    SELECT u.*
-    FROM usage_calls u
-    LEFT JOIN usage_rollup_sessions r ON r.session_id = u.session_id
-    WHERE u.tx >= (SELECT tx FROM since)
-      AND (u.tx, u.global_position)
-          > ((SELECT tx FROM since), (SELECT global_position FROM since))
-      AND u.seq > coalesce(r.counted_seq, 0)
+WITH tail AS MATERIALIZED (
+    SELECT u.* FROM chronicle_usage_tail() u
 ),
 parts AS (
     SELECT r.session_id, r.llm_calls, r.failed_llm_calls, r.input_tokens, r.output_tokens,
@@ -91,8 +82,20 @@ SELECT s.id AS session_id,
        coalesce(c.reasoning_output_tokens, 0) AS "gen_ai.usage.reasoning.output_tokens",
        coalesce(c.unknown_usage_calls, 0) AS unknown_usage_calls
 FROM sessions s
-LEFT JOIN events created ON created.session_id = s.id AND created.kind = 'session.created'
-LEFT JOIN events last ON last.session_id = s.id AND last.seq = s.last_seq
+-- each session's first and last event by its own keys, in its own months: a lookup per row
+-- rather than a join that reads every event
+LEFT JOIN LATERAL (
+    SELECT e.payload FROM events e
+    WHERE e.session_id = s.id AND e.kind = 'session.created'
+      AND e.created_at >= coalesce(s.first_event_at, '-infinity')
+    LIMIT 1
+) created ON true
+LEFT JOIN LATERAL (
+    SELECT e.created_at FROM events e
+    WHERE e.session_id = s.id AND e.seq = s.last_seq
+      AND e.created_at >= coalesce(s.first_event_at, '-infinity')
+    LIMIT 1
+) last ON true
 LEFT JOIN c ON c.session_id = s.id
 LEFT JOIN merged_models merged ON merged.session_id = s.id
 WHERE s.id <> '00000000-0000-4000-8000-00000000a0d1'::uuid;
