@@ -18,7 +18,8 @@ from tests.support.forked import chronicle_run
 FIGURES = {
     "single-event append p50", "single-event append p99", "session list, admin, p99",
     "session list, member with 10%, p99", "one session's read p50", "one session's read p99",
-    "verify", "daily_usage, whole", "session_costs, whole", "session_state rebuild",
+    "verify, sessions not read before", "verify, the same again", "daily_usage, whole",
+    "session_costs, whole", "session_costs, per session", "session_state rebuild",
     "database size per million events",
 }  # fmt: skip
 
