@@ -46,7 +46,7 @@ from app.sessions.sql.archive_candidates import Candidate, quiet_sessions
 from app.sessions.sql.archived_rows import session_state_rows
 from app.sessions.sql.platform_audit import append_audit
 from app.store import EventStore
-from app.store.analytics import write_parquet
+from app.store.analytics import refresh_usage_rollups, write_parquet
 from app.store.archive import (
     ANCHORS,
     EVENTS_PARQUET,
@@ -313,6 +313,11 @@ async def _detach(
     progress: Progress,
 ) -> list[str]:
     detached: list[str] = []
+    if any(month.detach for month in plan.months):
+        # the usage rollups count the months' model calls before they go, so daily_usage
+        # and session_costs keep them (docs/analytics.md, "How the usage views stay fast")
+        progress("counting the model calls of the months into the usage rollups")
+        await refresh_usage_rollups(store)
     month: MonthVerdict
     for month in plan.months:
         if not month.detach:

@@ -22,7 +22,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.config import Settings
-from app.events import AgentState, Message, SessionCreated
+from app.events import AgentState, LlmCall, Message, SessionCreated
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.sessions.archiving import (
     ArchiveOutcome,
@@ -32,6 +32,7 @@ from app.sessions.archiving import (
 )
 from app.sessions.platform_audit import Actor
 from app.store import EventStore
+from app.store.analytics import refresh_usage_rollups
 from app.store.archive import ArchiveRaceError, check_directory, import_file
 from app.store.integrity import sign_anchor
 from app.store.partitions import current_month, list_partitions
@@ -53,14 +54,20 @@ def _last_month_name() -> str:
     return f"events_{start.year:04d}_{start.month:02d}"
 
 
-async def _old_session(superuser: asyncpg.Connection, state: str) -> uuid.UUID:
+async def _old_session(superuser: asyncpg.Connection, state: str, *calls: LlmCall) -> uuid.UUID:
     session = uuid.uuid4()
     await import_last_month(
         superuser,
         session,
-        [SessionCreated(title=state), Message(content="do it"), AgentState(state=state)],
+        [SessionCreated(title=state), Message(content="do it"), *calls, AgentState(state=state)],
     )
     return session
+
+
+USAGE = (
+    "SELECT (SELECT llm_calls || ' ' || cost_usd FROM session_costs WHERE session_id = $1), "
+    "(SELECT sum(llm_calls) || ' ' || sum(cost_usd) FROM daily_usage)"
+)
 
 
 async def _run(store: EventStore, directory: Path, before: datetime) -> ArchiveOutcome | None:
@@ -77,10 +84,13 @@ KEY = Ed25519PrivateKey.generate()
 async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     superuser: asyncpg.Connection, owner_store: EventStore, store: EventStore, tmp_path: Path
 ) -> None:
+    call = LlmCall(model="openai/gpt-4o", fingerprint="f" * 64, latency_ms=900.0, cost_usd=0.75)
     first, second = (
-        await _old_session(superuser, "finished"),
+        await _old_session(superuser, "finished", call),
         await _old_session(superuser, "error"),
     )
+    usage = tuple(await superuser.fetchrow(USAGE, first))
+    assert usage == ("1 0.75", "1 0.75")  # nothing counted into the rollups yet
     going_on = await _old_session(superuser, "running")  # cut short: interrupted, not ended
     month = _last_month_name()
     start_of_month = datetime.combine(current_month(), datetime.min.time(), tzinfo=UTC)
@@ -100,6 +110,8 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     verdicts = {m.partition: m for m in late.detaching.months}
     assert not verdicts[f"events_{current_month():%Y_%m}"].detach  # this month has not ended
     assert month not in {p.name for p in await list_partitions(superuser)}
+    # its model call outlives it in the usage views: counted before the month went
+    assert tuple(await superuser.fetchrow(USAGE, first)) == usage
 
     # the heads outlive their month: archived, not tampered
     for session in (first, second):
@@ -122,9 +134,12 @@ async def test_a_month_goes_only_when_all_its_sessions_are_archived(
     # and the archives still prove themselves, and bring the sessions back here
     assert check_directory(tmp_path / "early", KEY.public_key()).ok
     restored = await import_file(owner_store, tmp_path / "early" / "sessions.jsonl")
-    assert (restored.sessions, restored.imported) == (2, 6)
+    assert (restored.sessions, restored.imported) == (2, 7)
     back = await store.verify(first)
-    assert back.ok and back.archived is None and back.checked == 3
+    assert back.ok and back.archived is None and back.checked == 4
+    # and counted once, though its events came back with new places in the log
+    await refresh_usage_rollups(store)
+    assert tuple(await superuser.fetchrow(USAGE, first)) == usage
     assert month in {p.name for p in await list_partitions(superuser)}
 
 
