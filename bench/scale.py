@@ -64,12 +64,10 @@ from bench.scale_shape import Shape
 from bench.scale_table import Figure, ScaleRow, markdown, parse_sizes, ratio_rows, size_label
 
 EVENTS_PER_SESSION = 100
-#: Samples per size and round of the quick figures.
-#: (a p99 of 200 samples is the second largest, and moved by one slow sample between runs;
-#: of 1,000 it is the tenth)
+#: Appends per size and round (``--samples``); lists of each kind and reads are 30% of it.
+#: A p99 of 200 samples is the second largest, and moved by one slow sample between runs;
+#: of 1,000 it is the tenth.
 APPENDS = 1_000
-LISTS = 300
-READS = 300
 VERIFIED_SESSIONS = 20
 #: Sessions the quick figures pick from (at random, the same ones every round).
 SAMPLE_SESSIONS = 2_000
@@ -126,6 +124,12 @@ class SizeData:
     store: EventStore | None = None
     sessions: list[uuid.UUID] = field(default_factory=list)
     last_seq: dict[uuid.UUID, int] = field(default_factory=dict)
+    #: appends per round; lists of each kind and reads are 30% of it
+    samples: int = APPENDS
+
+    @property
+    def lookups(self) -> int:
+        return max(1, self.samples * 3 // 10)
 
 
 def prepare(
@@ -177,7 +181,7 @@ async def appends(data: SizeData, rng: random.Random) -> dict[str, float]:
     store = data.store
     assert store is not None
     times = []
-    for number in range(APPENDS):
+    for number in range(data.samples):
         session = rng.choice(data.sessions)
         seq = data.last_seq[session]
         event = Message(content=f"a follow-up question, number {number}: what changed?")
@@ -194,11 +198,11 @@ async def lists(data: SizeData, rng: random.Random) -> dict[str, float]:
     _, members = user_ids(data.shape)
     admin = [
         await _timed(lambda: list_visible_records(store, owner=None, limit=51))
-        for _ in range(LISTS)
+        for _ in range(data.lookups)
     ]
     member = [
         await _timed(lambda: list_visible_records(store, owner=members[0], limit=51))
-        for _ in range(LISTS)
+        for _ in range(data.lookups)
     ]
     return {"list_admin_p99": percentile(admin, 99), "list_member_p99": percentile(member, 99)}
 
@@ -206,7 +210,9 @@ async def lists(data: SizeData, rng: random.Random) -> dict[str, float]:
 async def reads(data: SizeData, rng: random.Random) -> dict[str, float]:
     store = data.store
     assert store is not None
-    times = [await _timed(lambda: store.read(rng.choice(data.sessions))) for _ in range(READS)]
+    times = [
+        await _timed(lambda: store.read(rng.choice(data.sessions))) for _ in range(data.lookups)
+    ]
     return {"read_p50": percentile(times, 50), "read_p99": percentile(times, 99)}
 
 
@@ -388,6 +394,10 @@ def main(argv: list[str] | None = None) -> int:
         "--only", nargs="+", choices=(*QUICK, *HEAVY), default=[*QUICK, *HEAVY],
         help="measure only these figures",
     )  # fmt: skip
+    parser.add_argument(
+        "--samples", type=int, default=APPENDS,
+        help=f"appends per size and round (default {APPENDS}); lists and reads are 30%% of it",
+    )  # fmt: skip
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
     try:
@@ -400,6 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.rounds < 1 or args.heavy_rounds < 1:
         print("error: at least one round", file=sys.stderr)
+        return 2
+    if args.samples < 1:
+        print("error: at least one sample", file=sys.stderr)
         return 2
     directory = args.dir.expanduser().resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -418,6 +431,8 @@ def _run(args: argparse.Namespace, directory: Path, urls: Any, sizes: list[int])
         prepare(urls, directory, n, reuse=args.reuse, workers=min(args.workers, 1 + n // 100_000))
         for n in sizes
     ]
+    for size in data:
+        size.samples = args.samples
     samples = asyncio.run(measure(data, args.rounds, args.heavy_rounds, args.only))
     samples["size"] = {label: [value] for label, value in database_sizes(data).items()}
     rows: list[ScaleRow] = []

@@ -26,7 +26,7 @@ BENCHMARKS = (
     "scale",
 )
 #: Options only ``scale`` takes (its databases are generated, and kept with --reuse).
-SCALE_OPTIONS = ("sizes", "dir", "reuse", "rounds")
+SCALE_OPTIONS = ("sizes", "dir", "reuse", "rounds", "heavy_rounds", "samples")
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -39,18 +39,27 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "--reuse", action="store_true", help="scale: keep the databases already generated"
     )
     bench.add_argument("--rounds", type=int, help="scale: measured rounds of the quick figures")
+    bench.add_argument(
+        "--heavy-rounds", type=int, help="scale: rounds of the analytics and the rebuild"
+    )
+    bench.add_argument(
+        "--samples", type=int, help="scale: appends per size and round (lists and reads: 30%%)"
+    )
     bench.set_defaults(handler=command)
 
 
 def command(args: argparse.Namespace, settings: Settings) -> int:
     given = [name for name in SCALE_OPTIONS if getattr(args, name) not in (None, False)]
     if given and args.name != "scale":
-        print(f"error: --{given[0]} is an option of `chronicle bench scale` only", file=sys.stderr)
+        option = given[0].replace("_", "-")
+        print(f"error: --{option} is an option of `chronicle bench scale` only", file=sys.stderr)
         return 2
     options = [] if args.sizes is None else ["--sizes", args.sizes]
     options += [] if args.dir is None else ["--dir", args.dir]
     options += ["--reuse"] if args.reuse else []
     options += [] if args.rounds is None else ["--rounds", str(args.rounds)]
+    options += [] if args.heavy_rounds is None else ["--heavy-rounds", str(args.heavy_rounds)]
+    options += [] if args.samples is None else ["--samples", str(args.samples)]
     return run(args.name, as_json=args.json, options=options)
 
 

@@ -36,6 +36,8 @@ def test_bench_scale_at_two_tiny_sizes(tmp_path: Path, data_dir: Path) -> None:
         "3k,1500",
         "--rounds",
         "1",
+        "--samples",
+        "100",
         "--dir",
         str(data_dir),
         "--json",

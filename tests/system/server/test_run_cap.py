@@ -16,7 +16,9 @@ import time
 from collections.abc import Callable
 
 import httpx
+import psycopg
 
+from app.sessions.sql.session_owners import COUNTS
 from tests.support.chronicle_server import ServerProcess, wait_until_run_ended
 from tests.support.evaluation_api import wait_finished
 from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
@@ -40,14 +42,27 @@ def messages_of(server: ServerProcess, token: str, session: str) -> list[str]:
     return [e["payload"]["content"] for e in page["events"] if e["kind"] == "message"]
 
 
+#: How many of the sessions the cap counts as active (what creation checks).
+COUNTED_SQL = f"""
+SELECT count(*) FROM session_owners o LEFT JOIN session_state s ON s.session_id = o.session_id
+WHERE o.session_id = ANY(%s::uuid[]) AND {COUNTS}
+"""
+
+
 def settle(server: ServerProcess, token: str, fake_llm: FakeLlmServer, sessions: list[str]) -> None:
-    """Until no model call is in flight and every session's run has ended."""
+    """Until no model call is in flight, every session's run has ended, and the cap no
+    longer counts them: the run's last event comes before its worker lets the run go and
+    before the projection has it, and a loaded machine shows that gap."""
     deadline = time.monotonic() + 60
     while fake_llm.in_flight:
         assert time.monotonic() < deadline, "the model calls never ended"
         time.sleep(0.1)
     for session in sessions:
         wait_until_run_ended(server.url, bearer(token), session)
+    with psycopg.connect(server.env["CHRONICLE_DATABASE_URL"]) as connection:
+        while connection.execute(COUNTED_SQL, [sessions]).fetchone() != (0,):
+            assert time.monotonic() < deadline, "the cap still counts sessions that ended"
+            time.sleep(0.1)
 
 
 def test_messages_and_resumes_to_ended_sessions_count_against_the_cap(
