@@ -44,6 +44,9 @@ class SecondEngine:
     #: ``tls`` (None: the Unix socket only)
     tls: TlsFiles | None = None
     tls_port: int = 0
+    #: a directory this engine does not see: it runs in a mount namespace of its own with an
+    #: empty tmpfs there, as an engine on another machine would see that path (None: all)
+    hidden: Path | None = None
 
     @property
     def socket(self) -> Path:
@@ -74,8 +77,17 @@ class SecondEngine:
 
     def _start_once(self) -> None:
         log = open(self.root / "dockerd.log", "ab")
+        hiding = (
+            []
+            if self.hidden is None
+            else [
+                *("unshare", "--mount", "--propagation", "private", "--"),
+                *("sh", "-c", 'mount -t tmpfs tmpfs "$0" && exec "$@"', str(self.hidden)),
+            ]
+        )
         self.process = subprocess.Popen(
             [
+                *hiding,
                 shutil.which("dockerd") or "dockerd",
                 *("--iptables=false", "--ip-masq=false", "--bridge=none"),
                 *("-H", self.url, "--data-root", str(self.root / "data")),

@@ -62,6 +62,11 @@ log = logging.getLogger(__name__)
 LABEL = "chronicle.sandbox"
 SOCKET_NAME = "sandbox.sock"
 TOKEN_NAME = "token"
+#: What an engine that does not see the worker's files needs (docs/sandboxes.md, "Paths").
+UNSEEN_HINT = (
+    "an engine must see the worker's workspaces and socket directory at the same paths: "
+    "docs/sandboxes.md, Paths"
+)
 #: The subdirectory of the session's private directory that the container sees.
 MOUNT_NAME = "mount"
 #: Where the socket directory appears inside the container.
@@ -260,25 +265,28 @@ class DockerRuntime(ClientRuntime):
                 return
             if not await asyncio.to_thread(self._running):
                 logs = await asyncio.to_thread(self._logs)
+                if await asyncio.to_thread(self._unseen):
+                    raise SandboxStartError(
+                        "the sandbox container exited without reading the token left for its "
+                        f"action server in {self.mount_dir}: its engine does not see this "
+                        f"machine's files ({UNSEEN_HINT}). Its output: {logs}"
+                    )
                 raise SandboxStartError(f"the sandbox container exited: {logs}")
             await asyncio.sleep(0.02)
         if await asyncio.to_thread(self._unseen):
             raise SandboxStartError(
                 f"the sandbox container was not ready after {timeout:g} s and never read the "
                 f"token left for its action server in {self.mount_dir}: either its engine does "
-                "not see this machine's files (an engine must see the worker's workspaces and "
-                "socket directory at the same paths: docs/sandboxes.md, Paths), or it could "
-                "not start its action server in that time"
+                f"not see this machine's files ({UNSEEN_HINT}), or it could not start its "
+                "action server in that time"
             )
         raise SandboxStartError(f"the sandbox container was not ready after {timeout:g} s")
 
     def _unseen(self) -> bool:
-        """Whether the container runs but never read the token we left for it: its engine
-        mounted another machine's directory of that name (a remote engine), not ours."""
-        return (
-            self._running()
-            and (self.mount_dir / TOKEN_NAME).exists()
-            and not os.path.lexists(self.socket_dir / SOCKET_NAME)
+        """Whether the container never read the token we left for it: its engine mounted
+        another machine's directory of that name (a remote engine), not ours."""
+        return (self.mount_dir / TOKEN_NAME).exists() and not os.path.lexists(
+            self.socket_dir / SOCKET_NAME
         )
 
     def _running(self) -> bool:
