@@ -11,10 +11,10 @@ it is needed, so a missed call costs nothing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
-from app.store import TRANSIENT_ERRORS, EventStore, StoreError
+from app.projections.periodic import every
+from app.store import EventStore
 from app.store.partitions import ensure_partitions
 
 log = logging.getLogger(__name__)
@@ -24,15 +24,17 @@ async def keep_partitions(
     store: EventStore, *, interval: float, months_ahead: int, stop: asyncio.Event
 ) -> None:
     """Until ``stop`` is set: make the missing months up to ``months_ahead`` ahead."""
-    while not stop.is_set():
-        try:
-            made = await ensure_partitions(store, months_ahead=months_ahead)
-            if made:
-                log.info("events: made the partitions %s", ", ".join(made))
-        except StoreError as exc:
-            log.warning("events: could not make the next months' partitions: %s", exc)
-        except TRANSIENT_ERRORS as exc:  # the database went away: the next round tries again
-            log.warning("events: could not reach the database to make partitions: %s", exc)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(interval):
-                await stop.wait()
+
+    async def make() -> None:
+        made = await ensure_partitions(store, months_ahead=months_ahead)
+        if made:
+            log.info("events: made the partitions %s", ", ".join(made))
+
+    await every(
+        interval,
+        stop,
+        make,
+        log=log,
+        failed="events: could not make the next months' partitions",
+        unreachable="events: could not reach the database to make partitions",
+    )

@@ -10,10 +10,10 @@ tried again next time (the views stay right meanwhile, only slower).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
-from app.store import TRANSIENT_ERRORS, EventStore, StoreError
+from app.projections.periodic import every
+from app.store import EventStore
 from app.store.analytics import refresh_usage_rollups
 
 log = logging.getLogger(__name__)
@@ -21,15 +21,17 @@ log = logging.getLogger(__name__)
 
 async def keep_rollups(store: EventStore, *, interval: float, stop: asyncio.Event) -> None:
     """Until ``stop`` is set: refresh the usage rollups every ``interval`` seconds."""
-    while not stop.is_set():
-        try:
-            done = await refresh_usage_rollups(store)
-            if done.counted:
-                log.debug("usage rollups: counted %d model calls", done.counted)
-        except StoreError as exc:
-            log.warning("usage rollups: could not refresh: %s", exc)
-        except TRANSIENT_ERRORS as exc:  # the database went away: the next round tries again
-            log.warning("usage rollups: could not reach the database: %s", exc)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(interval):
-                await stop.wait()
+
+    async def refresh() -> None:
+        done = await refresh_usage_rollups(store)
+        if done.counted:
+            log.debug("usage rollups: counted %d model calls", done.counted)
+
+    await every(
+        interval,
+        stop,
+        refresh,
+        log=log,
+        failed="usage rollups: could not refresh",
+        unreachable="usage rollups: could not reach the database",
+    )

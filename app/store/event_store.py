@@ -85,13 +85,13 @@ def session_months(session: str, alias: str = "") -> str:
 
 READ_SESSION_SQL = (
     f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = $1 AND seq > $2"
-    f" AND {SESSION_MONTHS.format(session='$1')} ORDER BY seq LIMIT $3"
+    f" AND {session_months('$1')} ORDER BY seq LIMIT $3"
 )
 #: The same with top-level payload fields ($4) left out by the server: a reader that does not
 #: need a long field (an llm.call's prompt hashes) does not fetch and decode it.
 READ_SESSION_WITHOUT_SQL = (
     f"SELECT {EVENT_COLUMNS.replace('payload,', 'payload - $4::text[] AS payload,')} FROM events"
-    f" WHERE session_id = $1 AND seq > $2 AND {SESSION_MONTHS.format(session='$1')}"
+    f" WHERE session_id = $1 AND seq > $2 AND {session_months('$1')}"
     " ORDER BY seq LIMIT $3"
 )
 #: Every month, whatever the head says: what verify reads (a changed head hides nothing).
@@ -104,7 +104,7 @@ SELECT tail.* FROM unnest($1::uuid[], $2::bigint[]) AS cursor (session_id, after
 CROSS JOIN LATERAL (
     SELECT {EVENT_COLUMNS} FROM events
     WHERE events.session_id = cursor.session_id AND events.seq > cursor.after_seq
-      AND events.{SESSION_MONTHS.format(session="cursor.session_id")}
+      AND {session_months("cursor.session_id", "events")}
     ORDER BY events.seq LIMIT $3
 ) AS tail
 """

@@ -11,7 +11,6 @@ first refresh over a large log makes progress that a crash does not lose.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -43,10 +42,9 @@ async def refresh_usage_rollups(
     target: EventStore | asyncpg.Pool | asyncpg.Connection,
     *,
     calls_per_step: int = CALLS_PER_STEP,
-    progress: Callable[[int], None] | None = None,
 ) -> RollupRefresh:
     """Count every call committed since the last refresh into the rollups, a step at a time
-    until the head of the log; ``progress`` hears the calls counted so far after each step."""
+    until the head of the log."""
     if calls_per_step < 1:
         raise RollupError(f"calls_per_step must be 1 or more, not {calls_per_step}")
     from app.store.event_store import EventStore
@@ -65,7 +63,5 @@ async def refresh_usage_rollups(
         assert row is not None
         steps += 1
         counted += row["counted"]
-        if progress is not None:
-            progress(counted)
         if row["caught_up"]:
             return RollupRefresh(counted=counted, steps=steps)

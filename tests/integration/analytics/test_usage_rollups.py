@@ -20,6 +20,7 @@ import pytest
 from app.migrations.helpers import earlier_revision
 
 from app.events import LlmCall, SessionCreated, new_event_id
+from app.events.canonical import encode
 from app.events.llm import LlmResponse, LlmUsage
 from app.projections import ProjectionsConfig, all_projections, running_projections
 from app.store import EventStore
@@ -179,7 +180,7 @@ async def test_a_call_uncommitted_during_a_refresh_is_counted_once_after_it(
         await superuser.execute(
             "SELECT chronicle_append($1::uuid, 1, ARRAY[$2::uuid], ARRAY['llm.call'], "
             "ARRAY['agent'], ARRAY[NULL::integer], ARRAY[$3::text], ARRAY[1::smallint])",
-            session, call.event_id, (await _json(call)),
+            session, call.event_id, encode(call.payload()).text,
         )  # fmt: skip
         other = uuid.uuid4()
         await store.append(other, [SessionCreated(title="quick"), call.model_copy(
@@ -191,12 +192,6 @@ async def test_a_call_uncommitted_during_a_refresh_is_counted_once_after_it(
     await _check(superuser)
     [row] = await superuser.fetch("SELECT llm_calls, sessions FROM daily_usage")
     assert tuple(row) == (2, 2)
-
-
-async def _json(call: LlmCall) -> str:
-    from app.events.canonical import encode
-
-    return encode(call.payload()).text
 
 
 @pytest.mark.parametrize("refreshed_before", [True, False])
