@@ -88,6 +88,7 @@ SANDBOX_NAMES = Flat.named(
         "docker.tls_cert": "docker_tls_cert",
         "docker.tls_key": "docker_tls_key",
         "docker.tls_ca": "docker_tls_ca",
+        "docker.files": "docker_files",
     },
     within=("local", "local.limits", "docker"),
     omitted=("workspaces_dir", "local.env", "local.hidden_paths", "docker.env"),

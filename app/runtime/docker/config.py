@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
-from app.runtime.docker.hosts import DockerHost, DockerTls, parse_hosts
+from app.runtime.docker.hosts import DockerHost, DockerTls, FilesMode, parse_hosts
 
 
 class DockerConfig(BaseModel):
@@ -49,6 +49,12 @@ class DockerConfig(BaseModel):
     host_max_sandboxes: int | None = Field(default=None, gt=0)
     """Sandboxes one engine of the pool may run when its entry sets no ``max_sandboxes``
     (None: its memory divided by ``sandbox_memory``)."""
+    files: Literal["auto", "shared", "copied"] = "auto"
+    """How a sandbox gets its workspace: ``shared``, bind mounts of the worker's directories
+    (the engine sees the worker's files at the same paths); ``copied``, Docker volumes filled
+    from the worker's workspace and copied back when the sandbox closes, the server reached
+    through ``docker exec`` (an engine on another machine); ``auto``, shared for an engine
+    on a Unix socket, copied for ``tcp://`` and ``ssh://``. A pool entry's ``?files=`` wins."""
     tls_cert: Path | None = None
     """Client certificate (PEM) for the ``tcp://`` engines of ``docker_hosts``."""
     tls_key: Path | None = None
@@ -83,6 +89,15 @@ class DockerConfig(BaseModel):
         if self.tls_cert is None or self.tls_key is None or self.tls_ca is None:
             return None
         return DockerTls(cert=self.tls_cert, key=self.tls_key, ca=self.tls_ca)
+
+    def files_for(self, host: DockerHost | None, base_url: str) -> FilesMode:
+        """Whether the sandbox on ``host`` (None: the environment's engine, at ``base_url``)
+        shares the worker's files or gets copies."""
+        chosen = host.files if host is not None and host.files is not None else self.files
+        if chosen != "auto":
+            return chosen
+        local = base_url.startswith(("unix://", "http+docker://localhost", "http+unix://"))
+        return "shared" if local else "copied"
 
     def pool_hosts(self) -> tuple[DockerHost, ...]:
         """The pool's engines (empty: no pool, the environment's one engine)."""

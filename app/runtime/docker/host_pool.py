@@ -28,6 +28,7 @@ import requests
 from docker.utils import parse_bytes
 
 from app.runtime.docker.config import DockerConfig
+from app.runtime.docker.copied_files import FILES_LABEL, remove_volumes
 from app.runtime.docker.hosts import DockerHost, connect
 from app.runtime.docker.placement import HostLoad, capacity_of, choose_host, why_no_host
 from app.runtime.docker.reaper import list_sandboxes as engine_sandboxes
@@ -158,6 +159,7 @@ class DockerHostPool:
             client=await asyncio.to_thread(self._engine, chosen.host),
             socket_root=self._socket_root,
             labels={HOST_LABEL: chosen.host},
+            files=self.config.files_for(self._by_url[chosen.host], chosen.host),
         )
         # Shielded: a start cancelled half-way (a warm pool closing while it fills) would
         # leave the container its thread is creating behind; it finishes, then goes.
@@ -198,9 +200,12 @@ class DockerHostPool:
     def _remove(self, host: str, name: str) -> None:
         """Remove a sandbox this pool did not start (the reaper's, a takeover's leftover)."""
         try:
-            container = self._engine(host).containers.get(name)
+            engine = self._engine(host)
+            container = engine.containers.get(name)
             socket = container.labels.get("chronicle.socket")
             container.remove(force=True)
+            if container.labels.get(FILES_LABEL) == "copied":
+                remove_volumes(engine, container.labels.get("chronicle.session", ""))
         except docker.errors.NotFound:
             return
         except docker.errors.APIError as exc:

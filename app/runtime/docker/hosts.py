@@ -6,12 +6,15 @@ TLS (``tcp://10.0.0.5:2376``: the client certificate, its key and the CA of the
 ``docker_tls_*`` settings), or an engine reached through SSH (``ssh://user@host``, with the
 ``ssh`` program and its configuration, as ``docker -H ssh://`` does). Plain TCP is refused:
 an engine's API is root on its machine. ``?max_sandboxes=N`` after an entry caps what that
-host runs (else ``docker_host_max_sandboxes``, else the engine's memory: see ``placement``).
+host runs (else ``docker_host_max_sandboxes``, else the engine's memory: see ``placement``);
+``?files=shared|copied`` says whether its sandboxes see the worker's files or get copies
+(``DockerConfig.files``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.errors import ChronicleError
 
 SCHEMES = ("unix", "tcp", "ssh")
+#: Whether a sandbox shares the worker's files or gets copies (``DockerConfig.files``).
+FilesMode = Literal["shared", "copied"]
+FILES_MODES = ("auto", "shared", "copied")
 #: Seconds a call to an engine may take before the host counts as unreachable.
 ENGINE_TIMEOUT = 10
 
@@ -54,6 +60,7 @@ class DockerHost(BaseModel):
 
     url: str
     max_sandboxes: int | None = Field(default=None, gt=0)
+    files: Literal["auto", "shared", "copied"] | None = None
 
     @property
     def scheme(self) -> str:
@@ -80,10 +87,16 @@ def parse_host(entry: str) -> DockerHost:
             f"docker_hosts entry {text!r} names no port (Docker's TLS port is 2376)"
         )
     query = parse_qs(parts.query, keep_blank_values=True)
-    unknown = sorted(set(query) - {"max_sandboxes"})
+    unknown = sorted(set(query) - {"max_sandboxes", "files"})
     if unknown:
         raise DockerHostError(
-            f"docker_hosts entry {text!r}: unknown option {', '.join(unknown)} (only max_sandboxes)"
+            f"docker_hosts entry {text!r}: unknown option {', '.join(unknown)} (max_sandboxes "
+            "and files are known)"
+        )
+    files = query.get("files", [None])[-1]
+    if files is not None and files not in FILES_MODES:
+        raise DockerHostError(
+            f"docker_hosts entry {text!r}: files must be shared, copied or auto, not {files!r}"
         )
     limit: int | None = None
     if "max_sandboxes" in query:
@@ -93,7 +106,11 @@ def parse_host(entry: str) -> DockerHost:
                 f"docker_hosts entry {text!r}: max_sandboxes must be a whole number above 0"
             )
         limit = int(value)
-    return DockerHost(url=text.split("?", 1)[0].split("#", 1)[0], max_sandboxes=limit)
+    return DockerHost(
+        url=text.split("?", 1)[0].split("#", 1)[0],
+        max_sandboxes=limit,
+        files=files,  # type: ignore[arg-type]  # checked against FILES_MODES above
+    )
 
 
 def parse_hosts(entries: list[str], tls: DockerTls | None) -> tuple[DockerHost, ...]:

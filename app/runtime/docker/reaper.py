@@ -16,10 +16,13 @@ from pathlib import Path
 
 import docker
 import docker.errors
+from docker.models.containers import Container
 from pydantic import BaseModel
 
 from app.runtime.client import SandboxClient
-from app.runtime.docker.runtime import LABEL
+from app.runtime.docker.copied_files import FILES_LABEL, remove_volumes
+from app.runtime.docker.exec_bridge import idle_seconds
+from app.runtime.docker.runtime import LABEL, SERVER_SOCKET
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,17 @@ async def _idle(socket: str | None) -> float | None:
         await client.close()
 
 
+async def _idle_of(container: Container) -> float | None:
+    """Asked at the server's socket: ours on this machine, or through an exec when the
+    sandbox's files are copied (its socket is on the engine's machine)."""
+    labels = container.labels
+    if labels.get(FILES_LABEL) == "copied":
+        return await asyncio.to_thread(
+            idle_seconds, container, SERVER_SOCKET, labels.get("chronicle.user", "")
+        )
+    return await _idle(labels.get("chronicle.socket"))
+
+
 async def list_sandboxes(engine: docker.DockerClient | None = None) -> list[SandboxInfo]:
     engine = engine or docker.from_env()
     containers = await asyncio.to_thread(
@@ -53,9 +67,7 @@ async def list_sandboxes(engine: docker.DockerClient | None = None) -> list[Sand
         created = datetime.fromisoformat(
             labels.get("chronicle.created", "1970-01-01T00:00:00+00:00")
         )
-        idle = (
-            await _idle(labels.get("chronicle.socket")) if container.status == "running" else None
-        )
+        idle = await _idle_of(container) if container.status == "running" else None
         found.append(
             SandboxInfo(
                 name=container.name,
@@ -92,6 +104,8 @@ async def reap(
             container = await asyncio.to_thread(engine.containers.get, info.name)
             socket = container.labels.get("chronicle.socket")
             await asyncio.to_thread(container.remove, force=True)
+            if container.labels.get(FILES_LABEL) == "copied":
+                await asyncio.to_thread(remove_volumes, engine, info.session_id)
         except docker.errors.NotFound:
             continue
         except docker.errors.APIError as exc:

@@ -1,7 +1,13 @@
 """A Docker engine that does not see the worker's files (an engine on another machine, here a
-dockerd in a mount namespace of its own with an empty tmpfs over the worker's directory)
-starts a sandbox that can never serve it: the start fails saying why, instead of "not ready"
-or the container's own complaint alone (docs/sandboxes.md, "Paths")."""
+dockerd in a mount namespace of its own with an empty tmpfs over the worker's directory).
+
+With shared files (bind mounts), its sandbox can never serve us: the start fails saying why,
+instead of "not ready" or the container's own complaint alone. With copied files (volumes;
+docs/sandboxes.md, "Files: shared or copied"), it works: the workspace goes in at the start
+and comes back at the close, the server is reached through ``docker exec``, the reaper reads
+its idle time the same way, and a workspace left behind by a worker that died is copied back
+by the next start.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,9 @@ import docker
 import pytest
 
 from app.config import Settings
+from app.events import FileWrite, FileWriteOutput, Run, RunOutput
+from app.runtime.docker.host_pool import DockerHostPool
+from app.runtime.docker.reaper import list_sandboxes
 from app.runtime.docker.runtime import DockerRuntime
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
@@ -24,7 +33,7 @@ from tests.support.ci import IN_CI
 from tests.support.second_engine import SecondEngine, load_sandbox_image
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def elsewhere(docker_ready: None) -> Iterator[tuple[SecondEngine, Path]]:
     """An engine that sees an empty directory where the worker's directory is; that directory."""
     if os.geteuid() != 0:
@@ -67,3 +76,114 @@ async def test_a_sandbox_on_an_engine_that_does_not_see_our_files_says_so(
             await runtime.wait_ready(timeout=15)
     finally:
         await runtime.close()
+
+
+def _copied(
+    workspace: Path, session: uuid.UUID, engine: SecondEngine, hidden: Path
+) -> DockerRuntime:
+    return DockerRuntime(
+        workspace,
+        session,
+        config=Settings().sandbox.docker,
+        client=engine.client(),
+        socket_root=hidden / "sockets",
+        files="copied",
+    )
+
+
+def _volumes(engine: SecondEngine, session: uuid.UUID) -> list[str]:
+    return [v.name for v in engine.client().volumes.list() if str(session) in v.name]
+
+
+async def test_a_sandbox_with_copied_files_works_there_and_brings_the_workspace_back(
+    elsewhere: tuple[SecondEngine, Path],
+) -> None:
+    engine, hidden = elsewhere
+    workspace = hidden / "copied"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "app.py").write_text("print('hello')\n")
+    (workspace / "gone.txt").write_text("the sandbox deletes this\n")
+    (workspace / os.fsdecode(b"caf\xe9.txt")).write_text("a name that is not UTF-8\n")
+    session = uuid.uuid4()
+    runtime = _copied(workspace, session, engine, hidden)
+    try:
+        await runtime.start()
+        await runtime.wait_ready(timeout=30)
+        listed = await runtime.execute(Run(command="cd /workspace && ls -b | sort && id -u"))
+        assert isinstance(listed, RunOutput), listed
+        assert "caf\\351.txt" in listed.output and "src" in listed.output, listed.output
+        assert listed.output.split()[-1] == str(os.stat(workspace).st_uid)
+        ran = await runtime.execute(Run(command="python3 src/app.py && rm gone.txt"))
+        assert isinstance(ran, RunOutput) and ran.output == "hello\n", ran
+        wrote = await runtime.execute(FileWrite(path="out/result.txt", content="made there\n"))
+        assert isinstance(wrote, FileWriteOutput), wrote
+        await runtime.upload("blob.bin", bytes(range(256)) * 4096)
+        assert await runtime.download("blob.bin") == bytes(range(256)) * 4096
+        big = await runtime.execute(Run(command="head -c 3000000 /dev/zero | tr '\\0' a; echo"))
+        assert isinstance(big, RunOutput) and big.output.startswith("aaaa"), big
+
+        # the reaper asks the server inside, through an exec, how long it has been idle
+        found = {s.session_id: s for s in await list_sandboxes(engine.client())}
+        assert found[str(session)].idle_seconds is not None
+        assert found[str(session)].idle_seconds < 60
+        # nothing reached the worker's directory yet: the sandbox works on its volume
+        assert not (workspace / "out").exists() and (workspace / "gone.txt").exists()
+    finally:
+        await runtime.close()
+    assert (workspace / "out" / "result.txt").read_text() == "made there\n"
+    assert (workspace / "blob.bin").read_bytes() == bytes(range(256)) * 4096
+    assert not (workspace / "gone.txt").exists()
+    assert (workspace / os.fsdecode(b"caf\xe9.txt")).read_text() == "a name that is not UTF-8\n"
+    assert _volumes(engine, session) == []
+    assert not engine.client().containers.list(
+        all=True, filters={"label": f"chronicle.session={session}"}
+    )
+
+
+async def test_a_workspace_left_behind_is_copied_back_by_the_next_start(
+    elsewhere: tuple[SecondEngine, Path],
+) -> None:
+    engine, hidden = elsewhere
+    workspace = hidden / "left"
+    workspace.mkdir()
+    session = uuid.uuid4()
+    first = _copied(workspace, session, engine, hidden)
+    await first.start()
+    await first.wait_ready(timeout=30)
+    ran = await first.execute(Run(command="echo before the crash > work.txt"))
+    assert isinstance(ran, RunOutput), ran
+    # the worker dies: nothing is closed, its container and volumes stay on the engine
+    assert first._bridge is not None
+    first._bridge.close()
+    await first._close_client()
+    assert len(_volumes(engine, session)) == 2
+
+    second = _copied(workspace, session, engine, hidden)
+    try:
+        await second.start()
+        assert (workspace / "work.txt").read_text() == "before the crash\n"
+        await second.wait_ready(timeout=30)
+        seen = await second.execute(Run(command="cat work.txt"))
+        assert isinstance(seen, RunOutput) and seen.output == "before the crash\n", seen
+    finally:
+        await second.close()
+    assert _volumes(engine, session) == []
+
+
+async def test_a_pool_entry_says_its_engine_gets_copies(
+    elsewhere: tuple[SecondEngine, Path], tmp_path: Path
+) -> None:
+    engine, hidden = elsewhere
+    config = Settings().sandbox.docker.model_copy(update={"hosts": [f"{engine.url}?files=copied"]})
+    pool = DockerHostPool(config, socket_root=hidden / "sockets")
+    workspace = hidden / "pooled"
+    workspace.mkdir()
+    (workspace / "task.txt").write_text("from the worker\n")
+    sandbox = await pool.acquire(str(uuid.uuid4()), workspace)
+    try:
+        await pool.wait_ready(sandbox, 30)
+        seen = await sandbox.client.execute(Run(command="cat task.txt; echo done > done.txt"))
+        assert isinstance(seen, RunOutput) and seen.output == "from the worker\n", seen
+    finally:
+        await pool.release(sandbox.host, sandbox.sandbox_id)
+    assert (workspace / "done.txt").read_text() == "done\n"

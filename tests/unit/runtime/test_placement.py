@@ -49,6 +49,26 @@ def test_entries_name_engines_with_an_optional_cap() -> None:
     assert parse_host("tcp://10.0.0.5:2376").scheme == "tcp"
 
 
+def test_an_engine_elsewhere_gets_copies_unless_its_entry_or_the_setting_says_otherwise() -> None:
+    """``auto``: an engine on a Unix socket shares the worker's files, one over TCP or SSH
+    (another machine) gets copies; an entry's ``?files=`` wins over ``docker_files``."""
+    docker = Settings().sandbox.docker
+    for entry, files in [
+        ("unix:///run/docker2.sock", "shared"),
+        ("tcp://10.0.0.5:2376", "copied"),
+        ("ssh://me@build-3", "copied"),
+        ("ssh://me@build-3?files=shared", "shared"),
+        ("unix:///run/docker2.sock?files=copied", "copied"),
+    ]:
+        host = parse_host(entry)
+        assert docker.files_for(host, host.url) == files, entry
+    assert docker.files_for(None, "http+docker://localhost") == "shared"  # DOCKER_HOST unset
+    assert docker.files_for(None, "https://10.0.0.5:2376") == "copied"
+    copied = Settings(docker_files="copied").sandbox.docker
+    assert copied.files_for(None, "http+docker://localhost") == "copied"
+    assert copied.files_for(parse_host("unix:///b?files=shared"), "unix:///b") == "shared"
+
+
 @pytest.mark.parametrize(
     ("entry", "says"),
     [
@@ -59,6 +79,7 @@ def test_entries_name_engines_with_an_optional_cap() -> None:
         ("tcp://h", "names no port"),
         ("unix:///a.sock?max=3", "unknown option max"),
         ("unix:///a.sock?max_sandboxes=0", "whole number above 0"),
+        ("ssh://me@b?files=rsync", "files must be shared, copied or auto"),
     ],
 )
 def test_a_wrong_entry_says_what_is_wrong(entry: str, says: str) -> None:
