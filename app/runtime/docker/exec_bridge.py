@@ -24,7 +24,7 @@ import logging
 import socket
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,7 @@ def frames(remote: Any) -> Iterator[tuple[int, bytes]]:
     target = _raw(remote)
     with contextlib.suppress(AttributeError, OSError):
         target.settimeout(None)
-    receive = target.recv if hasattr(target, "recv") else remote.read
+    receive = _receiver(remote)
     buffer = bytearray()
     while True:
         while len(buffer) >= HEADER.size:
@@ -216,15 +216,24 @@ def frames(remote: Any) -> Iterator[tuple[int, bytes]]:
 
 def idle_seconds(container: Any, target: str, user: str) -> float | None:
     """The server's idle time asked through an exec (the reaper's check), None when it does
-    not answer (blocking)."""
+    not answer (blocking). The exec's stream is read here as the bridge reads its own: the
+    SDK's ``exec_run`` hands an ``ssh://`` engine's finished connection back to its pool,
+    where the next request finds the ssh program gone."""
+    api = container.client.api
+    remote = None
     try:
-        result = container.exec_run(["python3", "-c", ALIVE_PROGRAM, target], user=user)
-    except docker.errors.DockerException:
+        exec_id = api.exec_create(
+            container.id, ["python3", "-c", ALIVE_PROGRAM, target], stdout=True, user=user
+        )["Id"]
+        remote = api.exec_start(exec_id, socket=True)
+        answer = b"".join(data for stream, data in frames(remote) if stream == STDOUT)
+    except (docker.errors.DockerException, OSError, ValueError):
         return None
-    if result.exit_code != 0:
-        return None
+    finally:
+        if remote is not None:
+            _close(remote)
     try:
-        return float(json.loads(result.output).get("idle", 0.0))
+        return float(json.loads(answer).get("idle", 0.0))
     except (ValueError, TypeError, AttributeError):
         return None
 
@@ -232,6 +241,19 @@ def idle_seconds(container: Any, target: str, user: str) -> float | None:
 def _raw(remote: Any) -> Any:
     """The object that sends: a Unix engine's hijacked stream is a ``SocketIO`` around it."""
     return getattr(remote, "_sock", remote) if isinstance(remote, socket.SocketIO) else remote
+
+
+def _receiver(remote: Any) -> Callable[[int], bytes]:
+    """What reads what has arrived, up to n bytes, without waiting for all n: ``recv``, but
+    an ``ssh://`` engine's stream is the ssh program's stdout, whose ``recv`` is a buffered
+    ``read(n)`` that waits for n bytes (``read1`` takes what is there)."""
+    target = _raw(remote)
+    process = getattr(target, "proc", None)
+    if process is not None and hasattr(process.stdout, "read1"):
+        return process.stdout.read1  # type: ignore[no-any-return]
+    if hasattr(target, "recv"):
+        return target.recv  # type: ignore[no-any-return]
+    return remote.read  # type: ignore[no-any-return]
 
 
 def _send(remote: Any, data: bytes) -> None:

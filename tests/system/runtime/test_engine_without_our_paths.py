@@ -31,6 +31,7 @@ from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
 from tests.support.ci import IN_CI
 from tests.support.second_engine import SecondEngine, load_sandbox_image
+from tests.support.ssh_gate import SshGate, sshd_available
 
 
 @pytest.fixture(scope="module")
@@ -187,3 +188,49 @@ async def test_a_pool_entry_says_its_engine_gets_copies(
     finally:
         await pool.release(sandbox.host, sandbox.sandbox_id)
     assert (workspace / "done.txt").read_text() == "done\n"
+
+
+@pytest.fixture
+def over_ssh(
+    elsewhere: tuple[SecondEngine, Path], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SshGate]:
+    """The engine elsewhere, reached as ``ssh://`` is: through sshd and dial-stdio."""
+    engine, _ = elsewhere
+    if not sshd_available():
+        if IN_CI:
+            pytest.fail("CI=true but sshd is missing (scripts/ensure-test-services installs it)")
+        pytest.skip("sshd is not installed")
+    gate = SshGate(Path(tempfile.mkdtemp(prefix="chronicle-ssh-")), engine.url)
+    gate.start()
+    monkeypatch.setenv("PATH", f"{gate.path_dir}{os.pathsep}{os.environ['PATH']}")
+    try:
+        yield gate
+    finally:
+        gate.stop()
+        shutil.rmtree(gate.root, ignore_errors=True)
+
+
+async def test_an_ssh_engine_gets_copies_by_default(
+    elsewhere: tuple[SecondEngine, Path], over_ssh: SshGate
+) -> None:
+    engine, hidden = elsewhere
+    config = Settings().sandbox.docker.model_copy(update={"hosts": [over_ssh.url]})
+    pool = DockerHostPool(config, socket_root=hidden / "sockets")
+    [health] = await pool.health()
+    assert health.reachable, health
+    workspace = hidden / "over-ssh"
+    workspace.mkdir()
+    (workspace / "task.txt").write_text("sent over ssh\n")
+    sandbox = await pool.acquire(str(uuid.uuid4()), workspace)
+    try:
+        await pool.wait_ready(sandbox, 60)
+        seen = await sandbox.client.execute(Run(command="cat task.txt; seq 1 20000 > n.txt"))
+        assert isinstance(seen, RunOutput) and seen.output == "sent over ssh\n", seen
+        long = await sandbox.client.execute(Run(command="seq 1 200000 | tail -1; sleep 1; echo"))
+        assert isinstance(long, RunOutput) and long.output == "200000\n\n", long
+        idle = {s.session_id: s.idle_seconds for s in await pool.list_sandboxes()}
+        assert idle[sandbox.sandbox_id.removeprefix("chronicle-")] is not None
+    finally:
+        await pool.release(sandbox.host, sandbox.sandbox_id)
+    assert (workspace / "n.txt").read_text().splitlines()[-1] == "20000"
+    assert not engine.client().containers.list(all=True, filters={"label": "chronicle.sandbox=1"})
