@@ -29,7 +29,11 @@ from app.runtime.docker.reaper import list_sandboxes
 from app.runtime.docker.runtime import DockerRuntime
 from app.runtime.errors import SandboxStartError
 from app.runtime.image import ensure_image
+from app.sessions.runner import SessionOptions, run_session
+from app.store import EventStore
+from tests.support.agent_session import settings_for
 from tests.support.ci import IN_CI
+from tests.support.fake_llm import FakeLlmServer, Reply, tool_call
 from tests.support.second_engine import SecondEngine, load_sandbox_image
 from tests.support.ssh_gate import SshGate, sshd_available
 
@@ -234,3 +238,39 @@ async def test_an_ssh_engine_gets_copies_by_default(
         await pool.release(sandbox.host, sandbox.sandbox_id)
     assert (workspace / "n.txt").read_text().splitlines()[-1] == "20000"
     assert not engine.client().containers.list(all=True, filters={"label": "chronicle.sandbox=1"})
+
+
+async def test_a_session_on_copied_files_records_its_change_and_resumes(
+    elsewhere: tuple[SecondEngine, Path], store: EventStore, fake_llm: FakeLlmServer, tmp_path: Path
+) -> None:
+    """A whole session on that engine: the run's ``workspace.diff`` sees what the sandbox did
+    (the copy came back before it was taken), and a second run finds it again."""
+    engine, hidden = elsewhere
+    settings = settings_for(
+        fake_llm, tmp_path, runtime="docker", docker_hosts=[f"{engine.url}?files=copied"]
+    )
+    workspace = hidden / "session"
+    workspace.mkdir()
+    (workspace / "README").write_text("start\n")
+    fake_llm.script(
+        Reply(tool_calls=[tool_call("execute_bash", command="echo made there > made.txt")]),
+        Reply(tool_calls=[tool_call("finish", message="done")]),
+        Reply(tool_calls=[tool_call("execute_bash", command="cat made.txt README")]),
+        Reply(tool_calls=[tool_call("finish", message="done again")]),
+    )
+    session, outcome = await run_session(
+        store, settings, SessionOptions(workspace=workspace), task="Make a file."
+    )
+    assert outcome == "finished"
+    assert (workspace / "made.txt").read_text() == "made there\n"
+    [diff] = [e for e in await store.read(session) if e.kind == "workspace.diff"]
+    assert diff.payload["changed"] == ["made.txt"], diff.payload
+    assert "+made there" in diff.payload["diff"]
+
+    _, outcome = await run_session(
+        store, settings, SessionOptions(workspace=workspace), session_id=session, task="Again."
+    )
+    assert outcome == "finished"
+    outputs = [e.payload["output"] for e in await store.read(session) if e.kind == "run.output"]
+    assert outputs[-1] == "made there\nstart\n"
+    assert not [v for v in engine.client().volumes.list() if str(session) in v.name]
