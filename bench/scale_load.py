@@ -4,7 +4,7 @@ Appending ten million events one by one (``chronicle_append``) would take hours;
 import is the bulk path the store already has. Each worker process makes its share of the
 sessions (``scale_shape``), encodes their payloads with the store's own encoder
 (``append.encode_batch``: blobs moved out as an append does), chains their hashes with the
-project's canonical hashing (``RecordedEvent.hashed_document`` and ``chain_hash``, as the
+project's canonical hashing (``app.events.chain.link``, the current chain, as the
 in-memory log does), stores their prompt messages and blobs through the store
 (``put_messages``, ``put_blobs``: the database re-hashes every one) and writes the events with
 ``chronicle_import``, which re-computes every hash in the database and refuses an event that
@@ -26,7 +26,7 @@ from datetime import UTC, date, datetime, timedelta
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
-from app.events.canonical import chain_hash
+from app.events.chain import link
 from app.events.masking import SecretMasker
 from app.store import EventStore
 from app.store.append import encode_batch
@@ -77,7 +77,7 @@ def import_rows(
             created_at=session.times[index],
             hash=b"",
         )
-        head = chain_hash(head, event.hashed_document())
+        head = link(head, **event.hashed_fields())
         hashes.append(head)
     calls = []
     for start in range(0, len(hashes), EVENTS_PER_CALL):

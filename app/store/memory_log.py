@@ -19,7 +19,7 @@ from typing import Self
 from uuid import UUID
 
 from app.events import ACTION_KINDS, OBSERVATION_KINDS
-from app.events.canonical import chain_hash
+from app.events.chain import link
 from app.events.masking import SecretMasker
 from app.store.append import EncodedBatch, EventLike, encode_batch
 from app.store.config import StoreConfig
@@ -178,7 +178,7 @@ class MemoryLog:
                 created_at=now,
                 hash=b"",
             )
-            head = chain_hash(head, event.hashed_document())
+            head = link(head, **event.hashed_fields())
             recorded.append(event._replace(hash=head))
         return recorded
 

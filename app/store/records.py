@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from app.events import Event, event_from_stored, hashed_document
+from app.events.chain import chain_of
 from app.events.stored_form import stored_form
 
 
@@ -69,19 +70,28 @@ class RecordedEvent(NamedTuple):
             schema_version=self.schema_version,
         )
 
+    def hashed_fields(self) -> dict[str, Any]:
+        """What this event's hash covers besides the previous event's hash (the document of
+        either chain is made from these: ``app.events.chain``)."""
+        return {
+            "session_id": str(self.session_id),
+            "seq": self.seq,
+            "event_id": str(self.event_id),
+            "kind": self.kind,
+            "source": self.source,
+            "cause": self.cause,
+            "payload": self.stored_payload,
+            "schema_version": self.schema_version,
+            "created_at": self.created_at,
+        }
+
     def hashed_document(self) -> str:
-        """The canonical text this event's hash covers (with the previous event's hash)."""
-        return hashed_document(
-            session_id=str(self.session_id),
-            seq=self.seq,
-            event_id=str(self.event_id),
-            kind=self.kind,
-            source=self.source,
-            cause=self.cause,
-            payload=self.stored_payload,
-            schema_version=self.schema_version,
-            created_at=self.created_at,
-        )
+        """The chain-1 text (over the payload itself: events appended before 0029)."""
+        return hashed_document(**self.hashed_fields())
+
+    def chain(self, previous: bytes) -> int | None:
+        """Under which chain this event's hash links it to ``previous`` (None: neither)."""
+        return chain_of(previous, self.hash, **self.hashed_fields())
 
     def to_json_dict(self) -> dict[str, Any]:
         """The table's columns as JSON-ready values (hash as hex)."""

@@ -97,13 +97,15 @@ BEGIN
                           HINT = 'set cause to the seq of the action this observation answers';
             END IF;
         END IF;
+        -- chain 2: over the payload's tree commitment (see chronicle_append_one)
         v_hash := sha256(v_hash || convert_to(
             '{"cause":' || coalesce(p_causes[i]::text, 'null')
-            || ',"created_at":"' || v_ts
+            || ',"chain":2,"created_at":"' || v_ts
             || '","event_id":"' || p_event_ids[i]::text
             || '","kind":' || to_json(p_kinds[i])::text
-            || ',"payload":' || p_payloads[i]
-            || ',"schema_version":' || p_versions[i]::text
+            || ',"payload_commitment":"'
+            || encode(chronicle_tree_digest(p_payloads[i]::jsonb, uuid_send(p_event_ids[i])), 'hex')
+            || '","schema_version":' || p_versions[i]::text
             || ',"seq":' || (v_last + i)::text
             || ',"session_id":"' || p_session::text
             || '","source":' || to_json(p_sources[i])::text
@@ -230,13 +232,17 @@ BEGIN
 
     seq := v_last + 1;
     created_at := now();
+    -- The chain covers the payload's tree commitment (chain 2: app/events/commitment.py), so
+    -- a part can later be redacted and the chain still verify.
     hash := sha256(v_prev || convert_to(
         '{"cause":' || coalesce(p_cause::text, 'null')
-        || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || ',"chain":2,"created_at":"'
+        || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
         || '","event_id":"' || p_event_id::text
         || '","kind":' || to_json(p_kind)::text
-        || ',"payload":' || p_payload
-        || ',"schema_version":' || p_version::text
+        || ',"payload_commitment":"'
+        || encode(chronicle_tree_digest(v_payload, uuid_send(p_event_id)), 'hex')
+        || '","schema_version":' || p_version::text
         || ',"seq":' || seq::text
         || ',"session_id":"' || p_session::text
         || '","source":' || to_json(p_source)::text
@@ -791,6 +797,7 @@ DECLARE
     v_first        integer;
     v_last         integer;
     v_hash         bytea;
+    v_link         bytea;
     v_known        integer;
     v_bad          integer;
     v_answered     text;
@@ -865,7 +872,9 @@ BEGIN
                     USING ERRCODE = 'CR003', DETAIL = p_causes[i]::text;
             END IF;
         END IF;
-        v_hash := sha256(v_hash || convert_to(
+        -- An event's hash is over its payload (chain 1, before migration 0029) or over the
+        -- payload's tree commitment (chain 2): whichever it matches.
+        v_link := sha256(v_hash || convert_to(
             '{"cause":' || coalesce(p_causes[i]::text, 'null')
             || ',"created_at":"'
             || to_char(p_created_at[i] AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
@@ -877,6 +886,22 @@ BEGIN
             || ',"session_id":"' || p_session::text
             || '","source":' || to_json(p_sources[i])::text
             || '}', 'UTF8'));
+        IF v_link IS DISTINCT FROM p_hashes[i] THEN
+            v_link := sha256(v_hash || convert_to(
+                '{"cause":' || coalesce(p_causes[i]::text, 'null')
+                || ',"chain":2,"created_at":"'
+                || to_char(p_created_at[i] AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                || '","event_id":"' || p_event_ids[i]::text
+                || '","kind":' || to_json(p_kinds[i])::text
+                || ',"payload_commitment":"'
+                || encode(chronicle_tree_digest(p_payloads[i]::jsonb, uuid_send(p_event_ids[i])), 'hex')
+                || '","schema_version":' || p_versions[i]::text
+                || ',"seq":' || p_seqs[i]::text
+                || ',"session_id":"' || p_session::text
+                || '","source":' || to_json(p_sources[i])::text
+                || '}', 'UTF8'));
+        END IF;
+        v_hash := v_link;
         IF v_hash IS DISTINCT FROM p_hashes[i] THEN
             RAISE EXCEPTION 'event % of session % does not match its hash', p_seqs[i], p_session
                 USING ERRCODE = 'CR007', DETAIL = p_seqs[i]::text,
@@ -1534,6 +1559,38 @@ CREATE FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double p
 $$;
 
 ALTER FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_tree_digest(p_value jsonb, p_salt bytea) RETURNS bytea
+    LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+    AS $_$
+BEGIN
+    CASE jsonb_typeof(p_value)
+    WHEN 'object' THEN
+        IF p_value ? '$redacted' AND jsonb_typeof(p_value -> '$redacted') = 'string'
+           AND (p_value ->> '$redacted') ~ '^[0-9a-f]{64}$'
+           AND NOT EXISTS (SELECT 1 FROM jsonb_object_keys(p_value) AS k
+                           WHERE k NOT IN ('$redacted', 'was'))
+           AND coalesce(jsonb_typeof(p_value -> 'was'), 'string') = 'string'
+           AND coalesce(p_value ->> 'was', 'null')
+               IN ('string', 'number', 'boolean', 'null', 'array', 'object') THEN
+            RETURN decode(p_value ->> '$redacted', 'hex');
+        END IF;
+        RETURN sha256(p_salt || '\x6f'::bytea || coalesce((
+            SELECT string_agg(k.h || chronicle_tree_digest(e.value, p_salt), ''::bytea ORDER BY k.h)
+            FROM jsonb_each(p_value) AS e,
+                 LATERAL (SELECT sha256(convert_to(e.key, 'UTF8')) AS h) AS k), ''::bytea));
+    WHEN 'array' THEN
+        RETURN sha256(p_salt || '\x61'::bytea || coalesce((
+            SELECT string_agg(chronicle_tree_digest(a.value, p_salt), ''::bytea ORDER BY a.ord)
+            FROM jsonb_array_elements(p_value) WITH ORDINALITY AS a(value, ord)), ''::bytea));
+    ELSE
+        RETURN sha256(p_salt || '\x73'::bytea
+                      || convert_to(chronicle_canonical_json(p_value), 'UTF8'));
+    END CASE;
+END
+$_$;
+
+ALTER FUNCTION public.chronicle_tree_digest(p_value jsonb, p_salt bytea) OWNER TO chronicle_owner;
 
 CREATE TABLE public.events (
     global_position bigint NOT NULL,
@@ -3162,6 +3219,8 @@ GRANT ALL ON FUNCTION public.chronicle_touch_login(p_login uuid, p_resolution do
 
 REVOKE ALL ON FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_touch_token(p_token uuid, p_resolution double precision) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_tree_digest(p_value jsonb, p_salt bytea) FROM PUBLIC;
 
 GRANT SELECT ON TABLE public.events TO chronicle_app;
 

@@ -134,12 +134,373 @@ FUNCTIONS = (
     ),
 )
 
-#: The append functions of this revision (CREATE OR REPLACE keeps their owners and grants).
-APPEND_FUNCTIONS = (
-    sql_file("functions/chronicle_append_one.sql"),
-    sql_file("functions/chronicle_append.sql"),
-    sql_file("functions/chronicle_import.sql"),
+#: The append functions of this revision (CREATE OR REPLACE keeps their owners and grants);
+#: 0029 made them again (the chain over commitments), so their text here is this revision's.
+CHRONICLE_APPEND_ONE_0026 = r"""CREATE OR REPLACE FUNCTION chronicle_append_one(
+    p_session   uuid,
+    p_expected  integer,
+    p_event_id  uuid,
+    p_kind      text,
+    p_source    text,
+    p_cause     integer,
+    p_payload   text,
+    p_version   smallint,
+    p_notify    boolean DEFAULT true,
+    OUT seq             integer,
+    OUT global_position bigint,
+    OUT tx              xid8,
+    OUT created_at      timestamptz,
+    OUT hash            bytea
 )
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+DECLARE
+    v_payload  jsonb;
+    v_last     integer;
+    v_prev     bytea;
+    v_first_at timestamptz;
+    v_answered text;
+BEGIN
+    v_payload := chronicle_verifiable_payload(p_kind, p_payload);
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_prev, v_first_at
+    FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_prev := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
+            USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+
+    -- A cause beyond the head is left to events_cause_earlier, as in chronicle_append.
+    IF p_cause IS NOT NULL AND p_cause <= v_last
+       AND p_kind = ANY (chronicle_observation_kinds()) THEN
+        SELECT e.kind INTO v_answered
+        FROM events e WHERE e.session_id = p_session AND e.seq = p_cause
+                            AND e.created_at >= v_first_at;
+        IF FOUND AND NOT (
+            v_answered = ANY (chronicle_action_kinds()) OR (p_kind = 'error' AND v_answered = 'llm.call')
+        ) THEN
+            RAISE EXCEPTION 'a % event must answer an action of its session, but its cause (seq %) is a % event',
+                p_kind, p_cause, v_answered
+                USING ERRCODE = 'CR003', DETAIL = p_cause::text,
+                      HINT = 'set cause to the seq of the action this observation answers';
+        END IF;
+    END IF;
+
+    seq := v_last + 1;
+    created_at := now();
+    hash := sha256(v_prev || convert_to(
+        '{"cause":' || coalesce(p_cause::text, 'null')
+        || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || '","event_id":"' || p_event_id::text
+        || '","kind":' || to_json(p_kind)::text
+        || ',"payload":' || p_payload
+        || ',"schema_version":' || p_version::text
+        || ',"seq":' || seq::text
+        || ',"session_id":"' || p_session::text
+        || '","source":' || to_json(p_source)::text
+        || '}', 'UTF8'));
+
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    VALUES (p_event_id, p_session, seq,
+            CASE WHEN p_kind = ANY (chronicle_observation_kinds()) THEN p_cause END);
+    INSERT INTO events AS e
+        (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at, hash)
+    VALUES (p_session, seq, p_event_id, p_kind, p_source, p_cause, v_payload, p_version,
+            created_at, hash)
+    RETURNING e.global_position, e.tx INTO global_position, tx;
+
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, created_at, 1, hash, created_at, created_at);
+    ELSE
+        UPDATE sessions s SET last_seq = seq, last_hash = hash,
+               first_event_at = least(s.first_event_at, now()),  -- now() is created_at
+               last_event_at = greatest(s.last_event_at, now())
+        WHERE s.id = p_session;
+    END IF;
+
+    IF p_notify THEN
+        PERFORM pg_notify('chronicle_events', p_session::text || ':' || seq::text);
+    END IF;
+END
+$$;
+"""
+
+CHRONICLE_APPEND_0026 = r"""CREATE OR REPLACE FUNCTION chronicle_append(
+    p_session   uuid,
+    p_expected  integer,
+    p_event_ids uuid[],
+    p_kinds     text[],
+    p_sources   text[],
+    p_causes    integer[],
+    p_payloads  text[],
+    p_versions  smallint[],
+    p_notify    boolean DEFAULT true
+) RETURNS TABLE (seq integer, global_position bigint, tx xid8, created_at timestamptz,
+                 hash bytea)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+#variable_conflict use_column
+DECLARE
+    n              integer := coalesce(cardinality(p_event_ids), 0);
+    v_now          timestamptz := now();
+    v_ts           text := to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"');
+    v_actions      text[] := chronicle_action_kinds();
+    v_observations text[] := chronicle_observation_kinds();
+    v_last         integer;
+    v_hash         bytea;
+    v_first_at     timestamptz;
+    v_hashes       bytea[] := '{}';
+    v_answered     text;
+    i              integer;
+BEGIN
+    IF n = 0 THEN
+        RETURN;
+    END IF;
+    IF cardinality(p_kinds) IS DISTINCT FROM n OR cardinality(p_sources) IS DISTINCT FROM n
+       OR cardinality(p_causes) IS DISTINCT FROM n OR cardinality(p_payloads) IS DISTINCT FROM n
+       OR cardinality(p_versions) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'every column array of an append must have % elements', n
+            USING ERRCODE = 'CR005';
+    END IF;
+    FOR i IN 1 .. n LOOP
+        PERFORM chronicle_verifiable_payload(p_kinds[i], p_payloads[i], i);
+    END LOOP;
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+
+    SELECT s.last_seq, s.last_hash, s.first_event_at INTO v_last, v_hash, v_first_at
+    FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_hash := '\x'::bytea;
+    END IF;
+    IF p_expected IS NOT NULL AND p_expected <> v_last THEN
+        RAISE EXCEPTION 'session % is at seq %, the writer expected %', p_session, v_last, p_expected
+            USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+
+    FOR i IN 1 .. n LOOP
+        IF p_causes[i] IS NOT NULL AND p_kinds[i] = ANY (v_observations) THEN
+            IF p_causes[i] > v_last THEN
+                -- An event earlier in this batch; a later one is left to events_cause_earlier.
+                v_answered := CASE WHEN p_causes[i] < v_last + i
+                                   THEN p_kinds[p_causes[i] - v_last] END;
+            ELSE
+                SELECT e.kind INTO v_answered
+                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i]
+                                    AND e.created_at >= v_first_at;
+                IF NOT FOUND THEN
+                    v_answered := NULL;
+                END IF;
+            END IF;
+            IF v_answered IS NOT NULL AND NOT (
+                v_answered = ANY (v_actions) OR (p_kinds[i] = 'error' AND v_answered = 'llm.call')
+            ) THEN
+                RAISE EXCEPTION 'a % event must answer an action of its session, but its cause (seq %) is a % event',
+                    p_kinds[i], p_causes[i], v_answered
+                    USING ERRCODE = 'CR003', DETAIL = p_causes[i]::text,
+                          HINT = 'set cause to the seq of the action this observation answers';
+            END IF;
+        END IF;
+        v_hash := sha256(v_hash || convert_to(
+            '{"cause":' || coalesce(p_causes[i]::text, 'null')
+            || ',"created_at":"' || v_ts
+            || '","event_id":"' || p_event_ids[i]::text
+            || '","kind":' || to_json(p_kinds[i])::text
+            || ',"payload":' || p_payloads[i]
+            || ',"schema_version":' || p_versions[i]::text
+            || ',"seq":' || (v_last + i)::text
+            || ',"session_id":"' || p_session::text
+            || '","source":' || to_json(p_sources[i])::text
+            || '}', 'UTF8'));
+        v_hashes[i] := v_hash;
+    END LOOP;
+
+    -- The keys across months, before the rows: a re-sent event_id, or a second observation
+    -- of an action (answers), fails here.
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, v_last + t.ord::integer,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids, p_kinds, p_causes) WITH ORDINALITY AS t(event_id, kind, cause, ord);
+
+    RETURN QUERY
+        INSERT INTO events AS e
+            (session_id, seq, event_id, kind, source, cause, payload, schema_version,
+             created_at, hash)
+        SELECT p_session, v_last + t.ord::integer, t.event_id, t.kind, t.source, t.cause,
+               t.payload::jsonb, t.version, v_now, t.hash
+        FROM unnest(p_event_ids, p_kinds, p_sources, p_causes, p_payloads, p_versions, v_hashes)
+             WITH ORDINALITY AS t(event_id, kind, source, cause, payload, version, hash, ord)
+        RETURNING e.seq, e.global_position, e.tx, e.created_at, e.hash;
+
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        VALUES (p_session, v_now, n, v_hash, v_now, v_now);
+    ELSE
+        UPDATE sessions SET last_seq = v_last + n, last_hash = v_hash,
+               first_event_at = least(first_event_at, v_now),
+               last_event_at = greatest(last_event_at, v_now)
+        WHERE id = p_session;
+    END IF;
+
+    IF p_notify THEN
+        PERFORM pg_notify('chronicle_events', p_session::text || ':' || (v_last + n)::text);
+    END IF;
+END
+$$;
+"""
+
+CHRONICLE_IMPORT_0026 = r"""CREATE FUNCTION chronicle_import(
+    p_session    uuid,
+    p_seqs       integer[],
+    p_event_ids  uuid[],
+    p_kinds      text[],
+    p_sources    text[],
+    p_causes     integer[],
+    p_payloads   text[],
+    p_versions   smallint[],
+    p_created_at timestamptz[],
+    p_hashes     bytea[]
+) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = {search_path} AS $$
+DECLARE
+    n              integer := coalesce(cardinality(p_seqs), 0);
+    v_actions      text[] := chronicle_action_kinds();
+    v_observations text[] := chronicle_observation_kinds();
+    v_first        integer;
+    v_last         integer;
+    v_hash         bytea;
+    v_known        integer;
+    v_bad          integer;
+    v_answered     text;
+    i              integer;
+BEGIN
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+    IF cardinality(p_event_ids) IS DISTINCT FROM n OR cardinality(p_kinds) IS DISTINCT FROM n
+       OR cardinality(p_sources) IS DISTINCT FROM n OR cardinality(p_causes) IS DISTINCT FROM n
+       OR cardinality(p_payloads) IS DISTINCT FROM n OR cardinality(p_versions) IS DISTINCT FROM n
+       OR cardinality(p_created_at) IS DISTINCT FROM n OR cardinality(p_hashes) IS DISTINCT FROM n THEN
+        RAISE EXCEPTION 'every column array of an import must have % elements', n
+            USING ERRCODE = 'CR005';
+    END IF;
+    v_first := p_seqs[1];
+    FOR i IN 1 .. n LOOP
+        IF p_seqs[i] IS DISTINCT FROM v_first + i - 1 OR v_first < 1 THEN
+            RAISE EXCEPTION 'an import must give consecutive seqs from 1 or more, not % at position %',
+                coalesce(p_seqs[i]::text, 'NULL'), i USING ERRCODE = 'CR005';
+        END IF;
+    END LOOP;
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+
+    SELECT s.last_seq, s.last_hash INTO v_last, v_hash FROM sessions s WHERE s.id = p_session;
+    IF NOT FOUND THEN
+        v_last := 0;
+        v_hash := '\x'::bytea;
+    END IF;
+    IF v_first > v_last + 1 THEN
+        RAISE EXCEPTION 'session % is at seq %: an import cannot start at seq %', p_session,
+            v_last, v_first USING ERRCODE = 'CR001', DETAIL = v_last::text;
+    END IF;
+
+    -- Already recorded: must be the very same events.
+    v_known := greatest(least(n, v_last - v_first + 1), 0);
+    IF v_known > 0 THEN
+        SELECT t.seq INTO v_bad
+        FROM unnest(p_seqs[1:v_known], p_event_ids[1:v_known], p_hashes[1:v_known])
+             AS t(seq, event_id, hash)
+        LEFT JOIN events e ON e.session_id = p_session AND e.seq = t.seq
+        WHERE e.event_id IS DISTINCT FROM t.event_id OR e.hash IS DISTINCT FROM t.hash
+        ORDER BY t.seq
+        LIMIT 1;
+        IF FOUND THEN
+            RAISE EXCEPTION 'session % holds another event at seq % than the import',
+                p_session, v_bad USING ERRCODE = 'CR006', DETAIL = v_bad::text,
+                HINT = 'the two databases have different histories of this session';
+        END IF;
+    END IF;
+    IF v_known = n THEN
+        RETURN 0;
+    END IF;
+
+    FOR i IN v_known + 1 .. n LOOP
+        IF p_causes[i] IS NOT NULL AND p_kinds[i] = ANY (v_observations) THEN
+            IF p_causes[i] > v_last THEN
+                v_answered := CASE WHEN p_causes[i] < p_seqs[i]
+                                   THEN p_kinds[p_causes[i] - v_first + 1] END;
+            ELSE
+                SELECT e.kind INTO v_answered
+                FROM events e WHERE e.session_id = p_session AND e.seq = p_causes[i];
+                IF NOT FOUND THEN
+                    v_answered := NULL;
+                END IF;
+            END IF;
+            IF v_answered IS NOT NULL AND NOT (
+                v_answered = ANY (v_actions) OR (p_kinds[i] = 'error' AND v_answered = 'llm.call')
+            ) THEN
+                RAISE EXCEPTION 'a % event must answer an action of its session, but its cause (seq %) is a % event',
+                    p_kinds[i], p_causes[i], v_answered
+                    USING ERRCODE = 'CR003', DETAIL = p_causes[i]::text;
+            END IF;
+        END IF;
+        v_hash := sha256(v_hash || convert_to(
+            '{"cause":' || coalesce(p_causes[i]::text, 'null')
+            || ',"created_at":"'
+            || to_char(p_created_at[i] AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+            || '","event_id":"' || p_event_ids[i]::text
+            || '","kind":' || to_json(p_kinds[i])::text
+            || ',"payload":' || p_payloads[i]
+            || ',"schema_version":' || p_versions[i]::text
+            || ',"seq":' || p_seqs[i]::text
+            || ',"session_id":"' || p_session::text
+            || '","source":' || to_json(p_sources[i])::text
+            || '}', 'UTF8'));
+        IF v_hash IS DISTINCT FROM p_hashes[i] THEN
+            RAISE EXCEPTION 'event % of session % does not match its hash', p_seqs[i], p_session
+                USING ERRCODE = 'CR007', DETAIL = p_seqs[i]::text,
+                      HINT = 'the file was changed, or it does not continue this database''s copy of the session';
+        END IF;
+    END LOOP;
+
+    INSERT INTO event_ids (event_id, session_id, seq, answers)
+    SELECT t.event_id, p_session, t.seq,
+           CASE WHEN t.kind = ANY (v_observations) THEN t.cause END
+    FROM unnest(p_event_ids[v_known + 1:n], p_seqs[v_known + 1:n], p_kinds[v_known + 1:n],
+                p_causes[v_known + 1:n]) AS t(event_id, seq, kind, cause);
+
+    INSERT INTO events
+        (session_id, seq, event_id, kind, source, cause, payload, schema_version, created_at,
+         hash)
+    SELECT p_session, t.seq, t.event_id, t.kind, t.source, t.cause, t.payload::jsonb,
+           t.version, t.created_at, t.hash
+    FROM unnest(p_seqs[v_known + 1:n], p_event_ids[v_known + 1:n], p_kinds[v_known + 1:n],
+                p_sources[v_known + 1:n], p_causes[v_known + 1:n], p_payloads[v_known + 1:n],
+                p_versions[v_known + 1:n], p_created_at[v_known + 1:n], p_hashes[v_known + 1:n])
+         AS t(seq, event_id, kind, source, cause, payload, version, created_at, hash);
+
+    IF v_last = 0 THEN
+        INSERT INTO sessions (id, created_at, last_seq, last_hash, first_event_at, last_event_at)
+        SELECT p_session, p_created_at[1], p_seqs[n], v_hash, min(t.at), max(t.at)
+        FROM unnest(p_created_at[v_known + 1:n]) AS t(at);
+    ELSE
+        UPDATE sessions s SET last_seq = p_seqs[n], last_hash = v_hash,
+               first_event_at = least(s.first_event_at, t.first_at),
+               last_event_at = greatest(s.last_event_at, t.last_at)
+        FROM (SELECT min(a.at) AS first_at, max(a.at) AS last_at
+              FROM unnest(p_created_at[v_known + 1:n]) AS a(at)) AS t
+        WHERE s.id = p_session;
+    END IF;
+    PERFORM pg_notify('chronicle_events', p_session::text || ':' || p_seqs[n]::text);
+    RETURN n - v_known;
+END
+$$;
+"""
+
+APPEND_FUNCTIONS = (CHRONICLE_APPEND_ONE_0026, CHRONICLE_APPEND_0026, CHRONICLE_IMPORT_0026)
 
 CONSTRAINT_TRIGGERS = r"""
 CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON events

@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from app.errors import ChronicleError
 from app.events import InvalidEventError, event_from_stored
-from app.events.canonical import CanonicalJsonError, chain_hash, hashed_document, stored_json
+from app.events.canonical import CanonicalJsonError, stored_json
+from app.events.chain import chain_of
 from app.events.stored_form import (
     StoredFormError,
     escape_text,
@@ -207,22 +208,26 @@ class FileChecker:
                 f"event {line.seq}'s payload holds text the log cannot store (NUL, a lone "
                 "surrogate) and the line has no stored_payload",
             ) from None
-        document = hashed_document(
-            session_id=str(line.session_id),
-            seq=line.seq,
-            event_id=str(line.event_id),
-            kind=line.kind,
-            source=line.source,
-            cause=line.cause,
-            payload=line.stored,
-            schema_version=line.schema_version,
-            created_at=created_at,
-        )
-        chain = chain_hash(block.chain, document)
-        if chain.hex() != line.hash:
+        fields = {
+            "session_id": str(line.session_id),
+            "seq": line.seq,
+            "event_id": str(line.event_id),
+            "kind": line.kind,
+            "source": line.source,
+            "cause": line.cause,
+            "payload": line.stored,
+            "schema_version": line.schema_version,
+            "created_at": created_at,
+        }
+        try:
+            expected = bytes.fromhex(line.hash)
+        except ValueError:
+            expected = b""
+        if chain_of(block.chain, expected, **fields) is None:
             raise FileProblem(
                 number, f"event {line.seq} of session {block.session_id} does not match its hash"
             )
+        chain = expected
         blobs = self._payload_agrees(number, line, stored_text)
         if line.kind == "llm.call":
             self._messages_present(number, line)

@@ -30,7 +30,6 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.errors import ChronicleError
-from app.events.canonical import chain_hash
 from app.events.stored_form import is_encoded, references
 from app.store.integrity.anchors import AnchorRecord, anchor_problem, key_id
 from app.store.integrity.content_tables import (
@@ -149,7 +148,7 @@ class _SessionCheck:
                 chained = previous is not None and previous.seq == event.seq - 1
                 if chained or event.seq == 1:
                     before = previous.hash if chained and previous is not None else b""
-                    if chain_hash(before, event.hashed_document()) != event.hash:
+                    if event.chain(before) is None:
                         raise self.fail(f"event {event.seq} does not match its hash", event.seq)
                 for record in anchored.get(event.seq, ()):
                     if record.head != event.hash.hex():
@@ -273,9 +272,9 @@ class _SessionCheck:
         expected = self.seq + 1
         if event.seq != expected:
             raise self.fail(f"seq {expected} is missing", expected)
-        head = chain_hash(self.head, event.hashed_document())
-        if head != event.hash:
+        if event.chain(self.head) is None:
             raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+        head = event.hash
         for record in anchors:
             if record.head != event.hash.hex():
                 raise self.fail(

@@ -73,13 +73,15 @@ BEGIN
                           HINT = 'set cause to the seq of the action this observation answers';
             END IF;
         END IF;
+        -- chain 2: over the payload's tree commitment (see chronicle_append_one)
         v_hash := sha256(v_hash || convert_to(
             '{"cause":' || coalesce(p_causes[i]::text, 'null')
-            || ',"created_at":"' || v_ts
+            || ',"chain":2,"created_at":"' || v_ts
             || '","event_id":"' || p_event_ids[i]::text
             || '","kind":' || to_json(p_kinds[i])::text
-            || ',"payload":' || p_payloads[i]
-            || ',"schema_version":' || p_versions[i]::text
+            || ',"payload_commitment":"'
+            || encode(chronicle_tree_digest(p_payloads[i]::jsonb, uuid_send(p_event_ids[i])), 'hex')
+            || '","schema_version":' || p_versions[i]::text
             || ',"seq":' || (v_last + i)::text
             || ',"session_id":"' || p_session::text
             || '","source":' || to_json(p_sources[i])::text

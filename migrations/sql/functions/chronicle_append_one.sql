@@ -54,13 +54,17 @@ BEGIN
 
     seq := v_last + 1;
     created_at := now();
+    -- The chain covers the payload's tree commitment (chain 2: app/events/commitment.py), so
+    -- a part can later be redacted and the chain still verify.
     hash := sha256(v_prev || convert_to(
         '{"cause":' || coalesce(p_cause::text, 'null')
-        || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || ',"chain":2,"created_at":"'
+        || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
         || '","event_id":"' || p_event_id::text
         || '","kind":' || to_json(p_kind)::text
-        || ',"payload":' || p_payload
-        || ',"schema_version":' || p_version::text
+        || ',"payload_commitment":"'
+        || encode(chronicle_tree_digest(v_payload, uuid_send(p_event_id)), 'hex')
+        || '","schema_version":' || p_version::text
         || ',"seq":' || seq::text
         || ',"session_id":"' || p_session::text
         || '","source":' || to_json(p_source)::text

@@ -18,6 +18,7 @@ DECLARE
     v_first        integer;
     v_last         integer;
     v_hash         bytea;
+    v_link         bytea;
     v_known        integer;
     v_bad          integer;
     v_answered     text;
@@ -92,7 +93,9 @@ BEGIN
                     USING ERRCODE = 'CR003', DETAIL = p_causes[i]::text;
             END IF;
         END IF;
-        v_hash := sha256(v_hash || convert_to(
+        -- An event's hash is over its payload (chain 1, before migration 0029) or over the
+        -- payload's tree commitment (chain 2): whichever it matches.
+        v_link := sha256(v_hash || convert_to(
             '{"cause":' || coalesce(p_causes[i]::text, 'null')
             || ',"created_at":"'
             || to_char(p_created_at[i] AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
@@ -104,6 +107,22 @@ BEGIN
             || ',"session_id":"' || p_session::text
             || '","source":' || to_json(p_sources[i])::text
             || '}', 'UTF8'));
+        IF v_link IS DISTINCT FROM p_hashes[i] THEN
+            v_link := sha256(v_hash || convert_to(
+                '{"cause":' || coalesce(p_causes[i]::text, 'null')
+                || ',"chain":2,"created_at":"'
+                || to_char(p_created_at[i] AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+                || '","event_id":"' || p_event_ids[i]::text
+                || '","kind":' || to_json(p_kinds[i])::text
+                || ',"payload_commitment":"'
+                || encode(chronicle_tree_digest(p_payloads[i]::jsonb, uuid_send(p_event_ids[i])), 'hex')
+                || '","schema_version":' || p_versions[i]::text
+                || ',"seq":' || p_seqs[i]::text
+                || ',"session_id":"' || p_session::text
+                || '","source":' || to_json(p_sources[i])::text
+                || '}', 'UTF8'));
+        END IF;
+        v_hash := v_link;
         IF v_hash IS DISTINCT FROM p_hashes[i] THEN
             RAISE EXCEPTION 'event % of session % does not match its hash', p_seqs[i], p_session
                 USING ERRCODE = 'CR007', DETAIL = p_seqs[i]::text,

@@ -1,0 +1,61 @@
+"""The chain covers each payload's tree commitment, so content can later be redacted.
+
+Issue 29 (erase what must go, prove the rest). Until now an event's hash covered its payload's
+text: no part of it could ever go without ``verify`` reporting tampering. From this revision on
+an appended event's hash covers, in place of the payload, its *tree commitment*
+(``chronicle_tree_digest``, mirrored by ``app/events/commitment.py``): every node of the
+payload's stored form has a digest made from its children's, salted with the event's id, and a
+redacted part is replaced by a marker that keeps its digest, so the commitment, and with it the
+chain, stays the same (docs/event-store.md, "The hash chain").
+
+The hashed document of such an event ("chain 2") is the old one with ``"chain":2`` and
+``"payload_commitment":"<hex>"`` in place of ``"payload"``. Events appended before keep their
+hashes ("chain 1"); which formula an event's hash follows is recognised by the one it matches
+(import and verify try both), so no column changes and no stored hash is recomputed.
+
+Revision ID: 0029
+Revises: 0028
+Create Date: 2026-12-03
+"""
+
+from __future__ import annotations
+
+from app.migrations.helpers import earlier_revision, run, search_path, sql_file
+
+revision = "0029"
+down_revision = "0028"
+branch_labels = None
+depends_on = None
+
+TREE_DIGEST = "chronicle_tree_digest(jsonb, bytea)"
+
+#: The append functions over commitments (CREATE OR REPLACE keeps their owners and grants).
+APPEND_FUNCTIONS = (
+    sql_file("functions/chronicle_append_one.sql"),
+    sql_file("functions/chronicle_append.sql"),
+    sql_file("functions/chronicle_import.sql"),
+)
+
+
+def _replacing(texts: tuple[str, ...], path: str) -> str:
+    return "\n".join(
+        text.replace("{search_path}", path).replace(
+            "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
+        )
+        for text in texts
+    )
+
+
+def upgrade() -> None:
+    run(sql_file("functions/chronicle_tree_digest.sql"))
+    run(
+        f"ALTER FUNCTION {TREE_DIGEST} OWNER TO chronicle_owner;\n"
+        f"REVOKE ALL ON FUNCTION {TREE_DIGEST} FROM PUBLIC;"
+    )
+    run(_replacing(APPEND_FUNCTIONS, search_path()))
+
+
+def downgrade() -> None:
+    before = earlier_revision("0026_event_partitions.py")
+    run(_replacing(before.APPEND_FUNCTIONS, search_path()))
+    run(f"DROP FUNCTION {TREE_DIGEST};")

@@ -1,0 +1,109 @@
+"""Migration 0029: the chain covers each payload's tree commitment (app/events/chain.py), so a
+part of a payload can be replaced by its redaction marker and the chain still verifies, while
+any other change is still caught. Events appended before it keep their hashes (chain 1) and a
+session goes on across the upgrade with both; the database and Python agree on the commitment
+of payloads built to be awkward (escapes, reserved keys, numbers, blobs)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import asyncpg
+import pytest
+
+from app.config import Settings
+from app.events import Message, Run, RunOutput, SessionCreated
+from app.events.commitment import redact
+from app.store import EventStore, migrate
+from tests.support.postgres import ServerAddress, database_from_template
+
+
+def awkward() -> list[Message | Run | RunOutput]:
+    """Four events for seqs 4 to 7 of a session: the output answers the run at 5."""
+    return [
+        Message(content="nul \x00 and a lone surrogate \udce9 and emoji \U0001f600"),
+        Run(command='echo "quotes" \\ backslash\ttab\nnewline'),
+        RunOutput(cause=5, output="x" * 200_000, exit_code=0),  # a blob
+        Message(content="\u2028\u2029 and \x7f and é composed e\u0301"),
+    ]
+
+
+async def _chains(store: EventStore, session: uuid.UUID) -> list[int | None]:
+    events = await store.read(session, resolve_blobs=False)
+    previous, found = b"", []
+    for event in events:
+        found.append(event.chain(previous))
+        previous = event.hash
+    return found
+
+
+@pytest.mark.usefixtures("role_settings_changing")
+async def test_a_session_goes_on_across_the_upgrade_with_both_chains(
+    pg_address: ServerAddress, settings: Settings
+) -> None:
+    for url in database_from_template(pg_address, "template1", f"c_{uuid.uuid4().hex[:12]}"):
+        migrate.upgrade(url, "0028")
+        session = uuid.uuid4()
+        async with await EventStore.open(
+            url, config=settings.store, masker=settings.masker()
+        ) as store:
+            await store.append(session, [SessionCreated(title="before"), Run(command="ls")])
+            assert await _chains(store, session) == [1, 1]
+
+        migrate.upgrade(url)
+
+        async with await EventStore.open(
+            url, config=settings.store, masker=settings.masker()
+        ) as store:
+            await store.append(session, [RunOutput(cause=2, output="a\n", exit_code=0)])
+            await store.append(session, awkward())
+            assert await _chains(store, session) == [1, 1, 2, 2, 2, 2, 2]
+            report = await store.verify(session)
+            assert report.ok, report
+
+        migrate.downgrade(url, "0028")  # the functions before: chain 1 again
+        async with await EventStore.open(
+            url, config=settings.store, masker=settings.masker()
+        ) as store:
+            await store.append(session, [Message(content="after the downgrade")])
+            assert (await _chains(store, session))[-1] == 1
+            assert (await store.verify(session)).ok
+
+
+async def test_a_part_replaced_by_its_marker_keeps_the_chain_anything_else_breaks_it(
+    store: EventStore, database_url: str
+) -> None:
+    session = uuid.uuid4()
+    secret = "the password is hunter2"
+    await store.append(
+        session,
+        [SessionCreated(title="t"), Run(command=f"echo '{secret}'")],
+    )
+    await store.append(session, [RunOutput(cause=2, output=f"{secret}\n", exit_code=0)])
+    await store.append(session, awkward())
+    assert set(await _chains(store, session)) == {2}
+    [output] = [e for e in await store.read(session, resolve_blobs=False) if e.seq == 3]
+    redacted, removed = redact(output.stored_payload, "/output", output.event_id.bytes)
+
+    admin = await asyncpg.connect(database_url)  # the server's superuser
+    try:
+        # behind the log's back, as a superuser (the app's role cannot change a row)
+        await admin.execute("SET session_replication_role = replica")
+        change = "UPDATE events SET payload = $3::jsonb WHERE session_id = $1 AND seq = $2"
+        await admin.execute(change, session, 3, json.dumps(redacted))
+        report = await store.verify(session)
+        assert report.ok, report  # the marker holds the commitment of what went
+        after = {e.seq: e for e in await store.read(session, resolve_blobs=False)}[3]
+        assert secret not in json.dumps(after.payload) and removed in json.dumps(after.payload)
+
+        forged = dict(redacted, exit_code=1)
+        await admin.execute(change, session, 3, json.dumps(forged))
+        report = await store.verify(session)
+        assert not report.ok and report.first_bad_seq == 3, report
+        wrong = dict(redacted, output={"$redacted": "0" * 64, "was": "string"})
+        await admin.execute(change, session, 3, json.dumps(wrong))
+        report = await store.verify(session)
+        assert not report.ok and report.first_bad_seq == 3, report
+    finally:
+        await admin.close()
