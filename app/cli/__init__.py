@@ -24,6 +24,7 @@ from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
 from app.cli import projections as projections_cli
 from app.cli import record as record_cli
+from app.cli import redact as redact_cli
 from app.cli import replay as replay_cli
 from app.cli import runtime as runtime_cli
 from app.cli import server as server_cli
@@ -44,6 +45,7 @@ COMMAND_MODULES = (
     db_cli,
     log_cli,
     annotate_cli,
+    redact_cli,
     projections_cli,
     audit_cli,
     audit_log_cli,

@@ -129,6 +129,7 @@ def _describe(report: VerifyReport, anchored_up_to: int = 0) -> str:
         since = report.checked - anchored_up_to
         after = f" ({since} events after the last, not covered yet)" if since > 0 else ""
         parts.append(f"{report.anchors} anchors match{after}")
+    parts.extend(f"{note.describe()} ({note.reason})" for note in report.redactions)
     return ", ".join(parts)
 
 

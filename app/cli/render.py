@@ -41,6 +41,12 @@ def summarize(kind: str, payload: dict[str, Any]) -> str:
             tags = "".join(f" [{tag}]" for tag in p.get("tags") or [])
             comment = f": {_one_line(str(p['comment']))}" if p.get("comment") else ""
             return f"{about} {p.get('label')} by {p.get('user')}{tags}{comment}"
+        case "redaction":
+            part = p.get("path") or "its payload"
+            return (
+                f"#{p.get('target_seq')} {part} redacted by {p.get('user')}: "
+                f"{_one_line(str(p.get('reason', '')))} (sha256 {str(p.get('removed', ''))[:12]})"
+            )
         case "finish":
             return _one_line(str(p.get("message", "")) or "done")
         case "error":

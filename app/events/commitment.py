@@ -31,9 +31,8 @@ from typing import Any
 
 from app.errors import ChronicleError
 from app.events.canonical import stored_json
-from app.events.stored_form import BLOB, ESC, OBJ, unescape_text
+from app.events.stored_form import BLOB, ESC, OBJ, REDACTED, unescape_text
 
-REDACTED = "$redacted"
 _HEX = re.compile("[0-9a-f]{64}")
 
 
@@ -53,7 +52,7 @@ TYPES = ("string", "number", "boolean", "null", "array", "object")
 def is_redacted(node: Any) -> bool:
     """Is this stored node a redaction marker?"""
     return (
-        type(node) is dict
+        isinstance(node, dict)  # a stored payload read whole is a tagged dict
         and set(node) <= {REDACTED, WAS}
         and isinstance(node.get(REDACTED), str)
         and _HEX.fullmatch(node[REDACTED]) is not None
@@ -109,20 +108,20 @@ def parse_pointer(pointer: str) -> list[str]:
     return [token.replace("~1", "/").replace("~0", "~") for token in pointer[1:].split("/")]
 
 
-def redact(payload: Any, pointer: str, salt: bytes) -> tuple[Any, str]:
-    """The payload with the part at ``pointer`` replaced by its marker, and that part's
-    digest (hex); the whole payload for the pointer "". Raises ``RedactionPathError`` for a
-    path that names nothing or a part already redacted."""
+def redact(payload: Any, pointer: str, salt: bytes) -> tuple[Any, dict[str, str]]:
+    """The payload with the part at ``pointer`` replaced by its marker, and the marker (its
+    digest, hex, and JSON type); the whole payload for the pointer "". Raises
+    ``RedactionPathError`` for a path that names nothing or a part already redacted."""
     tokens = parse_pointer(pointer)
     if not tokens:
         if is_redacted(payload):
             raise RedactionPathError("the payload is already redacted")
         gone = marker(payload, salt)
-        return gone, gone[REDACTED]
+        return gone, gone
     return _redact(payload, tokens, salt, "")
 
 
-def _redact(node: Any, tokens: list[str], salt: bytes, where: str) -> tuple[Any, str]:
+def _redact(node: Any, tokens: list[str], salt: bytes, where: str) -> tuple[Any, dict[str, str]]:
     token, rest = tokens[0], tokens[1:]
     here = f"{where}/{token}"
     if is_redacted(node):
@@ -144,7 +143,7 @@ def _redact(node: Any, tokens: list[str], salt: bytes, where: str) -> tuple[Any,
 
 def _redact_pairs(
     node: dict[str, Any], token: str, rest: list[str], salt: bytes, here: str
-) -> tuple[Any, str]:
+) -> tuple[Any, dict[str, str]]:
     """Into a ``$obj`` (an object whose keys needed escaping): its pairs are [key, value]."""
     pairs = node[OBJ]
     for index, pair in enumerate(pairs):
@@ -157,10 +156,40 @@ def _redact_pairs(
     raise RedactionPathError(f"the payload has nothing at {here}")
 
 
-def _replace(child: Any, rest: list[str], salt: bytes, here: str) -> tuple[Any, str]:
+def _replace(child: Any, rest: list[str], salt: bytes, here: str) -> tuple[Any, dict[str, str]]:
     if rest:
         return _redact(child, rest, salt, here)
     if is_redacted(child):
         raise RedactionPathError(f"{here} is already redacted")
     gone = marker(child, salt)
-    return gone, gone[REDACTED]
+    return gone, gone
+
+
+def render_pointer(tokens: list[str]) -> str:
+    """The JSON Pointer of these tokens (``parse_pointer``'s inverse, its one spelling)."""
+    return "".join("/" + token.replace("~", "~0").replace("/", "~1") for token in tokens)
+
+
+def markers_in(payload: Any) -> list[tuple[str, str]]:
+    """Every redaction marker in a stored payload: (its JSON Pointer, its digest hex), the
+    pointer naming keys as the event's model reads them (through ``$obj`` pairs)."""
+    found: list[tuple[str, str]] = []
+    _markers(payload, [], found)
+    return found
+
+
+def _markers(node: Any, here: list[str], found: list[tuple[str, str]]) -> None:
+    if is_redacted(node):
+        found.append((render_pointer(here), node[REDACTED]))
+    elif isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
+        for pair in node[OBJ]:
+            if isinstance(pair, list) and len(pair) == 2:
+                key = pair[0]
+                name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
+                _markers(pair[1], [*here, str(name)], found)
+    elif isinstance(node, dict) and not (set(node) == {ESC} or BLOB in node):
+        for key, child in node.items():
+            _markers(child, [*here, key], found)
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            _markers(child, [*here, str(index)], found)

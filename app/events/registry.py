@@ -24,6 +24,7 @@ from app.events import (
     llm,
     observations,
     platform_audit,
+    redaction,
     replay,
     traces,
     workspace,
@@ -45,6 +46,7 @@ EVENT_CLASSES: tuple[type[Event], ...] = (
     *platform_audit.KIND_CLASSES,
     *traces.KIND_CLASSES,
     *annotation.KIND_CLASSES,
+    *redaction.KIND_CLASSES,
 )
 
 

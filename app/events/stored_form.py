@@ -14,6 +14,10 @@ the value with three kinds of marker, each an object with a reserved key:
     a string longer than the blob threshold, stored once in the ``blobs`` table under the
     sha256 of its UTF-8 text (N characters). A long escaped string is an ``$esc`` whose
     escaped text is a ``$blob``.
+``{"$redacted": "<sha256 hex>", "was": "<JSON type>"}``
+    a part that was redacted (``app.events.commitment``): its digest in the payload's tree
+    commitment, and its type. A reader gets an empty value of that type in its place
+    (``PLACEHOLDERS``: a string reads ``[redacted]``).
 
 Everything else is stored as it is, so most values are their own stored form. The form is
 unambiguous: a genuine object with a reserved key is always written as ``$obj`` pairs, so an
@@ -33,7 +37,17 @@ ESC = "$esc"
 OBJ = "$obj"
 BLOB = "$blob"
 CHARS = "chars"
-RESERVED_KEYS = frozenset({ESC, OBJ, BLOB})
+REDACTED = "$redacted"
+RESERVED_KEYS = frozenset({ESC, OBJ, BLOB, REDACTED})
+#: What a reader gets in place of a redacted part, by the JSON type it was.
+PLACEHOLDERS: dict[str, Any] = {
+    "string": "[redacted]",
+    "number": 0,
+    "boolean": False,
+    "null": None,
+    "array": [],
+    "object": {},
+}
 
 _NEEDS_ESCAPE = re.compile("[\x00\ud800-\udfff]")
 _TO_ESCAPE = re.compile("[\\\\\x00\ud800-\udfff]")
@@ -92,9 +106,12 @@ def blob_reference(key: str, chars: int) -> dict[str, Any]:
 def holds_markers(json_text: str) -> bool:
     """Could this JSON text (compact, or jsonb's output) hold a marker? The cheap test that
     lets a reader skip the walk: a reserved key appears in the text as ``"$esc"``,
-    ``"$obj"`` or ``"$blob"`` (a quote inside a string is always escaped)."""
+    ``"$obj"``, ``"$blob"`` or ``"$redacted"`` (a quote inside a string is always escaped)."""
     return '"$' in json_text and (
-        '"$blob"' in json_text or '"$esc"' in json_text or '"$obj"' in json_text
+        '"$blob"' in json_text
+        or '"$esc"' in json_text
+        or '"$obj"' in json_text
+        or '"$redacted"' in json_text
     )
 
 
@@ -178,7 +195,7 @@ def restore(stored: Any, blobs: Mapping[str, str]) -> Any:
 
 def _restore(value: Any, blobs: Mapping[str, str]) -> Any:
     if isinstance(value, dict):
-        if ESC in value or OBJ in value or BLOB in value:
+        if ESC in value or OBJ in value or BLOB in value or REDACTED in value:
             return _marker(value, blobs)
         return {key: _restore(item, blobs) for key, item in value.items()}
     if isinstance(value, list):
@@ -189,6 +206,12 @@ def _restore(value: Any, blobs: Mapping[str, str]) -> Any:
 def _marker(marker: dict[str, Any], blobs: Mapping[str, str]) -> Any:
     if BLOB in marker:
         return _blob_text(marker, blobs)
+    if REDACTED in marker:
+        was = marker.get("was", "null")
+        if not set(marker) <= {REDACTED, "was"} or was not in PLACEHOLDERS:
+            raise StoredFormError(f"malformed redaction marker {marker!r}")
+        placeholder = PLACEHOLDERS[was]
+        return type(placeholder)() if isinstance(placeholder, (list, dict)) else placeholder
     if len(marker) != 1:
         raise StoredFormError(f"a marker object has other keys: {sorted(marker)}")
     if ESC in marker:

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from app.store.memory_log import MemoryLog
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
+    from app.store.redaction import RedactionRefused
     from app.store.session_claims import SessionBusyError, claim_session, claimed_sql
     from app.store.session_log import SessionLog, SessionStream
     from app.store.subscriptions import GlobalSubscription, SessionSubscription
@@ -138,6 +139,7 @@ _EXPORTED_FROM = {
     "Position": "app.store.records",
     "RecordedEvent": "app.store.records",
     "VerifyReport": "app.store.records",
+    "RedactionRefused": "app.store.redaction",
     "SessionBusyError": "app.store.session_claims",
     "claim_session": "app.store.session_claims",
     "claimed_sql": "app.store.session_claims",
@@ -181,6 +183,7 @@ __all__ = [
     "Position",
     "Record",
     "RecordedEvent",
+    "RedactionRefused",
     "RefusedForNowError",
     "ServiceFailed",
     "ServiceInterrupted",

@@ -653,6 +653,16 @@ class EventStore:
 
     # -- integrity -------------------------------------------------------------------------
 
+    async def redact(
+        self, session_id: UUID, seq: int, path: str = "", *, reason: str, user: str
+    ) -> RecordedEvent:
+        """Remove the part at ``path`` (a JSON Pointer; "" the whole payload) of the
+        session's event ``seq`` and record a ``redaction`` event; see ``app.store.redaction``.
+        """
+        from app.store.redaction import redact
+
+        return await redact(self, session_id, seq, path, reason=reason, user=user)
+
     async def verify(
         self,
         session_id: UUID,

@@ -125,6 +125,22 @@ class ArchiveMark(BaseModel):
     events_here: int
 
 
+class RedactionNote(BaseModel):
+    """A recorded redaction, as ``verify`` reports it apart from tampering."""
+
+    seq: int
+    path: str
+    by: str | None
+    at: datetime
+    reason: str
+    #: The seq of the ``redaction`` event that records it.
+    recorded_at_seq: int
+
+    def describe(self) -> str:
+        where = f"seq {self.seq}" + (f" {self.path}" if self.path else "")
+        return f"{where} redacted by {self.by or 'unknown'} at {self.at.isoformat()}"
+
+
 class VerifyReport(BaseModel):
     """Result of checking one session: its chain, its sessions row, its prompt messages and
     the anchors given; ``reason`` names the first problem (``first_bad_seq`` when it has one)."""
@@ -143,6 +159,8 @@ class VerifyReport(BaseModel):
     blobs: int = 0
     #: Anchor records checked.
     anchors: int = 0
+    #: Parts of events removed with a record of it (not tampering): who, when, why.
+    redactions: list[RedactionNote] = []
     #: Set when the session was archived (``chronicle archive``): its events may be gone from
     #: this database, and the archive is their proof (``verify --file DIR``).
     archived: ArchiveMark | None = None

@@ -633,7 +633,7 @@ ALTER FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months in
 
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'redaction', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1133,6 +1133,63 @@ $$;
 
 ALTER FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) RETURNS record
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    v_kind     text;
+    v_event_id uuid;
+    v_old      jsonb;
+    v_new      jsonb;
+    v_row      events%ROWTYPE;
+    v_prev     bytea;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT e.* INTO v_row FROM events e WHERE e.session_id = p_session AND e.seq = p_seq;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'session % has no event %', p_session, p_seq
+            USING ERRCODE = 'CR020', DETAIL = p_seq::text;
+    END IF;
+    v_new := chronicle_verifiable_payload(v_row.kind, p_payload);
+    IF chronicle_tree_digest(v_new, uuid_send(v_row.event_id))
+       IS DISTINCT FROM chronicle_tree_digest(v_row.payload, uuid_send(v_row.event_id)) THEN
+        RAISE EXCEPTION 'the new payload of event % is not its old one with parts redacted', p_seq
+            USING ERRCODE = 'CR020', DETAIL = p_seq::text,
+                  HINT = 'a redaction may only replace parts with their markers (app/events/commitment.py)';
+    END IF;
+    SELECT e.hash INTO v_prev FROM events e WHERE e.session_id = p_session AND e.seq = p_seq - 1;
+    IF v_row.hash IS DISTINCT FROM sha256(coalesce(v_prev, '\x'::bytea) || convert_to(
+        '{"cause":' || coalesce(v_row.cause::text, 'null')
+        || ',"chain":2,"created_at":"'
+        || to_char(v_row.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        || '","event_id":"' || v_row.event_id::text
+        || '","kind":' || to_json(v_row.kind)::text
+        || ',"payload_commitment":"'
+        || encode(chronicle_tree_digest(v_row.payload, uuid_send(v_row.event_id)), 'hex')
+        || '","schema_version":' || v_row.schema_version::text
+        || ',"seq":' || v_row.seq::text
+        || ',"session_id":"' || p_session::text
+        || '","source":' || to_json(v_row.source)::text
+        || '}', 'UTF8')) THEN
+        RAISE EXCEPTION 'event % of session % is not hashed over its payload''s commitment', p_seq, p_session
+            USING ERRCODE = 'CR021', DETAIL = p_seq::text,
+                  HINT = 'it was appended before migration 0029 (or the log was changed): its '
+                         'content cannot go without its hash going too (docs/erasure.md)';
+    END IF;
+    PERFORM set_config('chronicle.redacting', p_session::text || ':' || p_seq::text, true);
+    UPDATE events e SET payload = v_new WHERE e.session_id = p_session AND e.seq = p_seq;
+    PERFORM set_config('chronicle.redacting', '', true);
+    SELECT a.seq, a.global_position, a.tx, a.created_at, a.hash
+    INTO seq, global_position, tx, created_at, hash
+    FROM chronicle_append_one(p_session, NULL, p_record_id, 'redaction', 'user', NULL, p_record,
+                              p_version) AS a;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) RETURNS TABLE(counted bigint, caught_up boolean)
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
@@ -1306,6 +1363,28 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_refuse_change() OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_refuse_event_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'UPDATE'
+       AND current_setting('chronicle.redacting', true) = OLD.session_id::text || ':' || OLD.seq::text
+       AND (NEW.global_position, NEW.session_id, NEW.seq, NEW.event_id, NEW.tx, NEW.kind,
+            NEW.source, NEW.cause, NEW.schema_version, NEW.created_at, NEW.hash)
+           IS NOT DISTINCT FROM
+           (OLD.global_position, OLD.session_id, OLD.seq, OLD.event_id, OLD.tx, OLD.kind,
+            OLD.source, OLD.cause, OLD.schema_version, OLD.created_at, OLD.hash) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the % table is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'CR002',
+              HINT = 'record a new event that corrects or supersedes the old one, or redact '
+                     'content with chronicle redact';
+END
+$$;
+
+ALTER FUNCTION public.chronicle_refuse_event_change() OWNER TO CURRENT_USER;
 
 CREATE FUNCTION public.chronicle_release_run(p_session uuid, p_lease uuid, p_outcome text, p_retry_after double precision DEFAULT 0) RETURNS text
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3061,7 +3140,7 @@ CREATE TRIGGER blobs_no_truncate BEFORE TRUNCATE ON public.blobs FOR EACH STATEM
 
 CREATE TRIGGER browser_logins_ended AFTER UPDATE OF ended_at ON public.browser_logins FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
 
-CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON public.events FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
+CREATE TRIGGER events_append_only BEFORE DELETE OR UPDATE ON public.events FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_event_change();
 
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON public.events FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_refuse_change();
 
@@ -3187,6 +3266,9 @@ GRANT ALL ON FUNCTION public.chronicle_put_blobs(p_hashes bytea[], p_texts text[
 
 REVOKE ALL ON FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_refresh_usage_rollups(p_calls integer) TO chronicle_app;

@@ -1,4 +1,4 @@
-"""The chain covers each payload's tree commitment, so content can later be redacted.
+"""The chain covers each payload's tree commitment, so content can be redacted.
 
 Issue 29 (erase what must go, prove the rest). Until now an event's hash covered its payload's
 text: no part of it could ever go without ``verify`` reporting tampering. From this revision on
@@ -13,6 +13,11 @@ The hashed document of such an event ("chain 2") is the old one with ``"chain":2
 hashes ("chain 1"); which formula an event's hash follows is recognised by the one it matches
 (import and verify try both), so no column changes and no stored hash is recomputed.
 
+Redaction: ``chronicle_redact`` replaces parts of one chain-2 event's payload with their
+markers, refusing anything that changes the payload's commitment, and appends the
+``redaction`` event that records it in the same transaction. The events' append-only trigger
+(``chronicle_refuse_event_change``) lets exactly that update through, and nothing else.
+
 Revision ID: 0029
 Revises: 0028
 Create Date: 2026-12-03
@@ -20,7 +25,14 @@ Create Date: 2026-12-03
 
 from __future__ import annotations
 
-from app.migrations.helpers import earlier_revision, run, search_path, sql_file
+from app.migrations.helpers import (
+    earlier_revision,
+    kinds_kept_by,
+    render_kind_functions,
+    run,
+    search_path,
+    sql_file,
+)
 
 revision = "0029"
 down_revision = "0028"
@@ -28,6 +40,20 @@ branch_labels = None
 depends_on = None
 
 TREE_DIGEST = "chronicle_tree_digest(jsonb, bytea)"
+REDACT = "chronicle_redact(uuid, integer, text, uuid, text, smallint)"
+EVENT_KINDS = (*kinds_kept_by("0027_session_archives.py", "EVENT_KINDS"), "redaction")
+
+TRIGGER = r"""
+DROP TRIGGER events_append_only ON events;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_event_change();
+"""
+TRIGGER_BEFORE = r"""
+DROP TRIGGER events_append_only ON events;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_change();
+DROP FUNCTION chronicle_refuse_event_change();
+"""
 
 #: The append functions over commitments (CREATE OR REPLACE keeps their owners and grants).
 APPEND_FUNCTIONS = (
@@ -47,15 +73,26 @@ def _replacing(texts: tuple[str, ...], path: str) -> str:
 
 
 def upgrade() -> None:
+    path = search_path()
+    run(render_kind_functions(event_kinds=EVENT_KINDS))
     run(sql_file("functions/chronicle_tree_digest.sql"))
+    run(sql_file("functions/chronicle_refuse_event_change.sql"))
+    run(TRIGGER)
+    run(_replacing(APPEND_FUNCTIONS, path))
+    run(sql_file("functions/chronicle_redact.sql", search_path=path))
     run(
         f"ALTER FUNCTION {TREE_DIGEST} OWNER TO chronicle_owner;\n"
-        f"REVOKE ALL ON FUNCTION {TREE_DIGEST} FROM PUBLIC;"
+        f"REVOKE ALL ON FUNCTION {TREE_DIGEST} FROM PUBLIC;\n"
+        f"ALTER FUNCTION {REDACT} OWNER TO chronicle_owner;\n"
+        f"REVOKE ALL ON FUNCTION {REDACT} FROM PUBLIC;\n"
+        f"GRANT EXECUTE ON FUNCTION {REDACT} TO chronicle_app;"
     )
-    run(_replacing(APPEND_FUNCTIONS, search_path()))
 
 
 def downgrade() -> None:
     before = earlier_revision("0026_event_partitions.py")
+    run(f"DROP FUNCTION {REDACT};")
     run(_replacing(before.APPEND_FUNCTIONS, search_path()))
+    run(TRIGGER_BEFORE)
     run(f"DROP FUNCTION {TREE_DIGEST};")
+    run(render_kind_functions(event_kinds=kinds_kept_by("0027_session_archives.py", "EVENT_KINDS")))

@@ -30,6 +30,12 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.errors import ChronicleError
+from app.events.commitment import (
+    RedactionPathError,
+    markers_in,
+    parse_pointer,
+    render_pointer,
+)
 from app.events.stored_form import is_encoded, references
 from app.store.integrity.anchors import AnchorRecord, anchor_problem, key_id
 from app.store.integrity.content_tables import (
@@ -39,7 +45,7 @@ from app.store.integrity.content_tables import (
     named_rows_problem,
     stored_rows_problem,
 )
-from app.store.records import ArchiveMark, RecordedEvent, VerifyReport
+from app.store.records import ArchiveMark, RecordedEvent, RedactionNote, VerifyReport
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -95,6 +101,10 @@ class _SessionCheck:
         self.messages: dict[str, int] = {}
         #: blob key (hex) -> seq of the first event that refers to it
         self.blobs: dict[str, int] = {}
+        #: (seq, JSON Pointer) -> digest of each redaction marker in the events
+        self.markers: dict[tuple[int, str], str] = {}
+        #: (target seq, JSON Pointer) -> (digest it says went, what ``verify`` reports)
+        self.records: dict[tuple[int, str], tuple[str, RedactionNote]] = {}
 
     def fail(self, reason: str, seq: int | None) -> BrokenSession:
         return BrokenSession(reason, seq, self.seq if seq is None else min(self.seq, seq - 1))
@@ -193,6 +203,7 @@ class _SessionCheck:
         row = await self._head_after_catching_up(page_size, anchored)
         self._check_nothing_anchored_beyond_the_end()
         self._check_sessions_row(row)
+        redactions = self._check_redactions()
         await self._check_named_rows()
         self._check_no_foreign_anchors(foreign)
         return VerifyReport(
@@ -203,6 +214,7 @@ class _SessionCheck:
             messages=len(self.messages),
             blobs=len(self.blobs),
             anchors=len(self.anchors),
+            redactions=redactions,
         )
 
     async def _read_to_end(self, page_size: int, anchored: dict[int, list[AnchorRecord]]) -> None:
@@ -293,6 +305,61 @@ class _SessionCheck:
         if is_encoded(event.payload):
             for key in references(event.payload):
                 self.blobs.setdefault(key, event.seq)
+            for pointer, digest in markers_in(event.stored_payload):
+                self.markers[(event.seq, pointer)] = digest
+        if event.kind == "redaction":
+            self._note_redaction(event)
+
+    def _note_redaction(self, event: RecordedEvent) -> None:
+        """Keep what a ``redaction`` event says went (checked against the markers at the
+        end: ``_check_redactions``)."""
+        payload = event.payload
+        try:
+            target, removed = int(payload["target_seq"]), str(payload["removed"])
+            path = render_pointer(parse_pointer(str(payload.get("path", ""))))
+        except (KeyError, TypeError, ValueError, RedactionPathError):
+            raise self.fail(f"redaction event {event.seq} is not one", event.seq) from None
+        if target >= event.seq:
+            raise self.fail(
+                f"redaction event {event.seq} names event {target}, which is not before it",
+                event.seq,
+            )
+        note = RedactionNote(
+            seq=target,
+            path=path,
+            by=payload.get("user"),
+            at=event.created_at,
+            reason=str(payload.get("reason", "")),
+            recorded_at_seq=event.seq,
+        )
+        self.records[(target, path)] = (removed, note)
+
+    def _check_redactions(self) -> list[RedactionNote]:
+        """Each marker has the record that made it, and each record its marker: content that
+        went without a record, or came back after one, is tampering."""
+        for (seq, path), digest in sorted(self.markers.items()):
+            recorded = self.records.get((seq, path))
+            if recorded is None:
+                where = f"{path} " if path else ""
+                raise self.fail(
+                    f"event {seq} had {where}removed with no redaction event recording it "
+                    "(removed behind the log's back)",
+                    seq,
+                )
+            if recorded[0] != digest:
+                raise self.fail(
+                    f"event {seq}'s redaction at {path or 'its payload'} is not what redaction "
+                    f"event {recorded[1].recorded_at_seq} records",
+                    seq,
+                )
+        for (seq, path), (_, note) in sorted(self.records.items()):
+            if (seq, path) not in self.markers:
+                raise self.fail(
+                    f"redaction event {note.recorded_at_seq} records {note.describe()}, but "
+                    "that content is there (put back, or never removed)",
+                    note.recorded_at_seq,
+                )
+        return [note for _, (_, note) in sorted(self.records.items())]
 
     def _check_nothing_anchored_beyond_the_end(self) -> None:
         beyond = [record for record in self.anchors if record.last_seq > self.seq]

@@ -14,8 +14,8 @@ import pytest
 
 from app.config import Settings
 from app.events import Message, Run, RunOutput, SessionCreated
-from app.events.commitment import redact
-from app.store import EventStore, migrate
+from app.events.commitment import RedactionPathError, redact
+from app.store import EventStore, RedactionRefused, migrate
 from tests.support.postgres import ServerAddress, database_from_template
 
 
@@ -84,7 +84,8 @@ async def test_a_part_replaced_by_its_marker_keeps_the_chain_anything_else_break
     await store.append(session, awkward())
     assert set(await _chains(store, session)) == {2}
     [output] = [e for e in await store.read(session, resolve_blobs=False) if e.seq == 3]
-    redacted, removed = redact(output.stored_payload, "/output", output.event_id.bytes)
+    redacted, gone = redact(output.stored_payload, "/output", output.event_id.bytes)
+    removed = gone["$redacted"]
 
     admin = await asyncpg.connect(database_url)  # the server's superuser
     try:
@@ -92,8 +93,12 @@ async def test_a_part_replaced_by_its_marker_keeps_the_chain_anything_else_break
         await admin.execute("SET session_replication_role = replica")
         change = "UPDATE events SET payload = $3::jsonb WHERE session_id = $1 AND seq = $2"
         await admin.execute(change, session, 3, json.dumps(redacted))
+        # the chain holds (the marker keeps the commitment of what went), but no redaction
+        # event records it: verify reports the removal as tampering, not as a redaction
+        assert set(await _chains(store, session)) == {2}
         report = await store.verify(session)
-        assert report.ok, report  # the marker holds the commitment of what went
+        assert not report.ok and report.first_bad_seq == 3, report
+        assert "no redaction event recording it" in report.reason
         after = {e.seq: e for e in await store.read(session, resolve_blobs=False)}[3]
         assert secret not in json.dumps(after.payload) and removed in json.dumps(after.payload)
 
@@ -105,5 +110,74 @@ async def test_a_part_replaced_by_its_marker_keeps_the_chain_anything_else_break
         await admin.execute(change, session, 3, json.dumps(wrong))
         report = await store.verify(session)
         assert not report.ok and report.first_bad_seq == 3, report
+    finally:
+        await admin.close()
+
+
+async def test_a_redaction_removes_the_content_and_verify_reports_it(
+    store: EventStore, database_url: str
+) -> None:
+    session = uuid.uuid4()
+    secret = "sk-live-0123456789abcdef"
+    await store.append(
+        session,
+        [SessionCreated(title="t"), Run(command=f"export KEY={secret}")],
+    )
+    await store.append(session, [RunOutput(cause=2, output=f"KEY={secret}\n", exit_code=0)])
+    record = await store.redact(session, 2, "/command", reason="a pasted key", user="alice")
+    assert record.seq == 4 and record.kind == "redaction"
+    await store.redact(session, 3, "", reason="its output too", user="alice")
+
+    report = await store.verify(session)
+    assert report.ok, report
+    assert [(n.seq, n.path, n.by, n.reason) for n in report.redactions] == [
+        (2, "/command", "alice", "a pasted key"),
+        (3, "", "alice", "its output too"),
+    ]
+    events = await store.read(session)
+    assert events[1].event().command == "[redacted]"  # type: ignore[attr-defined]
+    admin = await asyncpg.connect(database_url)
+    try:
+        dump = await admin.fetchval("SELECT string_agg(payload::text, ' ') FROM events")
+        assert secret not in dump
+        # a redaction without its record is tampering; so is content put back after one
+        await admin.execute("SET session_replication_role = replica")
+        await admin.execute("DELETE FROM events WHERE session_id = $1 AND seq = 5", session)
+        await admin.execute(
+            "UPDATE sessions SET last_seq = 4, last_hash = "
+            "(SELECT hash FROM events WHERE session_id = $1 AND seq = 4) "
+            "WHERE id = $1",
+            session,
+        )
+        report = await store.verify(session)
+        assert not report.ok and report.first_bad_seq == 3, report
+        assert "no redaction event recording it" in report.reason
+    finally:
+        await admin.close()
+
+
+async def test_what_a_redaction_refuses(store: EventStore, database_url: str) -> None:
+    session = uuid.uuid4()
+    await store.append(session, [SessionCreated(title="t"), Run(command="ls")])
+    with pytest.raises(RedactionPathError, match="nothing at /nope"):
+        await store.redact(session, 2, "/nope", reason="r", user="u")
+    with pytest.raises(RedactionRefused, match="has no event 9"):
+        await store.redact(session, 9, "", reason="r", user="u")
+    await store.redact(session, 2, "/command", reason="r", user="u")
+    with pytest.raises(RedactionPathError, match="already redacted"):
+        await store.redact(session, 2, "/command", reason="r", user="u")
+    change = "UPDATE events SET {} WHERE session_id = $1 AND seq = $2"
+    named = "SELECT set_config('chronicle.redacting', $1, true)"
+    async with store.pool.acquire() as connection, connection.transaction():
+        await connection.execute(named, f"{session}:2")
+        with pytest.raises(asyncpg.PostgresError, match="permission denied"):  # the app's role
+            await connection.execute(change.format("payload = '{}'"), session, 2)
+    admin = await asyncpg.connect(database_url)
+    try:  # the trigger lets the named row's payload change, nothing else, even for its owner
+        for what, seq in (("payload = '{}'", 1), ("hash = '\\x00'", 2), ("cause = 1", 2)):
+            with pytest.raises(asyncpg.PostgresError, match="append-only"):
+                async with admin.transaction():
+                    await admin.execute(named, f"{session}:2")
+                    await admin.execute(change.format(what), session, seq)
     finally:
         await admin.close()

@@ -13,14 +13,15 @@ from hypothesis import strategies as st
 
 from app.events.canonical import encode
 from app.events.commitment import (
-    REDACTED,
     RedactionPathError,
     commitment,
     digest,
     is_redacted,
+    markers_in,
     parse_pointer,
     redact,
 )
+from app.events.stored_form import REDACTED
 
 SALT = uuid.UUID("0190a5e0-0000-7000-8000-000000000001").bytes
 
@@ -67,9 +68,9 @@ def test_removing_any_part_keeps_the_commitment(payload: dict[str, Any]) -> None
     stored = encode(payload).stored
     before = commitment(stored, SALT)
     for pointer in ["", *(_pointers(payload) if _plain(payload) else [])]:
-        redacted, removed = redact(stored, pointer, SALT)
+        redacted, gone = redact(stored, pointer, SALT)
         assert commitment(redacted, SALT) == before, pointer
-        assert removed in json.dumps(redacted)
+        assert gone[REDACTED] in json.dumps(redacted)
 
 
 @settings(max_examples=150, deadline=None)
@@ -102,17 +103,18 @@ def test_order_and_place_matter_but_not_how_keys_are_written() -> None:
 
 def test_the_marker_holds_the_digest_and_the_type_not_the_content() -> None:
     payload = {"response": {"content": "the key is sk-live-123", "tool_calls": [{"id": "c1"}]}}
-    redacted, removed = redact(payload, "/response/content", SALT)
+    redacted, gone = redact(payload, "/response/content", SALT)
+    removed = gone[REDACTED]
     marker = redacted["response"]["content"]
-    assert marker == {REDACTED: removed, "was": "string"} and is_redacted(marker)
+    assert marker == gone == {REDACTED: removed, "was": "string"} and is_redacted(marker)
     assert "sk-live" not in json.dumps(redacted)
     assert removed == digest("the key is sk-live-123", SALT).hex()
     assert redacted["response"]["tool_calls"] == [{"id": "c1"}]
     again, _ = redact(redacted, "/response/tool_calls/0", SALT)
     assert again["response"]["tool_calls"][0]["was"] == "object"
     assert commitment(again, SALT) == commitment(payload, SALT)
-    whole, removed_whole = redact(again, "", SALT)
-    assert whole == {REDACTED: removed_whole, "was": "object"}
+    whole, gone_whole = redact(again, "", SALT)
+    assert whole == gone_whole == {REDACTED: gone_whole[REDACTED], "was": "object"}
     assert commitment(whole, SALT) == commitment(payload, SALT)
 
 
@@ -146,3 +148,13 @@ def test_a_path_that_names_nothing_says_where_it_stops(pointer: str, says: str) 
     payload, _ = redact({"list": ["a", "b"], "gone": "secret"}, "/gone", SALT)
     with pytest.raises(RedactionPathError, match=says):
         redact(payload, pointer, SALT)
+
+
+def test_markers_are_found_where_the_model_reads_them() -> None:
+    stored = encode({"args": {"$blob": "x", "a/b": ["s", "t"]}, "out": "o"}).stored
+    once, _ = redact(stored, "/args/a~1b/1", SALT)
+    twice, gone = redact(once, "/out", SALT)
+    found = markers_in(twice)
+    assert [pointer for pointer, _ in found] == ["/args/a~1b/1", "/out"]
+    assert found[1][1] == gone[REDACTED]
+    assert markers_in(stored) == []

@@ -231,3 +231,22 @@ def test_random_values_round_trip_exactly(seed: int) -> None:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_genuine_redacted_key_is_written_as_pairs_and_a_marker_reads_as_a_placeholder() -> None:
+    """``$redacted`` is reserved: a model's object that has that key is stored as ``$obj``
+    pairs (never mistaken for a marker), and a real marker reads as an empty value of the
+    type it was."""
+    genuine = {"args": {"$redacted": "0" * 64, "was": "string"}}
+    encoded = encode(genuine)
+    assert encoded.marked and "$obj" in encoded.text
+    assert restore(encoded.stored, {}) == genuine
+    stored = {
+        "text": {"$redacted": "a" * 64, "was": "string"},
+        "calls": {"$redacted": "b" * 64, "was": "array"},
+        "usage": {"$redacted": "c" * 64, "was": "object"},
+        "n": {"$redacted": "d" * 64, "was": "number"},
+    }
+    assert restore(stored, {}) == {"text": "[redacted]", "calls": [], "usage": {}, "n": 0}
+    with pytest.raises(StoredFormError, match="malformed redaction marker"):
+        restore({"x": {"$redacted": "a" * 64, "was": "secret"}}, {})
