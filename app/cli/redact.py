@@ -58,11 +58,12 @@ async def redact(args: argparse.Namespace, settings: Settings) -> int:
             )
             return 1
         try:
-            recorded = await store.redact(
+            records = await store.redact(
                 args.session, args.seq, args.field, reason=args.reason, user=user
             )
         except (RedactionPathError, RedactionRefused) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    print(render_json(recorded) if args.json else render_line(recorded))
+    for recorded in records:  # this one, then where the content it named was named too
+        print(render_json(recorded) if args.json else render_line(recorded))
     return 0

@@ -193,3 +193,52 @@ def _markers(node: Any, here: list[str], found: list[tuple[str, str]]) -> None:
     elif isinstance(node, list):
         for index, child in enumerate(node):
             _markers(child, [*here, str(index)], found)
+
+
+def part_at(payload: Any, pointer: str) -> Any:
+    """The stored part a JSON Pointer names (through ``$obj`` pairs); ``RedactionPathError``
+    when there is none."""
+    node = payload
+    where = ""
+    for token in parse_pointer(pointer):
+        where += f"/{token}"
+        if isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
+            for key, value in node[OBJ]:
+                name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
+                if name == token:
+                    node = value
+                    break
+            else:
+                raise RedactionPathError(f"the payload has nothing at {where}")
+        elif isinstance(node, dict) and token in node and set(node) != {ESC}:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise RedactionPathError(f"the payload has nothing at {where}")
+    return node
+
+
+def pointers_to(payload: Any, matches: Any) -> list[str]:
+    """The JSON Pointers of the stored nodes for which ``matches(node)`` holds (outermost
+    first; nothing inside a match is looked at)."""
+    found: list[str] = []
+
+    def walk(node: Any, here: list[str]) -> None:
+        if matches(node):
+            found.append(render_pointer(here))
+        elif isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
+            for pair in node[OBJ]:
+                if isinstance(pair, list) and len(pair) == 2:
+                    key = pair[0]
+                    name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
+                    walk(pair[1], [*here, str(name)])
+        elif isinstance(node, dict) and not is_redacted(node):
+            for key, child in node.items():
+                walk(child, [*here, key])
+        elif isinstance(node, list):
+            for index, child in enumerate(node):
+                walk(child, [*here, str(index)])
+
+    walk(payload, [])
+    return found

@@ -655,10 +655,10 @@ class EventStore:
 
     async def redact(
         self, session_id: UUID, seq: int, path: str = "", *, reason: str, user: str
-    ) -> RecordedEvent:
+    ) -> list[RecordedEvent]:
         """Remove the part at ``path`` (a JSON Pointer; "" the whole payload) of the
-        session's event ``seq`` and record a ``redaction`` event; see ``app.store.redaction``.
-        """
+        session's event ``seq``, and the blobs and prompt messages it named wherever they are
+        named; the ``redaction`` events recorded, this one first (``app.store.redaction``)."""
         from app.store.redaction import redact
 
         return await redact(self, session_id, seq, path, reason=reason, user=user)

@@ -4,19 +4,27 @@ a ``redaction`` event records who, when, why and what by hash (docs/erasure.md).
 The new payload is made here (``app.events.commitment.redact``: the part replaced by its
 marker) and checked by the database (``chronicle_redact``: the same tree commitment, an event
 hashed over it), which replaces the payload and appends the record in one transaction.
+
+Content stored once and named by hash goes too: a blob the part referred to, or a prompt
+message (or tool list) of an ``llm.call``'s part. Another event may name the same content
+(a blob is shared by equal long strings, a message by every call that sent it, in any
+session), so every event that names it has that reference redacted as well, each with its own
+record saying why, and then the row is deleted (``chronicle_forget``, which refuses while any
+event still names it).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
 
 from app.events.canonical import stored_json
+from app.events.commitment import part_at, pointers_to
 from app.events.commitment import redact as redacted_payload
 from app.events.redaction import Redaction
-from app.events.stored_form import REDACTED
+from app.events.stored_form import BLOB, ESC, REDACTED, references
 from app.store.append import encode_batch
 from app.store.errors import StoreError
 from app.store.records import RecordedEvent
@@ -24,6 +32,18 @@ from app.store.records import RecordedEvent
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
+FORGET_SQL = "SELECT chronicle_forget($1::text, $2::bytea)"
+#: The events that name a blob or a prompt message (every month: a reference anywhere counts).
+NAMING_SQL = {
+    "blob": (
+        "SELECT session_id, seq FROM events "
+        "WHERE strpos(payload::text, '\"' || $1::text || '\"') > 0"
+    ),
+    "message": (
+        "SELECT session_id, seq FROM events WHERE kind = 'llm.call' "
+        "AND (payload -> 'prompt' ? $1::text OR payload ->> 'tools' = $1::text)"
+    ),
+}
 REDACT_SQL = (
     "SELECT seq, global_position, tx, created_at, hash "
     "FROM chronicle_redact($1::uuid, $2::integer, $3::text, $4::uuid, $5::text, $6::smallint)"
@@ -37,14 +57,87 @@ class RedactionRefused(StoreError):
 
 async def redact(
     store: EventStore, session_id: UUID, seq: int, path: str, *, reason: str, user: str
-) -> RecordedEvent:
+) -> list[RecordedEvent]:
     """Remove the part at ``path`` (a JSON Pointer, "" the whole payload) of the session's
-    event ``seq``; the ``redaction`` event recorded. ``RedactionPathError`` for a path that
+    event ``seq``, and the blobs and prompt messages it named wherever they are named; the
+    ``redaction`` events recorded, this one first. ``RedactionPathError`` for a path that
     names nothing, ``RedactionRefused`` when the database refuses."""
+    target = await _event(store, session_id, seq)
+    part = part_at(target.stored_payload, path)
+    first = await _redact_one(store, target, path, reason=reason, user=user)
+    records = [first]
+    named = [("blob", key) for key in sorted(references(part))]
+    if target.kind == "llm.call":
+        named += [("message", key) for key in sorted(_message_keys(target.stored_payload, path))]
+    for kind, key in named:
+        why = (
+            f"{reason} (the same {kind} {key[:12]}... was redacted with seq {seq} of "
+            f"session {session_id})"
+        )
+        records += await _forget_everywhere(store, kind, key, reason=why, user=user)
+    return records
+
+
+def _message_keys(payload: Any, path: str) -> set[str]:
+    """The prompt messages and tool list named in an ``llm.call``'s part at ``path`` (the
+    whole payload, its ``prompt``, one entry of it, or its ``tools``)."""
+    named = {h for h in payload.get("prompt", []) if isinstance(h, str)}
+    if isinstance(payload.get("tools"), str):
+        named.add(payload["tools"])
+    return named & set(_strings(part_at(payload, path)))
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, dict):
+        return [text for child in node.values() for text in _strings(child)]
+    if isinstance(node, list):
+        return [text for child in node for text in _strings(child)]
+    return []
+
+
+async def _forget_everywhere(
+    store: EventStore, kind: str, key: str, *, reason: str, user: str
+) -> list[RecordedEvent]:
+    """Redact every reference to a blob or message, then delete it."""
+    records: list[RecordedEvent] = []
+    rows = await store.pool.fetch(NAMING_SQL[kind], key)
+    for row in rows:
+        event = await _event(store, row["session_id"], row["seq"])
+        for pointer in pointers_to(event.stored_payload, _names(kind, key)):
+            event = await _event(store, row["session_id"], row["seq"])
+            records.append(await _redact_one(store, event, pointer, reason=reason, user=user))
+    if not await store.pool.fetchval(FORGET_SQL, kind, bytes.fromhex(key)):
+        raise RedactionRefused(f"the {kind} {key} is still named by an event after its redaction")
+    return records
+
+
+def _names(kind: str, key: str) -> Any:
+    """Whether a stored node is a reference to that blob (or an escaped string held in it),
+    or that prompt message's hash."""
+
+    def matches(node: Any) -> bool:
+        if kind == "message":
+            return node == key
+        if isinstance(node, dict) and set(node) == {ESC} and isinstance(node[ESC], dict):
+            node = node[ESC]
+        return isinstance(node, dict) and node.get(BLOB) == key
+
+    return matches
+
+
+async def _event(store: EventStore, session_id: UUID, seq: int) -> RecordedEvent:
     page = await store.read(session_id, after_seq=seq - 1, limit=1, resolve_blobs=False)
     if not page or page[0].seq != seq:
         raise RedactionRefused(f"session {session_id} has no event {seq}")
-    target = page[0]
+    return page[0]
+
+
+async def _redact_one(
+    store: EventStore, target: RecordedEvent, path: str, *, reason: str, user: str
+) -> RecordedEvent:
+    session_id, seq = target.session_id, target.seq
     payload, marker = redacted_payload(target.stored_payload, path, target.event_id.bytes)
     record = Redaction(
         target_seq=seq,

@@ -752,6 +752,38 @@ ALTER FUNCTION public.chronicle_float(p_value jsonb) OWNER TO chronicle_owner;
 
 COMMENT ON FUNCTION public.chronicle_float(p_value jsonb) IS 'A number of a payload as float8, else NULL (a string, or beyond what float8 holds)';
 
+CREATE FUNCTION public.chronicle_forget(p_kind text, p_key bytea) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_hex text := encode(p_key, 'hex');
+BEGIN
+    IF p_kind = 'blob' THEN
+        IF EXISTS (SELECT 1 FROM events e WHERE strpos(e.payload::text, '"' || v_hex || '"') > 0) THEN
+            RETURN false;
+        END IF;
+        PERFORM set_config('chronicle.forgetting', 'blob:' || v_hex, true);
+        DELETE FROM blobs b WHERE b.sha256 = p_key;
+    ELSIF p_kind = 'message' THEN
+        IF EXISTS (SELECT 1 FROM events e
+                   WHERE e.kind = 'llm.call'
+                     AND (e.payload -> 'prompt' ? v_hex OR e.payload ->> 'tools' = v_hex)) THEN
+            RETURN false;
+        END IF;
+        PERFORM set_config('chronicle.forgetting', 'message:' || v_hex, true);
+        DELETE FROM llm_messages m WHERE m.hash = p_key;
+    ELSE
+        RAISE EXCEPTION 'chronicle_forget forgets a blob or a message, not a %', p_kind
+            USING ERRCODE = 'CR020';
+    END IF;
+    PERFORM set_config('chronicle.forgetting', '', true);
+    RETURN true;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_forget(p_kind text, p_key bytea) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_gen_ai_provider(p_model text) RETURNS text
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -1363,6 +1395,27 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_refuse_change() OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_refuse_content_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'blobs' THEN
+        IF current_setting('chronicle.forgetting', true) = 'blob:' || encode(OLD.sha256, 'hex') THEN
+            RETURN OLD;
+        END IF;
+    ELSIF TG_OP = 'DELETE' AND TG_TABLE_NAME = 'llm_messages' THEN
+        IF current_setting('chronicle.forgetting', true) = 'message:' || encode(OLD.hash, 'hex') THEN
+            RETURN OLD;
+        END IF;
+    END IF;
+    RAISE EXCEPTION 'the % table is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'CR002',
+              HINT = 'content goes only when every event that names it was redacted (chronicle redact)';
+END
+$$;
+
+ALTER FUNCTION public.chronicle_refuse_content_change() OWNER TO CURRENT_USER;
 
 CREATE FUNCTION public.chronicle_refuse_event_change() RETURNS trigger
     LANGUAGE plpgsql
@@ -3134,7 +3187,7 @@ CREATE TRIGGER api_tokens_by_owner BEFORE INSERT OR UPDATE ON public.api_tokens 
 
 CREATE TRIGGER api_tokens_revoked AFTER UPDATE OF revoked_at, expires_at ON public.api_tokens FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
 
-CREATE TRIGGER blobs_append_only BEFORE DELETE OR UPDATE ON public.blobs FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
+CREATE TRIGGER blobs_append_only BEFORE DELETE OR UPDATE ON public.blobs FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_content_change();
 
 CREATE TRIGGER blobs_no_truncate BEFORE TRUNCATE ON public.blobs FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_refuse_change();
 
@@ -3148,7 +3201,7 @@ CREATE CONSTRAINT TRIGGER events_one_session_created AFTER INSERT ON public.even
 
 CREATE TRIGGER events_platform_log_kinds BEFORE INSERT ON public.events FOR EACH ROW WHEN ((new.session_id = '00000000-0000-4000-8000-00000000a0d1'::uuid)) EXECUTE FUNCTION public.chronicle_platform_log_kinds();
 
-CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_messages FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_change();
+CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_messages FOR EACH ROW EXECUTE FUNCTION public.chronicle_refuse_content_change();
 
 CREATE TRIGGER sessions_archived_head BEFORE DELETE OR UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
 
@@ -3244,6 +3297,9 @@ GRANT ALL ON FUNCTION public.chronicle_event_partitions() TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_exchange_login_code(p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_exchange_login_code(p_code_hash bytea, p_login uuid, p_login_hash bytea, p_hours double precision, p_address text) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_forget(p_kind text, p_key bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_forget(p_kind text, p_key bytea) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_lease_seconds double precision) TO chronicle_app;

@@ -17,6 +17,8 @@ Redaction: ``chronicle_redact`` replaces parts of one chain-2 event's payload wi
 markers, refusing anything that changes the payload's commitment, and appends the
 ``redaction`` event that records it in the same transaction. The events' append-only trigger
 (``chronicle_refuse_event_change``) lets exactly that update through, and nothing else.
+``chronicle_forget`` deletes a blob or a prompt message once no event names it any more (its
+references redacted everywhere); the content tables' triggers let exactly that delete through.
 
 Revision ID: 0029
 Revises: 0028
@@ -41,12 +43,30 @@ depends_on = None
 
 TREE_DIGEST = "chronicle_tree_digest(jsonb, bytea)"
 REDACT = "chronicle_redact(uuid, integer, text, uuid, text, smallint)"
+FORGET = "chronicle_forget(text, bytea)"
 EVENT_KINDS = (*kinds_kept_by("0027_session_archives.py", "EVENT_KINDS"), "redaction")
 
 TRIGGER = r"""
 DROP TRIGGER events_append_only ON events;
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
     FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_event_change();
+"""
+CONTENT_TRIGGERS = r"""
+DROP TRIGGER blobs_append_only ON blobs;
+CREATE TRIGGER blobs_append_only BEFORE UPDATE OR DELETE ON blobs
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_content_change();
+DROP TRIGGER llm_messages_append_only ON llm_messages;
+CREATE TRIGGER llm_messages_append_only BEFORE UPDATE OR DELETE ON llm_messages
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_content_change();
+"""
+CONTENT_TRIGGERS_BEFORE = r"""
+DROP TRIGGER blobs_append_only ON blobs;
+CREATE TRIGGER blobs_append_only BEFORE DELETE OR UPDATE ON blobs
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_change();
+DROP TRIGGER llm_messages_append_only ON llm_messages;
+CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON llm_messages
+    FOR EACH ROW EXECUTE FUNCTION chronicle_refuse_change();
+DROP FUNCTION chronicle_refuse_content_change();
 """
 TRIGGER_BEFORE = r"""
 DROP TRIGGER events_append_only ON events;
@@ -77,21 +97,29 @@ def upgrade() -> None:
     run(render_kind_functions(event_kinds=EVENT_KINDS))
     run(sql_file("functions/chronicle_tree_digest.sql"))
     run(sql_file("functions/chronicle_refuse_event_change.sql"))
+    run(sql_file("functions/chronicle_refuse_content_change.sql"))
     run(TRIGGER)
+    run(CONTENT_TRIGGERS)
     run(_replacing(APPEND_FUNCTIONS, path))
     run(sql_file("functions/chronicle_redact.sql", search_path=path))
+    run(sql_file("functions/chronicle_forget.sql", search_path=path))
     run(
         f"ALTER FUNCTION {TREE_DIGEST} OWNER TO chronicle_owner;\n"
         f"REVOKE ALL ON FUNCTION {TREE_DIGEST} FROM PUBLIC;\n"
         f"ALTER FUNCTION {REDACT} OWNER TO chronicle_owner;\n"
         f"REVOKE ALL ON FUNCTION {REDACT} FROM PUBLIC;\n"
-        f"GRANT EXECUTE ON FUNCTION {REDACT} TO chronicle_app;"
+        f"GRANT EXECUTE ON FUNCTION {REDACT} TO chronicle_app;\n"
+        f"ALTER FUNCTION {FORGET} OWNER TO chronicle_owner;\n"
+        f"REVOKE ALL ON FUNCTION {FORGET} FROM PUBLIC;\n"
+        f"GRANT EXECUTE ON FUNCTION {FORGET} TO chronicle_app;"
     )
 
 
 def downgrade() -> None:
     before = earlier_revision("0026_event_partitions.py")
+    run(f"DROP FUNCTION {FORGET};")
     run(f"DROP FUNCTION {REDACT};")
+    run(CONTENT_TRIGGERS_BEFORE)
     run(_replacing(before.APPEND_FUNCTIONS, search_path()))
     run(TRIGGER_BEFORE)
     run(f"DROP FUNCTION {TREE_DIGEST};")

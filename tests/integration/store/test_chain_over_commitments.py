@@ -6,6 +6,7 @@ of payloads built to be awkward (escapes, reserved keys, numbers, blobs)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 
@@ -13,8 +14,10 @@ import asyncpg
 import pytest
 
 from app.config import Settings
-from app.events import Message, Run, RunOutput, SessionCreated
+from app.events import LlmCall, Message, Run, RunOutput, SessionCreated
+from app.events.canonical import canonical_json
 from app.events.commitment import RedactionPathError, redact
+from app.events.stored_form import references
 from app.store import EventStore, RedactionRefused, migrate
 from tests.support.postgres import ServerAddress, database_from_template
 
@@ -124,7 +127,7 @@ async def test_a_redaction_removes_the_content_and_verify_reports_it(
         [SessionCreated(title="t"), Run(command=f"export KEY={secret}")],
     )
     await store.append(session, [RunOutput(cause=2, output=f"KEY={secret}\n", exit_code=0)])
-    record = await store.redact(session, 2, "/command", reason="a pasted key", user="alice")
+    [record] = await store.redact(session, 2, "/command", reason="a pasted key", user="alice")
     assert record.seq == 4 and record.kind == "redaction"
     await store.redact(session, 3, "", reason="its output too", user="alice")
 
@@ -179,5 +182,70 @@ async def test_what_a_redaction_refuses(store: EventStore, database_url: str) ->
                 async with admin.transaction():
                     await admin.execute(named, f"{session}:2")
                     await admin.execute(change.format(what), session, seq)
+    finally:
+        await admin.close()
+
+
+async def test_a_blob_goes_from_every_event_that_names_it(
+    store: EventStore, database_url: str
+) -> None:
+    """Two sessions printed the same long output (one blob): redacting it in one redacts the
+    other's reference too, each with its record, and the blob itself is deleted."""
+    secret = "password=hunter2-" + "y" * 100_000
+    sessions = [uuid.uuid4(), uuid.uuid4()]
+    for session in sessions:
+        await store.append(session, [SessionCreated(title="t"), Run(command="cat cfg")])
+        await store.append(session, [RunOutput(cause=2, output=secret, exit_code=0)])
+    events = await store.read(sessions[0], resolve_blobs=False)
+    [key] = {k for e in events for k in references(e.stored_payload)}
+
+    records = await store.redact(sessions[0], 3, "/output", reason="a password", user="ops")
+    assert [(r.session_id, r.payload["target_seq"]) for r in records] == [
+        (sessions[0], 3),
+        (sessions[1], 3),
+    ]
+    assert "the same blob" in records[1].payload["reason"]
+    for session in sessions:
+        report = await store.verify(session)
+        assert report.ok and [(n.seq, n.path) for n in report.redactions] == [(3, "/output")]
+    admin = await asyncpg.connect(database_url)
+    try:
+        assert (
+            await admin.fetchval("SELECT count(*) FROM blobs WHERE sha256 = $1", bytes.fromhex(key))
+            == 0
+        )
+        for table in ("events", "blobs", "llm_messages"):
+            dump = await admin.fetchval(
+                f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {table} t"
+            )
+            assert "hunter2" not in dump, table
+    finally:
+        await admin.close()
+
+
+async def test_a_prompt_message_goes_from_every_call_that_sent_it(
+    store: EventStore, database_url: str
+) -> None:
+    system = canonical_json({"role": "system", "content": "be careful"})
+    leaked = canonical_json({"role": "tool", "content": "AWS_SECRET=abc123xyz"})
+    hashes = [hashlib.sha256(t.encode()).hexdigest() for t in (system, leaked)]
+    await store.put_messages(hashes, [system, leaked])
+    sessions = [uuid.uuid4(), uuid.uuid4()]
+    for session in sessions:  # a fork sends the same messages
+        call = LlmCall(model="m", fingerprint="f" * 64, prompt=hashes, tools=hashes[0])
+        await store.append(session, [Message(content="go"), call])
+
+    records = await store.redact(sessions[1], 2, "/prompt/1", reason="a key", user="ops")
+    assert [(r.session_id, r.payload["path"]) for r in records] == [
+        (sessions[1], "/prompt/1"),
+        (sessions[0], "/prompt/1"),
+    ]
+    for session in sessions:
+        report = await store.verify(session)
+        assert report.ok and report.messages == 1, report  # the system prompt is still there
+    admin = await asyncpg.connect(database_url)
+    try:
+        dump = await admin.fetchval("SELECT string_agg(t::text, ' ') FROM llm_messages t")
+        assert "abc123xyz" not in dump and "be careful" in dump
     finally:
         await admin.close()

@@ -30,7 +30,7 @@ def test_redact_a_field_and_a_payload_then_verify_lists_them(env: dict[str, str]
         "--user", "ada", "--json", env=env,
     )  # fmt: skip
     assert whole.returncode == 0, whole.stderr
-    record = json.loads(whole.stdout)
+    record = json.loads(whole.stdout.splitlines()[0])
     assert record["kind"] == "redaction" and record["payload"]["target_seq"] == output["seq"]
     assert record["payload"]["user"] == "ada" and record["payload"]["path"] == ""
 
