@@ -2,12 +2,17 @@
 event of a session, or one field of it, keeping the proof of everything else
 (docs/erasure.md). The part becomes a marker holding its digest, the hash chain still
 verifies, and a ``redaction`` event records who (``cli:<login>``, or ``--user``), when, why and
-what by hash; ``chronicle verify`` lists it apart from tampering."""
+what by hash; ``chronicle verify`` lists it apart from tampering.
+
+`chronicle redact --value-file FILE (--all | SESSION...) --reason TEXT`: find a secret (the
+file's text, never the command line, which ``ps`` and shell histories show) everywhere the log
+holds it, redact each place, and say where it was."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from app.cli.numbers import seq_number
 from app.cli.render import render_json, render_line
@@ -22,8 +27,8 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         "redact",
         help="remove an event's content (or one field of it) and record who, when and why",
     )
-    parser.add_argument("session", type=session_id, metavar="SESSION")
-    parser.add_argument("--seq", type=seq_number, required=True, metavar="N", help="the event")
+    parser.add_argument("sessions", nargs="*", type=session_id, metavar="SESSION")
+    parser.add_argument("--seq", type=seq_number, metavar="N", help="the event")
     parser.add_argument(
         "--field",
         default="",
@@ -31,6 +36,14 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
         help="a JSON Pointer into its payload, /output or /response/content "
         "(default: the whole payload)",
     )
+    parser.add_argument(
+        "--value-file",
+        type=Path,
+        metavar="FILE",
+        help="redact the secret this file holds wherever it is (its text, less one final "
+        "newline), in the SESSIONs or with --all in every session",
+    )
+    parser.add_argument("--all", action="store_true", help="with --value-file: every session")
     parser.add_argument("--reason", required=True, metavar="TEXT", help="why, in words")
     parser.add_argument("--user", metavar="NAME", help="who did it (default: cli:<your login>)")
     parser.add_argument("--json", action="store_true", help="print the record as JSON")
@@ -38,32 +51,90 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
 
 
 async def redact(args: argparse.Namespace, settings: Settings) -> int:
-    from app.cli.log import open_store
+    if not args.reason.strip():
+        return _usage("--reason must say why")
+    if args.value_file is not None:
+        if args.seq is not None or args.field:
+            return _usage("--value-file finds the places itself: no --seq or --field")
+        if args.all == bool(args.sessions):
+            return _usage("--value-file needs --all or the SESSIONs to search")
+        return await _redact_value(args, settings)
+    if len(args.sessions) != 1 or args.seq is None or args.all:
+        return _usage("name one SESSION and its event (--seq N), or use --value-file")
+    return await _redact_event(args, settings)
+
+
+def _usage(problem: str) -> int:
+    print(f"error: {problem}", file=sys.stderr)
+    return 2
+
+
+def _user(args: argparse.Namespace) -> str:
     from app.sessions.platform_audit import terminal_actor
+
+    return str(args.user or terminal_actor().name)
+
+
+async def _redact_event(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.log import open_store
     from app.store import RedactionRefused
 
-    if not args.reason.strip():
-        print("error: --reason must say why", file=sys.stderr)
-        return 2
-    user = args.user or terminal_actor().name
+    [session] = args.sessions
     async with await open_store(settings) as store:
-        last = await store.last_seq(args.session)
-        if last == 0 or args.session == PLATFORM_LOG_ID:
-            print(f"error: there is no session {args.session}", file=sys.stderr)
+        last = await store.last_seq(session)
+        if last == 0 or session == PLATFORM_LOG_ID:
+            print(f"error: there is no session {session}", file=sys.stderr)
             return 1
         if args.seq > last:
             print(
-                f"error: session {args.session} has no event {args.seq} (its last is {last})",
+                f"error: session {session} has no event {args.seq} (its last is {last})",
                 file=sys.stderr,
             )
             return 1
         try:
             records = await store.redact(
-                args.session, args.seq, args.field, reason=args.reason, user=user
+                session, args.seq, args.field, reason=args.reason, user=_user(args)
             )
         except (RedactionPathError, RedactionRefused) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     for recorded in records:  # this one, then where the content it named was named too
         print(render_json(recorded) if args.json else render_line(recorded))
+    return 0
+
+
+async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
+    from app.cli.log import open_store
+    from app.events.masking import worth_masking
+    from app.store import RedactionRefused
+    from app.store.value_search import redact_value
+
+    try:
+        value = args.value_file.read_text(encoding="utf-8").removesuffix("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.value_file}: {exc}", file=sys.stderr)
+        return 1
+    if not worth_masking(value):
+        print(
+            "error: the value is too short or too plain to search for (at least 8 characters, "
+            "not only digits): it would match where it is not the secret",
+            file=sys.stderr,
+        )
+        return 2
+    async with await open_store(settings) as store:
+        try:
+            records = await redact_value(
+                store,
+                value,
+                sessions=None if args.all else args.sessions,
+                reason=args.reason,
+                user=_user(args),
+            )
+        except (RedactionPathError, RedactionRefused) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    for recorded in records:
+        print(render_json(recorded) if args.json else render_line(recorded))
+    where = {str(record.session_id) for record in records}
+    print(f"{len(records)} redactions in {len(where)} sessions", file=sys.stderr)
     return 0

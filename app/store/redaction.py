@@ -74,7 +74,7 @@ async def redact(
             f"{reason} (the same {kind} {key[:12]}... was redacted with seq {seq} of "
             f"session {session_id})"
         )
-        records += await _forget_everywhere(store, kind, key, reason=why, user=user)
+        records += await forget_everywhere(store, kind, key, reason=why, user=user)
     return records
 
 
@@ -97,7 +97,7 @@ def _strings(node: Any) -> list[str]:
     return []
 
 
-async def _forget_everywhere(
+async def forget_everywhere(
     store: EventStore, kind: str, key: str, *, reason: str, user: str
 ) -> list[RecordedEvent]:
     """Redact every reference to a blob or message, then delete it."""

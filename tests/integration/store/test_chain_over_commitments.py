@@ -19,6 +19,7 @@ from app.events.canonical import canonical_json
 from app.events.commitment import RedactionPathError, redact
 from app.events.stored_form import references
 from app.store import EventStore, RedactionRefused, migrate
+from app.store.value_search import redact_value
 from tests.support.postgres import ServerAddress, database_from_template
 
 
@@ -247,5 +248,43 @@ async def test_a_prompt_message_goes_from_every_call_that_sent_it(
     try:
         dump = await admin.fetchval("SELECT string_agg(t::text, ' ') FROM llm_messages t")
         assert "abc123xyz" not in dump and "be careful" in dump
+    finally:
+        await admin.close()
+
+
+async def test_a_secret_is_found_and_redacted_everywhere(
+    store: EventStore, database_url: str
+) -> None:
+    """``redact_value``: in commands, outputs, escaped strings, blobs and prompt messages, in
+    every session, then nothing in the tables holds it and every session still verifies."""
+    secret = 'ghp_"Quoted\\Secret\x00Value'  # a quote, a backslash and a NUL: escaped forms
+    tool = canonical_json({"role": "tool", "content": f"token: {secret}"})
+    hashes = [hashlib.sha256(tool.encode()).hexdigest()]
+    await store.put_messages(hashes, [tool])
+    first, second = uuid.uuid4(), uuid.uuid4()
+    await store.append(first, [SessionCreated(title="t"), Run(command=f"gh auth {secret}")])
+    await store.append(first, [RunOutput(cause=2, output=f"ok {secret}\n", exit_code=0)])
+    await store.append(first, [LlmCall(model="m", fingerprint="f" * 64, prompt=hashes)])
+    await store.append(second, [SessionCreated(title="u"), Run(command="cat log")])
+    long = "line\n" * 20_000 + secret
+    await store.append(second, [RunOutput(cause=2, output=long, exit_code=0)])
+
+    records = await redact_value(store, secret, sessions=None, reason="leaked", user="ops")
+    assert {(r.session_id, r.payload["target_seq"], r.payload["path"]) for r in records} == {
+        (first, 2, "/command"),
+        (first, 3, "/output"),
+        (first, 4, "/prompt/0"),
+        (second, 3, "/output"),
+    }
+    for session in (first, second):
+        report = await store.verify(session)
+        assert report.ok, report
+    admin = await asyncpg.connect(database_url)
+    try:
+        for table in ("events", "blobs", "llm_messages"):
+            dump = await admin.fetchval(
+                f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {table} t"
+            )
+            assert "Quoted" not in dump, table
     finally:
         await admin.close()

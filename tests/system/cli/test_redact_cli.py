@@ -5,6 +5,7 @@ redacted is refused with a reason and exit 1 or 2 (docs/erasure.md)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from tests.support.cli import chronicle
 
@@ -57,3 +58,35 @@ def test_redact_a_field_and_a_payload_then_verify_lists_them(env: dict[str, str]
     assert beyond.returncode == 1 and "has no event 999" in beyond.stderr
     blank = chronicle("redact", session, "--seq", "1", "--reason", " ", env=env)
     assert blank.returncode == 2 and "--reason" in blank.stderr
+
+
+def test_redact_a_value_everywhere_from_a_file(env: dict[str, str], tmp_path: Path) -> None:
+    demo = chronicle("demo", env=env)
+    assert demo.returncode == 0, demo.stderr
+    session = next(w for w in demo.stdout.split() if w.count("-") == 4)
+    listed = chronicle("events", session, "--json", env=env)
+    command = next(
+        json.loads(line)["payload"]["command"]
+        for line in listed.stdout.splitlines()
+        if json.loads(line)["kind"] == "run"
+    )
+    secret = tmp_path / "secret.txt"
+    secret.write_text(command + "\n")
+
+    found = chronicle("redact", "--value-file", str(secret), "--all", "--reason", "leaked", env=env)
+    assert found.returncode == 0, found.stderr
+    assert "redacted by cli:" in found.stdout and "redactions in 1 sessions" in found.stderr
+    after = chronicle("events", session, "--json", env=env).stdout
+    assert command not in after and json.dumps(command)[1:-1] not in after
+    verified = chronicle("verify", session, env=env)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert "redacted by cli:" in verified.stdout
+
+    neither = chronicle("redact", "--value-file", str(secret), "--reason", "x", env=env)
+    assert neither.returncode == 2 and "--all or the SESSIONs" in neither.stderr
+    short = tmp_path / "short.txt"
+    short.write_text("1234")
+    plain = chronicle("redact", "--value-file", str(short), "--all", "--reason", "x", env=env)
+    assert plain.returncode == 2 and "too short" in plain.stderr
+    no_seq = chronicle("redact", session, "--reason", "x", env=env)
+    assert no_seq.returncode == 2 and "--seq" in no_seq.stderr
