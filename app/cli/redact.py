@@ -106,8 +106,7 @@ async def _redact_event(args: argparse.Namespace, settings: Settings) -> int:
 async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_store
     from app.events.masking import worth_masking
-    from app.store import RedactionRefused
-    from app.store.value_search import redact_value
+    from app.store import RedactionRefused, redact_value
 
     try:
         value = args.value_file.read_text(encoding="utf-8").removesuffix("\n")

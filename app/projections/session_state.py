@@ -13,7 +13,10 @@ Everything comes from the session's own events, in seq order:
   ``served_calls`` and ``served_cost_usd`` (the recording's cost, not spent again) only, so
   a replay's ``cost_usd`` is 0 and spend is counted once, in the recorded session;
 - actions (``steps``), ``error`` events (``errors``), ``runtime.ready`` / ``runtime.restarted``
-  (the runtime that answered).
+  (the runtime that answered);
+- ``redaction`` of ``session.created`` (docs/erasure.md): the copies this row made of what
+  went (the title reads ``[redacted]``, a config field is emptied), so the list does not keep
+  what the log no longer holds.
 
 ``status`` is ``working`` while the controller last said loading, running or rate_limited; a
 reader shows ``running`` while a process holds the session's claim and ``interrupted``
@@ -300,8 +303,29 @@ def _runtime(row: SessionStateRow, event: RecordedEvent) -> None:
         row.runtime = runtime
 
 
+#: What a row copies from ``session.created`` (seq 1), by the JSON Pointer it is at.
+COPIED_FROM_CREATION = {
+    "/title": "title",
+    "/config/workspace": "workspace",
+    "/config/model": "model",
+    "/config/agent": "agent",
+    "/config/runtime": "runtime",
+}
+
+
+def _redaction(row: SessionStateRow, event: RecordedEvent) -> None:
+    payload = event.payload
+    if payload.get("target_seq") != 1:
+        return
+    path = str(payload.get("path") or "")
+    for pointer, field in COPIED_FROM_CREATION.items():
+        if path == "" or pointer == path or pointer.startswith(path + "/"):
+            setattr(row, field, "[redacted]" if field == "title" else None)
+
+
 FOLDS = {
     "session.created": _created,
+    "redaction": _redaction,
     "agent.state": _agent_state,
     "llm.call": _llm_call,
     "error": _error,

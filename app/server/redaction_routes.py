@@ -4,8 +4,9 @@
 The part at ``path`` (a JSON Pointer; empty: the whole payload) of the session's event ``seq``
 is replaced by its marker and a ``redaction`` event records it, with the signed-in admin as
 its ``user``; the blobs and prompt messages the part named go too, from every session that
-names them, each with a record (all returned, this one first). A member gets 403 (an owner may
-not erase their own session's record); a session the admin cannot see does not exist (404).
+names them, each with a record (all returned, this one first). The owner, a member, gets 403
+(an owner may not erase their own session's record); anyone else's session does not exist
+for them (404, as on every session route).
 """
 
 from __future__ import annotations
@@ -74,9 +75,9 @@ async def redact(
 ) -> RedactionList:
     """Remove a part of one of the session's events, keeping the proof of the rest (admins)."""
     principal = principal_of(request)
+    await ensure_visible(ctx, principal, session_id)  # first: another's session is a 404
     if not principal.is_admin:
         raise PermissionDeniedException("only an admin may redact")
-    await ensure_visible(ctx, principal, session_id)
     if not data.reason.strip():
         raise Unprocessable("the reason must say why")
     if data.seq > await ctx.store.last_seq(session_id):

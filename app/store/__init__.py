@@ -92,6 +92,7 @@ if TYPE_CHECKING:
         refused_for_now,
     )
     from app.store.urls import failover_url, redact
+    from app.store.value_search import redact_value
 
 #: Each export's module, imported on first use: ``app/config/`` reads this package's config
 #: model, and that must not import the whole package into every command.
@@ -140,6 +141,7 @@ _EXPORTED_FROM = {
     "RecordedEvent": "app.store.records",
     "VerifyReport": "app.store.records",
     "RedactionRefused": "app.store.redaction",
+    "redact_value": "app.store.value_search",
     "SessionBusyError": "app.store.session_claims",
     "claim_session": "app.store.session_claims",
     "claimed_sql": "app.store.session_claims",
@@ -206,6 +208,7 @@ __all__ = [
     "forget_migrations",
     "kept_running",
     "redact",
+    "redact_value",
     "refused_for_now",
     "schema_revision",
     "session_months",

@@ -19,6 +19,7 @@ BODIES = {
     "/forks": {"at_seq": 2},
     "/playground": {},
     "/annotations": {"label": "reviewed"},
+    "/redactions": {"seq": 1, "reason": "isolation"},
 }
 #: Routes whose answer to the owner depends on the session: theirs is not a replay, its seq 1
 #: is no model call, and once messaged mid-run (above) it cannot be replayed (the statuses,
@@ -28,6 +29,7 @@ OWNER_EXPECTS = {
     "/api/sessions/{session_id}/model-calls/{seq}": ({404}, "no model call at seq 1"),
     "/api/sessions/{session_id}/model-calls/{seq}/playground": ({404}, "no model call at seq 1"),
     "/api/sessions/{session_id}/replays": ({202, 422}, ""),
+    "/api/sessions/{session_id}/redactions": ({403}, "only an admin may redact"),
 }
 
 #: Routes that steer the session, which answer the owner 409 where its state rules them out.

@@ -77,3 +77,24 @@ def test_the_settings_reach_the_runner_config() -> None:
         inline=False, standby_interval=0.5, batch_size=9
     )
     assert Settings.model_construct().projections == ProjectionsConfig()
+
+
+def test_a_redaction_of_the_creation_takes_the_copies_the_row_made() -> None:
+    created = event(
+        1, "session.created", "user", title="deploy with key sk-123",
+        config={"model": "m", "workspace": "/home/sk-123", "agent": "a"},
+    )  # fmt: skip
+    titled = fold(
+        created, event(2, "redaction", "user", target_seq=1, path="/title", removed="0" * 64)
+    )
+    assert (titled.title, titled.workspace, titled.model) == ("[redacted]", "/home/sk-123", "m")
+    config = fold(
+        created, event(2, "redaction", "user", target_seq=1, path="/config", removed="0" * 64)
+    )
+    assert (config.title, config.workspace, config.model, config.agent) == (
+        "deploy with key sk-123", None, None, None,
+    )  # fmt: skip
+    whole = fold(created, event(2, "redaction", "user", target_seq=1, path="", removed="0" * 64))
+    assert (whole.title, whole.workspace) == ("[redacted]", None)
+    other = fold(created, event(2, "redaction", "user", target_seq=2, path="", removed="0" * 64))
+    assert other.title == "deploy with key sk-123"
