@@ -71,6 +71,8 @@ class SshGate:
             f"  IdentityFile {self.root / 'client_key'}\n  IdentitiesOnly yes\n"
             f"  UserKnownHostsFile {self.root / 'known_hosts'}\n  StrictHostKeyChecking yes\n"
             "  BatchMode yes\n"
+            # one connection for every docker call and exec, as docs/sandboxes.md advises
+            f"  ControlMaster auto\n  ControlPath {self.root / 'cm-%C'}\n  ControlPersist 60\n"
         )
         self.path_dir.mkdir(exist_ok=True)
         wrapper = self.path_dir / "ssh"
@@ -95,6 +97,12 @@ class SshGate:
         raise RuntimeError(f"sshd did not start: {(self.root / 'sshd.log').read_text()[-2000:]}")
 
     def stop(self) -> None:
+        subprocess.run(  # the shared connection's master, if one is still up
+            ["ssh", "-F", str(self.root / "ssh_config"), "-O", "exit", HOST],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
         if self.process is not None:
             self.process.terminate()
             self.process.wait(timeout=10)

@@ -167,7 +167,12 @@ def test_demote_and_promote_take_effect_on_the_next_request(
     )
     assert session.status_code in (200, 201), session.text
     theirs = f"{server.url}/api/sessions/{session.json()['id']}"
-    assert httpx.get(theirs, headers=bearer(admin)).status_code == 200
+    # the session reads 404 to everyone until the projection has applied its creation
+    deadline = time.monotonic() + 20
+    while (seen := httpx.get(theirs, headers=bearer(admin))).status_code == 404:
+        assert time.monotonic() < deadline, "the session was never projected"
+        time.sleep(0.1)
+    assert seen.status_code == 200, seen.text
     browser = browser_login(server, admin)
     assert browser.get("/api/me").json()["is_admin"] is True
 
