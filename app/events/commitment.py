@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from app.errors import ChronicleError
@@ -42,6 +43,11 @@ class RedactionPathError(ChronicleError, ValueError):
 
 def _sha(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
+
+
+def _key_name(stored: Any) -> str:
+    """A ``$obj`` pair's key as the event's model reads it (it may be an escaped string)."""
+    return unescape_text(stored[ESC]) if isinstance(stored, dict) and ESC in stored else stored
 
 
 WAS = "was"
@@ -146,11 +152,9 @@ def _redact_pairs(
 ) -> tuple[Any, dict[str, str]]:
     """Into a ``$obj`` (an object whose keys needed escaping): its pairs are [key, value]."""
     pairs = node[OBJ]
-    for index, pair in enumerate(pairs):
-        key = pair[0]
-        name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
-        if name == token:
-            new, removed = _replace(pair[1], rest, salt, here)
+    for index, (key, value) in enumerate(pairs):
+        if _key_name(key) == token:
+            new, removed = _replace(value, rest, salt, here)
             changed = [*pairs[:index], [key, new], *pairs[index + 1 :]]
             return {OBJ: changed}, removed
     raise RedactionPathError(f"the payload has nothing at {here}")
@@ -173,26 +177,41 @@ def render_pointer(tokens: list[str]) -> str:
 def markers_in(payload: Any) -> list[tuple[str, str]]:
     """Every redaction marker in a stored payload: (its JSON Pointer, its digest hex), the
     pointer naming keys as the event's model reads them (through ``$obj`` pairs)."""
-    found: list[tuple[str, str]] = []
-    _markers(payload, [], found)
-    return found
+    return [
+        (render_pointer(here), node[REDACTED])
+        for here, node in _nodes(payload, [], is_redacted)
+        if is_redacted(node)
+    ]
 
 
-def _markers(node: Any, here: list[str], found: list[tuple[str, str]]) -> None:
-    if is_redacted(node):
-        found.append((render_pointer(here), node[REDACTED]))
-    elif isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
+def pointers_to(payload: Any, matches: Any) -> list[str]:
+    """The JSON Pointers of the stored nodes for which ``matches(node)`` holds (outermost
+    first; nothing inside a match is looked at)."""
+    return [render_pointer(here) for here, node in _nodes(payload, [], matches) if matches(node)]
+
+
+def strings_in(part: Any) -> list[str]:
+    """The strings a stored part holds (not those inside markers)."""
+    return [node for _, node in _nodes(part, [], lambda _: False) if isinstance(node, str)]
+
+
+def _nodes(node: Any, here: list[str], stop: Any) -> Iterator[tuple[list[str], Any]]:
+    """Every node of a stored payload with the tokens of its path, parents first; not into a
+    node ``stop`` holds for, nor into a marker that stands for one value (``$esc``,
+    ``$blob``, ``$redacted``)."""
+    yield here, node
+    if stop(node) or is_redacted(node):
+        return
+    if isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
         for pair in node[OBJ]:
             if isinstance(pair, list) and len(pair) == 2:
-                key = pair[0]
-                name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
-                _markers(pair[1], [*here, str(name)], found)
+                yield from _nodes(pair[1], [*here, str(_key_name(pair[0]))], stop)
     elif isinstance(node, dict) and not (set(node) == {ESC} or BLOB in node):
         for key, child in node.items():
-            _markers(child, [*here, key], found)
+            yield from _nodes(child, [*here, key], stop)
     elif isinstance(node, list):
         for index, child in enumerate(node):
-            _markers(child, [*here, str(index)], found)
+            yield from _nodes(child, [*here, str(index)], stop)
 
 
 def part_at(payload: Any, pointer: str) -> Any:
@@ -204,8 +223,7 @@ def part_at(payload: Any, pointer: str) -> Any:
         where += f"/{token}"
         if isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
             for key, value in node[OBJ]:
-                name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
-                if name == token:
+                if _key_name(key) == token:
                     node = value
                     break
             else:
@@ -217,28 +235,3 @@ def part_at(payload: Any, pointer: str) -> Any:
         else:
             raise RedactionPathError(f"the payload has nothing at {where}")
     return node
-
-
-def pointers_to(payload: Any, matches: Any) -> list[str]:
-    """The JSON Pointers of the stored nodes for which ``matches(node)`` holds (outermost
-    first; nothing inside a match is looked at)."""
-    found: list[str] = []
-
-    def walk(node: Any, here: list[str]) -> None:
-        if matches(node):
-            found.append(render_pointer(here))
-        elif isinstance(node, dict) and set(node) == {OBJ} and isinstance(node[OBJ], list):
-            for pair in node[OBJ]:
-                if isinstance(pair, list) and len(pair) == 2:
-                    key = pair[0]
-                    name = unescape_text(key[ESC]) if isinstance(key, dict) and ESC in key else key
-                    walk(pair[1], [*here, str(name)])
-        elif isinstance(node, dict) and not is_redacted(node):
-            for key, child in node.items():
-                walk(child, [*here, key])
-        elif isinstance(node, list):
-            for index, child in enumerate(node):
-                walk(child, [*here, str(index)])
-
-    walk(payload, [])
-    return found

@@ -21,7 +21,7 @@ from uuid import UUID
 import asyncpg
 
 from app.events.canonical import stored_json
-from app.events.commitment import part_at, pointers_to
+from app.events.commitment import part_at, pointers_to, strings_in
 from app.events.commitment import redact as redacted_payload
 from app.events.redaction import Redaction
 from app.events.stored_form import BLOB, ESC, REDACTED, references
@@ -63,16 +63,47 @@ async def redact(
     ``redaction`` events recorded, this one first. ``RedactionPathError`` for a path that
     names nothing, ``RedactionRefused`` when the database refuses."""
     target = await _event(store, session_id, seq)
+    return await _redact_following(store, target, path, reason=reason, user=user)
+
+
+async def redact_where(
+    store: EventStore,
+    session_id: UUID,
+    seq: int,
+    matches: Any,
+    *,
+    reason: str,
+    user: str,
+    following: bool = True,
+) -> list[RecordedEvent]:
+    """Redact each part of the event for which ``matches(stored node)`` holds, one at a
+    time (each changes the payload, so it is read again until nothing matches); with
+    ``following``, what each part names goes too (as ``redact``). The records made."""
+    records: list[RecordedEvent] = []
+    while True:
+        event = await _event(store, session_id, seq)
+        found = pointers_to(event.stored_payload, matches)
+        if not found:
+            return records
+        if following:
+            records += await _redact_following(store, event, found[0], reason=reason, user=user)
+        else:
+            records.append(await _redact_one(store, event, found[0], reason=reason, user=user))
+
+
+async def _redact_following(
+    store: EventStore, target: RecordedEvent, path: str, *, reason: str, user: str
+) -> list[RecordedEvent]:
+    """``redact`` of an event already read."""
     part = part_at(target.stored_payload, path)
-    first = await _redact_one(store, target, path, reason=reason, user=user)
-    records = [first]
+    records = [await _redact_one(store, target, path, reason=reason, user=user)]
     named = [("blob", key) for key in sorted(references(part))]
     if target.kind == "llm.call":
         named += [("message", key) for key in sorted(_message_keys(target.stored_payload, path))]
     for kind, key in named:
         why = (
-            f"{reason} (the same {kind} {key[:12]}... was redacted with seq {seq} of "
-            f"session {session_id})"
+            f"{reason} (the same {kind} {key[:12]}... was redacted with seq {target.seq} of "
+            f"session {target.session_id})"
         )
         records += await forget_everywhere(store, kind, key, reason=why, user=user)
     return records
@@ -84,17 +115,7 @@ def _message_keys(payload: Any, path: str) -> set[str]:
     named = {h for h in payload.get("prompt", []) if isinstance(h, str)}
     if isinstance(payload.get("tools"), str):
         named.add(payload["tools"])
-    return named & set(_strings(part_at(payload, path)))
-
-
-def _strings(node: Any) -> list[str]:
-    if isinstance(node, str):
-        return [node]
-    if isinstance(node, dict):
-        return [text for child in node.values() for text in _strings(child)]
-    if isinstance(node, list):
-        return [text for child in node for text in _strings(child)]
-    return []
+    return named & set(strings_in(part_at(payload, path)))
 
 
 async def forget_everywhere(
@@ -102,12 +123,11 @@ async def forget_everywhere(
 ) -> list[RecordedEvent]:
     """Redact every reference to a blob or message, then delete it."""
     records: list[RecordedEvent] = []
-    rows = await store.pool.fetch(NAMING_SQL[kind], key)
-    for row in rows:
-        event = await _event(store, row["session_id"], row["seq"])
-        for pointer in pointers_to(event.stored_payload, _names(kind, key)):
-            event = await _event(store, row["session_id"], row["seq"])
-            records.append(await _redact_one(store, event, pointer, reason=reason, user=user))
+    for row in await store.pool.fetch(NAMING_SQL[kind], key):
+        records += await redact_where(
+            store, row["session_id"], row["seq"], _names(kind, key),
+            reason=reason, user=user, following=False,
+        )  # fmt: skip
     if not await store.pool.fetchval(FORGET_SQL, kind, bytes.fromhex(key)):
         raise RedactionRefused(f"the {kind} {key} is still named by an event after its redaction")
     return records

@@ -21,10 +21,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from app.events.commitment import pointers_to
 from app.events.stored_form import ESC, escape_text, needs_escape, unescape_text
 from app.store.records import RecordedEvent
-from app.store.redaction import forget_everywhere, redact
+from app.store.redaction import forget_everywhere, redact_where
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -85,12 +84,9 @@ async def redact_value(
         for row in await store.pool.fetch(EVENTS_SQL, json_form(text), scope)
     }
     for session_id, seq in sorted(places):
-        while True:  # each redaction changes the payload: look again until nothing holds it
-            page = await store.read(session_id, after_seq=seq - 1, limit=1, resolve_blobs=False)
-            found = pointers_to(page[0].stored_payload, holds(value)) if page else []
-            if not found:
-                break
-            records += await redact(store, session_id, seq, found[0], reason=reason, user=user)
+        records += await redact_where(
+            store, session_id, seq, holds(value), reason=reason, user=user
+        )
     stored_once = [("blob", BLOBS_SQL, text) for text in stored_texts(value)]
     stored_once += [("message", MESSAGES_SQL, json_form(text)) for text in stored_texts(value)]
     for kind, sql, form in stored_once:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,10 +27,10 @@ import requests
 from docker.utils import parse_bytes
 
 from app.runtime.docker.config import DockerConfig
-from app.runtime.docker.copied_files import FILES_LABEL, remove_volumes
 from app.runtime.docker.hosts import DockerHost, connect
 from app.runtime.docker.placement import HostLoad, capacity_of, choose_host, why_no_host
 from app.runtime.docker.reaper import list_sandboxes as engine_sandboxes
+from app.runtime.docker.reaper import remove_sandbox
 from app.runtime.docker.runtime import LABEL, DockerRuntime, container_name
 from app.runtime.errors import SandboxStartError
 from app.runtime.provisioner import (
@@ -201,11 +200,7 @@ class DockerHostPool:
         """Remove a sandbox this pool did not start (the reaper's, a takeover's leftover)."""
         try:
             engine = self._engine(host)
-            container = engine.containers.get(name)
-            socket = container.labels.get("chronicle.socket")
-            container.remove(force=True)
-            if container.labels.get(FILES_LABEL) == "copied":
-                remove_volumes(engine, container.labels.get("chronicle.session", ""))
+            remove_sandbox(engine, engine.containers.get(name))
         except docker.errors.NotFound:
             return
         except docker.errors.APIError as exc:
@@ -215,9 +210,6 @@ class DockerHostPool:
             return
         except ENGINE_ERRORS as exc:
             log.warning("could not remove %s from %s: %s", name, host, _short(exc))
-            return
-        if socket:
-            shutil.rmtree(Path(socket).parent, ignore_errors=True)
 
     async def list_sandboxes(self) -> list[SandboxListing]:
         found: list[SandboxListing] = []

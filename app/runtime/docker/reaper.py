@@ -80,6 +80,17 @@ async def list_sandboxes(engine: docker.DockerClient | None = None) -> list[Sand
     return found
 
 
+def remove_sandbox(engine: docker.DockerClient, container: Container) -> None:
+    """Remove a sandbox's container and what it leaves beside it: its volumes (copied
+    files), or its private socket directory on this machine (blocking)."""
+    socket = container.labels.get("chronicle.socket")
+    container.remove(force=True)
+    if container.labels.get(FILES_LABEL) == "copied":
+        remove_volumes(engine, container.labels.get("chronicle.session", ""))
+    if socket:
+        shutil.rmtree(Path(socket).parent, ignore_errors=True)
+
+
 async def reap(
     older_than: float,
     engine: docker.DockerClient | None = None,
@@ -102,18 +113,13 @@ async def reap(
             continue
         try:
             container = await asyncio.to_thread(engine.containers.get, info.name)
-            socket = container.labels.get("chronicle.socket")
-            await asyncio.to_thread(container.remove, force=True)
-            if container.labels.get(FILES_LABEL) == "copied":
-                await asyncio.to_thread(remove_volumes, engine, info.session_id)
+            await asyncio.to_thread(remove_sandbox, engine, container)
         except docker.errors.NotFound:
             continue
         except docker.errors.APIError as exc:
             if exc.status_code == 409:  # someone else is removing it right now
                 continue
             raise
-        if socket:
-            shutil.rmtree(Path(socket).parent, ignore_errors=True)
         log.info("reaped sandbox %s (quiet for %.0f s)", info.name, quiet)
         removed.append(info)
     return removed
