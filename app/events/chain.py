@@ -16,9 +16,6 @@ from uuid import UUID
 from app.events.canonical import chain_hash, format_timestamp, hashed_document, stored_json
 from app.events.commitment import commitment
 
-#: What the database's append functions write.
-CURRENT_CHAIN = 2
-
 
 def committed_document(
     *,
