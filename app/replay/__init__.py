@@ -2,8 +2,9 @@
 model or touching a sandbox, and name the first step where the agent behaves differently.
 
 ``canonical`` and ``requests`` compare (pure); ``divergence`` types what they find;
-``recording`` reads a recorded session; ``gateway`` and ``answers`` serve it; ``engine``
-runs a replay as a session of its own (``replay``).
+``recording`` reads a recorded session (``redactions``: what was redacted from it);
+``gateway`` and ``answers`` serve it; ``engine`` runs a replay as a session of its own
+(``replay``).
 """
 
 from app.replay.agent_config import AgentConfig
@@ -13,6 +14,8 @@ from app.replay.divergence import (
     ExtraCall,
     MissingCall,
     OutcomeDivergence,
+    RedactedDivergence,
+    RedactedPart,
     RequestDivergence,
 )
 from app.replay.engine import ReplayError, ReplayMode, ReplayResult, replay
@@ -24,6 +27,8 @@ __all__ = [
     "ExtraCall",
     "MissingCall",
     "OutcomeDivergence",
+    "RedactedDivergence",
+    "RedactedPart",
     "ReplayError",
     "ReplayMode",
     "ReplayResult",

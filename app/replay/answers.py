@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from app.events import Action, Observation, Service, new_event_id
 from app.replay.canonical import canonical_action, compare_consequences
-from app.replay.divergence import ActionDivergence
+from app.replay.divergence import ActionDivergence, Divergence, RedactedDivergence, redacted
 from app.replay.progress import ReplayProgress
 from app.store import RecordedEvent, ServiceFailed
 
@@ -52,12 +52,16 @@ class RecordedAnswers:
         recorded = await progress.recording.consequences(recorded_call)
         new = [(e.kind, e.payload) for e in siblings[: index + 1]]
         old = [(e.seq, e.kind, e.payload) for e in recorded[: index + 1]]
-        divergence = compare_consequences(step, recorded_call, old, new)
+        divergence: Divergence | None = progress.unseen(step, [seq for seq, _, _ in old])
+        divergence = divergence or compare_consequences(step, recorded_call, old, new)
         if divergence is None:
             answer = await progress.recording.answer(recorded[index].seq)
             if answer is not None:
+                divergence = await self._unservable(step, action, recorded[index].seq, answer)
+            if answer is not None and divergence is None:
                 await self._restarts(recorded[index].seq, answer.seq)
                 return answer
+        if divergence is None:
             same = canonical_action(action.kind, action.payload())
             divergence = ActionDivergence(
                 step=step,
@@ -70,6 +74,20 @@ class RecordedAnswers:
             )
         progress.stop(divergence)
         raise ServiceFailed(f"the replay diverged: {divergence.summary}")
+
+    async def _unservable(
+        self, step: int, action: Action, action_seq: int, answer: RecordedEvent
+    ) -> RedactedDivergence | None:
+        """The recorded answer, or a sandbox restart served before it, had a part redacted:
+        the agent would read a placeholder (None: all there)."""
+        restarts = await self.progress.recording.restarts_between(action_seq, answer.seq)
+        found = self.progress.recording.redacted.among([*(r.seq for r in restarts), answer.seq])
+        if found is None:
+            return None
+        return redacted(
+            step, found[0], found[1], f"model call {step}: the answer to its {action.kind} "
+            "cannot be served",
+        )  # fmt: skip
 
     async def _restarts(self, action_seq: int, answer_seq: int) -> None:
         """The sandbox restarts recorded while this action ran, appended before its answer

@@ -114,7 +114,68 @@ class OutcomeDivergence(Frozen):
     summary: str
 
 
+class RedactedPart(Frozen):
+    """A part of a recorded event that was redacted (``path``: a JSON Pointer into its
+    payload, "" the whole payload), and why, as its ``redaction`` record says (None: no
+    record says, which ``chronicle verify`` reports as tampering)."""
+
+    seq: int
+    path: str
+    reason: str | None = None
+
+
+class RedactedDivergence(Frozen):
+    """The replay reached something it must serve or compare that was redacted from the
+    recording (docs/replay.md, "Redacted sessions"): it cannot go on faithfully, in either
+    mode. ``recorded_seq`` is the first recorded event concerned (the model call, an action
+    it led to, an observation, a message of the user's), ``parts`` what went from it."""
+
+    kind: Literal["redacted"] = "redacted"
+    step: int
+    recorded_seq: int
+    parts: list[RedactedPart]
+    summary: str
+
+
 Divergence = Annotated[
-    RequestDivergence | ActionDivergence | ExtraCall | MissingCall | OutcomeDivergence,
+    RequestDivergence
+    | ActionDivergence
+    | ExtraCall
+    | MissingCall
+    | OutcomeDivergence
+    | RedactedDivergence,
     Field(discriminator="kind"),
 ]
+
+#: Parts named in a summary; more are counted.
+NAMED_PARTS = 3
+
+
+def describe_parts(parts: list[RedactedPart]) -> str:
+    """``seq 17 /response/content was redacted (a leaked key)``: the parts in words."""
+
+    def where(part: RedactedPart) -> str:
+        return f"seq {part.seq} {part.path or '(the whole event)'}"
+
+    def why(part: RedactedPart) -> str:
+        return f" ({part.reason})" if part.reason else ""
+
+    if len(parts) == 1:
+        return f"{where(parts[0])} was redacted{why(parts[0])}"
+    named = [where(part) + why(part) for part in parts[:NAMED_PARTS]]
+    if len(parts) > NAMED_PARTS:
+        named.append(f"{len(parts) - NAMED_PARTS} more parts")
+    return f"{', '.join(named[:-1])} and {named[-1]} were redacted"
+
+
+def redacted(
+    step: int, recorded_seq: int, parts: list[RedactedPart], lead: str
+) -> RedactedDivergence:
+    """The divergence at model call ``step``: ``lead`` (``model call 3 cannot be served``),
+    then what was redacted."""
+    return RedactedDivergence(
+        step=step,
+        recorded_seq=recorded_seq,
+        parts=parts,
+        summary=f"{lead}: {describe_parts(parts)}",
+    )

@@ -38,6 +38,7 @@ from app.replay.divergence import (
     MissingCall,
     OutcomeDivergence,
     RequestDivergence,
+    redacted,
 )
 from app.replay.gateway import ReplayGateway
 from app.replay.log import AnsweringLog
@@ -316,8 +317,9 @@ def _llm_config(recording: Recording, agent_config: AgentConfig) -> LlmConfig:
     """The gateway settings the recording's calls were made with, and the overrides."""
     recorded = recording.config.llm or ModelSettings()
     model = recorded.model or recording.config.model
-    if recording.first_call is not None:
-        model = recording.first_call.payload.get("model") or model
+    first = recording.first_call
+    if first is not None and not recording.redacted.at(first.seq, "/model"):
+        model = first.payload.get("model") or model
     if not model:
         raise ValueError("neither its configuration nor a model call of it names a model")
     values: dict[str, Any] = {
@@ -345,6 +347,8 @@ async def _agent(
     servers = [str(s.get("name")) for s in config.mcp_servers or []]
     first = recording.first_call
     first_tools = first.payload.get("tools") if first is not None else None
+    if first is not None and recording.redacted.at(first.seq, "/tools"):
+        first_tools = None  # gone: the replay stops at the first call, which needs them
     if servers and first_tools:
         stored = await store.read_messages([first_tools])
         offered = (stored.get(first_tools) or {}).get("tools", [])
@@ -381,9 +385,23 @@ def _stuck_detection(recording: Recording, agent_config: AgentConfig) -> bool:
     return bool(recording.config.given("stuck_detection", True))
 
 
-def _fed(event: RecordedEvent) -> Event:
-    """A user event of the recording as the replay records it (marked, with a fresh id)."""
-    return event.event().model_copy(update={"event_id": new_event_id(), "replayed_from": event.seq})
+def _fed(recording: Recording, event: RecordedEvent) -> Event:
+    """A user event of the recording as the replay records it (marked, with a fresh id; its
+    sender left out when that was redacted, rather than copied as a placeholder)."""
+    update: dict[str, Any] = {"event_id": new_event_id(), "replayed_from": event.seq}
+    if recording.redacted.at(event.seq, "/user"):
+        update["user"] = None
+    return event.event().model_copy(update=update)
+
+
+def _redacted_feed(progress: ReplayProgress, segment: Segment) -> Divergence | None:
+    """A user event of ``segment`` the replay would feed that was redacted: the next model
+    call would be asked from a placeholder (None: the feed is whole)."""
+    found = progress.recording.redacted.among(event.seq for event in segment.feed)
+    if found is None:
+        return None
+    step = progress.served + 1
+    return redacted(step, found[0], found[1], f"model call {step} cannot be served")
 
 
 async def _run_segments(
@@ -399,8 +417,16 @@ async def _run_segments(
     the middle of a go)."""
     outcome: str | None = None
     for segment in recording.segments:
+        unfed = _redacted_feed(progress, segment)
+        if unfed is not None:
+            progress.stop(unfed)
+            await store.append(
+                replay_id,
+                [AgentState(state="stopped", reason=f"the replay diverged: {unfed.summary}")],
+            )
+            return None
         if segment.feed:
-            await store.append(replay_id, [_fed(event) for event in segment.feed])
+            await store.append(replay_id, [_fed(recording, event) for event in segment.feed])
         controller = AgentController(
             store,
             replay_id,
@@ -456,6 +482,13 @@ def _ending(progress: ReplayProgress, segment: Segment, outcome: str) -> Diverge
             f"{reason}) where the recording went on with {segment.calls - progress.served} "
             "more model calls",
         )
+    if outcome != segment.end_state and segment.end_seq is not None:
+        parts = [p for p in recording.redacted.of(segment.end_seq) if p.path in ("", "/state")]
+        if parts:
+            return redacted(
+                progress.served, segment.end_seq, parts,
+                f"after model call {progress.served}, how the run ended cannot be compared",
+            )  # fmt: skip
     if outcome != segment.end_state:
         return OutcomeDivergence(
             step=progress.served,

@@ -7,6 +7,12 @@ spend again, and ``session.created`` names the source (``forked_from``, ``forked
 of a replay is a live session, so its copy drops the replay's ``replay_of`` and mode. An
 action whose real observation differs from the recorded one (another kind, exit code or
 error) is an environment divergence: the fork goes on, the difference is in its log.
+
+A copy cannot carry a redaction: what the copy holds is hashed afresh, so a placeholder
+copied in its place would read as recorded content, with no record saying it went. A fork
+whose copy would hold a redacted part is refused, saying which, and a fork before it is
+possible. Who sent an event and the session's title (``UNREAD``: the agent reads neither) are
+left out of the copy instead.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from app.events import HANDLED_KINDS, OBSERVATION_KINDS, Action, Event, SessionC
 from app.events.ids import new_event_id
 from app.events.replay import EnvironmentDivergenceEvent
 from app.events.session_config import ReplayOrigin, SessionConfig
+from app.replay.divergence import describe_parts
+from app.replay.redactions import RedactedParts
 from app.runtime.protocol import Runtime
 from app.store import EventStore, RecordedEvent
 
@@ -42,7 +50,40 @@ class EnvironmentDivergence(BaseModel):
 
 def prefix_of(events: list[RecordedEvent], at: int) -> list[RecordedEvent]:
     """The events up to ``at``, refusing a cut between an action and its observation (the
-    fork would have an action nobody answers)."""
+    fork would have an action nobody answers) and a copy of a redacted part (see the
+    module)."""
+    prefix = _cut(events, at)
+    redacted = RedactedParts()
+    for event in events:
+        if event.kind == "redaction":
+            redacted.add(event)
+    gone = [part for event in prefix for part in redacted.of(event.seq)]
+    if gone:
+        first = gone[0].seq
+        raise ForkError(
+            f"the copy up to seq {at} would hold what was redacted ({describe_parts(gone)}), "
+            f"and a copy cannot carry a redaction; fork before seq {first}"
+            + ("" if first > 2 else " (there is nothing before it to fork)")
+        )
+    return [_without_unread(event, redacted) for event in prefix]
+
+
+def _without_unread(event: RecordedEvent, redacted: RedactedParts) -> RecordedEvent:
+    """``event`` without its sender or title when they were redacted (not copied as
+    placeholders)."""
+    user, title = redacted.at(event.seq, "/user"), redacted.at(event.seq, "/title")
+    if not (user or title):
+        return event
+    payload = dict(event.payload)
+    if user:
+        payload.pop("user", None)
+    if title:
+        payload["title"] = ""
+    return event._replace(payload=payload)
+
+
+def _cut(events: list[RecordedEvent], at: int) -> list[RecordedEvent]:
+    """The events up to ``at``, unless that cuts an action from its observation."""
     if not events or events[0].kind != "session.created":
         raise ForkError("this session has no session.created event; it cannot be forked")
     last = events[-1].seq
@@ -77,10 +118,12 @@ def fork_point(events: list[RecordedEvent], divergence: Any) -> int:
         at = events[-1].seq
     while at > 1:
         try:
-            prefix_of(events, at)
-            return at
+            _cut(events, at)
         except ForkError:
             at -= 1
+            continue
+        prefix_of(events, at)  # a copy of a redacted part is refused, saying so
+        return at
     raise ForkError("the divergence is at the session's start: there is nothing to fork")
 
 

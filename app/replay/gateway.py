@@ -5,8 +5,9 @@ Each request is prepared by a real ``LlmGateway`` (masking, hashing, fingerprint
 code that recorded the session), so its fingerprint is comparable with the recorded one.
 *strict*: a fingerprint that differs stops the replay with a ``request`` divergence.
 *positional*: the recorded response is served anyway and the difference reported. A call the
-recording does not have stops either way (``extra_call``). Before each request, what the
-previous served calls led to is compared with the recording (``action``).
+recording does not have stops either way (``extra_call``), and so does a recorded call with a
+redacted part or a prompt message redacted (``redacted``: ``redactions.py``). Before each
+request, what the previous served calls led to is compared with the recording (``action``).
 
 The served ``llm.call`` carries the recorded response, usage and cost (the controller's cost
 limit counts it as the recording did) and ``replayed_from`` = the recorded call's seq; its
@@ -25,7 +26,7 @@ from app.llm.call_log import CallLog
 from app.llm.errors import FailureKind
 from app.llm.gateway import PreparedRequest
 from app.llm.retry import Failure
-from app.replay.divergence import ExtraCall, RequestDivergence
+from app.replay.divergence import ExtraCall, RequestDivergence, redacted
 from app.replay.progress import ReplayDiverged, ReplayProgress
 from app.replay.requests import ModelRequest, compare_requests
 from app.store import RecordedEvent
@@ -77,6 +78,11 @@ class ReplayGateway:
             )
         progress.recording.serving(progress.served)
         recorded = await progress.recording.call(progress.served)
+        missing = progress.recording.redacted.of_call(recorded.seq)
+        if missing:  # either mode: its answer or its request is not all there
+            raise progress.stop(
+                redacted(step, recorded.seq, missing, f"model call {step} cannot be served")
+            )
         request = self._requests.prepare(messages, tools, previous)
         if request.fingerprint != recorded.payload.get("fingerprint"):
             difference = await self._difference(step, recorded, request)

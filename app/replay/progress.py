@@ -12,7 +12,13 @@ from uuid import UUID
 
 from app.errors import ChronicleError
 from app.replay.canonical import compare_consequences
-from app.replay.divergence import ActionDivergence, Divergence, RequestDivergence
+from app.replay.divergence import (
+    ActionDivergence,
+    Divergence,
+    RedactedDivergence,
+    RequestDivergence,
+    redacted,
+)
 from app.replay.recording import Recording
 from app.replay.seqs import SeqMap
 from app.store import RecordedEvent, SessionLog
@@ -61,6 +67,16 @@ class ReplayProgress:
             self.divergence = divergence
         return ReplayDiverged(divergence)
 
+    def unseen(self, step: int, consequence_seqs: list[int]) -> RedactedDivergence | None:
+        """A redacted part among what recorded model call ``step`` led to: what the replayed
+        agent made of the reply cannot be compared with it (None: all there)."""
+        found = self.recording.redacted.among(consequence_seqs)
+        if found is None:
+            return None
+        return redacted(
+            step, found[0], found[1], f"model call {step}: what it led to cannot be compared"
+        )
+
     def report(self, difference: RequestDivergence) -> None:
         self.differences.append(difference)
         self._differing.add(difference.recorded_seq)
@@ -106,6 +122,9 @@ class ReplayProgress:
                 (e.seq, e.kind, e.payload) for e in await self.recording.consequences(recorded_seq)
             ]
             new = [(e.kind, e.payload) for e in self._caused.pop(replay_seq, [])]
+            unseen = self.unseen(step, [seq for seq, _, _ in recorded])
+            if unseen is not None:
+                raise self.stop(unseen)
             divergence: ActionDivergence | None = compare_consequences(
                 step, recorded_seq, recorded, new
             )

@@ -29,9 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.errors import ChronicleError
 from app.events import OBSERVATION_KINDS
+from app.events.commitment import markers_in
 from app.events.llm import ANSWERED_NOTHING
 from app.events.prompts import whole_prompt
 from app.events.session_config import SessionConfig
+from app.replay.divergence import RedactedPart, describe_parts
+from app.replay.redactions import UNREAD, RedactedParts
 from app.replay.seqs import SeqGroups, SeqMap, Seqs
 from app.store import EventStore, RecordedEvent
 
@@ -60,6 +63,8 @@ class Segment(BaseModel):
     feed: list[RecordedEvent]
     end_state: str | None
     end_reason: str = ""
+    #: seq of the agent.state that says how it ended (None: none does)
+    end_seq: int | None = None
     calls: int
 
 
@@ -119,6 +124,8 @@ class Recording(BaseModel):
     #: messages of one), and of those that list their whole prompt
     all_call_seqs: Seqs = Field(default_factory=lambda: array("q"))
     whole_prompt_seqs: Seqs = Field(default_factory=lambda: array("q"))
+    #: what was redacted from it (``redactions.py``)
+    redacted: RedactedParts = Field(default_factory=RedactedParts)
     window: RecordedWindow
 
     @property
@@ -187,6 +194,8 @@ class _Index:
 
     def __init__(self) -> None:
         self.created: RecordedEvent | None = None
+        #: the paths of its session.created that were redacted (and that the agent reads)
+        self.config_redacted: list[str] = []
         self.config = SessionConfig()
         self.call_seqs = array("q")
         self.first_call: RecordedEvent | None = None
@@ -198,6 +207,8 @@ class _Index:
         self.segments: list[Segment] = []
         self._feed: list[RecordedEvent] = []
         self._state: tuple[str | None, str] = (None, "")
+        self._state_seq: int | None = None
+        self.redacted = RedactedParts()
         self._agent_since_feed = False
         self._user_spoke = False
 
@@ -213,6 +224,12 @@ class _Index:
                 "this session has no session.created event, so nothing says how its agent "
                 "was configured; only sessions started by `chronicle run` can be replayed"
             )
+        self.created = event
+        self.config_redacted = [
+            path for path, _ in markers_in(event.stored_payload) if path not in UNREAD
+        ]
+        if self.config_redacted:  # refused with the records' reasons once they are read
+            return
         try:
             config = SessionConfig.of_payload(event.payload)
         except ValidationError as exc:
@@ -227,11 +244,11 @@ class _Index:
                 "this session is itself a replay; replay the session it replays "
                 f"({event.payload['replay_of']}) instead"
             )
-        self.created = event
         self.config = config
 
     def _event(self, event: RecordedEvent) -> None:
         kind = event.kind
+        self.redacted.add(event)
         if kind == "llm.call":
             self.all_calls.append(event.seq)
             if event.payload.get("prompt_kept") is None:
@@ -272,6 +289,7 @@ class _Index:
                         feed=self._feed,
                         end_state=self._state[0],
                         end_reason=self._state[1],
+                        end_seq=self._state_seq,
                         calls=len(self.call_seqs),
                     )
                 )
@@ -279,6 +297,7 @@ class _Index:
             self._feed.append(event)
         elif event.kind == "agent.state" and event.source == "agent":
             self._state = (event.payload.get("state"), str(event.payload.get("reason", "")))
+            self._state_seq = event.seq
             self._agent_since_feed = True
         elif event.kind == "llm.call" and self._served_call(event.seq):
             self._agent_since_feed = True
@@ -301,6 +320,14 @@ class _Index:
                 "it holds no message from the user, and the agent only starts on the user's "
                 "message: there is nothing to replay"
             )
+        if self.config_redacted:
+            parts = self.redacted.of(created.seq) or [
+                RedactedPart(seq=created.seq, path=path) for path in self.config_redacted
+            ]
+            raise RecordingError(
+                f"how its agent was configured was redacted ({describe_parts(parts)}): the "
+                "replay cannot set the agent up as recorded"
+            )
         ended = self._state[0] if self._state[0] in OUTCOME_STATES else None
         segments = [
             *self.segments,
@@ -308,6 +335,7 @@ class _Index:
                 feed=self._feed,
                 end_state=ended,
                 end_reason=self._state[1],
+                end_seq=self._state_seq if ended else None,
                 calls=len(self.call_seqs),
             ),
         ]
@@ -324,6 +352,7 @@ class _Index:
             segments=segments,
             all_call_seqs=self.all_calls,
             whole_prompt_seqs=self.whole_prompts,
+            redacted=self.redacted,
             window=window,
         )
 

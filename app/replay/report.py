@@ -10,6 +10,7 @@ from app.replay.divergence import (
     Divergence,
     MissingCall,
     OutcomeDivergence,
+    RedactedDivergence,
     RequestDivergence,
 )
 from app.replay.engine import ReplayResult
@@ -75,6 +76,14 @@ def describe_divergence(divergence: Divergence) -> list[str]:
     elif isinstance(divergence, OutcomeDivergence):
         lines.append(f"  recorded: {divergence.recorded_state} ({divergence.recorded_reason})")
         lines.append(f"  replay:   {divergence.new_state} ({divergence.new_reason})")
+    elif isinstance(divergence, RedactedDivergence):
+        for part in divergence.parts:
+            why = part.reason or "no redaction record says why"
+            lines.append(f"  redacted: seq {part.seq} {part.path or '(the whole event)'}: {why}")
+        lines.append(
+            f"  a replay cannot go past seq {divergence.recorded_seq}; a fork before it can go "
+            "on live (--on-divergence fork)"
+        )
     return lines
 
 
