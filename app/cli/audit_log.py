@@ -73,6 +73,22 @@ def _what(kind: str, p: dict[str, Any]) -> str:
                 f"detached {p['partition']} ({p['start']} to {p['end']}): its sessions are "
                 f"archived in {p['archived_to']}"
             )
+        case "audit.redaction":
+            where = p["path"] or "the whole payload"
+            return (
+                f"redacted {where} of seq {p['target_seq']} of session {p['session_id']}: "
+                f"{p['reason']} (recorded at seq {p['recorded_seq']})"
+            )
+        case "audit.session_erased":
+            return (
+                f"erased session {p['session_id']} ({p['events']} events) by policy "
+                f"{p['policy']}; tombstone signed by key {p['key_id']}"
+            )
+        case "audit.user_erased":
+            return (
+                f"erased user {p['user_id']} (now {p['renamed_to']}): {p['sessions']} sessions "
+                f"erased, {p['redacted']} mentions redacted"
+            )
     return json.dumps(p, ensure_ascii=False, sort_keys=True)
 
 

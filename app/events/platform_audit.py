@@ -144,6 +144,48 @@ class AuditPartitionDetached(AuditEvent):
     manifest: str = Field(max_length=64)
 
 
+class AuditRedaction(AuditEvent):
+    """Content of ``session_id``'s event ``target_seq`` (the part at ``path``, a JSON Pointer;
+    "" the whole payload) was redacted, as the session's own ``redaction`` event at
+    ``recorded_seq`` says with its digest: the platform's copy of the record, so an admin's
+    removals are listed in one place whoever owns the sessions."""
+
+    kind: Literal["audit.redaction"] = "audit.redaction"
+    session_id: UUID
+    target_seq: int = Field(ge=1)
+    path: str = Field(max_length=4096)
+    removed: str = Field(pattern=r"^[0-9a-f]{64}$")
+    recorded_seq: int = Field(ge=1)
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class AuditSessionErased(AuditEvent):
+    """``session_id`` was erased: its ``events`` events, ending with hash ``last_hash``, were
+    deleted under ``policy``, leaving the tombstone signed by ``key_id`` (``signature``) that
+    its ``sessions`` row keeps (docs/erasure.md)."""
+
+    kind: Literal["audit.session_erased"] = "audit.session_erased"
+    session_id: UUID
+    events: int = Field(ge=1)
+    last_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    erased_at: datetime
+    policy: str = Field(min_length=1, max_length=200)
+    key_id: str = Field(pattern=r"^[0-9a-f]{32}$")
+    signature: str = Field(pattern=r"^[0-9a-f]{128}$")
+
+
+class AuditUserErased(AuditEvent):
+    """A person was erased (``chronicle users erase``): user ``user_id`` lost its name (now
+    ``renamed_to``), its tokens and logins; ``sessions`` of theirs were erased and
+    ``redacted`` mentions of the name in this log were redacted."""
+
+    kind: Literal["audit.user_erased"] = "audit.user_erased"
+    user_id: UUID
+    renamed_to: str = Field(min_length=1, max_length=64)
+    sessions: int = Field(ge=0)
+    redacted: int = Field(ge=0)
+
+
 AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
     AuditTokenCreated,
     AuditTokenRevoked,
@@ -154,6 +196,9 @@ AUDIT_CLASSES: tuple[type[AuditEvent], ...] = (
     AuditSessionStarted,
     AuditSessionsArchived,
     AuditPartitionDetached,
+    AuditRedaction,
+    AuditSessionErased,
+    AuditUserErased,
 )
 
 #: The kinds this module declares; app/events/registry.py registers every module's.

@@ -67,6 +67,10 @@ PLAN: dict[str, Placement] = {
     "browser_logins": Reference(),
     "login_codes": Reference(),
     "gateway_user_limits": Reference(),
+    # The masker's keyed hashes of secrets found after the fact (migration 0030): few rows,
+    # read by every process that records.
+    "masker_key": Reference(),
+    "masked_secrets": Reference(),
     "workers": Reference(),
     "projections": Reference(),
     "checkpoints": Reference(),

@@ -631,9 +631,61 @@ $$;
 
 ALTER FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_row     sessions%ROWTYPE;
+    v_deleted integer;
+BEGIN
+    IF p_session = '00000000-0000-4000-8000-00000000a0d1'::uuid THEN
+        RAISE EXCEPTION 'the platform''s audit log is never erased' USING ERRCODE = 'CR022';
+    END IF;
+    PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
+    SELECT * INTO v_row FROM sessions s WHERE s.id = p_session FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'there is no session %', p_session
+            USING ERRCODE = 'CR022', DETAIL = p_session::text;
+    END IF;
+    IF v_row.erased_at IS NOT NULL THEN
+        RAISE EXCEPTION 'session % was erased already (at %, by %)', p_session,
+            v_row.erased_at, v_row.erased_by
+            USING ERRCODE = 'CR022', DETAIL = p_session::text;
+    END IF;
+    IF (v_row.last_seq, v_row.last_hash) IS DISTINCT FROM (p_last_seq, p_last_hash) THEN
+        RAISE EXCEPTION 'session % has seq % now, not the % its tombstone was signed for',
+            p_session, v_row.last_seq, p_last_seq
+            USING ERRCODE = 'CR022', DETAIL = p_session::text,
+                  HINT = 'it took an event meanwhile: sign its tombstone again';
+    END IF;
+    IF EXISTS (SELECT 1 FROM chronicle_usage_tail() t WHERE t.session_id = p_session) THEN
+        RAISE EXCEPTION 'the usage rollups do not count all of session %''s model calls yet',
+            p_session
+            USING ERRCODE = 'CR023', DETAIL = p_session::text,
+                  HINT = 'refresh them first (chronicle_refresh_usage_rollups), so the '
+                         'aggregates outlive the events';
+    END IF;
+    UPDATE sessions s
+       SET erased_at = p_erased_at, erased_by = p_by, erased_policy = p_policy,
+           tombstone_key = p_key, tombstone_signature = p_signature
+     WHERE s.id = p_session;
+    PERFORM set_config('chronicle.erasing', p_session::text, true);
+    DELETE FROM events e WHERE e.session_id = p_session;
+    GET DIAGNOSTICS v_deleted = ROW_COUNT;
+    PERFORM set_config('chronicle.erasing', '', true);
+    DELETE FROM event_ids i WHERE i.session_id = p_session;
+    DELETE FROM session_leases l WHERE l.session_id = p_session;
+    DELETE FROM otel_spans o WHERE o.session_id = p_session;
+    RETURN v_deleted;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
-    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.replay_started', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'redaction', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
+    AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.redaction', 'audit.replay_started', 'audit.session_erased', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'audit.user_erased', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'redaction', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
 
 ALTER FUNCTION public.chronicle_event_kinds() OWNER TO chronicle_owner;
 
@@ -1429,6 +1481,10 @@ BEGIN
            (OLD.global_position, OLD.session_id, OLD.seq, OLD.event_id, OLD.tx, OLD.kind,
             OLD.source, OLD.cause, OLD.schema_version, OLD.created_at, OLD.hash) THEN
         RETURN NEW;
+    END IF;
+    IF TG_OP = 'DELETE'
+       AND current_setting('chronicle.erasing', true) = OLD.session_id::text THEN
+        RETURN OLD;
     END IF;
     RAISE EXCEPTION 'the % table is append-only: % is not allowed', TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'CR002',
@@ -2294,7 +2350,8 @@ CREATE TABLE public.session_state (
     evaluation_run text,
     served_calls integer DEFAULT 0 NOT NULL,
     served_cost_usd numeric,
-    CONSTRAINT session_state_status_check CHECK ((status = ANY (ARRAY['working'::text, 'finished'::text, 'awaiting_user_input'::text, 'paused'::text, 'stopped'::text, 'limit'::text, 'error'::text])))
+    erased_at timestamp with time zone,
+    CONSTRAINT session_state_status_check CHECK ((status = ANY (ARRAY['working'::text, 'finished'::text, 'awaiting_user_input'::text, 'paused'::text, 'stopped'::text, 'limit'::text, 'error'::text, 'erased'::text])))
 );
 
 ALTER TABLE public.session_state OWNER TO chronicle_owner;
@@ -2332,6 +2389,8 @@ COMMENT ON COLUMN public.session_state.last_seq IS 'seq of its last event: the n
 COMMENT ON COLUMN public.session_state.served_calls IS 'model calls a replay served from its recording (no model was called; not in model_calls)';
 
 COMMENT ON COLUMN public.session_state.served_cost_usd IS 'what the served calls cost when recorded (not spent again; not in cost_usd)';
+
+COMMENT ON COLUMN public.session_state.erased_at IS 'when the session was erased (status erased): its content is gone, its counts stay';
 
 CREATE VIEW public.evaluation_sessions AS
  WITH members AS (
@@ -2709,6 +2768,32 @@ ALTER TABLE public.login_codes OWNER TO chronicle_owner;
 
 COMMENT ON TABLE public.login_codes IS 'One-time codes of sign-in links (sha256 only): minutes to live, used once.';
 
+CREATE TABLE public.masked_secrets (
+    digest bytea NOT NULL,
+    tokens integer NOT NULL,
+    added_at timestamp with time zone DEFAULT now() NOT NULL,
+    added_by text NOT NULL,
+    reason text NOT NULL,
+    CONSTRAINT masked_secrets_digest_check CHECK ((octet_length(digest) = 32)),
+    CONSTRAINT masked_secrets_tokens_check CHECK ((tokens >= 1))
+);
+
+ALTER TABLE public.masked_secrets OWNER TO chronicle_owner;
+
+COMMENT ON TABLE public.masked_secrets IS 'Secrets found after the fact, as HMAC-SHA256 under masker_key of their tokens: the masker replaces them from now on; their text is kept nowhere';
+
+CREATE TABLE public.masker_key (
+    only_one boolean DEFAULT true NOT NULL,
+    key bytea NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT masker_key_key_check CHECK ((octet_length(key) = 32)),
+    CONSTRAINT masker_key_only_one_check CHECK (only_one)
+);
+
+ALTER TABLE public.masker_key OWNER TO chronicle_owner;
+
+COMMENT ON TABLE public.masker_key IS 'The one random key the masker''s hashes of found secrets are made with (masked_secrets)';
+
 CREATE TABLE public.otel_spans (
     user_id uuid NOT NULL,
     trace_id text NOT NULL,
@@ -2784,8 +2869,14 @@ CREATE TABLE public.sessions (
     archived_by text,
     archived_to text,
     archive_manifest bytea,
+    erased_at timestamp with time zone,
+    erased_by text,
+    erased_policy text,
+    tombstone_key text,
+    tombstone_signature text,
     CONSTRAINT sessions_archive_record CHECK ((((archived_at IS NULL) AND (archived_by IS NULL) AND (archived_to IS NULL) AND (archive_manifest IS NULL)) OR ((archived_at IS NOT NULL) AND (archived_by IS NOT NULL) AND (archived_to IS NOT NULL) AND (octet_length(archive_manifest) = 32)))),
-    CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0))
+    CONSTRAINT sessions_last_seq_check CHECK ((last_seq >= 0)),
+    CONSTRAINT sessions_tombstone CHECK ((((erased_at IS NULL) AND (erased_by IS NULL) AND (erased_policy IS NULL) AND (tombstone_key IS NULL) AND (tombstone_signature IS NULL)) OR ((erased_at IS NOT NULL) AND (erased_by IS NOT NULL) AND (erased_policy IS NOT NULL) AND (tombstone_key ~ '^[0-9a-f]{32}$'::text) AND (tombstone_signature ~ '^[0-9a-f]{128}$'::text))))
 );
 
 ALTER TABLE public.sessions OWNER TO chronicle_owner;
@@ -2793,6 +2884,8 @@ ALTER TABLE public.sessions OWNER TO chronicle_owner;
 COMMENT ON COLUMN public.sessions.first_event_at IS 'the least created_at of its events: a read bounds created_at by it, so PostgreSQL reads only the months the session spans';
 
 COMMENT ON COLUMN public.sessions.last_event_at IS 'the greatest created_at of its events';
+
+COMMENT ON COLUMN public.sessions.erased_at IS 'set: the session was erased (its events deleted); the row is its signed tombstone';
 
 CREATE TABLE public.usage_rollup_sessions (
     session_id uuid NOT NULL,
@@ -2987,6 +3080,23 @@ ALTER TABLE public.session_owners OWNER TO chronicle_owner;
 
 COMMENT ON TABLE public.session_owners IS 'The user who created each session through the API.';
 
+CREATE VIEW public.session_tombstones AS
+ SELECT id AS session_id,
+    last_seq,
+    last_hash,
+    created_at,
+    erased_at,
+    erased_by,
+    erased_policy AS policy,
+    tombstone_key AS key_id,
+    tombstone_signature AS signature
+   FROM public.sessions
+  WHERE (erased_at IS NOT NULL);
+
+ALTER VIEW public.session_tombstones OWNER TO chronicle_owner;
+
+COMMENT ON VIEW public.session_tombstones IS 'Erased sessions: how many events they had, their last hash, who erased them, when, by which policy, signed (chronicle verify checks the signature)';
+
 CREATE TABLE public.usage_rollup_position (
     name text NOT NULL,
     tx xid8 DEFAULT '0'::xid8 NOT NULL,
@@ -3072,6 +3182,12 @@ ALTER TABLE ONLY public.login_codes
 
 ALTER TABLE ONLY public.login_codes
     ADD CONSTRAINT login_codes_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY public.masked_secrets
+    ADD CONSTRAINT masked_secrets_pkey PRIMARY KEY (digest);
+
+ALTER TABLE ONLY public.masker_key
+    ADD CONSTRAINT masker_key_pkey PRIMARY KEY (only_one);
 
 ALTER TABLE ONLY public.otel_spans
     ADD CONSTRAINT otel_spans_pkey PRIMARY KEY (user_id, trace_id, span_id);
@@ -3288,6 +3404,9 @@ GRANT ALL ON FUNCTION public.chronicle_end_logins(p_user uuid, p_login uuid) TO 
 REVOKE ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_months integer) TO chronicle_app;
 
+REVOKE ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) TO chronicle_app;
+
 REVOKE ALL ON FUNCTION public.chronicle_event_kinds() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_event_partition_keys(p_partition regclass) FROM PUBLIC;
@@ -3458,6 +3577,10 @@ GRANT SELECT ON TABLE public.gateway_user_limits TO chronicle_app;
 
 GRANT SELECT ON TABLE public.llm_messages TO chronicle_app;
 
+GRANT SELECT,INSERT ON TABLE public.masked_secrets TO chronicle_app;
+
+GRANT SELECT,INSERT ON TABLE public.masker_key TO chronicle_app;
+
 GRANT SELECT,INSERT ON TABLE public.otel_spans TO chronicle_app;
 
 GRANT UPDATE(session_id) ON TABLE public.otel_spans TO chronicle_app;
@@ -3475,6 +3598,9 @@ GRANT SELECT ON TABLE public.session_costs TO chronicle_analyst;
 GRANT SELECT ON TABLE public.session_leases TO chronicle_app;
 
 GRANT SELECT,INSERT ON TABLE public.session_owners TO chronicle_app;
+
+GRANT SELECT ON TABLE public.session_tombstones TO chronicle_app;
+GRANT SELECT ON TABLE public.session_tombstones TO chronicle_analyst;
 
 GRANT SELECT ON TABLE public.users TO chronicle_app;
 

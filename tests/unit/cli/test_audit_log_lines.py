@@ -17,12 +17,15 @@ from app.events.platform_audit import (
     AuditLogin,
     AuditLogout,
     AuditPartitionDetached,
+    AuditRedaction,
+    AuditSessionErased,
     AuditSessionRead,
     AuditSessionsArchived,
     AuditSessionStarted,
     AuditTokenCreated,
     AuditTokenRevoked,
     AuditUserChanged,
+    AuditUserErased,
 )
 from tests.support.event_log import as_recorded
 
@@ -83,6 +86,36 @@ EXAMPLES: list[tuple[AuditEvent, str]] = [
         ),
         "detached events_2026_09 (2026-09-01T00:00:00Z to 2026-10-01T00:00:00Z): its sessions "
         "are archived in /archives/2026-09",
+    ),
+    (
+        AuditRedaction(
+            **WHO,
+            session_id=ONE,
+            target_seq=4,
+            path="/output",
+            removed="cd" * 32,
+            recorded_seq=9,
+            reason="a pasted key",
+        ),
+        f"redacted /output of seq 4 of session {ONE}: a pasted key (recorded at seq 9)",
+    ),
+    (
+        AuditSessionErased(
+            **WHO,
+            session_id=ONE,
+            events=12,
+            last_hash="ef" * 32,
+            erased_at=datetime(2026, 12, 1, tzinfo=UTC),
+            policy="older-than-90d",
+            key_id="01" * 16,
+            signature="02" * 64,
+        ),
+        f"erased session {ONE} (12 events) by policy older-than-90d; tombstone signed by key "
+        f"{'01' * 16}",
+    ),
+    (
+        AuditUserErased(**WHO, user_id=TWO, renamed_to="erased-1a2b3c4d", sessions=3, redacted=5),
+        f"erased user {TWO} (now erased-1a2b3c4d): 3 sessions erased, 5 mentions redacted",
     ),
 ]
 

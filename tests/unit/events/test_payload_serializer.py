@@ -59,8 +59,15 @@ ENVELOPE = st.fixed_dictionaries(
 
 
 #: Fields whose constraints random text would almost never meet (a digest's hex).
+HEX64 = st.text("0123456789abcdef", min_size=64, max_size=64)
 FIELDS: dict[str, dict[str, st.SearchStrategy[Any]]] = {
-    "redaction": {"removed": st.text("0123456789abcdef", min_size=64, max_size=64)},
+    "redaction": {"removed": HEX64},
+    "audit.redaction": {"removed": HEX64},
+    "audit.session_erased": {
+        "last_hash": HEX64,
+        "key_id": st.text("0123456789abcdef", min_size=32, max_size=32),
+        "signature": st.text("0123456789abcdef", min_size=128, max_size=128),
+    },
 }
 
 
