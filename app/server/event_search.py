@@ -33,9 +33,18 @@ KIND_GROUPS: dict[str, frozenset[str]] = {
     "tools": frozenset({"mcp.call", "mcp.result"}),
     "thoughts": frozenset({"think", "finish"}),
     "annotations": frozenset({"annotation"}),
+    "redactions": frozenset({"redaction"}),
 }
 KindGroup = Literal[
-    "messages", "commands", "files", "model_calls", "tools", "thoughts", "annotations", "errors"
+    "messages",
+    "commands",
+    "files",
+    "model_calls",
+    "tools",
+    "thoughts",
+    "annotations",
+    "redactions",
+    "errors",
 ]
 #: The longest text looked for, and the most matches a search returns (the count goes on).
 MAX_QUERY = 200
@@ -110,6 +119,10 @@ def _snippet(text: str, at: int, length: int) -> str:
 
 def headline(kind: str, payload: dict[str, Any]) -> str:
     """A line that says what the event is, for a match found by its kind alone."""
+    if kind == "redaction":  # its path alone would say nothing
+        part = payload.get("path") or "the whole payload"
+        who = payload.get("user") or "?"
+        return f"#{payload.get('target_seq')} {part} redacted by {who}: {payload.get('reason')}"
     for field in ("command", "path", "content", "message", "thought", "state", "model"):
         value = payload.get(field)
         if isinstance(value, str) and value:

@@ -17,6 +17,7 @@ export const KINDS = [
   ["tools", "MCP tools"],
   ["thoughts", "Thoughts"],
   ["annotations", "Annotations"],
+  ["redactions", "Redactions"],
   ["errors", "Errors only"],
 ];
 // Matches listed under the bar (the count and Previous / Next reach every match).

@@ -34,6 +34,10 @@ def test_the_kind_groups_include_the_observations_of_their_actions() -> None:
     assert match("file.edit.output", {"path": "a.py"}, EventQuery(kind="files")) is not None
     noted = {"label": "unsafe command", "comment": "rm -rf", "tags": ["x"]}
     assert match("annotation", noted, EventQuery(kind="annotations", text="unsafe")) is not None
+    removed = {"target_seq": 3, "path": "/output", "user": "root", "reason": "a pasted key"}
+    found = match("redaction", removed, EventQuery(kind="redactions"))
+    assert found is not None and found.snippet == "#3 /output redacted by root: a pasted key"
+    assert match("annotation", noted, EventQuery(kind="redactions")) is None
     both = EventQuery(kind="commands", text="make")
     assert match("run", {"command": "make test"}, both) is not None
     assert match("run", {"command": "ls"}, both) is None
