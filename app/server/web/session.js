@@ -1,6 +1,7 @@
 // One session: its summary, steering (message, pause, resume, stop), verify and export, a
 // search of its events, and its timeline, live over the stream. A link to one event
-// (#/sessions/ID/events/SEQ) opens the timeline at it.
+// (#/sessions/ID/events/SEQ) opens the timeline at it. An admin may redact an event, or a
+// part of one (redact.js).
 
 import { api, ApiError } from "./api.js";
 import { el, clear } from "./dom.js";
@@ -12,6 +13,7 @@ import { showTrial } from "./trial.js";
 import { showFork } from "./fork.js";
 import { playgroundRunsSection } from "./playground.js";
 import { SessionAnnotations } from "./annotations.js";
+import { SessionRedactions } from "./redact.js";
 
 const SUMMARY_EVERY_MS = 2000;
 // Events drawn when the session opens (fetched as one page of the events API, so the first
@@ -54,7 +56,7 @@ export function copyButton(id, label = "Copy id") {
 /** The session page, opened at event ``target`` when given. The function returned leaves
  * the page; its ``navigate(seq)`` opens another event of the same session in place (a
  * #seq link, a search match) without building the page again. */
-export function sessionView({ main, showError, clearError }, id, target = null) {
+export function sessionView({ main, me, showError, clearError }, id, target = null) {
   const title = el("h1", { id: "session-title" }, "Session");
   const state = el("span", { class: "state", id: "session-state" }, "…");
   const facts = el("p", { class: "muted small facts-line" });
@@ -87,6 +89,16 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
   const more = el("div", { class: "timeline-more", "aria-label": "Later events" });
   const crumbId = el("code", { class: "session-id", title: id }, id.slice(0, 8));
   const annotations = new SessionAnnotations({ sessionId: id, list, showError });
+  // after a redaction the events are drawn again from the API, so every part it removed (in
+  // other events too: a long text stored once) reads as its placeholder
+  const redactions = new SessionRedactions({ sessionId: id, list, isAdmin: me?.is_admin,
+    onRedacted: async (seq) => {
+      try {
+        if (await openWindow(timeline ? timeline.startAfter : 0)) await navigate(seq);
+      } catch (error) {
+        showError(error);
+      }
+    } });
 
   let closed = false;
   let summaryTimer = null;
@@ -119,7 +131,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
         el("label", { for: "follow", class: "small" }, follow, " follow new events")),
       finder.element,
       el("p", { class: "muted small keys" }, "Keys: j / k move between events, Enter opens a model call or an output, / finds, n / N go to the next or previous match, m writes a message."),
-      before, list, more);
+      before, list, more, redactions.element);
   }
 
   function showSummary(s) {
@@ -168,6 +180,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
   function onEvents(events) {
     const atBottom = follow.checked && timeline.caughtUp;
     annotations.take(events);
+    redactions.take(events);
     timeline.append(events);
     for (const event of events) {
       if (event.kind === "agent.state" && event.source === "agent") { // a user's is a request
@@ -191,8 +204,12 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
     stream?.close();
     timeline?.close();
     list.replaceChildren();
+    redactions.reset();
     timeline = new Timeline(list, more, { firstPage: FIRST_PAGE, page: NEXT_PAGE, sessionId: id, startAfter,
-      decorate: (event, node, inside) => annotations.decorate(event, node, inside) });
+      decorate: (event, node, inside) => {
+        annotations.decorate(event, node, inside);
+        redactions.decorate(event, node, inside);
+      } });
     timeline.mark(finder.matches.map((m) => m.seq));
     before.hidden = startAfter === 0;
     before.replaceChildren(...(startAfter ? [`Events #1 to #${startAfter} are not shown. `,
@@ -320,7 +337,7 @@ export function sessionView({ main, showError, clearError }, id, target = null) 
   });
 
   const keys = (event) => {
-    if (event.target.matches("input, select, textarea") || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.matches("input, select, textarea") || event.target.closest("dialog") || event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.key === "m" || event.key === "/") {
       if (event.key === "m") message.focus();
       else finder.focus();

@@ -1,13 +1,15 @@
 // One session's events as a timeline: messages, thoughts, commands with their output
 // (collapsible, exit code, duration), file edits as diffs, MCP calls and results, state
 // changes, and each model call expandable to what was asked and answered. An observation
-// is drawn inside the action that caused it.
+// is drawn inside the action that caused it. A redaction says what it removed from which
+// event, by whom and why.
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
 import { clock, cost, duration, localTime, stateLabel } from "./format.js";
 import { scoreClass, scoreLine } from "./trial.js";
 import { annotationEntry } from "./annotations.js";
+import { redactionEntry } from "./redact.js";
 import { markCopied } from "./fork.js";
 
 function stamp(event) {
@@ -258,6 +260,9 @@ export function renderEvent(event, sessionId) {
       return item(event, sessionId, "error", "Error", el("p", { class: "error" }, p.message));
     case "annotation":
       return item(event, sessionId, "annotation", "Annotation", annotationEntry(event));
+    case "redaction":
+      return item(event, sessionId, "redaction", "Redaction",
+        redactionEntry(event, sessionId ? (seq) => eventHref(sessionId, seq) : null));
     case "session.created":
       return item(event, sessionId, "created", "Session created",
         el("p", {}, p.title ? el("strong", {}, p.title) : null),
