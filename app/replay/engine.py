@@ -157,7 +157,7 @@ def _created(
         agent_config=plan.agent_config.model_dump(mode="json"),
     )
     return SessionCreated(
-        title=f"replay of {plan.recording.title}"[:200],
+        title=f"replay of {_title(plan.recording)}"[:200],
         config=config,
         replay_of=session_id,
         user=user,
@@ -383,6 +383,11 @@ def _stuck_detection(recording: Recording, agent_config: AgentConfig) -> bool:
     if agent_config.stuck_detection is not None:
         return agent_config.stuck_detection
     return bool(recording.config.given("stuck_detection", True))
+
+
+def _title(recording: Recording) -> str:
+    """The recording's title, or its id where the title was redacted (not its placeholder)."""
+    return str(recording.session_id) if recording.redacted.at(1, "/title") else recording.title
 
 
 def _fed(recording: Recording, event: RecordedEvent) -> Event:

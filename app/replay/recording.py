@@ -335,7 +335,7 @@ class _Index:
                 feed=self._feed,
                 end_state=ended,
                 end_reason=self._state[1],
-                end_seq=self._state_seq if ended else None,
+                end_seq=self._state_seq,
                 calls=len(self.call_seqs),
             ),
         ]
