@@ -88,6 +88,11 @@ function divergenceDetails(d, lead = "Diverged") {
         el("td", { class: "d-del" }, el("pre", {}, JSON.stringify(f.recorded, null, 2))),
         el("td", { class: "d-add" }, el("pre", {}, JSON.stringify(f.new, null, 2)))))))));
   }
+  if (d.kind === "redacted") {
+    // what went from the recording, and why: the replay cannot serve or compare it
+    parts.push(el("ul", { class: "small redacted-parts" }, (d.parts || []).map((p) =>
+      el("li", {}, `seq ${p.seq} ${p.path || "(the whole event)"}: ${p.reason || "no redaction record says why"}`))));
+  }
   if (d.kind === "outcome") {
     parts.push(el("p", { class: "small" }, `recorded: ${d.recorded_state ?? "none"} ${d.recorded_reason || ""} · replay: ${d.new_state ?? "none"} ${d.new_reason || ""}`));
   }
