@@ -263,9 +263,8 @@ class FileChecker:
         return blobs
 
     def _messages_present(self, number: int, line: EventLine) -> None:
-        named = [*line.payload.get("prompt", []), line.payload.get("tools")]
-        for key in named:
-            if isinstance(key, str) and key and key not in self.messages:
+        for key in named_messages(line.stored):
+            if key not in self.messages:
                 raise FileProblem(
                     number,
                     f"the llm.call at seq {line.seq} names prompt message {key}, which no "
@@ -292,6 +291,16 @@ class FileChecker:
                     f"session {line.session_id}, event {line.seq}: the workspace.snapshot "
                     f"cannot be restored safely: {problem}",
                 )
+
+
+def named_messages(stored: Any) -> list[str]:
+    """The prompt messages (and tool list) an ``llm.call`` names, by key, read from its
+    stored payload: a name that was redacted (a marker in its place) names nothing."""
+    if not isinstance(stored, dict):
+        return []
+    prompt = stored.get("prompt")
+    names = [*(prompt if isinstance(prompt, list) else []), stored.get("tools")]
+    return [key for key in names if isinstance(key, str) and key]
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 from uuid import UUID
 
 from app.events.stored_form import stored_form
-from app.store.archive.checker import FileChecker, FileProblem, FileReport
+from app.store.archive.checker import FileChecker, FileProblem, FileReport, named_messages
 from app.store.archive.lines import (
     EventLine,
     HeaderLine,
@@ -60,8 +60,8 @@ def _named_messages(events: Sequence[RecordedEvent]) -> list[str]:
     for event in events:
         if event.kind != "llm.call":
             continue
-        for key in [*event.payload.get("prompt", []), event.payload.get("tools")]:
-            if isinstance(key, str) and key and key not in named:
+        for key in named_messages(event.stored_payload):  # not a redacted name
+            if key not in named:
                 named.append(key)
     return named
 
