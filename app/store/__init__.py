@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         Record,
         UniqueViolationError,
     )
+    from app.store.erasure import ErasedSession, ErasureRefused, erase_session, tombstones
     from app.store.errors import (
         ConcurrencyError,
         ContentMismatchError,
@@ -78,6 +79,7 @@ if TYPE_CHECKING:
         StoreError,
     )
     from app.store.event_store import EVENT_COLUMNS, EventStore, session_months
+    from app.store.integrity.tombstones import Tombstone
     from app.store.memory_log import MemoryLog
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
@@ -141,6 +143,11 @@ _EXPORTED_FROM = {
     "RecordedEvent": "app.store.records",
     "VerifyReport": "app.store.records",
     "RedactionRefused": "app.store.redaction",
+    "ErasedSession": "app.store.erasure",
+    "ErasureRefused": "app.store.erasure",
+    "erase_session": "app.store.erasure",
+    "tombstones": "app.store.erasure",
+    "Tombstone": "app.store.integrity.tombstones",
     "redact_value": "app.store.value_search",
     "SessionBusyError": "app.store.session_claims",
     "claim_session": "app.store.session_claims",
@@ -173,6 +180,8 @@ __all__ = [
     "DatabaseUnavailableError",
     "DuplicateEventError",
     "EncodedBatch",
+    "ErasedSession",
+    "ErasureRefused",
     "EventLike",
     "EventStore",
     "EventTooLargeError",
@@ -194,6 +203,7 @@ __all__ = [
     "SessionStream",
     "SessionSubscription",
     "StoreError",
+    "Tombstone",
     "UniqueViolationError",
     "VerifyReport",
     "WorkerInterrupted",
@@ -204,6 +214,7 @@ __all__ = [
     "collector_paused",
     "ensure_database",
     "ensure_database_async",
+    "erase_session",
     "failover_url",
     "forget_migrations",
     "kept_running",
@@ -212,6 +223,7 @@ __all__ = [
     "refused_for_now",
     "schema_revision",
     "session_months",
+    "tombstones",
     "too_large",
     "unrecordable_answer",
     "worker_checkpoint",

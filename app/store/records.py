@@ -141,6 +141,27 @@ class RedactionNote(BaseModel):
         return f"{where} redacted by {self.by or 'unknown'} at {self.at.isoformat()}"
 
 
+class ErasureNote(BaseModel):
+    """An erased session's tombstone, as ``verify`` reports it apart from a deletion."""
+
+    events: int
+    last_hash: str
+    erased_at: datetime
+    erased_by: str
+    policy: str
+    key_id: str
+    #: Whether the signature was checked with a trusted key (``verify --public-key``,
+    #: ``--anchors``); without one it is reported, not proven.
+    signature_checked: bool
+
+    def describe(self) -> str:
+        checked = "signed" if self.signature_checked else "signature not checked"
+        return (
+            f"erased by {self.erased_by} at {self.erased_at.isoformat()} under policy "
+            f"{self.policy}: {self.events} events, last hash {self.last_hash[:16]}... ({checked})"
+        )
+
+
 class VerifyReport(BaseModel):
     """Result of checking one session: its chain, its sessions row, its prompt messages and
     the anchors given; ``reason`` names the first problem (``first_bad_seq`` when it has one)."""
@@ -164,3 +185,5 @@ class VerifyReport(BaseModel):
     #: Set when the session was archived (``chronicle archive``): its events may be gone from
     #: this database, and the archive is their proof (``verify --file DIR``).
     archived: ArchiveMark | None = None
+    #: Set when the session was erased: its events are gone on purpose, its tombstone stays.
+    erased: ErasureNote | None = None

@@ -23,9 +23,11 @@ import asyncpg
 from app.events.canonical import stored_json
 from app.events.commitment import part_at, pointers_to, strings_in
 from app.events.commitment import redact as redacted_payload
+from app.events.platform_audit import PLATFORM_LOG_ID, AuditRedaction
 from app.events.redaction import Redaction
 from app.events.stored_form import BLOB, ESC, REDACTED, references
 from app.store.append import encode_batch
+from app.store.erasure import append_within, ensure_platform_log
 from app.store.errors import StoreError
 from app.store.records import RecordedEvent
 
@@ -147,6 +149,21 @@ def _names(kind: str, key: str) -> Any:
     return matches
 
 
+def _audit_copy(record: Redaction, session_id: UUID, recorded_seq: int) -> AuditRedaction:
+    """The platform log's copy of a session's ``redaction`` record (``cli:<login>`` is who ran
+    ``chronicle`` on the host; any other user name came through the API)."""
+    return AuditRedaction(
+        actor=record.user or "unknown",
+        via="cli" if (record.user or "").startswith("cli:") else "api",
+        session_id=session_id,
+        target_seq=record.target_seq,
+        path=record.path,
+        removed=record.removed,
+        recorded_seq=recorded_seq,
+        reason=record.reason,
+    )
+
+
 async def _event(store: EventStore, session_id: UUID, seq: int) -> RecordedEvent:
     page = await store.read(session_id, after_seq=seq - 1, limit=1, resolve_blobs=False)
     if not page or page[0].seq != seq:
@@ -173,23 +190,29 @@ async def _redact_one(
         store.masker,
         blob_threshold=store.config.blob_threshold_bytes,
     )
+    await ensure_platform_log(store)
     try:
-        row = await store.pool.fetchrow(
-            REDACT_SQL,
-            session_id,
-            seq,
-            stored_json(payload),
-            record.event_id,
-            batch.payload_texts[0],
-            record.schema_version,
-        )
+        async with store.pool.acquire() as connection, connection.transaction():
+            row = await connection.fetchrow(
+                REDACT_SQL,
+                session_id,
+                seq,
+                stored_json(payload),
+                record.event_id,
+                batch.payload_texts[0],
+                record.schema_version,
+            )
+            assert row is not None
+            await append_within(
+                store, connection, PLATFORM_LOG_ID, _audit_copy(record, session_id, row["seq"])
+            )
     except asyncpg.PostgresError as exc:
         if getattr(exc, "sqlstate", None) in ("CR020", "CR021"):
             hint = getattr(exc, "hint", None)
             raise RedactionRefused(f"{exc}" + (f" ({hint})" if hint else "")) from None
         raise StoreError(f"the database refused the redaction: {exc}") from None
-    assert row is not None
     store.notifier.recheck(str(session_id))
+    store.notifier.recheck(str(PLATFORM_LOG_ID))
     return RecordedEvent(
         global_position=row["global_position"],
         session_id=session_id,

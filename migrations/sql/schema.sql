@@ -683,6 +683,19 @@ $$;
 
 ALTER FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) OWNER TO chronicle_owner;
 
+CREATE FUNCTION public.chronicle_erased_head() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    -- An erased session's row is its tombstone: it takes no more events and stays as signed.
+    RAISE EXCEPTION 'session % was erased (at %, by %): its tombstone cannot change',
+        OLD.id, OLD.erased_at, OLD.erased_by
+        USING ERRCODE = 'CR022', DETAIL = OLD.id::text;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_erased_head() OWNER TO chronicle_owner;
+
 CREATE FUNCTION public.chronicle_event_kinds() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT ARRAY['agent.condensation', 'agent.state', 'annotation', 'audit.fork_started', 'audit.login', 'audit.logout', 'audit.partition_detached', 'audit.redaction', 'audit.replay_started', 'audit.session_erased', 'audit.session_read', 'audit.sessions_archived', 'audit.token_created', 'audit.token_revoked', 'audit.user_changed', 'audit.user_erased', 'environment.divergence', 'error', 'eval.score', 'file.edit', 'file.edit.output', 'file.read', 'file.read.output', 'file.write', 'file.write.output', 'finish', 'imported', 'imported.output', 'llm.call', 'mcp.call', 'mcp.result', 'message', 'otel.span', 'redaction', 'replay.result', 'run', 'run.output', 'runtime.failed', 'runtime.ready', 'runtime.restarted', 'runtime.starting', 'session.closed', 'session.created', 'think', 'workspace.diff', 'workspace.snapshot']::text[] $$;
@@ -1141,9 +1154,10 @@ CREATE FUNCTION public.chronicle_platform_log_kinds() RETURNS trigger
 BEGIN
     -- Its session.created again, later: a re-sent append, which the event id's uniqueness
     -- refuses as such (so seq 1 is the only one there is).
-    IF (NEW.kind LIKE 'audit.%' AND NEW.seq > 1) OR (NEW.kind = 'session.created'
-            AND NEW.event_id = '00000000-0000-4000-8000-00000000a0d2'::uuid
-            AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
+    IF ((NEW.kind LIKE 'audit.%' OR NEW.kind = 'redaction') AND NEW.seq > 1)
+       OR (NEW.kind = 'session.created'
+           AND NEW.event_id = '00000000-0000-4000-8000-00000000a0d2'::uuid
+           AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
         RETURN NEW;
     END IF;
     RAISE EXCEPTION 'the platform''s audit log takes only audit records, not %', NEW.kind
@@ -3321,6 +3335,8 @@ CREATE TRIGGER llm_messages_append_only BEFORE DELETE OR UPDATE ON public.llm_me
 
 CREATE TRIGGER sessions_archived_head BEFORE DELETE OR UPDATE ON public.sessions FOR EACH ROW WHEN ((old.archived_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_archived_head();
 
+CREATE TRIGGER sessions_erased_head BEFORE DELETE OR UPDATE ON public.sessions FOR EACH ROW WHEN ((old.erased_at IS NOT NULL)) EXECUTE FUNCTION public.chronicle_erased_head();
+
 CREATE TRIGGER users_admins_by_owner BEFORE INSERT OR UPDATE OF is_admin ON public.users FOR EACH ROW EXECUTE FUNCTION public.chronicle_admins_by_owner();
 
 CREATE TRIGGER users_changed AFTER UPDATE OF is_admin, disabled_at, removed_at ON public.users FOR EACH STATEMENT EXECUTE FUNCTION public.chronicle_credentials_changed();
@@ -3406,6 +3422,8 @@ GRANT ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_mo
 
 REVOKE ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_erased_head() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_event_kinds() FROM PUBLIC;
 

@@ -117,6 +117,44 @@ ALTER TABLE masked_secrets OWNER TO chronicle_owner;
 GRANT SELECT, INSERT ON masker_key, masked_secrets TO chronicle_app;
 """
 
+ERASED_HEAD = r"""
+CREATE FUNCTION chronicle_erased_head() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    -- An erased session's row is its tombstone: it takes no more events and stays as signed.
+    RAISE EXCEPTION 'session % was erased (at %, by %): its tombstone cannot change',
+        OLD.id, OLD.erased_at, OLD.erased_by
+        USING ERRCODE = 'CR022', DETAIL = OLD.id::text;
+END
+$$;
+ALTER FUNCTION chronicle_erased_head() OWNER TO chronicle_owner;
+REVOKE ALL ON FUNCTION chronicle_erased_head() FROM PUBLIC;
+CREATE TRIGGER sessions_erased_head BEFORE UPDATE OR DELETE ON sessions
+    FOR EACH ROW WHEN (OLD.erased_at IS NOT NULL)
+    EXECUTE FUNCTION chronicle_erased_head();
+"""
+
+#: The platform log takes the ``redaction`` records of its own events too (a person's name
+#: redacted from it: ``chronicle users erase``).
+PLATFORM_LOG_KINDS = r"""
+CREATE OR REPLACE FUNCTION chronicle_platform_log_kinds() RETURNS trigger
+LANGUAGE plpgsql SET search_path = {search_path} AS $$
+BEGIN
+    -- Its session.created again, later: a re-sent append, which the event id's uniqueness
+    -- refuses as such (so seq 1 is the only one there is).
+    IF ((NEW.kind LIKE 'audit.%' OR NEW.kind = 'redaction') AND NEW.seq > 1)
+       OR (NEW.kind = 'session.created'
+           AND NEW.event_id = '00000000-0000-4000-8000-00000000a0d2'::uuid
+           AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'the platform''s audit log takes only audit records, not %', NEW.kind
+        USING ERRCODE = 'CR014',
+              HINT = 'the platform log''s session.created is the platform''s own (its fixed '
+                     'event id, marked platform_log)';
+END
+$$;
+"""
+
 
 def upgrade() -> None:
     path = search_path()
@@ -129,6 +167,8 @@ def upgrade() -> None:
         )
     )
     run(sql_file("functions/chronicle_erase_session.sql", search_path=path))
+    run(ERASED_HEAD)
+    run(PLATFORM_LOG_KINDS.replace("{search_path}", path))
     run(
         f"ALTER FUNCTION {ERASE} OWNER TO chronicle_owner;\n"
         f"REVOKE ALL ON FUNCTION {ERASE} FROM PUBLIC;\n"
@@ -138,6 +178,14 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     before = earlier_revision("0029_chain_over_commitments.py")
+    run("DROP TRIGGER sessions_erased_head ON sessions; DROP FUNCTION chronicle_erased_head();")
+    platform = earlier_revision("0016_platform_audit.py").PLATFORM_LOG_KINDS
+    function = platform[: platform.index("$$;") + 3]
+    run(
+        function.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
+            "{search_path}", search_path()
+        )
+    )
     run(f"DROP FUNCTION {ERASE};")
     run(before.REFUSE_EVENT_CHANGE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
     run("DROP TABLE masked_secrets; DROP TABLE masker_key;")

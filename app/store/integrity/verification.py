@@ -36,6 +36,7 @@ from app.events.commitment import (
     parse_pointer,
     render_pointer,
 )
+from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.stored_form import is_encoded, references
 from app.store.integrity.anchors import AnchorRecord, anchor_problem, key_id
 from app.store.integrity.content_tables import (
@@ -45,7 +46,14 @@ from app.store.integrity.content_tables import (
     named_rows_problem,
     stored_rows_problem,
 )
-from app.store.records import ArchiveMark, RecordedEvent, RedactionNote, VerifyReport
+from app.store.integrity.tombstones import Tombstone, tombstone_problem
+from app.store.records import (
+    ArchiveMark,
+    ErasureNote,
+    RecordedEvent,
+    RedactionNote,
+    VerifyReport,
+)
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -55,6 +63,18 @@ ARCHIVED_SQL = """
 SELECT last_seq, last_hash, archived_at, archived_by, archived_to, archive_manifest
 FROM sessions WHERE id = $1 AND archived_at IS NOT NULL
 """
+ERASED_SQL = """
+SELECT last_seq, last_hash, erased_at, erased_by, erased_policy, tombstone_key,
+       tombstone_signature
+FROM sessions WHERE id = $1 AND erased_at IS NOT NULL
+"""
+#: The platform log's record of an erasure (written in the erasure's transaction).
+ERASURE_RECORD_SQL = """
+SELECT 1 FROM events
+WHERE session_id = $1 AND kind = 'audit.session_erased' AND payload ->> 'session_id' = $2
+  AND payload ->> 'signature' = $3
+"""
+ANY_EVENT_SQL = "SELECT seq FROM events WHERE session_id = $1 LIMIT 1"
 #: How many times a session that keeps growing while it is verified is read on to its head.
 CATCH_UP_ROUNDS = 100
 ALL_SESSIONS_SQL = "SELECT id FROM sessions UNION SELECT DISTINCT session_id FROM events"
@@ -115,6 +135,9 @@ class _SessionCheck:
         anchored: dict[int, list[AnchorRecord]] = {}
         for record in self.anchors:
             anchored.setdefault(record.last_seq, []).append(record)
+        erased = await fetch_rows(self.store, ERASED_SQL, self.session_id)
+        if erased:
+            return await self._erased(erased[0], foreign)
         archived = await fetch_rows(self.store, ARCHIVED_SQL, self.session_id)
         if archived:
             mark = await self._archived_events(page_size, archived[0], anchored)
@@ -131,6 +154,71 @@ class _SessionCheck:
             report = await self.run_whole(page_size, anchored, foreign)
             return report.model_copy(update={"archived": mark})
         return await self.run_whole(page_size, anchored, foreign)
+
+    async def _erased(self, row: Any, foreign: Sequence[AnchorRecord]) -> VerifyReport:
+        """An erased session: no event left, a tombstone the trusted key signed, its platform
+        log record, and every anchor at or below the signed head (at it, the head itself)."""
+        tombstone = Tombstone(
+            session_id=self.session_id,
+            last_seq=row["last_seq"],
+            last_hash=bytes(row["last_hash"]).hex(),
+            erased_at=row["erased_at"],
+            erased_by=row["erased_by"],
+            policy=row["erased_policy"],
+            key_id=row["tombstone_key"],
+            signature=row["tombstone_signature"],
+        )
+        left = await fetch_rows(self.store, ANY_EVENT_SQL, self.session_id)
+        if left:
+            raise self.fail(
+                f"the session is marked erased but still has events (seq {left[0]['seq']})", None
+            )
+        if self.trusted is not None:
+            problem = tombstone_problem(tombstone, self.trusted)
+            if problem is not None:
+                raise self.fail(problem, None)
+        recorded = await fetch_rows(
+            self.store,
+            ERASURE_RECORD_SQL,
+            PLATFORM_LOG_ID,
+            str(self.session_id),
+            tombstone.signature,
+        )
+        if not recorded:
+            raise self.fail(
+                "its tombstone has no audit.session_erased record in the platform log (the "
+                "session was deleted, or the tombstone written, behind the log's back)",
+                None,
+            )
+        for record in self.anchors:
+            if record.last_seq > tombstone.last_seq:
+                raise self.fail(
+                    f"seq {record.last_seq} was anchored at {_when(record)} but the tombstone "
+                    f"says the session had {tombstone.last_seq} events",
+                    None,
+                )
+            if record.last_seq == tombstone.last_seq and record.head != tombstone.last_hash:
+                raise self.fail(
+                    f"the anchor of seq {record.last_seq} signed another head than the tombstone's",
+                    None,
+                )
+        self._check_no_foreign_anchors(foreign)
+        return VerifyReport(
+            session_id=self.session_id,
+            ok=True,
+            checked=0,
+            head=tombstone.last_hash,
+            anchors=len(self.anchors),
+            erased=ErasureNote(
+                events=tombstone.last_seq,
+                last_hash=tombstone.last_hash,
+                erased_at=tombstone.erased_at,
+                erased_by=tombstone.erased_by,
+                policy=tombstone.policy,
+                key_id=tombstone.key_id,
+                signature_checked=self.trusted is not None,
+            ),
+        )
 
     async def _archived_events(
         self, page_size: int, row: Any, anchored: dict[int, list[AnchorRecord]]
