@@ -64,6 +64,7 @@ STATUSES = (
     "stopped",
     "limit",
     "error",
+    "erased",
 )
 #: What PostgreSQL text cannot hold; shown as U+FFFD in the table (the log keeps the original).
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -103,6 +104,7 @@ class SessionStateRow:
     evaluation_run: str | None = None
     served_calls: int = 0
     served_cost_usd: Decimal | None = None
+    erased_at: datetime | None = None
 
 
 SESSION_STATE: Table[SessionStateRow] = Table(
@@ -137,6 +139,7 @@ SESSION_STATE: Table[SessionStateRow] = Table(
         ("evaluation_run", "text"),
         ("served_calls", "integer"),
         ("served_cost_usd", "numeric"),
+        ("erased_at", "timestamptz"),
     ),
     row_type=SessionStateRow,
 )
@@ -200,12 +203,18 @@ class SessionState(Projection):
 
     def keys(self, event: RecordedEvent) -> Iterable[tuple[Table[Any], Any]]:
         if event.session_id == PLATFORM_LOG_ID:
-            return ()
+            erased = _erased_session(event)
+            return () if erased is None else ((SESSION_STATE, erased),)
         return ((SESSION_STATE, event.session_id),)
 
     def apply(self, rows: ProjectionRows, event: RecordedEvent) -> None:
         if event.session_id == PLATFORM_LOG_ID:
-            return  # the platform's audit log is a stream, not a session: never listed
+            # the platform's audit log is a stream, not a session: never listed; its record
+            # of an erasure is what says a session's row is erased
+            erased = _erased_session(event)
+            if erased is not None:
+                rows.put(SESSION_STATE, _erased(rows.get(SESSION_STATE, erased), erased, event))
+            return
         row = rows.get(SESSION_STATE, event.session_id)
         if row is not None and event.seq <= row.last_seq:
             # applied already: the same events back at new positions (an archived session
@@ -226,6 +235,34 @@ class SessionState(Projection):
         elif event.kind in ACTION_KINDS and event.source == "agent":
             row.steps += 1
         rows.put(SESSION_STATE, row)
+
+
+def _erased_session(event: RecordedEvent) -> UUID | None:
+    """The session an ``audit.session_erased`` record of the platform log erased."""
+    if event.kind != "audit.session_erased":
+        return None
+    return uuid_or_none(event.payload.get("session_id"))
+
+
+def _erased(row: SessionStateRow | None, session_id: UUID, event: RecordedEvent) -> SessionStateRow:
+    """The row of an erased session: its counts stay, what it copied of its content goes
+    (a rebuild after the erasure has no events to count: its row is bare)."""
+    payload = event.payload
+    when = _moment(payload.get("erased_at")) or event.created_at
+    if row is None:
+        row = SessionStateRow(session_id=session_id, title=None, created_at=when, updated_at=when)
+    row.status, row.erased_at, row.updated_at = "erased", when, when
+    row.title = row.agent_state = row.state_reason = None
+    row.agent = row.model = row.runtime = row.workspace = None
+    row.last_seq = max(row.last_seq, count(payload.get("events")))
+    return row
+
+
+def _moment(value: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _created(row: SessionStateRow, event: RecordedEvent) -> None:
