@@ -1,6 +1,9 @@
 """`chronicle export | import` and `chronicle verify --file`: whole sessions in a JSONL file.
 (`export --otlp URL` sends them to an OpenTelemetry collector instead: app/cli/otlp.py.)
 
+A file written (not stdout) is noted in the data directory's ledger (app/cli/on_disk.py), so
+that `chronicle redact --value-file` looks in it too.
+
 An export holds every column of every event (blobs resolved, the hash chain intact), so a
 file can be checked without a database (`verify --file`) and loaded into another one
 (`import`), which refuses a file that does not verify. `export --view` writes an analytics
@@ -20,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from app.cli import analytics as analytics_cli
+from app.cli.on_disk import note_written
 from app.cli.otlp import add_otlp_arguments, export_otlp
 from app.cli.session_ids import session_id
 from app.cli.terminal import raw
@@ -95,7 +99,10 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
         if args.sessions:
             print("error: give SESSIONs or --view NAME, not both", file=sys.stderr)
             return 2
-        return await analytics_cli.export_view(args, settings)
+        written = await analytics_cli.export_view(args, settings)
+        if written == 0 and args.output is not None:
+            note_written(settings, args.output, args.format or "csv", view=args.view)
+        return written
     if args.since or args.format:
         print("error: --since and --format go with --view NAME", file=sys.stderr)
         return 2
@@ -112,6 +119,7 @@ async def export(args: argparse.Namespace, settings: Settings) -> int:
             report = await export_sessions(store, sessions, raw(sys.stdout))
         else:
             report = await _export_to_file(store, sessions, args.output)
+            note_written(settings, args.output, "sessions", sessions=sessions)
     events = sum(session.events for session in report.sessions)
     where = f" to {args.output}" if args.output else ""
     print(
@@ -156,6 +164,7 @@ async def export_atif(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.buffer.flush()
     else:
         await asyncio.to_thread(_write_whole, args.output, data)
+        note_written(settings, args.output, "atif", sessions=sessions)
     where = f" to {args.output}" if args.output else ""
     print(
         f"exported {sessions[0]} as {document.get('schema_version')}: "

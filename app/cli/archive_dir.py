@@ -1,6 +1,7 @@
 """`chronicle archive --before DATE -o DIR`: the sessions that ended before DATE, written to an
 archive directory (JSONL, Parquet, anchors, a manifest) and proved, then marked archived and
-the months they filled detached (app/sessions/archiving.py).
+the months they filled detached (app/sessions/archiving.py); the directory is noted in the
+data directory's ledger (app/cli/on_disk.py) for `chronicle redact --value-file`.
 
 Also the directory forms of the archive commands: `verify --file DIR` proves an archive
 without a database, `import DIR` brings one back, and `sql --archive DIR` queries it in
@@ -23,6 +24,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.cli.analytics import since_date
+from app.cli.on_disk import note_written
 from app.config import Settings
 from app.sessions.archiving import (
     ArchiveOutcome,
@@ -40,6 +42,7 @@ from app.store.archive import (
     ImportReport,
     check_directory,
     import_file,
+    read_manifest,
 )
 from app.store.integrity import (
     AnchorRecord,
@@ -160,6 +163,9 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
     if outcome is None:
         print(f"nothing to archive: no session ended before {before.isoformat()}")
         return 0
+    manifest, _ = await asyncio.to_thread(read_manifest, outcome.directory)
+    ids = [session.session_id for session in manifest.sessions]
+    note_written(settings, outcome.directory, "archive", sessions=ids)
     _report(outcome, before)
     return 0
 

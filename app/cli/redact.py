@@ -6,7 +6,8 @@ what by hash; ``chronicle verify`` lists it apart from tampering.
 
 `chronicle redact --value-file FILE (--all | SESSION...) --reason TEXT`: find a secret (the
 file's text, never the command line, which ``ps`` and shell histories show) everywhere the log
-holds it, redact each place, and say where it was."""
+holds it, redact each place, and say where it was; then in the exports and archives Chronicle
+wrote to this machine's disk (app/cli/on_disk.py, app/store/on_disk/)."""
 
 from __future__ import annotations
 
@@ -136,4 +137,21 @@ async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
         print(render_json(recorded) if args.json else render_line(recorded))
     where = {str(record.session_id) for record in records}
     print(f"{len(records)} redactions in {len(where)} sessions", file=sys.stderr)
-    return 0
+    return await _redact_on_disk(value, args, settings)
+
+
+async def _redact_on_disk(value: str, args: argparse.Namespace, settings: Settings) -> int:
+    """The copies Chronicle wrote to this machine's disk (exports, archives), searched too."""
+    from app.cli.log import open_store
+    from app.cli.on_disk import report_on_disk
+    from app.store import existing_anchor_key, redact_on_disk
+
+    async with await open_store(settings) as store:
+        report = await redact_on_disk(
+            store,
+            value,
+            data_dir=settings.data_dir,
+            sessions=None if args.all else args.sessions,
+            key=existing_anchor_key(settings.anchor_key_file, settings.data_dir),
+        )
+    return report_on_disk(report, as_json=args.json)

@@ -81,6 +81,9 @@ if TYPE_CHECKING:
     from app.store.event_store import EVENT_COLUMNS, EventStore, session_months
     from app.store.integrity.tombstones import Tombstone
     from app.store.memory_log import MemoryLog
+    from app.store.on_disk.archive_dir import existing_anchor_key
+    from app.store.on_disk.ledger import WrittenKind, record_written
+    from app.store.on_disk.search import OnDiskReport, redact_on_disk
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
     from app.store.redaction import RedactionRefused
@@ -137,6 +140,11 @@ _EXPORTED_FROM = {
     "EventStore": "app.store.event_store",
     "session_months": "app.store.event_store",
     "MemoryLog": "app.store.memory_log",
+    "existing_anchor_key": "app.store.on_disk.archive_dir",
+    "WrittenKind": "app.store.on_disk.ledger",
+    "record_written": "app.store.on_disk.ledger",
+    "OnDiskReport": "app.store.on_disk.search",
+    "redact_on_disk": "app.store.on_disk.search",
     "schema_revision": "app.store.readiness",
     "write_refusal": "app.store.readiness",
     "Position": "app.store.records",
@@ -190,6 +198,7 @@ __all__ = [
     "InvalidEventError",
     "MemoryLog",
     "MissingBlobError",
+    "OnDiskReport",
     "Pool",
     "Position",
     "Record",
@@ -208,6 +217,7 @@ __all__ = [
     "VerifyReport",
     "WorkerInterrupted",
     "WorkerStopped",
+    "WrittenKind",
     "admin_database_url",
     "claim_session",
     "claimed_sql",
@@ -215,10 +225,13 @@ __all__ = [
     "ensure_database",
     "ensure_database_async",
     "erase_session",
+    "existing_anchor_key",
     "failover_url",
     "forget_migrations",
     "kept_running",
+    "record_written",
     "redact",
+    "redact_on_disk",
     "redact_value",
     "refused_for_now",
     "schema_revision",

@@ -104,18 +104,18 @@ def parquet_cells_holding(path: Path, value: str) -> list[str]:
     """Where a Parquet file's decoded cells hold ``value``: ``row N (column)``, 1-based."""
     pa, parquet = pyarrow_modules()
     scrub = _scrubber(value)
-    found: list[str] = []
+    found: list[tuple[int, int, str]] = []
     first = 1
     source = parquet.ParquetFile(str(path))
     for batch in source.iter_batches(batch_size=BATCH_ROWS):
-        for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        for index, column in enumerate(batch.columns):
             if not _searched(column.type, pa):
                 continue
             for offset, cell in enumerate(column.to_pylist()):
                 if cell is not None and scrub(cell) != cell:
-                    found.append(f"row {first + offset} ({name})")
+                    found.append((first + offset, index, batch.schema.names[index]))
         first += batch.num_rows
-    return found
+    return [f"row {row} ({name})" for row, _, name in sorted(found)]
 
 
 def redact_parquet(source: Path, draft: Path, value: str) -> None:
