@@ -5,7 +5,8 @@ Exit codes: 0 when every session was scored, 1 when one could not be (the others
 and printed; report and compare: a run of that name has no session), 2 for options that
 cannot be used (an unknown scorer, a bad suite, a model that cannot be called: eval run
 stops at the first trial that shows it; fix it, then --resume), 3 when a replay diverged
-(eval replay), 130 when a run was interrupted (resume it with --resume).
+(eval replay: a trial that was erased, or redacted where its replay needs it, is counted
+apart and sets no exit code), 130 when a run was interrupted (resume it with --resume).
 """
 
 from __future__ import annotations
@@ -308,13 +309,22 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
     name = args.name or f"{args.run_name}-replay-{datetime.now(UTC):%Y%m%dT%H%M%S}"
     scorers = [BUILTIN[n] for n in TRIAL_SCORERS]
     diverged = failed = model_calls = 0
+    excluded: dict[str, int] = {}
     async with await open_store(settings) as store:
         try:
             report = await run_report(store, args.run_name, settings.projections)
         except ReportError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        commands = {t.session_id: await command_trial(store, t.session_id) for t in report.tasks}
+        # a trial set apart for a redacted verdict can still be replayed; an erased one cannot
+        trials = [
+            *((t.id, t.epoch, t.session_id) for t in report.tasks),
+            *((e.task_id, e.epoch or 1, e.session_id) for e in report.excluded if e.task_id),
+        ]
+        for gone in (e for e in report.excluded if e.kind == "erased"):
+            excluded["erased"] = excluded.get("erased", 0) + 1
+            print(f"a trial  erased  {gone.session_id}  {gone.note}")
+        commands = {s: await command_trial(store, s) for _, _, s in trials}
         recorder = GatewayTrials(store, settings, args.url, gateway_user(args),
                                  lambda: open_owner_store(settings))  # fmt: skip
         ran = [c.command for c in commands.values() if c is not None]
@@ -322,34 +332,43 @@ async def replay_command(args: argparse.Namespace, settings: Settings) -> int:
         if problem is not None:
             print(f"error: {problem}", file=sys.stderr)
             return 2
-        for trial in report.tasks:
-            command = commands[trial.session_id]
+        for task_id, epoch, session_id in trials:
+            command = commands[session_id]
             if command is not None:
                 replayed = await replay_command_trial(
-                    store, settings, recorder, name, command, trial.epoch, trial.session_id,
+                    store, settings, recorder, name, command, epoch, session_id,
                     args.mode, scorers,
                 )  # fmt: skip
             else:
-                replayed = await replay_trial(store, name, trial.id, trial.epoch,
-                                              trial.session_id, config, args.mode,
-                                              scorers)  # fmt: skip
+                replayed = await replay_trial(store, name, task_id, epoch, session_id, config,
+                                              args.mode, scorers)  # fmt: skip
             if replayed.error is not None:
                 failed += 1
-                print(f"error: {trial.id} epoch {trial.epoch}: {replayed.error}", file=sys.stderr)
+                print(f"error: {task_id} epoch {epoch}: {replayed.error}", file=sys.stderr)
                 continue
-            diverged += not replayed.matched
             model_calls += replayed.model_calls
+            if replayed.excluded is not None:
+                excluded[replayed.excluded] = excluded.get(replayed.excluded, 0) + 1
+            else:
+                diverged += not replayed.matched
             if args.json:
                 print(replayed.model_dump_json())
+            elif replayed.excluded is not None:
+                print(f"{task_id} epoch {epoch}  {replayed.excluded}  {replayed.replay or '-'}  "
+                      f"{replayed.divergence}")  # fmt: skip
             elif replayed.matched:
-                print(f"{trial.id} epoch {trial.epoch}  matched  {replayed.steps_matched} of "
+                print(f"{task_id} epoch {epoch}  matched  {replayed.steps_matched} of "
                       f"{replayed.steps_recorded} model calls  {replayed.replay}")  # fmt: skip
             else:
-                print(f"{trial.id} epoch {trial.epoch}  diverged at step {replayed.step} "
+                print(f"{task_id} epoch {epoch}  diverged at step {replayed.step} "
                       f"({replayed.kind})  {replayed.replay}  {replayed.divergence}")  # fmt: skip
     if not args.json:
-        print(f"{name}: {len(report.tasks) - diverged - failed} of {len(report.tasks)} matched, "
-              f"{diverged} diverged; model calls made: {model_calls}")  # fmt: skip
+        apart = sum(excluded.values())
+        counted = len(trials) + excluded.get("erased", 0) - apart
+        print(f"{name}: {counted - diverged - failed} of {counted} matched, {diverged} diverged"
+              + (f"; not counted: {', '.join(f'{n} {k}' for k, n in sorted(excluded.items()))}"
+                 " (they cannot be replayed)" if apart else "")
+              + f"; model calls made: {model_calls}")  # fmt: skip
     return 1 if failed else (3 if diverged else 0)
 
 

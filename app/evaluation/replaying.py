@@ -18,17 +18,25 @@ replay gets none; its ``replay`` verdict fails it.
 A trial of an agent command (``external_agent``) is replayed by running its command again in
 a fresh workspace with the gateway serving the recorded answers (``external_replay``); that
 replay made a real workspace, so a matched one has the I/O scorers judge it there instead.
+
+A trial whose session was erased, or redacted where a replay needs it, is counted apart
+(``excluded``), not as a divergence or an error (``exclusions.py``): a replay stopped at a
+``redacted`` divergence is recorded and tagged as any other, and the run's report sets it
+apart; one that cannot start (the session is gone, or its configuration was redacted) records
+nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
 from app.config import Settings
+from app.evaluation.exclusions import REDACTED
 from app.evaluation.rescoring import score_session
 from app.evaluation.scoring import (
     ScoredSession,
@@ -39,8 +47,16 @@ from app.evaluation.scoring import (
     latest_scores,
     score_event,
 )
+from app.evaluation.sql.erased_trials import tombstone_of
 from app.events import EvalScore
-from app.replay import AgentConfig, ReplayError, ReplayMode, ReplayResult, replay
+from app.replay import (
+    AgentConfig,
+    RedactedReplayError,
+    ReplayError,
+    ReplayMode,
+    ReplayResult,
+    replay,
+)
 from app.store import EventStore, RecordedEvent
 
 NAME = "replay"
@@ -65,6 +81,8 @@ class ReplayedTrial(BaseModel):
     model_calls: int = 0
     #: why the trial could not be replayed
     error: str | None = None
+    #: counted apart (``erased`` or ``redacted``), with why in ``divergence``
+    excluded: Literal["erased", "redacted"] | None = None
 
 
 async def replay_trial(
@@ -82,7 +100,12 @@ async def replay_trial(
                           matched=False)  # fmt: skip
     try:
         result = await replay(store, session_id, agent_config, mode=mode)
+    except RedactedReplayError as exc:
+        return trial.model_copy(update={"excluded": REDACTED, "divergence": str(exc)})
     except ReplayError as exc:
+        erased = await tombstone_of(store, session_id)
+        if erased is not None:
+            return trial.model_copy(update={"excluded": "erased", "divergence": erased.describe()})
         return trial.model_copy(update={"error": str(exc)})
     return await record_replay(store, run, trial, result, scorers)
 
@@ -147,6 +170,9 @@ async def record_replay(
             "kind": divergence.kind if divergence is not None else None,
             "divergence": summary,
             "model_calls": result.model_calls,
+            "excluded": REDACTED
+            if divergence is not None and divergence.kind == REDACTED
+            else None,
         }
     )
 

@@ -8,6 +8,11 @@ sessions. ``pass_at_k`` is the share of tasks passed in at least one of their ep
 rate. A session passes when every verdict that counts on it (label pass / fail / error) is a
 pass, as ``chronicle eval run`` decides. In a comparison a task counts as passed in a run
 when it passed in more than half of its epochs.
+
+Erased and redacted trials (``exclusions.py``) are counted apart: they are in neither the
+pass rate, its interval, pass@k, pass^k, nor the task and trial tables, and not failures
+either. What the run spent (cost, steps, how sessions ended) still counts every trial whose
+events remain.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from app.evaluation.exclusions import REDACTED, ExcludedTrial, set_apart
+from app.evaluation.sql.erased_trials import ErasedSession
 from app.evaluation.sql.evaluation_results import EvaluationRow, ReplayRow, RunSections
 from app.evaluation.statistics import Interval, difference_interval, wilson_interval
 
@@ -122,6 +129,7 @@ class Report(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     run: str
+    #: the trials that count (``erased`` and ``redacted`` are not among them)
     total: int
     passed: int
     pass_rate: float
@@ -145,14 +153,25 @@ class Report(BaseModel):
     resumes: int = 0
     rerun_sessions: int = 0
     replays: list[ReplayRow] = []
+    #: trials counted apart, outside the pass rate (``exclusions.py``): how many of each
+    #: kind, and each with why
+    erased: int = 0
+    redacted: int = 0
+    excluded: list[ExcludedTrial] = []
 
 
 def build_report(
-    run: str, rows: Sequence[EvaluationRow], sections: RunSections | None = None
+    run: str,
+    rows: Sequence[EvaluationRow],
+    sections: RunSections | None = None,
+    erased: Sequence[ErasedSession] = (),
 ) -> Report:
     """The report of a run's sessions (a session not run from a suite is its own task,
-    named by its session id), with the sections the report views computed."""
-    results = [_result(row) for row in rows]
+    named by its session id), with the sections the report views computed; the trials that
+    were erased (``erased``) or cannot be judged for a redaction are counted apart."""
+    counted, excluded = set_apart(rows, sections.replays if sections else (), erased)
+    spent = [_result(row) for row in rows]
+    results = [_result(row) for row in counted]
     results.sort(key=lambda r: (r.epoch, r.id))
     by_task: dict[str, list[SessionResult]] = {}
     for result in sorted(results, key=lambda r: (r.id, r.epoch)):
@@ -170,7 +189,7 @@ def build_report(
     ]
     passed = sum(r.passed for r in results)
     statuses: dict[str, int] = {}
-    for result in results:
+    for result in spent:
         statuses[result.status or "unknown"] = statuses.get(result.status or "unknown", 0) + 1
     return Report(
         run=run,
@@ -181,12 +200,15 @@ def build_report(
         epochs=max((t.epochs for t in table), default=0),
         pass_at_k=_share(table, lambda t: t.passed > 0),
         pass_hat_k=_share(table, lambda t: t.passed == t.epochs),
-        cost_usd=_total(r.cost_usd for r in results),
-        unpriced_sessions=sum(r.cost_usd is None for r in results),
-        steps=sum(r.steps for r in results),
+        cost_usd=_total(r.cost_usd for r in spent),
+        unpriced_sessions=sum(r.cost_usd is None for r in spent),
+        steps=sum(r.steps for r in spent),
         statuses=dict(sorted(statuses.items())),
         task_table=table,
         tasks=results,
+        erased=sum(e.kind == "erased" for e in excluded),
+        redacted=sum(e.kind == "redacted" for e in excluded),
+        excluded=excluded,
         **(_sections(sections) if sections is not None else {}),
     )
 
@@ -259,8 +281,11 @@ class Comparison(BaseModel):
     mean_cost_delta_usd: Decimal | None = None
     mean_steps_delta: Decimal | None = None
     #: when B (or A) is a replay run (``chronicle eval replay``): its replays that diverged
+    #: (those stopped at a redacted part are not among them: they are ``excluded``)
     replays: int = 0
     diverged: list[ReplayRow] = []
+    #: trials of A and B counted apart, in neither pass rate (erased or redacted)
+    excluded: int = 0
 
 
 def task_passed(task: TaskSummary) -> bool:
@@ -294,7 +319,10 @@ def compare(a: Report, b: Report) -> Comparison:
         mean_cost_delta_usd=_mean_delta(a.cost_usd, a.total, b.cost_usd, b.total),
         mean_steps_delta=_mean_delta(Decimal(a.steps), a.total, Decimal(b.steps), b.total),
         replays=len(a.replays) + len(b.replays),
-        diverged=[r for r in [*a.replays, *b.replays] if not r.matched],
+        diverged=[
+            r for r in [*a.replays, *b.replays] if not r.matched and r.divergence_kind != REDACTED
+        ],
+        excluded=len(a.excluded) + len(b.excluded),
     )
 
 

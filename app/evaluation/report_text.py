@@ -23,11 +23,37 @@ def _signed(value: Decimal) -> str:
     return "+0" if value == 0 else f"{value.normalize():+f}"
 
 
+def excluded_summary(report: Report) -> str | None:
+    """``not counted: 1 erased, 2 redacted ...`` (None: every trial counts)."""
+    if not report.excluded:
+        return None
+    kinds = ", ".join(
+        f"{n} {kind}" for kind, n in (("erased", report.erased), ("redacted", report.redacted)) if n
+    )
+    return (
+        f"not counted: {kinds} (in neither the pass rate nor the failures: nothing says "
+        "whether they passed)"
+    )
+
+
+def excluded_lines(report: Report) -> list[str]:
+    """The summary of the trials counted apart, then one line each with why."""
+    summary = excluded_summary(report)
+    if summary is None:
+        return []
+    lines = [summary]
+    for trial in report.excluded:
+        which = f"{trial.task_id} epoch {trial.epoch}" if trial.task_id is not None else "a trial"
+        lines.append(f"  {which} ({trial.kind}, session {trial.session_id}): {trial.note}")
+    return lines
+
+
 def report_lines(report: Report) -> list[str]:
-    """The summary, the per-task table and the totals."""
+    """The summary, the trials counted apart, the per-task table and the totals."""
     lines = [
         f"{report.run}: {report.passed} of {report.total} sessions passed, "
         f"pass rate {_rate(report.pass_rate, report.interval)}",
+        *excluded_lines(report),
     ]
     if report.epochs > 1:
         lines.append(
@@ -84,9 +110,10 @@ def section_facts(report: Report) -> list[tuple[str, str]]:
         facts.append(("resumed", f"{report.resumes} times, {report.rerun_sessions} interrupted "
                                  "sessions run again"))  # fmt: skip
     if report.replays:
-        diverged = [r for r in report.replays if not r.matched]
-        facts.append(("replays", f"{len(report.replays) - len(diverged)} of "
-                                 f"{len(report.replays)} matched"))  # fmt: skip
+        matched = sum(r.matched for r in report.replays)
+        stopped = sum(r.divergence_kind == "redacted" for r in report.replays)
+        redacted = f", {stopped} stopped at a redacted part" if stopped else ""
+        facts.append(("replays", f"{matched} of {len(report.replays)} matched{redacted}"))
     return facts
 
 
@@ -98,6 +125,7 @@ def report_markdown(report: Report) -> str:
         f"{report.passed} of {report.total} trials passed: pass rate "
         f"{_rate(report.pass_rate, report.interval)}; pass@{report.epochs} "
         f"{report.pass_at_k:.1%}, pass^{report.epochs} {report.pass_hat_k:.1%}.",
+        *(["", f"{excluded_summary(report)}."] if report.excluded else []),
         "",
         "| task | epochs | passed | cost | steps |",
         "|---|---:|---:|---:|---:|",
@@ -142,6 +170,10 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     ):
         if tasks or not title.startswith("only"):
             lines.append(f"{title}: {len(tasks)}" + (f"  {' '.join(tasks)}" if tasks else ""))
+    if comparison.excluded:
+        lines.append(
+            f"not counted: {comparison.excluded} trials erased or redacted (in neither pass rate)"
+        )
     if comparison.replays:
         lines.append(
             f"replays: {len(comparison.diverged)} of {comparison.replays} diverged"

@@ -18,7 +18,7 @@ from app.replay.divergence import (
     RedactedPart,
     RequestDivergence,
 )
-from app.replay.engine import ReplayError, ReplayMode, ReplayResult, replay
+from app.replay.engine import RedactedReplayError, ReplayError, ReplayMode, ReplayResult, replay
 
 __all__ = [
     "ActionDivergence",
@@ -29,6 +29,7 @@ __all__ = [
     "OutcomeDivergence",
     "RedactedDivergence",
     "RedactedPart",
+    "RedactedReplayError",
     "ReplayError",
     "ReplayMode",
     "ReplayResult",

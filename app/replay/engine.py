@@ -46,6 +46,7 @@ from app.replay.progress import ReplayDiverged, ReplayMode, ReplayProgress
 from app.replay.recording import (
     Recording,
     RecordingError,
+    RecordingRedacted,
     Segment,
     store_pages,
     stream_recording,
@@ -53,7 +54,7 @@ from app.replay.recording import (
 from app.runtime.kinds import workspace_inside
 from app.store import EventStore, RecordedEvent, WorkerStopped, claim_session
 
-__all__ = ["ReplayError", "ReplayMode", "ReplayResult", "replay"]
+__all__ = ["RedactedReplayError", "ReplayError", "ReplayMode", "ReplayResult", "replay"]
 
 #: The cancellation message of a replay whose database went away.
 DATABASE_GONE = "the database went away"
@@ -63,6 +64,10 @@ BUILTIN_NAMES = [tool["function"]["name"] for tool in BUILTIN_TOOLS]
 
 class ReplayError(ChronicleError):
     """The session cannot be replayed; the message says why and what to do."""
+
+
+class RedactedReplayError(ReplayError):
+    """The session cannot be replayed at all: what sets its agent up was redacted."""
 
 
 class ReplayResult(BaseModel):
@@ -111,7 +116,8 @@ async def _plan(store: EventStore, session_id: UUID, agent_config: AgentConfig |
     try:
         recording = await stream_recording(store_pages(store, session_id))
     except RecordingError as exc:
-        raise ReplayError(f"session {session_id} cannot be replayed: {exc}") from None
+        refused = RedactedReplayError if isinstance(exc, RecordingRedacted) else ReplayError
+        raise refused(f"session {session_id} cannot be replayed: {exc}") from None
     # A fork made by `--on-divergence fork` ran live with the overrides it recorded; a run
     # with `--agent NAME` with that agent.
     try:

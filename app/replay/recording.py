@@ -53,6 +53,10 @@ class RecordingError(ChronicleError):
     """The session cannot be replayed; the message says why."""
 
 
+class RecordingRedacted(RecordingError):
+    """The session cannot be replayed because a part it needs from the start was redacted."""
+
+
 class Segment(BaseModel):
     """The user's events that start one go of the controller, and how that go ended: the
     agent's last state before the next user event (None: the recording says nothing), after
@@ -324,7 +328,7 @@ class _Index:
             parts = self.redacted.of(created.seq) or [
                 RedactedPart(seq=created.seq, path=path) for path in self.config_redacted
             ]
-            raise RecordingError(
+            raise RecordingRedacted(
                 f"how its agent was configured was redacted ({describe_parts(parts)}): the "
                 "replay cannot set the agent up as recorded"
             )

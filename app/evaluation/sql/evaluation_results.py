@@ -136,7 +136,8 @@ async def evaluation_run_results(
     ]
     return rows, RunSections(
         summary=_section(summary),
-        endings={row["ending"]: row["sessions"] for row in endings},
+        # a trial with no state yet has no ending: "unknown", as the statuses say
+        endings={row["ending"] or "unknown": row["sessions"] for row in endings},
         usage=_section(usage),
         latency=_section(latency),
         tool_errors=_section(tool_errors),

@@ -169,7 +169,8 @@ function sectionFacts(report) {
   if (report.resumes) rows.push(["Resumed", `${report.resumes} times, ${report.rerun_sessions} interrupted sessions run again`]);
   if (report.replays && report.replays.length) {
     const matched = report.replays.filter((r) => r.matched).length;
-    rows.push(["Replays", `${matched} of ${report.replays.length} matched`]);
+    const stopped = report.replays.filter((r) => r.divergence_kind === "redacted").length;
+    rows.push(["Replays", `${matched} of ${report.replays.length} matched${stopped ? `, ${stopped} stopped at a redacted part` : ""}`]);
   }
   return el("section", { class: "report-sections", "aria-labelledby": "sections-title" },
     el("h2", { id: "sections-title" }, "How the trials went"),
@@ -197,6 +198,20 @@ function trialsTable(report) {
           String(t.session_id).slice(0, 8)))))))));
 }
 
+/** The trials counted apart (erased, or redacted where they are judged or replayed), with
+ * why: in neither the pass rate nor the failures (report_text.excluded_lines). */
+function notCounted(report) {
+  const excluded = report.excluded || [];
+  if (!excluded.length) return null;
+  const kinds = [["erased", report.erased], ["redacted", report.redacted]].filter(([, n]) => n).map(([kind, n]) => `${n} ${kind}`);
+  return el("details", { class: "not-counted" },
+    el("summary", {}, `Not counted: ${kinds.join(", ")} (in neither the pass rate nor the failures: nothing says whether they passed)`),
+    el("ul", { class: "small" }, excluded.map((t) => el("li", { "data-kind": t.kind },
+      t.task_id ? `${t.task_id} epoch ${t.epoch}` : "A trial", ` (${t.kind}, session `,
+      t.kind === "erased" ? String(t.session_id).slice(0, 8) : el("a", { href: `#/sessions/${t.session_id}` }, String(t.session_id).slice(0, 8)),
+      `): ${t.note}`))));
+}
+
 /** A run's report: the pass rate, the sections, the per-task and per-trial tables, charts. */
 function reportView(report) {
   const tasks = report.task_table;
@@ -206,6 +221,7 @@ function reportView(report) {
       el("p", { class: "big" }, el("strong", { class: "pass-rate" }, percent(report.pass_rate)),
         ` passed (${report.passed} of ${report.total}) · 95% interval ${percent(report.interval.low)}–${percent(report.interval.high)}`),
       rateChart(report),
+      notCounted(report),
       el("p", { class: "muted small" },
         `${report.epochs} epoch${report.epochs === 1 ? "" : "s"} · pass@${report.epochs} ${percent(report.pass_at_k)} · pass^${report.epochs} ${percent(report.pass_hat_k)} · `,
         `${report.steps} steps · ${cost(report.cost_usd === null ? null : Number(report.cost_usd), report.unpriced_sessions, report.total)}`)),
