@@ -34,7 +34,9 @@ async def test_a_redacted_reply_stops_the_replay_at_its_step_after_serving_the_o
         divergence = result.divergence
         assert isinstance(divergence, RedactedDivergence), (mode, divergence)
         assert (divergence.step, divergence.recorded_seq) == (3, third)
-        assert divergence.parts == [RedactedPart(seq=third, path="/response/content", reason=REASON)]
+        assert divergence.parts == [
+            RedactedPart(seq=third, path="/response/content", reason=REASON)
+        ]
         assert divergence.summary == (
             f"model call 3 cannot be served: seq {third} /response/content was redacted ({REASON})"
         )
