@@ -70,9 +70,9 @@ class RedactedParts:
         stored = event.stored_payload
         kept = event.payload.get("prompt_kept")
         inherited = (
-            []
-            if not isinstance(kept, int)
-            else [gap for gap in self._gaps if gap.place is None or gap.place < kept]
+            [gap for gap in self._gaps if gap.place is None or gap.place < kept]
+            if isinstance(kept, int) and kept > 0
+            else []
         )
         offset = kept if isinstance(kept, int) else 0
         own: list[_Gap] = []

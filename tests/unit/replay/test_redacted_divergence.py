@@ -87,8 +87,8 @@ def test_a_prompt_message_redacted_from_one_call_is_missing_from_the_calls_that_
         # A whole prompt list redacted: a call that keeps any of it misses what went.
         event(5, "llm.call", prompt=gone(["f" * 64]), prompt_kept=0),
         event(6, "llm.call", prompt=[], prompt_kept=1),
-        # A call that lists its whole prompt starts afresh.
-        event(7, "llm.call", prompt=["g" * 64]),
+        # A call that keeps none of it, or lists its whole prompt, starts afresh.
+        event(7, "llm.call", prompt=["g" * 64], prompt_kept=0),
         record(8, 2, "/prompt/2", reason="a key"),
         record(9, 5, "/prompt"),
         record(10, 1, "/title"),
