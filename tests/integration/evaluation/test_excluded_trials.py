@@ -1,12 +1,12 @@
 """Erased and redacted trials are counted apart in a run's report, outside the pass rate and
-not as failures: a trial whose session was erased (``chronicle_erase_session``, its tombstone
-kept), one whose verdict was redacted, and, in a replay run, one whose replay stopped at a
-redacted observation. Real PostgreSQL; the replays run the real agent against the recordings
-(no model, no sandbox)."""
+not as failures: a trial whose session was erased (``erase_session``, as a retention policy
+erases it: its tombstone kept), one whose verdict was redacted, and, in a replay run, one whose
+replay stopped at a redacted observation. Real PostgreSQL; the replays run the real agent
+against the recordings (no model, no sandbox)."""
 
 from __future__ import annotations
 
-import uuid
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.evaluation.replaying import replay_trial
 from app.evaluation.report import compare
@@ -16,7 +16,7 @@ from app.evaluation.scoring import evaluation_config
 from app.evaluation.suite import Task
 from app.events import EvalScore, Message, SessionCreated
 from app.replay import AgentConfig
-from app.store import EventStore
+from app.store import EventStore, erase_session
 from tests.support.written_sessions import Recorder
 
 RUN = "nightly"
@@ -63,17 +63,6 @@ def score(run: str, label: str) -> EvalScore:
                      evaluation_run=run)  # fmt: skip
 
 
-async def erase(store: EventStore, session: uuid.UUID) -> None:
-    """Erase a session as a retention policy does (the tombstone's signature is not checked
-    by the database: made up here)."""
-    head = await store.pool.fetchrow("SELECT last_seq, last_hash FROM sessions WHERE id = $1",
-                                     session)  # fmt: skip
-    await store.pool.fetchval(
-        "SELECT chronicle_erase_session($1, $2, $3, now(), 'ops', 'keep 90 days', $4, $5)",
-        session, head["last_seq"], head["last_hash"], "a" * 32, "b" * 128,
-    )  # fmt: skip
-
-
 async def test_erased_and_redacted_trials_are_counted_apart(store: EventStore) -> None:
     matched = TrialRecorder(store, "a")
     await matched.fix_and_finish()
@@ -87,7 +76,8 @@ async def test_erased_and_redacted_trials_are_counted_apart(store: EventStore) -
     await gone.append(score(RUN, "fail"))
     assert (await run_report(store, RUN)).total == 4  # the projection has seen every trial
 
-    await erase(store, gone.session)
+    await erase_session(store, gone.session, key=Ed25519PrivateKey.generate(), actor="ops",
+                        via="cli", policy="keep 90 days")  # fmt: skip
     await store.redact(unjudged.session, label.seq, "/score_label", reason="x", user="ops")
     report = await run_report(store, RUN)
 
