@@ -35,6 +35,7 @@ from app.config.groups import (
     GatewayLimitDefaults,
     GatewayLimits,
     GatewaySettings,
+    RetentionConfig,
     ServerSettings,
     WorkerSettings,
 )
@@ -153,6 +154,9 @@ class Settings(BaseSettings):
     ] = Field(default_factory=ServerSettings)
     gateway: Annotated[GatewaySettings, Flat.named("gateway_")] = Field(
         default_factory=GatewaySettings
+    )
+    retention: Annotated[RetentionConfig, Flat.named("retention_")] = Field(
+        default_factory=RetentionConfig
     )
 
     # -- settings of no part below the sessions ---------------------------------------------

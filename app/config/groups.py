@@ -1,7 +1,8 @@
 """The settings of the processes above the packages (workers, the access service, the model
-gateway for agents Chronicle does not run), which read ``Settings`` themselves: each a group
-of its own (``settings.worker``, ``settings.server``, ``settings.gateway``), flat names
-``worker_*``, ``server_*``, ``gateway_*`` (app/config/flat.py)."""
+gateway for agents Chronicle does not run, the retention policies), which read ``Settings``
+themselves: each a group of its own (``settings.worker``, ``settings.server``,
+``settings.gateway``, ``settings.retention``), flat names ``worker_*``, ``server_*``,
+``gateway_*``, ``retention_*`` (app/config/flat.py)."""
 
 from __future__ import annotations
 
@@ -283,3 +284,44 @@ class ServerSettings(BaseModel):
         if isinstance(value, str):
             return [part.strip() for part in value.split(os.pathsep) if part.strip()]
         return value
+
+
+# -- retention (docs/erasure.md, "Retention"): which ended sessions are erased, after how
+# long, and whether they are archived first. A policy names sessions by age since they ended
+# (their last event), and optionally by owner, by tag (of an annotation on the session) and by
+# evaluation run; each filter given must hold, any value of one list will do.
+
+#: An evaluation run filter that matches any evaluation trial.
+ANY_RUN = "*"
+
+
+class RetentionPolicy(BaseModel):
+    """One rule: sessions that ended ``after_days`` ago or more (and match the filters) are
+    archived under ``archive_to`` when it is set, then erased under a signed tombstone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    """Recorded in each tombstone and audit record: which policy erased the session."""
+    after_days: float = Field(gt=0, allow_inf_nan=False)
+    """Days since the session ended (its last event) before it goes."""
+    users: tuple[str, ...] = ()
+    """Only sessions these users own (by name); empty: anyone's."""
+    tags: tuple[str, ...] = ()
+    """Only sessions with an annotation carrying one of these tags; empty: any."""
+    evaluation_runs: tuple[str, ...] = ()
+    """Only trials of these evaluation runs (``*``: any run's); empty: any session."""
+    archive_to: Path | None = None
+    """Archive the sessions first (a verified, anchored ``chronicle archive`` directory made
+    under this directory per round); unset: erase without archiving."""
+
+
+class RetentionConfig(BaseModel):
+    """The policies, and how often the projection runner applies them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    policies: tuple[RetentionPolicy, ...] = ()
+    """The retention policies (none: sessions are kept until erased by hand)."""
+    interval: float = Field(default=3600.0, gt=0)
+    """Seconds between two rounds of the policies where projections run."""

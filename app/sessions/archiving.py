@@ -88,6 +88,8 @@ class ArchiveRequest(BaseModel):
     earlier_anchors: dict[uuid.UUID, list[AnchorRecord]] = {}
     #: Detach the months the sessions filled (when every session in them is archived).
     detach: bool = True
+    #: Only these sessions (a retention policy's), of those that ended before ``before``.
+    only: frozenset[uuid.UUID] | None = None
 
 
 class ArchiveOutcome(BaseModel):
@@ -133,7 +135,11 @@ async def archive_sessions(
     ``key``'s public half)."""
     refuse_unusable_directory(request.directory)
     quiet = await quiet_sessions(store, request.before)
-    ended = [candidate for candidate in quiet if candidate.ended]
+    ended = [
+        candidate
+        for candidate in quiet
+        if candidate.ended and (request.only is None or candidate.session_id in request.only)
+    ]
     not_ended = [(c.session_id, c.phase) for c in quiet if not c.ended]
     if not ended:
         return None

@@ -133,28 +133,6 @@ CREATE TRIGGER sessions_erased_head BEFORE UPDATE OR DELETE ON sessions
     EXECUTE FUNCTION chronicle_erased_head();
 """
 
-#: The platform log takes the ``redaction`` records of its own events too (a person's name
-#: redacted from it: ``chronicle users erase``).
-PLATFORM_LOG_KINDS = r"""
-CREATE OR REPLACE FUNCTION chronicle_platform_log_kinds() RETURNS trigger
-LANGUAGE plpgsql SET search_path = {search_path} AS $$
-BEGIN
-    -- Its session.created again, later: a re-sent append, which the event id's uniqueness
-    -- refuses as such (so seq 1 is the only one there is).
-    IF ((NEW.kind LIKE 'audit.%' OR NEW.kind = 'redaction') AND NEW.seq > 1)
-       OR (NEW.kind = 'session.created'
-           AND NEW.event_id = '00000000-0000-4000-8000-00000000a0d2'::uuid
-           AND NEW.payload->'config'->'platform_log' = 'true'::jsonb) THEN
-        RETURN NEW;
-    END IF;
-    RAISE EXCEPTION 'the platform''s audit log takes only audit records, not %', NEW.kind
-        USING ERRCODE = 'CR014',
-              HINT = 'the platform log''s session.created is the platform''s own (its fixed '
-                     'event id, marked platform_log)';
-END
-$$;
-"""
-
 
 def upgrade() -> None:
     path = search_path()
@@ -168,7 +146,13 @@ def upgrade() -> None:
     )
     run(sql_file("functions/chronicle_erase_session.sql", search_path=path))
     run(ERASED_HEAD)
-    run(PLATFORM_LOG_KINDS.replace("{search_path}", path))
+    # the platform log takes the ``redaction`` records of its own events too (a person's name
+    # redacted from it: ``chronicle users erase``)
+    run(
+        sql_file("functions/chronicle_platform_log_kinds.sql", search_path=path).replace(
+            "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
+        )
+    )
     run(
         f"ALTER FUNCTION {ERASE} OWNER TO chronicle_owner;\n"
         f"REVOKE ALL ON FUNCTION {ERASE} FROM PUBLIC;\n"
