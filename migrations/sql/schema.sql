@@ -291,6 +291,15 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
+    -- A manifest rewritten without a secret (chronicle_rewrite_archive_manifest): that column
+    -- alone, of the rows archived where the function says.
+    IF current_setting('chronicle.rewriting_archive', true) = OLD.archived_to
+       AND (NEW.id, NEW.last_seq, NEW.last_hash, NEW.archived_at, NEW.archived_to, NEW.archived_by)
+           IS NOT DISTINCT FROM
+           (OLD.id, OLD.last_seq, OLD.last_hash, OLD.archived_at, OLD.archived_to, OLD.archived_by)
+    THEN
+        RETURN NEW;
+    END IF;
     IF NEW.last_seq IS DISTINCT FROM OLD.last_seq
         OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
         OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
@@ -682,6 +691,38 @@ END
 $$;
 
 ALTER FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_erase_user(p_user uuid, p_new_name text) RETURNS text
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_name text;
+BEGIN
+    IF NOT chronicle_owner_login() THEN
+        RAISE EXCEPTION 'only the database owner''s login may erase a user'
+            USING ERRCODE = 'CR015',
+                  HINT = 'run `chronicle users erase` with the owner''s database URL '
+                         '(CHRONICLE_OWNER_DATABASE_URL), not the application''s';
+    END IF;
+    SELECT u.name INTO v_name FROM users u WHERE u.id = p_user FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'no such user' USING ERRCODE = 'CR010';
+    END IF;
+    UPDATE users SET name = p_new_name, is_admin = false,
+                     removed_at = coalesce(removed_at, now()),
+                     disabled_at = coalesce(disabled_at, now())
+     WHERE id = p_user;
+    UPDATE api_tokens SET label = '', revoked_at = coalesce(revoked_at, now())
+     WHERE user_id = p_user;
+    UPDATE browser_logins SET address = '', ended_at = coalesce(ended_at, now())
+     WHERE user_id = p_user;
+    DELETE FROM login_codes WHERE user_id = p_user;
+    RETURN v_name;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_erase_user(p_user uuid, p_new_name text) OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_erased_head() RETURNS trigger
     LANGUAGE plpgsql
@@ -1647,6 +1688,31 @@ CREATE FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) RETURNS
 $$;
 
 ALTER FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) OWNER TO chronicle_owner;
+
+CREATE FUNCTION public.chronicle_rewrite_archive_manifest(p_archived_to text, p_old bytea, p_new bytea) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+    AS $$
+DECLARE
+    v_rows integer;
+BEGIN
+    IF octet_length(p_new) <> 32 THEN
+        RAISE EXCEPTION 'a manifest''s sha256 is 32 bytes' USING ERRCODE = 'CR017';
+    END IF;
+    PERFORM set_config('chronicle.rewriting_archive', p_archived_to, true);
+    UPDATE sessions s SET archive_manifest = p_new
+     WHERE s.archived_to = p_archived_to AND s.archive_manifest = p_old AND s.erased_at IS NULL;
+    GET DIAGNOSTICS v_rows = ROW_COUNT;
+    PERFORM set_config('chronicle.rewriting_archive', '', true);
+    IF v_rows = 0 THEN
+        RAISE EXCEPTION 'no session is archived to % with that manifest', p_archived_to
+            USING ERRCODE = 'CR017';
+    END IF;
+    RETURN v_rows;
+END
+$$;
+
+ALTER FUNCTION public.chronicle_rewrite_archive_manifest(p_archived_to text, p_old bytea, p_new bytea) OWNER TO chronicle_owner;
 
 CREATE FUNCTION public.chronicle_set_user_state(p_user uuid, p_state text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -3423,6 +3489,9 @@ GRANT ALL ON FUNCTION public.chronicle_ensure_event_partitions(p_from date, p_mo
 REVOKE ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_erase_session(p_session uuid, p_last_seq integer, p_last_hash bytea, p_erased_at timestamp with time zone, p_by text, p_policy text, p_key text, p_signature text) TO chronicle_app;
 
+REVOKE ALL ON FUNCTION public.chronicle_erase_user(p_user uuid, p_new_name text) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_erase_user(p_user uuid, p_new_name text) TO chronicle_app;
+
 REVOKE ALL ON FUNCTION public.chronicle_erased_head() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION public.chronicle_event_kinds() FROM PUBLIC;
@@ -3480,6 +3549,9 @@ REVOKE ALL ON FUNCTION public.chronicle_restore_archived(p_session uuid, p_last_
 
 REVOKE ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_revoke_token(p_token uuid, p_user uuid) TO chronicle_app;
+
+REVOKE ALL ON FUNCTION public.chronicle_rewrite_archive_manifest(p_archived_to text, p_old bytea, p_new bytea) FROM PUBLIC;
+GRANT ALL ON FUNCTION public.chronicle_rewrite_archive_manifest(p_archived_to text, p_old bytea, p_new bytea) TO chronicle_app;
 
 REVOKE ALL ON FUNCTION public.chronicle_set_user_state(p_user uuid, p_state text) FROM PUBLIC;
 GRANT ALL ON FUNCTION public.chronicle_set_user_state(p_user uuid, p_state text) TO chronicle_app;

@@ -66,11 +66,50 @@ REVOKE ALL ON FUNCTION chronicle_restore_archived(uuid, integer, bytea) FROM PUB
 """
 
 
+#: The archived head's trigger as this revision made it (0030 lets a manifest rewrite through).
+ARCHIVED_HEAD = r"""
+CREATE FUNCTION chronicle_archived_head() RETURNS trigger
+LANGUAGE plpgsql SET search_path = {search_path} AS $$
+BEGIN
+    -- An archived session's head row is the record of its archive, and the copy there is
+    -- whole: the head and that record stay as they were (an append is refused here), and the
+    -- row is kept when a month is dropped with the session's events (a DELETE of it does
+    -- nothing), so `chronicle verify` can tell the events left with their month. Only
+    -- chronicle_restore_archived, bringing the very same session back, lets it go.
+    IF TG_OP = 'DELETE' THEN
+        IF current_setting('chronicle.restoring_archived', true) = OLD.id::text THEN
+            RETURN OLD;
+        END IF;
+        RETURN NULL;
+    END IF;
+    IF NEW.last_seq IS DISTINCT FROM OLD.last_seq
+        OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
+        OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
+        OR NEW.archived_to IS DISTINCT FROM OLD.archived_to
+        OR NEW.archived_by IS DISTINCT FROM OLD.archived_by
+        OR NEW.archive_manifest IS DISTINCT FROM OLD.archive_manifest THEN
+        RAISE EXCEPTION 'session % is archived (to %, at %): it takes no more events',
+            OLD.id, OLD.archived_to, OLD.archived_at
+            USING ERRCODE = 'CR017', DETAIL = OLD.id::text,
+                  HINT = 'an archived session is read from its archive (chronicle sql --archive DIR) '
+                         'or brought back with chronicle import DIR';
+    END IF;
+    RETURN NEW;
+END
+$$;
+ALTER FUNCTION chronicle_archived_head() OWNER TO chronicle_owner;
+REVOKE ALL ON FUNCTION chronicle_archived_head() FROM PUBLIC;
+CREATE TRIGGER sessions_archived_head BEFORE UPDATE OR DELETE ON sessions
+    FOR EACH ROW WHEN (OLD.archived_at IS NOT NULL)
+    EXECUTE FUNCTION chronicle_archived_head();
+"""
+
+
 def upgrade() -> None:
     path = search_path()
     run(render_kind_functions(event_kinds=EVENT_KINDS))
     run(COLUMNS)
-    run(sql_file("functions/chronicle_archived_head.sql", search_path=path))
+    run(ARCHIVED_HEAD.replace("{search_path}", path))
     run(sql_file("functions/chronicle_restore_archived.sql", search_path=path))
     run(RESTORE_PRIVILEGES)
 

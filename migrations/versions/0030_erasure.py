@@ -41,6 +41,8 @@ branch_labels = None
 depends_on = None
 
 ERASE = "chronicle_erase_session(uuid, integer, bytea, timestamptz, text, text, text, text)"
+ERASE_USER = "chronicle_erase_user(uuid, text)"
+REWRITE_MANIFEST = "chronicle_rewrite_archive_manifest(text, bytea, bytea)"
 EVENT_KINDS = (
     *kinds_kept_by("0029_chain_over_commitments.py", "EVENT_KINDS"),
     "audit.redaction",
@@ -139,39 +141,44 @@ def upgrade() -> None:
     run(render_kind_functions(event_kinds=EVENT_KINDS))
     run(TOMBSTONES)
     run(MASKED_SECRETS)
-    run(
-        sql_file("functions/chronicle_refuse_event_change.sql").replace(
-            "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
-        )
-    )
+    # the events' trigger lets an erasure through; the platform log takes the ``redaction``
+    # records of its own events (a person's name redacted from it: ``chronicle users
+    # erase``); an archived head takes a rewritten manifest; chronicle_redact takes events
+    # hashed before 0029 too
+    run(_replacing(sql_file("functions/chronicle_refuse_event_change.sql")))
+    run(_replacing(sql_file("functions/chronicle_platform_log_kinds.sql", search_path=path)))
+    run(_replacing(sql_file("functions/chronicle_archived_head.sql", search_path=path)))
+    run(_replacing(sql_file("functions/chronicle_redact.sql", search_path=path)))
     run(sql_file("functions/chronicle_erase_session.sql", search_path=path))
+    run(sql_file("functions/chronicle_erase_user.sql", search_path=path))
+    run(sql_file("functions/chronicle_rewrite_archive_manifest.sql", search_path=path))
     run(ERASED_HEAD)
-    # the platform log takes the ``redaction`` records of its own events too (a person's name
-    # redacted from it: ``chronicle users erase``)
     run(
-        sql_file("functions/chronicle_platform_log_kinds.sql", search_path=path).replace(
-            "CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1
+        "\n".join(
+            f"ALTER FUNCTION {function} OWNER TO chronicle_owner;\n"
+            f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC;\n"
+            f"GRANT EXECUTE ON FUNCTION {function} TO chronicle_app;"
+            for function in (ERASE, ERASE_USER, REWRITE_MANIFEST)
         )
     )
-    run(
-        f"ALTER FUNCTION {ERASE} OWNER TO chronicle_owner;\n"
-        f"REVOKE ALL ON FUNCTION {ERASE} FROM PUBLIC;\n"
-        f"GRANT EXECUTE ON FUNCTION {ERASE} TO chronicle_app;"
-    )
+
+
+def _replacing(text: str) -> str:
+    return text.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def downgrade() -> None:
-    before = earlier_revision("0029_chain_over_commitments.py")
+    path = search_path()
     run("DROP TRIGGER sessions_erased_head ON sessions; DROP FUNCTION chronicle_erased_head();")
-    platform = earlier_revision("0016_platform_audit.py").PLATFORM_LOG_KINDS
-    function = platform[: platform.index("$$;") + 3]
-    run(
-        function.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
-            "{search_path}", search_path()
-        )
-    )
-    run(f"DROP FUNCTION {ERASE};")
-    run(before.REFUSE_EVENT_CHANGE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    for function in (ERASE, ERASE_USER, REWRITE_MANIFEST):
+        run(f"DROP FUNCTION {function};")
+    before = earlier_revision("0029_chain_over_commitments.py")
+    run(_replacing(before.REFUSE_EVENT_CHANGE))
+    run(_replacing(before.REDACT_FUNCTION.replace("{search_path}", path)))
+    for revision in ("0016_platform_audit.py", "0027_session_archives.py"):
+        module = earlier_revision(revision)
+        text = module.PLATFORM_LOG_KINDS if revision.startswith("0016") else module.ARCHIVED_HEAD
+        run(_replacing(text[: text.index("$$;") + 3].replace("{search_path}", path)))
     run("DROP TABLE masked_secrets; DROP TABLE masker_key;")
     run(TOMBSTONES_BEFORE)
     run(

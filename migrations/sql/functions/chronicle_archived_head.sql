@@ -12,6 +12,15 @@ BEGIN
         END IF;
         RETURN NULL;
     END IF;
+    -- A manifest rewritten without a secret (chronicle_rewrite_archive_manifest): that column
+    -- alone, of the rows archived where the function says.
+    IF current_setting('chronicle.rewriting_archive', true) = OLD.archived_to
+       AND (NEW.id, NEW.last_seq, NEW.last_hash, NEW.archived_at, NEW.archived_to, NEW.archived_by)
+           IS NOT DISTINCT FROM
+           (OLD.id, OLD.last_seq, OLD.last_hash, OLD.archived_at, OLD.archived_to, OLD.archived_by)
+    THEN
+        RETURN NEW;
+    END IF;
     IF NEW.last_seq IS DISTINCT FROM OLD.last_seq
         OR NEW.last_hash IS DISTINCT FROM OLD.last_hash
         OR NEW.archived_at IS DISTINCT FROM OLD.archived_at
@@ -27,8 +36,3 @@ BEGIN
     RETURN NEW;
 END
 $$;
-ALTER FUNCTION chronicle_archived_head() OWNER TO chronicle_owner;
-REVOKE ALL ON FUNCTION chronicle_archived_head() FROM PUBLIC;
-CREATE TRIGGER sessions_archived_head BEFORE UPDATE OR DELETE ON sessions
-    FOR EACH ROW WHEN (OLD.archived_at IS NOT NULL)
-    EXECUTE FUNCTION chronicle_archived_head();
