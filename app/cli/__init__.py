@@ -20,6 +20,7 @@ from app.cli import audit as audit_cli
 from app.cli import audit_log as audit_log_cli
 from app.cli import bench as bench_cli
 from app.cli import db as db_cli
+from app.cli import erase as erase_cli
 from app.cli import evaluation as evaluation_cli
 from app.cli import log as log_cli
 from app.cli import projections as projections_cli
@@ -46,6 +47,7 @@ COMMAND_MODULES = (
     log_cli,
     annotate_cli,
     redact_cli,
+    erase_cli,
     projections_cli,
     audit_cli,
     audit_log_cli,

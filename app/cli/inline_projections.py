@@ -20,6 +20,13 @@ async def inline_projections(store: EventStore, settings: Settings) -> AsyncIter
         yield
         return
     from app.projections import all_projections, running_projections
+    from app.sessions.retention import retention_upkeep
 
-    async with running_projections(store, all_projections(), config, otlp=settings.otlp_export):
+    async with running_projections(
+        store,
+        all_projections(),
+        config,
+        otlp=settings.otlp_export,
+        upkeep=retention_upkeep(settings),
+    ):
         yield

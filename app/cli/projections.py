@@ -61,6 +61,7 @@ async def run(args: argparse.Namespace, settings: Settings) -> int:
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
     from app.projections import all_projections, projection_named, running_projections
     from app.projections.otlp.exporter import NAME as OTLP_EXPORT
+    from app.sessions.retention import retention_upkeep
 
     names = [name for name in args.names if name != OTLP_EXPORT]
     otlp = settings.otlp_export if not args.names or OTLP_EXPORT in args.names else None
@@ -79,7 +80,10 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
     try:
         async with await open_store(settings) as store:
             config = settings.projections
-            async with running_projections(store, chosen, config, otlp=otlp) as runners:
+            upkeep = retention_upkeep(settings) if not args.names else []
+            async with running_projections(
+                store, chosen, config, otlp=otlp, upkeep=upkeep
+            ) as runners:
                 running = ", ".join(runner.name for runner in runners)
                 print(f"running projections: {running} (stop with Ctrl-C)", file=sys.stderr)
                 waits = [asyncio.ensure_future(stopped.wait())]

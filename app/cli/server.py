@@ -77,9 +77,14 @@ async def _projections(store: EventStore, settings: Settings) -> AsyncIterator[N
     """The projections kept current beside the API (one runner per database applies; the
     others stand by, so several `serve --role all` processes are safe)."""
     from app.projections import all_projections, running_projections
+    from app.sessions.retention import retention_upkeep
 
     async with running_projections(
-        store, all_projections(), settings.projections, otlp=settings.otlp_export
+        store,
+        all_projections(),
+        settings.projections,
+        otlp=settings.otlp_export,
+        upkeep=retention_upkeep(settings),
     ):
         yield
 

@@ -71,6 +71,13 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     logins.add_argument("name")
     logout = sub.add_parser("logout", help="end every browser login of a user at once")
     logout.add_argument("name")
+    erase = sub.add_parser(
+        "erase",
+        help="erase a person: every session they created, their name wherever Chronicle "
+        "holds it, their tokens' labels and logins' addresses (cannot be undone)",
+    )
+    erase.add_argument("name")
+    erase.add_argument("--yes", action="store_true", help="do it (without: say what would go)")
     gateway_limits.add_parser(sub)
 
     tokens_parser = commands.add_parser("tokens", help="the users' API tokens")
@@ -158,6 +165,8 @@ async def users(args: argparse.Namespace, settings: Settings) -> int:
             return await show_logins(store, args.name)
         if args.users_command == "logout":
             return await end_user_logins(store, args.name)
+        if args.users_command == "erase":
+            return await erase_user(store, args.name, settings, sure=args.yes)
         for user in await list_users(store):
             print(f"{user.name:<24} {_role(user):<16} {_when(user.created_at)}  {user.id}")
         return 0
@@ -204,6 +213,39 @@ async def change_user(store: EventStore, change: str, name: str) -> int:
     await _audited(store, user, changed, past)
     print(f"{user.name}: {done}" if changed else f"{user.name} was {already} already")
     return 0
+
+
+async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: bool) -> int:
+    """``chronicle users erase NAME`` (app/sessions/person_erasure.py); without ``--yes``, what
+    would go."""
+    from app.cli.erase import Progress
+    from app.sessions.person_erasure import PersonNotErased, erase_person
+    from app.sessions.sql.retention_candidates import owned_by
+    from app.store.integrity import signing_key
+
+    user = await _known_user(store, name)
+    if not sure:
+        sessions = await owned_by(store, user.id)
+        print(
+            f"would erase user {user.name} ({user.id}): {len(sessions)} sessions, the name "
+            "wherever Chronicle holds it, tokens' labels, logins' addresses; run again with "
+            "--yes to do it",
+            file=sys.stderr,
+        )
+        return 1
+    key, _, _ = signing_key(settings.anchor_key_file, settings.data_dir)
+    try:
+        done = await erase_person(store, name, key=key, actor=terminal_actor(), progress=Progress())
+    except PersonNotErased as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"erased user {done.user_id}: now {done.renamed_to}; {len(done.sessions.erased)} "
+        f"sessions erased, {done.redacted} mentions redacted"
+    )
+    for place in done.kept:
+        print(f"kept: {place}", file=sys.stderr)
+    return 1 if done.kept else 0
 
 
 async def _known_user(store: EventStore, name: str) -> User:

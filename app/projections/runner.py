@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.projections.base import Projection
@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from app.projections.otlp.exporter import OtlpExporter
 
 log = logging.getLogger(__name__)
+
+#: Upkeep run beside the runners until they stop (given the event that says stop).
+Upkeep = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 
 
 class ProjectionRunner(LockHolder):
@@ -191,10 +194,12 @@ async def running_projections(
     *,
     applied: Applied | None = None,
     otlp: OtlpExportConfig | None = None,
+    upkeep: Sequence[Upkeep] = (),
 ) -> AsyncIterator[list[ProjectionRunner | OtlpExporter]]:
     """Run a runner per projection beside the block, and the live OTLP exporter when
     ``otlp`` names a collector; at its end they apply (send) what is left (within
-    ``drain_timeout``) and stop."""
+    ``drain_timeout``) and stop. Each of ``upkeep`` (the retention policies' rounds, which
+    the caller above the sessions wires in) runs beside them until the block ends."""
     config = config or ProjectionsConfig()
     runners: list[ProjectionRunner | OtlpExporter] = [
         ProjectionRunner(store, p, config, applied=applied) for p in projections
@@ -221,13 +226,17 @@ async def running_projections(
         keep_rollups(store, interval=config.rollups_interval, stop=stop_keeping),
         name="chronicle-usage-rollups",
     )
+    kept = [
+        asyncio.create_task(keep(stop_keeping), name=f"chronicle-upkeep-{number}")
+        for number, keep in enumerate(upkeep)
+    ]
     try:
         yield runners
     finally:
         stop_keeping.set()
         for runner in runners:
             runner.stop()
-        await asyncio.gather(keeper, rollups, return_exceptions=True)
+        await asyncio.gather(keeper, rollups, *kept, return_exceptions=True)
         if tasks:
             _, late = await asyncio.wait(tasks, timeout=config.drain_timeout + 1.0)
             for task in late:

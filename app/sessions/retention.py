@@ -12,6 +12,7 @@ chosen is left for the next round (the database refuses the stale tombstone).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -21,8 +22,11 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import BaseModel
 
+from app.config import Settings
 from app.config.groups import RetentionConfig, RetentionPolicy
 from app.errors import ChronicleError
+from app.projections.periodic import every
+from app.projections.runner import Upkeep
 from app.sessions.archiving import ArchiveRequest, Progress, archive_sessions
 from app.sessions.platform_audit import Actor
 from app.sessions.sql.archive_candidates import quiet_sessions
@@ -32,7 +36,14 @@ from app.sessions.sql.retention_candidates import (
     retention_round,
     running,
 )
-from app.store import ErasedSession, ErasureRefused, EventStore, erase_session
+from app.store import (
+    ErasedSession,
+    ErasureRefused,
+    EventStore,
+    admin_database_url,
+    erase_session,
+)
+from app.store.integrity import signing_key
 
 log = logging.getLogger(__name__)
 
@@ -175,15 +186,19 @@ async def apply_retention(
         ]
 
 
-async def keep_retention(
-    store: EventStore,
-    config: RetentionConfig,
-    key: Ed25519PrivateKey,
-    stop: asyncio.Event,
-) -> None:
-    """Where projections run: a round of the policies every ``config.interval`` seconds."""
-    from app.projections.periodic import every
+async def owner_store(settings: Settings) -> EventStore:
+    """The store through the database owner's login, without a statement timeout: an archive
+    marks sessions archived, which only the owner may (migration 0027)."""
+    database = settings.database_config()
+    url = await asyncio.to_thread(admin_database_url, database)
+    return await EventStore.open(
+        url, config=settings.store.long_running(), masker=settings.masker()
+    )
 
+
+async def keep_retention(settings: Settings, key: Ed25519PrivateKey, stop: asyncio.Event) -> None:
+    """Where projections run: a round of the policies every ``retention.interval`` seconds,
+    each through the owner's login (opened for the round)."""
     actor = Actor(name="chronicle:retention", via="cli")
 
     def quiet(text: str, *, steady: bool = False) -> None:
@@ -191,7 +206,10 @@ async def keep_retention(
 
     async def round_() -> None:
         try:
-            outcomes = await apply_retention(store, config, key=key, actor=actor, progress=quiet)
+            async with await owner_store(settings) as store:
+                outcomes = await apply_retention(
+                    store, settings.retention, key=key, actor=actor, progress=quiet
+                )
         except ChronicleError as exc:  # an archive refused, say: the next round tries again
             log.warning("retention: a round failed: %s", exc)
             return
@@ -205,10 +223,19 @@ async def keep_retention(
                 )
 
     await every(
-        config.interval,
+        settings.retention.interval,
         stop,
         round_,
         log=log,
         failed="retention: a round failed",
         unreachable="retention: could not reach the database",
     )
+
+
+def retention_upkeep(settings: Settings) -> list[Upkeep]:
+    """What ``running_projections`` runs beside the runners for the retention policies:
+    nothing without a policy; the anchor key is read (or made) once, here."""
+    if not settings.retention.policies:
+        return []
+    key, _, _ = signing_key(settings.anchor_key_file, settings.data_dir)
+    return [functools.partial(keep_retention, settings, key)]

@@ -663,6 +663,15 @@ class EventStore:
 
         return await redact(self, session_id, seq, path, reason=reason, user=user)
 
+    async def redact_matching(
+        self, session_id: UUID, seq: int, matches: Any, *, reason: str, user: str
+    ) -> list[RecordedEvent]:
+        """Redact each part of event ``seq`` for which ``matches(stored node)`` holds (a
+        string equal to a name, say), with what each part names; the records made."""
+        from app.store.redaction import redact_where
+
+        return await redact_where(self, session_id, seq, matches, reason=reason, user=user)
+
     async def verify(
         self,
         session_id: UUID,

@@ -91,3 +91,37 @@ async def retention_round(store: EventStore) -> AsyncIterator[bool]:
         finally:
             if held:
                 await connection.fetchval(UNLOCK_SQL, *ROUND_LOCK)
+
+
+ERASE_USER_SQL = "SELECT chronicle_erase_user($1::uuid, $2::text)"
+#: The platform log's records that hold a name as one of their strings (any field).
+NAMED_IN_LOG_SQL = """
+SELECT seq, kind, payload ->> 'actor' AS actor FROM events
+WHERE session_id = $1 AND kind LIKE 'audit.%' AND strpos(payload::text, to_json($2::text)::text) > 0
+ORDER BY seq
+"""
+#: Events of any other session a person sent or annotated (the envelope's ``user``).
+SENT_BY_SQL = """
+SELECT session_id, seq FROM events
+WHERE payload ->> 'user' = $1 AND session_id <> $2 ORDER BY session_id, seq
+"""
+
+
+async def erase_user_row(store: EventStore, user_id: UUID, new_name: str) -> str:
+    """The user's personal data out of the access tables (``chronicle_erase_user``); the name
+    it had."""
+    return str(await store.pool.fetchval(ERASE_USER_SQL, user_id, new_name))
+
+
+async def named_in_log(
+    store: EventStore, log_id: UUID, name: str
+) -> list[tuple[int, str, str | None]]:
+    """(seq, kind, actor) of each platform log record that holds ``name`` as a string."""
+    rows = await store.pool.fetch(NAMED_IN_LOG_SQL, log_id, name)
+    return [(row["seq"], row["kind"], row["actor"]) for row in rows]
+
+
+async def sent_by(store: EventStore, name: str, log_id: UUID) -> list[tuple[UUID, int]]:
+    """(session, seq) of each event whose envelope names ``name`` as its user."""
+    rows = await store.pool.fetch(SENT_BY_SQL, name, log_id)
+    return [(row["session_id"], row["seq"]) for row in rows]

@@ -1,0 +1,139 @@
+"""``chronicle users erase NAME``: a person's sessions and personal data go, the record stays.
+
+In order, so that a run cut short can be run again by the same name:
+
+1. every session the user created is erased (``app.sessions.retention.erase_sessions``, policy
+   ``person``); a session something runs stops it all before anything else changes;
+2. in the platform log, the records that name the person have the name redacted (and the
+   address of their sign-ins), and in every other session the events they sent or annotated
+   have their ``user`` redacted: each with its ``redaction`` record, whose reason names the
+   user by id only;
+3. the user's row keeps its id (what owners, limits and usage name) under a name that says
+   nothing; its tokens lose their labels, its logins their addresses (``chronicle_erase_user``);
+4. ``audit.user_erased`` records it: the id, the new name, how many sessions and mentions.
+
+The person's name is written nowhere by this: not in a reason, not in the record.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import BaseModel
+
+from app.errors import ChronicleError
+from app.events.commitment import RedactionPathError, markers_in, part_at
+from app.events.platform_audit import PLATFORM_LOG_ID, AuditUserErased
+from app.sessions.archiving import Progress
+from app.sessions.platform_audit import Actor
+from app.sessions.retention import ErasureOutcome, erase_sessions
+from app.sessions.sql.platform_audit import append_audit
+from app.sessions.sql.retention_candidates import erase_user_row, named_in_log, owned_by, sent_by
+from app.sessions.sql.users import UnknownUserError, find_user
+from app.store import EventStore, RedactionRefused
+
+#: Records whose ``address`` is where the person signed in from.
+SIGN_INS = frozenset({"audit.login", "audit.logout"})
+
+
+class PersonNotErased(ChronicleError):
+    """Nothing of the person's data was changed; the message says why."""
+
+
+class PersonErased(BaseModel):
+    user_id: UUID
+    renamed_to: str
+    sessions: ErasureOutcome
+    #: Parts redacted: names in the platform log, sign-in addresses, senders elsewhere.
+    redacted: int
+    #: Places the name stays, with why (an event recorded before redaction was possible).
+    kept: list[str] = []
+
+
+def erased_name(user_id: UUID) -> str:
+    """The name an erased user keeps: its id's first 12 hex digits, nothing of the person."""
+    return f"erased-{user_id.hex[:12]}"
+
+
+async def erase_person(
+    store: EventStore,
+    name: str,
+    *,
+    key: Ed25519PrivateKey,
+    actor: Actor,
+    progress: Progress,
+) -> PersonErased:
+    """Erase ``name`` (see the module); ``store`` is the owner's (only it may change users)."""
+    user = await find_user(store, name)
+    if user is None:
+        raise UnknownUserError(name)
+    sessions = await owned_by(store, user.id)
+    progress(f"erasing {len(sessions)} sessions of user {user.id}")
+    outcome = await erase_sessions(
+        store, sessions, key=key, actor=actor, policy="person", progress=progress
+    )
+    if outcome.skipped:
+        left = ", ".join(f"{s.session_id} ({s.reason})" for s in outcome.skipped)
+        raise PersonNotErased(
+            f"{len(outcome.erased)} sessions erased, but not {left}: the user's data was not "
+            "changed; deal with those and run it again"
+        )
+    reason = f"erasing a person (user {user.id})"
+    redacted, kept = await _redact_mentions(store, name, reason, actor)
+    renamed = erased_name(user.id)
+    await erase_user_row(store, user.id, renamed)
+    await append_audit(
+        store,
+        AuditUserErased(
+            **actor.fields(),
+            user_id=user.id,
+            renamed_to=renamed,
+            sessions=len(outcome.erased),
+            redacted=redacted,
+        ),
+    )
+    return PersonErased(
+        user_id=user.id, renamed_to=renamed, sessions=outcome, redacted=redacted, kept=kept
+    )
+
+
+async def _redact_mentions(
+    store: EventStore, name: str, reason: str, actor: Actor
+) -> tuple[int, list[str]]:
+    """Redact the name in the platform log, their sign-in addresses, and the ``user`` of
+    what they sent elsewhere; (parts redacted, places kept with why)."""
+    redacted, kept = 0, []
+    for seq, kind, who in await named_in_log(store, PLATFORM_LOG_ID, name):
+        try:
+            if kind in SIGN_INS and who == name:
+                redacted += await _redact_if_there(
+                    store, PLATFORM_LOG_ID, seq, "/address", reason, actor
+                )
+            records = await store.redact_matching(
+                PLATFORM_LOG_ID, seq, lambda node: node == name, reason=reason, user=actor.name
+            )
+            redacted += len(records)
+        except RedactionRefused as exc:
+            kept.append(f"platform log seq {seq}: {exc}")
+    for session_id, seq in await sent_by(store, name, PLATFORM_LOG_ID):
+        try:
+            redacted += await _redact_if_there(store, session_id, seq, "/user", reason, actor)
+        except RedactionRefused as exc:
+            kept.append(f"session {session_id} seq {seq}: {exc}")
+    return redacted, kept
+
+
+async def _redact_if_there(
+    store: EventStore, session_id: UUID, seq: int, path: str, reason: str, actor: Actor
+) -> int:
+    """Redact the part at ``path`` of one event if it holds something still; 1, else 0."""
+    [event] = await store.read(session_id, after_seq=seq - 1, limit=1, resolve_blobs=False)
+    try:
+        part = part_at(event.stored_payload, path)
+    except RedactionPathError:
+        return 0
+    if markers_in(part) or part is None:
+        return 0
+    await store.redact(session_id, seq, path, reason=reason, user=actor.name)
+    return 1
