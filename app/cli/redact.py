@@ -4,16 +4,18 @@ event of a session, or one field of it, keeping the proof of everything else
 verifies, and a ``redaction`` event records who (``cli:<login>``, or ``--user``), when, why and
 what by hash; ``chronicle verify`` lists it apart from tampering.
 
-`chronicle redact --value-file FILE (--all | SESSION...) --reason TEXT`: find a secret (the
-file's text, never the command line, which ``ps`` and shell histories show) everywhere the log
-holds it, redact each place, and say where it was; then in the exports and archives Chronicle
-wrote to this machine's disk (app/cli/on_disk.py, app/store/on_disk/)."""
+`chronicle redact --value-file FILE (--all | SESSION...) --reason TEXT`: have the masker
+replace a secret (the file's text, never the command line, which ``ps`` and shell histories
+show) in whatever is recorded from now on, then find it everywhere the log holds it, redact
+each place, and say where it was; then in the exports and archives Chronicle wrote to this
+machine's disk (app/cli/on_disk.py, app/store/on_disk/)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.cli.numbers import seq_number
 from app.cli.render import render_json, render_line
@@ -21,6 +23,9 @@ from app.cli.session_ids import session_id
 from app.config import Settings
 from app.events.commitment import RedactionPathError
 from app.events.platform_audit import PLATFORM_LOG_ID
+
+if TYPE_CHECKING:
+    from app.store import EventStore
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -122,6 +127,7 @@ async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 2
     async with await open_store(settings) as store:
+        await _mask_from_now_on(store, value, args)  # first: no new copy while we search
         try:
             records = await redact_value(
                 store,
@@ -138,6 +144,20 @@ async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
     where = {str(record.session_id) for record in records}
     print(f"{len(records)} redactions in {len(where)} sessions", file=sys.stderr)
     return await _redact_on_disk(value, args, settings)
+
+
+async def _mask_from_now_on(store: EventStore, value: str, args: argparse.Namespace) -> None:
+    """Have the masker replace the value in whatever is recorded from now on, by every process
+    (it keeps only a keyed hash: app/store/masked_secrets.py), and say so."""
+    from app.events.found_secrets import NotMaskableError
+
+    try:
+        masked = await store.mask_found_secret(value, user=_user(args), reason=args.reason)
+    except NotMaskableError as exc:
+        print(f"warning: not added to the masker: {exc}", file=sys.stderr)
+        return
+    known = "added to the masker" if masked.added else "already known to the masker"
+    print(f"{known}: recorded as {masked.name} from now on", file=sys.stderr)
 
 
 async def _redact_on_disk(value: str, args: argparse.Namespace, settings: Settings) -> int:

@@ -15,6 +15,10 @@ log and ``verify`` see is the same masked text.
 
 Short values are not treated as secrets: ``MAX_TOKENS=4096`` or ``USE_KEYRING=true`` would
 otherwise blank out every ``4096`` and ``true`` in the log.
+
+Secrets found after the fact (``chronicle redact --value-file``) are known by a keyed hash
+only, never by their text: the store hands the masker a ``FoundSecrets`` it keeps up to date,
+and a hit becomes ``[secret found 1a2b3c4d]`` (app/events/found_secrets.py).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from app.events.found_secrets import FoundSecrets
 
 #: Environment variable names whose values are secrets: also an ``AUTHORIZATION`` (a header's
 #: value), an ``AUTH`` or ``PAT`` (a personal access token) part between underscores
@@ -240,11 +246,16 @@ def environment_secrets(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 class SecretMasker:
-    """Replaces known secret values, and credentials in URLs, in text and in JSON-like values.
-    Immutable once built."""
+    """Replaces known secret values, secrets found after the fact, and credentials in URLs, in
+    text and in JSON-like values. Immutable once built, but for the ``FoundSecrets`` it shares
+    with the store that keeps it up to date."""
 
-    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
-        """``secrets`` maps each secret value to the name shown in its place."""
+    def __init__(
+        self, secrets: Mapping[str, str] | None = None, found: FoundSecrets | None = None
+    ) -> None:
+        """``secrets`` maps each secret value to the name shown in its place; ``found``: the
+        secrets found after the fact that the store knows (by their keyed hashes)."""
+        self._found = found
         usable = {
             v: n for v, n in (secrets or {}).items() if isinstance(v, str) and worth_masking(v)
         }
@@ -269,7 +280,11 @@ class SecretMasker:
 
     def with_secrets(self, secrets: Mapping[str, str]) -> SecretMasker:
         """A masker that knows these secrets too."""
-        return SecretMasker({**self._names, **secrets})
+        return SecretMasker({**self._names, **secrets}, self._found)
+
+    def with_found(self, found: FoundSecrets) -> SecretMasker:
+        """A masker that also replaces the found secrets ``found`` knows, as it learns them."""
+        return SecretMasker(self._names, found)
 
     @property
     def names(self) -> list[str]:
@@ -285,15 +300,20 @@ class SecretMasker:
             return text
         if self._raw is not None:
             text = self._raw.sub(lambda m: placeholder(self._names[m.group(0)]), text)
+        found = self._found.matcher if self._found is not None else None
+        if found is not None:
+            text = found.mask(text, placeholder)
         return mask_auth_headers(mask_urls(text))
 
     def leaks_into_json(self, json_text: str) -> bool:
-        """Does this JSON text contain a known secret, or a URL's or a header's credentials?
-        (The cheap test before masking.)"""
+        """Does this JSON text contain a known secret, a found one, or a URL's or a header's
+        credentials? (The cheap test before masking.)"""
+        found = self._found.matcher if self._found is not None else None
         return (
             (self._json is not None and self._json.search(json_text) is not None)
             or has_url_credentials(json_text)
             or has_auth_header(json_text)
+            or (found is not None and found.leaks_into_json(json_text))
         )
 
     def mask_value(self, value: Any) -> Any:

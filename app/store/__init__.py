@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     )
     from app.store.event_store import EVENT_COLUMNS, EventStore, session_months
     from app.store.integrity.tombstones import Tombstone
+    from app.store.masked_secrets import MaskedSecret
     from app.store.memory_log import MemoryLog
     from app.store.on_disk.archive_dir import existing_anchor_key
     from app.store.on_disk.ledger import WrittenKind, record_written
@@ -139,6 +140,7 @@ _EXPORTED_FROM = {
     "EVENT_COLUMNS": "app.store.event_store",
     "EventStore": "app.store.event_store",
     "session_months": "app.store.event_store",
+    "MaskedSecret": "app.store.masked_secrets",
     "MemoryLog": "app.store.memory_log",
     "existing_anchor_key": "app.store.on_disk.archive_dir",
     "WrittenKind": "app.store.on_disk.ledger",
@@ -196,6 +198,7 @@ __all__ = [
     "ForeignKeyViolationError",
     "GlobalSubscription",
     "InvalidEventError",
+    "MaskedSecret",
     "MemoryLog",
     "MissingBlobError",
     "OnDiskReport",

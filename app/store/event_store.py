@@ -19,6 +19,7 @@ import asyncpg
 import orjson
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from app.events.found_secrets import FoundSecrets
 from app.events.masking import SecretMasker, url_secrets
 from app.events.stored_form import restore, tagged
 from app.store.announcer import Announcer
@@ -42,6 +43,8 @@ from app.store.errors import (
 )
 from app.store.integrity.anchors import AnchorRecord
 from app.store.integrity.verification import verify_session
+from app.store.masked_secrets import CHANNEL as MASKED_SECRETS_CHANNEL
+from app.store.masked_secrets import MaskedSecret, MaskedSecrets
 from app.store.notifier import Notifier
 from app.store.read_replicas import (
     HEADS_SQL,
@@ -195,6 +198,7 @@ class EventStore:
         masker: SecretMasker,
         connect: Callable[[], Awaitable[asyncpg.Connection]] | None = None,
         replicas: ReadReplicas | None = None,
+        masked: MaskedSecrets | None = None,
     ) -> None:
         #: The primary's pool: every write, and every read no standby serves.
         self.pool = pool
@@ -208,6 +212,8 @@ class EventStore:
         self._tail_reads = TailReads(self._read_tails, PAGE_SIZE)
         #: Standbys the log's reads may go to (app/store/read_replicas.py); empty: none.
         self._replicas = replicas or ReadReplicas([])
+        #: Keeps what ``masker`` knows of the secrets found after the fact up to date.
+        self._masked = masked
 
     @classmethod
     async def open(
@@ -262,8 +268,17 @@ class EventStore:
                     "run `chronicle db migrate`"
                 )
             notifier = Notifier(lambda: asyncpg.connect(url), keepalive=config.poll_interval)
+            masked = MaskedSecrets(pool, FoundSecrets())
+            notifier.listen_also(MASKED_SECRETS_CHANNEL, masked.ring)
             await notifier.start()
         except BaseException:
+            await pool.close()
+            await replicas.close()
+            raise
+        try:  # after the LISTEN: a secret added from now on rings
+            await masked.load()
+        except BaseException:
+            await notifier.close()
             await pool.close()
             await replicas.close()
             raise
@@ -271,10 +286,12 @@ class EventStore:
             pool,
             notifier,
             config,
-            masker,
+            masker.with_found(masked.found),
             connect=lambda: asyncpg.connect(url, server_settings=settings),
             replicas=replicas,
+            masked=masked,
         )
+        masked.start()
         # Its appends ring its watchers themselves (append_encoded); their NOTIFYs are for
         # other processes. Here, not in __init__: a BufferedSession shares this notifier and
         # writes through this store.
@@ -292,6 +309,8 @@ class EventStore:
         return connection
 
     async def close(self) -> None:
+        if self._masked is not None:
+            await self._masked.close()
         await self._announcer.close()
         await self._coalescer.close()
         await self.notifier.close()
@@ -662,6 +681,14 @@ class EventStore:
         from app.store.redaction import redact
 
         return await redact(self, session_id, seq, path, reason=reason, user=user)
+
+    async def mask_found_secret(self, value: str, *, user: str, reason: str) -> MaskedSecret:
+        """Have every process that records replace ``value`` from now on, keeping only its
+        keyed hash (``app.store.masked_secrets``); ``NotMaskableError`` when it is too short
+        or plain to recognise safely."""
+        if self._masked is None:
+            raise StoreError("this store was opened without a URL; use EventStore.open")
+        return await self._masked.add(value, user=user, reason=reason)
 
     async def redact_matching(
         self, session_id: UUID, seq: int, matches: Any, *, reason: str, user: str

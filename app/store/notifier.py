@@ -118,6 +118,8 @@ class Notifier:
         self.notifications_heard = 0
         #: Backend pids whose notifications ring nobody (``ignore_senders``).
         self._own_senders: Container[int] = frozenset()
+        #: Channels LISTENed on always, and whom each rings (``listen_also``).
+        self._channels: dict[str, Callable[[], None]] = {}
 
     async def start(self) -> None:
         """Connect once (errors reach the caller), then supervise in the background."""
@@ -195,6 +197,13 @@ class Notifier:
         async with self._in_use:
             await connection.execute(NOTIFY_SQL, payloads)
 
+    def listen_also(self, channel: str, on_ring: Callable[[], None]) -> None:
+        """LISTEN on ``channel`` too, on every connection, whoever watches: for a rare channel
+        (the masker's found secrets: app/store/masked_secrets.py), which costs nothing while
+        quiet. ``on_ring`` is called for each notification, and after each (re)connection,
+        when some may have been lost. Call it before ``start``."""
+        self._channels[channel] = on_ring
+
     def ignore_senders(self, pids: Container[int]) -> None:
         """Ring nobody for notifications sent by these backends (checked as they arrive, so a
         live set): the store's append connections, whose appends ring their watchers
@@ -223,6 +232,9 @@ class Notifier:
         lost = asyncio.Event()
         connection.add_termination_listener(lambda _c: lost.set())
         self._listening = False
+        for channel, on_ring in self._channels.items():
+            await connection.add_listener(channel, lambda *_args, ring=on_ring: ring())
+            on_ring()  # what was sent while no connection listened
         if self._watched():
             await connection.add_listener(CHANNEL, self._on_notification)
             self._listening = True
