@@ -10,10 +10,11 @@ recognised where it stands as whole tokens:
 
 - ``DELIMITERS`` end a token: whitespace, control characters, lone surrogates, quotes (also
   typographic ones), brackets, ``,`` ``;`` and the backslash, and the glue of ``NAME=VALUE``,
-  ``user:password@host``, ``?a=1&b=2``, ``#fragment``, ``a|b`` and ``**bold**``. A ``.``
-  ends a token only where a token ends (a sentence's full stop), never inside one (a JWT, a
-  host name). Letters of any script, digits and ``-_+/.~!$%^`` stay inside a token, so a
-  key, a JWT or ``p4ss/w0rd!`` is one.
+  ``user:password``, ``a=1&b=2`` and ``a|b``. A ``.`` ends a token only where a token ends (a
+  sentence's full stop), never inside one (a JWT, a host name). Letters of any script, digits
+  and ``-_+/.~!?@#$%^*`` stay inside a token: so a key, a JWT or a password such as
+  ``P@ss#w0rd!`` is one token, the cheap case. (A credential in a URL,
+  ``https://user:PASSWORD@host``, is masked whatever it is: app/events/masking.py.)
 - A secret's **core** is its text from its first token to the end of its last (delimiters at
   its ends are dropped, those inside kept as they are); ``tokens`` counts its tokens. Its
   digest is HMAC-SHA256(key, the core's UTF-8; a lone surrogate as itself).
@@ -44,7 +45,7 @@ from typing import NamedTuple
 from app.errors import ChronicleError
 
 _DELIMITER = (
-    r"\s\x00-\x1f\x7f\"'`()\[\]{}<>,;\\=:@&?#|*"
+    r"\s\x00-\x1f\x7f\"'`()\[\]{}<>,;\\=:&|"
     "\u00ab\u00bb\u2018\u2019\u201a\u201c\u201d\u201e\u2039\u203a\ud800-\udfff"
 )
 #: A run of delimiters (captured: ``split`` keeps them): a ``.`` run is one only before a

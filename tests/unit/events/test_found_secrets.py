@@ -27,7 +27,7 @@ from app.store.append import encode_batch
 
 KEY = bytes(range(32))
 API_KEY = "sk-proj-Ab0123456789xyz"
-PASSWORD = "p@ss:w0rd!"  # three tokens: p, ss, w0rd!
+PASSWORD = "p@ss:w0rd!"  # two tokens: p@ss, w0rd!
 PHRASE = "correct horse battery"
 
 
@@ -67,18 +67,19 @@ def test_split_is_tokens_and_the_delimiters_between_them(text: str) -> None:
 
 
 def test_what_ends_a_token() -> None:
-    assert split("KEY=abc user:pw@host a&b?c#d e|f **g**")[::2] == [
-        "KEY", "abc", "user", "pw", "host", "a", "b", "c", "d", "e", "f", "g", "",
+    assert split("KEY=abc user:pw@host a&b?c#d e|f (g) 'h' **i**")[::2] == [
+        "KEY", "abc", "user", "pw@host", "a", "b?c#d", "e", "f", "g", "h", "**i**",
     ]  # fmt: skip
     # inside a token a dot stays (a JWT, a host), at its end it is a full stop
     assert split("eyJ.eyJ.sig. done.")[::2] == ["eyJ.eyJ.sig", "done", ""]
     assert split("\x00a\ud800b\u201cc\u201d")[::2] == ["", "a", "b", "c", ""]
-    assert split("p4ss/w0rd!~$%^+-_")[::2] == ["p4ss/w0rd!~$%^+-_"]
+    assert split("p4ss/w0rd!~$%^+-_@#?*")[::2] == ["p4ss/w0rd!~$%^+-_@#?*"]
 
 
 def test_a_core_is_the_secret_from_its_first_token_to_its_last() -> None:
     assert secret_core(API_KEY) == (API_KEY, 1)
-    assert secret_core(PASSWORD) == (PASSWORD, 3)
+    assert secret_core(PASSWORD) == (PASSWORD, 2)
+    assert secret_core("P@ss#w0rd*?!") == ("P@ss#w0rd*?!", 1)
     assert secret_core(f'  "{PHRASE}".\n') == (PHRASE, 3)
     for plain in ("short", "12345678901", "   ", "::::::::::::", '"ab" "cd"'):
         with pytest.raises(NotMaskableError):
@@ -107,9 +108,11 @@ def test_each_occurrence_is_replaced_where_it_stands_as_whole_tokens() -> None:
         f"export OPENAI_API_KEY={API_KEY}; echo {API_KEY}.": (
             f"export OPENAI_API_KEY={key}; echo {key}."
         ),
-        f"https://u:{PASSWORD}@db.example/x": f"https://u:{password}@db.example/x",
+        f"curl -u u:{PASSWORD}|sh x=1&pw={PASSWORD}&y": (
+            f"curl -u u:{password}|sh x=1&pw={password}&y"
+        ),
         f"say {PHRASE} staple": f"say {phrase} staple",
-        f"**{API_KEY}**,\x00{API_KEY}\ud800": f"**{key}**,\x00{key}\ud800",
+        f"({API_KEY}),\x00{API_KEY}\ud800": f"({key}),\x00{key}\ud800",
         f'{{"token":"{API_KEY}"}}': f'{{"token":"{key}"}}',
     }
     for text, masked in cases.items():
@@ -124,6 +127,7 @@ def test_a_secret_glued_to_other_token_characters_is_not_found() -> None:
         f"{API_KEY}-2",
         f"/path/{API_KEY}",
         f"-p{API_KEY}",
+        f"**{API_KEY}**",  # markdown's bold: a password may hold a *
         "correct  horse battery",  # another delimiter inside
         API_KEY[:-1],
     ):
