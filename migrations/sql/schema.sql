@@ -927,7 +927,7 @@ ALTER FUNCTION public.chronicle_heartbeat_run(p_session uuid, p_lease uuid, p_le
 CREATE FUNCTION public.chronicle_import(p_session uuid, p_seqs integer[], p_event_ids uuid[], p_kinds text[], p_sources text[], p_causes integer[], p_payloads text[], p_versions smallint[], p_created_at timestamp with time zone[], p_hashes bytea[]) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     n              integer := coalesce(cardinality(p_seqs), 0);
     v_actions      text[] := chronicle_action_kinds();
@@ -936,6 +936,8 @@ DECLARE
     v_last         integer;
     v_hash         bytea;
     v_link         bytea;
+    v_chain_2      boolean := false;
+    v_marker       jsonb;
     v_known        integer;
     v_bad          integer;
     v_answered     text;
@@ -1038,6 +1040,26 @@ BEGIN
                 || ',"session_id":"' || p_session::text
                 || '","source":' || to_json(p_sources[i])::text
                 || '}', 'UTF8'));
+            v_chain_2 := v_chain_2 OR v_link = p_hashes[i];
+            -- An event of chain 1 whose whole payload was redacted matches neither: its hash
+            -- is taken as given (the next one links to it) if its payload is one whole-payload
+            -- marker, no chain-2 event came before it, and a redaction record of that digest
+            -- (path "") follows it in this call (app/events/chain.py).
+            v_marker := p_payloads[i]::jsonb;
+            IF v_link IS DISTINCT FROM p_hashes[i] AND NOT v_chain_2
+               AND jsonb_typeof(v_marker) = 'object' THEN
+                IF (v_marker ->> '$redacted') ~ '^[0-9a-f]{64}$'
+                   AND v_marker = jsonb_build_object('$redacted', v_marker ->> '$redacted',
+                                                     'was', 'object')
+                   AND EXISTS (
+                       SELECT 1 FROM generate_subscripts(p_seqs, 1) AS j
+                       WHERE j > i AND p_kinds[j] = 'redaction'
+                         AND p_payloads[j]::jsonb ->> 'target_seq' = p_seqs[i]::text
+                         AND coalesce(p_payloads[j]::jsonb ->> 'path', '') = ''
+                         AND p_payloads[j]::jsonb ->> 'removed' = v_marker ->> '$redacted') THEN
+                    v_link := p_hashes[i];
+                END IF;
+            END IF;
         END IF;
         v_hash := v_link;
         IF v_hash IS DISTINCT FROM p_hashes[i] THEN
@@ -1078,7 +1100,7 @@ BEGIN
     PERFORM pg_notify('chronicle_events', p_session::text || ':' || p_seqs[n]::text);
     RETURN n - v_known;
 END
-$$;
+$_$;
 
 ALTER FUNCTION public.chronicle_import(p_session uuid, p_seqs integer[], p_event_ids uuid[], p_kinds text[], p_sources text[], p_causes integer[], p_payloads text[], p_versions smallint[], p_created_at timestamp with time zone[], p_hashes bytea[]) OWNER TO chronicle_owner;
 
@@ -1275,15 +1297,18 @@ ALTER FUNCTION public.chronicle_put_messages(p_hashes bytea[], p_texts text[]) O
 CREATE FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) RETURNS record
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-    AS $$
+    SET extra_float_digits TO '1'
+    AS $_$
 #variable_conflict use_column
 DECLARE
-    v_kind     text;
-    v_event_id uuid;
-    v_old      jsonb;
     v_new      jsonb;
     v_row      events%ROWTYPE;
     v_prev     bytea;
+    v_salt     bytea;
+    v_digest   bytea;
+    v_head     text;
+    v_tail     text;
+    v_record   jsonb;
 BEGIN
     PERFORM pg_advisory_xact_lock(1129, hashtext(p_session::text));
     SELECT e.* INTO v_row FROM events e WHERE e.session_id = p_session AND e.seq = p_seq;
@@ -1292,30 +1317,55 @@ BEGIN
             USING ERRCODE = 'CR020', DETAIL = p_seq::text;
     END IF;
     v_new := chronicle_verifiable_payload(v_row.kind, p_payload);
-    IF chronicle_tree_digest(v_new, uuid_send(v_row.event_id))
-       IS DISTINCT FROM chronicle_tree_digest(v_row.payload, uuid_send(v_row.event_id)) THEN
-        RAISE EXCEPTION 'the new payload of event % is not its old one with parts redacted', p_seq
-            USING ERRCODE = 'CR020', DETAIL = p_seq::text,
-                  HINT = 'a redaction may only replace parts with their markers (app/events/commitment.py)';
-    END IF;
+    v_salt := uuid_send(v_row.event_id);
+    v_digest := chronicle_tree_digest(v_row.payload, v_salt);
     SELECT e.hash INTO v_prev FROM events e WHERE e.session_id = p_session AND e.seq = p_seq - 1;
-    IF v_row.hash IS DISTINCT FROM sha256(coalesce(v_prev, '\x'::bytea) || convert_to(
-        '{"cause":' || coalesce(v_row.cause::text, 'null')
-        || ',"chain":2,"created_at":"'
+    v_prev := coalesce(v_prev, '\x'::bytea);
+    -- The hashed document's fields around the payload (chain 1) or its commitment (chain 2).
+    v_head := ',"created_at":"'
         || to_char(v_row.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
         || '","event_id":"' || v_row.event_id::text
-        || '","kind":' || to_json(v_row.kind)::text
-        || ',"payload_commitment":"'
-        || encode(chronicle_tree_digest(v_row.payload, uuid_send(v_row.event_id)), 'hex')
-        || '","schema_version":' || v_row.schema_version::text
+        || '","kind":' || to_json(v_row.kind)::text;
+    v_tail := ',"schema_version":' || v_row.schema_version::text
         || ',"seq":' || v_row.seq::text
         || ',"session_id":"' || p_session::text
         || '","source":' || to_json(v_row.source)::text
-        || '}', 'UTF8')) THEN
-        RAISE EXCEPTION 'event % of session % is not hashed over its payload''s commitment', p_seq, p_session
+        || '}';
+    IF v_row.hash = sha256(v_prev || convert_to(
+        '{"cause":' || coalesce(v_row.cause::text, 'null') || ',"chain":2' || v_head
+        || ',"payload_commitment":"' || encode(v_digest, 'hex') || '"' || v_tail, 'UTF8')) THEN
+        IF chronicle_tree_digest(v_new, v_salt) IS DISTINCT FROM v_digest THEN
+            RAISE EXCEPTION 'the new payload of event % is not its old one with parts redacted', p_seq
+                USING ERRCODE = 'CR020', DETAIL = p_seq::text,
+                      HINT = 'a redaction may only replace parts with their markers (app/events/commitment.py)';
+        END IF;
+    ELSIF v_row.hash = sha256(v_prev || convert_to(
+        '{"cause":' || coalesce(v_row.cause::text, 'null') || v_head
+        || ',"payload":' || chronicle_canonical_json(v_row.payload) || v_tail, 'UTF8')) THEN
+        IF v_new IS DISTINCT FROM jsonb_build_object('$redacted', encode(v_digest, 'hex'),
+                                                     'was', 'object') THEN
+            RAISE EXCEPTION 'event % of session % was recorded before migration 0029: only its whole payload can be redacted',
+                p_seq, p_session
+                USING ERRCODE = 'CR021', DETAIL = p_seq::text,
+                      HINT = 'its hash covers its payload''s text, so no part of it can go alone: '
+                             'redact the whole payload (path "", chronicle redact without --field); '
+                             'that proves the event''s place in the chain, not what was removed '
+                             '(docs/erasure.md)';
+        END IF;
+        v_record := p_record::jsonb;
+        IF v_record ->> 'target_seq' IS DISTINCT FROM p_seq::text
+           OR coalesce(v_record ->> 'path', '') <> ''
+           OR v_record ->> 'removed' IS DISTINCT FROM encode(v_digest, 'hex')
+           OR v_record ->> 'was' IS DISTINCT FROM 'object' THEN
+            RAISE EXCEPTION 'the redaction record of event % does not name its whole payload''s removal', p_seq
+                USING ERRCODE = 'CR020', DETAIL = p_seq::text,
+                      HINT = 'record target_seq, path "", the removed digest and was "object"';
+        END IF;
+    ELSE
+        RAISE EXCEPTION 'event % of session % does not match its hash', p_seq, p_session
             USING ERRCODE = 'CR021', DETAIL = p_seq::text,
-                  HINT = 'it was appended before migration 0029 (or the log was changed): its '
-                         'content cannot go without its hash going too (docs/erasure.md)';
+                  HINT = 'the log was changed, or its whole payload was redacted already: '
+                         'run chronicle verify (docs/erasure.md)';
     END IF;
     PERFORM set_config('chronicle.redacting', p_session::text || ':' || p_seq::text, true);
     UPDATE events e SET payload = v_new WHERE e.session_id = p_session AND e.seq = p_seq;
@@ -1325,7 +1375,7 @@ BEGIN
     FROM chronicle_append_one(p_session, NULL, p_record_id, 'redaction', 'user', NULL, p_record,
                               p_version) AS a;
 END
-$$;
+$_$;
 
 ALTER FUNCTION public.chronicle_redact(p_session uuid, p_seq integer, p_payload text, p_record_id uuid, p_record text, p_version smallint, OUT seq integer, OUT global_position bigint, OUT tx xid8, OUT created_at timestamp with time zone, OUT hash bytea) OWNER TO chronicle_owner;
 

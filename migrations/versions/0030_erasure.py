@@ -18,6 +18,9 @@ Issue 29 (erase what must go, prove the rest), after 0029's redaction of parts:
   deployment's one random key), never as text.
 - Three kinds of the platform's audit log: ``audit.redaction``, ``audit.session_erased`` and
   ``audit.user_erased``.
+- ``chronicle_redact`` takes an event appended before 0029 (chain 1, hashed over its text),
+  its whole payload only: its hash stays as given, proving its place, not what went
+  (``app/events/chain.py``); ``chronicle_import`` takes such an event with its record.
 
 Revision ID: 0030
 Revises: 0029
@@ -144,11 +147,13 @@ def upgrade() -> None:
     # the events' trigger lets an erasure through; the platform log takes the ``redaction``
     # records of its own events (a person's name redacted from it: ``chronicle users
     # erase``); an archived head takes a rewritten manifest; chronicle_redact takes events
-    # hashed before 0029 too
+    # hashed before 0029 too (their whole payload only), and chronicle_import takes such an
+    # event with its record
     run(_replacing(sql_file("functions/chronicle_refuse_event_change.sql")))
     run(_replacing(sql_file("functions/chronicle_platform_log_kinds.sql", search_path=path)))
     run(_replacing(sql_file("functions/chronicle_archived_head.sql", search_path=path)))
     run(_replacing(sql_file("functions/chronicle_redact.sql", search_path=path)))
+    run(_replacing(sql_file("functions/chronicle_import.sql", search_path=path)))
     run(sql_file("functions/chronicle_erase_session.sql", search_path=path))
     run(sql_file("functions/chronicle_erase_user.sql", search_path=path))
     run(sql_file("functions/chronicle_rewrite_archive_manifest.sql", search_path=path))
@@ -175,6 +180,7 @@ def downgrade() -> None:
     before = earlier_revision("0029_chain_over_commitments.py")
     run(_replacing(before.REFUSE_EVENT_CHANGE))
     run(_replacing(before.REDACT_FUNCTION.replace("{search_path}", path)))
+    run(_replacing(before.CHRONICLE_IMPORT_0029.replace("{search_path}", path)))
     for revision in ("0016_platform_audit.py", "0027_session_archives.py"):
         module = earlier_revision(revision)
         text = module.PLATFORM_LOG_KINDS if revision.startswith("0016") else module.ARCHIVED_HEAD

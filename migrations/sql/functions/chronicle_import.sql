@@ -19,6 +19,8 @@ DECLARE
     v_last         integer;
     v_hash         bytea;
     v_link         bytea;
+    v_chain_2      boolean := false;
+    v_marker       jsonb;
     v_known        integer;
     v_bad          integer;
     v_answered     text;
@@ -121,6 +123,26 @@ BEGIN
                 || ',"session_id":"' || p_session::text
                 || '","source":' || to_json(p_sources[i])::text
                 || '}', 'UTF8'));
+            v_chain_2 := v_chain_2 OR v_link = p_hashes[i];
+            -- An event of chain 1 whose whole payload was redacted matches neither: its hash
+            -- is taken as given (the next one links to it) if its payload is one whole-payload
+            -- marker, no chain-2 event came before it, and a redaction record of that digest
+            -- (path "") follows it in this call (app/events/chain.py).
+            v_marker := p_payloads[i]::jsonb;
+            IF v_link IS DISTINCT FROM p_hashes[i] AND NOT v_chain_2
+               AND jsonb_typeof(v_marker) = 'object' THEN
+                IF (v_marker ->> '$redacted') ~ '^[0-9a-f]{64}$'
+                   AND v_marker = jsonb_build_object('$redacted', v_marker ->> '$redacted',
+                                                     'was', 'object')
+                   AND EXISTS (
+                       SELECT 1 FROM generate_subscripts(p_seqs, 1) AS j
+                       WHERE j > i AND p_kinds[j] = 'redaction'
+                         AND p_payloads[j]::jsonb ->> 'target_seq' = p_seqs[i]::text
+                         AND coalesce(p_payloads[j]::jsonb ->> 'path', '') = ''
+                         AND p_payloads[j]::jsonb ->> 'removed' = v_marker ->> '$redacted') THEN
+                    v_link := p_hashes[i];
+                END IF;
+            END IF;
         END IF;
         v_hash := v_link;
         IF v_hash IS DISTINCT FROM p_hashes[i] THEN
