@@ -107,6 +107,8 @@ def _describe(report: VerifyReport, anchored_up_to: int = 0) -> str:
     if not report.ok:
         where = f" at seq {report.first_bad_seq}" if report.first_bad_seq is not None else ""
         return f"BROKEN{where}: {report.reason}"
+    if report.erased is not None:
+        return f"ok: ERASED {report.erased.describe()}"
     mark = report.archived
     if mark is not None:
         archived = (
@@ -182,7 +184,7 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
         if not args.all:
             own = anchored.get(args.session, [])
             report = await store.verify(args.session, anchors=own, trusted=trusted)
-            if report.ok and report.checked == 0 and report.archived is None:
+            if report.ok and report.checked == 0 and not (report.archived or report.erased):
                 print(f"session {args.session} has no events", file=sys.stderr)
                 return 1
             if report.ok and args.anchors and not own:
@@ -295,6 +297,8 @@ async def _verified_heads(
         report = await store.verify(
             session, anchors=earlier.get(session, []), trusted=key.public_key()
         )
+        if report.ok and report.erased is not None:
+            continue  # its tombstone is its signed record: there is no head to anchor
         if not report.ok or report.head is None:
             failed += 1
             problem = _describe(report) if not report.ok else "has no events"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from app.cli import db_partitions, db_replica
+from app.cli import db_partitions, db_replica, db_scrub
 from app.config import Settings
 from app.store import redact
 from app.store.embedded import EmbeddedPostgres
@@ -37,6 +37,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     sub.add_parser("stop", help="stop the embedded PostgreSQL")
     db_replica.add_parser(sub)
     db_partitions.add_parser(sub)
+    db_scrub.add_parser(sub)
     db.set_defaults(handler=run)
 
 
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return db_replica.run(args, settings)
     if command == "partitions":
         return asyncio.run(db_partitions.run(args, settings))
+    if command == "scrub":
+        return asyncio.run(db_scrub.run(args, settings))
     if command == "stop":
         if settings.database_url:
             print("a database URL is configured; Chronicle did not start it and will not stop it")

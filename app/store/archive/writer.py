@@ -29,7 +29,9 @@ from app.store.records import RecordedEvent
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-HEAD_SQL = "SELECT last_seq, last_hash FROM sessions WHERE id = $1"
+HEAD_SQL = (
+    "SELECT last_seq, last_hash, erased_at, erased_by, erased_policy FROM sessions WHERE id = $1"
+)
 PAGE_SIZE = 1000
 
 
@@ -70,6 +72,12 @@ async def _write_session(store: EventStore, session: UUID, output: _Output) -> N
     head = await store._retrying(lambda: store.pool.fetchrow(HEAD_SQL, session))
     if head is None:
         raise ExportError(f"session {session} has no events")
+    if head["erased_at"] is not None:
+        raise ExportError(
+            f"session {session} was erased at {head['erased_at']:%Y-%m-%d %H:%M:%S} UTC by "
+            f"{head['erased_by']} (policy {head['erased_policy']}): nothing of it is left to "
+            f"export; its tombstone: chronicle verify {session}"
+        )
     last_seq = int(head["last_seq"])
     output.write(
         SessionLine(session_id=session, events=last_seq, head=bytes(head["last_hash"]).hex()),
