@@ -129,7 +129,7 @@ async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
     async with await open_store(settings) as store:
         await _mask_from_now_on(store, value, args)  # first: no new copy while we search
         try:
-            records = await redact_value(
+            found = await redact_value(
                 store,
                 value,
                 sessions=None if args.all else args.sessions,
@@ -139,11 +139,21 @@ async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:
         except (RedactionPathError, RedactionRefused) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    for recorded in records:
+    for recorded in found.records:
         print(render_json(recorded) if args.json else render_line(recorded))
-    where = {str(record.session_id) for record in records}
-    print(f"{len(records)} redactions in {len(where)} sessions", file=sys.stderr)
-    return await _redact_on_disk(value, args, settings)
+    for kept in found.kept:  # archived sessions: their archives are rewritten below
+        print(kept.model_dump_json() if args.json else kept.describe())
+    where = {str(record.session_id) for record in found.records}
+    print(f"{len(found.records)} redactions in {len(where)} sessions", file=sys.stderr)
+    on_disk = await _redact_on_disk(value, args, settings)
+    if found.kept:
+        print(
+            f"error: the value is still in the database in {len(found.kept)} events of "
+            "archived sessions (listed above)",
+            file=sys.stderr,
+        )
+        return 1
+    return on_disk
 
 
 async def _mask_from_now_on(store: EventStore, value: str, args: argparse.Namespace) -> None:

@@ -12,18 +12,30 @@ maybe a fork that copied all of it. So the search covers:
 
 ``sessions`` limits the search of payloads to those sessions; content stored once goes from
 everywhere it is named, whichever session that is, as a redaction of it must.
+
+An archived session is left as it is, and its places are reported (``kept``): its head row is
+the record of its archive and takes no event (CR017), so no ``redaction`` record can be
+appended to it, and a marker without its record is what ``verify`` calls tampering. Its
+events are still here until their month is detached; its archive directory, the record, is
+rewritten without the value (``app.store.on_disk``). Content stored once that an archived
+session names is kept (deleting it would leave that session naming a row that is gone); the
+other sessions' references to it are redacted.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from pydantic import BaseModel
+
 from app.events.stored_form import ESC, escape_text, needs_escape, unescape_text
 from app.store.records import RecordedEvent
-from app.store.redaction import forget_everywhere, redact_where
+from app.store.redaction import NAMING_SQL, forget_everywhere, redact_where
+from app.store.redaction import _names as names
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
@@ -37,6 +49,39 @@ BLOBS_SQL = "SELECT encode(sha256, 'hex') FROM blobs WHERE strpos(content, $1::t
 MESSAGES_SQL = (
     "SELECT encode(hash, 'hex') FROM llm_messages WHERE strpos(message::text, $1::text) > 0"
 )
+ARCHIVED_SQL = """
+SELECT id, archived_to FROM sessions WHERE id = ANY($1::uuid[]) AND archived_at IS NOT NULL
+"""
+
+
+class KeptInArchivedSession(BaseModel):
+    """A place of the value the database keeps: an event of an archived session that holds
+    it, or that names content stored once (``named``: ``blob <sha256>``, ``message
+    <sha256>``) that does."""
+
+    session_id: UUID
+    seq: int
+    archived_to: str
+    named: str = ""
+
+    def describe(self) -> str:
+        what = (
+            f"names the {self.named}, which holds it; neither is" if self.named else "holds it; not"
+        )
+        return (
+            f"in archived session {self.session_id}: event {self.seq} {what} redacted in the "
+            f"database (its archive, {self.archived_to}, is the record, and an archived "
+            "session takes no redaction record); its events here go when their month is "
+            "detached"
+        )
+
+
+@dataclass(frozen=True)
+class ValueRedaction:
+    """What a search of the log for one value did: the records made, the places kept."""
+
+    records: list[RecordedEvent]
+    kept: list[KeptInArchivedSession]
 
 
 def json_form(value: str) -> str:
@@ -74,22 +119,78 @@ async def redact_value(
     sessions: Sequence[UUID] | None,
     reason: str,
     user: str,
-) -> list[RecordedEvent]:
-    """Redact every place the log holds ``value`` (see the module); the records made."""
+) -> ValueRedaction:
+    """Redact every place the log holds ``value`` (see the module), but in archived
+    sessions; the records made, and the places kept."""
     records: list[RecordedEvent] = []
+    kept: list[KeptInArchivedSession] = []
     scope = list(sessions) if sessions is not None else None
     places = {
         (row["session_id"], row["seq"])
         for text in stored_texts(value)
         for row in await store.pool.fetch(EVENTS_SQL, json_form(text), scope)
     }
+    archived = await _archived(store, (session_id for session_id, _ in places))
     for session_id, seq in sorted(places):
+        if session_id in archived:
+            kept.append(
+                KeptInArchivedSession(
+                    session_id=session_id, seq=seq, archived_to=archived[session_id]
+                )
+            )
+            continue
         records += await redact_where(
-            store, session_id, seq, holds(value), reason=reason, user=user
+            store, session_id, seq, holds(value), reason=reason, user=user, whole_if_needed=True
         )
     stored_once = [("blob", BLOBS_SQL, text) for text in stored_texts(value)]
     stored_once += [("message", MESSAGES_SQL, json_form(text)) for text in stored_texts(value)]
     for kind, sql, form in stored_once:
-        for key in await store.pool.fetch(sql, form):
-            records += await forget_everywhere(store, kind, key[0], reason=reason, user=user)
-    return records
+        for (key,) in await store.pool.fetch(sql, form):
+            found = await _forget_unless_archived(store, kind, key, reason=reason, user=user)
+            records += found.records
+            kept += found.kept
+    return ValueRedaction(records=records, kept=kept)
+
+
+async def _forget_unless_archived(
+    store: EventStore, kind: str, key: str, *, reason: str, user: str
+) -> ValueRedaction:
+    """A blob or prompt message that holds the value: gone from everywhere
+    (``forget_everywhere``), unless an archived session names it; then the row stays, each
+    other session's reference to it is redacted, and the archived sessions' are kept."""
+    naming = await store.pool.fetch(NAMING_SQL[kind], key)
+    held = await _archived(store, (row["session_id"] for row in naming))
+    if not held:
+        return ValueRedaction(
+            records=await forget_everywhere(store, kind, key, reason=reason, user=user), kept=[]
+        )
+    found = ValueRedaction(records=[], kept=[])
+    for session_id, seq in sorted((row["session_id"], row["seq"]) for row in naming):
+        if session_id in held:
+            found.kept.append(
+                KeptInArchivedSession(
+                    session_id=session_id,
+                    seq=seq,
+                    archived_to=held[session_id],
+                    named=f"{kind} {key}",
+                )
+            )
+        else:
+            found.records.extend(
+                await redact_where(
+                    store,
+                    session_id,
+                    seq,
+                    names(kind, key),
+                    reason=reason,
+                    user=user,
+                    following=False,
+                )
+            )
+    return found
+
+
+async def _archived(store: EventStore, sessions: Iterable[UUID]) -> dict[UUID, str]:
+    """Which of the sessions are archived, and where to."""
+    rows = await store.pool.fetch(ARCHIVED_SQL, sorted(set(sessions)))
+    return {row["id"]: row["archived_to"] for row in rows}

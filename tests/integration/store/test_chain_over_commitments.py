@@ -270,7 +270,9 @@ async def test_a_secret_is_found_and_redacted_everywhere(
     long = "line\n" * 20_000 + secret
     await store.append(second, [RunOutput(cause=2, output=long, exit_code=0)])
 
-    records = await redact_value(store, secret, sessions=None, reason="leaked", user="ops")
+    found = await redact_value(store, secret, sessions=None, reason="leaked", user="ops")
+    records = found.records
+    assert found.kept == []  # no session is archived
     assert {(r.session_id, r.payload["target_seq"], r.payload["path"]) for r in records} == {
         (first, 2, "/command"),
         (first, 3, "/output"),
