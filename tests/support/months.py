@@ -15,6 +15,7 @@ import asyncpg
 
 from app.events import Event
 from app.events.canonical import encode, hashed_document
+from app.events.chain import link
 from app.store.archive.loader import IMPORT_SQL
 from app.store.partitions import current_month, ensure_partitions
 
@@ -26,13 +27,18 @@ def last_month() -> datetime:
 
 
 async def import_last_month(
-    admin: asyncpg.Connection, session: UUID, events: Sequence[Event], *, partitioned: bool = True
+    admin: asyncpg.Connection,
+    session: UUID,
+    events: Sequence[Event],
+    *,
+    partitioned: bool = True,
+    chain: int = 1,
 ) -> datetime:
     """Record ``events`` as the session's first, a millisecond apart, last month (its partition
     made first, unless ``partitioned`` is False: a database before 0026); the time of the
-    first."""
+    first. ``chain``: as ``import_at``."""
     at = last_month()
-    await import_at(admin, session, events, at, partitioned=partitioned)
+    await import_at(admin, session, events, at, partitioned=partitioned, chain=chain)
     return at
 
 
@@ -43,11 +49,14 @@ async def import_at(
     at: datetime,
     *,
     partitioned: bool = True,
+    chain: int = 1,
 ) -> None:
     """Record ``events`` as the session's first, a millisecond apart from ``at`` on (as
     ``chronicle import`` does, so with the owner's login). Any object with an event's
     attributes will do (``kind``, ``source``, ``cause``, ``event_id``, ``payload()``, and
-    ``schema_version`` on its type): a payload no model would validate included."""
+    ``schema_version`` on its type): a payload no model would validate included. ``chain``
+    1 hashes them as before 0029 (over the payload's text), 2 as the database hashes a new
+    event now (over its tree commitment: a part can be redacted)."""
     if partitioned:
         await ensure_partitions(admin, since=at.date())
     previous = b""
@@ -55,18 +64,21 @@ async def import_at(
     for seq, event in enumerate(events, 1):
         encoded = encode(event.payload())
         created = at + timedelta(milliseconds=seq)
-        document = hashed_document(
-            session_id=str(session),
-            seq=seq,
-            event_id=str(event.event_id),
-            kind=event.kind,
-            source=event.source,
-            cause=event.cause,
-            payload=encoded.stored,
-            schema_version=type(event).schema_version,
-            created_at=created,
-        )
-        previous = hashlib.sha256(previous + document.encode()).digest()
+        fields = {
+            "session_id": str(session),
+            "seq": seq,
+            "event_id": str(event.event_id),
+            "kind": event.kind,
+            "source": event.source,
+            "cause": event.cause,
+            "payload": encoded.stored,
+            "schema_version": type(event).schema_version,
+            "created_at": created,
+        }
+        if chain == 2:
+            previous = link(previous, **fields)
+        else:
+            previous = hashlib.sha256(previous + hashed_document(**fields).encode()).digest()
         values = (
             seq,
             event.event_id,

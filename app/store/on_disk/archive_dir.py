@@ -10,8 +10,9 @@ old directory is then removed). The anchors do not change: no event's hash did.
 
 Signing needs the key the archive was signed with (the manifest names its id), so an archive
 signed elsewhere is left as it was, and said so. An archive the database records (its
-``sessions`` rows hold the manifest's sha256) is never given here: see
-``app.store.on_disk.search``.
+``sessions`` rows hold the manifest's sha256) is made anew the same way, but takes the old
+one's place inside the transaction that records the new manifest's sha256
+(``app.store.on_disk.recorded_archive``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 import shutil
 import stat
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -79,29 +81,38 @@ def found_in_archive(directory: Path, value: str) -> dict[str, list[str]]:
     return found
 
 
-def redact_archive(
-    directory: Path, value: str, key: Ed25519PrivateKey | None, *, pinned: str = ""
-) -> list[Finding]:
-    """Remove ``value`` from the archive in ``directory`` (see the module): a finding per
-    file that held it. ``pinned`` says why it must stay as it is (the file is then only
-    reported)."""
+def redact_archive(directory: Path, value: str, key: Ed25519PrivateKey | None) -> list[Finding]:
+    """Remove ``value`` from the archive in ``directory``, which the database does not record
+    (see the module): a finding per file that held it."""
     found = found_in_archive(directory, value)
     if not found:
         return []
-
-    def findings(rewritten: bool, problem: str) -> list[Finding]:
-        return [
-            Finding(path=str(directory / name), found_at=places, rewritten=rewritten,
-                    problem=problem)
-            for name, places in found.items()
-        ]  # fmt: skip
-
     try:
-        if pinned:
-            raise NotRewritten(pinned)
-        left = _rewrite(directory, value, key, set(found))
+        rewrite = prepare_rewrite(directory, value, key, set(found))
     except NotRewritten as exc:
-        return findings(False, str(exc))
+        return not_rewritten(directory, found, str(exc))
+    try:
+        aside = rewrite.put_in_place()
+    except BaseException:
+        rewrite.discard()
+        raise
+    rewrite.remove_old(aside)
+    return rewritten(directory, found, value, rewrite.left)
+
+
+def not_rewritten(directory: Path, found: dict[str, list[str]], why: str) -> list[Finding]:
+    """The findings of an archive left as it was, and why."""
+    return [
+        Finding(path=str(directory / name), found_at=places, rewritten=False, problem=why)
+        for name, places in found.items()
+    ]
+
+
+def rewritten(
+    directory: Path, found: dict[str, list[str]], value: str, left: list[str]
+) -> list[Finding]:
+    """The findings of an archive made anew: each file searched again (the report says what
+    is on the disk), and what of the value the JSONL keeps (``left``)."""
     still = found_in_archive(directory, value)
     return [
         Finding(
@@ -117,11 +128,58 @@ def redact_archive(
     ]
 
 
-def _rewrite(
+@dataclass
+class ArchiveRewrite:
+    """An archive made anew and proved beside the one it replaces, not yet in its place."""
+
+    directory: Path
+    staging: Path
+    #: sha256 of the manifest now in ``directory``, and of the new one in ``staging``.
+    old_manifest: bytes
+    new_manifest: bytes
+    #: What of the value the new JSONL still holds (``line N: why``).
+    left: list[str]
+
+    def put_in_place(self) -> Path:
+        """The new directory in the old one's place; the old one's name now (beside it,
+        hidden), to remove once the change is final."""
+        sync_directory(self.staging)
+        aside = self.directory.parent / (
+            f".{self.directory.name}.before-redaction-{uuid.uuid4().hex[:8]}"
+        )
+        os.rename(self.directory, aside)
+        try:
+            os.rename(self.staging, self.directory)
+        except BaseException:
+            os.rename(aside, self.directory)
+            raise
+        sync_directory(self.directory.parent)
+        return aside
+
+    def put_back(self, aside: Path) -> None:
+        """Undo ``put_in_place``: the old directory (at ``aside``) in its place again, the new
+        one back where it was made."""
+        os.rename(self.directory, self.staging)
+        os.rename(aside, self.directory)
+        sync_directory(self.directory.parent)
+
+    def remove_old(self, aside: Path) -> None:
+        """The old directory (at ``aside``) removed; said in ``left`` if it cannot be."""
+        try:
+            shutil.rmtree(aside)
+        except OSError as exc:
+            self.left.append(f"the old archive, still at {aside}, could not be removed: {exc}")
+
+    def discard(self) -> None:
+        """The new directory removed (the old one left as it is)."""
+        shutil.rmtree(self.staging, ignore_errors=True)
+
+
+def prepare_rewrite(
     directory: Path, value: str, key: Ed25519PrivateKey | None, found: set[str]
-) -> list[str]:
-    """The archive made anew without ``value`` and put in the directory's place; what of it
-    the JSONL still holds (``line N: why``)."""
+) -> ArchiveRewrite:
+    """The archive made anew without ``value`` beside ``directory`` and proved (see the
+    module); ``NotRewritten`` with why it cannot be, and nothing then left behind."""
     try:
         manifest, _ = read_manifest_bytes(directory)
     except ManifestError as exc:
@@ -135,7 +193,7 @@ def _rewrite(
             + ("is another" if key is not None else "is missing")
         )
     before = check_directory(directory, key.public_key())
-    if not before.ok:
+    if not before.ok or before.manifest_sha256 is None:
         raise NotRewritten(f"the archive does not verify as it is: {before.reason}")
     staging = directory.parent / f".{directory.name}.redacting-{uuid.uuid4().hex[:8]}"
     staging.mkdir(mode=0o700)
@@ -143,13 +201,18 @@ def _rewrite(
     try:
         left = _write(directory, staging, value, manifest, key, found)
         after = check_directory(staging, key.public_key())
-        if not after.ok:
+        if not after.ok or after.manifest_sha256 is None:
             raise NotRewritten(f"the archive redacted would not verify: {after.reason}")
-        _swap(directory, staging)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return left
+    return ArchiveRewrite(
+        directory=directory,
+        staging=staging,
+        old_manifest=bytes.fromhex(before.manifest_sha256),
+        new_manifest=bytes.fromhex(after.manifest_sha256),
+        left=left,
+    )
 
 
 def _write(
@@ -193,17 +256,3 @@ def _write(
     for path in staging.iterdir():
         sync_file(path)
     return left
-
-
-def _swap(directory: Path, staging: Path) -> None:
-    """The new directory in the old one's place; the old one removed."""
-    sync_directory(staging)
-    old = directory.parent / f".{directory.name}.before-redaction-{uuid.uuid4().hex[:8]}"
-    os.rename(directory, old)
-    try:
-        os.rename(staging, directory)
-    except BaseException:
-        os.rename(old, directory)
-        raise
-    sync_directory(directory.parent)
-    shutil.rmtree(old)

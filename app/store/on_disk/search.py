@@ -11,10 +11,9 @@ the value is rewritten whole without it, or reported with the reason it was not:
   (``export_file``);
 - a view's CSV or Parquet and an ATIF trajectory get ``[redacted]`` in each cell (or string)
   that held it (``tables``);
-- an archive directory is made anew and signed again (``archive_dir``), unless the database
-  records it: its ``sessions`` rows hold its manifest's sha256, which nothing may change (the
-  archived head's trigger, 0027), so a new manifest would leave the database naming bytes
-  that are gone. Such an archive is reported, "found, not rewritten", with that reason.
+- an archive directory is made anew and signed again (``archive_dir``); when the database
+  records it (its ``sessions`` rows hold its manifest's sha256), the new directory takes the
+  old one's place in the transaction that records the new sha256 (``recorded_archive``).
 
 A file is then searched again, and what it still holds is reported too: the report says what
 is on the disk, not what was meant.
@@ -37,25 +36,22 @@ from app.errors import ChronicleError
 from app.store.on_disk.archive_dir import redact_archive
 from app.store.on_disk.export_file import redact_export
 from app.store.on_disk.findings import Finding, where_in_file
-from app.store.on_disk.ledger import WrittenKind, read_ledger
+from app.store.on_disk.ledger import Written, WrittenKind, read_ledger
+from app.store.on_disk.recorded_archive import redact_recorded_archive
 from app.store.on_disk.replacing import NotRewritten, replace_file
 from app.store.on_disk.tables import redact_csv, redact_json, redact_parquet
 
 if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
-#: Every archive this database records (whichever sessions were named: one pins it).
+#: Every archive this database records, whichever sessions were named (one the ledger lists
+#: is rewritten with the database's record of it), as its rows spell it.
 RECORDED_ARCHIVES_SQL = "SELECT DISTINCT archived_to FROM sessions WHERE archived_at IS NOT NULL"
 #: The archives of the sessions searched.
 ARCHIVES_SQL = """
 SELECT DISTINCT archived_to FROM sessions
 WHERE archived_at IS NOT NULL AND ($1::uuid[] IS NULL OR id = ANY($1::uuid[]))
 """
-PINNED = (
-    "the database records this archive by its manifest's sha256 (sessions.archive_manifest), "
-    "which nothing may change yet: a rewritten archive would not be the one it names "
-    '(docs/erasure.md, "Exports on disk")'
-)
 
 
 def _whole_cells(
@@ -108,51 +104,64 @@ async def redact_on_disk(
     """Find ``value`` in the copies on this machine's disk and remove it where it can be
     (see the module); ``key`` signs a rewritten archive's manifest (the anchor key)."""
     entries, problems = await asyncio.to_thread(read_ledger, data_dir)
-    scope = set(sessions) if sessions is not None else None
-    targets: dict[str, WrittenKind] = {
-        entry.path: entry.kind
-        for entry in entries
-        if scope is None or entry.sessions is None or scope & set(entry.sessions)
-    }
     recorded = [row["archived_to"] for row in await store.pool.fetch(RECORDED_ARCHIVES_SQL)]
-    archives = await store.pool.fetch(ARCHIVES_SQL, list(scope) if scope is not None else None)
-    return await asyncio.to_thread(
-        _search, targets, [row["archived_to"] for row in archives], recorded, value, key, problems
-    )
-
-
-def _search(
-    targets: dict[str, WrittenKind],
-    archives: list[str],
-    recorded: list[str],
-    value: str,
-    key: Ed25519PrivateKey | None,
-    problems: list[str],
-) -> OnDiskReport:
-    for archive in archives:
-        targets.setdefault(os.path.abspath(archive), "archive")
-    pinned = {os.path.abspath(archive) for archive in recorded}
+    scope = list(sessions) if sessions is not None else None
+    archives = [row["archived_to"] for row in await store.pool.fetch(ARCHIVES_SQL, scope)]
+    targets = _targets(entries, scope, archives)
+    spelled = _by_absolute_path(recorded)
     report = OnDiskReport(findings=[], searched=[], missing=[], problems=problems)
     for name, kind in sorted(targets.items()):
         path = Path(name)
-        if not path.exists():
+        if not await asyncio.to_thread(path.exists):
             report.missing.append(name)
             continue
         try:
-            if kind == "archive":
-                if not path.is_dir():
-                    raise NotRewritten("it is not a directory any more")
-                reason = PINNED if name in pinned else ""
-                report.findings += redact_archive(path, value, key, pinned=reason)
-            else:
-                found = redact_file(path, kind, value)
-                if found is not None:
-                    report.findings.append(found)
+            report.findings += await _search_one(store, path, kind, value, key, spelled.get(name))
         except (OSError, ChronicleError, ValueError) as exc:
             report.problems.append(f"{name}: could not be searched: {exc}")
             continue
         report.searched.append(name)
     return report
+
+
+def _targets(
+    entries: Sequence[Written], scope: Sequence[UUID] | None, archives: Sequence[str]
+) -> dict[str, WrittenKind]:
+    """What to search, by absolute path: the ledger's copies that hold a session of
+    ``scope`` (all with None; a view's rows may hold any), then the archives not listed."""
+    named = set(scope) if scope is not None else None
+    targets: dict[str, WrittenKind] = {
+        entry.path: entry.kind
+        for entry in entries
+        if named is None or entry.sessions is None or named & set(entry.sessions)
+    }
+    for archive in archives:
+        targets.setdefault(os.path.abspath(archive), "archive")
+    return targets
+
+
+def _by_absolute_path(archived_to: Sequence[str]) -> dict[str, str]:
+    """Each recorded archive's absolute path, to the text its rows hold."""
+    return {os.path.abspath(spelled): spelled for spelled in archived_to}
+
+
+async def _search_one(
+    store: EventStore,
+    path: Path,
+    kind: WrittenKind,
+    value: str,
+    key: Ed25519PrivateKey | None,
+    archived_to: str | None,
+) -> list[Finding]:
+    """The findings of one copy; ``archived_to``: the database records it (as it spells it)."""
+    if kind != "archive":
+        found = await asyncio.to_thread(redact_file, path, kind, value)
+        return [found] if found is not None else []
+    if not await asyncio.to_thread(path.is_dir):
+        raise NotRewritten("it is not a directory any more")
+    if archived_to is not None:
+        return await redact_recorded_archive(store, path, archived_to, value, key)
+    return await asyncio.to_thread(redact_archive, path, value, key)
 
 
 def redact_file(path: Path, kind: WrittenKind, value: str) -> Finding | None:

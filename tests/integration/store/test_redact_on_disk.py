@@ -1,23 +1,35 @@
 """A secret searched for in the copies the ledger lists (app/store/on_disk/search.py): an
 export file, a view's CSV and an archive directory the database does not record are each
 rewritten without it; a path gone from the disk is reported; with sessions named, only the
-copies that hold one of them (and the views) are searched."""
+copies that hold one of them (and the views) are searched. An archive the database records
+is rewritten with its record (app/store/on_disk/recorded_archive.py), or neither changes."""
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
+import asyncpg
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.store import EventStore, record_written, redact_on_disk
+from app.config import Settings
+from app.events import AgentState, Run, SessionCreated
+from app.sessions.archiving import ArchiveRequest, archive_sessions
+from app.sessions.platform_audit import Actor
+from app.store import EventStore, record_written, redact_on_disk, redact_value
 from app.store.archive import check_directory, check_file
+from app.store.on_disk.archive_dir import found_in_archive, prepare_rewrite
 from app.store.on_disk.forms import in_bytes
+from app.store.on_disk.recorded_archive import record_rewritten_manifest
 from tests.support.export_files import SessionBlock, write_archive, write_export
 
 SECRET = "xoxb-ledger-'secret'-1234"
 KEY = Ed25519PrivateKey.generate()
+ACTOR = Actor(name="cli:operator", via="cli")
 
 
 def _holds(path: Path) -> bool:
@@ -58,3 +70,109 @@ async def test_the_listed_copies_lose_the_secret(store: EventStore, tmp_path: Pa
     assert check_file(export).ok
     proved = check_directory(archive, KEY.public_key())
     assert proved.ok, proved.reason
+
+
+async def _manifests(superuser: asyncpg.Connection, archived_to: str) -> set[str]:
+    rows = await superuser.fetch(
+        "SELECT DISTINCT encode(archive_manifest, 'hex') FROM sessions WHERE archived_to = $1",
+        archived_to,
+    )
+    return {row[0] for row in rows}
+
+
+def _hidden(directory: Path) -> list[str]:
+    return [p.name for p in directory.iterdir() if p.name.startswith(".")]
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in directory.iterdir()}
+
+
+async def test_an_archive_the_database_records_is_rewritten_with_its_record(
+    store: EventStore,
+    superuser: asyncpg.Connection,
+    database_url: str,
+    settings: Settings,
+    tmp_path: Path,
+) -> None:
+    """The archive is made anew and the database records its new manifest in one step, or
+    neither changes; the archived session's events still in the database are kept, and
+    named, not refused."""
+    session = uuid.uuid4()
+    await store.append(
+        session,
+        [
+            SessionCreated(title="quiet"),
+            Run(command=f"echo {SECRET}"),
+            AgentState(state="finished"),
+        ],
+    )
+    directory = tmp_path / "archive"
+    async with await EventStore.open(
+        database_url, config=settings.store, masker=settings.masker()
+    ) as owner:
+        request = ArchiveRequest(
+            before=datetime.now(UTC), directory=directory, actor=ACTOR, detach=False
+        )
+        outcome = await archive_sessions(owner, request, KEY, lambda text, *, steady=False: None)
+    assert outcome is not None and outcome.detached == []
+    archived_to, first = str(directory.absolute()), outcome.manifest_sha256
+    data = tmp_path / "data"  # no ledger: the database names the archive
+
+    # the database names another manifest now: the directory is not the one it records
+    other = hashlib.sha256(b"another").digest()
+    rewrite = "SELECT chronicle_rewrite_archive_manifest($1, $2, $3)"
+    assert await superuser.fetchval(rewrite, archived_to, bytes.fromhex(first), other) == 1
+    as_it_was = _snapshot(directory)
+    refused = await redact_on_disk(store, SECRET, data_dir=data, sessions=None, key=KEY)
+    assert [f.rewritten for f in refused.findings] == [False, False], refused.findings
+    assert all(
+        "the database did not record its new manifest" in f.problem for f in refused.findings
+    )
+    assert _snapshot(directory) == as_it_was
+    assert _hidden(tmp_path) == []  # nothing made beside it is left
+    await superuser.fetchval(rewrite, archived_to, other, bytes.fromhex(first))
+
+    # a failure before the commit leaves the record as it was
+    async def failing() -> None:
+        raise OSError("the rename failed")
+
+    with pytest.raises(OSError, match="the rename failed"):
+        await record_rewritten_manifest(
+            store, archived_to, bytes.fromhex(first), other, before_commit=failing
+        )
+    assert await _manifests(superuser, archived_to) == {first}
+
+    # the database's copy of the session is kept, and named; nothing refused
+    found = await redact_value(store, SECRET, sessions=None, reason="leaked", user="ops")
+    assert found.records == []
+    assert [(k.session_id, k.seq, k.archived_to) for k in found.kept] == [(session, 2, archived_to)]
+
+    report = await redact_on_disk(store, SECRET, data_dir=data, sessions=None, key=KEY)
+    assert sorted(Path(f.path).name for f in report.findings) == [
+        "events.parquet", "sessions.jsonl",
+    ]  # fmt: skip
+    assert not report.left and report.searched == [archived_to], report
+    assert not _holds(directory)
+    proved = check_directory(directory, KEY.public_key())
+    assert proved.ok, proved.reason
+    assert await _manifests(superuser, archived_to) == {proved.manifest_sha256} != {first}
+    verified = await store.verify(session)
+    assert verified.ok, verified.reason
+    assert verified.archived is not None and verified.archived.manifest == proved.manifest_sha256
+    assert _hidden(tmp_path) == []  # nothing made beside it is left
+
+
+def test_a_rewrite_put_in_place_can_be_put_back(tmp_path: Path) -> None:
+    """What a failed commit does after the new directory took the old one's place: the old
+    one back, byte for byte, and the new one gone."""
+    block = SessionBlock()
+    block.event("run", {"command": f"echo {SECRET}"})
+    archive = write_archive(tmp_path / "archive", KEY, block, titles={str(block.session_id): "t"})
+    as_it_was = _snapshot(archive)
+    rewrite = prepare_rewrite(archive, SECRET, KEY, set(found_in_archive(archive, SECRET)))
+    aside = rewrite.put_in_place()
+    assert not _holds(archive) and _snapshot(aside) == as_it_was
+    rewrite.put_back(aside)
+    rewrite.discard()
+    assert _snapshot(archive) == as_it_was and _hidden(tmp_path) == []
