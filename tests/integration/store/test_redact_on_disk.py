@@ -22,7 +22,6 @@ from app.sessions.archiving import ArchiveRequest, archive_sessions
 from app.sessions.platform_audit import Actor
 from app.store import EventStore, record_written, redact_on_disk, redact_value
 from app.store.archive import check_directory, check_file
-from app.store.on_disk.archive_dir import found_in_archive, prepare_rewrite
 from app.store.on_disk.forms import in_bytes
 from app.store.on_disk.recorded_archive import record_rewritten_manifest
 from tests.support.export_files import SessionBlock, write_archive, write_export
@@ -161,18 +160,3 @@ async def test_an_archive_the_database_records_is_rewritten_with_its_record(
     assert verified.ok, verified.reason
     assert verified.archived is not None and verified.archived.manifest == proved.manifest_sha256
     assert _hidden(tmp_path) == []  # nothing made beside it is left
-
-
-def test_a_rewrite_put_in_place_can_be_put_back(tmp_path: Path) -> None:
-    """What a failed commit does after the new directory took the old one's place: the old
-    one back, byte for byte, and the new one gone."""
-    block = SessionBlock()
-    block.event("run", {"command": f"echo {SECRET}"})
-    archive = write_archive(tmp_path / "archive", KEY, block, titles={str(block.session_id): "t"})
-    as_it_was = _snapshot(archive)
-    rewrite = prepare_rewrite(archive, SECRET, KEY, set(found_in_archive(archive, SECRET)))
-    aside = rewrite.put_in_place()
-    assert not _holds(archive) and _snapshot(aside) == as_it_was
-    rewrite.put_back(aside)
-    rewrite.discard()
-    assert _snapshot(archive) == as_it_was and _hidden(tmp_path) == []

@@ -1,7 +1,8 @@
 """A secret taken out of an archive directory (app/store/on_disk/archive_dir.py): the JSONL
 redacted with markers, the Parquet made from it again, session_state's cell redacted, the
 manifest signed again, and the directory still proves itself with the same key; an archive
-signed by another key, or pinned by the database, is left as it was and said so."""
+signed by another key is left as it was and said so; a new directory put in place can be put
+back (what a failed commit does for an archive the database records)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pyarrow.parquet
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.archive import check_directory
-from app.store.on_disk.archive_dir import found_in_archive, redact_archive
+from app.store.on_disk.archive_dir import found_in_archive, prepare_rewrite, redact_archive
 from tests.support.export_files import SessionBlock, write_archive
 
 SECRET = 'ghp_archived\\secret"9'
@@ -58,7 +59,7 @@ def test_an_archive_loses_the_secret_and_still_proves_itself(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["archive"]  # nothing left beside it
 
 
-def test_an_archive_that_cannot_be_signed_again_or_is_pinned_stays(tmp_path: Path) -> None:
+def test_an_archive_that_cannot_be_signed_again_stays(tmp_path: Path) -> None:
     archive, _ = _archive(tmp_path / "archive")
     before = {p.name: p.read_bytes() for p in archive.iterdir()}
     other = redact_archive(archive, SECRET, Ed25519PrivateKey.generate())
@@ -66,8 +67,6 @@ def test_an_archive_that_cannot_be_signed_again_or_is_pinned_stays(tmp_path: Pat
     assert "cannot be signed again without that key" in other[0].problem
     missing = redact_archive(archive, SECRET, None)
     assert "anchor key is missing" in missing[0].problem
-    pinned = redact_archive(archive, SECRET, KEY, pinned="the database records it")
-    assert {f.problem for f in pinned} == {"the database records it"}
     assert {p.name: p.read_bytes() for p in archive.iterdir()} == before
 
     broken = tmp_path / "broken"
@@ -76,3 +75,18 @@ def test_an_archive_that_cannot_be_signed_again_or_is_pinned_stays(tmp_path: Pat
         file.write("\n")
     found = redact_archive(broken, SECRET, KEY)
     assert not found[0].rewritten and "does not verify as it is" in found[0].problem
+
+
+def test_a_rewrite_put_in_place_can_be_put_back(tmp_path: Path) -> None:
+    """What a failed commit does after the new directory took the old one's place: the old
+    one back, byte for byte, and the new one gone."""
+    archive, _ = _archive(tmp_path / "archive")
+    before = {p.name: p.read_bytes() for p in archive.iterdir()}
+    rewrite = prepare_rewrite(archive, SECRET, KEY, set(found_in_archive(archive, SECRET)))
+    aside = rewrite.put_in_place()
+    assert found_in_archive(archive, SECRET) == {}
+    assert {p.name: p.read_bytes() for p in aside.iterdir()} == before
+    rewrite.put_back(aside)
+    rewrite.discard()
+    assert {p.name: p.read_bytes() for p in archive.iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["archive"]  # nothing left beside it
