@@ -5,6 +5,14 @@ chain still verify (``app.events.commitment``).
 An event says nothing of its chain: its hash matches one of the two documents, and a reader
 that checks it tries both. Accepting either gives a forger nothing: each is a sha256 over
 the previous event's hash, and neither can be made to match a chosen hash.
+
+A chain-1 event's content can only go whole, and then its hash matches neither document: no
+commitment covers what went. Its payload is then one whole-payload marker (``whole_marker``),
+its stored hash is taken as given (the next event, and every hash and anchor after it, still
+cover it), and a ``redaction`` record of that digest must follow it: such a redaction proves
+the event's *place* in the chain, not what was removed (``PLACE``), where a chain-2 one
+proves both (``CONTENT``). Chain-1 events are a session's first ones (all appended before the
+upgrade), so one after a chain-2 event is never taken as given.
 """
 
 from __future__ import annotations
@@ -14,7 +22,13 @@ from typing import Any
 from uuid import UUID
 
 from app.events.canonical import chain_hash, format_timestamp, hashed_document, stored_json
-from app.events.commitment import commitment
+from app.events.commitment import WAS, commitment, is_redacted
+from app.events.stored_form import REDACTED
+
+#: What a recorded redaction proves: the event's place and what was removed (its marker's
+#: digest stands in the commitment its hash covers: chain 2), or only its place (chain 1).
+CONTENT = "content"
+PLACE = "place"
 
 
 def committed_document(
@@ -61,3 +75,11 @@ def chain_of(previous: bytes, expected: bytes, **fields: Any) -> int | None:
 def link(previous: bytes, **fields: Any) -> bytes:
     """The hash the database gives a new event (the current chain)."""
     return chain_hash(previous, committed_document(**fields))
+
+
+def whole_marker(stored: Any) -> str | None:
+    """The digest (hex) a stored payload that is one whole-payload marker holds (a payload is
+    an object, so ``"was": "object"``); None for any other payload."""
+    if is_redacted(stored) and stored.get(WAS) == "object":
+        return str(stored[REDACTED])
+    return None

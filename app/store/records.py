@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 from uuid import UUID
 
 from pydantic import BaseModel
@@ -135,10 +135,19 @@ class RedactionNote(BaseModel):
     reason: str
     #: The seq of the ``redaction`` event that records it.
     recorded_at_seq: int
+    #: What it proves: ``content``, the event's place and what was removed (its marker's
+    #: digest is in the commitment its hash covers), or ``place`` alone (an event appended
+    #: before migration 0029, redacted whole: its hash is taken as given; app/events/chain.py).
+    proof: Literal["content", "place"] = "content"
 
     def describe(self) -> str:
         where = f"seq {self.seq}" + (f" {self.path}" if self.path else "")
-        return f"{where} redacted by {self.by or 'unknown'} at {self.at.isoformat()}"
+        proves = (
+            " (recorded before the upgrade: proves its place, not what was removed)"
+            if self.proof == "place"
+            else ""
+        )
+        return f"{where} redacted by {self.by or 'unknown'} at {self.at.isoformat()}{proves}"
 
 
 class ErasureNote(BaseModel):

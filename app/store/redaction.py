@@ -11,6 +11,11 @@ message (or tool list) of an ``llm.call``'s part. Another event may name the sam
 session), so every event that names it has that reference redacted as well, each with its own
 record saying why, and then the row is deleted (``chronicle_forget``, which refuses while any
 event still names it).
+
+An event appended before migration 0029 (chain 1) can only go whole (``app.events.chain``): a
+part of one is refused, unless the caller asked for the whole payload in its place
+(``whole_if_needed``: the value search and the removal of stored-once content, which must
+take a reference wherever it is), and then the record's reason says so.
 """
 
 from __future__ import annotations
@@ -58,14 +63,24 @@ class RedactionRefused(StoreError):
 
 
 async def redact(
-    store: EventStore, session_id: UUID, seq: int, path: str, *, reason: str, user: str
+    store: EventStore,
+    session_id: UUID,
+    seq: int,
+    path: str,
+    *,
+    reason: str,
+    user: str,
+    whole_if_needed: bool = False,
 ) -> list[RecordedEvent]:
     """Remove the part at ``path`` (a JSON Pointer, "" the whole payload) of the session's
     event ``seq``, and the blobs and prompt messages it named wherever they are named; the
     ``redaction`` events recorded, this one first. ``RedactionPathError`` for a path that
-    names nothing, ``RedactionRefused`` when the database refuses."""
+    names nothing, ``RedactionRefused`` when the database refuses or the event can only go
+    whole (see the module)."""
     target = await _event(store, session_id, seq)
-    return await _redact_following(store, target, path, reason=reason, user=user)
+    return await _redact_following(
+        store, target, path, reason=reason, user=user, whole_if_needed=whole_if_needed
+    )
 
 
 async def redact_where(
@@ -77,28 +92,47 @@ async def redact_where(
     reason: str,
     user: str,
     following: bool = True,
+    whole_if_needed: bool = False,
 ) -> list[RecordedEvent]:
     """Redact each part of the event for which ``matches(stored node)`` holds, one at a
     time (each changes the payload, so it is read again until nothing matches); with
-    ``following``, what each part names goes too (as ``redact``). The records made."""
+    ``following``, what each part names goes too (as ``redact``). The records made.
+    Without ``following`` (a reference to content stored once, which must go wherever it
+    is) an event that can only go whole goes whole, as with ``whole_if_needed``."""
     records: list[RecordedEvent] = []
     while True:
         event = await _event(store, session_id, seq)
         found = pointers_to(event.stored_payload, matches)
         if not found:
             return records
+        whole = {"whole_if_needed": whole_if_needed or not following}
         if following:
-            records += await _redact_following(store, event, found[0], reason=reason, user=user)
+            records += await _redact_following(
+                store, event, found[0], reason=reason, user=user, **whole
+            )
         else:
-            records.append(await _redact_one(store, event, found[0], reason=reason, user=user))
+            records.append(
+                await _redact_one(store, event, found[0], reason=reason, user=user, **whole)
+            )
 
 
 async def _redact_following(
-    store: EventStore, target: RecordedEvent, path: str, *, reason: str, user: str
+    store: EventStore,
+    target: RecordedEvent,
+    path: str,
+    *,
+    reason: str,
+    user: str,
+    whole_if_needed: bool = False,
 ) -> list[RecordedEvent]:
-    """``redact`` of an event already read."""
+    """``redact`` of an event already read (what follows is what ``path`` named, even when
+    the whole payload went in its place)."""
     part = part_at(target.stored_payload, path)
-    records = [await _redact_one(store, target, path, reason=reason, user=user)]
+    records = [
+        await _redact_one(
+            store, target, path, reason=reason, user=user, whole_if_needed=whole_if_needed
+        )
+    ]
     named = [("blob", key) for key in sorted(references(part))]
     if target.kind == "llm.call":
         named += [("message", key) for key in sorted(_message_keys(target.stored_payload, path))]
@@ -171,10 +205,42 @@ async def _event(store: EventStore, session_id: UUID, seq: int) -> RecordedEvent
     return page[0]
 
 
+async def _hashed_over_its_text(store: EventStore, target: RecordedEvent) -> bool:
+    """Was the event appended before migration 0029 (chain 1)? (The database checks it too.)"""
+    previous = b""
+    if target.seq > 1:
+        page = await store.read(
+            target.session_id, after_seq=target.seq - 2, limit=1, resolve_blobs=False
+        )
+        if not page or page[0].seq != target.seq - 1:
+            return False  # archived away: the database says
+        previous = page[0].hash
+    return target.chain(previous) == 1
+
+
 async def _redact_one(
-    store: EventStore, target: RecordedEvent, path: str, *, reason: str, user: str
+    store: EventStore,
+    target: RecordedEvent,
+    path: str,
+    *,
+    reason: str,
+    user: str,
+    whole_if_needed: bool = False,
 ) -> RecordedEvent:
     session_id, seq = target.session_id, target.seq
+    if path and await _hashed_over_its_text(store, target):
+        if not whole_if_needed:
+            raise RedactionRefused(
+                f"event {seq} of session {session_id} was recorded before migration 0029: its "
+                f"hash covers its payload's text, so {path} cannot go alone, only the whole "
+                "payload (omit --field; the redaction then proves the event's place in the "
+                "chain, not what was removed)"
+            )
+        reason = (
+            f"{reason} (the whole payload, in place of {path}: the event was recorded before "
+            "migration 0029, so no part of it can go alone)"
+        )
+        path = ""
     payload, marker = redacted_payload(target.stored_payload, path, target.event_id.bytes)
     record = Redaction(
         target_seq=seq,

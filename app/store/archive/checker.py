@@ -7,7 +7,10 @@ and re-hashing to its key; and the whole ``payload`` of each event agreeing with
 form: each blob the stored form refers to must be a string of the payload that hashes to the
 blob's key, and restoring the stored form must give the payload exactly. So no byte of an
 event line can change unseen — the hash covers the stored form, and the stored form pins the
-payload.
+payload. One exception, as in the database: an event appended before migration 0029 (chain 1)
+whose whole payload was redacted matches neither chain; its hash is taken as given when its
+payload is one whole-payload marker, no chain-2 event of its session came before it, and a
+``redaction`` line of that digest (path "") follows in the block (``app.events.chain``).
 
 The same checker runs while a file is written (an export never writes a session that does
 not verify) and before anything of a file is imported.
@@ -27,9 +30,10 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from app.errors import ChronicleError
-from app.events import InvalidEventError, event_from_stored
+from app.events import EVENT_TYPES, InvalidEventError, event_from_stored
 from app.events.canonical import CanonicalJsonError, stored_json
-from app.events.chain import chain_of
+from app.events.chain import chain_of, whole_marker
+from app.events.commitment import markers_in
 from app.events.stored_form import (
     StoredFormError,
     escape_text,
@@ -88,6 +92,8 @@ class CheckedEvent(NamedTuple):
     stored_text: str
     #: The texts of the blobs its stored form refers to, by sha256 hex.
     blobs: dict[str, str]
+    #: A chain-1 event redacted whole: its hash taken as given (its record follows).
+    taken_as_given: bool = False
 
 
 @dataclass
@@ -98,6 +104,9 @@ class _Block:
     line: int
     seq: int = 0
     chain: bytes = b""
+    chain_2_seen: bool = False
+    #: seq -> (digest, line) of each event taken as given whose record has not come yet
+    unrecorded: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -156,6 +165,12 @@ class FileChecker:
                 number,
                 f"session {block.session_id} ends after {block.seq} of the {block.events} "
                 f"events its session line (line {block.line}) names: lines are missing",
+            )
+        for seq, (_, line) in sorted(block.unrecorded.items())[:1]:
+            raise FileProblem(
+                line,
+                f"event {seq} of session {block.session_id} does not match its hash, and no "
+                "redaction event of the session records its whole payload's removal",
             )
         if block.chain.hex() != block.head:
             raise FileProblem(
@@ -223,19 +238,39 @@ class FileChecker:
             expected = bytes.fromhex(line.hash)
         except ValueError:
             expected = b""
-        if chain_of(block.chain, expected, **fields) is None:
+        chain = chain_of(block.chain, expected, **fields)
+        digest = whole_marker(line.stored) if chain is None else None
+        if chain is None and (digest is None or block.chain_2_seen):
             raise FileProblem(
                 number, f"event {line.seq} of session {block.session_id} does not match its hash"
             )
-        chain = expected
+        if digest is not None:
+            block.unrecorded[line.seq] = (digest, number)
+        block.chain_2_seen = block.chain_2_seen or chain == 2
+        if line.kind == "redaction":
+            self._recorded(number, line, block)
         blobs = self._payload_agrees(number, line, stored_text)
         if line.kind == "llm.call":
             self._messages_present(number, line)
         if self.validate_events:
             self._valid(number, line)
-        block.seq, block.chain = line.seq, chain
+        block.seq, block.chain = line.seq, expected
         self.blobs.update(blobs)
-        return CheckedEvent(line, created_at, stored_text, blobs)
+        return CheckedEvent(line, created_at, stored_text, blobs, digest is not None)
+
+    @staticmethod
+    def _recorded(number: int, line: EventLine, block: _Block) -> None:
+        """A ``redaction`` line: the record of an event taken as given, if it names one."""
+        target, path = line.payload.get("target_seq"), line.payload.get("path")
+        if path or target not in block.unrecorded:
+            return
+        digest, _ = block.unrecorded.pop(target)
+        if line.payload.get("removed") != digest:
+            raise FileProblem(
+                number,
+                f"redaction event {line.seq} of session {block.session_id} records another "
+                f"digest than event {target}'s payload holds",
+            )
 
     def _payload_agrees(self, number: int, line: EventLine, stored_text: str) -> dict[str, str]:
         """The payload is what the stored form stands for; the texts of its blobs."""
@@ -272,6 +307,9 @@ class FileChecker:
                 )
 
     def _valid(self, number: int, line: EventLine) -> None:
+        """The event fits its kind's schema; a redacted one need only be of a known kind (a
+        placeholder, ``{}`` for a whole payload, need not fit it, and nothing restores it:
+        a fork or replay stops at a redacted part)."""
         try:
             event = event_from_stored(
                 kind=line.kind,
@@ -282,6 +320,8 @@ class FileChecker:
                 schema_version=line.schema_version,
             )
         except (InvalidEventError, ValueError) as exc:
+            if line.kind in EVENT_TYPES and markers_in(line.stored):
+                return
             raise FileProblem(number, f"event {line.seq}: {exc}") from None
         if isinstance(event, WorkspaceSnapshot):  # restoring it (a fork) writes on this host
             problem = unsafe_start(event)

@@ -71,16 +71,27 @@ class ImportReport(BaseModel):
 
 
 def _chunks(events: list[CheckedEvent]) -> Iterator[list[CheckedEvent]]:
+    """The session's events in calls of the import function; an event whose hash is taken as
+    given shares its call with its ``redaction`` record (the database looks for it there)."""
+    records = {
+        event.line.payload.get("target_seq"): event.line.seq
+        for event in events
+        if event.line.kind == "redaction" and not event.line.payload.get("path")
+    }
     chunk: list[CheckedEvent] = []
-    size = 0
+    size, together_to = 0, 0
     for event in events:
-        if chunk and (
-            len(chunk) >= EVENTS_PER_CALL or size + len(event.stored_text) > BYTES_PER_CALL
+        if (
+            chunk
+            and event.line.seq > together_to
+            and (len(chunk) >= EVENTS_PER_CALL or size + len(event.stored_text) > BYTES_PER_CALL)
         ):
             yield chunk
             chunk, size = [], 0
         chunk.append(event)
         size += len(event.stored_text)
+        if event.taken_as_given:
+            together_to = max(together_to, records.get(event.line.seq, 0))
     if chunk:
         yield chunk
 

@@ -12,6 +12,12 @@ stored text is re-hashed here, not by the database.
 Without anchors a writer who recomputes the whole chain and its row goes unseen; with them,
 only events appended after the last anchor can be rewritten unseen.
 
+An event appended before migration 0029 (chain 1) whose whole payload was redacted matches
+neither chain's hash: it is taken as given only when its payload is one whole-payload marker,
+no chain-2 event came before it, and a ``redaction`` record of that digest follows; the next
+event links to its stored hash as usual, so its place stays proven, not what went (its note
+says ``proof: place``; ``app.events.chain``).
+
 An archived session (``chronicle archive``; its ``sessions`` row records where, when, by whom
 and the manifest's sha256) may have lost some or all of its events with the months that were
 detached. Its head cannot move once archived (a trigger), so what this database still holds
@@ -30,6 +36,7 @@ from uuid import UUID
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.errors import ChronicleError
+from app.events.chain import PLACE, whole_marker
 from app.events.commitment import (
     RedactionPathError,
     markers_in,
@@ -125,6 +132,9 @@ class _SessionCheck:
         self.markers: dict[tuple[int, str], str] = {}
         #: (target seq, JSON Pointer) -> (digest it says went, what ``verify`` reports)
         self.records: dict[tuple[int, str], tuple[str, RedactionNote]] = {}
+        #: Chain-1 events redacted whole: their hashes taken as given (see the module).
+        self.place_only: set[int] = set()
+        self.chain_2_seen = False
 
     def fail(self, reason: str, seq: int | None) -> BrokenSession:
         return BrokenSession(reason, seq, self.seq if seq is None else min(self.seq, seq - 1))
@@ -228,6 +238,10 @@ class _SessionCheck:
         last_seq, last_hash = int(row["last_seq"]), bytes(row["last_hash"])
         after, here = 0, 0
         previous: RecordedEvent | None = None
+        chain_2_seen = False
+        #: chain-1 events redacted whole -> their digest, and the whole redactions recorded
+        taken: dict[int, str] = {}
+        recorded: set[tuple[Any, Any]] = set()
         while True:
             page = await self.store.read(
                 self.session_id,
@@ -246,8 +260,15 @@ class _SessionCheck:
                 chained = previous is not None and previous.seq == event.seq - 1
                 if chained or event.seq == 1:
                     before = previous.hash if chained and previous is not None else b""
-                    if event.chain(before) is None:
+                    chain = event.chain(before)
+                    digest = whole_marker(event.stored_payload) if chain is None else None
+                    if chain is None and (digest is None or chain_2_seen):
                         raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+                    if digest is not None:
+                        taken[event.seq] = digest
+                    chain_2_seen = chain_2_seen or chain == 2
+                if event.kind == "redaction" and not event.payload.get("path"):
+                    recorded.add((event.payload.get("target_seq"), event.payload.get("removed")))
                 for record in anchored.get(event.seq, ()):
                     if record.head != event.hash.hex():
                         raise self.fail(
@@ -258,6 +279,13 @@ class _SessionCheck:
             if len(page) < page_size:
                 break
             after = page[-1].seq
+        for seq, digest in taken.items():
+            if (seq, digest) not in recorded:
+                raise self.fail(
+                    f"event {seq} does not match its hash, and no redaction event records its "
+                    "whole payload's removal",
+                    seq,
+                )
         if previous is not None and previous.seq == last_seq and previous.hash != last_hash:
             raise self.fail(
                 f"event {last_seq} is not the head the session was archived with", last_seq
@@ -372,8 +400,12 @@ class _SessionCheck:
         expected = self.seq + 1
         if event.seq != expected:
             raise self.fail(f"seq {expected} is missing", expected)
-        if event.chain(self.head) is None:
-            raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+        chain = event.chain(self.head)
+        if chain is None:
+            if self.chain_2_seen or whole_marker(event.stored_payload) is None:
+                raise self.fail(f"event {event.seq} does not match its hash", event.seq)
+            self.place_only.add(event.seq)  # its record is checked at the end
+        self.chain_2_seen = self.chain_2_seen or chain == 2
         head = event.hash
         for record in anchors:
             if record.head != event.hash.hex():
@@ -427,6 +459,12 @@ class _SessionCheck:
         went without a record, or came back after one, is tampering."""
         for (seq, path), digest in sorted(self.markers.items()):
             recorded = self.records.get((seq, path))
+            if recorded is None and seq in self.place_only:
+                raise self.fail(
+                    f"event {seq} does not match its hash: its payload was replaced by a marker "
+                    "with no redaction event recording it (changed behind the log's back)",
+                    seq,
+                )
             if recorded is None:
                 where = f"{path} " if path else ""
                 raise self.fail(
@@ -447,7 +485,10 @@ class _SessionCheck:
                     "that content is there (put back, or never removed)",
                     note.recorded_at_seq,
                 )
-        return [note for _, (_, note) in sorted(self.records.items())]
+        return [
+            note.model_copy(update={"proof": PLACE}) if seq in self.place_only else note
+            for (seq, _), (_, note) in sorted(self.records.items())
+        ]
 
     def _check_nothing_anchored_beyond_the_end(self) -> None:
         beyond = [record for record in self.anchors if record.last_seq > self.seq]
