@@ -14,6 +14,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -25,7 +26,7 @@ from app.events.canonical import canonical_json, stored_json
 from app.events.commitment import redact
 from app.events.redaction import Redaction
 from app.store import EventStore, RedactionRefused, migrate
-from app.store.archive import check_file, export_sessions, import_file
+from app.store.archive import check_file, export_sessions, import_file, mark_archived
 from app.store.archive import loader as archive_loader
 from app.store.redaction import REDACT_SQL
 from app.store.value_search import redact_value
@@ -188,6 +189,14 @@ async def test_an_export_holding_one_verifies_and_imports(
         await store.redact(session, 2, "", reason="before the upgrade", user="u")
         with path.open("w", encoding="utf-8") as out:
             written = await export_sessions(store, [session], out)
+        # archived with it: the database's events, checked against the archived head
+        [last] = await store.read(session, after_seq=4)
+        await mark_archived(store, {session: (last.seq, last.hash)}, archived_at=datetime.now(UTC),
+                            archived_by="t", archived_to=str(tmp_path), manifest_sha256=b"\0" * 32,
+                            before_commit=lambda: None)  # fmt: skip
+        report = await store.verify(session)
+        assert report.ok and report.archived is not None, report
+        assert [(n.seq, n.proof) for n in report.redactions] == [(2, "place")]
     assert written.ok and check_file(path).ok
 
     lines = path.read_text(encoding="utf-8").splitlines()
