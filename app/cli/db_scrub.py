@@ -23,11 +23,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
-    from app.store import admin_database_url
-    from app.store.scrub import scrub
+    from app.store import admin_database_url, scrub_tables
 
     url = admin_database_url(settings.database_config())
-    report = await scrub(
+    report = await scrub_tables(
         url, full=args.full, progress=lambda text: print(f"scrub: {text}", file=sys.stderr)
     )
     how = "rewritten" if report.full else "vacuumed"

@@ -88,6 +88,7 @@ if TYPE_CHECKING:
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
     from app.store.redaction import RedactionRefused
+    from app.store.scrub import ScrubReport, scrub_tables
     from app.store.session_claims import SessionBusyError, claim_session, claimed_sql
     from app.store.session_log import SessionLog, SessionStream
     from app.store.subscriptions import GlobalSubscription, SessionSubscription
@@ -153,6 +154,8 @@ _EXPORTED_FROM = {
     "RecordedEvent": "app.store.records",
     "VerifyReport": "app.store.records",
     "RedactionRefused": "app.store.redaction",
+    "ScrubReport": "app.store.scrub",
+    "scrub_tables": "app.store.scrub",
     "ErasedSession": "app.store.erasure",
     "ErasureRefused": "app.store.erasure",
     "erase_session": "app.store.erasure",
@@ -208,6 +211,7 @@ __all__ = [
     "RecordedEvent",
     "RedactionRefused",
     "RefusedForNowError",
+    "ScrubReport",
     "ServiceFailed",
     "ServiceInterrupted",
     "SessionBusyError",
@@ -238,6 +242,7 @@ __all__ = [
     "redact_value",
     "refused_for_now",
     "schema_revision",
+    "scrub_tables",
     "session_months",
     "tombstones",
     "too_large",

@@ -7,10 +7,10 @@ free: the bytes stay in the file until something overwrites them (only the empty
 table's end are cut off). Index pages keep the old keys the same way (a title's words in
 ``session_state``'s text index, a person's name in ``users``'). So:
 
-- ``scrub(full=False)``: VACUUM of the tables content leaves (online, no lock that stops
+- ``scrub_tables(full=False)``: VACUUM of the tables content leaves (online, no lock that stops
   writes) and a concurrent rebuild of the indexes that hold copied text: the old versions are
   gone from every reader and from the indexes, though free space may still hold bytes;
-- ``scrub(full=True)``: VACUUM FULL of those tables, which writes each one (and its TOAST
+- ``scrub_tables(full=True)``: VACUUM FULL of those tables, which writes each one (and its TOAST
   table and indexes) anew and drops the old files: nothing removed is left in the files the
   database uses. It holds an exclusive lock on each table while it is rewritten (appends to
   that month of events wait): run it in a quiet hour.
@@ -59,7 +59,7 @@ class ScrubReport(BaseModel):
     reindexed: list[str]
 
 
-async def scrub(
+async def scrub_tables(
     url: str, *, full: bool, progress: Callable[[str], None] = lambda _text: None
 ) -> ScrubReport:
     """Vacuum (``full``: rewrite) the tables content leaves, through the owner's ``url``."""
