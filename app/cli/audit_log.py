@@ -79,6 +79,9 @@ def _what(kind: str, p: dict[str, Any]) -> str:
                 f"redacted {where} of seq {p['target_seq']} of session {p['session_id']}: "
                 f"{p['reason']} (recorded at seq {p['recorded_seq']})"
             )
+        case "redaction":  # of a record of this log (a person's name: `users erase`)
+            where = p.get("path") or "the whole record"
+            return f"redacted {where} of record {p.get('target_seq')}: {p.get('reason')}"
         case "audit.session_erased":
             return (
                 f"erased session {p['session_id']} ({p['events']} events) by policy "
@@ -96,7 +99,8 @@ def audit_line(event: RecordedEvent) -> str:
     p = event.payload
     when = event.created_at.strftime("%Y-%m-%d %H:%M:%SZ")
     where = p.get("via", "?") + (f" {p['address']}" if p.get("address") else "")
-    return f"{event.seq:>6}  {when}  {p.get('actor', '?')} ({where})  {_what(event.kind, p)}"
+    who = p.get("actor") or p.get("user") or "?"
+    return f"{event.seq:>6}  {when}  {who} ({where})  {_what(event.kind, p)}"
 
 
 async def run(args: argparse.Namespace, settings: Settings) -> int:
