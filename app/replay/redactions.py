@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from app.events.commitment import RedactionPathError, is_redacted, part_at
-from app.replay.divergence import RedactedPart
+from app.replay.divergence import RedactedDivergence, RedactedPart, redacted
 from app.store import RecordedEvent
 
 #: Paths whose redaction a replay can go past (see the module).
@@ -111,6 +111,16 @@ class RedactedParts:
             for gap in self._kept_gaps.get(seq, ())
         ]
         return self.of(seq) + [part for index, part in enumerate(kept) if part not in kept[:index]]
+
+    def unservable(self, step: int, seq: int) -> RedactedDivergence | None:
+        """The ``redacted`` divergence of a replay at model call ``step`` when the recorded
+        call at ``seq`` cannot be served (``of_call``: its answer or its request is not all
+        there), else None: where Chronicle's replay stops (``gateway.py``), and the gateway's
+        replay of an outside agent (``app/external/replay_serving.py``)."""
+        missing = self.of_call(seq)
+        if not missing:
+            return None
+        return redacted(step, seq, missing, f"model call {step} cannot be served")
 
     def among(self, seqs: Any) -> tuple[int, list[RedactedPart]] | None:
         """The first of ``seqs`` with a redacted part, and its parts (None: none has)."""
