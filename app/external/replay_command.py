@@ -14,11 +14,12 @@ it records the command's end; then it judges the replay from the two logs alone,
 
 - a served call whose request differs from the recorded one: a ``request`` divergence (the
   one that stopped a strict replay, or a difference a positional replay reported);
-- the first call not served (refused, or gone live): ``request``, or ``extra_call`` past the
-  recording's last call;
+- the first call not served (refused, or gone live): ``redacted`` when the recorded call
+  was redacted after it was recorded (``RecordedCalls.blocked``: the gateway stops there in
+  either mode), else ``request``, or ``extra_call`` past the recording's last call;
 - recorded calls left unasked when the command ended: ``missing_call``;
 - else a command that ended otherwise than the recorded one (its state or exit code):
-  ``outcome``.
+  ``outcome``; ``redacted`` when the recorded end was redacted and cannot be compared.
 
 The result is appended as the replay session's ``replay.result`` and returned
 (``replay_command``: the function ``eval`` builds on).
@@ -56,6 +57,7 @@ from app.replay.divergence import (
     ExtraCall,
     MissingCall,
     OutcomeDivergence,
+    RedactedDivergence,
     RequestDivergence,
 )
 from app.replay.engine import ReplayMode, ReplayResult
@@ -98,6 +100,10 @@ class ReplayOutcome(BaseModel):
                 f"{result.model_calls} made, exit code {self.command_exit_code}"
             )
         text = describe(result)
+        if isinstance(result.divergence, RedactedDivergence):
+            # ``describe`` names ``chronicle replay``'s way to go on from before it; this
+            # command's is --on-divergence live (from the refused call on)
+            text = text.replace("--on-divergence fork", "--on-divergence live")
         if result.divergence is not None and self.on_divergence == "live":
             text += (
                 f"\nwent on live from the divergence: {result.model_calls} model calls made, "
@@ -297,6 +303,8 @@ async def judge(
             f"the recording went on with {remaining} more model calls",
         )
     recorded_state, recorded_exit, recorded_reason = recording.outcome
+    if divergence is None:
+        divergence = recording.redacted_outcome(served)
     if (
         divergence is None
         and recorded_state is not None  # a recording of the gateway alone says no end
@@ -358,6 +366,9 @@ async def _first_unserved(
             summary=f"model call {step}: the agent asked the model again, but the recording "
             f"has only {len(recording.served)} model calls",
         )
+    blocked = recording.blocked(step)
+    if blocked is not None:  # never compared: what it would be compared with is gone
+        return blocked
     return await _difference(store, recording, step, recording.served[served].seq, call, prompt)
 
 

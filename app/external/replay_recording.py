@@ -7,6 +7,11 @@ its ``llm.call`` events in log order, each served in turn, except those that ans
 (``interrupted``, ``lost``: the client asked again). A replay keeps the payloads of the
 calls it serves, not their prompts: a request's messages are read back from the store only
 to report a difference.
+
+What was redacted from it is followed as ``chronicle replay`` follows it
+(``app.replay.redactions``): a call with a part redacted, or whose prompt keeps a message
+redacted from an earlier call, cannot be served (``blocked``), and a redacted end of the
+recorded command cannot be compared (``redacted_outcome``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from app.events.session_config import SessionConfig
 from app.external.agent_command import RecordError
 from app.external.sessions import EXTERNAL_AGENT
 from app.llm.gateway import PreparedRequest
-from app.replay.divergence import RequestDivergence
+from app.replay.divergence import RedactedDivergence, RequestDivergence, redacted
+from app.replay.redactions import RedactedParts
 from app.replay.requests import ModelRequest, compare_requests
 from app.store import EventStore, RecordedEvent
 
@@ -32,6 +38,8 @@ from app.store import EventStore, RecordedEvent
 PAGE = 1000
 #: Parameters recorded beside a call's own that its fingerprint leaves out.
 NOT_FINGERPRINTED = ("base_url", "stream")
+#: Parts of the recorded command's last ``agent.state`` its replay's end is compared with.
+OUTCOME_PATHS = frozenset({"", "/state", "/exit_code"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,27 @@ class RecordedCalls:
     #: the recorded command's last ``agent.state`` (state, exit code, reason), if any
     outcome: tuple[str | None, int | None, str] = (None, None, "")
     by_seq: dict[int, RecordedEvent] = field(default_factory=dict)
+    #: seq of the ``agent.state`` ``outcome`` is read from (None: none)
+    outcome_seq: int | None = None
+    #: what was redacted from it (``app.replay.redactions``)
+    redacted: RedactedParts = field(default_factory=RedactedParts)
+
+    def blocked(self, step: int) -> RedactedDivergence | None:
+        """The ``redacted`` divergence at model call ``step`` (1-based, one the recording
+        has) when its recorded call cannot be served, else None."""
+        return self.redacted.unservable(step, self.served[step - 1].seq)
+
+    def redacted_outcome(self, step: int) -> RedactedDivergence | None:
+        """The ``redacted`` divergence after model call ``step`` when how the recorded
+        command ended (its state or exit code) was redacted, else None: a placeholder
+        compared with the replay's end would say nothing true."""
+        if self.outcome_seq is None:
+            return None
+        parts = [part for part in self.redacted.of(self.outcome_seq) if part.path in OUTCOME_PATHS]
+        if not parts:
+            return None
+        lead = f"after model call {step}, how the command ended cannot be compared"
+        return redacted(step, self.outcome_seq, parts, lead)
 
     def prompt_of(self, seq: int) -> list[str]:
         """The content hashes of the whole prompt of the recorded call at ``seq``."""
@@ -90,10 +119,13 @@ async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
         )
     calls: list[RecordedEvent] = []
     outcome: tuple[str | None, int | None, str] = (None, None, "")
+    outcome_seq: int | None = None
+    redactions = RedactedParts()
     after = 0
     while page := await store.read(session_id, after_seq=after, limit=PAGE):
         after = page[-1].seq
         for event in page:
+            redactions.add(event)
             if event.kind == "llm.call":
                 calls.append(event)
             elif event.kind == "agent.state" and event.source == "agent":
@@ -103,6 +135,7 @@ async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
                     payload.get("exit_code"),
                     str(payload.get("reason", "")),
                 )
+                outcome_seq = event.seq
     served = [call for call in calls if call.payload.get("error_kind") not in ANSWERED_NOTHING]
     return RecordedCalls(
         session_id=session_id,
@@ -111,6 +144,8 @@ async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
         served=served,
         outcome=outcome,
         by_seq={call.seq: call for call in served},
+        outcome_seq=outcome_seq,
+        redacted=redactions,
     )
 
 

@@ -18,6 +18,12 @@ is served in memory:
   not as spend); a streamed request gets the answer as a stream of chunks. The answer goes
   out first and the ``llm.call`` is appended behind it, in order (``replay_appends``: why
   that is safe, and what ``chronicle record --replay`` waits for before the replay ends);
+- a recorded call that was redacted after it was recorded (a part of it, or a prompt
+  message it keeps: ``RecordedCalls.blocked``) is a ``redacted`` divergence in either mode,
+  as in ``chronicle replay``: its placeholders are not served as the recorded answer, and
+  the request is not compared with what is gone. It is refused (HTTP 422, code
+  ``replay_redacted``) or goes live, as below; a refused one is recorded without its prompt,
+  which may hold what was redacted;
 - another fingerprint (strict), or a call past the recording's last (either mode), is a
   divergence. ``stop``: the request is recorded as a refused ``llm.call`` (``error_kind``
   ``diverged``, no model called: attempts 0, cost 0) and answered with an error in the
@@ -61,7 +67,7 @@ from app.external.replay_recording import (
 )
 from app.llm import LlmError, LlmGateway, LlmReply
 from app.llm.gateway import PreparedRequest
-from app.replay.divergence import Divergence, ExtraCall
+from app.replay.divergence import Divergence, ExtraCall, RedactedDivergence
 from app.replay.gateway import served_call
 from app.store import EventStore
 
@@ -69,6 +75,10 @@ from app.store import EventStore
 DIVERGED = "diverged"
 #: The OpenAI ``code`` of that refusal.
 DIVERGED_CODE = "replay_diverged"
+#: The ``code`` of a refusal at a recorded call that was redacted; its status, 422, is one
+#: the SDKs do not retry (409 they do).
+REDACTED_CODE = "replay_redacted"
+REDACTED_STATUS = 422
 #: Sessions known not to be replays, kept per process (bounded).
 KNOWN_LIMIT = 10_000
 #: Replays kept in memory with their recordings, the last used (one evicted that is asked
@@ -208,7 +218,12 @@ class ReplayingSession:
             if event.payload.get("replayed_from") is not None:
                 self.served += 1
             elif event.payload.get("error_kind") == DIVERGED:
-                self.refusal = _refusal(str(event.payload.get("error")))
+                blocked = self._blocked(self.served + 1)
+                self.refusal = (
+                    _redacted_refusal(blocked)
+                    if blocked is not None
+                    else _refusal(str(event.payload.get("error")))
+                )
             else:
                 self.live = True
 
@@ -243,6 +258,10 @@ class ReplayingSession:
                 await self._diverged(extra, gateway, prepared, model)
                 return None
             recorded = recorded_calls[self.served]
+            blocked = self._blocked(step)
+            if blocked is not None:  # either mode: its answer or its request is not all there
+                await self._diverged(blocked, gateway, prepared, model)
+                return None
             if prepared.fingerprint != recorded.payload.get("fingerprint") and not self.positional:
                 difference = await request_difference(
                     self.store,
@@ -276,32 +295,45 @@ class ReplayingSession:
                 await on_chunk(chunk)
         return reply
 
+    def _blocked(self, step: int) -> RedactedDivergence | None:
+        """The ``redacted`` divergence when the recorded call ``step`` cannot be served."""
+        if step > len(self.recording.served):
+            return None
+        return self.recording.blocked(step)
+
     async def _diverged(
         self, divergence: Divergence, gateway: LlmGateway, prepared: PreparedRequest, model: str
     ) -> None:
         """Go live (the caller then calls the model), or record the refusal and raise it;
-        either after the calls served before are in the log."""
+        either after the calls served before are in the log. A request refused at a
+        redacted call is recorded without its prompt and tools: they may hold again what
+        was redacted from the recording, which the replay must not store anew."""
         await self.appends.settled()
         if self.live_on_divergence:
             self.live = True
             return
+        at_redacted = isinstance(divergence, RedactedDivergence)
         refused = LlmCall(
             model=model,
             params={**prepared.params},
             fingerprint=prepared.fingerprint,
-            prompt=prepared.recorded_prompt(),
-            prompt_kept=prepared.kept,
-            tools=prepared.tools_hash,
+            prompt=[] if at_redacted else prepared.recorded_prompt(),
+            prompt_kept=None if at_redacted else prepared.kept,
+            tools=None if at_redacted else prepared.tools_hash,
             cost_usd=0.0,
             latency_ms=0.0,
             attempts=0,  # no model was asked
             error=f"the replay diverged: {divergence.summary}",
             error_kind=DIVERGED,
         )
-        unstored = gateway.unstored(prepared)
+        unstored = {} if at_redacted else gateway.unstored(prepared)
         await self.store.append(self.session_id, [refused], messages=unstored)
         self._previous = _previous(refused)
-        self.refusal = _refusal(refused.error or "")
+        self.refusal = (
+            _redacted_refusal(divergence)
+            if isinstance(divergence, RedactedDivergence)
+            else _refusal(refused.error or "")
+        )
         raise self.refusal
 
 
@@ -313,6 +345,17 @@ def _refusal(error: str) -> GatewayError:
         "the replay stopped (`chronicle record --replay` reports the difference; replay with "
         "--on-divergence live to go on with the model instead)",
         code=DIVERGED_CODE,
+    )
+
+
+def _redacted_refusal(divergence: RedactedDivergence) -> GatewayError:
+    return GatewayError(
+        REDACTED_STATUS,
+        "invalid_request",
+        f"chronicle record --replay: {divergence.summary}; the recording no longer holds this "
+        "call as it was, so the replay stopped here (`chronicle record --replay` reports it; "
+        "replay with --on-divergence live to go on with the model from here instead)",
+        code=REDACTED_CODE,
     )
 
 
