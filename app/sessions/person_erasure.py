@@ -12,7 +12,8 @@ In order, so that a run cut short can be run again by the same name:
    nothing; its tokens lose their labels, its logins their addresses (``chronicle_erase_user``);
 4. ``audit.user_erased`` records it: the id, the new name, how many sessions and mentions.
 
-The person's name is written nowhere by this: not in a reason, not in the record.
+The person's name is written nowhere by this: not in a reason, not in the record. An event
+recorded before migration 0029 loses its whole payload (a part of it cannot go alone).
 """
 
 from __future__ import annotations
@@ -111,7 +112,12 @@ async def _redact_mentions(
                     store, PLATFORM_LOG_ID, seq, "/address", reason, actor
                 )
             records = await store.redact_matching(
-                PLATFORM_LOG_ID, seq, lambda node: node == name, reason=reason, user=actor.name
+                PLATFORM_LOG_ID,
+                seq,
+                lambda node: node == name,
+                reason=reason,
+                user=actor.name,
+                whole_if_needed=True,
             )
             redacted += len(records)
         except RedactionRefused as exc:
@@ -135,5 +141,5 @@ async def _redact_if_there(
         return 0
     if markers_in(part) or part is None:
         return 0
-    await store.redact(session_id, seq, path, reason=reason, user=actor.name)
+    await store.redact(session_id, seq, path, reason=reason, user=actor.name, whole_if_needed=True)
     return 1

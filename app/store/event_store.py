@@ -673,14 +673,31 @@ class EventStore:
     # -- integrity -------------------------------------------------------------------------
 
     async def redact(
-        self, session_id: UUID, seq: int, path: str = "", *, reason: str, user: str
+        self,
+        session_id: UUID,
+        seq: int,
+        path: str = "",
+        *,
+        reason: str,
+        user: str,
+        whole_if_needed: bool = False,
     ) -> list[RecordedEvent]:
         """Remove the part at ``path`` (a JSON Pointer; "" the whole payload) of the
         session's event ``seq``, and the blobs and prompt messages it named wherever they are
-        named; the ``redaction`` events recorded, this one first (``app.store.redaction``)."""
+        named; the ``redaction`` events recorded, this one first (``app.store.redaction``).
+        ``whole_if_needed``: an event recorded before migration 0029 loses its whole payload
+        (else a part of it is refused)."""
         from app.store.redaction import redact
 
-        return await redact(self, session_id, seq, path, reason=reason, user=user)
+        return await redact(
+            self,
+            session_id,
+            seq,
+            path,
+            reason=reason,
+            user=user,
+            whole_if_needed=whole_if_needed,
+        )
 
     async def mask_found_secret(self, value: str, *, user: str, reason: str) -> MaskedSecret:
         """Have every process that records replace ``value`` from now on, keeping only its
@@ -691,13 +708,28 @@ class EventStore:
         return await self._masked.add(value, user=user, reason=reason)
 
     async def redact_matching(
-        self, session_id: UUID, seq: int, matches: Any, *, reason: str, user: str
+        self,
+        session_id: UUID,
+        seq: int,
+        matches: Any,
+        *,
+        reason: str,
+        user: str,
+        whole_if_needed: bool = False,
     ) -> list[RecordedEvent]:
         """Redact each part of event ``seq`` for which ``matches(stored node)`` holds (a
         string equal to a name, say), with what each part names; the records made."""
         from app.store.redaction import redact_where
 
-        return await redact_where(self, session_id, seq, matches, reason=reason, user=user)
+        return await redact_where(
+            self,
+            session_id,
+            seq,
+            matches,
+            reason=reason,
+            user=user,
+            whole_if_needed=whole_if_needed,
+        )
 
     async def verify(
         self,
