@@ -273,7 +273,9 @@ async def _redact_one(
                 store, connection, PLATFORM_LOG_ID, _audit_copy(record, session_id, row["seq"])
             )
     except asyncpg.PostgresError as exc:
-        if getattr(exc, "sqlstate", None) in ("CR020", "CR021"):
+        # CR020/CR021: not a redaction the chain allows; CR017: the session is archived (its
+        # archive is its record, and it takes no record); CR022: it was erased
+        if getattr(exc, "sqlstate", None) in ("CR017", "CR020", "CR021", "CR022"):
             hint = getattr(exc, "hint", None)
             raise RedactionRefused(f"{exc}" + (f" ({hint})" if hint else "")) from None
         raise StoreError(f"the database refused the redaction: {exc}") from None
