@@ -16,20 +16,24 @@ An event appended before migration 0029 (chain 1) can only go whole (``app.event
 part of one is refused, unless the caller asked for the whole payload in its place
 (``whole_if_needed``: the value search and the removal of stored-once content, which must
 take a reference wherever it is), and then the record's reason says so.
+
+A replay or a fork copies the events it serves into its own session (``replayed_from``): the
+same part of each copy is redacted too, with its own record.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
 
 from app.events.canonical import stored_json
-from app.events.commitment import part_at, pointers_to, strings_in
+from app.events.commitment import RedactionPathError, part_at, pointers_to, strings_in
 from app.events.commitment import redact as redacted_payload
 from app.events.platform_audit import PLATFORM_LOG_ID, AuditRedaction
-from app.events.redaction import Redaction
+from app.events.redaction import MAX_REASON, Redaction
 from app.events.stored_form import BLOB, ESC, REDACTED, references
 from app.store.append import encode_batch
 from app.store.erasure import append_within, ensure_platform_log
@@ -40,6 +44,21 @@ if TYPE_CHECKING:
     from app.store.event_store import EventStore
 
 FORGET_SQL = "SELECT chronicle_forget($1::text, $2::bytea)"
+log = logging.getLogger(__name__)
+
+#: The copies of a session's event: the events ``replayed_from`` it in the sessions that
+#: replay or fork it (a native replay's ``replay_of``, an external agent's ``config.replay_of``,
+#: a fork's ``forked_from``).
+COPIES_SQL = """
+SELECT e.session_id, e.seq FROM events e
+WHERE e.payload ->> 'replayed_from' = $2::text
+  AND e.session_id IN (
+      SELECT c.session_id FROM events c
+      WHERE c.seq = 1 AND c.kind = 'session.created'
+        AND $1::text IN (c.payload ->> 'replay_of', c.payload ->> 'forked_from',
+                         c.payload -> 'config' ->> 'replay_of'))
+ORDER BY e.session_id, e.seq
+"""
 #: The events that name a blob or a prompt message (every month: a reference anywhere counts).
 NAMING_SQL = {
     "blob": (
@@ -78,9 +97,44 @@ async def redact(
     names nothing, ``RedactionRefused`` when the database refuses or the event can only go
     whole (see the module)."""
     target = await _event(store, session_id, seq)
-    return await _redact_following(
+    records = await _redact_following(
         store, target, path, reason=reason, user=user, whole_if_needed=whole_if_needed
     )
+    for copy_session, copy_seq in await store.pool.fetch(COPIES_SQL, str(session_id), str(seq)):
+        records += await _redact_copy(
+            store, copy_session, copy_seq, path, origin=(session_id, seq), reason=reason, user=user
+        )
+    return records
+
+
+async def _redact_copy(
+    store: EventStore,
+    session_id: UUID,
+    seq: int,
+    path: str,
+    *,
+    origin: tuple[UUID, int],
+    reason: str,
+    user: str,
+) -> list[RecordedEvent]:
+    """The same part of a replay's or a fork's copy of the redacted event (and of copies of
+    that copy), where it still holds something: a copy is the same content."""
+    why = f"{reason} (a copy of seq {origin[1]} of session {origin[0]}, which was redacted)"
+    try:
+        return await redact(
+            store,
+            session_id,
+            seq,
+            path,
+            reason=why[:MAX_REASON],
+            user=user,
+            whole_if_needed=True,
+        )
+    except RedactionPathError:  # not there in the copy, or gone already
+        return []
+    except RedactionRefused as exc:  # an archived copy: its archive is its record
+        log.warning("the copy at seq %d of session %s stays: %s", seq, session_id, exc)
+        return []
 
 
 async def redact_where(

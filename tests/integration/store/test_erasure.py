@@ -138,3 +138,29 @@ async def test_a_redaction_is_copied_to_the_platform_log(store: EventStore) -> N
     assert copy.payload["removed"] == record.payload["removed"]
     assert (copy.payload["actor"], copy.payload["via"]) == ("cli:ops", "cli")
     assert (await store.verify(PLATFORM_LOG_ID)).ok
+
+
+async def test_a_redaction_reaches_the_copies_replays_and_forks_made(store: EventStore) -> None:
+    source, replay, fork, other = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await store.append(source, [SessionCreated(title="t"), Message(content=SECRET)])
+    await store.append(
+        replay,
+        [SessionCreated(title="t", replay_of=source), Message(content=SECRET, replayed_from=2)],
+    )
+    await store.append(
+        fork,
+        [
+            SessionCreated(title="t", forked_from=source, forked_at=2),
+            Message(content=f"{SECRET} and more", replayed_from=2),
+        ],
+    )
+    await store.append(other, [SessionCreated(title="t"), Message(content=SECRET, replayed_from=2)])
+    records = await store.redact(source, 2, "/content", reason="pasted", user="ops")
+    assert sorted((r.session_id, r.payload["target_seq"]) for r in records) == sorted(
+        [(source, 2), (replay, 2), (fork, 2)]
+    )
+    assert "a copy of seq 2 of session" in records[1].payload["reason"]
+    for session in (source, replay, fork):
+        assert (await store.read(session))[1].payload["content"] == "[redacted]"
+        assert (await store.verify(session)).ok
+    assert (await store.read(other))[1].payload["content"] == SECRET  # no copy of it
