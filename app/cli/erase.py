@@ -2,7 +2,10 @@
 signed tombstone, by hand or by the retention policies (docs/erasure.md).
 
 An erasure cannot be undone: `chronicle erase` asks for `--reason` and prints each tombstone;
-`chronicle retention show` says what a round would erase now without erasing anything.
+`chronicle retention show` says what a round would erase now without erasing anything. The
+erased sessions then go from the exports and archives Chronicle wrote to this machine's disk
+(app/cli/on_disk.py), but for the archive a retention policy wrote before erasing: that is
+the record the policy keeps.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.cli.session_ids import session_id
@@ -19,6 +24,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from app.sessions.retention import ErasureOutcome
+    from app.store import EventStore
 
 #: A manual erasure's policy: the reason, after this.
 MANUAL = "manual: "
@@ -87,6 +93,30 @@ def _print(outcome: ErasureOutcome, as_json: bool) -> None:
         print(f"archived first to {outcome.archived_to}")
 
 
+async def erased_on_disk(
+    store: EventStore,
+    outcomes: Sequence[ErasureOutcome],
+    settings: Settings,
+    *,
+    as_json: bool,
+) -> int:
+    """The sessions erased removed from the copies on this machine's disk, and said so; the
+    archives the policies wrote before erasing stay (their record). 1 while a copy holds one."""
+    from app.cli.on_disk import report_disk_changes
+    from app.store import existing_anchor_key, remove_sessions_on_disk
+
+    erased = [done.tombstone.session_id for outcome in outcomes for done in outcome.erased]
+    keep: list[Path] = [o.archived_to for o in outcomes if o.archived_to is not None]
+    report = await remove_sessions_on_disk(
+        store,
+        erased,
+        data_dir=settings.data_dir,
+        key=existing_anchor_key(settings.anchor_key_file, settings.data_dir),
+        keep=keep,
+    )
+    return report_disk_changes(report, as_json=as_json)
+
+
 async def erase_command(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_store
     from app.sessions.platform_audit import terminal_actor
@@ -106,8 +136,9 @@ async def erase_command(args: argparse.Namespace, settings: Settings) -> int:
             policy=(MANUAL + reason)[:POLICY_CHARS],
             progress=Progress(),
         )
-    _print(outcome, args.json)
-    return 1 if outcome.skipped else 0
+        _print(outcome, args.json)
+        on_disk = await erased_on_disk(store, [outcome], settings, as_json=args.json)
+    return 1 if outcome.skipped or on_disk else 0
 
 
 async def retention_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -142,11 +173,12 @@ async def retention_command(args: argparse.Namespace, settings: Settings) -> int
             actor=terminal_actor(),
             progress=Progress(),
         )
-    if outcomes is None:
-        print("error: another process is applying the policies now", file=sys.stderr)
-        return 1
-    for outcome in outcomes:
-        if not args.json:
-            print(f"policy {outcome.policy}: {len(outcome.erased)} sessions erased")
-        _print(outcome, args.json)
-    return 1 if any(outcome.skipped for outcome in outcomes) else 0
+        if outcomes is None:
+            print("error: another process is applying the policies now", file=sys.stderr)
+            return 1
+        for outcome in outcomes:
+            if not args.json:
+                print(f"policy {outcome.policy}: {len(outcome.erased)} sessions erased")
+            _print(outcome, args.json)
+        on_disk = await erased_on_disk(store, outcomes, settings, as_json=args.json)
+    return 1 if any(outcome.skipped for outcome in outcomes) or on_disk else 0

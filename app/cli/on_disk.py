@@ -1,6 +1,8 @@
 """The copies of the log Chronicle writes to disk, from the commands: each export or archive
-noted in the data directory's ledger when it is written, and a secret's search of them
-reported (``chronicle redact --value-file``; app/store/on_disk/)."""
+noted in the data directory's ledger when it is written, a secret's search of them reported
+(``chronicle redact --value-file``), and what a redaction or an erasure removed from them
+(``chronicle redact SESSION --seq N``, ``erase``, ``users erase``, ``retention run``;
+app/store/on_disk/)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from uuid import UUID
 from app.config import Settings
 
 if TYPE_CHECKING:
-    from app.store import OnDiskReport, WrittenKind
+    from app.store import DiskChange, DiskChanges, OnDiskReport, WrittenKind
 
 
 def note_written(
@@ -70,6 +72,49 @@ def report_on_disk(report: OnDiskReport, *, as_json: bool) -> int:
                 if report.problems
                 else ""
             ),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _outcome(change: DiskChange) -> str:
+    """What became of one copy, as its report line says it."""
+    what = ", ".join(change.removed)
+    left = "; ".join(change.left)
+    if not change.rewritten:
+        return f"still holds {what}: {left}" if what else f"not rewritten: {left}"
+    done = f"deleted: it held nothing but {what}" if change.deleted else f"rewritten without {what}"
+    return f"{done}, but {left}" if left else done
+
+
+def report_disk_changes(report: DiskChanges, *, as_json: bool) -> int:
+    """Each copy that held what a redaction or an erasure removed, on stdout (``on disk:
+    PATH: rewritten without ...``, or why not); notes and a summary on stderr; 1 while a
+    copy still holds some of it, or one could not be searched."""
+    for change in report.changes:
+        if as_json:
+            print(change.model_dump_json())
+        else:
+            print(f"on disk: {change.path}: {_outcome(change)}")
+    for note in report.notes:
+        print(f"on disk: note: {note}", file=sys.stderr)
+    for problem in report.problems:
+        print(f"on disk: {problem}", file=sys.stderr)
+    if not report.changes and not report.problems:
+        return 0
+    gone = f" ({len(report.missing)} listed are gone)" if report.missing else ""
+    cleared = len(report.changes) - len(report.left)
+    print(
+        f"on disk: searched {len(report.searched)} copies{gone}: {len(report.changes)} held "
+        f"what was removed, {cleared} rewritten without it",
+        file=sys.stderr,
+    )
+    if report.left or report.problems:
+        print(
+            f"error: {len(report.left)} copies on disk still hold what was removed (listed "
+            "above)"
+            + (f", and {len(report.problems)} could not be searched" if report.problems else ""),
             file=sys.stderr,
         )
         return 1

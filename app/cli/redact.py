@@ -2,7 +2,9 @@
 event of a session, or one field of it, keeping the proof of everything else
 (docs/erasure.md). The part becomes a marker holding its digest, the hash chain still
 verifies, and a ``redaction`` event records who (``cli:<login>``, or ``--user``), when, why and
-what by hash; ``chronicle verify`` lists it apart from tampering.
+what by hash; ``chronicle verify`` lists it apart from tampering. The exports and archives
+Chronicle wrote to this machine's disk that hold the event then take the same marker (and
+the views and ATIF files lose the part's strings, read before it went).
 
 `chronicle redact --value-file FILE (--all | SESSION...) --reason TEXT`: have the masker
 replace a secret (the file's text, never the command line, which ``ps`` and shell histories
@@ -83,7 +85,14 @@ def _user(args: argparse.Namespace) -> str:
 
 async def _redact_event(args: argparse.Namespace, settings: Settings) -> int:
     from app.cli.log import open_store
-    from app.store import RedactionRefused
+    from app.cli.on_disk import report_disk_changes
+    from app.store import (
+        RedactedPart,
+        RedactionRefused,
+        existing_anchor_key,
+        remove_parts_on_disk,
+        texts_of_part,
+    )
 
     [session] = args.sessions
     async with await open_store(settings) as store:
@@ -98,15 +107,24 @@ async def _redact_event(args: argparse.Namespace, settings: Settings) -> int:
             )
             return 1
         try:
+            # first: once it is redacted, the log holds only its digest
+            texts = await texts_of_part(store, session, args.seq, args.field)
             records = await store.redact(
                 session, args.seq, args.field, reason=args.reason, user=_user(args)
             )
         except (RedactionPathError, RedactionRefused) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-    for recorded in records:  # this one, then where the content it named was named too
-        print(render_json(recorded) if args.json else render_line(recorded))
-    return 0
+        for recorded in records:  # this one, then where the content it named was named too
+            print(render_json(recorded) if args.json else render_line(recorded))
+        on_disk = await remove_parts_on_disk(
+            store,
+            [RedactedPart.of(recorded) for recorded in records],
+            texts,
+            data_dir=settings.data_dir,
+            key=existing_anchor_key(settings.anchor_key_file, settings.data_dir),
+        )
+    return report_disk_changes(on_disk, as_json=args.json)
 
 
 async def _redact_value(args: argparse.Namespace, settings: Settings) -> int:

@@ -25,6 +25,7 @@ from app.sessions.platform_audit import terminal_actor
 from app.sessions.sql.platform_audit import token_owner
 
 if TYPE_CHECKING:
+    from app.sessions.person_erasure import PersonErased
     from app.sessions.sql.users import TokenInfo, User
     from app.store import EventStore
 
@@ -218,7 +219,7 @@ async def change_user(store: EventStore, change: str, name: str) -> int:
 async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: bool) -> int:
     """``chronicle users erase NAME`` (app/sessions/person_erasure.py); without ``--yes``, what
     would go."""
-    from app.cli.erase import Progress
+    from app.cli.erase import Progress, erased_on_disk
     from app.sessions.person_erasure import PersonNotErased, erase_person
     from app.sessions.sql.retention_candidates import owned_by
     from app.store.integrity import signing_key
@@ -238,6 +239,7 @@ async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: 
         done = await erase_person(store, name, key=key, actor=terminal_actor(), progress=Progress())
     except PersonNotErased as exc:
         print(f"error: {exc}", file=sys.stderr)
+        await erased_on_disk(store, [exc.sessions], settings, as_json=False)
         return 1
     print(
         f"erased user {done.user_id}: now {done.renamed_to}; {len(done.sessions.erased)} "
@@ -245,7 +247,26 @@ async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: 
     )
     for place in done.kept:
         print(f"kept: {place}", file=sys.stderr)
-    return 1 if done.kept else 0
+    on_disk = await _erased_person_on_disk(store, done, settings)
+    return 1 if done.kept or on_disk else 0
+
+
+async def _erased_person_on_disk(store: EventStore, done: PersonErased, settings: Settings) -> int:
+    """The person's sessions, and the parts of others that named them, removed from the
+    copies on this machine's disk (every archive too: a person's request); said so."""
+    from app.cli.erase import erased_on_disk
+    from app.cli.on_disk import report_disk_changes
+    from app.store import existing_anchor_key, remove_parts_on_disk
+
+    sessions = await erased_on_disk(store, [done.sessions], settings, as_json=False)
+    parts = await remove_parts_on_disk(
+        store,
+        done.parts,
+        done.texts,
+        data_dir=settings.data_dir,
+        key=existing_anchor_key(settings.anchor_key_file, settings.data_dir),
+    )
+    return max(sessions, report_disk_changes(parts, as_json=False))
 
 
 async def _known_user(store: EventStore, name: str) -> User:

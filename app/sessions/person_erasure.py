@@ -13,15 +13,18 @@ In order, so that a run cut short can be run again by the same name:
 4. ``audit.user_erased`` records it: the id, the new name, how many sessions and mentions.
 
 The person's name is written nowhere by this: not in a reason, not in the record. An event
-recorded before migration 0029 loses its whole payload (a part of it cannot go alone).
+recorded before migration 0029 loses its whole payload (a part of it cannot go alone). What
+it returns says which parts were redacted, with the strings they held (never serialized),
+for the command to remove them from the copies on disk too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.errors import ChronicleError
 from app.events.commitment import RedactionPathError, markers_in, part_at
@@ -32,14 +35,19 @@ from app.sessions.retention import ErasureOutcome, erase_sessions
 from app.sessions.sql.platform_audit import append_audit
 from app.sessions.sql.retention_candidates import erase_user_row, named_in_log, owned_by, sent_by
 from app.sessions.sql.users import UnknownUserError, find_user
-from app.store import EventStore, RedactionRefused
+from app.store import EventStore, RecordedEvent, RedactedPart, RedactionRefused
 
 #: Records whose ``address`` is where the person signed in from.
 SIGN_INS = frozenset({"audit.login", "audit.logout"})
 
 
 class PersonNotErased(ChronicleError):
-    """Nothing of the person's data was changed; the message says why."""
+    """Nothing of the person's data was changed; the message says why. ``sessions``: those
+    of their sessions that were erased all the same."""
+
+    def __init__(self, message: str, sessions: ErasureOutcome) -> None:
+        super().__init__(message)
+        self.sessions = sessions
 
 
 class PersonErased(BaseModel):
@@ -50,6 +58,19 @@ class PersonErased(BaseModel):
     redacted: int
     #: Places the name stays, with why (an event recorded before redaction was possible).
     kept: list[str] = []
+    #: The parts redacted (for the copies on disk).
+    parts: list[RedactedPart] = []
+    #: The strings they held (the name, sign-in addresses): for the copies on disk only.
+    texts: list[str] = Field(default=[], exclude=True, repr=False)
+
+
+@dataclass
+class _Mentions:
+    """What the redaction of a person's mentions did."""
+
+    records: list[RecordedEvent] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
 
 
 def erased_name(user_id: UUID) -> str:
@@ -78,10 +99,12 @@ async def erase_person(
         left = ", ".join(f"{s.session_id} ({s.reason})" for s in outcome.skipped)
         raise PersonNotErased(
             f"{len(outcome.erased)} sessions erased, but not {left}: the user's data was not "
-            "changed; deal with those and run it again"
+            "changed; deal with those and run it again",
+            outcome,
         )
     reason = f"erasing a person (user {user.id})"
-    redacted, kept = await _redact_mentions(store, name, reason, actor)
+    mentions = await _redact_mentions(store, name, reason, actor)
+    redacted = len(mentions.records)
     renamed = erased_name(user.id)
     await erase_user_row(store, user.id, renamed)
     await append_audit(
@@ -95,23 +118,25 @@ async def erase_person(
         ),
     )
     return PersonErased(
-        user_id=user.id, renamed_to=renamed, sessions=outcome, redacted=redacted, kept=kept
+        user_id=user.id,
+        renamed_to=renamed,
+        sessions=outcome,
+        redacted=redacted,
+        kept=mentions.kept,
+        parts=[RedactedPart.of(record) for record in mentions.records],
+        texts=[name, *mentions.texts],
     )
 
 
-async def _redact_mentions(
-    store: EventStore, name: str, reason: str, actor: Actor
-) -> tuple[int, list[str]]:
+async def _redact_mentions(store: EventStore, name: str, reason: str, actor: Actor) -> _Mentions:
     """Redact the name in the platform log, their sign-in addresses, and the ``user`` of
-    what they sent elsewhere; (parts redacted, places kept with why)."""
-    redacted, kept = 0, []
+    what they sent elsewhere; the records made, the addresses, the places kept with why."""
+    done = _Mentions()
     for seq, kind, who in await named_in_log(store, PLATFORM_LOG_ID, name):
         try:
             if kind in SIGN_INS and who == name:
-                redacted += await _redact_if_there(
-                    store, PLATFORM_LOG_ID, seq, "/address", reason, actor
-                )
-            records = await store.redact_matching(
+                await _redact_if_there(store, PLATFORM_LOG_ID, seq, "/address", reason, actor, done)
+            done.records += await store.redact_matching(
                 PLATFORM_LOG_ID,
                 seq,
                 lambda node: node == name,
@@ -119,27 +144,36 @@ async def _redact_mentions(
                 user=actor.name,
                 whole_if_needed=True,
             )
-            redacted += len(records)
         except RedactionRefused as exc:
-            kept.append(f"platform log seq {seq}: {exc}")
+            done.kept.append(f"platform log seq {seq}: {exc}")
     for session_id, seq in await sent_by(store, name, PLATFORM_LOG_ID):
         try:
-            redacted += await _redact_if_there(store, session_id, seq, "/user", reason, actor)
+            await _redact_if_there(store, session_id, seq, "/user", reason, actor, done)
         except RedactionRefused as exc:
-            kept.append(f"session {session_id} seq {seq}: {exc}")
-    return redacted, kept
+            done.kept.append(f"session {session_id} seq {seq}: {exc}")
+    return done
 
 
 async def _redact_if_there(
-    store: EventStore, session_id: UUID, seq: int, path: str, reason: str, actor: Actor
-) -> int:
-    """Redact the part at ``path`` of one event if it holds something still; 1, else 0."""
+    store: EventStore,
+    session_id: UUID,
+    seq: int,
+    path: str,
+    reason: str,
+    actor: Actor,
+    done: _Mentions,
+) -> None:
+    """Redact the part at ``path`` of one event if it holds something still (into ``done``:
+    its records, and the part if it is a string)."""
     [event] = await store.read(session_id, after_seq=seq - 1, limit=1, resolve_blobs=False)
     try:
         part = part_at(event.stored_payload, path)
     except RedactionPathError:
-        return 0
+        return
     if markers_in(part) or part is None:
-        return 0
-    await store.redact(session_id, seq, path, reason=reason, user=actor.name, whole_if_needed=True)
-    return 1
+        return
+    done.records += await store.redact(
+        session_id, seq, path, reason=reason, user=actor.name, whole_if_needed=True
+    )
+    if isinstance(part, str):
+        done.texts.append(part)

@@ -83,7 +83,11 @@ if TYPE_CHECKING:
     from app.store.masked_secrets import MaskedSecret
     from app.store.memory_log import MemoryLog
     from app.store.on_disk.archive_dir import existing_anchor_key
+    from app.store.on_disk.disk_changes import DiskChange, DiskChanges
+    from app.store.on_disk.erased_copies import remove_sessions_on_disk
     from app.store.on_disk.ledger import WrittenKind, record_written
+    from app.store.on_disk.redacted_copies import remove_parts_on_disk
+    from app.store.on_disk.redacted_parts import RedactedPart, texts_of_part
     from app.store.on_disk.search import OnDiskReport, redact_on_disk
     from app.store.readiness import schema_revision, write_refusal
     from app.store.records import Position, RecordedEvent, VerifyReport
@@ -144,8 +148,14 @@ _EXPORTED_FROM = {
     "MaskedSecret": "app.store.masked_secrets",
     "MemoryLog": "app.store.memory_log",
     "existing_anchor_key": "app.store.on_disk.archive_dir",
+    "DiskChange": "app.store.on_disk.disk_changes",
+    "DiskChanges": "app.store.on_disk.disk_changes",
+    "remove_sessions_on_disk": "app.store.on_disk.erased_copies",
     "WrittenKind": "app.store.on_disk.ledger",
     "record_written": "app.store.on_disk.ledger",
+    "remove_parts_on_disk": "app.store.on_disk.redacted_copies",
+    "RedactedPart": "app.store.on_disk.redacted_parts",
+    "texts_of_part": "app.store.on_disk.redacted_parts",
     "OnDiskReport": "app.store.on_disk.search",
     "redact_on_disk": "app.store.on_disk.search",
     "schema_revision": "app.store.readiness",
@@ -191,6 +201,8 @@ __all__ = [
     "ContentMismatchError",
     "DatabaseError",
     "DatabaseUnavailableError",
+    "DiskChange",
+    "DiskChanges",
     "DuplicateEventError",
     "EncodedBatch",
     "ErasedSession",
@@ -209,6 +221,7 @@ __all__ = [
     "Position",
     "Record",
     "RecordedEvent",
+    "RedactedPart",
     "RedactionRefused",
     "RefusedForNowError",
     "ScrubReport",
@@ -241,9 +254,12 @@ __all__ = [
     "redact_on_disk",
     "redact_value",
     "refused_for_now",
+    "remove_parts_on_disk",
+    "remove_sessions_on_disk",
     "schema_revision",
     "scrub_tables",
     "session_months",
+    "texts_of_part",
     "tombstones",
     "too_large",
     "unrecordable_answer",

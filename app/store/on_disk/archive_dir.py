@@ -1,12 +1,16 @@
-"""A value found and removed in an archive directory (``chronicle archive``), which then
-still proves itself (``chronicle verify --file DIR``).
+"""An archive directory (``chronicle archive``) made anew without something, which then still
+proves itself (``chronicle verify --file DIR``): a value found (``redact --value-file``), the
+parts a redaction removed, or erased sessions (``app.store.on_disk.removal``).
 
-The archive is made anew beside it: ``sessions.jsonl`` redacted as any export file is
-(markers in chain-2 events, a message dropped), the Parquet tables made from it again (as the
-archive made them), ``session_state.parquet``'s cells redacted, the other files copied; then
-the manifest names the new files' hashes and sizes, is signed again, and the whole directory
-is proved with the key's public half before it takes the old one's place (two renames; the
-old directory is then removed). The anchors do not change: no event's hash did.
+The archive is made anew beside it (an ``ArchiveEdit`` says how each file changes):
+``sessions.jsonl`` rewritten as an export file is (markers in chain-2 events, a message
+dropped, or whole sessions taken out), the Parquet tables made from it again (as the archive
+made them), ``session_state.parquet``'s cells redacted or its rows dropped, ``anchors.jsonl``
+without an erased session's anchor, the other files copied; then the manifest names the new
+files' hashes and sizes (and the sessions left), is signed again, and the whole directory is
+proved with the key's public half before it takes the old one's place (two renames; the old
+directory is then removed). The anchors of the sessions left do not change: no event's hash
+did.
 
 Signing needs the key the archive was signed with (the manifest names its id), so an archive
 signed elsewhere is left as it was, and said so. An archive the database records (its
@@ -21,13 +25,16 @@ import os
 import shutil
 import stat
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from uuid import UUID
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.archive.directory import check_directory
 from app.store.archive.manifest import (
+    ANCHORS,
     EVENTS_PARQUET,
     MANIFEST,
     MANIFEST_SIGNATURE,
@@ -45,7 +52,7 @@ from app.store.archive.parquet import parquet_rows, write_parquet_tables
 from app.store.errors import StoreError
 from app.store.integrity.anchor_key import default_key_file, load_private_key
 from app.store.integrity.anchors import key_id
-from app.store.on_disk.export_file import ExportLines, redact_export
+from app.store.on_disk.export_file import redact_export
 from app.store.on_disk.findings import Finding, where_in_file
 from app.store.on_disk.replacing import NotRewritten, sync_directory, sync_file
 from app.store.on_disk.tables import redact_parquet
@@ -91,12 +98,7 @@ def redact_archive(directory: Path, value: str, key: Ed25519PrivateKey | None) -
         rewrite = prepare_rewrite(directory, value, key, set(found))
     except NotRewritten as exc:
         return not_rewritten(directory, found, str(exc))
-    try:
-        aside = rewrite.put_in_place()
-    except BaseException:
-        rewrite.discard()
-        raise
-    rewrite.remove_old(aside)
+    rewrite.replace()
     return rewritten(directory, found, value, rewrite.left)
 
 
@@ -145,7 +147,7 @@ class ArchiveRewrite:
         hidden), to remove once the change is final."""
         sync_directory(self.staging)
         aside = self.directory.parent / (
-            f".{self.directory.name}.before-redaction-{uuid.uuid4().hex[:8]}"
+            f".{self.directory.name}.before-rewrite-{uuid.uuid4().hex[:8]}"
         )
         os.rename(self.directory, aside)
         try:
@@ -174,18 +176,72 @@ class ArchiveRewrite:
         """The new directory removed (the old one left as it is)."""
         shutil.rmtree(self.staging, ignore_errors=True)
 
+    def replace(self) -> None:
+        """The new directory in the old one's place for good (an archive the database does
+        not record); the old one removed."""
+        try:
+            aside = self.put_in_place()
+        except BaseException:
+            self.discard()
+            raise
+        self.remove_old(aside)
+
+
+@dataclass(frozen=True)
+class ArchiveEdit:
+    """How an archive's files change, each from the old file to the new one (None: copied as
+    it is). When the JSONL changes, the Parquet tables made from it are made again."""
+
+    #: ``sessions.jsonl``; what it still holds of what was to go (``line N: why``).
+    jsonl: Callable[[Path, Path], list[str]] | None = None
+    state: Callable[[Path, Path], None] | None = None
+    anchors: Callable[[Path, Path], None] | None = None
+    #: The sessions the new archive no longer holds (its manifest leaves them out).
+    dropped: frozenset[UUID] = frozenset()
+
+
+def value_edit(value: str, found: set[str]) -> ArchiveEdit:
+    """The edit that takes ``value`` out of the files that hold it (``found``, by name);
+    ``NotRewritten`` when one of them cannot be rewritten."""
+    if found & {MANIFEST, MANIFEST_SIGNATURE}:
+        raise NotRewritten(f"{MANIFEST} itself holds it (who archived, say): it is signed as it is")
+    others = sorted(found - {SESSIONS_JSONL, SESSION_STATE_PARQUET, *FROM_JSONL.values()})
+    if others:
+        raise NotRewritten(f"{others[0]} holds it, and only the JSONL and the Parquet are redacted")
+    remade = bool(found & {SESSIONS_JSONL, *FROM_JSONL.values()})
+    return ArchiveEdit(
+        jsonl=(lambda source, target: redact_export(source, target, value).left)
+        if remade
+        else None,
+        state=(lambda source, target: redact_parquet(source, target, value))
+        if SESSION_STATE_PARQUET in found
+        else None,
+    )
+
 
 def prepare_rewrite(
     directory: Path, value: str, key: Ed25519PrivateKey | None, found: set[str]
 ) -> ArchiveRewrite:
     """The archive made anew without ``value`` beside ``directory`` and proved (see the
     module); ``NotRewritten`` with why it cannot be, and nothing then left behind."""
+    return prepare_edit(directory, key, value_edit(value, found))
+
+
+def read_archive_manifest(directory: Path) -> ArchiveManifest:
+    """The archive's manifest; ``NotRewritten`` when it is not an archive."""
     try:
         manifest, _ = read_manifest_bytes(directory)
     except ManifestError as exc:
         raise NotRewritten(str(exc)) from None
-    if found & {MANIFEST, MANIFEST_SIGNATURE}:
-        raise NotRewritten(f"{MANIFEST} itself holds it (who archived, say): it is signed as it is")
+    return manifest
+
+
+def prepare_edit(
+    directory: Path, key: Ed25519PrivateKey | None, edit: ArchiveEdit
+) -> ArchiveRewrite:
+    """The archive made anew as ``edit`` says beside ``directory`` and proved (see the
+    module); ``NotRewritten`` with why it cannot be, and nothing then left behind."""
+    manifest = read_archive_manifest(directory)
     if key is None or key_id(key.public_key()) != manifest.key_id:
         raise NotRewritten(
             f"the archive is signed with key {manifest.key_id}, and its manifest cannot be "
@@ -195,14 +251,14 @@ def prepare_rewrite(
     before = check_directory(directory, key.public_key())
     if not before.ok or before.manifest_sha256 is None:
         raise NotRewritten(f"the archive does not verify as it is: {before.reason}")
-    staging = directory.parent / f".{directory.name}.redacting-{uuid.uuid4().hex[:8]}"
+    staging = directory.parent / f".{directory.name}.rewriting-{uuid.uuid4().hex[:8]}"
     staging.mkdir(mode=0o700)
     os.chmod(staging, stat.S_IMODE(directory.stat().st_mode))  # as it was, past the umask
     try:
-        left = _write(directory, staging, value, manifest, key, found)
+        left = _write(directory, staging, manifest, key, edit)
         after = check_directory(staging, key.public_key())
         if not after.ok or after.manifest_sha256 is None:
-            raise NotRewritten(f"the archive redacted would not verify: {after.reason}")
+            raise NotRewritten(f"the archive rewritten would not verify: {after.reason}")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -218,27 +274,24 @@ def prepare_rewrite(
 def _write(
     directory: Path,
     staging: Path,
-    value: str,
     manifest: ArchiveManifest,
     key: Ed25519PrivateKey,
-    found: set[str],
+    edit: ArchiveEdit,
 ) -> list[str]:
     left: list[str] = []
-    remade = found & {SESSIONS_JSONL, *FROM_JSONL.values()}
     for name in manifest.files:
         source, target = directory / name, staging / name
-        if remade and name == SESSIONS_JSONL:
-            state: ExportLines = redact_export(source, target, value)
-            left = state.left
-        elif remade and name in FROM_JSONL.values():
-            continue  # made below, from the JSONL redacted
-        elif name == SESSION_STATE_PARQUET and name in found:
-            redact_parquet(source, target, value)
-        elif name in found:
-            raise NotRewritten(f"{name} holds it, and only the JSONL and the Parquet are redacted")
+        if edit.jsonl is not None and name == SESSIONS_JSONL:
+            left = edit.jsonl(source, target)
+        elif edit.jsonl is not None and name in FROM_JSONL.values():
+            continue  # made below, from the new JSONL
+        elif edit.state is not None and name == SESSION_STATE_PARQUET:
+            edit.state(source, target)
+        elif edit.anchors is not None and name == ANCHORS:
+            edit.anchors(source, target)
         else:
             shutil.copy2(source, target)
-    if remade:
+    if edit.jsonl is not None:
         write_parquet_tables(staging / SESSIONS_JSONL, staging, FROM_JSONL)
     for name in manifest.files:
         os.chmod(staging / name, stat.S_IMODE((directory / name).stat().st_mode))
@@ -248,7 +301,11 @@ def _write(
         )
         for name, was in manifest.files.items()
     }
-    text = manifest.model_copy(update={"files": files}).text()
+    update: dict[str, object] = {"files": files}
+    if edit.dropped:
+        sessions = [s for s in manifest.sessions if s.session_id not in edit.dropped]
+        update |= {"sessions": sessions, "events": sum(s.events for s in sessions)}
+    text = manifest.model_copy(update=update).text()
     (staging / MANIFEST).write_bytes(text)
     (staging / MANIFEST_SIGNATURE).write_bytes(sign_manifest(key, text))
     for name in (MANIFEST, MANIFEST_SIGNATURE):

@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from app.store.archive.parquet import pyarrow_modules
+from app.store.on_disk.forms import Values
 from app.store.on_disk.tables import lines_holding, parquet_cells_holding
 
 PARQUET_MAGIC = b"PAR1"
@@ -33,8 +34,9 @@ def is_parquet(path: Path) -> bool:
         return file.read(4) == PARQUET_MAGIC
 
 
-def where_in_file(path: Path, value: str) -> list[str]:
-    """Where a file holds ``value``: a Parquet file's decoded cells, any other file's lines."""
+def where_in_file(path: Path, value: Values) -> list[str]:
+    """Where a file holds ``value`` (or any of several): a Parquet file's decoded cells, any
+    other file's lines."""
     if is_parquet(path):
         pyarrow_modules()  # the extra named if it is missing
         return parquet_cells_holding(path, value)

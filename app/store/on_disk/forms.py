@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from app.events.stored_form import escape_text
 
@@ -57,12 +57,24 @@ def in_bytes(value: str) -> list[bytes]:
     return forms
 
 
-def string_holds(value: str) -> Callable[[str], bool]:
-    """Whether a decoded string holds ``value`` (see ``in_strings``)."""
-    forms = in_strings(value)
+#: One value, or several (the strings of a part a redaction removed).
+Values = str | Sequence[str]
+
+
+def as_values(value: Values) -> list[str]:
+    """``value`` as a list of values (a string is one value, not its characters)."""
+    return [value] if isinstance(value, str) else list(value)
+
+
+def string_holds(value: Values) -> Callable[[str], bool]:
+    """Whether a decoded string holds ``value``, or any of several (see ``in_strings``)."""
+    forms = [form for each in as_values(value) for form in in_strings(each)]
     return lambda text: any(form in text for form in forms)
 
 
-def byte_pattern(value: str) -> re.Pattern[bytes]:
-    """One pattern matching any of ``in_bytes(value)``."""
-    return re.compile(b"|".join(re.escape(form) for form in in_bytes(value)))
+def byte_pattern(value: Values) -> re.Pattern[bytes]:
+    """One pattern matching any of ``in_bytes`` of each value (nothing, for no value)."""
+    forms = [form for each in as_values(value) for form in in_bytes(each)]
+    if not forms:
+        return re.compile(b"(?!)")
+    return re.compile(b"|".join(re.escape(form) for form in forms))

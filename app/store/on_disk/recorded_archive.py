@@ -1,8 +1,9 @@
-"""A value found and removed in an archive directory the database records: its sessions' rows
-(``sessions.archived_to``) hold its manifest's sha256 (``archive_manifest``), so a new
-manifest must be recorded in the same step as the new directory takes the old one's place.
+"""An archive directory the database records, rewritten (a value found and removed in it, a
+redaction's parts, erased sessions): its sessions' rows (``sessions.archived_to``) hold its
+manifest's sha256 (``archive_manifest``), so a new manifest must be recorded in the same
+step as the new directory takes the old one's place.
 
-The archive is made anew beside it and proved (``archive_dir.prepare_rewrite``); then, in one
+The archive is made anew beside it and proved (``archive_dir.prepare_edit``); then, in one
 transaction, ``chronicle_rewrite_archive_manifest`` changes the rows' sha256 from the old
 manifest's to the new one's (only that column, only rows that still name the old manifest:
 the archived head's trigger lets exactly that through) and the new directory is renamed into
@@ -26,6 +27,7 @@ import asyncpg
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from app.store.on_disk.archive_dir import (
+    ArchiveRewrite,
     found_in_archive,
     not_rewritten,
     prepare_rewrite,
@@ -63,22 +65,10 @@ async def record_rewritten_manifest(
     return int(rows)
 
 
-async def redact_recorded_archive(
-    store: EventStore,
-    directory: Path,
-    archived_to: str,
-    value: str,
-    key: Ed25519PrivateKey | None,
-) -> list[Finding]:
-    """Remove ``value`` from the archive in ``directory``, which the database records as
-    ``archived_to`` (see the module): a finding per file that held it."""
-    found = await asyncio.to_thread(found_in_archive, directory, value)
-    if not found:
-        return []
-    try:
-        rewrite = await asyncio.to_thread(prepare_rewrite, directory, value, key, set(found))
-    except NotRewritten as exc:
-        return not_rewritten(directory, found, str(exc))
+async def replace_recorded(store: EventStore, rewrite: ArchiveRewrite, archived_to: str) -> None:
+    """The archive made anew (``rewrite``) in the old one's place with the database's record
+    of its new manifest, or neither: ``NotRewritten`` when the database refuses (the new one
+    then discarded); the old one removed after the commit."""
     aside: Path | None = None
 
     async def put_in_place() -> None:
@@ -93,13 +83,30 @@ async def redact_recorded_archive(
             rewrite.new_manifest,
             before_commit=put_in_place,
         )
-    except BaseException as exc:
+    except BaseException:
         if aside is not None:  # in place, but the commit failed: the old one back
             await asyncio.to_thread(rewrite.put_back, aside)
         await asyncio.to_thread(rewrite.discard)
-        if isinstance(exc, NotRewritten):
-            return not_rewritten(directory, found, str(exc))
         raise
     assert aside is not None
     await asyncio.to_thread(rewrite.remove_old, aside)
+
+
+async def redact_recorded_archive(
+    store: EventStore,
+    directory: Path,
+    archived_to: str,
+    value: str,
+    key: Ed25519PrivateKey | None,
+) -> list[Finding]:
+    """Remove ``value`` from the archive in ``directory``, which the database records as
+    ``archived_to`` (see the module): a finding per file that held it."""
+    found = await asyncio.to_thread(found_in_archive, directory, value)
+    if not found:
+        return []
+    try:
+        rewrite = await asyncio.to_thread(prepare_rewrite, directory, value, key, set(found))
+        await replace_recorded(store, rewrite, archived_to)
+    except NotRewritten as exc:
+        return not_rewritten(directory, found, str(exc))
     return await asyncio.to_thread(rewritten, directory, found, value, rewrite.left)

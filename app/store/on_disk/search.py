@@ -108,7 +108,7 @@ async def redact_on_disk(
     scope = list(sessions) if sessions is not None else None
     archives = [row["archived_to"] for row in await store.pool.fetch(ARCHIVES_SQL, scope)]
     targets = _targets(entries, scope, archives)
-    spelled = _by_absolute_path(recorded)
+    spelled = by_absolute_path(recorded)
     report = OnDiskReport(findings=[], searched=[], missing=[], problems=problems)
     for name, kind in sorted(targets.items()):
         path = Path(name)
@@ -140,7 +140,7 @@ def _targets(
     return targets
 
 
-def _by_absolute_path(archived_to: Sequence[str]) -> dict[str, str]:
+def by_absolute_path(archived_to: Sequence[str]) -> dict[str, str]:
     """Each recorded archive's absolute path, to the text its rows hold."""
     return {os.path.abspath(spelled): spelled for spelled in archived_to}
 

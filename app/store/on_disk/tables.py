@@ -17,24 +17,31 @@ from pathlib import Path
 from typing import Any
 
 from app.store.archive.parquet import pyarrow_modules
-from app.store.on_disk.forms import REDACTED_TEXT, byte_pattern, in_bytes, string_holds
+from app.store.on_disk.forms import (
+    REDACTED_TEXT,
+    Values,
+    as_values,
+    byte_pattern,
+    in_bytes,
+    string_holds,
+)
 
 #: Rows read from a Parquet file at once.
 BATCH_ROWS = 4096
 
 
-def lines_holding(path: Path, value: str) -> list[int]:
+def lines_holding(path: Path, value: Values) -> list[int]:
     """The numbers (1-based) of the lines of a file whose bytes hold ``value``."""
     pattern = byte_pattern(value)
     with path.open("rb") as file:
         return [number for number, raw in enumerate(file, start=1) if pattern.search(raw)]
 
 
-def _scrubber(value: str) -> Callable[[Any], Any]:
-    """A function giving a decoded value with each string (or bytes) holding ``value``
-    replaced by ``[redacted]``; lists and mappings walked."""
+def scrubber(value: Values) -> Callable[[Any], Any]:
+    """A function giving a decoded value with each string (or bytes) holding ``value`` (or
+    any of several) replaced by ``[redacted]``; lists and mappings walked."""
     holds = string_holds(value)
-    raw_forms = in_bytes(value)
+    raw_forms = [form for each in as_values(value) for form in in_bytes(each)]
 
     def scrub(item: Any) -> Any:
         if isinstance(item, str):
@@ -55,10 +62,10 @@ def _scrubber(value: str) -> Callable[[Any], Any]:
 # -- CSV -----------------------------------------------------------------------------------
 
 
-def redact_csv(source: Path, draft: Path, value: str) -> None:
+def redact_csv(source: Path, draft: Path, value: Values) -> None:
     """``source``'s rows to ``draft``, each cell holding ``value`` redacted (written as
     ``chronicle export --view`` writes CSV, so the other rows keep their bytes)."""
-    scrub = _scrubber(value)
+    scrub = scrubber(value)
     with (
         source.open(encoding="utf-8", newline="") as rows,
         draft.open("w", encoding="utf-8", newline="") as out,
@@ -71,11 +78,11 @@ def redact_csv(source: Path, draft: Path, value: str) -> None:
 # -- JSON ----------------------------------------------------------------------------------
 
 
-def redact_json(source: Path, draft: Path, value: str) -> None:
+def redact_json(source: Path, draft: Path, value: Values) -> None:
     """A JSON document (an ATIF trajectory) to ``draft`` with each string holding ``value``
     redacted, written as ``chronicle export --format atif`` writes it."""
     document = json.loads(source.read_bytes())
-    scrubbed = _scrubber(value)(document)
+    scrubbed = scrubber(value)(document)
     text = json.dumps(scrubbed, ensure_ascii=False, indent=2) + "\n"
     try:
         data = text.encode("utf-8")
@@ -87,7 +94,7 @@ def redact_json(source: Path, draft: Path, value: str) -> None:
 # -- Parquet -------------------------------------------------------------------------------
 
 
-def _searched(field_type: Any, pa: Any) -> bool:
+def searched_type(field_type: Any, pa: Any) -> bool:
     """Could a column of this type hold text? (Numbers, times and booleans cannot.)"""
     types = pa.types
     return not (
@@ -100,16 +107,16 @@ def _searched(field_type: Any, pa: Any) -> bool:
     )
 
 
-def parquet_cells_holding(path: Path, value: str) -> list[str]:
+def parquet_cells_holding(path: Path, value: Values) -> list[str]:
     """Where a Parquet file's decoded cells hold ``value``: ``row N (column)``, 1-based."""
     pa, parquet = pyarrow_modules()
-    scrub = _scrubber(value)
+    scrub = scrubber(value)
     found: list[tuple[int, int, str]] = []
     first = 1
     source = parquet.ParquetFile(str(path))
     for batch in source.iter_batches(batch_size=BATCH_ROWS):
         for index, column in enumerate(batch.columns):
-            if not _searched(column.type, pa):
+            if not searched_type(column.type, pa):
                 continue
             for offset, cell in enumerate(column.to_pylist()):
                 if cell is not None and scrub(cell) != cell:
@@ -118,18 +125,18 @@ def parquet_cells_holding(path: Path, value: str) -> list[str]:
     return [f"row {row} ({name})" for row, _, name in sorted(found)]
 
 
-def redact_parquet(source: Path, draft: Path, value: str) -> None:
+def redact_parquet(source: Path, draft: Path, value: Values) -> None:
     """``source``'s rows to ``draft`` (same schema, its metadata kept), each cell holding
     ``value`` redacted."""
     pa, parquet = pyarrow_modules()
-    scrub = _scrubber(value)
+    scrub = scrubber(value)
     reader = parquet.ParquetFile(str(source))
     schema = reader.schema_arrow
     with parquet.ParquetWriter(str(draft), schema) as writer:
         for batch in reader.iter_batches(batch_size=BATCH_ROWS):
             columns = []
             for column in batch.columns:
-                if _searched(column.type, pa):
+                if searched_type(column.type, pa):
                     cells = column.to_pylist()
                     scrubbed = [scrub(cell) for cell in cells]
                     if scrubbed != cells:

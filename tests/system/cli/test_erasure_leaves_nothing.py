@@ -2,9 +2,10 @@
 secret found everywhere, a session erased by hand, a person erased and a session erased by a
 retention policy; afterwards none of the erased texts is in a superuser's `pg_dump` of the
 whole database, in the database's own files after a VACUUM, in any file Chronicle wrote (its
-data directory, an export written before and rewritten, an export written after), while
-`verify` and `verify --anchors` still pass and report the redactions and erasures, and a row
-deleted behind the log's back is still caught (docs/erasure.md)."""
+data directory, an export of every session written before and rewritten by each removal, an
+export written after), while `verify` and `verify --anchors` still pass and report the
+redactions and erasures, and a row deleted behind the log's back is still caught
+(docs/erasure.md)."""
 
 from __future__ import annotations
 
@@ -166,11 +167,16 @@ def test_what_is_erased_is_nowhere_and_the_rest_still_proves_itself(
     anchors = tmp_path / "anchors.jsonl"
     run(env, "anchor", "--all", "-o", str(anchors))
     before = tmp_path / "before.jsonl"
-    run(env, "export", str(s["redacted"]), "-o", str(before))
-    assert VALUE.encode() in before.read_bytes()
+    run(env, "export", *(str(s[n]) for n in ("redacted", "erased", "personal", "retained")),
+        "-o", str(before))  # fmt: skip
+    assert all(t.encode() in before.read_bytes() for t in GONE)
 
-    # 1. a field; 2. a value everywhere (the export written before included)
-    run(env, "redact", str(s["redacted"]), "--seq", "2", "--field", "/content", "--reason", "a key")
+    # 1. a field; 2. a value everywhere (the export written before included, each time)
+    said = run(
+        env, "redact", str(s["redacted"]), "--seq", "2", "--field", "/content", "--reason", "a key"
+    )
+    assert f"on disk: {before}: rewritten without seq 2 /content of session" in said, said
+    assert FIELD.encode() not in before.read_bytes()
     secret = tmp_path / "value.txt"
     secret.write_text(VALUE + "\n")
     said = run(env, "redact", "--value-file", str(secret), "--all", "--reason", "leaked")
@@ -179,12 +185,16 @@ def test_what_is_erased_is_nowhere_and_the_rest_still_proves_itself(
     # 3. a session by hand; 4. a person; 5. a retention policy
     said = run(env, "erase", str(s["erased"]), "--reason", "asked to")
     assert f"erased {s['erased']}: 5 events" in said and "1 blobs" in said
+    assert f"on disk: {before}: rewritten without session {s['erased']}" in said, said
     run(env, "users", "erase", PERSON, code=1)  # without --yes: only what would go
     said = run(env, "users", "erase", PERSON, "--yes")
     assert "1 sessions erased" in said
+    assert f"on disk: {before}: rewritten without session {s['personal']}" in said, said
+    assert f"on disk: {before}: rewritten without seq 6 /user of session" in said, said
     time.sleep(1.0)
     said = run(env, "retention", "run")
     assert "policy short: 1 sessions erased" in said and str(s["retained"]) in said
+    assert f"on disk: {before}: rewritten without session {s['retained']}" in said, said
 
     # later rows after the removed ones: a vacuum cannot just cut the files short
     asyncio.run(_later_sessions(app_database_url, settings))
@@ -223,10 +233,11 @@ def test_what_is_erased_is_nowhere_and_the_rest_still_proves_itself(
     assert _files_holding(database, GONE) == [], _relations(
         database_url, _files_holding(database, GONE)
     )
-    # the export written before: the value search rewrote it (a field's and an erasure's
-    # copies in it are reported, docs/erasure.md)
-    assert VALUE.encode() not in before.read_bytes()
-    before.unlink()
+    # the export written before: each removal rewrote it (and it still proved itself, above)
+    assert [t for t in GONE if t.encode() in before.read_bytes()] == []
+    assert KEPT.encode() in before.read_bytes()
+    assert [json.loads(line)["session_id"] for line in before.read_text().splitlines()
+            if '"type":"session"' in line] == [str(s["redacted"])]  # fmt: skip
     assert _files_holding(tmp_path, GONE) == []
 
     # a row deleted without its record is still caught
