@@ -326,6 +326,15 @@ async def test_erased_sessions_leave_every_copy_but_a_kept_archive(
     assert not _holds_text(export)
     assert [row[0] for row in csv.reader(view.open())] == ["session_id", str(kept)]
 
+    unsigned = await remove_sessions_on_disk(store, [erased], data_dir=data, key=None)
+    [left] = unsigned.left
+    assert (left.path, left.removed, left.rewritten) == (
+        str(directory),
+        [f"session {erased}"],
+        False,
+    )
+    assert "anchor key is missing" in left.left[0] and _holds_text(directory)
+
     second = await remove_sessions_on_disk(store, [erased], data_dir=data, key=KEY)
     assert [(c.path, c.removed, c.rewritten) for c in second.changes] == [
         (str(directory), [f"session {erased}"], True)
