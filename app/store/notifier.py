@@ -233,7 +233,11 @@ class Notifier:
         connection.add_termination_listener(lambda _c: lost.set())
         self._listening = False
         for channel, on_ring in self._channels.items():
-            await connection.add_listener(channel, lambda *_args, ring=on_ring: ring())
+            try:
+                await connection.add_listener(channel, lambda *_args, ring=on_ring: ring())
+            except asyncpg.ReadOnlySQLTransactionError:
+                # a hot standby takes no LISTEN: whoever rings re-reads on its own schedule
+                log.debug("a standby: not listening on %s", channel)
             on_ring()  # what was sent while no connection listened
         if self._watched():
             await connection.add_listener(CHANNEL, self._on_notification)
