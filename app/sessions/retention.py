@@ -42,6 +42,7 @@ from app.store import (
     EventStore,
     admin_database_url,
     erase_session,
+    remove_sessions_on_disk,
 )
 from app.store.integrity import signing_key
 
@@ -210,6 +211,7 @@ async def keep_retention(settings: Settings, key: Ed25519PrivateKey, stop: async
                 outcomes = await apply_retention(
                     store, settings.retention, key=key, actor=actor, progress=quiet
                 )
+                await _off_the_disk(store, settings, key, outcomes or [])
         except ChronicleError as exc:  # an archive refused, say: the next round tries again
             log.warning("retention: a round failed: %s", exc)
             return
@@ -230,6 +232,30 @@ async def keep_retention(settings: Settings, key: Ed25519PrivateKey, stop: async
         failed="retention: a round failed",
         unreachable="retention: could not reach the database",
     )
+
+
+async def _off_the_disk(
+    store: EventStore,
+    settings: Settings,
+    key: Ed25519PrivateKey,
+    outcomes: list[ErasureOutcome],
+) -> None:
+    """What a round erased, out of the exports and archives this machine's disk holds (as
+    ``chronicle retention run`` does), but for the archives the policies wrote first."""
+    erased = [done.tombstone.session_id for outcome in outcomes for done in outcome.erased]
+    if not erased:
+        return
+    report = await remove_sessions_on_disk(
+        store,
+        erased,
+        data_dir=settings.data_dir,
+        key=key,
+        keep=[outcome.archived_to for outcome in outcomes if outcome.archived_to is not None],
+    )
+    for change in report.changes:
+        log.info("retention: on disk: %s", change)
+    for left in report.left:
+        log.warning("retention: a copy on disk still holds erased sessions: %s", left)
 
 
 def retention_upkeep(settings: Settings) -> list[Upkeep]:

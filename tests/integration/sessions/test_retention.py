@@ -5,6 +5,7 @@ name, and keeps the record (docs/erasure.md)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -22,9 +23,9 @@ from app.events.platform_audit import PLATFORM_LOG_ID
 from app.events.session_config import EvaluationTrial, SessionConfig
 from app.sessions.person_erasure import PersonNotErased, erase_person
 from app.sessions.platform_audit import Actor, user_changed
-from app.sessions.retention import apply_policy, apply_retention, due
+from app.sessions.retention import apply_policy, apply_retention, due, retention_upkeep
 from app.sessions.sql.users import add_user, find_user
-from app.store import EventStore
+from app.store import EventStore, tombstones
 from app.store.archive import check_directory
 
 KEY = Ed25519PrivateKey.generate()
@@ -165,3 +166,31 @@ async def test_a_person_is_erased_with_their_sessions_and_name(
         assert (await store.verify(session)).ok
     [record] = [e for e in await store.read(PLATFORM_LOG_ID) if e.kind == "audit.user_erased"]
     assert record.payload["user_id"] == str(user.id) and record.payload["sessions"] == 1
+
+
+async def test_the_runner_applies_the_policies_in_rounds(
+    store: EventStore, database_url: str, settings: Settings
+) -> None:
+    run = f"run-{uuid.uuid4().hex[:6]}"
+    session = await _ended(store, run=run)
+    policy = RetentionPolicy(name="rounds", after_days=1e-5, evaluation_runs=(run,))
+    configured = settings.model_copy(
+        update={
+            "database_url": database_url,
+            "retention": RetentionConfig(policies=(policy,), interval=0.2),
+        }
+    )
+    await asyncio.sleep(1.0)  # past the policy's age (under a second)
+    stop = asyncio.Event()
+    [upkeep] = retention_upkeep(configured)
+    task = asyncio.create_task(upkeep(stop))
+    try:
+        async with asyncio.timeout(30):
+            while not await tombstones(store, [session]):
+                await asyncio.sleep(0.1)
+    finally:
+        stop.set()
+        await task
+    [stone] = await tombstones(store, [session])
+    assert (stone.policy, stone.erased_by) == ("rounds", "chronicle:retention")
+    assert retention_upkeep(settings) == []  # no policy: nothing runs
