@@ -7,19 +7,27 @@ its ``user``; the blobs and prompt messages the part named go too, from every se
 names them, each with a record (all returned, this one first). The owner, a member, gets 403
 (an owner may not erase their own session's record); anyone else's session does not exist
 for them (404, as on every session route).
+
+The copies Chronicle wrote to this machine's disk (exports and archives in the data
+directory's ledger) take the same markers after the response is sent, as ``chronicle redact``
+does; what became of each is logged (docs/erasure.md, "Exports on disk").
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from litestar import Request, post
+from litestar import Request, Response, post
+from litestar.background_tasks import BackgroundTask
 from litestar.exceptions import PermissionDeniedException
 from litestar.params import FromPath, JSONBody
 from pydantic import BaseModel, Field
 
+from app.config import Settings
 from app.events import MAX_SEQ
 from app.events.commitment import RedactionPathError
 from app.events.redaction import MAX_PATH, MAX_REASON
@@ -27,7 +35,17 @@ from app.server.access import ensure_visible
 from app.server.auth import principal_of
 from app.server.context import Context
 from app.server.problems import Unprocessable, problem_responses
-from app.store import RedactionRefused
+from app.store import (
+    EventStore,
+    RecordedEvent,
+    RedactedPart,
+    RedactionRefused,
+    existing_anchor_key,
+    remove_parts_on_disk,
+    texts_of_part,
+)
+
+log = logging.getLogger(__name__)
 
 
 class NewRedaction(BaseModel):
@@ -72,7 +90,7 @@ async def redact(
     ctx: Context,
     session_id: FromPath[UUID],
     data: JSONBody[NewRedaction],
-) -> RedactionList:
+) -> Response[RedactionList]:
     """Remove a part of one of the session's events, keeping the proof of the rest (admins)."""
     principal = principal_of(request)
     await ensure_visible(ctx, principal, session_id)  # first: another's session is a 404
@@ -83,12 +101,14 @@ async def redact(
     if data.seq > await ctx.store.last_seq(session_id):
         raise Unprocessable(f"session {session_id} has no event {data.seq}")
     try:
+        # first: once it is redacted, the log holds only its digest
+        texts = await texts_of_part(ctx.store, session_id, data.seq, data.path)
         records = await ctx.store.redact(
             session_id, data.seq, data.path, reason=data.reason, user=principal.name
         )
     except (RedactionPathError, RedactionRefused) as exc:
         raise Unprocessable(str(exc)) from None
-    return RedactionList(
+    listed = RedactionList(
         redactions=[
             RedactionView(
                 session_id=record.session_id,
@@ -103,6 +123,29 @@ async def redact(
             for record in records
         ]
     )
+    rewrite = BackgroundTask(_off_the_disk, ctx.store, ctx.settings, records, texts)
+    return Response(listed, status_code=201, background=rewrite)
+
+
+async def _off_the_disk(
+    store: EventStore, settings: Settings, records: Sequence[RecordedEvent], texts: Any
+) -> None:
+    """The same markers in the copies on this machine's disk; each change logged."""
+    try:
+        report = await remove_parts_on_disk(
+            store,
+            [RedactedPart.of(record) for record in records],
+            texts,
+            data_dir=settings.data_dir,
+            key=existing_anchor_key(settings.anchor_key_file, settings.data_dir),
+        )
+    except Exception:  # the redaction is done and answered: a failure here is only logged
+        log.exception("the copies on disk of a redaction could not be rewritten")
+        return
+    for change in report.changes:
+        log.info("redaction: on disk: %s", change)
+    for left in report.left:
+        log.warning("redaction: a copy on disk still holds the redacted part: %s", left)
 
 
 ROUTES = [redact]
