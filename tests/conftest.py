@@ -98,6 +98,16 @@ async def store(app_database_url: str, settings: Settings) -> AsyncIterator[Even
 
 
 @pytest.fixture
+async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
+    """The event store through the database owner's login (what only it may write: an
+    archive's marks, users)."""
+    async with await EventStore.open(
+        database_url, config=settings.store, masker=settings.masker()
+    ) as opened:
+        yield opened
+
+
+@pytest.fixture
 def fake_llm() -> Iterator[FakeLlmServer]:
     server = FakeLlmServer().start()
     try:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from app.cli.analytics import since_date
 from app.cli.on_disk import note_written
+from app.cli.progress import StderrProgress
 from app.config import Settings
 from app.sessions.archiving import (
     ArchiveOutcome,
@@ -97,20 +97,6 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=archive)
 
 
-class _Progress:
-    """One line on stderr at most every second (and the first), for long runs."""
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self.interval = interval
-        self.last = 0.0
-
-    def __call__(self, text: str, *, steady: bool = False) -> None:
-        now = time.monotonic()
-        if not steady or now - self.last >= self.interval:
-            print(f"archive: {text}", file=sys.stderr, flush=True)
-            self.last = now
-
-
 def _before(text: str) -> datetime:
     try:
         moment = since_date(text)
@@ -155,7 +141,7 @@ async def archive(args: argparse.Namespace, settings: Settings) -> int:
     ) as store:
         try:
             outcome = await archive_sessions(
-                store, request, key, _Progress(), anchors_key=anchors_key
+                store, request, key, StderrProgress("archive"), anchors_key=anchors_key
             )
         except (ArchiveRefused, ArchiveRaceError) as exc:
             print(f"error: {exc}; nothing was archived", file=sys.stderr)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.progress import StderrProgress
 from app.cli.session_ids import session_id
 from app.config import Settings
 
@@ -30,20 +30,6 @@ if TYPE_CHECKING:
 MANUAL = "manual: "
 #: What a tombstone's policy holds at most.
 POLICY_CHARS = 200
-
-
-class Progress:
-    """One line on stderr at most every second (and the first), for long runs."""
-
-    def __init__(self, interval: float = 1.0) -> None:
-        self.interval = interval
-        self.last = 0.0
-
-    def __call__(self, text: str, *, steady: bool = False) -> None:
-        now = time.monotonic()
-        if not steady or now - self.last >= self.interval:
-            print(f"erase: {text}", file=sys.stderr, flush=True)
-            self.last = now
 
 
 def add_parsers(commands: argparse._SubParsersAction) -> None:
@@ -134,7 +120,7 @@ async def erase_command(args: argparse.Namespace, settings: Settings) -> int:
             key=key,
             actor=terminal_actor(),
             policy=(MANUAL + reason)[:POLICY_CHARS],
-            progress=Progress(),
+            progress=StderrProgress("erase"),
         )
         _print(outcome, args.json)
         on_disk = await erased_on_disk(store, [outcome], settings, as_json=args.json)
@@ -171,7 +157,7 @@ async def retention_command(args: argparse.Namespace, settings: Settings) -> int
             settings.retention,
             key=_key(settings),
             actor=terminal_actor(),
-            progress=Progress(),
+            progress=StderrProgress("erase"),
         )
         if outcomes is None:
             print("error: another process is applying the policies now", file=sys.stderr)

@@ -219,7 +219,8 @@ async def change_user(store: EventStore, change: str, name: str) -> int:
 async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: bool) -> int:
     """``chronicle users erase NAME`` (app/sessions/person_erasure.py); without ``--yes``, what
     would go."""
-    from app.cli.erase import Progress, erased_on_disk
+    from app.cli.erase import erased_on_disk
+    from app.cli.progress import StderrProgress
     from app.sessions.person_erasure import PersonNotErased, erase_person
     from app.sessions.sql.retention_candidates import owned_by
     from app.store.integrity import signing_key
@@ -236,7 +237,9 @@ async def erase_user(store: EventStore, name: str, settings: Settings, *, sure: 
         return 1
     key, _, _ = signing_key(settings.anchor_key_file, settings.data_dir)
     try:
-        done = await erase_person(store, name, key=key, actor=terminal_actor(), progress=Progress())
+        done = await erase_person(
+            store, name, key=key, actor=terminal_actor(), progress=StderrProgress("erase")
+        )
     except PersonNotErased as exc:
         print(f"error: {exc}", file=sys.stderr)
         await erased_on_disk(store, [exc.sessions], settings, as_json=False)

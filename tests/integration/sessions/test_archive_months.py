@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -21,7 +20,6 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.config import Settings
 from app.events import AgentState, LlmCall, Message, SessionCreated
 from app.events.platform_audit import PLATFORM_LOG_ID
 from app.sessions.archiving import (
@@ -39,14 +37,6 @@ from app.store.partitions import current_month, list_partitions
 from tests.support.months import import_last_month
 
 ACTOR = Actor(name="cli:operator", via="cli")
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    async with await EventStore.open(
-        database_url, config=settings.store, masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 def _last_month_name() -> str:

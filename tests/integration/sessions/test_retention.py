@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,14 +35,6 @@ LATER = datetime.now(UTC) + timedelta(days=10)
 
 def quiet(text: str, *, steady: bool = False) -> None:
     return None
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    async with await EventStore.open(
-        database_url, config=settings.store, masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 async def _ended(

@@ -10,28 +10,18 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from app.config import Settings
 from app.events import AgentState, Message, SessionCreated
 from app.store import EventStore, StoreError
 from app.store.archive import ArchiveRaceError, archived_sessions, mark_archived
 from app.store.integrity import sign_anchor
 
 MANIFEST = hashlib.sha256(b"manifest").digest()
-
-
-@pytest.fixture
-async def owner_store(database_url: str, settings: Settings) -> AsyncIterator[EventStore]:
-    async with await EventStore.open(
-        database_url, config=settings.store, masker=settings.masker()
-    ) as opened:
-        yield opened
 
 
 async def _session(store: EventStore) -> uuid.UUID:
