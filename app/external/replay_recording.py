@@ -23,6 +23,7 @@ from uuid import UUID
 
 from pydantic import ValidationError
 
+from app.events.commitment import markers_in
 from app.events.llm import ANSWERED_NOTHING
 from app.events.prompts import whole_prompt
 from app.events.session_config import SessionConfig
@@ -105,6 +106,11 @@ async def load_recording(store: EventStore, session_id: UUID) -> RecordedCalls:
     if not head:
         raise RecordError(f"there is no session {session_id}; `chronicle sessions` lists them")
     config = external_config(head[0])
+    if config is None and markers_in(head[0].stored_payload):
+        raise RecordError(
+            f"session {session_id} cannot be replayed: its configuration (seq 1) was redacted, "
+            "so what it was recorded with is gone (`chronicle verify` lists the redaction)"
+        )
     if config is None:
         raise RecordError(
             f"session {session_id} is not a recorded external agent's session (its "
