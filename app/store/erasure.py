@@ -34,6 +34,7 @@ from app.events.platform_audit import (
 )
 from app.events.stored_form import references
 from app.store.append import APPEND_ONE_SQL, encode_batch
+from app.store.archive.checker import named_messages
 from app.store.errors import StoreError
 from app.store.integrity.tombstones import Tombstone, sign_tombstone
 
@@ -220,10 +221,8 @@ async def _named_content(store: EventStore, session_id: UUID) -> tuple[set[str],
         for event in page:
             stored = event.stored_payload
             blobs |= references(stored)
-            if event.kind == "llm.call" and isinstance(stored, dict):
-                messages |= {h for h in stored.get("prompt", []) if isinstance(h, str)}
-                if isinstance(stored.get("tools"), str):
-                    messages.add(stored["tools"])
+            if event.kind == "llm.call":
+                messages.update(named_messages(stored))
         if len(page) < READ_PAGE:
             return blobs, messages
         after = page[-1].seq
