@@ -36,6 +36,7 @@ from app.events.platform_audit import PLATFORM_LOG_ID, AuditRedaction
 from app.events.redaction import MAX_REASON, Redaction
 from app.events.stored_form import BLOB, ESC, REDACTED, references
 from app.store.append import encode_batch
+from app.store.archive.checker import named_messages
 from app.store.erasure import append_within, ensure_platform_log
 from app.store.errors import StoreError
 from app.store.records import RecordedEvent
@@ -202,10 +203,7 @@ async def _redact_following(
 def _message_keys(payload: Any, path: str) -> set[str]:
     """The prompt messages and tool list named in an ``llm.call``'s part at ``path`` (the
     whole payload, its ``prompt``, one entry of it, or its ``tools``)."""
-    named = {h for h in payload.get("prompt", []) if isinstance(h, str)}
-    if isinstance(payload.get("tools"), str):
-        named.add(payload["tools"])
-    return named & set(strings_in(part_at(payload, path)))
+    return set(named_messages(payload)) & set(strings_in(part_at(payload, path)))
 
 
 async def forget_everywhere(
